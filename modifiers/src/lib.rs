@@ -1,0 +1,1 @@
+//! Modifiers for lc-agent networks.

@@ -1,0 +1,150 @@
+//! Errors, one enum per boundary.
+
+use crate::node::NodeId;
+
+/// Errors of building, running, saving and loading networks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetworkError {
+    /// A node id that is not in the network.
+    #[error("node {0} is not in this network")]
+    UnknownNode(NodeId),
+    /// Connecting these nodes would make a cycle.
+    #[error("connecting {child} under {parent} would create a cycle")]
+    Cycle {
+        /// The would-be parent.
+        parent: NodeId,
+        /// The would-be child.
+        child: NodeId,
+    },
+    /// A node belongs to another network.
+    #[error("node {0} already belongs to another network")]
+    ForeignNode(NodeId),
+    /// A modifier with this id is already attached.
+    #[error("a modifier with id `{0}` is already attached")]
+    DuplicateModifier(String),
+    /// A node failed while running; its `metadata["error"]` says the same.
+    #[error("node {node} ({kind}) failed: {message}")]
+    NodeFailed {
+        /// The failing node.
+        node: NodeId,
+        /// Its kind.
+        kind: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A modifier hook failed.
+    #[error("modifier `{modifier}` failed: {message}")]
+    Modifier {
+        /// The modifier's id.
+        modifier: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The run reached its step limit (model turns in one `invoke`).
+    #[error("step limit reached: {limit} model turns in one invoke; the network is left valid and can be saved or invoked again")]
+    StepLimit {
+        /// The limit that was reached.
+        limit: usize,
+    },
+    /// Nothing to invoke and no output to return.
+    #[error("the network has no nodes")]
+    Empty,
+    /// A chat node names a model that is not registered.
+    #[error("no chat model named `{0}` is registered")]
+    UnknownModel(String),
+    /// The model failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A saved network could not be read.
+    #[error("invalid saved network: {0}")]
+    Format(String),
+    /// JSON (de)serialization failed.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// I/O failed (saving or loading a file).
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Errors of chat models.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The endpoint could not be reached (after retries).
+    #[error("could not reach the model endpoint: {0}")]
+    Connect(String),
+    /// The endpoint answered with an HTTP error (after retries).
+    #[error("model endpoint returned HTTP {status}: {body}")]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// The response body, shortened.
+        body: String,
+    },
+    /// The request timed out.
+    #[error("model request timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// The response was not what the protocol says.
+    #[error("invalid model response: {0}")]
+    InvalidResponse(String),
+    /// Configuration is missing or wrong.
+    #[error("model configuration: {0}")]
+    Config(String),
+    /// A scripted model ran out of turns.
+    #[error("scripted model `{name}` has no more turns (played {played})")]
+    ScriptExhausted {
+        /// The scripted model's name.
+        name: String,
+        /// How many turns it played.
+        played: usize,
+    },
+    /// Any other failure.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Errors of tools. The tool node turns them into an `Error: ...` tool
+/// result the model reads; they never abort the run.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool with this name is available.
+    #[error("Unknown tool `{name}`. Available tools: {available}")]
+    UnknownTool {
+        /// The requested name.
+        name: String,
+        /// Comma-separated names of the tools that exist.
+        available: String,
+    },
+    /// The arguments are not valid JSON.
+    #[error("Invalid arguments for tool `{tool}`: not valid JSON ({reason})")]
+    InvalidJson {
+        /// The tool's name.
+        tool: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The arguments have the wrong shape.
+    #[error("Invalid arguments for tool `{tool}`: {reason}")]
+    InvalidArguments {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The tool took too long.
+    #[error("Tool `{tool}` timed out after {seconds} s")]
+    Timeout {
+        /// The tool's name.
+        tool: String,
+        /// The limit in seconds.
+        seconds: f64,
+    },
+    /// The tool ran and failed; the message is shown to the model.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// `Result` with [`NetworkError`].
+pub type Result<T, E = NetworkError> = std::result::Result<T, E>;

@@ -1,0 +1,183 @@
+//! Running a network: begin hooks, passes over pending nodes, end hooks.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::error::{NetworkError, Result};
+use crate::event::NetworkEvent;
+use crate::message::Message;
+use crate::modifier::{InvokeOutcome, NetworkModifier, CURRENT_MODIFIER};
+use crate::network::RunnableNetwork;
+use crate::node::{NodeContext, NodeId, NodeRef};
+
+type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
+
+/// Runs one modifier hook with the modifier recorded as the author of any
+/// node it adds; its errors name the modifier.
+pub(crate) async fn hook(
+    modifier: &Arc<dyn NetworkModifier>,
+    fut: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let id: Arc<str> = Arc::from(modifier.id());
+    CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
+        e @ (NetworkError::StepLimit { .. } | NetworkError::Modifier { .. }) => e,
+        other => NetworkError::Modifier {
+            modifier: modifier.id().to_string(),
+            message: other.to_string(),
+        },
+    })
+}
+
+impl RunnableNetwork {
+    /// Runs every node that has not run yet and returns the output of the
+    /// last one that ran (or, when nothing had to run, of the current
+    /// leaf).
+    ///
+    /// 1. every modifier's `on_begin_invoke`;
+    /// 2. passes: the pending nodes in topological order, each with
+    ///    `on_pre_invoke`, the node, `on_post_invoke`; nodes that do not
+    ///    depend on each other (the tool calls of one turn) run
+    ///    concurrently; nodes added during a pass run in the next; a pass
+    ///    that runs nothing ends the loop;
+    /// 3. every modifier's `on_end_invoke`, also after a failure.
+    ///
+    /// A failing node records `metadata["error"]`, stays pending (the next
+    /// `invoke` retries it) and its error is returned. More model turns than
+    /// the step limit give [`NetworkError::StepLimit`]. In every case the
+    /// graph stays valid and saveable. One `invoke` runs at a time per
+    /// network; a second waits for the first.
+    pub async fn invoke(&self) -> Result<Message> {
+        let _running = self.0.invoke_lock.lock().await;
+        let modifiers = self.modifiers();
+        let mut result = async {
+            for m in modifiers.iter() {
+                hook(m, m.on_begin_invoke(self)).await?;
+            }
+            self.run_passes(&modifiers).await
+        }
+        .await;
+        let outcome = match &result {
+            Ok(_) => InvokeOutcome::Completed,
+            Err(e) => InvokeOutcome::Failed(e.to_string()),
+        };
+        for m in modifiers.iter() {
+            if let Err(e) = hook(m, m.on_end_invoke(self, &outcome)).await {
+                if result.is_ok() {
+                    result = Err(e);
+                } else {
+                    tracing::warn!(modifier = m.id(), error = %e, "on_end_invoke failed after an earlier error");
+                }
+            }
+        }
+        result
+    }
+
+    async fn run_passes(&self, modifiers: &Modifiers) -> Result<Message> {
+        let limit = self.step_limit();
+        let mut turns = 0usize;
+        let mut last: Option<Arc<Message>> = None;
+        loop {
+            let order = self.pending();
+            if order.is_empty() {
+                break;
+            }
+            for wave in waves(&order) {
+                let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
+                if let Some(limit) = limit {
+                    if turns + model_turns > limit {
+                        return Err(NetworkError::StepLimit { limit });
+                    }
+                }
+                turns += model_turns;
+                if let [node] = wave.as_slice() {
+                    last = Some(self.run_node(node, modifiers).await?);
+                } else {
+                    let results =
+                        futures::future::join_all(wave.iter().map(|n| self.run_node(n, modifiers)))
+                            .await;
+                    for r in results {
+                        last = Some(r?);
+                    }
+                }
+            }
+        }
+        match last {
+            Some(m) => Ok(Message::clone(&m)),
+            None => self
+                .current_leaf()
+                .and_then(|leaf| leaf.output())
+                .map(|m| Message::clone(&m))
+                .ok_or(NetworkError::Empty),
+        }
+    }
+
+    async fn run_node(&self, node: &NodeRef, modifiers: &Modifiers) -> Result<Arc<Message>> {
+        for m in modifiers.iter() {
+            hook(m, m.on_pre_invoke(self, node)).await?;
+        }
+        let input = self.input_of(node);
+        let started_at = crate::files::now_rfc3339();
+        let clock = Instant::now();
+        let ctx = NodeContext {
+            network: self.clone(),
+            node: node.clone(),
+            input: input.clone(),
+        };
+        let logic = node.0.logic.clone();
+        let message = match logic.invoke(ctx).await {
+            Ok(message) => Arc::new(message),
+            Err(e) => {
+                let message = e.to_string();
+                node.set_metadata("error", json!(message));
+                return Err(NetworkError::NodeFailed {
+                    node: node.id(),
+                    kind: node.kind().to_string(),
+                    message,
+                });
+            }
+        };
+        let elapsed_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        {
+            let mut st = node.0.state.lock();
+            st.outputs = Some(message.clone());
+            st.invoked = true;
+            st.history = Some(input.push(message.clone()));
+            st.metadata.shift_remove("error");
+            st.metadata.insert(
+                "timings".into(),
+                json!({"started_at": started_at, "elapsed_ms": elapsed_ms}),
+            );
+        }
+        self.mark_pending_done(node.id());
+        self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
+        for m in modifiers.iter() {
+            hook(m, m.on_post_invoke(self, node)).await?;
+        }
+        Ok(message)
+    }
+}
+
+/// Splits a topological order into waves: a node's wave is one past the
+/// latest wave of its parents within `order`.
+fn waves(order: &[NodeRef]) -> Vec<Vec<NodeRef>> {
+    let mut level: HashMap<NodeId, usize> = HashMap::with_capacity(order.len());
+    let mut out: Vec<Vec<NodeRef>> = Vec::new();
+    for node in order {
+        let parents = node.0.state.lock().parents.clone();
+        let l = parents
+            .iter()
+            .filter_map(|p| level.get(p))
+            .max()
+            .map_or(0, |l| l + 1);
+        level.insert(node.id(), l);
+        if out.len() <= l {
+            out.resize_with(l + 1, Vec::new);
+        }
+        out[l].push(node.clone());
+    }
+    out
+}

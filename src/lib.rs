@@ -1,0 +1,105 @@
+//! # lc-agent: dynamic runnable networks for LLM agents
+//!
+//! An agent conversation is a **graph of cached nodes**, and the graph *is*
+//! the state. A [`RunnableNetwork`] holds nodes in insertion order, their
+//! edges (parent lists), metadata and the agent's virtual [`files`](Files).
+//! Each node ([`NodeRef`]) runs once: a [`HumanNode`] outputs what the user
+//! said, a [`ChatNode`] asks a [`ChatModel`] with the conversation of its
+//! ancestors ([`History`]), a [`ToolNode`] runs one [`Tool`] call, a
+//! [`NetworkNode`] runs a whole inner network. Once a node has outputs it is
+//! never recomputed.
+//!
+//! ```text
+//!  build (scope guard, >>)        invoke()                     save / load
+//!  ───────────────────────   ───────────────────────────   ─────────────────
+//!  HumanNode::new("hi")  ──▶  on_begin_invoke (modifiers)   to_json()  ─┐
+//!        │                    pass: pending nodes in         from_json() ◀┘
+//!        ▼                     topological order,            "lc-agent/1"
+//!  ChatLoop adds ChatNode      pre-hook ▸ run ▸ post-hook
+//!        │                    ToolLoop adds ToolNodes + the
+//!        ▼                     next ChatNode (next pass)
+//!  output: Message            on_end_invoke (always)
+//! ```
+//!
+//! **Modifiers** ([`NetworkModifier`]) grow the graph while it runs: the
+//! default [`ChatLoop`] answers a human leaf with the network's
+//! `default_node`; the default [`ToolLoop`] turns tool calls into tool nodes
+//! (run concurrently) followed by the next chat node. Modifiers, tools,
+//! models and event callbacks are runtime attachments: they are not saved.
+//!
+//! **Building**: while a [`ScopeGuard`] from [`RunnableNetwork::enter`]
+//! lives, new nodes attach to that network as children of its current leaf;
+//! `a >> b`, `[a, b] >> c` and `None >> c` rewire edges explicitly.
+//!
+//! **Saving**: [`RunnableNetwork::to_json`] writes the `lc-agent/1` format
+//! (see [`persist`]); loading and saving again gives the same bytes, and
+//! kinds the loading program does not know survive as [`GenericNode`]s.
+//!
+//! ```
+//! use lc_agent::{FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! // An offline stand-in for a real model: it replays these turns.
+//! let model = ScriptedChatModel::new([
+//!     Turn::call("call-1", "shout", json!({"text": "hello"})),
+//!     Turn::text("The tool said HELLO."),
+//! ]);
+//! let net = RunnableNetwork::builder()
+//!     .default_node("chat")
+//!     .chat_model("scripted")
+//!     .model("scripted", model.clone())
+//!     .tool(FnTool::new("shout", "Upper-cases `text`.",
+//!         json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!         |args, _| async move { Ok(ToolOutput::ok(args["text"].as_str().unwrap_or("").to_uppercase())) }))
+//!     .build();
+//! {
+//!     let _scope = net.enter();
+//!     HumanNode::new("Shout hello");
+//! }
+//! let reply = net.invoke().await?;
+//! assert_eq!(reply.text(), "The tool said HELLO.");
+//! assert_eq!(model.calls(), 2);
+//!
+//! let saved = net.to_json()?;
+//! let loaded = RunnableNetwork::from_json(&saved)?;
+//! assert_eq!(loaded.to_json()?, saved);
+//! # Ok::<(), lc_agent::NetworkError>(())
+//! # }).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod event;
+pub mod files;
+pub mod history;
+mod invoke;
+pub mod loops;
+pub mod mermaid;
+pub mod message;
+pub mod model;
+pub mod modifier;
+pub mod network;
+pub mod node;
+pub mod nodes;
+mod ops;
+pub mod persist;
+pub mod scope;
+pub mod tool;
+
+pub use error::{ModelError, NetworkError, Result, ToolError};
+pub use event::NetworkEvent;
+pub use files::{FileData, Files};
+pub use history::History;
+pub use loops::{ChatLoop, ToolLoop};
+pub use message::{Message, ToolCall, ToolStatus};
+pub use model::openai::OpenAiChatModel;
+pub use model::scripted::{ScriptedChatModel, Turn};
+pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
+pub use modifier::{InvokeOutcome, NetworkModifier};
+pub use network::{NetworkBuilder, RunnableNetwork};
+pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
+pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
+pub use persist::{register_node_kind, register_node_loader};
+pub use scope::ScopeGuard;
+pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};

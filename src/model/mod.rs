@@ -1,0 +1,197 @@
+//! Chat models: the [`ChatModel`] trait, its request and response, and the
+//! [`ChatModelRegistry`] that finds models by name.
+
+pub mod openai;
+pub mod scripted;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ModelError;
+use crate::history::History;
+use crate::message::{Message, ToolCall};
+use crate::node::NodeId;
+use crate::tool::ToolSpec;
+
+/// What a chat node asks a model.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    /// The conversation so far (the chat node's ancestors' outputs).
+    pub history: History,
+    /// Extra system-prompt sections (e.g. from modifiers), sent after the
+    /// conversation's own system messages.
+    pub system: Vec<String>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// The chat node making the request, when there is one.
+    pub node_id: Option<NodeId>,
+}
+
+impl ChatRequest {
+    /// A request with this history and nothing else.
+    pub fn new(history: History) -> Self {
+        Self {
+            history,
+            ..Self::default()
+        }
+    }
+
+    /// The messages in protocol order (see [`History::assemble`]).
+    pub fn messages(&self) -> Vec<std::borrow::Cow<'_, Message>> {
+        self.history.assemble(&self.system)
+    }
+}
+
+/// Token counts reported by the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompt.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Both together.
+    pub total_tokens: u64,
+}
+
+/// What a model answered.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatResponse {
+    /// The answer text.
+    pub content: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage, when reported.
+    pub usage: Option<Usage>,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`, or anything
+    /// else the server says), when reported.
+    pub finish_reason: Option<String>,
+    /// The model name the server reported.
+    pub model: Option<String>,
+}
+
+impl ChatResponse {
+    /// A text answer.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The answer as an AI message.
+    pub fn to_message(&self) -> Message {
+        Message::ai_with_tools(self.content.clone(), self.tool_calls.clone())
+    }
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamDelta {
+    /// More answer text.
+    Text(String),
+    /// A fragment of a tool call (`index` identifies the call within the
+    /// answer; `id` and `name` arrive once, `arguments` in pieces).
+    ToolCall {
+        /// Position of the call in the answer.
+        index: usize,
+        /// The call id, on the first fragment.
+        id: Option<String>,
+        /// The tool name, on the first fragment.
+        name: Option<String>,
+        /// A piece of the arguments text.
+        arguments: String,
+    },
+}
+
+/// Receives stream deltas as they arrive.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(StreamDelta) + Send);
+
+/// A chat-completion model.
+///
+/// ```
+/// use lc_agent::{ChatModel, ChatRequest, ChatResponse, ModelError};
+///
+/// /// Answers with the length of the conversation.
+/// struct Counter;
+///
+/// #[async_trait::async_trait]
+/// impl ChatModel for Counter {
+///     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+///         Ok(ChatResponse::text(format!("{} messages", request.history.len())))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Answers the request in one piece.
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
+
+    /// Answers the request, calling `on_delta` as pieces arrive, and
+    /// returns the whole answer. The default completes in one piece and
+    /// reports the text as one delta.
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let response = self.complete(request).await?;
+        if !response.content.is_empty() {
+            on_delta(StreamDelta::Text(response.content.clone()));
+        }
+        Ok(response)
+    }
+}
+
+/// Chat models by name.
+///
+/// ```
+/// use lc_agent::{ChatModelRegistry, ScriptedChatModel};
+///
+/// let mut models = ChatModelRegistry::new();
+/// models.register("scripted", ScriptedChatModel::new(["hello"]));
+/// assert!(models.get("scripted").is_some());
+/// ```
+#[derive(Clone, Default)]
+pub struct ChatModelRegistry {
+    models: HashMap<String, Arc<dyn ChatModel>>,
+}
+
+impl ChatModelRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers (or replaces) the model called `name`.
+    pub fn register(&mut self, name: impl Into<String>, model: impl ChatModel + 'static) {
+        self.models.insert(name.into(), Arc::new(model));
+    }
+
+    /// Registers a shared model.
+    pub fn register_shared(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
+        self.models.insert(name.into(), model);
+    }
+
+    /// The model called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+        self.models.get(name).cloned()
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+impl std::fmt::Debug for ChatModelRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatModelRegistry")
+            .field("models", &self.names())
+            .finish()
+    }
+}

@@ -1,0 +1,165 @@
+//! A chat model that replays fixed turns: for tests and offline examples.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{ChatModel, ChatRequest, ChatResponse, DeltaSink, StreamDelta};
+use crate::error::ModelError;
+use crate::message::ToolCall;
+
+/// One scripted answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// Answer text.
+    pub content: String,
+    /// Tool calls to make.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl Turn {
+    /// A text answer.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// An answer that calls tools.
+    pub fn tool_calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
+        Self {
+            content: String::new(),
+            tool_calls: calls.into_iter().collect(),
+        }
+    }
+
+    /// An answer that calls one tool with JSON arguments.
+    pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> Self {
+        Self::tool_calls([ToolCall::new(id, name, arguments)])
+    }
+}
+
+impl From<&str> for Turn {
+    fn from(text: &str) -> Self {
+        Turn::text(text)
+    }
+}
+
+impl From<String> for Turn {
+    fn from(text: String) -> Self {
+        Turn::text(text)
+    }
+}
+
+/// Replays fixed turns in order, one per call, and counts calls.
+///
+/// It is a stand-in for a real model: everything that uses it (the
+/// quickstart example, the tests, the benchmarks) says so. Clones share the
+/// script position and the counter.
+///
+/// ```
+/// use lc_agent::{ChatModel, ChatRequest, ScriptedChatModel};
+///
+/// # tokio_test_block_on(async {
+/// let model = ScriptedChatModel::new(["first", "second"]);
+/// let a = model.complete(&ChatRequest::default()).await.unwrap();
+/// let b = model.complete(&ChatRequest::default()).await.unwrap();
+/// assert_eq!((a.content.as_str(), b.content.as_str()), ("first", "second"));
+/// assert_eq!(model.calls(), 2);
+/// assert!(model.complete(&ChatRequest::default()).await.is_err()); // script exhausted
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ScriptedChatModel {
+    name: String,
+    turns: Arc<[Turn]>,
+    cycle: bool,
+    calls: Arc<AtomicUsize>,
+}
+
+impl ScriptedChatModel {
+    /// A model that plays `turns` once, then fails with
+    /// [`ModelError::ScriptExhausted`].
+    pub fn new<T: Into<Turn>>(turns: impl IntoIterator<Item = T>) -> Self {
+        Self {
+            name: "scripted".to_string(),
+            turns: turns.into_iter().map(Into::into).collect(),
+            cycle: false,
+            calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Replays the script from the start once it ends, forever.
+    pub fn cycled(mut self) -> Self {
+        self.cycle = true;
+        self
+    }
+
+    /// Names the model in error messages.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How many times the model was called.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    fn next_turn(&self) -> Result<&Turn, ModelError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let index = if self.cycle && !self.turns.is_empty() {
+            n % self.turns.len()
+        } else {
+            n
+        };
+        self.turns.get(index).ok_or(ModelError::ScriptExhausted {
+            name: self.name.clone(),
+            played: self.turns.len(),
+        })
+    }
+}
+
+#[async_trait]
+impl ChatModel for ScriptedChatModel {
+    async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let turn = self.next_turn()?;
+        Ok(ChatResponse {
+            content: turn.content.clone(),
+            tool_calls: turn.tool_calls.clone(),
+            usage: None,
+            finish_reason: Some(if turn.tool_calls.is_empty() {
+                "stop".into()
+            } else {
+                "tool_calls".into()
+            }),
+            model: Some(self.name.clone()),
+        })
+    }
+
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let response = self.complete(request).await?;
+        // Word by word, so streaming consumers see more than one piece.
+        for piece in response.content.split_inclusive(' ') {
+            on_delta(StreamDelta::Text(piece.to_string()));
+        }
+        for (index, call) in response.tool_calls.iter().enumerate() {
+            on_delta(StreamDelta::ToolCall {
+                index,
+                id: Some(call.id.clone()),
+                name: Some(call.name.clone()),
+                arguments: call.arguments.clone(),
+            });
+        }
+        Ok(response)
+    }
+}

@@ -1,0 +1,109 @@
+//! Network modifiers: hooks that watch a network run and grow it.
+//!
+//! Every hook has a no-op default, so a modifier implements only what it
+//! needs. Modifiers run in priority order (lower first; ties keep the order
+//! they were added in). A node added from inside a hook records the
+//! modifier's id as `metadata["added_by"]`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::model::ChatRequest;
+use crate::network::RunnableNetwork;
+use crate::node::NodeRef;
+use crate::tool::Tool;
+
+/// How an `invoke` ended, for [`NetworkModifier::on_end_invoke`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvokeOutcome {
+    /// Every pending node ran.
+    Completed,
+    /// A node or hook failed, or the step limit was reached; the text is
+    /// the error message.
+    Failed(String),
+}
+
+/// Hooks into a network's run.
+///
+/// ```
+/// use lc_agent::{NetworkModifier, NodeRef, RunnableNetwork, Result};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// /// Counts invoked nodes.
+/// #[derive(Default)]
+/// struct CountNodes(AtomicUsize);
+///
+/// #[async_trait::async_trait]
+/// impl NetworkModifier for CountNodes {
+///     fn id(&self) -> &str { "count-nodes" }
+///     async fn on_post_invoke(&self, _net: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait NetworkModifier: Send + Sync + 'static {
+    /// A unique id within the network (also written as `added_by`).
+    fn id(&self) -> &str;
+
+    /// Lower runs first. Default 0.
+    fn priority(&self) -> i32 {
+        0
+    }
+
+    /// Once, before anything runs.
+    async fn on_begin_invoke(&self, _network: &RunnableNetwork) -> Result<()> {
+        Ok(())
+    }
+
+    /// Before a node runs.
+    async fn on_pre_invoke(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
+        Ok(())
+    }
+
+    /// After a node ran; nodes added here run in the next pass.
+    async fn on_post_invoke(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
+        Ok(())
+    }
+
+    /// Once at the end, also when a node failed.
+    async fn on_end_invoke(
+        &self,
+        _network: &RunnableNetwork,
+        _outcome: &InvokeOutcome,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    /// When a node is added to the network (synchronous: nodes are added
+    /// from plain code inside scope guards).
+    fn on_node_added(&self, _network: &RunnableNetwork, _node: &NodeRef) {}
+
+    /// Before a chat node calls its model: add system-prompt sections,
+    /// restrict tools, and so on.
+    async fn on_chat_request(
+        &self,
+        _network: &RunnableNetwork,
+        _node: &NodeRef,
+        _request: &mut ChatRequest,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    /// Tools this modifier provides to the network's chat and tool nodes.
+    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
+    }
+}
+
+tokio::task_local! {
+    pub(crate) static CURRENT_MODIFIER: Arc<str>;
+}
+
+/// The id of the modifier whose hook is running in this task, if any.
+pub fn current_modifier() -> Option<Arc<str>> {
+    CURRENT_MODIFIER.try_with(|id| id.clone()).ok()
+}

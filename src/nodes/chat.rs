@@ -1,0 +1,106 @@
+//! The chat node: one model turn.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::{NetworkError, Result};
+use crate::event::NetworkEvent;
+use crate::message::Message;
+use crate::model::ChatRequest;
+use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+
+/// Calls a chat model with the conversation so far (kind `chat`).
+///
+/// The model is the node's own `chat_model_name`, else the network's. The
+/// request carries every tool of the network and its modifiers, and each
+/// modifier may adjust it ([`crate::NetworkModifier::on_chat_request`]).
+/// Token usage, the model name and the finish reason go to the node's
+/// metadata.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatNode {
+    /// The model to use; `None` means the network's `chat_model_name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_model_name: Option<String>,
+}
+
+impl ChatNode {
+    /// A chat node using the network's model, attached to the active
+    /// network.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> NodeRef {
+        NodeRef::create(ChatNode::default())
+    }
+
+    /// A chat node using the model called `name`, attached to the active
+    /// network.
+    pub fn with_model(name: impl Into<String>) -> NodeRef {
+        NodeRef::create(ChatNode {
+            chat_model_name: Some(name.into()),
+        })
+    }
+}
+
+#[async_trait]
+impl NodeLogic for ChatNode {
+    fn kind(&self) -> &str {
+        "chat"
+    }
+
+    fn is_model_turn(&self) -> bool {
+        true
+    }
+
+    async fn invoke(&self, ctx: NodeContext) -> Result<Message> {
+        let net = &ctx.network;
+        let name = self
+            .chat_model_name
+            .clone()
+            .or_else(|| net.chat_model_name())
+            .ok_or_else(|| {
+                NetworkError::UnknownModel(
+                    "(none: set the network's or the node's chat_model_name)".into(),
+                )
+            })?;
+        let model = net
+            .model(&name)
+            .ok_or_else(|| NetworkError::UnknownModel(name.clone()))?;
+        let node_id = ctx.node.id();
+        let mut request = ChatRequest {
+            history: ctx.input,
+            system: Vec::new(),
+            tools: net.tools().iter().map(|t| t.spec()).collect(),
+            node_id: Some(node_id),
+        };
+        for m in net.modifiers().iter() {
+            crate::invoke::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+        }
+        let response = if net.streaming() {
+            let emitter = net.clone();
+            let mut sink = move |delta| emitter.emit(&NetworkEvent::Delta { node_id, delta });
+            model.stream(&request, &mut sink).await?
+        } else {
+            model.complete(&request).await?
+        };
+        record(&ctx.node, &name, &response);
+        Ok(response.to_message())
+    }
+
+    fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+        fields_of(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn record(node: &NodeRef, name: &str, response: &crate::model::ChatResponse) {
+    node.set_metadata("chat_model_name", json!(name));
+    if let Some(usage) = response.usage {
+        node.set_metadata("token_usage", json!(usage));
+    }
+    if let Some(reason) = &response.finish_reason {
+        node.set_metadata("finish_reason", json!(reason));
+    }
+}

@@ -1,0 +1,72 @@
+//! Nodes that output a fixed message: what the user said, instructions.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::message::Message;
+use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+
+/// A user's message (kind `human`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanNode {
+    /// What the user said.
+    pub text: String,
+}
+
+impl HumanNode {
+    /// A human node, attached to the active network as a child of its
+    /// current leaf (see [`crate::RunnableNetwork::enter`]).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(text: impl Into<String>) -> NodeRef {
+        NodeRef::create(HumanNode { text: text.into() })
+    }
+}
+
+#[async_trait]
+impl NodeLogic for HumanNode {
+    fn kind(&self) -> &str {
+        "human"
+    }
+    async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
+        Ok(Message::human(self.text.clone()))
+    }
+    fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+        fields_of(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Instructions for the model (kind `system`); chat nodes below it send
+/// it first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemNode {
+    /// The instruction text.
+    pub text: String,
+}
+
+impl SystemNode {
+    /// A system node, attached to the active network.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(text: impl Into<String>) -> NodeRef {
+        NodeRef::create(SystemNode { text: text.into() })
+    }
+}
+
+#[async_trait]
+impl NodeLogic for SystemNode {
+    fn kind(&self) -> &str {
+        "system"
+    }
+    async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
+        Ok(Message::system(self.text.clone()))
+    }
+    fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+        fields_of(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,13 @@
+//! The built-in node kinds.
+
+mod chat;
+mod generic;
+mod message;
+mod network;
+mod tool;
+
+pub use chat::ChatNode;
+pub use generic::GenericNode;
+pub use message::{HumanNode, SystemNode};
+pub use network::NetworkNode;
+pub use tool::ToolNode;

@@ -1,0 +1,60 @@
+//! The tool node: one tool call.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::message::{Message, ToolCall};
+use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+use crate::tool::{run_tool_call, ToolContext};
+
+/// Runs one tool call of an AI message (kind `tool`).
+///
+/// It always produces a tool message: failures of every kind (unknown
+/// tool, arguments that are not JSON or of the wrong shape, timeouts,
+/// errors inside the tool) become an `Error: ...` result with status
+/// `error` that the model reads on its next turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolNode {
+    /// The call to run.
+    pub tool_call: ToolCall,
+}
+
+impl ToolNode {
+    /// A tool node, attached to the active network.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(tool_call: ToolCall) -> NodeRef {
+        NodeRef::create(ToolNode { tool_call })
+    }
+}
+
+#[async_trait]
+impl NodeLogic for ToolNode {
+    fn kind(&self) -> &str {
+        "tool"
+    }
+
+    async fn invoke(&self, ctx: NodeContext) -> Result<Message> {
+        let tools = ctx.network.tools();
+        let tool_ctx = ToolContext {
+            network: ctx.network.clone(),
+            node_id: ctx.node.id(),
+            tool_call_id: self.tool_call.id.clone(),
+        };
+        let output = run_tool_call(&tools, &self.tool_call, &tool_ctx).await;
+        Ok(Message::Tool {
+            content: output.content,
+            tool_call_id: self.tool_call.id.clone(),
+            name: Some(self.tool_call.name.clone()),
+            status: output.status,
+        })
+    }
+
+    fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+        fields_of(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,422 @@
+//! The saved format (`lc-agent/1`) and the registry of node kinds.
+//!
+//! ```json
+//! {"format": "lc-agent/1", "id": "...", "name": "...", "metadata": {},
+//!  "default_node": "chat", "chat_model_name": "gpt-4o",
+//!  "files": {"/notes.md": {"content": ["line"], "created_at": "...", "modified_at": "..."}},
+//!  "nodes": [{"__node_type__": "human", "id": "...", "name": "human",
+//!             "invoked": true, "outputs": {...}, "metadata": {}, "text": "hi"}],
+//!  "__connections__": {"1": [0]}}
+//! ```
+//!
+//! Nodes are written in insertion order with their common fields first and
+//! their kind's own fields after; `__connections__` maps a node's index to
+//! its parents' indices. Saving, loading and saving again gives the same
+//! bytes. A kind this program does not know loads as a [`GenericNode`] that
+//! keeps every field and saves back unchanged.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+use serde::de::DeserializeOwned;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::error::{NetworkError, Result};
+use crate::files::Files;
+use crate::message::Message;
+use crate::network::{Graph, RunnableNetwork};
+use crate::node::{NodeId, NodeLogic, NodeRef};
+use crate::nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
+
+/// The format tag of saved networks.
+pub const FORMAT: &str = "lc-agent/1";
+
+/// The key naming a node's kind in the saved format.
+pub const NODE_TYPE_KEY: &str = "__node_type__";
+
+const COMMON_KEYS: [&str; 6] = [
+    NODE_TYPE_KEY,
+    "id",
+    "name",
+    "invoked",
+    "outputs",
+    "metadata",
+];
+
+type Loader = Arc<dyn Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync>;
+
+fn registry() -> &'static RwLock<HashMap<String, Loader>> {
+    static REGISTRY: OnceLock<RwLock<HashMap<String, Loader>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut map: HashMap<String, Loader> = HashMap::new();
+        map.insert("human".into(), serde_loader::<HumanNode>());
+        map.insert("system".into(), serde_loader::<SystemNode>());
+        map.insert("chat".into(), serde_loader::<ChatNode>());
+        map.insert("tool".into(), serde_loader::<ToolNode>());
+        map.insert(
+            "network".into(),
+            Arc::new(|mut fields: Map<String, Value>| {
+                let inner = fields.remove("network").ok_or_else(|| {
+                    NetworkError::Format("a `network` node has no `network` field".into())
+                })?;
+                let inner = RunnableNetwork::from_value(inner)?;
+                Ok(Arc::new(NetworkNode::logic(inner)) as Arc<dyn NodeLogic>)
+            }),
+        );
+        RwLock::new(map)
+    })
+}
+
+fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {
+    Arc::new(|fields| {
+        let logic: T = serde_json::from_value(Value::Object(fields))?;
+        Ok(Arc::new(logic) as Arc<dyn NodeLogic>)
+    })
+}
+
+/// Registers a node kind so saved networks load it back (process-wide).
+/// The kind's fields are read with serde from the node's saved object.
+///
+/// ```
+/// use lc_agent::{register_node_kind, Message, NodeContext, NodeLogic, Result};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Note { text: String }
+///
+/// #[async_trait::async_trait]
+/// impl NodeLogic for Note {
+///     fn kind(&self) -> &str { "note" }
+///     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
+///         Ok(Message::system(self.text.clone()))
+///     }
+///     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+///         lc_agent::node::fields_of(self)
+///     }
+///     fn as_any(&self) -> &dyn std::any::Any { self }
+/// }
+///
+/// register_node_kind::<Note>("note");
+/// ```
+pub fn register_node_kind<T: NodeLogic + DeserializeOwned>(kind: &str) {
+    registry()
+        .write()
+        .insert(kind.to_string(), serde_loader::<T>());
+}
+
+/// Registers a node kind with a custom loader.
+pub fn register_node_loader(
+    kind: &str,
+    loader: impl Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync + 'static,
+) {
+    registry()
+        .write()
+        .insert(kind.to_string(), Arc::new(loader));
+}
+
+/// Whether a loader is registered for this kind.
+pub fn is_registered(kind: &str) -> bool {
+    registry().read().contains_key(kind)
+}
+
+/// A fresh, detached node of a registered kind built from no fields (what
+/// the chat loop adds as the `default_node`).
+pub(crate) fn create_node(kind: &str) -> Result<NodeRef> {
+    let loader = registry()
+        .read()
+        .get(kind)
+        .cloned()
+        .ok_or_else(|| NetworkError::Format(format!("unknown node kind `{kind}`")))?;
+    Ok(NodeRef::detached_shared(loader(Map::new())?))
+}
+
+// ----- saving -----
+
+struct NetworkView<'a> {
+    graph: &'a Graph,
+    files: &'a Files,
+}
+
+struct NodesView<'a>(&'a Graph);
+struct NodeView<'a>(&'a NodeRef);
+struct ConnectionsView<'a>(&'a Graph);
+
+impl Serialize for NetworkView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let g = self.graph;
+        let mut map = s.serialize_map(Some(9))?;
+        map.serialize_entry("format", FORMAT)?;
+        map.serialize_entry("id", &g.id)?;
+        map.serialize_entry("name", &g.name)?;
+        map.serialize_entry("metadata", &g.metadata)?;
+        map.serialize_entry("default_node", &g.default_node)?;
+        map.serialize_entry("chat_model_name", &g.chat_model_name)?;
+        map.serialize_entry("files", self.files)?;
+        map.serialize_entry("nodes", &NodesView(g))?;
+        map.serialize_entry("__connections__", &ConnectionsView(g))?;
+        map.end()
+    }
+}
+
+impl Serialize for NodesView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.nodes.len()))?;
+        for node in self.0.nodes.values() {
+            seq.serialize_element(&NodeView(node))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for NodeView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let node = self.0;
+        let fields = node.logic().save().map_err(S::Error::custom)?;
+        let st = node.0.state.lock();
+        if node.downcast::<GenericNode>().is_some() {
+            // Unknown kind: every saved field as it was, with the fields a
+            // program may change (name, metadata) brought up to date.
+            let mut raw = fields;
+            if raw.contains_key("name") {
+                raw.insert("name".into(), Value::String(st.name.clone()));
+            }
+            if raw.contains_key("metadata") {
+                raw.insert("metadata".into(), Value::Object(st.metadata.clone()));
+            }
+            return raw.serialize(s);
+        }
+        let mut map = s.serialize_map(Some(6 + fields.len()))?;
+        map.serialize_entry(NODE_TYPE_KEY, node.kind())?;
+        map.serialize_entry("id", &node.id())?;
+        map.serialize_entry("name", &st.name)?;
+        map.serialize_entry("invoked", &st.invoked)?;
+        map.serialize_entry("outputs", &st.outputs)?;
+        map.serialize_entry("metadata", &st.metadata)?;
+        for (k, v) in &fields {
+            if !COMMON_KEYS.contains(&k.as_str()) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for ConnectionsView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let g = self.0;
+        let mut map = s.serialize_map(None)?;
+        for (i, node) in g.nodes.values().enumerate() {
+            let parents = node.0.state.lock().parents.clone();
+            if parents.is_empty() {
+                continue;
+            }
+            let indices: Vec<usize> = parents
+                .iter()
+                .filter_map(|p| g.nodes.get_index_of(p))
+                .collect();
+            map.serialize_entry(&i.to_string(), &indices)?;
+        }
+        map.end()
+    }
+}
+
+// ----- loading -----
+
+#[derive(Deserialize)]
+struct SavedNetwork {
+    format: String,
+    id: uuid::Uuid,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+    #[serde(default)]
+    default_node: Option<String>,
+    #[serde(default)]
+    chat_model_name: Option<String>,
+    #[serde(default)]
+    files: Files,
+    #[serde(default)]
+    nodes: Vec<Map<String, Value>>,
+    #[serde(default, rename = "__connections__")]
+    connections: IndexMap<String, Vec<usize>>,
+}
+
+struct LoadedNode {
+    node: NodeRef,
+    invoked: bool,
+}
+
+fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<LoadedNode> {
+    let bad = |what: &str| NetworkError::Format(format!("node {index}: {what}"));
+    let kind = raw
+        .get(NODE_TYPE_KEY)
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing `__node_type__`"))?
+        .to_string();
+    let id: NodeId = raw
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad("missing or invalid `id`"))?;
+    let name = raw
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or(&kind)
+        .to_string();
+    let invoked = raw.get("invoked").and_then(Value::as_bool).unwrap_or(false);
+    let metadata = match raw.get("metadata") {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
+    };
+    let loader = registry().read().get(&kind).cloned();
+    let (logic, outputs): (Arc<dyn NodeLogic>, Option<Message>) = match loader {
+        Some(loader) => {
+            let outputs = match raw.remove("outputs") {
+                None | Some(Value::Null) => None,
+                Some(v) => {
+                    Some(serde_json::from_value(v).map_err(|e| bad(&format!("outputs: {e}")))?)
+                }
+            };
+            for key in COMMON_KEYS {
+                raw.remove(key);
+            }
+            let logic = loader(raw).map_err(|e| bad(&format!("`{kind}` fields: {e}")))?;
+            (logic, outputs)
+        }
+        None => {
+            let outputs = raw
+                .get("outputs")
+                .and_then(|v| Message::deserialize(v).ok());
+            (Arc::new(GenericNode::new(kind, raw)), outputs)
+        }
+    };
+    let node = NodeRef::detached_shared(logic);
+    // The id and state come from the file, not from `detached`.
+    let node = node.with_loaded_state(id, name, invoked, outputs.map(Arc::new), metadata);
+    Ok(LoadedNode { node, invoked })
+}
+
+impl RunnableNetwork {
+    /// The network as a JSON value in the saved format.
+    pub fn to_value(&self) -> Result<Value> {
+        let g = self.0.graph.lock();
+        let files = self.0.files.read();
+        Ok(serde_json::to_value(NetworkView {
+            graph: &g,
+            files: &files,
+        })?)
+    }
+
+    /// The network as compact JSON in the saved format.
+    pub fn to_json(&self) -> Result<String> {
+        let g = self.0.graph.lock();
+        let files = self.0.files.read();
+        Ok(serde_json::to_string(&NetworkView {
+            graph: &g,
+            files: &files,
+        })?)
+    }
+
+    /// The network as indented JSON in the saved format.
+    pub fn to_json_pretty(&self) -> Result<String> {
+        let g = self.0.graph.lock();
+        let files = self.0.files.read();
+        Ok(serde_json::to_string_pretty(&NetworkView {
+            graph: &g,
+            files: &files,
+        })?)
+    }
+
+    /// Loads a network saved with [`RunnableNetwork::to_json`]. The default
+    /// modifiers are attached; models, tools and other modifiers must be
+    /// attached again by the caller.
+    pub fn from_json(json: &str) -> Result<RunnableNetwork> {
+        Self::from_saved(serde_json::from_str(json)?)
+    }
+
+    /// Loads a network from a JSON value in the saved format.
+    pub fn from_value(value: Value) -> Result<RunnableNetwork> {
+        Self::from_saved(serde_json::from_value(value)?)
+    }
+
+    /// Saves to a file (written to a temporary file first, then renamed, so
+    /// a crash never leaves a torn file).
+    pub fn save_to_file(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let path = path.as_ref();
+        let json = self.to_json()?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })?;
+        Ok(())
+    }
+
+    /// Loads a network saved with [`RunnableNetwork::save_to_file`].
+    pub fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
+        Self::from_json(&std::fs::read_to_string(path)?)
+    }
+
+    fn from_saved(saved: SavedNetwork) -> Result<RunnableNetwork> {
+        if saved.format != FORMAT {
+            return Err(NetworkError::Format(format!(
+                "unsupported format `{}` (this program reads `{FORMAT}`)",
+                saved.format
+            )));
+        }
+        let count = saved.nodes.len();
+        let mut loaded = Vec::with_capacity(count);
+        for (i, raw) in saved.nodes.into_iter().enumerate() {
+            loaded.push(load_node(i, raw)?);
+        }
+        let ids: Vec<NodeId> = loaded.iter().map(|l| l.node.id()).collect();
+        let mut parents: Vec<Vec<NodeId>> = vec![Vec::new(); count];
+        for (key, list) in saved.connections {
+            let child: usize = key
+                .parse()
+                .ok()
+                .filter(|c| *c < count)
+                .ok_or_else(|| NetworkError::Format(format!("bad connection key `{key}`")))?;
+            for p in list {
+                if p >= count || p == child {
+                    return Err(NetworkError::Format(format!(
+                        "node {child} has an invalid parent index {p}"
+                    )));
+                }
+                parents[child].push(ids[p]);
+            }
+        }
+        let net = RunnableNetwork::with_graph(Graph::new(
+            saved.id,
+            saved.name,
+            saved.metadata,
+            saved.default_node,
+            saved.chat_model_name,
+        ));
+        *net.0.files.write() = saved.files;
+        net.add_default_modifiers();
+        let nodes = loaded
+            .into_iter()
+            .zip(parents)
+            .map(|(l, p)| (l.node, l.invoked, p))
+            .collect();
+        net.insert_loaded(nodes)?;
+        Ok(net)
+    }
+}

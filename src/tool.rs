@@ -1,0 +1,283 @@
+//! Tools: functions a chat model can call.
+//!
+//! A [`Tool`] has a name, a description and a JSON-schema for its
+//! parameters (together a [`ToolSpec`], what the model sees), and an async
+//! [`Tool::call`]. Errors are results: whatever goes wrong (unknown tool,
+//! arguments that are not JSON, arguments of the wrong shape, a timeout, a
+//! failure inside the tool) becomes a tool message starting with `Error: `
+//! that the model reads on its next turn.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::message::ToolStatus;
+use crate::network::RunnableNetwork;
+use crate::node::NodeId;
+
+/// What the model sees of a tool: an OpenAI-style function description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The function name.
+    pub name: String,
+    /// What the tool does, written for a model.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// What a tool returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub content: String,
+    /// Success or error.
+    pub status: ToolStatus,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            status: ToolStatus::Ok,
+        }
+    }
+
+    /// An error result; `Error: ` is prepended unless already there.
+    pub fn error(content: impl Into<String>) -> Self {
+        let content = content.into();
+        let content = if content.starts_with("Error: ") {
+            content
+        } else {
+            format!("Error: {content}")
+        };
+        Self {
+            content,
+            status: ToolStatus::Error,
+        }
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(content: String) -> Self {
+        ToolOutput::ok(content)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(content: &str) -> Self {
+        ToolOutput::ok(content)
+    }
+}
+
+/// Where a tool call runs: the network, the tool node and the call id.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The network the tool node belongs to (for state such as `files`).
+    pub network: RunnableNetwork,
+    /// The tool node running the call.
+    pub node_id: NodeId,
+    /// The model's id for this call.
+    pub tool_call_id: String,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("node_id", &self.node_id)
+            .field("tool_call_id", &self.tool_call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A function the model can call.
+///
+/// ```
+/// use lc_agent::{Tool, ToolContext, ToolError, ToolOutput};
+/// use serde_json::{json, Value};
+///
+/// struct Add;
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Add {
+///     fn name(&self) -> &str { "add" }
+///     fn description(&self) -> &str { "Adds two integers `a` and `b`." }
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object",
+///                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///                "required": ["a", "b"]})
+///     }
+///     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         let arg = |k: &str| args[k].as_i64().ok_or_else(|| ToolError::InvalidArguments {
+///             tool: "add".into(), reason: format!("`{k}` must be an integer"),
+///         });
+///         Ok(ToolOutput::ok((arg("a")? + arg("b")?).to_string()))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The function name the model calls.
+    fn name(&self) -> &str;
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// Runs the call. `args` is always a parsed JSON value.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// How long a call may take before it becomes a timeout error result.
+    fn timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The spec the model sees.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+type ToolFn = dyn Fn(Value, ToolContext) -> ToolFuture + Send + Sync;
+
+/// A tool made from a closure: the quickest way to expose a function.
+///
+/// ```
+/// use lc_agent::{FnTool, ToolOutput};
+/// use serde_json::json;
+///
+/// let echo = FnTool::new(
+///     "echo",
+///     "Returns `text` unchanged.",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+///     |args, _ctx| async move { Ok(ToolOutput::ok(args["text"].as_str().unwrap_or_default())) },
+/// );
+/// # let _ = echo;
+/// ```
+pub struct FnTool {
+    spec: ToolSpec,
+    timeout: Option<std::time::Duration>,
+    func: Arc<ToolFn>,
+}
+
+impl FnTool {
+    /// A tool named `name` that runs `func`.
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        func: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        Self {
+            spec: ToolSpec {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            },
+            timeout: None,
+            func: Arc::new(move |args, ctx| Box::pin(func(args, ctx))),
+        }
+    }
+
+    /// Sets the call timeout.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+#[async_trait]
+impl Tool for FnTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+    fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
+    }
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        (self.func)(args, ctx.clone()).await
+    }
+}
+
+/// Runs one tool call against a set of tools and always returns a result:
+/// errors of every kind become `Error: ...` outputs.
+pub async fn run_tool_call(
+    tools: &[Arc<dyn Tool>],
+    call: &crate::message::ToolCall,
+    ctx: &ToolContext,
+) -> ToolOutput {
+    let Some(tool) = tools.iter().find(|t| t.name() == call.name) else {
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        names.sort_unstable();
+        let available = if names.is_empty() {
+            "(none)".to_string()
+        } else {
+            names.join(", ")
+        };
+        return ToolOutput::error(
+            ToolError::UnknownTool {
+                name: call.name.clone(),
+                available,
+            }
+            .to_string(),
+        );
+    };
+    let args = match call.parsed_arguments() {
+        Ok(args @ Value::Object(_)) => args,
+        Ok(other) => {
+            return ToolOutput::error(
+                ToolError::InvalidArguments {
+                    tool: call.name.clone(),
+                    reason: format!("expected a JSON object, got `{other}`"),
+                }
+                .to_string(),
+            )
+        }
+        Err(e) => {
+            return ToolOutput::error(
+                ToolError::InvalidJson {
+                    tool: call.name.clone(),
+                    reason: e.to_string(),
+                }
+                .to_string(),
+            )
+        }
+    };
+    let result = match tool.timeout() {
+        Some(limit) => match tokio::time::timeout(limit, tool.call(args, ctx)).await {
+            Ok(result) => result,
+            Err(_) => Err(ToolError::Timeout {
+                tool: call.name.clone(),
+                seconds: limit.as_secs_f64(),
+            }),
+        },
+        None => tool.call(args, ctx).await,
+    };
+    match result {
+        Ok(output) => output,
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}

@@ -4,9 +4,12 @@
 //! `a >> b >> c` builds a chain; `[a, b] >> c` (an array or a `Vec`) gives
 //! `c` several parents; `None >> c` makes `c` a root. The network is `b`'s,
 //! else the parents', else the active one; a detached parent joins it
-//! first. Operators cannot return errors: a connection that would make a
+//! first, as a root. Operators cannot return errors: a connection that would make a
 //! cycle or mix networks is refused, logged, and leaves the graph as it
 //! was. Use [`RunnableNetwork::connect`] to get the error.
+//!
+//! rustc warns about an operator whose result is unused, so as a
+//! statement write `let _ = a >> b;`.
 
 use std::ops::Shr;
 
@@ -22,7 +25,9 @@ impl RunnableNetwork {
             match p.network() {
                 Some(net) if !net.same_as(self) => return Err(NetworkError::ForeignNode(p.id())),
                 Some(_) => {}
-                None => self.add_node(p)?,
+                // A detached parent joins as a root (keeping edges it
+                // was given while detached), never under the child.
+                None => self.add_node_with_parents(p, &p.parents())?,
             }
         }
         let ids: Vec<_> = parents.iter().map(NodeRef::id).collect();

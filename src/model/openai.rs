@@ -11,8 +11,9 @@
 //!
 //! - **Messages** go out in protocol order ([`ChatRequest::messages`]):
 //!   `system`, `user`, `assistant` (with `tool_calls`; `content` is `null`
-//!   when it is empty and there are calls) and `tool` (with
-//!   `tool_call_id`). `tools` is omitted when there are none.
+//!   when it is empty and there are calls; blank arguments are sent as
+//!   `{}`) and `tool` (with `tool_call_id`). `tools` is omitted when there
+//!   are none.
 //! - **Lenient reading**: unknown fields, missing optional fields,
 //!   `content: null`, unknown finish reasons and tool-call arguments that
 //!   are not valid JSON are all accepted; the arguments are kept as the raw
@@ -900,13 +901,19 @@ struct WireFunctionOut<'a> {
 }
 
 impl<'a> From<&'a ToolCall> for WireToolCallOut<'a> {
+    /// Blank arguments go back as `{}` (what they mean): some servers'
+    /// chat templates parse them as JSON.
     fn from(call: &'a ToolCall) -> Self {
+        let arguments = match call.arguments.trim() {
+            "" => "{}",
+            _ => call.arguments.as_str(),
+        };
         Self {
             id: &call.id,
             kind: "function",
             function: WireFunctionOut {
                 name: &call.name,
-                arguments: &call.arguments,
+                arguments,
             },
         }
     }

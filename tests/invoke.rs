@@ -1,0 +1,613 @@
+//! Running networks: passes, caching, modifiers, tools, failures, limits,
+//! events and sub-networks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lc_agent::{
+    ChatModel, ChatNode, ChatRequest, ChatResponse, FnTool, HumanNode, InvokeOutcome, Message,
+    ModelError, NetworkError, NetworkEvent, NetworkModifier, NetworkNode, NodeRef, Result,
+    RunnableNetwork, ScriptedChatModel, StreamDelta, SystemNode, ToolError, ToolOutput, ToolStatus,
+    Turn,
+};
+use parking_lot::Mutex;
+use serde_json::json;
+
+fn chat_net(model: &ScriptedChatModel) -> RunnableNetwork {
+    RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("scripted")
+        .model("scripted", model.clone())
+        .build()
+}
+
+fn say(net: &RunnableNetwork, text: &str) -> NodeRef {
+    let _scope = net.enter();
+    HumanNode::new(text)
+}
+
+fn echo_tool() -> FnTool {
+    FnTool::new(
+        "echo",
+        "Returns `text`.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        |args, _ctx| async move {
+            match args["text"].as_str() {
+                Some(t) => Ok(ToolOutput::ok(t)),
+                None => Err(ToolError::InvalidArguments {
+                    tool: "echo".into(),
+                    reason: "`text` must be a string".into(),
+                }),
+            }
+        },
+    )
+}
+
+/// Records every hook call as a line.
+struct Recorder {
+    id: String,
+    priority: i32,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn new(id: &str, priority: i32, log: &Arc<Mutex<Vec<String>>>) -> Self {
+        Self {
+            id: id.into(),
+            priority,
+            log: log.clone(),
+        }
+    }
+    fn push(&self, what: String) {
+        self.log.lock().push(format!("{}:{what}", self.id));
+    }
+}
+
+fn label(node: &NodeRef) -> String {
+    match node.downcast::<HumanNode>() {
+        Some(h) => format!("human({})", h.text),
+        None => node.kind().to_string(),
+    }
+}
+
+#[async_trait]
+impl NetworkModifier for Recorder {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+    async fn on_begin_invoke(&self, _net: &RunnableNetwork) -> Result<()> {
+        self.push("begin".into());
+        Ok(())
+    }
+    async fn on_pre_invoke(&self, _net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        self.push(format!("pre {}", label(node)));
+        Ok(())
+    }
+    async fn on_post_invoke(&self, _net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        self.push(format!("post {}", label(node)));
+        Ok(())
+    }
+    async fn on_end_invoke(&self, _net: &RunnableNetwork, outcome: &InvokeOutcome) -> Result<()> {
+        self.push(match outcome {
+            InvokeOutcome::Completed => "end ok".into(),
+            InvokeOutcome::Failed(_) => "end failed".into(),
+        });
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_question_gets_an_answer_from_the_default_node() {
+    let model = ScriptedChatModel::new(["Hello!"]);
+    let net = chat_net(&model);
+    say(&net, "Hi");
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply, Message::ai("Hello!"));
+    let nodes = net.nodes();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[1].kind(), "chat");
+    assert_eq!(nodes[1].parents(), [nodes[0].id()]);
+    assert_eq!(
+        nodes[1].metadata_value("added_by"),
+        Some(json!("lc-agent/chat-loop"))
+    );
+    assert_eq!(
+        nodes[1].metadata_value("chat_model_name"),
+        Some(json!("scripted"))
+    );
+    assert!(nodes[1].metadata_value("timings").is_some());
+}
+
+#[tokio::test]
+async fn multi_turn_runs_only_new_nodes() {
+    let model = ScriptedChatModel::new(["one", "two", "three"]);
+    let net = chat_net(&model);
+    say(&net, "first");
+    assert_eq!(net.invoke().await.unwrap().text(), "one");
+    say(&net, "second");
+    assert_eq!(net.invoke().await.unwrap().text(), "two");
+    assert_eq!(model.calls(), 2, "the first answer was reused, not recomputed");
+    // Nothing pending: invoke returns the cached leaf output, no model call.
+    assert_eq!(net.invoke().await.unwrap().text(), "two");
+    assert_eq!(model.calls(), 2);
+    // The second turn saw the whole conversation.
+    let texts: Vec<String> = net
+        .history()
+        .to_vec()
+        .iter()
+        .map(|m| m.text().to_string())
+        .collect();
+    assert_eq!(texts, ["first", "one", "second", "two"]);
+}
+
+/// A model that reports the conversation it received.
+struct Transcript;
+
+#[async_trait]
+impl ChatModel for Transcript {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let lines: Vec<String> = request
+            .messages()
+            .iter()
+            .map(|m| format!("{}={}", m.role(), m.text()))
+            .collect();
+        Ok(ChatResponse::text(lines.join("|")))
+    }
+}
+
+#[tokio::test]
+async fn chat_input_puts_system_first_and_patches_dangling_tool_calls() {
+    let net = RunnableNetwork::builder()
+        .without_default_modifiers()
+        .chat_model("t")
+        .model("t", Transcript)
+        .build();
+    {
+        let _s = net.enter();
+        HumanNode::new("hi");
+        // An AI message with a call nobody executed, then a system note.
+        let ai = NodeRef::create(Scripted(Message::ai_with_tools(
+            "",
+            vec![lc_agent::ToolCall::new("c1", "ls", json!({}))],
+        )));
+        let _ = ai;
+        SystemNode::new("be brief");
+        ChatNode::new();
+    }
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(
+        reply.text(),
+        "system=be brief|human=hi|ai=|tool=Error: tool call was not executed"
+    );
+}
+
+/// A node kind that outputs a fixed message.
+struct Scripted(Message);
+
+#[async_trait]
+impl lc_agent::NodeLogic for Scripted {
+    fn kind(&self) -> &str {
+        "scripted-message"
+    }
+    async fn invoke(&self, _ctx: lc_agent::NodeContext) -> Result<Message> {
+        Ok(self.0.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[tokio::test]
+async fn hooks_run_in_priority_order_around_each_node_in_topological_order() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let net = RunnableNetwork::builder()
+        .without_default_modifiers()
+        .modifier(Recorder::new("late", 10, &log))
+        .modifier(Recorder::new("early", -5, &log))
+        .build();
+    {
+        let _s = net.enter();
+        let a = HumanNode::new("a");
+        let b = HumanNode::new("b");
+        let _ = None >> b.clone();
+        let _ = b >> a; // a now runs after b although it was added first
+    }
+    net.invoke().await.unwrap();
+    assert_eq!(
+        *log.lock(),
+        [
+            "early:begin",
+            "late:begin",
+            "early:pre human(b)",
+            "late:pre human(b)",
+            "early:post human(b)",
+            "late:post human(b)",
+            "early:pre human(a)",
+            "late:pre human(a)",
+            "early:post human(a)",
+            "late:post human(a)",
+            "early:end ok",
+            "late:end ok",
+        ]
+    );
+}
+
+/// Adds a human follow-up after the first human node it sees run.
+struct FollowUp {
+    done: AtomicUsize,
+}
+
+#[async_trait]
+impl NetworkModifier for FollowUp {
+    fn id(&self) -> &str {
+        "follow-up"
+    }
+    async fn on_post_invoke(&self, net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        if node.downcast::<HumanNode>().is_some() && self.done.fetch_add(1, Ordering::SeqCst) == 0
+        {
+            net.add(
+                HumanNode {
+                    text: "follow-up".into(),
+                },
+                &[node.id()],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn nodes_added_by_a_modifier_run_in_the_next_pass_with_added_by() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let net = RunnableNetwork::builder()
+        .without_default_modifiers()
+        .modifier(FollowUp {
+            done: AtomicUsize::new(0),
+        })
+        .modifier(Recorder::new("rec", 100, &log))
+        .build();
+    say(&net, "start");
+    net.invoke().await.unwrap();
+    let nodes = net.nodes();
+    assert_eq!(nodes.len(), 2);
+    assert!(nodes[1].is_invoked());
+    assert_eq!(
+        nodes[1].metadata_value("added_by"),
+        Some(json!("follow-up"))
+    );
+    assert_eq!(nodes[0].metadata_value("added_by"), None);
+    assert_eq!(
+        *log.lock(),
+        [
+            "rec:begin",
+            "rec:pre human(start)",
+            "rec:post human(start)",
+            "rec:pre human(follow-up)",
+            "rec:post human(follow-up)",
+            "rec:end ok",
+        ]
+    );
+}
+
+#[test]
+fn duplicate_modifier_ids_are_errors_never_replacements() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let net = RunnableNetwork::new();
+    net.add_modifier(Recorder::new("x", 0, &log)).unwrap();
+    let err = net.add_modifier(Recorder::new("x", 1, &log)).unwrap_err();
+    assert!(matches!(err, NetworkError::DuplicateModifier(ref id) if id == "x"));
+    assert_eq!(net.modifiers().iter().filter(|m| m.id() == "x").count(), 1);
+    assert_eq!(
+        net.modifiers()
+            .iter()
+            .find(|m| m.id() == "x")
+            .unwrap()
+            .priority(),
+        0
+    );
+    let built = RunnableNetwork::builder()
+        .modifier(Recorder::new("y", 0, &log))
+        .modifier(Recorder::new("y", 0, &log))
+        .try_build();
+    assert!(matches!(built, Err(NetworkError::DuplicateModifier(_))));
+    let err = net.add_modifier(lc_agent::ToolLoop).unwrap_err();
+    assert!(matches!(err, NetworkError::DuplicateModifier(_)));
+}
+
+/// Fails until told otherwise.
+struct Flaky {
+    fail: Arc<std::sync::atomic::AtomicBool>,
+    calls: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl ChatModel for Flaky {
+    async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail.load(Ordering::SeqCst) {
+            Err(ModelError::Other("model is down".into()))
+        } else {
+            Ok(ChatResponse::text("recovered"))
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failing_node_records_the_error_stays_pending_and_end_hooks_run() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("flaky")
+        .model(
+            "flaky",
+            Flaky {
+                fail: fail.clone(),
+                calls: calls.clone(),
+            },
+        )
+        .modifier(Recorder::new("rec", 0, &log))
+        .build();
+    let human = say(&net, "hello");
+    let err = net.invoke().await.unwrap_err();
+    let NetworkError::NodeFailed { kind, message, .. } = &err else {
+        panic!("unexpected {err}");
+    };
+    assert_eq!(kind, "chat");
+    assert!(message.contains("model is down"), "{message}");
+    assert!(log.lock().contains(&"rec:end failed".to_string()));
+    let chat = net.children(human.id()).remove(0);
+    assert!(!chat.is_invoked());
+    assert!(human.is_invoked(), "work done before the failure is kept");
+    assert!(chat
+        .metadata_value("error")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .contains("model is down"));
+    // Still saveable, and a later invoke retries the failed node only.
+    let saved = net.to_json().unwrap();
+    assert!(saved.contains("model is down"));
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(net.invoke().await.unwrap().text(), "recovered");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(chat.metadata_value("error"), None);
+    assert_eq!(net.len(), 2, "no second chat node was added");
+}
+
+#[tokio::test]
+async fn the_tool_loop_runs_calls_then_the_next_turn() {
+    let model = ScriptedChatModel::new([
+        Turn::tool_calls([
+            lc_agent::ToolCall::new("c1", "echo", json!({"text": "one"})),
+            lc_agent::ToolCall::new("c2", "echo", json!({"text": "two"})),
+        ]),
+        Turn::text("both echoed"),
+    ]);
+    let net = chat_net(&model);
+    net.add_tool(echo_tool());
+    say(&net, "echo twice");
+    assert_eq!(net.invoke().await.unwrap().text(), "both echoed");
+    let kinds: Vec<String> = net.nodes().iter().map(|n| n.kind().to_string()).collect();
+    assert_eq!(kinds, ["human", "chat", "tool", "tool", "chat"]);
+    let nodes = net.nodes();
+    assert_eq!(nodes[4].parents(), [nodes[2].id(), nodes[3].id()]);
+    assert_eq!(
+        nodes[2].metadata_value("added_by"),
+        Some(json!("lc-agent/tool-loop"))
+    );
+    // The second model turn saw the results right after the AI message.
+    let seen: Vec<String> = net
+        .input_of(&nodes[4])
+        .to_vec()
+        .iter()
+        .map(|m| format!("{}={}", m.role(), m.text()))
+        .collect();
+    assert_eq!(seen, ["human=echo twice", "ai=", "tool=one", "tool=two"]);
+}
+
+#[tokio::test]
+async fn tool_calls_of_one_turn_run_concurrently() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (running.clone(), peak.clone());
+    let slow = FnTool::new("slow", "Sleeps.", json!({"type": "object"}), move |_, _| {
+        let (r, p) = (r.clone(), p.clone());
+        async move {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok(ToolOutput::ok("slept"))
+        }
+    });
+    let calls = (0..4).map(|i| lc_agent::ToolCall::new(format!("c{i}"), "slow", json!({})));
+    let model = ScriptedChatModel::new([Turn::tool_calls(calls), Turn::text("done")]);
+    let net = chat_net(&model);
+    net.add_tool(slow);
+    say(&net, "go");
+    net.invoke().await.unwrap();
+    assert_eq!(peak.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn tool_failures_become_error_results_the_model_reads() {
+    let sleepy = FnTool::new("sleepy", "Never ends.", json!({"type": "object"}), |_, _| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(ToolOutput::ok("unreachable"))
+    })
+    .with_timeout(Duration::from_millis(20));
+    let bad_json = lc_agent::ToolCall {
+        id: "c2".into(),
+        name: "echo".into(),
+        arguments: "{not json".into(),
+    };
+    let model = ScriptedChatModel::new([
+        Turn::tool_calls([
+            lc_agent::ToolCall::new("c1", "nope", json!({})),
+            bad_json,
+            lc_agent::ToolCall::new("c3", "echo", json!({"text": 5})),
+            lc_agent::ToolCall::new("c4", "echo", json!([1, 2])),
+            lc_agent::ToolCall::new("c5", "sleepy", json!({})),
+            lc_agent::ToolCall {
+                id: "c6".into(),
+                name: "echo".into(),
+                arguments: String::new(),
+            },
+        ]),
+        Turn::text("noted"),
+    ]);
+    let net = chat_net(&model);
+    net.add_tool(echo_tool());
+    net.add_tool(sleepy);
+    say(&net, "break things");
+    assert_eq!(net.invoke().await.unwrap().text(), "noted");
+    let results: Vec<(String, ToolStatus)> = net
+        .nodes()
+        .iter()
+        .filter(|n| n.kind() == "tool")
+        .map(|n| match &*n.output().unwrap() {
+            Message::Tool {
+                content, status, ..
+            } => (content.clone(), *status),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let texts: Vec<&str> = results.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(texts[0], "Error: Unknown tool `nope`. Available tools: echo, sleepy");
+    assert!(
+        texts[1].starts_with("Error: Invalid arguments for tool `echo`: not valid JSON"),
+        "{}",
+        texts[1]
+    );
+    assert_eq!(
+        texts[2],
+        "Error: Invalid arguments for tool `echo`: `text` must be a string"
+    );
+    assert_eq!(
+        texts[3],
+        "Error: Invalid arguments for tool `echo`: expected a JSON object, got `[1,2]`"
+    );
+    assert_eq!(texts[4], "Error: Tool `sleepy` timed out after 0.02 s");
+    // `""` means `{}`: the tool runs and reports the missing field itself.
+    assert_eq!(
+        texts[5],
+        "Error: Invalid arguments for tool `echo`: `text` must be a string"
+    );
+    assert!(results.iter().all(|(_, s)| *s == ToolStatus::Error));
+}
+
+#[tokio::test]
+async fn the_step_limit_stops_a_runaway_loop_and_leaves_a_valid_graph() {
+    let model = ScriptedChatModel::new([Turn::call("c", "echo", json!({"text": "again"}))]).cycled();
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("scripted")
+        .model("scripted", model.clone())
+        .step_limit(5)
+        .build();
+    net.add_tool(echo_tool());
+    say(&net, "loop forever");
+    let err = net.invoke().await.unwrap_err();
+    assert!(matches!(err, NetworkError::StepLimit { limit: 5 }), "{err}");
+    assert_eq!(model.calls(), 5);
+    // Saveable and loadable; the pending sixth turn is still there.
+    let saved = net.to_json().unwrap();
+    let loaded = RunnableNetwork::from_json(&saved).unwrap();
+    assert_eq!(loaded.len(), net.len());
+    assert_eq!(loaded.pending().len(), 1);
+    assert_eq!(loaded.pending()[0].kind(), "chat");
+    assert_eq!(lc_agent::network::DEFAULT_STEP_LIMIT, 100);
+}
+
+#[tokio::test]
+async fn events_report_added_invoked_and_streamed_text_with_the_node_id() {
+    let model = ScriptedChatModel::new(["streamed answer here"]);
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("scripted")
+        .model("scripted", model)
+        .streaming(true)
+        .build();
+    let mut events = net.subscribe();
+    let human = say(&net, "hi");
+    net.invoke().await.unwrap();
+    let chat = net.children(human.id()).remove(0);
+    let got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    let text = |t: &str| NetworkEvent::Delta {
+        node_id: chat.id(),
+        delta: StreamDelta::Text(t.into()),
+    };
+    assert_eq!(
+        got,
+        [
+            NetworkEvent::NodeAdded {
+                node_id: human.id()
+            },
+            NetworkEvent::NodeAdded { node_id: chat.id() },
+            NetworkEvent::NodeInvoked {
+                node_id: human.id()
+            },
+            text("streamed "),
+            text("answer "),
+            text("here"),
+            NetworkEvent::NodeInvoked { node_id: chat.id() },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_sub_network_sees_the_outer_conversation_and_uses_outer_models() {
+    let model = ScriptedChatModel::new(["outer answer"]);
+    let net = chat_net(&model);
+    let inner = RunnableNetwork::builder().name("inner").build();
+    {
+        let _s = inner.enter();
+        SystemNode::new("You are the inner agent.");
+        ChatNode::with_model("transcript");
+    }
+    net.register_model("transcript", Transcript);
+    {
+        let _s = net.enter();
+        HumanNode::new("question");
+        NetworkNode::new(inner.clone());
+        HumanNode::new("and then?");
+    }
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "outer answer");
+    let nodes = net.nodes();
+    assert_eq!(
+        nodes[1].output().unwrap().text(),
+        "system=You are the inner agent.|human=question"
+    );
+    assert_eq!(model.calls(), 1);
+    // Inner nodes were invoked and cached; the network node is too.
+    assert!(inner.nodes().iter().all(NodeRef::is_invoked));
+    let saved = net.to_json().unwrap();
+    let loaded = RunnableNetwork::from_json(&saved).unwrap();
+    let node = &loaded.nodes()[1];
+    let sub = node.downcast::<NetworkNode>().expect("a network node");
+    assert_eq!(sub.network().name(), "inner");
+    assert_eq!(sub.network().len(), 2);
+    assert_eq!(loaded.to_json().unwrap(), saved);
+}
+
+#[tokio::test]
+async fn an_unregistered_model_is_a_clear_error() {
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("missing")
+        .build();
+    say(&net, "hi");
+    let err = net.invoke().await.unwrap_err().to_string();
+    assert!(
+        err.contains("no chat model named `missing` is registered"),
+        "{err}"
+    );
+}

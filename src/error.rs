@@ -53,6 +53,9 @@ pub enum NetworkError {
     /// A chat node names a model that is not registered.
     #[error("no chat model named `{0}` is registered")]
     UnknownModel(String),
+    /// A chat node has no model name and neither has its network.
+    #[error("no chat model is configured: set the network's chat_model_name or the node's")]
+    NoChatModel,
     /// The model failed.
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -140,7 +140,7 @@ impl RunnableNetwork {
                 });
             }
         };
-        let elapsed_ms = clock.elapsed().as_secs_f64() * 1000.0;
+        let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
         {
             let mut st = node.0.state.lock();
             st.outputs = Some(message.clone());
@@ -149,7 +149,7 @@ impl RunnableNetwork {
             st.metadata.shift_remove("error");
             st.metadata.insert(
                 "timings".into(),
-                json!({"started_at": started_at, "elapsed_ms": elapsed_ms}),
+                json!({"started_at": started_at, "elapsed_us": elapsed_us}),
             );
         }
         self.mark_pending_done(node.id());

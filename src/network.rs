@@ -555,6 +555,15 @@ impl RunnableNetwork {
         self.0.graph.lock().chat_model_name.clone()
     }
 
+    /// The model name a chat node without its own uses: this network's,
+    /// else (for a sub-network) the outer network's.
+    pub fn resolved_chat_model_name(&self) -> Option<String> {
+        self.chat_model_name().or_else(|| {
+            let parent = self.0.runtime.read().parent.upgrade()?;
+            RunnableNetwork(parent).resolved_chat_model_name()
+        })
+    }
+
     /// Sets the default model name.
     pub fn set_chat_model_name(&self, name: Option<String>) {
         self.0.graph.lock().chat_model_name = name;

@@ -12,7 +12,8 @@ use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
 /// Calls a chat model with the conversation so far (kind `chat`).
 ///
-/// The model is the node's own `chat_model_name`, else the network's. The
+/// The model is the node's own `chat_model_name`, else the network's (for
+/// a sub-network, else the outer network's). The
 /// request carries every tool of the network and its modifiers, and each
 /// modifier may adjust it ([`crate::NetworkModifier::on_chat_request`]).
 /// Token usage, the model name and the finish reason go to the node's
@@ -56,12 +57,8 @@ impl NodeLogic for ChatNode {
         let name = self
             .chat_model_name
             .clone()
-            .or_else(|| net.chat_model_name())
-            .ok_or_else(|| {
-                NetworkError::UnknownModel(
-                    "(none: set the network's or the node's chat_model_name)".into(),
-                )
-            })?;
+            .or_else(|| net.resolved_chat_model_name())
+            .ok_or(NetworkError::NoChatModel)?;
         let model = net
             .model(&name)
             .ok_or_else(|| NetworkError::UnknownModel(name.clone()))?;

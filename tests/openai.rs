@@ -1,0 +1,915 @@
+//! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
+//! that answers with protocol-shaped responses and records what it got.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
+use lc_agent::model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
+use lc_agent::{
+    ChatModel, ChatRequest, ChatResponse, History, Message, ModelError, StreamDelta, ToolCall,
+    ToolSpec, Usage,
+};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-test-5f2b9c1e-do-not-leak";
+
+// ---------------------------------------------------------------------------
+// The mock server.
+
+/// One canned answer.
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    /// How long the server waits before answering at all.
+    delay: Duration,
+    /// Body pieces, each sent after its pause (several pieces = a body
+    /// that arrives in several network writes).
+    pieces: Vec<(Duration, String)>,
+}
+
+impl Reply {
+    fn json(body: Value) -> Self {
+        Self::raw(200, body.to_string())
+    }
+
+    fn raw(status: u16, body: impl Into<String>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            delay: Duration::ZERO,
+            pieces: vec![(Duration::ZERO, body.into())],
+        }
+    }
+
+    /// An event stream of these `data:` payloads, cut into small network
+    /// writes that do not respect event boundaries.
+    fn sse(events: &[String]) -> Self {
+        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        let pieces = text
+            .as_bytes()
+            .chunks(37)
+            .map(|c| {
+                (
+                    Duration::from_millis(2),
+                    String::from_utf8_lossy(c).into_owned(),
+                )
+            })
+            .collect();
+        Self {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            delay: Duration::ZERO,
+            pieces,
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// Waits this long before answering.
+    fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Appends a body piece sent after `pause`.
+    fn then(mut self, pause: Duration, piece: &str) -> Self {
+        self.pieces.push((pause, piece.into()));
+        self
+    }
+}
+
+/// What the server received.
+struct Seen {
+    body: Value,
+    authorization: Option<String>,
+}
+
+struct ServerState {
+    replies: Vec<Reply>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A server answering request `n` with `replies[n]` (the last reply
+/// repeats).
+struct MockServer {
+    base_url: String,
+    state: Arc<ServerState>,
+}
+
+impl MockServer {
+    async fn start(replies: Vec<Reply>) -> Self {
+        let state = Arc::new(ServerState {
+            replies,
+            seen: Mutex::new(Vec::new()),
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            base_url: format!("http://{addr}/v1"),
+            state,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.state.seen.lock().len()
+    }
+
+    fn body(&self, n: usize) -> Value {
+        self.state.seen.lock()[n].body.clone()
+    }
+
+    fn authorization(&self, n: usize) -> Option<String> {
+        self.state.seen.lock()[n].authorization.clone()
+    }
+
+    /// A model pointed at this server, with fast retries.
+    fn model(&self) -> OpenAiChatModelBuilder {
+        OpenAiChatModel::builder()
+            .model("test-model")
+            .base_url(&self.base_url)
+            .api_key(KEY)
+            .retry_base_delay(Duration::from_millis(1))
+    }
+}
+
+async fn handle(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let n = {
+        let mut seen = state.seen.lock();
+        seen.push(Seen {
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            authorization: headers
+                .get("authorization")
+                .map(|v| v.to_str().unwrap().to_string()),
+        });
+        seen.len() - 1
+    };
+    let reply = state.replies[n.min(state.replies.len() - 1)].clone();
+    tokio::time::sleep(reply.delay).await;
+    let pieces = futures::stream::iter(reply.pieces).then(|(pause, piece)| async move {
+        tokio::time::sleep(pause).await;
+        Ok::<_, Infallible>(Bytes::from(piece))
+    });
+    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
+    for (name, value) in reply.headers {
+        response = response.header(name, value);
+    }
+    response.body(Body::from_stream(pieces)).unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+fn snapshot(name: &str, value: &Value) {
+    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_json_snapshot!(name, value);
+    });
+}
+
+fn ask(text: &str) -> ChatRequest {
+    ChatRequest::new(History::from_messages([Message::human(text)]))
+}
+
+fn completion(message: Value, finish_reason: &str) -> Value {
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "test-model-2024-01-01",
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+    })
+}
+
+fn text_completion(text: &str) -> Value {
+    completion(json!({"role": "assistant", "content": text}), "stop")
+}
+
+fn chunk(delta: Value, finish_reason: Value) -> String {
+    json!({
+        "id": "chatcmpl-2",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "test-model-2024-01-01",
+        "system_fingerprint": "fp_1",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}]
+    })
+    .to_string()
+}
+
+fn call_delta(index: usize, id: Option<&str>, name: Option<&str>, arguments: &str) -> String {
+    let mut call = json!({"index": index, "function": {"arguments": arguments}});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    chunk(json!({"tool_calls": [call]}), Value::Null)
+}
+
+fn weather_tool() -> ToolSpec {
+    ToolSpec {
+        name: "get_weather".into(),
+        description: "Current weather in `city`.".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    }
+}
+
+async fn stream_collect(
+    model: &OpenAiChatModel,
+    request: &ChatRequest,
+) -> (Result<ChatResponse, ModelError>, Vec<StreamDelta>) {
+    let mut deltas = Vec::new();
+    let result = model.stream(request, &mut |delta| deltas.push(delta)).await;
+    (result, deltas)
+}
+
+// ---------------------------------------------------------------------------
+// Answers.
+
+#[tokio::test]
+async fn plain_text_answer() {
+    let server = MockServer::start(vec![Reply::json(text_completion("Hello there!"))]).await;
+    let model = server.model().build().unwrap();
+
+    let answer = model.complete(&ask("Hi")).await.unwrap();
+
+    assert_eq!(answer.content, "Hello there!");
+    assert!(answer.tool_calls.is_empty());
+    assert_eq!(answer.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(answer.model.as_deref(), Some("test-model-2024-01-01"));
+    assert_eq!(
+        answer.usage,
+        Some(Usage {
+            prompt_tokens: 12,
+            completion_tokens: 5,
+            total_tokens: 17
+        })
+    );
+    assert_eq!(server.requests(), 1);
+    assert_eq!(server.authorization(0), Some(format!("Bearer {KEY}")));
+    snapshot("openai_request_plain", &server.body(0));
+}
+
+#[tokio::test]
+async fn request_maps_every_message_kind_and_tools() {
+    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let model = server
+        .model()
+        .temperature(0.5)
+        .max_tokens(256)
+        .build()
+        .unwrap();
+    let history = History::from_messages([
+        Message::system("You are terse."),
+        Message::human("Weather in Paris, and the time?"),
+        Message::ai_with_tools(
+            "",
+            vec![
+                ToolCall::new("call_a", "get_weather", json!({"city": "Paris"})),
+                ToolCall::new("call_b", "get_time", json!({"tz": "CET"})),
+            ],
+        ),
+        Message::tool("18°C, sunny", "call_a"),
+        Message::tool_error("Error: unknown timezone `CET`", "call_b"),
+        Message::ai_with_tools(
+            "Let me retry the time.",
+            vec![ToolCall {
+                id: "call_c".into(),
+                name: "get_time".into(),
+                arguments: String::new(),
+            }],
+        ),
+        Message::human("Never mind. Thanks!"),
+    ]);
+    let mut request = ChatRequest::new(history);
+    request.system = vec!["Extra section from a modifier.".into()];
+    request.tools = vec![
+        weather_tool(),
+        ToolSpec {
+            name: "get_time".into(),
+            description: "Current time in time zone `tz`.".into(),
+            parameters: json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+        },
+    ];
+
+    model.complete(&request).await.unwrap();
+
+    let body = server.body(0);
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "assistant",
+            "tool",
+            "user"
+        ]
+    );
+    // An assistant turn with only tool calls sends `content: null`.
+    assert_eq!(body["messages"][3]["content"], Value::Null);
+    // The dangling `call_c` got a synthetic error result.
+    assert_eq!(body["messages"][7]["tool_call_id"], "call_c");
+    snapshot("openai_request_full", &body);
+}
+
+#[tokio::test]
+async fn several_tool_calls_in_one_turn() {
+    let message = json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}},
+            {"id": "call_3", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+        ]
+    });
+    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Paris and Rome, and the time?");
+    request.tools = vec![weather_tool()];
+
+    let answer = model.complete(&request).await.unwrap();
+
+    assert_eq!(answer.content, "");
+    assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(
+        answer.tool_calls,
+        vec![
+            ToolCall::new("call_1", "get_weather", json!({"city": "Paris"})),
+            ToolCall::new("call_2", "get_weather", json!({"city": "Rome"})),
+            ToolCall::new("call_3", "get_time", json!({})),
+        ]
+    );
+    assert_eq!(
+        answer.to_message(),
+        Message::ai_with_tools("", answer.tool_calls.clone())
+    );
+    snapshot("openai_request_with_tools", &server.body(0));
+}
+
+#[tokio::test]
+async fn tool_call_arguments_are_kept_raw() {
+    let message = json!({
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_empty", "type": "function", "function": {"name": "list", "arguments": ""}},
+            {"id": "call_bad", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}},
+            {"type": "function", "function": {"name": "no_id", "arguments": null}},
+            {"id": "call_obj", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
+        ]
+    });
+    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let answer = server
+        .model()
+        .build()
+        .unwrap()
+        .complete(&ask("go"))
+        .await
+        .unwrap();
+
+    let calls = &answer.tool_calls;
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[0].arguments, "");
+    assert_eq!(calls[0].parsed_arguments().unwrap(), json!({}));
+    assert_eq!(calls[1].arguments, "{\"city\": \"Par");
+    assert!(calls[1].parsed_arguments().is_err());
+    assert!(
+        calls[2].id.starts_with("call_"),
+        "generated id: {}",
+        calls[2].id
+    );
+    assert_eq!(calls[2].arguments, "");
+    assert_eq!(
+        calls[3].parsed_arguments().unwrap(),
+        json!({"city": "Oslo"})
+    );
+}
+
+#[tokio::test]
+async fn tolerates_unknown_fields_and_missing_optional_ones() {
+    let body = json!({
+        "id": "x",
+        "brand_new_top_level": {"nested": [1, 2, 3]},
+        "choices": [{
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "Fine.",
+                "reasoning_content": "thinking...",
+                "annotations": [],
+                "tool_calls": [{
+                    "id": "call_1", "type": "function", "extra": true,
+                    "function": {"name": "f", "arguments": "{}", "strict": false}
+                }]
+            },
+            "finish_reason": "eos_token_reached",
+            "stop_reason": 42
+        }],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 0}}
+    });
+    let minimal = json!({"choices": [{"message": {"content": null, "tool_calls": null}}]});
+    let server = MockServer::start(vec![Reply::json(body), Reply::json(minimal)]).await;
+    let model = server.model().build().unwrap();
+
+    let answer = model.complete(&ask("a")).await.unwrap();
+    assert_eq!(answer.content, "Fine.");
+    assert_eq!(
+        answer.tool_calls,
+        vec![ToolCall::new("call_1", "f", json!({}))]
+    );
+    assert_eq!(answer.finish_reason.as_deref(), Some("eos_token_reached"));
+    assert_eq!(answer.model, None);
+    assert_eq!(
+        answer.usage,
+        Some(Usage {
+            prompt_tokens: 3,
+            completion_tokens: 4,
+            total_tokens: 7
+        })
+    );
+
+    let answer = model.complete(&ask("b")).await.unwrap();
+    assert_eq!(answer, ChatResponse::default());
+}
+
+#[tokio::test]
+async fn malformed_json_is_an_invalid_response() {
+    let server = MockServer::start(vec![
+        Reply::raw(200, "{\"choices\": [ this is not json"),
+        Reply::json(json!({"choices": []})),
+        Reply::json(json!({"error": {"message": "model overloaded"}})),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+
+    for expected in ["this is not json", "no choices", "model overloaded"] {
+        match model.complete(&ask("hi")).await {
+            Err(ModelError::InvalidResponse(message)) => {
+                assert!(message.contains(expected), "{message}")
+            }
+            other => panic!("expected InvalidResponse, got {other:?}"),
+        }
+    }
+    assert_eq!(server.requests(), 3, "invalid responses are not retried");
+}
+
+// ---------------------------------------------------------------------------
+// Streaming.
+
+fn split_tool_call_stream() -> Vec<String> {
+    vec![
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": "Let me "}), Value::Null),
+        chunk(json!({"content": "check."}), Value::Null),
+        call_delta(0, Some("call_a"), Some("get_weather"), ""),
+        call_delta(0, None, None, "{\"city\":"),
+        call_delta(1, Some("call_b"), Some("get_time"), "{\"tz\""),
+        call_delta(0, None, None, " \"Paris\"}"),
+        call_delta(1, None, None, ": \"CET\"}"),
+        chunk(json!({}), json!("tool_calls")),
+        json!({"id": "chatcmpl-2", "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}})
+            .to_string(),
+        "[DONE]".to_string(),
+    ]
+}
+
+#[tokio::test]
+async fn streaming_assembles_split_tool_calls() {
+    let server = MockServer::start(vec![Reply::sse(&split_tool_call_stream())]).await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Paris and the time?");
+    request.tools = vec![weather_tool()];
+
+    let (answer, deltas) = stream_collect(&model, &request).await;
+    let answer = answer.unwrap();
+
+    assert_eq!(answer.content, "Let me check.");
+    assert_eq!(
+        answer.tool_calls,
+        vec![
+            ToolCall {
+                id: "call_a".into(),
+                name: "get_weather".into(),
+                arguments: "{\"city\": \"Paris\"}".into(),
+            },
+            ToolCall {
+                id: "call_b".into(),
+                name: "get_time".into(),
+                arguments: "{\"tz\": \"CET\"}".into(),
+            },
+        ]
+    );
+    assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(answer.model.as_deref(), Some("test-model-2024-01-01"));
+    assert_eq!(
+        answer.usage,
+        Some(Usage {
+            prompt_tokens: 20,
+            completion_tokens: 9,
+            total_tokens: 29
+        })
+    );
+
+    let fragment =
+        |index, id: Option<&str>, name: Option<&str>, arguments: &str| StreamDelta::ToolCall {
+            index,
+            id: id.map(String::from),
+            name: name.map(String::from),
+            arguments: arguments.into(),
+        };
+    assert_eq!(
+        deltas,
+        vec![
+            StreamDelta::Text("Let me ".into()),
+            StreamDelta::Text("check.".into()),
+            fragment(0, Some("call_a"), Some("get_weather"), ""),
+            fragment(0, None, None, "{\"city\":"),
+            fragment(1, Some("call_b"), Some("get_time"), "{\"tz\""),
+            fragment(0, None, None, " \"Paris\"}"),
+            fragment(1, None, None, ": \"CET\"}"),
+        ]
+    );
+
+    let body = server.body(0);
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    snapshot("openai_request_stream", &body);
+}
+
+#[tokio::test]
+async fn streaming_text_without_done_after_finish_reason() {
+    let events = [
+        chunk(json!({"content": "Hel"}), Value::Null),
+        chunk(json!({"content": "lo", "unknown": 1}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ];
+    let server = MockServer::start(vec![Reply::sse(&events)]).await;
+    let model = server.model().build().unwrap();
+
+    let (answer, deltas) = stream_collect(&model, &ask("hi")).await;
+    let answer = answer.unwrap();
+
+    assert_eq!(answer.content, "Hello");
+    assert_eq!(answer.usage, None);
+    assert_eq!(
+        deltas,
+        vec![
+            StreamDelta::Text("Hel".into()),
+            StreamDelta::Text("lo".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn streaming_failures() {
+    let cut_off = [chunk(json!({"content": "Hel"}), Value::Null)];
+    let malformed = [
+        chunk(json!({"content": "Hel"}), Value::Null),
+        "{\"choices\": [".to_string(),
+    ];
+    let server_error = [
+        chunk(json!({"content": "Hel"}), Value::Null),
+        json!({"error": {"message": "upstream died"}}).to_string(),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(&cut_off),
+        Reply::sse(&malformed),
+        Reply::sse(&server_error),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+
+    let (result, _) = stream_collect(&model, &ask("1")).await;
+    assert!(
+        matches!(&result, Err(ModelError::InvalidResponse(m)) if m.contains("ended")),
+        "{result:?}"
+    );
+    let (result, _) = stream_collect(&model, &ask("2")).await;
+    assert!(
+        matches!(&result, Err(ModelError::InvalidResponse(_))),
+        "{result:?}"
+    );
+    let (result, deltas) = stream_collect(&model, &ask("3")).await;
+    assert!(
+        matches!(&result, Err(ModelError::Other(m)) if m.contains("upstream died")),
+        "{result:?}"
+    );
+    assert_eq!(deltas, vec![StreamDelta::Text("Hel".into())]);
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test]
+async fn streaming_from_a_server_that_does_not_stream() {
+    let message = json!({
+        "content": "Sure.",
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    });
+    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let model = server.model().build().unwrap();
+
+    let (answer, deltas) = stream_collect(&model, &ask("hi")).await;
+
+    assert_eq!(answer.unwrap().content, "Sure.");
+    assert_eq!(
+        deltas,
+        vec![
+            StreamDelta::Text("Sure.".into()),
+            StreamDelta::ToolCall {
+                index: 0,
+                id: Some("call_1".into()),
+                name: Some("f".into()),
+                arguments: "{}".into()
+            },
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Retries, errors, timeouts.
+
+#[tokio::test]
+async fn retries_429_honouring_retry_after() {
+    let server = MockServer::start(vec![
+        Reply::raw(429, r#"{"error": {"message": "slow down"}}"#).header("retry-after", "0"),
+        Reply::json(text_completion("made it")),
+    ])
+    .await;
+    // A base delay this long would make the test slow: Retry-After wins.
+    let model = server
+        .model()
+        .retry_base_delay(Duration::from_secs(30))
+        .build()
+        .unwrap();
+
+    let started = Instant::now();
+    let answer = model.complete(&ask("hi")).await.unwrap();
+
+    assert_eq!(answer.content, "made it");
+    assert_eq!(server.requests(), 2);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        server.body(0),
+        server.body(1),
+        "the retry resends the same body"
+    );
+}
+
+#[tokio::test]
+async fn streaming_requests_are_retried_too() {
+    let server = MockServer::start(vec![
+        Reply::raw(503, "busy"),
+        Reply::sse(&[
+            chunk(json!({"content": "ok"}), json!("stop")),
+            "[DONE]".into(),
+        ]),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+
+    let (answer, _) = stream_collect(&model, &ask("hi")).await;
+
+    assert_eq!(answer.unwrap().content, "ok");
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn gives_up_after_four_server_errors() {
+    let server = MockServer::start(vec![Reply::raw(500, "internal failure, try later")]).await;
+    let model = server.model().build().unwrap();
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    match &error {
+        ModelError::Http { status, body } => {
+            assert_eq!(*status, 500);
+            assert_eq!(body, "internal failure, try later");
+        }
+        other => panic!("expected Http, got {other:?}"),
+    }
+    assert_eq!(server.requests(), 4, "1 try + 3 retries");
+}
+
+#[tokio::test]
+async fn max_retries_is_configurable() {
+    let server = MockServer::start(vec![Reply::raw(502, "bad gateway")]).await;
+    let model = server.model().max_retries(0).build().unwrap();
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    assert!(matches!(error, ModelError::Http { status: 502, .. }));
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = MockServer::start(vec![Reply::raw(
+        400,
+        r#"{"error": {"message": "Invalid schema for function 'f'"}}"#,
+    )])
+    .await;
+    let model = server.model().build().unwrap();
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    assert!(
+        matches!(&error, ModelError::Http { status: 400, body } if body.contains("Invalid schema")),
+        "{error:?}"
+    );
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn connect_error_after_retries() {
+    // A port nothing listens on: bind one, then let it go.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let model = OpenAiChatModel::builder()
+        .model("test-model")
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .api_key(KEY)
+        .retry_base_delay(Duration::from_millis(20))
+        .build()
+        .unwrap();
+
+    let started = Instant::now();
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    assert!(matches!(error, ModelError::Connect(_)), "{error:?}");
+    // Three backoffs of at least 10, 20 and 40 ms (half of each is fixed).
+    assert!(started.elapsed() >= Duration::from_millis(70));
+    assert!(!error.to_string().contains(KEY));
+}
+
+#[tokio::test]
+async fn slow_server_times_out() {
+    let server = MockServer::start(vec![
+        Reply::json(text_completion("late")).after(Duration::from_secs(5))
+    ])
+    .await;
+    let model = server
+        .model()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+
+    let started = Instant::now();
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    assert!(matches!(error, ModelError::Timeout(_)), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(server.requests(), 1, "timeouts are not retried");
+}
+
+#[tokio::test]
+async fn stalled_stream_times_out() {
+    let first = format!(
+        "data: {}\n\n",
+        chunk(json!({"content": "Hel"}), Value::Null)
+    );
+    let stalled = Reply::sse(&[])
+        .then(Duration::ZERO, &first)
+        .then(Duration::from_secs(5), "data: [DONE]\n\n");
+    let server = MockServer::start(vec![stalled]).await;
+    let model = server
+        .model()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+
+    let started = Instant::now();
+    let (result, deltas) = stream_collect(&model, &ask("hi")).await;
+
+    assert!(matches!(result, Err(ModelError::Timeout(_))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(deltas, vec![StreamDelta::Text("Hel".into())]);
+}
+
+// ---------------------------------------------------------------------------
+// Configuration and secrets.
+
+#[tokio::test]
+async fn api_key_stays_out_of_debug_and_errors() {
+    // A server that echoes the key back, as OpenAI's 401 does.
+    let echo = format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}"}}}}"#);
+    let server = MockServer::start(vec![Reply::raw(401, echo)]).await;
+    let builder = server.model();
+    assert!(!format!("{builder:?}").contains(KEY));
+    let model = builder.build().unwrap();
+
+    let debug = format!("{model:?}");
+    assert!(!debug.contains(KEY), "{debug}");
+    assert!(debug.contains(r#"api_key: Some("***")"#), "{debug}");
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+    assert!(matches!(error, ModelError::Http { status: 401, .. }));
+    assert_eq!(server.requests(), 1);
+    for text in [error.to_string(), format!("{error:?}")] {
+        assert!(!text.contains(KEY), "{text}");
+        assert!(text.contains("Incorrect API key provided: ***"), "{text}");
+    }
+    // The key went where it belongs.
+    assert_eq!(server.authorization(0), Some(format!("Bearer {KEY}")));
+}
+
+#[test]
+fn builder_rejects_bad_configuration() {
+    let missing_model = OpenAiChatModel::builder()
+        .base_url("http://localhost:1/v1")
+        .build();
+    assert!(matches!(missing_model, Err(ModelError::Config(_))));
+
+    let bad_url = OpenAiChatModel::builder()
+        .model("m")
+        .api_key(KEY)
+        .base_url("not a url")
+        .build();
+    assert!(matches!(bad_url, Err(ModelError::Config(_))));
+
+    let bad_scheme = OpenAiChatModel::builder()
+        .model("m")
+        .api_key(KEY)
+        .base_url("ftp://example.com/v1")
+        .build();
+    assert!(matches!(bad_scheme, Err(ModelError::Config(_))));
+}
+
+/// The only test that touches the process environment (the others set the
+/// base URL and key explicitly, so the builder never reads it).
+#[tokio::test]
+async fn environment_fallbacks_and_keyless_local_servers() {
+    let server = MockServer::start(vec![Reply::json(text_completion("hi"))]).await;
+
+    std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url));
+    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
+    let model = OpenAiChatModel::from_env("env-model").unwrap();
+    assert_eq!(model.model_name(), "env-model");
+    assert_eq!(model.base_url(), server.base_url, "trailing slash trimmed");
+    model.complete(&ask("hi")).await.unwrap();
+    assert_eq!(
+        server.authorization(0).as_deref(),
+        Some("Bearer sk-from-env")
+    );
+    assert_eq!(server.body(0)["model"], "env-model");
+
+    // A local server needs no key: no Authorization header at all.
+    std::env::remove_var("OPENAI_API_KEY");
+    let model = OpenAiChatModel::from_env("local").unwrap();
+    assert!(format!("{model:?}").contains("api_key: None"));
+    model.complete(&ask("hi")).await.unwrap();
+    assert_eq!(server.authorization(1), None);
+
+    // OpenAI itself does: no key and no base URL is a configuration error.
+    std::env::remove_var("OPENAI_BASE_URL");
+    let error = OpenAiChatModel::from_env("gpt-4o-mini").unwrap_err();
+    assert!(matches!(&error, ModelError::Config(m) if m.contains("OPENAI_API_KEY")));
+
+    // Explicit settings beat the environment.
+    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
+    let model = OpenAiChatModel::builder()
+        .model("m")
+        .base_url(&server.base_url)
+        .api_key("sk-explicit")
+        .build()
+        .unwrap();
+    model.complete(&ask("hi")).await.unwrap();
+    assert_eq!(
+        server.authorization(2).as_deref(),
+        Some("Bearer sk-explicit")
+    );
+    std::env::remove_var("OPENAI_API_KEY");
+}

@@ -21,7 +21,11 @@ fn nodes_created_in_a_scope_chain_onto_the_current_leaf() {
     let net = RunnableNetwork::new();
     let (a, b, c) = {
         let _scope = net.enter();
-        (HumanNode::new("a"), HumanNode::new("b"), HumanNode::new("c"))
+        (
+            HumanNode::new("a"),
+            HumanNode::new("b"),
+            HumanNode::new("c"),
+        )
     };
     assert_eq!(net.len(), 3);
     assert!(a.parents().is_empty());

@@ -131,7 +131,11 @@ async fn multi_turn_runs_only_new_nodes() {
     assert_eq!(net.invoke().await.unwrap().text(), "one");
     say(&net, "second");
     assert_eq!(net.invoke().await.unwrap().text(), "two");
-    assert_eq!(model.calls(), 2, "the first answer was reused, not recomputed");
+    assert_eq!(
+        model.calls(),
+        2,
+        "the first answer was reused, not recomputed"
+    );
     // Nothing pending: invoke returns the cached leaf output, no model call.
     assert_eq!(net.invoke().await.unwrap().text(), "two");
     assert_eq!(model.calls(), 2);
@@ -248,8 +252,7 @@ impl NetworkModifier for FollowUp {
         "follow-up"
     }
     async fn on_post_invoke(&self, net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
-        if node.downcast::<HumanNode>().is_some() && self.done.fetch_add(1, Ordering::SeqCst) == 0
-        {
+        if node.downcast::<HumanNode>().is_some() && self.done.fetch_add(1, Ordering::SeqCst) == 0 {
             net.add(
                 HumanNode {
                     text: "follow-up".into(),
@@ -438,10 +441,15 @@ async fn tool_calls_of_one_turn_run_concurrently() {
 
 #[tokio::test]
 async fn tool_failures_become_error_results_the_model_reads() {
-    let sleepy = FnTool::new("sleepy", "Never ends.", json!({"type": "object"}), |_, _| async {
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        Ok(ToolOutput::ok("unreachable"))
-    })
+    let sleepy = FnTool::new(
+        "sleepy",
+        "Never ends.",
+        json!({"type": "object"}),
+        |_, _| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ToolOutput::ok("unreachable"))
+        },
+    )
     .with_timeout(Duration::from_millis(20));
     let bad_json = lc_agent::ToolCall {
         id: "c2".into(),
@@ -480,7 +488,10 @@ async fn tool_failures_become_error_results_the_model_reads() {
         })
         .collect();
     let texts: Vec<&str> = results.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(texts[0], "Error: Unknown tool `nope`. Available tools: echo, sleepy");
+    assert_eq!(
+        texts[0],
+        "Error: Unknown tool `nope`. Available tools: echo, sleepy"
+    );
     assert!(
         texts[1].starts_with("Error: Invalid arguments for tool `echo`: not valid JSON"),
         "{}",
@@ -505,7 +516,8 @@ async fn tool_failures_become_error_results_the_model_reads() {
 
 #[tokio::test]
 async fn the_step_limit_stops_a_runaway_loop_and_leaves_a_valid_graph() {
-    let model = ScriptedChatModel::new([Turn::call("c", "echo", json!({"text": "again"}))]).cycled();
+    let model =
+        ScriptedChatModel::new([Turn::call("c", "echo", json!({"text": "again"}))]).cycled();
     let net = RunnableNetwork::builder()
         .default_node("chat")
         .chat_model("scripted")

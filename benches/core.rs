@@ -1,1 +1,202 @@
-fn main() {}
+//! Core benchmarks: `invoke_chain`, `agent_loop`, `json_roundtrip`.
+//!
+//! Run: `cargo bench --bench core` (all) or `cargo bench --bench core -- invoke_chain`.
+//! Every model here is a `ScriptedChatModel` (instant, offline), so the
+//! figures measure lc-agent itself. Before the criterion groups run, the
+//! bench prints the memory a saved-and-loaded node takes (bytes per node).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use lc_agent::{ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};
+use serde_json::json;
+
+/// Counts live heap bytes, for the bytes-per-node figure.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// N turns of human -> chat, built in a scope guard, nothing invoked yet.
+fn chain(turns: usize) -> RunnableNetwork {
+    let net = RunnableNetwork::builder()
+        .chat_model("scripted")
+        .model("scripted", ScriptedChatModel::new(["ok"]).cycled())
+        .unlimited_steps()
+        .build();
+    let _scope = net.enter();
+    for i in 0..turns {
+        HumanNode::new(format!("question {i}"));
+        ChatNode::new();
+    }
+    drop(_scope);
+    net
+}
+
+fn invoke_chain(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("invoke_chain");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    for turns in [100usize, 1_000, 10_000] {
+        group.throughput(Throughput::Elements(turns as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(turns), &turns, |b, &turns| {
+            b.iter_batched(
+                || chain(turns),
+                |net| {
+                    rt.block_on(net.invoke()).expect("invoke");
+                    net
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// One question, then 50 tool-call turns and a final answer.
+fn agent(turns: usize) -> RunnableNetwork {
+    let mut script: Vec<Turn> = (0..turns)
+        .map(|i| Turn::call(&format!("call-{i}"), "lookup", json!({"key": i})))
+        .collect();
+    script.push(Turn::text("done"));
+    let lookup = FnTool::new(
+        "lookup",
+        "Looks `key` up in memory.",
+        json!({"type": "object", "properties": {"key": {"type": "integer"}}}),
+        |args, _| async move { Ok(ToolOutput::ok(format!("value-{}", args["key"]))) },
+    );
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("scripted")
+        .model("scripted", ScriptedChatModel::new(script))
+        .tool(lookup)
+        .build();
+    let _scope = net.enter();
+    HumanNode::new("look everything up");
+    drop(_scope);
+    net
+}
+
+fn agent_loop(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("agent_loop");
+    group.sample_size(20);
+    let turns = 50usize;
+    group.throughput(Throughput::Elements(turns as u64));
+    group.bench_function("50_tool_turns", |b| {
+        b.iter_batched(
+            || agent(turns),
+            |net| {
+                let reply = rt.block_on(net.invoke()).expect("invoke");
+                assert_eq!(reply.text(), "done");
+                net
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+/// 10,000 invoked nodes with ~1 KB of text each.
+fn big_network() -> RunnableNetwork {
+    let rt = runtime();
+    let answer = "lorem ipsum dolor sit amet ".repeat(38); // ~1 KB
+    let net = RunnableNetwork::builder()
+        .chat_model("scripted")
+        .model(
+            "scripted",
+            ScriptedChatModel::new([answer.as_str()]).cycled(),
+        )
+        .unlimited_steps()
+        .build();
+    {
+        let _scope = net.enter();
+        for i in 0..5_000 {
+            HumanNode::new(format!("{i}: {answer}"));
+            ChatNode::new();
+        }
+    }
+    rt.block_on(net.invoke()).expect("invoke");
+    net
+}
+
+fn json_roundtrip(c: &mut Criterion) {
+    let net = big_network();
+    let text = net.to_json().expect("save");
+    let mut group = c.benchmark_group("json_roundtrip");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("save_10k_nodes", |b| {
+        b.iter(|| net.to_json().expect("save"))
+    });
+    group.bench_function("load_10k_nodes", |b| {
+        b.iter(|| RunnableNetwork::from_json(&text).expect("load"))
+    });
+    group.bench_function("save_load_10k_nodes", |b| {
+        b.iter(|| RunnableNetwork::from_json(&net.to_json().expect("save")).expect("load"))
+    });
+    // The yardstick: serde_json alone on the same document.
+    let value: serde_json::Value = serde_json::from_str(&text).expect("parse");
+    group.bench_function("serde_json_value_save_load", |b| {
+        b.iter(|| {
+            let s = serde_json::to_string(&value).expect("to_string");
+            serde_json::from_str::<serde_json::Value>(&s).expect("from_str")
+        })
+    });
+    group.finish();
+}
+
+fn report_memory() {
+    let text = big_network().to_json().expect("save");
+    let before = LIVE.load(Ordering::Relaxed);
+    let loaded = RunnableNetwork::from_json(&text).expect("load");
+    let after = LIVE.load(Ordering::Relaxed);
+    let nodes = loaded.len();
+    let bytes = (after - before) as f64;
+    // Human nodes hold their ~1 KB text twice (the `text` field and the
+    // output message), chat nodes once: ~1.5 KB of payload per node.
+    println!(
+        "memory: {nodes} loaded nodes take {:.0} heap bytes each; the saved JSON takes {} bytes per node",
+        bytes / nodes as f64,
+        text.len() / nodes
+    );
+    drop(loaded);
+}
+
+fn memory(c: &mut Criterion) {
+    report_memory();
+    let _ = c;
+}
+
+criterion_group!(benches, memory, invoke_chain, agent_loop, json_roundtrip);
+criterion_main!(benches);

@@ -152,7 +152,7 @@ impl RunnableNetwork {
                 json!({"started_at": started_at, "elapsed_us": elapsed_us}),
             );
         }
-        self.mark_pending_done(node.id());
+        self.mark_pending_done(node);
         self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
         for m in modifiers.iter() {
             hook(m, m.on_post_invoke(self, node)).await?;

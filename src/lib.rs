@@ -74,6 +74,7 @@ pub mod event;
 pub mod files;
 pub mod history;
 mod invoke;
+pub mod list;
 pub mod loops;
 pub mod mermaid;
 pub mod message;
@@ -91,6 +92,9 @@ pub use error::{ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};
 pub use history::History;
+pub use list::{
+    JsonNetworkList, ListError, ListPage, ListQuery, NetworkList, RedisNetworkList, SessionInfo,
+};
 pub use loops::{ChatLoop, ToolLoop};
 pub use message::{Message, ToolCall, ToolStatus};
 pub use model::openai::OpenAiChatModel;

@@ -59,8 +59,10 @@ impl ToolStatus {
 }
 
 /// A chat message: what every built-in node outputs.
+///
+/// Saved as an object tagged by `role` (`system`, `human`, `ai`, `tool`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
+#[serde(tag = "role", rename_all = "lowercase", try_from = "WireMessage")]
 pub enum Message {
     /// Instructions for the model.
     System {
@@ -173,5 +175,80 @@ impl Message {
             Message::Ai { tool_calls, .. } => tool_calls,
             _ => &[],
         }
+    }
+}
+
+/// The flat shape messages are read from: one pass, no buffering (serde's
+/// internally tagged enums buffer every field first, which is slow for
+/// ten thousand saved nodes).
+#[derive(Deserialize)]
+struct WireMessage {
+    role: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    status: ToolStatus,
+}
+
+impl TryFrom<WireMessage> for Message {
+    type Error = String;
+
+    fn try_from(w: WireMessage) -> Result<Self, Self::Error> {
+        Ok(match w.role.as_str() {
+            "system" => Message::System { content: w.content },
+            "human" => Message::Human { content: w.content },
+            "ai" => Message::Ai {
+                content: w.content,
+                tool_calls: w.tool_calls,
+            },
+            "tool" => Message::Tool {
+                content: w.content,
+                tool_call_id: w
+                    .tool_call_id
+                    .ok_or("a tool message needs a `tool_call_id`")?,
+                name: w.name,
+                status: w.status,
+            },
+            other => return Err(format!("unknown message role `{other}`")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_round_trip_through_json() {
+        let all = [
+            Message::system("s"),
+            Message::human("h"),
+            Message::ai("a"),
+            Message::ai_with_tools("", vec![ToolCall::new("c", "ls", json!({"p": 1}))]),
+            Message::tool("t", "c"),
+            Message::tool_error("Error: no", "c"),
+        ];
+        for m in all {
+            let text = serde_json::to_string(&m).unwrap();
+            assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), m, "{text}");
+        }
+        assert_eq!(
+            serde_json::to_value(Message::tool_error("Error: x", "c1")).unwrap(),
+            json!({"role": "tool", "content": "Error: x", "tool_call_id": "c1", "status": "error"})
+        );
+        let err = serde_json::from_str::<Message>(r#"{"role":"robot","content":""}"#);
+        assert!(err
+            .unwrap_err()
+            .to_string()
+            .contains("unknown message role `robot`"));
+        let err = serde_json::from_str::<Message>(r#"{"role":"tool","content":""}"#);
+        assert!(err.unwrap_err().to_string().contains("tool_call_id"));
     }
 }

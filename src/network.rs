@@ -3,7 +3,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
-use indexmap::{IndexMap, IndexSet};
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 
@@ -64,7 +66,10 @@ pub(crate) struct Graph {
     pub(crate) chat_model_name: Option<String>,
     pub(crate) nodes: IndexMap<NodeId, NodeRef>,
     children: HashMap<NodeId, Vec<NodeId>>,
-    pending: IndexSet<NodeId>,
+    /// Nodes not yet invoked, by the sequence number they were added with
+    /// (so a pass finds them without scanning the whole graph).
+    pending: BTreeMap<u64, NodeId>,
+    next_seq: u64,
     /// What the network sees before its roots (a sub-network's outer
     /// conversation).
     input: History,
@@ -250,7 +255,8 @@ impl Graph {
             chat_model_name,
             nodes: IndexMap::new(),
             children: HashMap::new(),
-            pending: IndexSet::new(),
+            pending: BTreeMap::new(),
+            next_seq: 0,
             input: History::new(),
         }
     }
@@ -642,14 +648,16 @@ impl RunnableNetwork {
             st.network = Arc::downgrade(&self.0);
             st.parents = parents.to_vec();
             st.history = None;
+            st.seq = g.next_seq;
+            g.next_seq += 1;
             if let Some(by) = crate::modifier::current_modifier() {
                 st.metadata
                     .insert("added_by".into(), Value::String(by.to_string()));
             }
-            let invoked = st.invoked;
+            let (invoked, seq) = (st.invoked, st.seq);
             drop(st);
             if !invoked {
-                g.pending.insert(id);
+                g.pending.insert(seq, id);
             }
             g.nodes.insert(id, node.clone());
             g.link(id, parents);
@@ -719,8 +727,8 @@ impl RunnableNetwork {
                 }
             }
             g.nodes.shift_remove(&id);
-            g.pending.shift_remove(&id);
             let mut st = node.0.state.lock();
+            g.pending.remove(&st.seq);
             st.network = Weak::new();
             st.history = None;
             drop(st);
@@ -797,7 +805,7 @@ impl RunnableNetwork {
     /// Nodes that have not run yet, parents before children.
     pub fn pending(&self) -> Vec<NodeRef> {
         let g = self.0.graph.lock();
-        let ids: Vec<NodeId> = g.pending.iter().copied().collect();
+        let ids: Vec<NodeId> = g.pending.values().copied().collect();
         topological(&g, &ids)
     }
 
@@ -852,13 +860,16 @@ impl RunnableNetwork {
             if g.nodes.contains_key(&id) {
                 return Err(NetworkError::Format(format!("duplicate node id {id}")));
             }
+            let seq = g.next_seq;
+            g.next_seq += 1;
             {
                 let mut st = node.0.state.lock();
                 st.network = Arc::downgrade(&self.0);
                 st.parents = parents.clone();
+                st.seq = seq;
             }
             if !invoked {
-                g.pending.insert(id);
+                g.pending.insert(seq, id);
             }
             g.nodes.insert(id, node);
             g.link(id, &parents);
@@ -872,8 +883,10 @@ impl RunnableNetwork {
         Ok(())
     }
 
-    pub(crate) fn mark_pending_done(&self, id: NodeId) {
-        self.0.graph.lock().pending.shift_remove(&id);
+    pub(crate) fn mark_pending_done(&self, node: &NodeRef) {
+        let mut g = self.0.graph.lock();
+        let seq = node.0.state.lock().seq;
+        g.pending.remove(&seq);
     }
 
     // ----- runtime attachments -----

@@ -99,6 +99,8 @@ pub(crate) struct NodeState {
     /// The conversation up to and including this node's output (a cache).
     pub(crate) history: Option<History>,
     pub(crate) network: Weak<NetworkInner>,
+    /// Order of addition to its network (set when attached).
+    pub(crate) seq: u64,
 }
 
 pub(crate) struct NodeCell {
@@ -129,6 +131,7 @@ impl NodeRef {
                 metadata: Map::new(),
                 history: None,
                 network: Weak::new(),
+                seq: 0,
             }),
             logic,
         }))
@@ -248,6 +251,7 @@ impl NodeRef {
                 metadata,
                 history: None,
                 network: Weak::new(),
+                seq: 0,
             }),
         }))
     }

@@ -242,7 +242,7 @@ struct SavedNetwork {
     #[serde(default)]
     files: Files,
     #[serde(default)]
-    nodes: Vec<Map<String, Value>>,
+    nodes: Vec<Box<serde_json::value::RawValue>>,
     #[serde(default, rename = "__connections__")]
     connections: IndexMap<String, Vec<usize>>,
 }
@@ -250,6 +250,63 @@ struct SavedNetwork {
 struct LoadedNode {
     node: NodeRef,
     invoked: bool,
+}
+
+const BUILTIN_KINDS: [&str; 5] = ["human", "system", "chat", "tool", "network"];
+
+/// A built-in node as saved, read in one pass. Anything unexpected (an
+/// unknown field, a missing one) sends the node down the general path.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinNode {
+    #[serde(rename = "__node_type__")]
+    kind: String,
+    id: NodeId,
+    name: String,
+    invoked: bool,
+    outputs: Option<Message>,
+    metadata: Map<String, Value>,
+    text: Option<String>,
+    tool_call: Option<crate::message::ToolCall>,
+    chat_model_name: Option<String>,
+}
+
+impl BuiltinNode {
+    fn into_loaded(self) -> Option<LoadedNode> {
+        let logic: Arc<dyn NodeLogic> = match (
+            self.kind.as_str(),
+            self.text,
+            self.tool_call,
+            self.chat_model_name,
+        ) {
+            ("human", Some(text), None, None) => Arc::new(HumanNode { text }),
+            ("system", Some(text), None, None) => Arc::new(SystemNode { text }),
+            ("tool", None, Some(tool_call), None) => Arc::new(ToolNode { tool_call }),
+            ("chat", None, None, chat_model_name) => Arc::new(ChatNode { chat_model_name }),
+            _ => return None,
+        };
+        let node = NodeRef::detached_shared(logic).with_loaded_state(
+            self.id,
+            self.name,
+            self.invoked,
+            self.outputs.map(Arc::new),
+            self.metadata,
+        );
+        Some(LoadedNode {
+            node,
+            invoked: self.invoked,
+        })
+    }
+}
+
+fn load_raw_node(index: usize, raw: &serde_json::value::RawValue) -> Result<LoadedNode> {
+    if let Some(fast) = serde_json::from_str::<BuiltinNode>(raw.get())
+        .ok()
+        .and_then(BuiltinNode::into_loaded)
+    {
+        return Ok(fast);
+    }
+    load_node(index, serde_json::from_str(raw.get())?)
 }
 
 fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<LoadedNode> {
@@ -342,7 +399,9 @@ impl RunnableNetwork {
 
     /// Loads a network from a JSON value in the saved format.
     pub fn from_value(value: Value) -> Result<RunnableNetwork> {
-        Self::from_saved(serde_json::from_value(value)?)
+        // Nodes are read from raw JSON text (the fast path); a value is
+        // written out once for that.
+        Self::from_json(&value.to_string())
     }
 
     /// Saves to a file (written to a temporary file first, then renamed, so
@@ -382,8 +441,8 @@ impl RunnableNetwork {
         }
         let count = saved.nodes.len();
         let mut loaded = Vec::with_capacity(count);
-        for (i, raw) in saved.nodes.into_iter().enumerate() {
-            loaded.push(load_node(i, raw)?);
+        for (i, raw) in saved.nodes.iter().enumerate() {
+            loaded.push(load_raw_node(i, raw)?);
         }
         let ids: Vec<NodeId> = loaded.iter().map(|l| l.node.id()).collect();
         let mut parents: Vec<Vec<NodeId>> = vec![Vec::new(); count];

@@ -88,6 +88,11 @@ pub mod persist;
 pub mod scope;
 pub mod tool;
 
+/// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use error::{ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};

@@ -56,7 +56,7 @@ pub struct NodeContext {
 /// }
 /// ```
 #[async_trait]
-pub trait NodeLogic: Send + Sync + 'static {
+pub trait NodeLogic: AsAny + Send + Sync + 'static {
     /// The kind name written as `__node_type__` when saving.
     fn kind(&self) -> &str;
 
@@ -73,9 +73,19 @@ pub trait NodeLogic: Send + Sync + 'static {
     fn is_model_turn(&self) -> bool {
         false
     }
+}
 
-    /// The node as `Any`, to reach the concrete kind.
+/// Gives every node kind an `Any` view, so [`NodeRef::downcast`] can reach
+/// the concrete kind without each kind writing boilerplate.
+pub trait AsAny: std::any::Any {
+    /// The value as `Any`.
     fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// Serializes a node kind's fields with serde: a ready body for
@@ -166,7 +176,7 @@ impl NodeRef {
 
     /// The concrete kind, if the node is a `T`.
     pub fn downcast<T: NodeLogic>(&self) -> Option<&T> {
-        self.0.logic.as_any().downcast_ref::<T>()
+        AsAny::as_any(&*self.0.logic).downcast_ref::<T>()
     }
 
     /// The display name (defaults to the kind).

@@ -97,7 +97,6 @@ fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {
 ///     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
 ///         lc_agent::node::fields_of(self)
 ///     }
-///     fn as_any(&self) -> &dyn std::any::Any { self }
 /// }
 ///
 /// register_node_kind::<Note>("note");

@@ -201,9 +201,6 @@ impl lc_agent::NodeLogic for Scripted {
     async fn invoke(&self, _ctx: lc_agent::NodeContext) -> Result<Message> {
         Ok(self.0.clone())
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[tokio::test]

@@ -208,9 +208,6 @@ impl NodeLogic for Translate {
     fn save(&self) -> Result<serde_json::Map<String, Value>> {
         lc_agent::node::fields_of(self)
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[tokio::test]

@@ -86,10 +86,6 @@ impl NodeLogic for ChatNode {
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 fn record(node: &NodeRef, name: &str, response: &crate::model::ChatResponse) {

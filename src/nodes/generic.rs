@@ -45,8 +45,4 @@ impl NodeLogic for GenericNode {
     fn save(&self) -> Result<Map<String, Value>> {
         Ok(self.raw.clone())
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

@@ -34,9 +34,6 @@ impl NodeLogic for HumanNode {
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Instructions for the model (kind `system`); chat nodes below it send
@@ -65,8 +62,5 @@ impl NodeLogic for SystemNode {
     }
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }

@@ -59,8 +59,4 @@ impl NodeLogic for NetworkNode {
         map.insert("network".into(), self.network.to_value()?);
         Ok(map)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

@@ -53,8 +53,4 @@ impl NodeLogic for ToolNode {
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

@@ -101,10 +101,19 @@ fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {
 ///
 /// register_node_kind::<Note>("note");
 /// ```
+///
+/// The built-in kinds (`human`, `system`, `chat`, `tool`, `network`) cannot
+/// be replaced; registering one of them is ignored with a warning.
 pub fn register_node_kind<T: NodeLogic + DeserializeOwned>(kind: &str) {
-    registry()
-        .write()
-        .insert(kind.to_string(), serde_loader::<T>());
+    register_loader(kind, serde_loader::<T>());
+}
+
+fn register_loader(kind: &str, loader: Loader) {
+    if BUILTIN_KINDS.contains(&kind) {
+        tracing::warn!(kind, "built-in node kinds cannot be replaced");
+        return;
+    }
+    registry().write().insert(kind.to_string(), loader);
 }
 
 /// Registers a node kind with a custom loader.
@@ -112,9 +121,7 @@ pub fn register_node_loader(
     kind: &str,
     loader: impl Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync + 'static,
 ) {
-    registry()
-        .write()
-        .insert(kind.to_string(), Arc::new(loader));
+    register_loader(kind, Arc::new(loader));
 }
 
 /// Whether a loader is registered for this kind.

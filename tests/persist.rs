@@ -286,3 +286,33 @@ async fn files_save_to_disk_atomically_and_load_back() {
     let missing = RunnableNetwork::load_from_file(dir.path().join("nope.json")).unwrap_err();
     assert!(matches!(missing, NetworkError::Io(_)));
 }
+
+#[tokio::test]
+async fn a_very_long_loaded_conversation_continues_without_deep_recursion() {
+    // 30,000 nodes: rebuilding the conversation after a load must be
+    // iterative (a recursive walk would overflow the test thread's stack).
+    let model = ScriptedChatModel::new(["ok"]).cycled();
+    let net = RunnableNetwork::builder()
+        .chat_model("scripted")
+        .model("scripted", model.clone())
+        .unlimited_steps()
+        .build();
+    {
+        let _s = net.enter();
+        for i in 0..15_000 {
+            HumanNode::new(format!("q{i}"));
+            ChatNode::new();
+        }
+    }
+    net.invoke().await.unwrap();
+    let loaded = RunnableNetwork::from_json(&net.to_json().unwrap()).unwrap();
+    loaded.register_model("scripted", model.clone());
+    loaded.set_default_node(Some("chat".into()));
+    {
+        let _s = loaded.enter();
+        HumanNode::new("last question");
+    }
+    loaded.invoke().await.unwrap();
+    assert_eq!(model.calls(), 15_001);
+    assert_eq!(loaded.history().len(), 30_002);
+}

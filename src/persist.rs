@@ -366,34 +366,33 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<LoadedNode> {
 }
 
 impl RunnableNetwork {
-    /// The network as a JSON value in the saved format.
-    pub fn to_value(&self) -> Result<Value> {
-        let g = self.0.graph.lock();
+    /// Serializes the network with `write`, holding its locks for the
+    /// duration so the document is one consistent snapshot.
+    fn write_saved<R>(
+        &self,
+        write: impl FnOnce(&NetworkView<'_>) -> serde_json::Result<R>,
+    ) -> Result<R> {
+        let graph = self.0.graph.lock();
         let files = self.0.files.read();
-        Ok(serde_json::to_value(NetworkView {
-            graph: &g,
+        Ok(write(&NetworkView {
+            graph: &graph,
             files: &files,
         })?)
+    }
+
+    /// The network as a JSON value in the saved format.
+    pub fn to_value(&self) -> Result<Value> {
+        self.write_saved(|view| serde_json::to_value(view))
     }
 
     /// The network as compact JSON in the saved format.
     pub fn to_json(&self) -> Result<String> {
-        let g = self.0.graph.lock();
-        let files = self.0.files.read();
-        Ok(serde_json::to_string(&NetworkView {
-            graph: &g,
-            files: &files,
-        })?)
+        self.write_saved(|view| serde_json::to_string(view))
     }
 
     /// The network as indented JSON in the saved format.
     pub fn to_json_pretty(&self) -> Result<String> {
-        let g = self.0.graph.lock();
-        let files = self.0.files.read();
-        Ok(serde_json::to_string_pretty(&NetworkView {
-            graph: &g,
-            files: &files,
-        })?)
+        self.write_saved(|view| serde_json::to_string_pretty(view))
     }
 
     /// Loads a network saved with [`RunnableNetwork::to_json`]. The default

@@ -47,12 +47,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{
-    info_from_json, newest_first, stamp, validate_user, ListError, ListPage, ListQuery, ListResult,
-    NetworkList, SessionInfo, DEFAULT_USER,
+    info_from_json, stamp, validate_user, ListError, ListPage, ListQuery, ListResult, NetworkList,
+    SessionInfo, DEFAULT_USER,
 };
 use crate::network::RunnableNetwork;
 
@@ -109,17 +108,85 @@ impl std::fmt::Debug for JsonNetworkList {
     }
 }
 
-/// One line of the index.
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
+/// One line of the index: `P <id> <updated_at µs> <mtime ns> <info json>`
+/// or `D <id>`. The sort key comes first so that reading a large index
+/// parses only the prefixes; the info JSON is parsed when its entry is on
+/// a page.
 enum IndexLine {
-    Put { info: SessionInfo, mtime_ns: u64 },
-    Del { id: Uuid },
+    Put(Box<Entry>),
+    Del(Uuid),
 }
 
 struct Entry {
-    info: SessionInfo,
+    id: Uuid,
+    /// `updated_at` in µs since the epoch (the sort key).
+    updated: i64,
+    /// The session file's modification time when the entry was written.
     mtime_ns: u64,
+    /// The info as JSON, parsed on demand into `info`.
+    raw: Box<[u8]>,
+    info: Option<SessionInfo>,
+}
+
+impl Entry {
+    fn new(info: SessionInfo, mtime_ns: u64) -> ListResult<Entry> {
+        let raw = serde_json::to_vec(&info).map_err(crate::error::NetworkError::from)?;
+        Ok(Entry {
+            id: info.id,
+            updated: info.updated_at.timestamp_micros(),
+            mtime_ns,
+            raw: raw.into_boxed_slice(),
+            info: Some(info),
+        })
+    }
+
+    fn info(&mut self) -> Result<&SessionInfo, String> {
+        if self.info.is_none() {
+            let info: SessionInfo = serde_json::from_slice(&self.raw).map_err(|e| e.to_string())?;
+            self.info = Some(info);
+        }
+        self.info.as_ref().ok_or_else(|| "no info".to_string())
+    }
+}
+
+impl IndexLine {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            IndexLine::Put(e) => {
+                let mut line = format!("P {} {} {} ", e.id, e.updated, e.mtime_ns).into_bytes();
+                line.extend_from_slice(&e.raw);
+                line.push(b'\n');
+                line
+            }
+            IndexLine::Del(id) => format!("D {id}\n").into_bytes(),
+        }
+    }
+
+    fn decode(line: &[u8]) -> Option<IndexLine> {
+        let mut parts = line.splitn(5, |b| *b == b' ');
+        let op = parts.next()?;
+        let id = Uuid::try_parse_ascii(parts.next()?).ok()?;
+        match op {
+            b"D" => Some(IndexLine::Del(id)),
+            b"P" => {
+                let num = |p: Option<&[u8]>| std::str::from_utf8(p?).ok()?.parse::<i64>().ok();
+                let updated = num(parts.next())?;
+                let mtime_ns = u64::try_from(num(parts.next())?).ok()?;
+                let raw = parts.next()?;
+                if raw.first() != Some(&b'{') {
+                    return None;
+                }
+                Some(IndexLine::Put(Box::new(Entry {
+                    id,
+                    updated,
+                    mtime_ns,
+                    raw: raw.into(),
+                    info: None,
+                })))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The cached index of one user.
@@ -138,11 +205,11 @@ struct UserIndex {
 impl UserIndex {
     fn apply(&mut self, line: IndexLine) {
         match line {
-            IndexLine::Put { info, mtime_ns } => {
-                self.corrupt.remove(&info.id);
-                self.entries.insert(info.id, Entry { info, mtime_ns });
+            IndexLine::Put(entry) => {
+                self.corrupt.remove(&entry.id);
+                self.entries.insert(entry.id, *entry);
             }
-            IndexLine::Del { id } => {
+            IndexLine::Del(id) => {
                 self.corrupt.remove(&id);
                 self.entries.remove(&id);
             }
@@ -297,8 +364,7 @@ fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Appends one line to the index (under a shared index lock, so that
 /// compaction never drops it). Returns the index size before and after.
 fn append_index(dir: &Path, line: &IndexLine) -> ListResult<(u64, u64)> {
-    let mut text = serde_json::to_vec(line).map_err(crate::error::NetworkError::from)?;
-    text.push(b'\n');
+    let text = line.encode();
     let lock = open_lock(&dir.join(INDEX_LOCK))?;
     let _shared = lock.read()?;
     let mut file = OpenOptions::new()
@@ -320,11 +386,9 @@ fn apply_lines(idx: &mut UserIndex, buf: &[u8], dir: &Path) -> usize {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<IndexLine>(line) {
-            Ok(l) => idx.apply(l),
-            Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "skipping a damaged index line")
-            }
+        match IndexLine::decode(line) {
+            Some(l) => idx.apply(l),
+            None => tracing::warn!(dir = %dir.display(), "skipping a damaged index line"),
         }
     }
     end + 1
@@ -386,9 +450,7 @@ fn rebuild(dir: &Path, user: &str) -> ListResult<usize> {
     for (id, path) in scan_dir(dir)? {
         match read_info(&path, user) {
             Ok((info, mtime_ns)) if info.id == id => {
-                serde_json::to_writer(&mut text, &IndexLine::Put { info, mtime_ns })
-                    .map_err(crate::error::NetworkError::from)?;
-                text.push(b'\n');
+                text.extend(IndexLine::Put(Box::new(Entry::new(info, mtime_ns)?)).encode());
                 count += 1;
             }
             Ok(_) => {
@@ -414,19 +476,12 @@ fn compact(dir: &Path) -> ListResult<()> {
     };
     let mut idx = UserIndex::default();
     apply_lines(&mut idx, &buf, dir);
-    let mut entries: Vec<&Entry> = idx.entries.values().collect();
-    entries.sort_by(|a, b| newest_first(&b.info, &a.info));
+    let mut entries: Vec<Entry> = idx.entries.into_values().collect();
+    // Oldest first, as if saved in order.
+    entries.sort_by_key(|e| (e.updated, e.id));
     let mut text = Vec::with_capacity(buf.len() / 2);
     for e in entries {
-        serde_json::to_writer(
-            &mut text,
-            &IndexLine::Put {
-                info: e.info.clone(),
-                mtime_ns: e.mtime_ns,
-            },
-        )
-        .map_err(crate::error::NetworkError::from)?;
-        text.push(b'\n');
+        text.extend(IndexLine::Put(Box::new(e)).encode());
     }
     write_atomic(dir, &dir.join(INDEX_FILE), &text)?;
     tracing::debug!(dir = %dir.display(), before = buf.len(), after = text.len(), "index compacted");
@@ -451,10 +506,10 @@ fn refresh(dir: &Path, user: &str, idx: &mut UserIndex) -> ListResult<()> {
     let meta = file.metadata()?;
     let id = identity(&meta);
     if id.is_none() || id != idx.identity || meta.len() < idx.offset {
-        let reconciled = idx.reconciled;
+        // A new index file (first read, rebuilt or compacted): read it all
+        // and reconcile it with the directory again.
         *idx = UserIndex {
             identity: id,
-            reconciled,
             ..UserIndex::default()
         };
     }
@@ -484,7 +539,7 @@ fn reconcile(dir: &Path, user: &str, idx: &mut UserIndex) -> ListResult<()> {
         }
         match read_info(&path, user) {
             Ok((info, mtime_ns)) if info.id == id => {
-                let line = IndexLine::Put { info, mtime_ns };
+                let line = IndexLine::Put(Box::new(Entry::new(info, mtime_ns)?));
                 append_index(dir, &line)?;
                 idx.apply(line);
             }
@@ -509,7 +564,7 @@ fn reconcile(dir: &Path, user: &str, idx: &mut UserIndex) -> ListResult<()> {
         .copied()
         .collect();
     for id in gone {
-        let line = IndexLine::Del { id };
+        let line = IndexLine::Del(id);
         append_index(dir, &line)?;
         idx.apply(line);
     }
@@ -598,7 +653,7 @@ impl NetworkList for JsonNetworkList {
             match fs::remove_file(session_path(&dir, id)) {
                 Ok(()) => {
                     sync_dir(&dir)?;
-                    append_index(&dir, &IndexLine::Del { id })?;
+                    append_index(&dir, &IndexLine::Del(id))?;
                     Ok(true)
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -668,10 +723,7 @@ fn save_blocking(
     let meta = fs::metadata(&path)?;
     let (before, after) = append_index(
         dir,
-        &IndexLine::Put {
-            info: info.clone(),
-            mtime_ns: mtime_ns(&meta),
-        },
+        &IndexLine::Put(Box::new(Entry::new(info.clone(), mtime_ns(&meta))?)),
     )?;
     if before / COMPACT_EVERY != after / COMPACT_EVERY {
         if let Err(e) = compact(dir) {
@@ -688,14 +740,15 @@ fn list_page(
     offset: usize,
     limit: usize,
 ) -> ListResult<ListPage> {
-    let mut order: Vec<&SessionInfo> = idx.entries.values().map(|e| &e.info).collect();
-    order.sort_by(|a, b| newest_first(a, b));
+    let mut order: Vec<(i64, Uuid)> = idx.entries.values().map(|e| (e.updated, e.id)).collect();
+    // Newest first; ties by id, descending (the order of Redis' ZREVRANGE).
+    order.sort_unstable_by(|a, b| b.cmp(a));
     let total = order.len();
     let page: Vec<Uuid> = order
         .iter()
         .skip(offset)
         .take(limit)
-        .map(|i| i.id)
+        .map(|(_, id)| *id)
         .collect();
     let mut out = ListPage {
         total,
@@ -705,19 +758,20 @@ fn list_page(
     // catches files changed or damaged behind the index's back.
     for id in page {
         let path = session_path(dir, id);
-        let Some(entry) = idx.entries.get(&id) else {
+        let Some(entry) = idx.entries.get_mut(&id) else {
             continue;
         };
+        let mtime = entry.mtime_ns;
+        let indexed = entry.info().ok().map(|i| (i.bytes, mtime));
         match fs::metadata(&path) {
-            Ok(meta) if meta.len() == entry.info.bytes && mtime_ns(&meta) == entry.mtime_ns => {
-                out.sessions.push(entry.info.clone());
+            Ok(meta) if indexed == Some((meta.len(), mtime_ns(&meta))) => {
+                if let Some(info) = entry.info.clone() {
+                    out.sessions.push(info);
+                }
             }
             Ok(_) => match read_info(&path, user) {
                 Ok((info, mtime_ns)) if info.id == id => {
-                    let line = IndexLine::Put {
-                        info: info.clone(),
-                        mtime_ns,
-                    };
+                    let line = IndexLine::Put(Box::new(Entry::new(info.clone(), mtime_ns)?));
                     append_index(dir, &line)?;
                     idx.apply(line);
                     out.sessions.push(info);

@@ -74,6 +74,9 @@ use crate::network::RunnableNetwork;
 pub use json::JsonNetworkList;
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
 
+/// A session id: the network's id.
+pub type SessionId = Uuid;
+
 /// Metadata key of the revision number (see the [module docs](self)).
 pub const REVISION_KEY: &str = "revision";
 /// Metadata key of the time of the first save (RFC 3339).
@@ -468,7 +471,9 @@ pub(crate) fn info_from_json(
             crate::persist::FORMAT
         ));
     }
-    let updated = parse_time(head.metadata.get(UPDATED_AT_KEY)).unwrap_or(fallback_time);
+    let updated = parse_time(head.metadata.get(UPDATED_AT_KEY))
+        .unwrap_or(fallback_time)
+        .trunc_subsecs(6);
     Ok(SessionInfo {
         id: head.id,
         user: user.to_string(),
@@ -484,13 +489,4 @@ pub(crate) fn info_from_json(
             .unwrap_or(0),
         metadata: head.metadata,
     })
-}
-
-/// Newest first; ties broken by id (descending), the same order as Redis'
-/// `ZREVRANGE`.
-pub(crate) fn newest_first(a: &SessionInfo, b: &SessionInfo) -> std::cmp::Ordering {
-    // Uuid order is the order of their hyphenated lowercase strings.
-    b.updated_at
-        .cmp(&a.updated_at)
-        .then_with(|| b.id.cmp(&a.id))
 }

@@ -60,10 +60,14 @@ pub async fn run_all(list: &dyn NetworkList, other: &dyn NetworkList) {
 }
 
 async fn wipe(list: &dyn NetworkList) {
-    for entry in list.list_everything().await.expect("list") {
-        if let Ok(info) = entry {
-            list.delete(info.id).await.expect("delete");
-        }
+    for info in list
+        .list_everything()
+        .await
+        .expect("list")
+        .into_iter()
+        .flatten()
+    {
+        list.delete(info.id).await.expect("delete");
     }
     assert_eq!(
         list.list(&ListQuery::default()).await.expect("list").total,

@@ -1,0 +1,309 @@
+//! Session list benchmarks: a figures printer (`harness = false`).
+//!
+//! Run: `cargo bench --bench sessions` (needs `redis-server` and
+//! `redis-benchmark` on the PATH for the Redis half; without them it prints
+//! a note and measures the JSON list only).
+//!
+//! - JsonNetworkList: save (fsync included) and load of a 1 MB network;
+//!   `list` of a page of 50 among 10,000 sessions (target <= 20 ms).
+//! - RedisNetworkList (private `redis-server` on a free port): save and
+//!   load of a 100 KB and a 1 MB network, one client, sequential, next to
+//!   `redis-benchmark -c 1 -t set,get -d <size>` on the same server
+//!   (target: at least 70 % of its ops/s); `list` of a page of 50 among
+//!   100,000 sessions (target <= 5 ms).
+//!
+//! The networks are chains of human messages (no model involved).
+
+#[path = "../tests/support/redis.rs"]
+mod redis_server;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lc_agent::list::{JsonNetworkList, ListQuery, NetworkList, RedisNetworkList};
+use lc_agent::{HumanNode, RunnableNetwork};
+
+/// A network whose saved JSON is about `bytes` long.
+fn network_of(bytes: usize, rt: &tokio::runtime::Runtime) -> RunnableNetwork {
+    let net = RunnableNetwork::builder()
+        .name(format!("{bytes} bytes"))
+        .build();
+    let text = "lorem ipsum dolor sit amet ".repeat(160); // ~4.3 KB per message
+    {
+        let _s = net.enter();
+        // Each invoked human node holds its text twice (field + output).
+        for _ in 0..(bytes / (2 * text.len() + 400)).max(1) {
+            HumanNode::new(text.clone());
+        }
+    }
+    rt.block_on(net.invoke()).expect("invoke");
+    net
+}
+
+struct Stats {
+    median: Duration,
+    mean: Duration,
+}
+
+fn measure(iters: usize, mut f: impl FnMut()) -> Stats {
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed());
+    }
+    let mean = samples.iter().sum::<Duration>() / iters as u32;
+    samples.sort();
+    Stats {
+        median: samples[iters / 2],
+        mean,
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn ops(d: Duration) -> f64 {
+    1.0 / d.as_secs_f64()
+}
+
+fn main() {
+    // `cargo test --benches` runs bench targets with `--bench` absent:
+    // keep that cheap.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("sessions bench: run with `cargo bench --bench sessions`");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    json_figures(&rt);
+    redis_figures(&rt);
+}
+
+fn json_figures(rt: &tokio::runtime::Runtime) {
+    println!("== JsonNetworkList ==");
+    let dir = tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or_else(|_| "target".into()))
+        .expect("tempdir");
+    let list = JsonNetworkList::new(dir.path());
+    let net = network_of(1 << 20, rt);
+    let size = net.to_json().expect("json").len();
+    rt.block_on(list.save(&net)).expect("save");
+    let save = measure(30, || {
+        rt.block_on(list.save(&net)).expect("save");
+    });
+    let load = measure(30, || {
+        rt.block_on(list.load(net.id())).expect("load");
+    });
+    let load_json = measure(30, || {
+        rt.block_on(list.load_json(net.id())).expect("load_json");
+    });
+    println!(
+        "save  {:>8} KB network (fsync file + dir): median {}  mean {}  ({:.0} saves/s)",
+        size / 1024,
+        ms(save.median),
+        ms(save.mean),
+        ops(save.mean)
+    );
+    println!(
+        "load  {:>8} KB network (parse + build):    median {}  mean {}  ({:.0} loads/s)",
+        size / 1024,
+        ms(load.median),
+        ms(load.mean),
+        ops(load.mean)
+    );
+    println!(
+        "load_json {:>4} KB (read only):             median {}  mean {}",
+        size / 1024,
+        ms(load_json.median),
+        ms(load_json.mean)
+    );
+
+    // 10,000 sessions. Fixture files are written without fsync (setup speed),
+    // then the index is built once from them.
+    let many = list.with_user("many").expect("user");
+    let user_dir = dir.path().join("many");
+    std::fs::create_dir_all(&user_dir).expect("dir");
+    for i in 0..10_000 {
+        let n = RunnableNetwork::builder()
+            .name(format!("session {i}"))
+            .build();
+        n.set_metadata(
+            "created_at",
+            serde_json::json!(format!("2026-01-01T00:00:00.{i:06}Z")),
+        );
+        n.set_metadata(
+            "updated_at",
+            serde_json::json!(format!("2026-01-01T00:00:00.{i:06}Z")),
+        );
+        n.set_metadata("revision", serde_json::json!(1));
+        n.save_to_file(user_dir.join(format!("{}.json", n.id())))
+            .expect("fixture");
+    }
+    let t = Instant::now();
+    let found = rt.block_on(many.rebuild_index()).expect("rebuild");
+    println!("rebuild_index of {found} sessions: {}", ms(t.elapsed()));
+    let cold = measure(5, || {
+        let fresh = JsonNetworkList::new(dir.path())
+            .with_user("many")
+            .expect("user");
+        let page = rt
+            .block_on(fresh.list(&ListQuery::default().limit(50)))
+            .expect("list");
+        assert_eq!((page.sessions.len(), page.total), (50, 10_000));
+    });
+    let warm = measure(100, || {
+        let page = rt
+            .block_on(many.list(&ListQuery::default().limit(50)))
+            .expect("list");
+        assert_eq!(page.sessions.len(), 50);
+    });
+    let deep = measure(100, || {
+        let page = rt
+            .block_on(many.list(&ListQuery::default().offset(5000).limit(50)))
+            .expect("list");
+        assert_eq!(page.sessions.len(), 50);
+    });
+    println!(
+        "list page of 50 among 10,000: warm median {} (offset 5000: {}), cold (new process, reads the index) median {}  [target <= 20 ms]",
+        ms(warm.median),
+        ms(deep.median),
+        ms(cold.median)
+    );
+    // One save into the big namespace, then a list (reads one new index line).
+    let extra = RunnableNetwork::builder().name("extra").build();
+    let after_save = measure(20, || {
+        rt.block_on(many.save(&extra)).expect("save");
+        rt.block_on(many.list(&ListQuery::default().limit(50)))
+            .expect("list");
+    });
+    println!(
+        "save + list among 10,000 (incremental index read): median {}",
+        ms(after_save.median)
+    );
+}
+
+/// (SET ops/s, GET ops/s) from `redis-benchmark --csv`.
+fn redis_benchmark(port: u16, size: usize, n: usize) -> Option<(f64, f64)> {
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-c",
+            "1",
+            "-t",
+            "set,get",
+        ])
+        .args(["-d", &size.to_string(), "-n", &n.to_string(), "--csv"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rate = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("\"{name}\"")))
+            .and_then(|l| l.split(',').nth(1))
+            .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
+    };
+    Some((rate("SET")?, rate("GET")?))
+}
+
+fn redis_figures(rt: &tokio::runtime::Runtime) {
+    println!("== RedisNetworkList ==");
+    let Some(server) = redis_server::RedisServer::start("sessions bench") else {
+        return;
+    };
+    let list = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("bench")
+        .build()
+        .expect("build");
+    for (size, iters) in [(100 << 10, 400), (1 << 20, 60)] {
+        let net = network_of(size, rt);
+        let bytes = net.to_json().expect("json").len();
+        rt.block_on(list.save(&net)).expect("save");
+        let save = measure(iters, || {
+            rt.block_on(list.save(&net)).expect("save");
+        });
+        let load_json = measure(iters, || {
+            rt.block_on(list.load_json(net.id())).expect("load");
+        });
+        let load = measure(iters, || {
+            rt.block_on(list.load(net.id())).expect("load");
+        });
+        let to_json = measure(iters, || {
+            std::hint::black_box(net.to_json().expect("json"));
+        });
+        let from_json = measure(iters.min(100), || {
+            std::hint::black_box(
+                RunnableNetwork::from_json(&net.to_json().expect("json")).expect("parse"),
+            );
+        });
+        println!(
+            "{:>5} KB: of which to_json {} and to_json + from_json {} (core serialization)",
+            bytes / 1024,
+            ms(to_json.mean),
+            ms(from_json.mean)
+        );
+        let Some((set, get)) = redis_benchmark(server.port(), bytes, iters * 2) else {
+            println!("redis-benchmark not available: no comparison");
+            return;
+        };
+        println!(
+            "{:>5} KB: save {:.0}/s vs SET {:.0}/s = {:.0}%  | load_json {:.0}/s vs GET {:.0}/s = {:.0}%  | load (with parse) {:.0}/s = {:.0}% of GET  [target >= 70%]",
+            bytes / 1024,
+            ops(save.mean),
+            set,
+            100.0 * ops(save.mean) / set,
+            ops(load_json.mean),
+            get,
+            100.0 * ops(load_json.mean) / get,
+            ops(load.mean),
+            100.0 * ops(load.mean) / get,
+        );
+    }
+
+    // 100,000 small sessions, saved through the list (8 concurrent clients).
+    let many = list.with_user("many").expect("user");
+    let t = Instant::now();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let many = many.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..12_500 {
+                    let n = RunnableNetwork::builder().name("s").build();
+                    many.save(&n).await.expect("save");
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("task");
+        }
+    });
+    println!(
+        "populated 100,000 sessions in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let first = measure(200, || {
+        let page = rt
+            .block_on(many.list(&ListQuery::default().limit(50)))
+            .expect("list");
+        assert_eq!((page.sessions.len(), page.total), (50, 100_000));
+    });
+    let deep = measure(200, || {
+        let page = rt
+            .block_on(many.list(&ListQuery::default().offset(50_000).limit(50)))
+            .expect("list");
+        assert_eq!(page.sessions.len(), 50);
+    });
+    println!(
+        "list page of 50 among 100,000: median {} (offset 50,000: {})  [target <= 5 ms]",
+        ms(first.median),
+        ms(deep.median)
+    );
+}

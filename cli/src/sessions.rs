@@ -1,0 +1,421 @@
+//! `lc-agent sessions`: list, show, remove and export saved sessions.
+//!
+//! ```text
+//! lc-agent sessions [--user NAME] [--root DIR | --redis URL [--prefix P]] list [--offset N] [--limit N]
+//! lc-agent sessions show <ID> [--mermaid]
+//! lc-agent sessions rm <ID>
+//! lc-agent sessions export <ID> [--pretty]
+//! ```
+//!
+//! Sessions come from the JSON list (default root `$LC_AGENT_HOME/sessions`,
+//! else `~/.lc-agent/sessions`) or, with `--redis`, from Redis. `<ID>` may
+//! be a unique prefix of a session id.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use lc_agent::list::{
+    JsonNetworkList, ListError, ListQuery, NetworkList, RedisNetworkList, SessionId, SessionInfo,
+};
+use lc_agent::{Message, RunnableNetwork, ToolStatus};
+
+/// Options of `lc-agent sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Whose sessions (namespace).
+    #[arg(long, global = true, default_value = "default")]
+    pub user: String,
+    /// The JSON sessions directory (default: $LC_AGENT_HOME/sessions or ~/.lc-agent/sessions).
+    #[arg(long, global = true, conflicts_with = "redis")]
+    pub root: Option<PathBuf>,
+    /// Use Redis at this URL instead of the JSON directory.
+    #[arg(long, global = true)]
+    pub redis: Option<String>,
+    /// Redis key prefix.
+    #[arg(long, global = true, default_value = "lc_agent")]
+    pub prefix: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+/// `lc-agent sessions` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Lists sessions, most recently updated first.
+    List {
+        /// Sessions to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Page size.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Prints a session's conversation.
+    Show {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Print the graph as a Mermaid flowchart too.
+        #[arg(long)]
+        mermaid: bool,
+    },
+    /// Deletes a session.
+    Rm {
+        /// Session id (or a unique prefix).
+        id: String,
+    },
+    /// Prints a session's saved JSON.
+    Export {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Indent the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs `lc-agent sessions` on a fresh single-threaded runtime, printing
+/// to stdout (errors to stderr); returns the process exit code.
+pub fn run_blocking(args: SessionsArgs) -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match runtime.block_on(run(args, &mut out)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `lc-agent sessions`, writing to `out`.
+pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let list: Box<dyn NetworkList> = match &args.redis {
+        Some(url) => Box::new(
+            RedisNetworkList::builder()
+                .url(url)
+                .prefix(&args.prefix)
+                .user(&args.user)
+                .build()?,
+        ),
+        None => {
+            let root = args
+                .root
+                .clone()
+                .unwrap_or_else(JsonNetworkList::default_root);
+            Box::new(JsonNetworkList::new(root).with_user(&args.user)?)
+        }
+    };
+    let list = list.as_ref();
+    match args.command {
+        SessionsCommand::List { offset, limit } => {
+            let page = list
+                .list(&ListQuery::default().offset(offset).limit(limit))
+                .await?;
+            print_page(out, &page.sessions, page.total, offset)?;
+            for e in &page.errors {
+                writeln!(out, "unreadable: {e}")?;
+            }
+        }
+        SessionsCommand::Show { id, mermaid } => {
+            let id = resolve(list, &id).await?;
+            let net = list.load(id).await?;
+            show(out, &net)?;
+            if mermaid {
+                writeln!(out)?;
+                writeln!(out, "{}", net.to_mermaid())?;
+            }
+        }
+        SessionsCommand::Rm { id } => {
+            let id = resolve(list, &id).await?;
+            if list.delete(id).await? {
+                writeln!(out, "deleted {id}")?;
+            } else {
+                return Err(ListError::NotFound { id }.into());
+            }
+        }
+        SessionsCommand::Export { id, pretty } => {
+            let id = resolve(list, &id).await?;
+            if pretty {
+                writeln!(out, "{}", list.load(id).await?.to_json_pretty()?)?;
+            } else {
+                writeln!(out, "{}", list.load_json(id).await?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A full id, or the one session whose id starts with `prefix` (corrupt
+/// sessions included, so they can be exported or removed).
+async fn resolve(list: &dyn NetworkList, prefix: &str) -> Result<SessionId, Error> {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    if prefix.is_empty() {
+        return Err("an empty session id".into());
+    }
+    let mut matches = Vec::new();
+    for entry in list.list_everything().await? {
+        let id = match entry {
+            Ok(info) => Some(info.id),
+            Err(ListError::Corrupt { id, .. }) => id,
+            Err(_) => None,
+        };
+        if let Some(id) = id {
+            if id.to_string().starts_with(&prefix) && !matches.contains(&id) {
+                matches.push(id);
+            }
+        }
+    }
+    match matches.as_slice() {
+        [id] => Ok(*id),
+        [] => Err(format!("no session of user `{}` matches `{prefix}`", list.user()).into()),
+        many => Err(format!(
+            "`{prefix}` matches {} sessions; give more of the id",
+            many.len()
+        )
+        .into()),
+    }
+}
+
+fn print_page(
+    out: &mut dyn Write,
+    sessions: &[SessionInfo],
+    total: usize,
+    offset: usize,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  NAME",
+        "ID", "UPDATED (UTC)", "NODES", "BYTES", "REV"
+    )?;
+    for s in sessions {
+        writeln!(
+            out,
+            "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {}",
+            s.id,
+            s.updated_at.format("%Y-%m-%d %H:%M:%S"),
+            s.node_count,
+            s.bytes,
+            s.revision,
+            s.name
+        )?;
+    }
+    let shown = sessions.len();
+    let first = if shown == 0 { offset } else { offset + 1 };
+    writeln!(out, "{first}-{} of {total}", offset + shown)
+}
+
+fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
+    let meta = net.metadata();
+    let get = |k: &str| {
+        meta.get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+            .unwrap_or_else(|| "-".into())
+    };
+    writeln!(out, "session  {}", net.id())?;
+    writeln!(out, "name     {}", net.name())?;
+    writeln!(
+        out,
+        "revision {}   created {}   updated {}   nodes {}",
+        get(lc_agent::list::REVISION_KEY),
+        get(lc_agent::list::CREATED_AT_KEY),
+        get(lc_agent::list::UPDATED_AT_KEY),
+        net.len()
+    )?;
+    writeln!(out)?;
+    let history = net.history();
+    let messages: Vec<&Message> = {
+        let mut m: Vec<&Message> = history.iter_rev().collect();
+        m.reverse();
+        m
+    };
+    for message in messages {
+        match message {
+            Message::System { content } => writeln!(out, "[system] {content}")?,
+            Message::Human { content } => writeln!(out, "[human] {content}")?,
+            Message::Ai {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() || tool_calls.is_empty() {
+                    writeln!(out, "[ai] {content}")?;
+                }
+                for call in tool_calls {
+                    writeln!(
+                        out,
+                        "[ai] -> {}({}) [{}]",
+                        call.name, call.arguments, call.id
+                    )?;
+                }
+            }
+            Message::Tool {
+                content,
+                tool_call_id,
+                name,
+                status,
+            } => writeln!(
+                out,
+                "[tool {} {}{}] {content}",
+                name.as_deref().unwrap_or("?"),
+                tool_call_id,
+                if *status == ToolStatus::Ok {
+                    ""
+                } else {
+                    " error"
+                }
+            )?,
+        }
+    }
+    let pending = net.pending().len();
+    if pending > 0 {
+        writeln!(out, "({pending} node(s) not invoked yet)")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use lc_agent::{FnTool, HumanNode, ScriptedChatModel, ToolOutput, Turn};
+    use serde_json::json;
+
+    /// The shape `main.rs` gives it: `lc-agent sessions ...`.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        top: Top,
+    }
+
+    #[derive(Subcommand)]
+    enum Top {
+        Sessions(SessionsArgs),
+    }
+
+    /// A temporary directory (the CLI crate has no `tempfile`).
+    struct TempDir(std::path::PathBuf);
+
+    impl TempDir {
+        fn new() -> Self {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let path = std::env::temp_dir()
+                .join(format!("lc-agent-cli-test-{}-{nanos}", std::process::id()));
+            std::fs::create_dir_all(&path).expect("temp dir");
+            Self(path)
+        }
+
+        fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    async fn exec(root: &std::path::Path, argv: &[&str]) -> Result<String, Error> {
+        let mut full = vec!["lc-agent", "sessions", "--root"];
+        let root = root.display().to_string();
+        full.push(&root);
+        full.extend_from_slice(argv);
+        let Top::Sessions(args) = Cli::try_parse_from(full)?.top;
+        let mut out = Vec::new();
+        run(args, &mut out).await?;
+        Ok(String::from_utf8(out)?)
+    }
+
+    async fn saved_conversation(root: &std::path::Path) -> RunnableNetwork {
+        let net = RunnableNetwork::builder()
+            .name("weather chat")
+            .default_node("chat")
+            .chat_model("scripted")
+            .model(
+                "scripted",
+                ScriptedChatModel::new([
+                    Turn::call("c1", "weather", json!({"city": "Oslo"})),
+                    Turn::text("It is sunny in Oslo."),
+                ]),
+            )
+            .tool(FnTool::new(
+                "weather",
+                "Weather.",
+                json!({"type": "object"}),
+                |_, _| async { Ok(ToolOutput::ok("sunny")) },
+            ))
+            .build();
+        {
+            let _s = net.enter();
+            HumanNode::new("Weather in Oslo?");
+        }
+        net.invoke().await.expect("invoke");
+        JsonNetworkList::new(root).save(&net).await.expect("save");
+        net
+    }
+
+    #[tokio::test]
+    async fn list_show_export_rm() {
+        let dir = TempDir::new();
+        let net = saved_conversation(dir.path()).await;
+        let id = net.id().to_string();
+
+        let listed = exec(dir.path(), &["list"]).await.expect("list");
+        assert!(
+            listed.lines().nth(1).expect("row").starts_with(&id),
+            "{listed}"
+        );
+        assert!(listed.contains("weather chat"));
+        assert!(listed.trim_end().ends_with("1-1 of 1"), "{listed}");
+
+        let shown = exec(dir.path(), &["show", &id[..8]]).await.expect("show");
+        let convo: Vec<&str> = shown.lines().skip(4).collect();
+        assert_eq!(
+            convo,
+            [
+                "[human] Weather in Oslo?",
+                r#"[ai] -> weather({"city":"Oslo"}) [c1]"#,
+                "[tool weather c1] sunny",
+                "[ai] It is sunny in Oslo.",
+            ]
+        );
+        let with_graph = exec(dir.path(), &["show", &id, "--mermaid"])
+            .await
+            .expect("show");
+        assert!(with_graph.contains(&net.to_mermaid()));
+
+        let exported = exec(dir.path(), &["export", &id]).await.expect("export");
+        assert_eq!(exported.trim_end(), net.to_json().expect("json"));
+        let pretty = exec(dir.path(), &["export", &id, "--pretty"])
+            .await
+            .expect("export");
+        assert_eq!(pretty.trim_end(), net.to_json_pretty().expect("json"));
+
+        assert_eq!(
+            exec(dir.path(), &["rm", &id]).await.expect("rm").trim(),
+            format!("deleted {id}")
+        );
+        assert!(exec(dir.path(), &["rm", &id]).await.is_err());
+        assert!(exec(dir.path(), &["list"])
+            .await
+            .expect("list")
+            .contains("0-0 of 0"));
+        assert!(exec(dir.path(), &["--user", "../x", "list"]).await.is_err());
+    }
+}

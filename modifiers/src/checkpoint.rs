@@ -1,0 +1,202 @@
+//! Checkpoints: save a network to a [`NetworkList`] while it runs, so a
+//! crashed process can be resumed by another.
+//!
+//! [`CheckpointModifier`] saves the network
+//!
+//! - once before anything runs (`on_begin_invoke`), so the session exists
+//!   with the question in it;
+//! - after every invoked node ([`CheckpointPolicy::EachNode`], the default),
+//!   after every model turn ([`CheckpointPolicy::EachModelTurn`]), or not
+//!   at all while running ([`CheckpointPolicy::AtEnd`]);
+//! - once at the end (`on_end_invoke`), also when the run failed: the graph
+//!   is always valid and saveable.
+//!
+//! It runs after every other modifier (priority `i32::MAX`), so a
+//! checkpoint taken after a chat node already holds the tool nodes and next
+//! chat node that the tool loop added for it.
+//!
+//! **Resuming** is loading and invoking again: a node is saved as invoked
+//! only together with its output, and invoking runs only the nodes that are
+//! not invoked yet, so no node whose checkpoint was written runs again.
+//! A node that finished but was killed before its checkpoint was written
+//! runs again on resume (at-least-once for the node in flight), so tools
+//! with side effects should be idempotent or keyed by their tool call id.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use lc_agent::list::{JsonNetworkList, NetworkList};
+//! use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+//! use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let sessions = Arc::new(JsonNetworkList::new(dir.path()));
+//! let checkpoint = CheckpointModifier::new(sessions.clone()).policy(CheckpointPolicy::EachNode);
+//! let saves = checkpoint.save_counter();
+//! let net = RunnableNetwork::builder()
+//!     .default_node("chat")
+//!     .chat_model("scripted")
+//!     .model("scripted", ScriptedChatModel::new(["Hello!"]))
+//!     .modifier(checkpoint)
+//!     .build();
+//! {
+//!     let _scope = net.enter();
+//!     HumanNode::new("Hi");
+//! }
+//! net.invoke().await?;
+//! // at the start, after the human node, after the chat node, at the end
+//! assert_eq!(saves.load(std::sync::atomic::Ordering::SeqCst), 4);
+//! let stored = sessions.load(net.id()).await?;
+//! assert_eq!(stored.to_json()?, net.to_json()?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::list::NetworkList;
+use lc_agent::{InvokeOutcome, NetworkError, NetworkModifier, NodeRef, Result, RunnableNetwork};
+
+/// When a [`CheckpointModifier`] saves while the network runs (it always
+/// saves at the start and at the end of an `invoke`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckpointPolicy {
+    /// After every invoked node.
+    #[default]
+    EachNode,
+    /// After every model turn (chat node); tool results are saved with the
+    /// next turn, so a crash may run the tools of one turn again.
+    EachModelTurn,
+    /// Only at the start and end of each `invoke`.
+    AtEnd,
+}
+
+/// Saves the network to a [`NetworkList`] while it runs (see the [module
+/// docs](self)).
+pub struct CheckpointModifier {
+    list: Arc<dyn NetworkList>,
+    policy: CheckpointPolicy,
+    id: String,
+    best_effort: bool,
+    saves: Arc<AtomicUsize>,
+    gate: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for CheckpointModifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckpointModifier")
+            .field("id", &self.id)
+            .field("policy", &self.policy)
+            .field("best_effort", &self.best_effort)
+            .field("saves", &self.saves.load(Ordering::SeqCst))
+            .finish()
+    }
+}
+
+impl CheckpointModifier {
+    /// The default modifier id.
+    pub const ID: &'static str = "lc-agent/checkpoint";
+
+    /// Checkpoints into `list` after every node.
+    pub fn new(list: Arc<dyn NetworkList>) -> Self {
+        Self {
+            list,
+            policy: CheckpointPolicy::default(),
+            id: Self::ID.to_string(),
+            best_effort: false,
+            saves: Arc::new(AtomicUsize::new(0)),
+            gate: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// When to save.
+    #[must_use]
+    pub fn policy(mut self, policy: CheckpointPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Another modifier id (to attach two checkpointers to one network).
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Log failed saves (with `tracing`) and keep running, instead of
+    /// failing the `invoke` (the default: a lost checkpoint is never
+    /// silent).
+    #[must_use]
+    pub fn best_effort(mut self) -> Self {
+        self.best_effort = true;
+        self
+    }
+
+    /// A counter of successful saves, shared with the modifier.
+    pub fn save_counter(&self) -> Arc<AtomicUsize> {
+        self.saves.clone()
+    }
+
+    async fn checkpoint(&self, network: &RunnableNetwork, when: &str) -> Result<()> {
+        // Sibling nodes (the tool calls of one turn) finish concurrently:
+        // one save at a time keeps revisions in order.
+        let _one_at_a_time = self.gate.lock().await;
+        match self.list.save(network).await {
+            Ok(info) => {
+                self.saves.fetch_add(1, Ordering::SeqCst);
+                tracing::debug!(id = %info.id, revision = info.revision, when, "checkpoint saved");
+                Ok(())
+            }
+            Err(e) if self.best_effort => {
+                tracing::warn!(id = %network.id(), when, error = %e, "checkpoint failed");
+                Ok(())
+            }
+            Err(e) => Err(NetworkError::Modifier {
+                modifier: self.id.clone(),
+                message: format!("checkpoint ({when}) failed: {e}"),
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl NetworkModifier for CheckpointModifier {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// After every other modifier.
+    fn priority(&self) -> i32 {
+        i32::MAX
+    }
+
+    async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
+        if self.policy == CheckpointPolicy::AtEnd {
+            return Ok(());
+        }
+        self.checkpoint(network, "begin").await
+    }
+
+    async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        let save = match self.policy {
+            CheckpointPolicy::EachNode => true,
+            CheckpointPolicy::EachModelTurn => node.logic().is_model_turn(),
+            CheckpointPolicy::AtEnd => false,
+        };
+        if save {
+            self.checkpoint(network, "node").await
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn on_end_invoke(
+        &self,
+        network: &RunnableNetwork,
+        _outcome: &InvokeOutcome,
+    ) -> Result<()> {
+        self.checkpoint(network, "end").await
+    }
+}

@@ -151,6 +151,7 @@ impl RunnableNetwork {
                 "timings".into(),
                 json!({"started_at": started_at, "elapsed_us": elapsed_us}),
             );
+            st.changed();
         }
         self.mark_pending_done(node);
         self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });

@@ -653,6 +653,7 @@ impl RunnableNetwork {
             if let Some(by) = crate::modifier::current_modifier() {
                 st.metadata
                     .insert("added_by".into(), Value::String(by.to_string()));
+                st.changed();
             }
             let (invoked, seq) = (st.invoked, st.seq);
             drop(st);
@@ -847,6 +848,7 @@ impl RunnableNetwork {
             let mut st = node.0.state.lock();
             st.outputs = Some(Arc::new(message));
             st.invoked = true;
+            st.changed();
         }
         g.invalidate_from(node.id());
     }

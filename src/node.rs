@@ -111,6 +111,16 @@ pub(crate) struct NodeState {
     pub(crate) network: Weak<NetworkInner>,
     /// Order of addition to its network (set when attached).
     pub(crate) seq: u64,
+    /// The node's saved JSON, cached once it is invoked (saving is then a
+    /// copy). Anything that changes a saved field calls [`NodeState::changed`].
+    pub(crate) saved: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl NodeState {
+    /// Marks a saved field (name, outputs, metadata, ...) as changed.
+    pub(crate) fn changed(&mut self) {
+        self.saved = None;
+    }
 }
 
 pub(crate) struct NodeCell {
@@ -142,6 +152,7 @@ impl NodeRef {
                 history: None,
                 network: Weak::new(),
                 seq: 0,
+                saved: None,
             }),
             logic,
         }))
@@ -186,7 +197,9 @@ impl NodeRef {
 
     /// Renames the node.
     pub fn set_name(&self, name: impl Into<String>) {
-        self.0.state.lock().name = name.into();
+        let mut st = self.0.state.lock();
+        st.name = name.into();
+        st.changed();
     }
 
     /// Parent ids, in order.
@@ -216,7 +229,9 @@ impl NodeRef {
 
     /// Sets one metadata value.
     pub fn set_metadata(&self, key: impl Into<String>, value: Value) {
-        self.0.state.lock().metadata.insert(key.into(), value);
+        let mut st = self.0.state.lock();
+        st.metadata.insert(key.into(), value);
+        st.changed();
     }
 
     /// The network this node belongs to, if any.
@@ -235,6 +250,7 @@ impl NodeRef {
                 st.outputs = Some(Arc::new(message));
                 st.invoked = true;
                 st.history = None;
+                st.changed();
             }
         }
     }
@@ -262,6 +278,7 @@ impl NodeRef {
                 history: None,
                 network: Weak::new(),
                 seq: 0,
+                saved: None,
             }),
         }))
     }

@@ -29,7 +29,7 @@ use crate::error::{NetworkError, Result};
 use crate::files::Files;
 use crate::message::Message;
 use crate::network::{Graph, RunnableNetwork};
-use crate::node::{NodeId, NodeLogic, NodeRef};
+use crate::node::{NodeId, NodeLogic, NodeRef, NodeState};
 use crate::nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
 
 /// The format tag of saved networks.
@@ -145,10 +145,26 @@ pub(crate) fn create_node(kind: &str) -> Result<NodeRef> {
 struct NetworkView<'a> {
     graph: &'a Graph,
     files: &'a Files,
+    /// Use (and fill) the invoked nodes' cached compact JSON.
+    cached: bool,
 }
 
-struct NodesView<'a>(&'a Graph);
-struct NodeView<'a>(&'a NodeRef);
+struct NodesView<'a> {
+    graph: &'a Graph,
+    cached: bool,
+}
+
+struct NodeView<'a> {
+    node: &'a NodeRef,
+    cached: bool,
+}
+
+/// A built-in node's saved object: common fields, then the kind's own.
+struct NodeBody<'a> {
+    node: &'a NodeRef,
+    st: &'a NodeState,
+    fields: Map<String, Value>,
+}
 struct ConnectionsView<'a>(&'a Graph);
 
 impl Serialize for NetworkView<'_> {
@@ -162,7 +178,13 @@ impl Serialize for NetworkView<'_> {
         map.serialize_entry("default_node", &g.default_node)?;
         map.serialize_entry("chat_model_name", &g.chat_model_name)?;
         map.serialize_entry("files", self.files)?;
-        map.serialize_entry("nodes", &NodesView(g))?;
+        map.serialize_entry(
+            "nodes",
+            &NodesView {
+                graph: g,
+                cached: self.cached,
+            },
+        )?;
         map.serialize_entry("__connections__", &ConnectionsView(g))?;
         map.end()
     }
@@ -170,9 +192,12 @@ impl Serialize for NetworkView<'_> {
 
 impl Serialize for NodesView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.nodes.len()))?;
-        for node in self.0.nodes.values() {
-            seq.serialize_element(&NodeView(node))?;
+        let mut seq = s.serialize_seq(Some(self.graph.nodes.len()))?;
+        for node in self.graph.nodes.values() {
+            seq.serialize_element(&NodeView {
+                node,
+                cached: self.cached,
+            })?;
         }
         seq.end()
     }
@@ -181,13 +206,12 @@ impl Serialize for NodesView<'_> {
 impl Serialize for NodeView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::Error;
-        let node = self.0;
-        let fields = node.logic().save().map_err(S::Error::custom)?;
-        let st = node.0.state.lock();
-        if node.downcast::<GenericNode>().is_some() {
+        let node = self.node;
+        let mut st = node.0.state.lock();
+        if let Some(generic) = node.downcast::<GenericNode>() {
             // Unknown kind: every saved field as it was, with the fields a
             // program may change (name, metadata) brought up to date.
-            let mut raw = fields;
+            let mut raw = generic.raw().clone();
             if raw.contains_key("name") {
                 raw.insert("name".into(), Value::String(st.name.clone()));
             }
@@ -196,14 +220,40 @@ impl Serialize for NodeView<'_> {
             }
             return raw.serialize(s);
         }
-        let mut map = s.serialize_map(Some(6 + fields.len()))?;
+        if self.cached && st.invoked {
+            if st.saved.is_none() {
+                let fields = node.logic().save().map_err(S::Error::custom)?;
+                let body = NodeBody {
+                    node,
+                    st: &st,
+                    fields,
+                };
+                let raw = serde_json::value::to_raw_value(&body).map_err(S::Error::custom)?;
+                st.saved = Some(raw);
+            }
+            return st.saved.serialize(s);
+        }
+        let fields = node.logic().save().map_err(S::Error::custom)?;
+        NodeBody {
+            node,
+            st: &st,
+            fields,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for NodeBody<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let (node, st) = (self.node, self.st);
+        let mut map = s.serialize_map(Some(6 + self.fields.len()))?;
         map.serialize_entry(NODE_TYPE_KEY, node.kind())?;
         map.serialize_entry("id", &node.id())?;
         map.serialize_entry("name", &st.name)?;
         map.serialize_entry("invoked", &st.invoked)?;
         map.serialize_entry("outputs", &st.outputs)?;
         map.serialize_entry("metadata", &st.metadata)?;
-        for (k, v) in &fields {
+        for (k, v) in &self.fields {
             if !COMMON_KEYS.contains(&k.as_str()) {
                 map.serialize_entry(k, v)?;
             }
@@ -370,6 +420,7 @@ impl RunnableNetwork {
     /// duration so the document is one consistent snapshot.
     fn write_saved<R>(
         &self,
+        cached: bool,
         write: impl FnOnce(&NetworkView<'_>) -> serde_json::Result<R>,
     ) -> Result<R> {
         let graph = self.0.graph.lock();
@@ -377,22 +428,26 @@ impl RunnableNetwork {
         Ok(write(&NetworkView {
             graph: &graph,
             files: &files,
+            cached,
         })?)
     }
 
     /// The network as a JSON value in the saved format.
     pub fn to_value(&self) -> Result<Value> {
-        self.write_saved(|view| serde_json::to_value(view))
+        self.write_saved(false, |view| serde_json::to_value(view))
     }
 
     /// The network as compact JSON in the saved format.
     pub fn to_json(&self) -> Result<String> {
-        self.write_saved(|view| serde_json::to_string(view))
+        // Invoked nodes never change their saved form unless a field is
+        // edited, so their compact JSON is cached: saving again after a
+        // turn (a checkpoint) costs a copy plus the new nodes.
+        self.write_saved(true, |view| serde_json::to_string(view))
     }
 
     /// The network as indented JSON in the saved format.
     pub fn to_json_pretty(&self) -> Result<String> {
-        self.write_saved(|view| serde_json::to_string_pretty(view))
+        self.write_saved(false, |view| serde_json::to_string_pretty(view))
     }
 
     /// Loads a network saved with [`RunnableNetwork::to_json`]. The default

@@ -316,3 +316,26 @@ async fn a_very_long_loaded_conversation_continues_without_deep_recursion() {
     assert_eq!(model.calls(), 15_001);
     assert_eq!(loaded.history().len(), 30_002);
 }
+
+#[tokio::test]
+async fn edits_after_a_save_show_in_the_next_save() {
+    // Invoked nodes' saved JSON is cached; every edit must invalidate it.
+    let net = representative().await;
+    let first = net.to_json().unwrap();
+    let node = net.nodes()[3].clone(); // an invoked tool node
+    node.set_name("renamed tool");
+    node.set_metadata("reviewed", json!(true));
+    node.set_output(Message::tool("replaced", "call-1"));
+    let second = net.to_json().unwrap();
+    assert_ne!(first, second);
+    let value: Value = serde_json::from_str(&second).unwrap();
+    let saved = &value["nodes"][3];
+    assert_eq!(saved["name"], "renamed tool");
+    assert_eq!(saved["metadata"]["reviewed"], true);
+    assert_eq!(saved["outputs"]["content"], "replaced");
+    // Cached, pretty and value forms agree.
+    let pretty: Value = serde_json::from_str(&net.to_json_pretty().unwrap()).unwrap();
+    assert_eq!(pretty, value);
+    assert_eq!(net.to_value().unwrap(), value);
+    assert_eq!(net.to_json().unwrap(), second);
+}

@@ -96,9 +96,11 @@ async fn ttl_applies_to_the_users_keys() {
         .ttl(Duration::from_secs(60))
         .build()
         .expect("build");
-    list.save(&RunnableNetwork::new()).await.expect("save");
+    let net = RunnableNetwork::new();
+    list.save(&net).await.expect("save");
     let mut conn = raw(&server).await;
-    for what in ["entries", "info", "timeline"] {
+    let rev = format!("rev:{}", net.id());
+    for what in ["entries", "info", "timeline", rev.as_str()] {
         let ttl: i64 = redis::cmd("PTTL")
             .arg(format!("ttl:user:default:{what}"))
             .query_async(&mut conn)
@@ -316,4 +318,33 @@ async fn outage_fails_within_the_timeout() {
         "{took:?}"
     );
     drop(hold);
+}
+
+#[tokio::test]
+async fn many_sessions_of_one_user_save_at_once() {
+    // Saves watch their own session only: 200 concurrent saves of
+    // different sessions of one user all land, none is refused.
+    let Some(server) = RedisServer::start("many_at_once") else {
+        return;
+    };
+    let list = list_for(&server, "busy");
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let list = list.clone();
+        tasks.push(tokio::spawn(async move {
+            let net = RunnableNetwork::builder().name(format!("s{i}")).build();
+            list.save(&net).await.map(|_| ())
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task").expect("save");
+    }
+    let page = list
+        .list(&ListQuery {
+            limit: 500,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 200);
 }

@@ -7,14 +7,22 @@
 //! | `{prefix}:user:{user}:entries` | hash | id → network JSON |
 //! | `{prefix}:user:{user}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
 //! | `{prefix}:user:{user}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
+//! | `{prefix}:user:{user}:rev:{id}` | string | the stored revision: what a save `WATCH`es |
 //!
-//! - **save** is one Lua script (one round trip, atomic on the server): it
-//!   reads the stored revision from the info hash, refuses a stale copy with
-//!   [`ListError::Conflict`], and writes the three keys (and the optional
-//!   TTL) together.
+//! - **save** is an optimistic transaction on a connection of its own:
+//!   `WATCH` the session's `rev` key and read the stored revision (one round
+//!   trip), refuse a stale copy with [`ListError::Conflict`], then write the
+//!   four keys (and the optional TTL) in one `MULTI`/`EXEC` (a second round
+//!   trip). If another writer saved or deleted the same session in between,
+//!   `EXEC` applies nothing and the save starts over, so no update is ever
+//!   lost; writers of different sessions never disturb each other.
+//!   The network JSON travels as a plain `HSET` argument: passing a
+//!   megabyte through a Lua script costs Redis about a millisecond, four
+//!   times a `SET` of the same size.
 //! - **list** is one script too: `ZREVRANGE` on the timeline, `HMGET` on the
 //!   info hash — a page never fetches a network.
-//! - **delete** removes the id from the three keys in one `MULTI`/`EXEC`.
+//! - **delete** removes the id from the three structures and its `rev` key
+//!   in one `MULTI`/`EXEC`.
 //!
 //! The connection is a [`ConnectionManager`], made on first use. Every
 //! operation has a deadline (default 5 s): while Redis is down it fails with
@@ -26,8 +34,8 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use ::redis::{Client, RedisError, Script};
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use ::redis::{AsyncConnectionConfig, Client, RedisError, Script};
 use async_trait::async_trait;
 use uuid::Uuid;
 
@@ -44,29 +52,12 @@ pub const DEFAULT_PREFIX: &str = "lc_agent";
 /// The deadline of one operation unless the builder says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-const SAVE_LUA: &str = r#"
--- KEYS: entries, info, timeline
--- ARGV: id, expected revision, network json, info json, score, ttl ms
-local cur = redis.call('HGET', KEYS[2], ARGV[1])
-local stored = 0
-if cur then
-  local ok, decoded = pcall(cjson.decode, cur)
-  if ok and type(decoded) == 'table' and tonumber(decoded['revision']) then
-    stored = tonumber(decoded['revision'])
-  end
-end
-if cur and stored > tonumber(ARGV[2]) then
-  return {0, stored}
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
-local ttl = tonumber(ARGV[6])
-if ttl > 0 then
-  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-return {1, stored}
-"#;
+/// How often a save starts over because another writer saved the same
+/// session between its `WATCH` and its `EXEC`.
+const SAVE_ATTEMPTS: usize = 32;
+
+/// Idle transaction connections kept for later saves.
+const IDLE_TXN_CONNECTIONS: usize = 8;
 
 const LIST_LUA: &str = r#"
 -- KEYS: info, timeline; ARGV: start, stop
@@ -77,14 +68,22 @@ if #ids > 0 then infos = redis.call('HMGET', KEYS[1], unpack(ids)) end
 return {total, ids, infos}
 "#;
 
-fn save_script() -> &'static Script {
-    static S: OnceLock<Script> = OnceLock::new();
-    S.get_or_init(|| Script::new(SAVE_LUA))
-}
-
 fn list_script() -> &'static Script {
     static S: OnceLock<Script> = OnceLock::new();
     S.get_or_init(|| Script::new(LIST_LUA))
+}
+
+/// What one save writes.
+struct SaveWrite<'a> {
+    keys: [String; 3],
+    rev_key: String,
+    revision: u64,
+    id: &'a str,
+    expected: u64,
+    json: &'a str,
+    info_json: &'a str,
+    score: i64,
+    ttl_ms: i64,
 }
 
 /// Sessions in Redis (see the [module docs](self) for keys and guarantees).
@@ -121,6 +120,9 @@ struct Inner {
     timeout: Duration,
     ttl: Option<Duration>,
     conn: tokio::sync::Mutex<Option<ConnectionManager>>,
+    /// Connections used by one save at a time (`WATCH` is per connection,
+    /// so saves cannot share the multiplexed manager).
+    txn_conns: parking_lot::Mutex<Vec<MultiplexedConnection>>,
 }
 
 impl std::fmt::Debug for RedisNetworkList {
@@ -197,6 +199,7 @@ impl RedisNetworkListBuilder {
                 timeout: self.timeout,
                 ttl: self.ttl,
                 conn: tokio::sync::Mutex::new(None),
+                txn_conns: parking_lot::Mutex::new(Vec::new()),
             }),
             user: self.user,
         })
@@ -230,6 +233,11 @@ impl RedisNetworkList {
         })
     }
 
+    /// The key holding a session's stored revision (watched by saves).
+    pub fn rev_key(&self, user: &str, id: &str) -> String {
+        format!("{}:user:{}:rev:{}", self.inner.prefix, user, id)
+    }
+
     /// The key of one of a user's structures (`entries`, `info`, `timeline`).
     pub fn key(&self, user: &str, what: &str) -> String {
         format!("{}:user:{}:{}", self.inner.prefix, user, what)
@@ -258,8 +266,7 @@ impl RedisNetworkList {
         Fut: Future<Output = Result<T, RedisError>> + Send,
         T: Send,
     {
-        let deadline = tokio::time::Instant::now() + self.inner.timeout;
-        let attempt = async {
+        self.within_deadline(what, async {
             let mut last = None;
             for _ in 0..2 {
                 let result = match self.connection().await {
@@ -278,7 +285,18 @@ impl RedisNetworkList {
             Err(last.unwrap_or_else(|| {
                 RedisError::from((::redis::ErrorKind::IoError, "no connection"))
             }))
-        };
+        })
+        .await
+    }
+
+    /// Bounds an operation by the deadline and turns Redis failures into
+    /// [`ListError::Unavailable`].
+    async fn within_deadline<T>(
+        &self,
+        what: &str,
+        attempt: impl Future<Output = Result<T, RedisError>>,
+    ) -> ListResult<T> {
+        let deadline = tokio::time::Instant::now() + self.inner.timeout;
         match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) if is_connection_error(&e) => Err(ListError::Unavailable(format!(
@@ -294,6 +312,83 @@ impl RedisNetworkList {
                 self.inner.url, self.inner.timeout
             ))),
         }
+    }
+
+    /// A connection only this caller uses until it gives it back.
+    async fn txn_connection(&self) -> Result<MultiplexedConnection, RedisError> {
+        if let Some(conn) = self.inner.txn_conns.lock().pop() {
+            return Ok(conn);
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(self.inner.timeout)
+            .set_response_timeout(self.inner.timeout);
+        self.inner
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
+    fn give_back(&self, conn: MultiplexedConnection) {
+        let mut idle = self.inner.txn_conns.lock();
+        if idle.len() < IDLE_TXN_CONNECTIONS {
+            idle.push(conn);
+        }
+    }
+
+    /// The optimistic save transaction: `Ok(Ok(()))` when written,
+    /// `Ok(Err(stored))` when the stored revision is newer than `expected`.
+    async fn save_transaction(&self, write: &SaveWrite<'_>) -> Result<Result<(), u64>, RedisError> {
+        let mut conn = self.txn_connection().await?;
+        let [entries, info, timeline] = &write.keys;
+        for _ in 0..SAVE_ATTEMPTS {
+            let (current,): (Option<String>,) = ::redis::pipe()
+                .cmd("WATCH")
+                .arg(&write.rev_key)
+                .ignore()
+                .cmd("HGET")
+                .arg(info)
+                .arg(write.id)
+                .query_async(&mut conn)
+                .await?;
+            if let Some(current) = current {
+                let stored = serde_json::from_str::<SessionInfo>(&current)
+                    .map(|i| i.revision)
+                    .unwrap_or(0);
+                if stored > write.expected {
+                    ::redis::cmd("UNWATCH").query_async::<()>(&mut conn).await?;
+                    self.give_back(conn);
+                    return Ok(Err(stored));
+                }
+            }
+            let mut tx = ::redis::pipe();
+            tx.atomic()
+                .hset(entries, write.id, write.json)
+                .ignore()
+                .hset(info, write.id, write.info_json)
+                .ignore()
+                .zadd(timeline, write.id, write.score)
+                .ignore()
+                .set(&write.rev_key, write.revision)
+                .ignore();
+            if write.ttl_ms > 0 {
+                for key in write.keys.iter().chain([&write.rev_key]) {
+                    tx.pexpire(key, write.ttl_ms).ignore();
+                }
+            }
+            // `None`: the session was saved or deleted by someone else after
+            // WATCH; nothing was written.
+            let written: Option<()> = tx.query_async(&mut conn).await?;
+            if written.is_some() {
+                self.give_back(conn);
+                return Ok(Ok(()));
+            }
+            tracing::debug!(id = write.id, "concurrent save of this session; retrying");
+        }
+        self.give_back(conn);
+        Err(RedisError::from((
+            ::redis::ErrorKind::TryAgain,
+            "too many concurrent saves of this session; the save was not applied",
+        )))
     }
 
     fn corrupt(&self, user: &str, id: Uuid, what: &str, reason: impl Into<String>) -> ListError {
@@ -322,27 +417,30 @@ impl NetworkList for RedisNetworkList {
         let info_json = serde_json::to_string(&stamped.info).map_err(crate::NetworkError::from)?;
         let score = stamped.info.updated_at.timestamp_micros();
         let ttl_ms = self.inner.ttl.map_or(0, |t| t.as_millis() as u64);
+        let write = SaveWrite {
+            rev_key: self.rev_key(&self.user, &id),
+            revision: stamped.info.revision,
+            keys,
+            id: &id,
+            expected: stamped.expected,
+            json: &stamped.json,
+            info_json: &info_json,
+            score,
+            ttl_ms: i64::try_from(ttl_ms).unwrap_or(i64::MAX),
+        };
         let expected = stamped.expected;
-        let json = &stamped.json;
         let result = self
-            .run("save", |mut conn| {
-                let mut invocation = save_script().prepare_invoke();
-                invocation
-                    .key(&keys[0])
-                    .key(&keys[1])
-                    .key(&keys[2])
-                    .arg(&id)
-                    .arg(expected)
-                    .arg(json.as_str())
-                    .arg(&info_json)
-                    .arg(score)
-                    .arg(ttl_ms);
-                async move { invocation.invoke_async::<(i64, u64)>(&mut conn).await }
+            .within_deadline("save", async {
+                match self.save_transaction(&write).await {
+                    // A dropped connection: once more on a fresh one.
+                    Err(e) if is_connection_error(&e) => self.save_transaction(&write).await,
+                    other => other,
+                }
             })
             .await;
         match result {
-            Ok((1, _)) => Ok(stamped.info),
-            Ok((_, found)) => {
+            Ok(Ok(())) => Ok(stamped.info),
+            Ok(Err(found)) => {
                 stamped.restore(network);
                 Err(ListError::Conflict {
                     id: stamped.info.id,
@@ -410,13 +508,15 @@ impl NetworkList for RedisNetworkList {
             self.key(&self.user, "timeline"),
         ];
         let field = id.to_string();
-        let (a, b, c): (u64, u64, u64) = self
+        let rev_key = self.rev_key(&self.user, &field);
+        let (a, b, c, _): (u64, u64, u64, u64) = self
             .run("delete", |mut conn| {
                 let mut pipe = ::redis::pipe();
                 pipe.atomic()
                     .hdel(&keys[0], &field)
                     .hdel(&keys[1], &field)
-                    .zrem(&keys[2], &field);
+                    .zrem(&keys[2], &field)
+                    .del(&rev_key);
                 async move { pipe.query_async(&mut conn).await }
             })
             .await?;

@@ -642,7 +642,7 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map_or(true, |v| v.starts_with("text/event-stream"))
+        .is_none_or(|v| v.starts_with("text/event-stream"))
 }
 
 /// Reports a whole answer as deltas (for servers that do not stream).

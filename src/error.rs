@@ -121,7 +121,7 @@ pub enum ToolError {
         available: String,
     },
     /// The arguments are not valid JSON.
-    #[error("Invalid arguments for tool `{tool}`: not valid JSON ({reason})")]
+    #[error("Invalid arguments for {tool}: not valid JSON ({reason})")]
     InvalidJson {
         /// The tool's name.
         tool: String,
@@ -129,7 +129,7 @@ pub enum ToolError {
         reason: String,
     },
     /// The arguments have the wrong shape.
-    #[error("Invalid arguments for tool `{tool}`: {reason}")]
+    #[error("Invalid arguments for {tool}: {reason}")]
     InvalidArguments {
         /// The tool's name.
         tool: String,

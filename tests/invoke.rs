@@ -490,23 +490,23 @@ async fn tool_failures_become_error_results_the_model_reads() {
         "Error: Unknown tool `nope`. Available tools: echo, sleepy"
     );
     assert!(
-        texts[1].starts_with("Error: Invalid arguments for tool `echo`: not valid JSON"),
+        texts[1].starts_with("Error: Invalid arguments for echo: not valid JSON"),
         "{}",
         texts[1]
     );
     assert_eq!(
         texts[2],
-        "Error: Invalid arguments for tool `echo`: `text` must be a string"
+        "Error: Invalid arguments for echo: `text` must be a string"
     );
     assert_eq!(
         texts[3],
-        "Error: Invalid arguments for tool `echo`: expected a JSON object, got `[1,2]`"
+        "Error: Invalid arguments for echo: expected a JSON object, got `[1,2]`"
     );
     assert_eq!(texts[4], "Error: Tool `sleepy` timed out after 0.02 s");
     // `""` means `{}`: the tool runs and reports the missing field itself.
     assert_eq!(
         texts[5],
-        "Error: Invalid arguments for tool `echo`: `text` must be a string"
+        "Error: Invalid arguments for echo: `text` must be a string"
     );
     assert!(results.iter().all(|(_, s)| *s == ToolStatus::Error));
 }

@@ -1,1 +1,40 @@
-fn main() {}
+//! `lc-agent`: the command line of lc-agent.
+//!
+//! - `lc-agent tool <name> '<json args>' [--root DIR [--shell] | --state FILE.json]`
+//!   runs one file-tool call and prints what the model would see.
+//! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
+//!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod sessions;
+mod tool;
+
+/// The lc-agent command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lc-agent",
+    version,
+    about = "Run lc-agent tools and inspect sessions"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one tool call and print exactly what the model would see.
+    Tool(tool::ToolArgs),
+    /// List, show, remove or export saved sessions.
+    Sessions(sessions::SessionsArgs),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Tool(args) => tool::run(args),
+        Command::Sessions(args) => sessions::run_blocking(args),
+    }
+}

@@ -1,0 +1,140 @@
+//! `lc-agent tool`: runs one file-tool call from a shell.
+//!
+//! Exit codes: 0 the call succeeded, 1 the tool returned an error, 2 usage
+//! error (unknown tool, arguments that are not a JSON object, bad flags or
+//! an unreadable state file).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use lc_agent::{RunnableNetwork, ToolStatus};
+use lc_agent_modifiers::filesystem::{
+    run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend, ToolKind,
+};
+
+/// Arguments of `lc-agent tool`.
+#[derive(Debug, clap::Args)]
+pub struct ToolArgs {
+    /// Tool name: ls, read_file, write_file, edit_file, glob, grep, execute.
+    name: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    args: String,
+    /// Run against a directory (FilesystemBackend, virtual mode). Default: the current directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "state")]
+    root: Option<PathBuf>,
+    /// Run against the files of a saved network JSON (StateBackend); the file is written back.
+    #[arg(long, value_name = "FILE.json")]
+    state: Option<PathBuf>,
+    /// With --root: use a LocalShellBackend, so `execute` can run commands.
+    #[arg(long, conflicts_with = "state")]
+    shell: bool,
+}
+
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("lc-agent tool: {message}");
+    ExitCode::from(2)
+}
+
+/// Runs the subcommand.
+pub fn run(args: ToolArgs) -> ExitCode {
+    if ToolKind::from_name(&args.name).is_none() {
+        let names: Vec<&str> = ToolKind::ALL.iter().map(|k| k.name()).collect();
+        return usage(format!(
+            "unknown tool `{}` (tools: {})",
+            args.name,
+            names.join(", ")
+        ));
+    }
+    let call_args: serde_json::Value = match serde_json::from_str(&args.args) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(other) => return usage(format!("arguments must be a JSON object, got {other}")),
+        Err(e) => return usage(format!("arguments are not valid JSON: {e}")),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return usage(format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        match &args.state {
+            Some(state) => run_on_state(state, &args.name, &call_args).await,
+            None => {
+                let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+                let backend: Arc<dyn Backend> = if args.shell {
+                    match LocalShellBackend::new(&root) {
+                        Ok(b) => Arc::new(b),
+                        Err(e) => {
+                            return usage(format!("cannot open root {}: {e}", root.display()))
+                        }
+                    }
+                } else {
+                    match FilesystemBackend::new(&root) {
+                        Ok(b) => Arc::new(b),
+                        Err(e) => {
+                            return usage(format!("cannot open root {}: {e}", root.display()))
+                        }
+                    }
+                };
+                call(&*backend, &args.name, &call_args).await
+            }
+        }
+    })
+}
+
+async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> ExitCode {
+    match run_tool(backend, name, args).await {
+        Some(out) => {
+            println!("{}", out.content);
+            if out.status == ToolStatus::Ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        None => usage(format!("unknown tool `{name}`")),
+    }
+}
+
+async fn run_on_state(state: &Path, name: &str, args: &serde_json::Value) -> ExitCode {
+    let text = match std::fs::read_to_string(state) {
+        Ok(t) => t,
+        Err(e) => return usage(format!("cannot read {}: {e}", state.display())),
+    };
+    let network = match RunnableNetwork::from_json(&text) {
+        Ok(n) => n,
+        Err(e) => return usage(format!("{} is not a saved network: {e}", state.display())),
+    };
+    let code = call(&StateBackend::new(network.clone()), name, args).await;
+    let saved = match network.to_json() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lc-agent tool: cannot save the network: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if saved != text {
+        if let Err(e) = write_atomically(state, &saved) {
+            eprintln!("lc-agent tool: cannot write {}: {e}", state.display());
+            return ExitCode::from(1);
+        }
+    }
+    code
+}
+
+fn write_atomically(target: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(target).map_err(|e| e.error)?;
+    Ok(())
+}

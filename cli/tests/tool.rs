@@ -1,0 +1,155 @@
+//! `lc-agent tool`: output, exit codes, --root, --shell, --state.
+
+use std::process::Command;
+
+fn lc_agent(args: &[&str]) -> (String, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap(),
+    )
+}
+
+#[test]
+fn root_success_tool_error_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "write_file",
+        r#"{"file_path": "/a/b.txt", "content": "hi\nthere\n"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(
+        (out.as_str(), code),
+        ("Successfully wrote to /a/b.txt\n", 0)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a/b.txt")).unwrap(),
+        "hi\nthere\n"
+    );
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "read_file",
+        r#"{"file_path": "a/b.txt", "offset": 1}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!((out.as_str(), code), ("     2\tthere\n", 0));
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "read_file",
+        r#"{"file_path": "/nope"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!((out.as_str(), code), ("Error: File not found: /nope\n", 1));
+    let (out, _, code) = lc_agent(&["tool", "ls", r#"{"path": "/../"}"#, "--root", root]);
+    assert_eq!(
+        (out.as_str(), code),
+        ("Error: Path traversal not allowed: /../\n", 1)
+    );
+    let (out, _, code) = lc_agent(&["tool", "read_file", r#"{"file_path": 3}"#, "--root", root]);
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "Error: Invalid arguments for read_file: `file_path` must be a string, got 3\n",
+            1
+        )
+    );
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "execute",
+        r#"{"command": "echo hi"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "Error: execute is not available: the backend cannot run commands\n",
+            1
+        )
+    );
+
+    // Usage errors: exit 2, nothing on stdout.
+    for args in [
+        vec!["tool", "rm_rf", "{}", "--root", root],
+        vec!["tool", "ls", "[1, 2]", "--root", root],
+        vec!["tool", "ls", "{not json", "--root", root],
+        vec!["tool", "ls", "{}", "--bogus"],
+        vec!["tool", "ls", "{}", "--root", root, "--state", "x.json"],
+        vec!["tool", "ls", "{}", "--root", "/definitely/not/here"],
+        vec!["tool", "ls", "{}", "--state", "/definitely/not/here.json"],
+        vec!["tool"],
+    ] {
+        let (out, err, code) = lc_agent(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(out, "", "{args:?}");
+        assert!(!err.is_empty());
+    }
+}
+
+#[test]
+fn shell_runs_commands_in_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("x.txt"), "x").unwrap();
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "execute",
+        r#"{"command": "ls; exit 4"}"#,
+        "--root",
+        root,
+        "--shell",
+    ]);
+    assert_eq!((out.as_str(), code), ("x.txt\nExit code: 4\n", 0));
+}
+
+#[test]
+fn state_file_is_read_and_written_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("session.json");
+    let net = lc_agent::RunnableNetwork::new();
+    net.with_files_mut(|f| {
+        f.insert("/notes.md".into(), lc_agent::FileData::new("alpha\nbeta\n"));
+    });
+    std::fs::write(&state, net.to_json().unwrap()).unwrap();
+    let s = state.to_str().unwrap();
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "grep",
+        r#"{"pattern": "be.a", "output_mode": "content"}"#,
+        "--state",
+        s,
+    ]);
+    assert_eq!((out.as_str(), code), ("/notes.md:2:beta\n", 0));
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "edit_file",
+        r#"{"file_path": "/notes.md", "old_string": "beta", "new_string": "gamma"}"#,
+        "--state",
+        s,
+    ]);
+    assert_eq!(
+        (out.as_str(), code),
+        ("Successfully replaced 1 occurrence(s) in /notes.md\n", 0)
+    );
+    let loaded =
+        lc_agent::RunnableNetwork::from_json(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(loaded.files()["/notes.md"].content, ["alpha", "gamma", ""]);
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "write_file",
+        r#"{"file_path": "/notes.md", "content": "x"}"#,
+        "--state",
+        s,
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.starts_with("Error: Cannot write to /notes.md because it already exists."));
+}

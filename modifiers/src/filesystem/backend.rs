@@ -1,0 +1,410 @@
+//! The backend trait, what its operations return, and its errors.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::RunnableNetwork;
+
+/// Errors of backend operations. `Display` is the exact text the model
+/// reads after `Error: ` (see the spec); none of them contains a host path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FsError {
+    /// A `..` component, a leading `~`, or `..` in a glob pattern.
+    #[error("Path traversal not allowed: {0}")]
+    PathTraversal(String),
+    /// NUL byte, drive letter, UNC prefix or over-long path.
+    #[error("Invalid path: {0}")]
+    InvalidPath(String),
+    /// The path leads outside the workspace (through a symlink).
+    #[error("Path escapes the workspace: {0}")]
+    Escapes(String),
+    /// A symlink loop.
+    #[error("Too many levels of symbolic links: {0}")]
+    SymlinkLoop(String),
+    /// No such file.
+    #[error("File not found: {0}")]
+    FileNotFound(String),
+    /// No such directory (for `ls`).
+    #[error("Directory not found: {0}")]
+    DirectoryNotFound(String),
+    /// No such file or directory (for `glob` and `grep`).
+    #[error("Path not found: {0}")]
+    PathNotFound(String),
+    /// A file where a directory is needed.
+    #[error("Not a directory: {0}")]
+    NotADirectory(String),
+    /// A directory given to `read_file` or `edit_file`.
+    #[error("{0} is a directory; use ls")]
+    IsDirectoryUseLs(String),
+    /// A directory given to `write_file`.
+    #[error("{0} is a directory")]
+    IsDirectory(String),
+    /// A binary file (NUL byte in its first 8 KiB).
+    #[error("{path} is a binary file ({size} bytes)")]
+    Binary {
+        /// The file.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// `edit_file` on a file that is not UTF-8.
+    #[error("{0} is not valid UTF-8; edit_file will not rewrite it")]
+    NotUtf8(String),
+    /// `write_file` without `overwrite` onto an existing file.
+    #[error("Cannot write to {0} because it already exists. Read it and use edit_file, or call write_file with overwrite=true.")]
+    AlreadyExists(String),
+    /// `write_file` below a file.
+    #[error("Cannot create {path}: {parent} is a file")]
+    ParentIsFile {
+        /// The path to create.
+        path: String,
+        /// The ancestor that is a file.
+        parent: String,
+    },
+    /// `read_file` with an offset past the last line.
+    #[error("Line offset {offset} exceeds file length ({total} lines)")]
+    OffsetPastEnd {
+        /// The requested offset.
+        offset: usize,
+        /// The number of lines.
+        total: usize,
+    },
+    /// `edit_file`: `old_string` does not occur (already quoted/cut).
+    #[error("String not found in file: '{0}'")]
+    StringNotFound(String),
+    /// `edit_file`: `old_string` occurs several times (already quoted/cut).
+    #[error("String '{string}' appears {count} times in file. Use replace_all=true or give more surrounding context.")]
+    SeveralOccurrences {
+        /// The cut string.
+        string: String,
+        /// How many times it occurs.
+        count: usize,
+    },
+    /// `edit_file` with an empty `old_string`.
+    #[error("old_string cannot be empty")]
+    EmptyOldString,
+    /// `edit_file` with identical strings.
+    #[error("old_string and new_string are identical")]
+    IdenticalStrings,
+    /// An invalid glob pattern.
+    #[error("Invalid glob pattern '{pattern}': {reason}")]
+    InvalidGlob {
+        /// The pattern as given.
+        pattern: String,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// `execute` on a backend that cannot run commands.
+    #[error("execute is not available: the backend cannot run commands")]
+    NoSandbox,
+    /// The operating system refused access.
+    #[error("Permission denied: {0}")]
+    PermissionDenied(String),
+    /// Any other I/O failure (the path is virtual; the reason has no host path).
+    #[error("I/O error on {path}: {reason}")]
+    Io {
+        /// The virtual path.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The key-value store failed.
+    #[error("Storage error: {0}")]
+    Store(String),
+}
+
+impl FsError {
+    /// The structured code of this error (for uploads and downloads).
+    pub fn code(&self) -> FileOpError {
+        match self {
+            FsError::FileNotFound(_) | FsError::DirectoryNotFound(_) | FsError::PathNotFound(_) => {
+                FileOpError::FileNotFound
+            }
+            FsError::IsDirectory(_) | FsError::IsDirectoryUseLs(_) => FileOpError::IsDirectory,
+            FsError::AlreadyExists(_) => FileOpError::AlreadyExists,
+            FsError::PermissionDenied(_) | FsError::Escapes(_) => FileOpError::PermissionDenied,
+            _ => FileOpError::InvalidPath,
+        }
+    }
+}
+
+/// Structured error codes of `upload_files` / `download_files`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileOpError {
+    /// No such file.
+    FileNotFound,
+    /// Not allowed (including paths that escape the workspace).
+    PermissionDenied,
+    /// The path is a directory.
+    IsDirectory,
+    /// The path breaks the path rules (or any other failure).
+    InvalidPath,
+    /// The file exists already.
+    AlreadyExists,
+}
+
+impl FileOpError {
+    /// The code as the spec spells it (`file_not_found`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileOpError::FileNotFound => "file_not_found",
+            FileOpError::PermissionDenied => "permission_denied",
+            FileOpError::IsDirectory => "is_directory",
+            FileOpError::InvalidPath => "invalid_path",
+            FileOpError::AlreadyExists => "already_exists",
+        }
+    }
+}
+
+impl std::fmt::Display for FileOpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of uploading one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileUploadResponse {
+    /// The path as given.
+    pub path: String,
+    /// `None` on success.
+    pub error: Option<FileOpError>,
+}
+
+/// The result of downloading one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDownloadResponse {
+    /// The path as given.
+    pub path: String,
+    /// The bytes, on success.
+    pub content: Option<Vec<u8>>,
+    /// `None` on success.
+    pub error: Option<FileOpError>,
+}
+
+/// `Result` with [`FsError`].
+pub type FsResult<T> = Result<T, FsError>;
+
+/// One entry listed by `ls`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LsEntry {
+    /// Virtual absolute path, without trailing slash.
+    pub path: String,
+    /// Whether it is (or is a link to) a directory inside the workspace.
+    pub is_dir: bool,
+}
+
+impl LsEntry {
+    /// The printed line: the path, with `/` for directories.
+    pub fn line(&self) -> String {
+        if self.is_dir {
+            format!("{}/", self.path)
+        } else {
+            self.path.clone()
+        }
+    }
+}
+
+/// A window of a text file, as `read` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReadPage {
+    /// The 0-based index of the first line in `lines`.
+    pub offset: usize,
+    /// The lines of the window, decoded, without line endings.
+    pub lines: Vec<String>,
+    /// How many lines the file has (a final newline does not start a line).
+    pub total: usize,
+    /// Whether the file is empty or only whitespace.
+    pub blank: bool,
+}
+
+/// How `grep` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GrepMode {
+    /// Paths of files with a match.
+    #[default]
+    FilesWithMatches,
+    /// Matching lines (with context).
+    Content,
+    /// Matching lines per file.
+    Count,
+}
+
+/// What to search for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepQuery {
+    /// The regular expression (already made literal when it was invalid).
+    pub pattern: String,
+    /// Search for the pattern as literal text.
+    pub fixed_strings: bool,
+    /// Ignore case.
+    pub case_insensitive: bool,
+    /// Only files whose path relative to the search path matches this glob.
+    pub glob: Option<String>,
+    /// Context lines (content mode).
+    pub context: usize,
+    /// Stop after this many matching lines in total.
+    pub max_count: usize,
+    /// Output mode (context lines are only collected in content mode).
+    pub mode: GrepMode,
+}
+
+impl GrepQuery {
+    /// A query for `pattern` with the tool's defaults.
+    pub fn new(pattern: impl Into<String>) -> Self {
+        Self {
+            pattern: pattern.into(),
+            fixed_strings: false,
+            case_insensitive: false,
+            glob: None,
+            context: 0,
+            max_count: 1000,
+            mode: GrepMode::FilesWithMatches,
+        }
+    }
+}
+
+/// One line reported by `grep`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepLine {
+    /// 1-based line number.
+    pub number: u64,
+    /// The text, without line ending.
+    pub text: String,
+    /// A matching line (otherwise a context line).
+    pub is_match: bool,
+}
+
+/// What `grep` found in one file: at most `max_count + 1` matching lines
+/// (so callers know whether more exist), with context lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMatches {
+    /// Virtual path.
+    pub path: String,
+    /// Matching and context lines in order.
+    pub lines: Vec<GrepLine>,
+}
+
+/// The output of `execute`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecuteResponse {
+    /// Stdout and stderr as they arrived, capped.
+    pub output: String,
+    /// The exit code (128 + signal when killed by a signal); `None` on timeout.
+    pub exit_code: Option<i32>,
+    /// Total output bytes when the output was cut.
+    pub truncated_bytes: Option<u64>,
+    /// Whether the command was killed at its timeout.
+    pub timed_out: bool,
+}
+
+/// A storage backend for the file tools.
+///
+/// Paths given to every method are normalised virtual paths (see
+/// [`super::path::normalize`]); the tools validate arguments first. Results
+/// are unsorted and uncapped: the tools sort, cap and format them, so every
+/// backend prints the same answers.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// Entries directly under `dir` (all descendants with `recursive`).
+    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>>;
+    /// Lines `offset..offset + limit` of a text file.
+    async fn read(&self, path: &str, offset: usize, limit: usize) -> FsResult<ReadPage>;
+    /// Creates (or with `overwrite` replaces) a file.
+    async fn write(&self, path: &str, content: &str, overwrite: bool) -> FsResult<()>;
+    /// Replaces `old` by `new`; returns the number of replacements.
+    async fn edit(&self, path: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize>;
+    /// Files under `dir` matching the glob `pattern`.
+    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>>;
+    /// Searches files under `path` (or the file `path`).
+    async fn grep(&self, query: &GrepQuery, path: &str) -> FsResult<Vec<FileMatches>>;
+    /// Writes raw bytes (paths as given; each result says what happened).
+    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse>;
+    /// Reads raw bytes (paths as given; each result says what happened).
+    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse>;
+    /// Deletes a file.
+    async fn delete(&self, path: &str) -> FsResult<()>;
+
+    /// Whether [`Backend::execute`] runs commands (the sandbox extension).
+    fn supports_execute(&self) -> bool {
+        false
+    }
+
+    /// Runs `sh -c command` (sandbox backends only).
+    async fn execute(&self, _command: &str, _timeout_secs: u64) -> FsResult<ExecuteResponse> {
+        Err(FsError::NoSandbox)
+    }
+}
+
+type FactoryFn = dyn Fn(&RunnableNetwork) -> Arc<dyn Backend> + Send + Sync;
+
+/// A backend built from the running network (e.g. [`super::StateBackend`],
+/// which needs the network's `files`).
+#[derive(Clone)]
+pub struct BackendFactory(Arc<FactoryFn>);
+
+impl BackendFactory {
+    /// A factory calling `f` with the running network.
+    pub fn new(f: impl Fn(&RunnableNetwork) -> Arc<dyn Backend> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Builds the backend for `network`.
+    pub fn build(&self, network: &RunnableNetwork) -> Arc<dyn Backend> {
+        (self.0)(network)
+    }
+}
+
+impl std::fmt::Debug for BackendFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackendFactory")
+    }
+}
+
+/// A backend given directly or as a factory.
+#[derive(Clone)]
+pub enum BackendSource {
+    /// A ready backend.
+    Ready(Arc<dyn Backend>),
+    /// A backend built per network.
+    Factory(BackendFactory),
+}
+
+impl BackendSource {
+    /// The backend to use with `network`.
+    pub fn resolve(&self, network: &RunnableNetwork) -> Arc<dyn Backend> {
+        match self {
+            BackendSource::Ready(b) => b.clone(),
+            BackendSource::Factory(f) => f.build(network),
+        }
+    }
+}
+
+impl std::fmt::Debug for BackendSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendSource::Ready(_) => f.write_str("BackendSource::Ready"),
+            BackendSource::Factory(_) => f.write_str("BackendSource::Factory"),
+        }
+    }
+}
+
+impl<B: Backend + 'static> From<B> for BackendSource {
+    fn from(backend: B) -> Self {
+        BackendSource::Ready(Arc::new(backend))
+    }
+}
+
+impl From<Arc<dyn Backend>> for BackendSource {
+    fn from(backend: Arc<dyn Backend>) -> Self {
+        BackendSource::Ready(backend)
+    }
+}
+
+impl From<BackendFactory> for BackendSource {
+    fn from(factory: BackendFactory) -> Self {
+        BackendSource::Factory(factory)
+    }
+}

@@ -1,0 +1,159 @@
+//! [`StateBackend`]: files live in the network's own `files` and save with it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::RunnableNetwork;
+
+use super::backend::{
+    Backend, BackendFactory, FileDownloadResponse, FileMatches, FileUploadResponse, FsError,
+    FsResult, GrepQuery, LsEntry, ReadPage,
+};
+use super::{memory, path};
+
+/// Files in [`RunnableNetwork::files`]: the default backend. They are saved
+/// with the network (`"files"` in the saved JSON) and load back with it.
+///
+/// ```
+/// use lc_agent::RunnableNetwork;
+/// use lc_agent_modifiers::filesystem::{Backend, StateBackend};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let net = RunnableNetwork::new();
+/// let backend = StateBackend::new(net.clone());
+/// backend.write("/notes.md", "hello\n", false).await.unwrap();
+/// assert_eq!(net.files()["/notes.md"].content, ["hello", ""]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct StateBackend {
+    network: RunnableNetwork,
+}
+
+impl std::fmt::Debug for StateBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateBackend").finish_non_exhaustive()
+    }
+}
+
+impl StateBackend {
+    /// A backend over this network's files.
+    pub fn new(network: RunnableNetwork) -> Self {
+        Self { network }
+    }
+
+    /// A factory building a `StateBackend` over the running network.
+    pub fn factory() -> BackendFactory {
+        BackendFactory::new(|network| Arc::new(StateBackend::new(network.clone())))
+    }
+}
+
+#[async_trait]
+impl Backend for StateBackend {
+    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
+        self.network
+            .with_files(|files| memory::ls(files, dir, recursive))
+    }
+
+    async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
+        self.network.with_files(|files| match files.get(file) {
+            Some(data) => memory::read_text(file, &data.text(), offset, limit),
+            None => Err(memory::not_a_file(files, file)),
+        })
+    }
+
+    async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
+        self.network.with_files_mut(|files| {
+            memory::check_write(files, file, overwrite)?;
+            memory::put(files, file, content);
+            Ok(())
+        })
+    }
+
+    async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        self.network.with_files_mut(|files| {
+            let Some(data) = files.get_mut(file) else {
+                return Err(memory::not_a_file(files, file));
+            };
+            let (text, n) = memory::edit_text(file, &data.text(), old, new, replace_all)?;
+            data.set_text(&text);
+            Ok(n)
+        })
+    }
+
+    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+        self.network.with_files(|files| {
+            let rules = memory::ignore_rules(files, |d| d.text().into());
+            memory::glob(files, &rules, pattern, dir)
+        })
+    }
+
+    async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
+        self.network.with_files(|files| {
+            let rules = memory::ignore_rules(files, |d| d.text().into());
+            let candidates = memory::grep_candidates(files, &rules, query, target)?;
+            memory::grep_texts(
+                query,
+                candidates
+                    .into_iter()
+                    .map(|(file, data)| (file.as_str(), data.text().into())),
+            )
+        })
+    }
+
+    async fn upload_files(&self, uploads: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
+        let mut out = Vec::with_capacity(uploads.len());
+        for (given, bytes) in uploads {
+            let result = match path::normalize(&given) {
+                Ok(file) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    self.network.with_files_mut(|files| {
+                        memory::check_write(files, &file, true)?;
+                        memory::put(files, &file, &text);
+                        Ok(())
+                    })
+                }
+                Err(e) => Err(e),
+            };
+            out.push(FileUploadResponse {
+                path: given,
+                error: result.err().map(|e: FsError| e.code()),
+            });
+        }
+        out
+    }
+
+    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
+        paths
+            .into_iter()
+            .map(|given| {
+                let result = path::normalize(&given).and_then(|file| {
+                    self.network.with_files(|files| match files.get(&file) {
+                        Some(data) => Ok(data.text().into_bytes()),
+                        None => Err(memory::not_a_file(files, &file)),
+                    })
+                });
+                match result {
+                    Ok(bytes) => FileDownloadResponse {
+                        path: given,
+                        content: Some(bytes),
+                        error: None,
+                    },
+                    Err(e) => FileDownloadResponse {
+                        path: given,
+                        content: None,
+                        error: Some(e.code()),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    async fn delete(&self, file: &str) -> FsResult<()> {
+        self.network
+            .with_files_mut(|files| match files.remove(file) {
+                Some(_) => Ok(()),
+                None => Err(memory::not_a_file(files, file)),
+            })
+    }
+}

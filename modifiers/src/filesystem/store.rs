@@ -1,0 +1,471 @@
+//! [`StoreBackend`]: files in a key-value [`Store`] under a namespace, kept
+//! across sessions; with an in-memory and a Redis store.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::{FileData, Files};
+use parking_lot::Mutex;
+use tokio::sync::OnceCell;
+
+use super::backend::{
+    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
+    LsEntry, ReadPage,
+};
+use super::search::IgnoreRules;
+use super::{memory, path};
+
+/// Errors of a [`Store`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Redis failed (connection or command).
+    #[error("redis: {0}")]
+    Redis(String),
+    /// A stored value is not a file record.
+    #[error("invalid stored value for {key}: {reason}")]
+    Corrupt {
+        /// The key (virtual path).
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl From<StoreError> for FsError {
+    fn from(e: StoreError) -> Self {
+        FsError::Store(e.to_string())
+    }
+}
+
+/// A namespaced key-value store of file records. Whole-namespace reads
+/// ([`Store::get_all`], [`Store::get_many`]) are one round trip, so `grep`
+/// and `glob` never fetch values one by one.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// One file.
+    async fn get(&self, namespace: &[String], key: &str) -> Result<Option<FileData>, StoreError>;
+    /// Several files at once.
+    async fn get_many(
+        &self,
+        namespace: &[String],
+        keys: &[String],
+    ) -> Result<Vec<Option<FileData>>, StoreError>;
+    /// Every file of the namespace.
+    async fn get_all(&self, namespace: &[String]) -> Result<Files, StoreError>;
+    /// Every key of the namespace.
+    async fn keys(&self, namespace: &[String]) -> Result<Vec<String>, StoreError>;
+    /// Stores a file.
+    async fn put(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: &FileData,
+    ) -> Result<(), StoreError>;
+    /// Deletes a file; returns whether it existed.
+    async fn delete(&self, namespace: &[String], key: &str) -> Result<bool, StoreError>;
+}
+
+/// A store in process memory (clones share the data).
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryStore {
+    data: Arc<Mutex<HashMap<Vec<String>, Files>>>,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl Store for InMemoryStore {
+    async fn get(&self, ns: &[String], key: &str) -> Result<Option<FileData>, StoreError> {
+        Ok(self.data.lock().get(ns).and_then(|f| f.get(key).cloned()))
+    }
+
+    async fn get_many(
+        &self,
+        ns: &[String],
+        keys: &[String],
+    ) -> Result<Vec<Option<FileData>>, StoreError> {
+        let data = self.data.lock();
+        let files = data.get(ns);
+        Ok(keys
+            .iter()
+            .map(|k| files.and_then(|f| f.get(k).cloned()))
+            .collect())
+    }
+
+    async fn get_all(&self, ns: &[String]) -> Result<Files, StoreError> {
+        Ok(self.data.lock().get(ns).cloned().unwrap_or_default())
+    }
+
+    async fn keys(&self, ns: &[String]) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .data
+            .lock()
+            .get(ns)
+            .map(|f| f.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn put(&self, ns: &[String], key: &str, value: &FileData) -> Result<(), StoreError> {
+        self.data
+            .lock()
+            .entry(ns.to_vec())
+            .or_default()
+            .insert(key.to_string(), value.clone());
+        Ok(())
+    }
+
+    async fn delete(&self, ns: &[String], key: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .data
+            .lock()
+            .get_mut(ns)
+            .is_some_and(|f| f.remove(key).is_some()))
+    }
+}
+
+/// A Redis store: one hash per namespace (key
+/// `lc-agent:store:<namespace as a JSON array>`, field = virtual path,
+/// value = the file record as JSON). Connects lazily through a
+/// [`redis::aio::ConnectionManager`] (reconnects by itself).
+pub struct RedisStore {
+    url: String,
+    conn: OnceCell<redis::aio::ConnectionManager>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long one connection attempt to Redis may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn redis_err(e: redis::RedisError) -> StoreError {
+    StoreError::Redis(e.to_string())
+}
+
+fn hash_key(ns: &[String]) -> String {
+    format!(
+        "lc-agent:store:{}",
+        serde_json::to_string(ns).unwrap_or_default()
+    )
+}
+
+fn decode(key: &str, raw: &str) -> Result<FileData, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Corrupt {
+        key: key.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+impl RedisStore {
+    /// A store at `url` (`redis://127.0.0.1:6379/0`); nothing connects
+    /// until first use.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            conn: OnceCell::new(),
+        }
+    }
+
+    async fn conn(&self) -> Result<redis::aio::ConnectionManager, StoreError> {
+        self.conn
+            .get_or_try_init(|| async {
+                let client = redis::Client::open(self.url.as_str()).map_err(redis_err)?;
+                // Fail fast when nothing listens (the manager's own retries
+                // can take very long to give up).
+                let probe = client.get_multiplexed_async_connection();
+                match tokio::time::timeout(CONNECT_TIMEOUT, probe).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(redis_err(e)),
+                    Err(_) => return Err(StoreError::Redis("connection timed out".into())),
+                }
+                redis::aio::ConnectionManager::new(client)
+                    .await
+                    .map_err(redis_err)
+            })
+            .await
+            .cloned()
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn get(&self, ns: &[String], key: &str) -> Result<Option<FileData>, StoreError> {
+        let mut conn = self.conn().await?;
+        let raw: Option<String> = redis::cmd("HGET")
+            .arg(hash_key(ns))
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        raw.map(|r| decode(key, &r)).transpose()
+    }
+
+    async fn get_many(
+        &self,
+        ns: &[String],
+        keys: &[String],
+    ) -> Result<Vec<Option<FileData>>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn().await?;
+        let raw: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(hash_key(ns))
+            .arg(keys)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        raw.into_iter()
+            .zip(keys)
+            .map(|(r, k)| r.map(|r| decode(k, &r)).transpose())
+            .collect()
+    }
+
+    async fn get_all(&self, ns: &[String]) -> Result<Files, StoreError> {
+        let mut conn = self.conn().await?;
+        let raw: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(hash_key(ns))
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        raw.into_iter()
+            .map(|(k, v)| decode(&k, &v).map(|d| (k, d)))
+            .collect()
+    }
+
+    async fn keys(&self, ns: &[String]) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        redis::cmd("HKEYS")
+            .arg(hash_key(ns))
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)
+    }
+
+    async fn put(&self, ns: &[String], key: &str, value: &FileData) -> Result<(), StoreError> {
+        let json = serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
+            key: key.to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut conn = self.conn().await?;
+        redis::cmd("HSET")
+            .arg(hash_key(ns))
+            .arg(key)
+            .arg(json)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(redis_err)
+    }
+
+    async fn delete(&self, ns: &[String], key: &str) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let n: i64 = redis::cmd("HDEL")
+            .arg(hash_key(ns))
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_err)?;
+        Ok(n > 0)
+    }
+}
+
+/// Files in a [`Store`] under a namespace (e.g. `["user-42", "filesystem"]`).
+#[derive(Clone)]
+pub struct StoreBackend {
+    store: Arc<dyn Store>,
+    namespace: Vec<String>,
+}
+
+impl std::fmt::Debug for StoreBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreBackend")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreBackend {
+    /// A backend over `store` under `namespace`.
+    pub fn new<S: Into<String>>(
+        store: impl Store + 'static,
+        namespace: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self::shared(Arc::new(store), namespace)
+    }
+
+    /// A backend over a shared store.
+    pub fn shared<S: Into<String>>(
+        store: Arc<dyn Store>,
+        namespace: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self {
+            store,
+            namespace: namespace.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// A backend over Redis at `url` (connects on first use).
+    pub fn redis<S: Into<String>>(
+        url: impl Into<String>,
+        namespace: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self::new(RedisStore::new(url), namespace)
+    }
+
+    async fn key_map(&self) -> FsResult<BTreeMap<String, ()>> {
+        Ok(self
+            .store
+            .keys(&self.namespace)
+            .await?
+            .into_iter()
+            .map(|k| (k, ()))
+            .collect())
+    }
+
+    async fn rules(&self, keys: &BTreeMap<String, ()>) -> FsResult<IgnoreRules> {
+        let ignore_keys: Vec<String> = keys
+            .keys()
+            .filter(|k| k.ends_with("/.gitignore") && !path::file_in_git_dir(k))
+            .cloned()
+            .collect();
+        let mut rules = IgnoreRules::default();
+        let values = self.store.get_many(&self.namespace, &ignore_keys).await?;
+        for (key, value) in ignore_keys.iter().zip(values) {
+            if let Some(data) = value {
+                rules.add(path::parent(key), &data.text());
+            }
+        }
+        Ok(rules)
+    }
+
+    async fn put_text(&self, file: &str, text: &str, overwrite: bool) -> FsResult<()> {
+        let keys = self.key_map().await?;
+        memory::check_write(&keys, file, overwrite)?;
+        let data = match self.store.get(&self.namespace, file).await? {
+            Some(mut data) => {
+                data.set_text(text);
+                data
+            }
+            None => FileData::new(text),
+        };
+        Ok(self.store.put(&self.namespace, file, &data).await?)
+    }
+
+    async fn missing(&self, file: &str) -> FsError {
+        match self.key_map().await {
+            Ok(keys) => memory::not_a_file(&keys, file),
+            Err(e) => e,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for StoreBackend {
+    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
+        memory::ls(&self.key_map().await?, dir, recursive)
+    }
+
+    async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
+        match self.store.get(&self.namespace, file).await? {
+            Some(data) => memory::read_text(file, &data.text(), offset, limit),
+            None => Err(self.missing(file).await),
+        }
+    }
+
+    async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
+        self.put_text(file, content, overwrite).await
+    }
+
+    async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        let Some(mut data) = self.store.get(&self.namespace, file).await? else {
+            return Err(self.missing(file).await);
+        };
+        let (text, n) = memory::edit_text(file, &data.text(), old, new, replace_all)?;
+        data.set_text(&text);
+        self.store.put(&self.namespace, file, &data).await?;
+        Ok(n)
+    }
+
+    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+        let keys = self.key_map().await?;
+        let rules = self.rules(&keys).await?;
+        memory::glob(&keys, &rules, pattern, dir)
+    }
+
+    async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
+        let files = self.store.get_all(&self.namespace).await?;
+        let rules = memory::ignore_rules(&files, |d| d.text().into());
+        let candidates = memory::grep_candidates(&files, &rules, query, target)?;
+        memory::grep_texts(
+            query,
+            candidates
+                .into_iter()
+                .map(|(file, data)| (file.as_str(), data.text().into())),
+        )
+    }
+
+    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
+        let mut out = Vec::with_capacity(files.len());
+        for (given, bytes) in files {
+            let result = match path::normalize(&given) {
+                Ok(file) => {
+                    self.put_text(&file, &String::from_utf8_lossy(&bytes), true)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            out.push(FileUploadResponse {
+                path: given,
+                error: result.err().map(|e| e.code()),
+            });
+        }
+        out
+    }
+
+    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
+        let mut out = Vec::with_capacity(paths.len());
+        for given in paths {
+            let result = match path::normalize(&given) {
+                Ok(file) => match self.store.get(&self.namespace, &file).await {
+                    Ok(Some(data)) => Ok(data.text().into_bytes()),
+                    Ok(None) => Err(self.missing(&file).await),
+                    Err(e) => Err(e.into()),
+                },
+                Err(e) => Err(e),
+            };
+            out.push(match result {
+                Ok(bytes) => FileDownloadResponse {
+                    path: given,
+                    content: Some(bytes),
+                    error: None,
+                },
+                Err(e) => FileDownloadResponse {
+                    path: given,
+                    content: None,
+                    error: Some(e.code()),
+                },
+            });
+        }
+        out
+    }
+
+    async fn delete(&self, file: &str) -> FsResult<()> {
+        if self.store.delete(&self.namespace, file).await? {
+            Ok(())
+        } else {
+            Err(self.missing(file).await)
+        }
+    }
+}

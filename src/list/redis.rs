@@ -73,6 +73,13 @@ fn list_script() -> &'static Script {
     S.get_or_init(|| Script::new(LIST_LUA))
 }
 
+/// The revision recorded in a session's info JSON.
+fn revision_in(info: &str) -> Option<u64> {
+    serde_json::from_str::<SessionInfo>(info)
+        .ok()
+        .map(|i| i.revision)
+}
+
 /// What one save writes.
 struct SaveWrite<'a> {
     keys: [String; 3],
@@ -351,9 +358,7 @@ impl RedisNetworkList {
                 .query_async(&mut conn)
                 .await?;
             if let Some(current) = current {
-                let stored = serde_json::from_str::<SessionInfo>(&current)
-                    .map(|i| i.revision)
-                    .unwrap_or(0);
+                let stored = revision_in(&current).unwrap_or(0);
                 if stored > write.expected {
                     ::redis::cmd("UNWATCH").query_async::<()>(&mut conn).await?;
                     self.give_back(conn);
@@ -389,6 +394,28 @@ impl RedisNetworkList {
             ::redis::ErrorKind::TryAgain,
             "too many concurrent saves of this session; the save was not applied",
         )))
+    }
+
+    /// One field of one of this user's hashes.
+    async fn hget<T: ::redis::FromRedisValue + Send>(
+        &self,
+        what: &str,
+        hash: &str,
+        id: Uuid,
+    ) -> ListResult<Option<T>> {
+        let key = self.key(&self.user, hash);
+        let field = id.to_string();
+        self.run(what, |mut conn| {
+            let (key, field) = (key.clone(), field.clone());
+            async move {
+                ::redis::cmd("HGET")
+                    .arg(key)
+                    .arg(field)
+                    .query_async(&mut conn)
+                    .await
+            }
+        })
+        .await
     }
 
     fn corrupt(&self, user: &str, id: Uuid, what: &str, reason: impl Into<String>) -> ListError {
@@ -456,23 +483,8 @@ impl NetworkList for RedisNetworkList {
     }
 
     async fn stored_revision(&self, id: Uuid) -> ListResult<Option<u64>> {
-        let key = self.key(&self.user, "info");
-        let field = id.to_string();
-        let raw: Option<String> = self
-            .run("stored_revision", |mut conn| {
-                let (key, field) = (key.clone(), field.clone());
-                async move {
-                    ::redis::cmd("HGET")
-                        .arg(key)
-                        .arg(field)
-                        .query_async(&mut conn)
-                        .await
-                }
-            })
-            .await?;
-        Ok(raw
-            .and_then(|r| serde_json::from_str::<SessionInfo>(&r).ok())
-            .map(|i| i.revision))
+        let info: Option<String> = self.hget("stored_revision", "info", id).await?;
+        Ok(info.as_deref().and_then(revision_in))
     }
 
     async fn load(&self, id: Uuid) -> ListResult<RunnableNetwork> {
@@ -482,20 +494,7 @@ impl NetworkList for RedisNetworkList {
     }
 
     async fn load_json(&self, id: Uuid) -> ListResult<String> {
-        let key = self.key(&self.user, "entries");
-        let field = id.to_string();
-        let raw: Option<Vec<u8>> = self
-            .run("load", |mut conn| {
-                let (key, field) = (key.clone(), field.clone());
-                async move {
-                    ::redis::cmd("HGET")
-                        .arg(key)
-                        .arg(field)
-                        .query_async(&mut conn)
-                        .await
-                }
-            })
-            .await?;
+        let raw: Option<Vec<u8>> = self.hget("load", "entries", id).await?;
         let raw = raw.ok_or(ListError::NotFound { id })?;
         String::from_utf8(raw)
             .map_err(|e| self.corrupt(&self.user, id, "entries", format!("not UTF-8: {e}")))

@@ -184,6 +184,24 @@ pub struct FileDownloadResponse {
     pub error: Option<FileOpError>,
 }
 
+impl FileDownloadResponse {
+    /// The response for `path` (as given) from a download's outcome.
+    pub fn from_result(path: String, result: FsResult<Vec<u8>>) -> Self {
+        match result {
+            Ok(bytes) => Self {
+                path,
+                content: Some(bytes),
+                error: None,
+            },
+            Err(e) => Self {
+                path,
+                content: None,
+                error: Some(e.code()),
+            },
+        }
+    }
+}
+
 /// `Result` with [`FsError`].
 pub type FsResult<T> = Result<T, FsError>;
 

@@ -700,20 +700,10 @@ impl Backend for FilesystemBackend {
             .run(move |d| {
                 Ok(paths
                     .into_iter()
-                    .map(
-                        |given| match path::normalize(&given).and_then(|v| d.download(&v)) {
-                            Ok(bytes) => FileDownloadResponse {
-                                path: given,
-                                content: Some(bytes),
-                                error: None,
-                            },
-                            Err(e) => FileDownloadResponse {
-                                path: given,
-                                content: None,
-                                error: Some(e.code()),
-                            },
-                        },
-                    )
+                    .map(|given| {
+                        let result = path::normalize(&given).and_then(|v| d.download(&v));
+                        FileDownloadResponse::from_result(given, result)
+                    })
                     .collect())
             })
             .await;

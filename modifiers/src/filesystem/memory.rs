@@ -187,6 +187,23 @@ pub(crate) fn grep_texts<'a>(
         .collect())
 }
 
+/// `grep` over in-memory files: the ignore rules, the candidates under
+/// `target`, then the search.
+pub(crate) fn grep_files(
+    files: &BTreeMap<String, FileData>,
+    query: &GrepQuery,
+    target: &str,
+) -> FsResult<Vec<FileMatches>> {
+    let rules = ignore_rules(files, |d| d.text().into());
+    let candidates = grep_candidates(files, &rules, query, target)?;
+    grep_texts(
+        query,
+        candidates
+            .into_iter()
+            .map(|(file, data)| (file.as_str(), data.text().into())),
+    )
+}
+
 /// `read` of a file's text.
 pub(crate) fn read_text(file: &str, text: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
     if search::classify(text.as_bytes()) == search::Encoding::Binary {

@@ -89,16 +89,8 @@ impl Backend for StateBackend {
     }
 
     async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
-        self.network.with_files(|files| {
-            let rules = memory::ignore_rules(files, |d| d.text().into());
-            let candidates = memory::grep_candidates(files, &rules, query, target)?;
-            memory::grep_texts(
-                query,
-                candidates
-                    .into_iter()
-                    .map(|(file, data)| (file.as_str(), data.text().into())),
-            )
-        })
+        self.network
+            .with_files(|files| memory::grep_files(files, query, target))
     }
 
     async fn upload_files(&self, uploads: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
@@ -133,18 +125,7 @@ impl Backend for StateBackend {
                         None => Err(memory::not_a_file(files, &file)),
                     })
                 });
-                match result {
-                    Ok(bytes) => FileDownloadResponse {
-                        path: given,
-                        content: Some(bytes),
-                        error: None,
-                    },
-                    Err(e) => FileDownloadResponse {
-                        path: given,
-                        content: None,
-                        error: Some(e.code()),
-                    },
-                }
+                FileDownloadResponse::from_result(given, result)
             })
             .collect()
     }

@@ -406,14 +406,7 @@ impl Backend for StoreBackend {
 
     async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
         let files = self.store.get_all(&self.namespace).await?;
-        let rules = memory::ignore_rules(&files, |d| d.text().into());
-        let candidates = memory::grep_candidates(&files, &rules, query, target)?;
-        memory::grep_texts(
-            query,
-            candidates
-                .into_iter()
-                .map(|(file, data)| (file.as_str(), data.text().into())),
-        )
+        memory::grep_files(&files, query, target)
     }
 
     async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
@@ -445,18 +438,7 @@ impl Backend for StoreBackend {
                 },
                 Err(e) => Err(e),
             };
-            out.push(match result {
-                Ok(bytes) => FileDownloadResponse {
-                    path: given,
-                    content: Some(bytes),
-                    error: None,
-                },
-                Err(e) => FileDownloadResponse {
-                    path: given,
-                    content: None,
-                    error: Some(e.code()),
-                },
-            });
+            out.push(FileDownloadResponse::from_result(given, result));
         }
         out
     }

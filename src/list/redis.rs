@@ -9,13 +9,14 @@
 //! | `{prefix}:user:{user}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
 //! | `{prefix}:user:{user}:rev:{id}` | string | the stored revision: what a save `WATCH`es |
 //!
-//! - **save** is an optimistic transaction on a connection of its own:
-//!   `WATCH` the session's `rev` key and read the stored revision (one round
-//!   trip), refuse a stale copy with [`ListError::Conflict`], then write the
-//!   four keys (and the optional TTL) in one `MULTI`/`EXEC` (a second round
-//!   trip). If another writer saved or deleted the same session in between,
-//!   `EXEC` applies nothing and the save starts over, so no update is ever
-//!   lost; writers of different sessions never disturb each other.
+//! - **save** is one round trip on a connection of its own: `WATCH` the
+//!   session's `rev` key, a tiny script that checks the stored revision,
+//!   then `MULTI`, the four writes (and the optional TTL), `EXEC`, all sent
+//!   together. A stale copy makes the script touch the watched key, so the
+//!   `EXEC` applies nothing and the save fails with [`ListError::Conflict`].
+//!   If another writer saved or deleted the same session in between, the
+//!   `EXEC` applies nothing either and the save starts over, so no update is
+//!   ever lost; writers of different sessions never disturb each other.
 //!   The network JSON travels as a plain `HSET` argument: passing a
 //!   megabyte through a Lua script costs Redis about a millisecond, four
 //!   times a `SET` of the same size.
@@ -51,6 +52,31 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_PREFIX: &str = "lc_agent";
 /// The deadline of one operation unless the builder says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The revision check of a save, run between its `WATCH` and its `MULTI`.
+/// KEYS: the session's rev key, the user's info hash; ARGV: id, expected
+/// revision. Returns the stored revision when it is newer than expected
+/// (after touching the watched rev key, which aborts the transaction
+/// queued behind it), else -1. Only small values pass through Lua: the
+/// network JSON travels in a plain `HSET`.
+const CHECK_LUA: &str = r#"
+local stored = tonumber(redis.call('GET', KEYS[1]))
+if not stored then
+  stored = 0
+  local cur = redis.call('HGET', KEYS[2], ARGV[1])
+  if cur then
+    local ok, decoded = pcall(cjson.decode, cur)
+    if ok and type(decoded) == 'table' and tonumber(decoded['revision']) then
+      stored = tonumber(decoded['revision'])
+    end
+  end
+end
+if stored > tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], stored)
+  return stored
+end
+return -1
+"#;
 
 /// How often a save starts over because another writer saved the same
 /// session between its `WATCH` and its `EXEC`.
@@ -347,43 +373,46 @@ impl RedisNetworkList {
     async fn save_transaction(&self, write: &SaveWrite<'_>) -> Result<Result<(), u64>, RedisError> {
         let mut conn = self.txn_connection().await?;
         let [entries, info, timeline] = &write.keys;
+        // Everything goes out in one write: WATCH, the revision check, and
+        // the transaction. A stale copy makes the check touch the watched
+        // key, so the EXEC behind it applies nothing.
+        let mut round = ::redis::pipe();
+        round
+            .cmd("WATCH")
+            .arg(&write.rev_key)
+            .ignore()
+            .cmd("EVAL")
+            .arg(CHECK_LUA)
+            .arg(2)
+            .arg(&write.rev_key)
+            .arg(info)
+            .arg(write.id)
+            .arg(write.expected)
+            .cmd("MULTI")
+            .ignore()
+            .hset(entries, write.id, write.json)
+            .ignore()
+            .hset(info, write.id, write.info_json)
+            .ignore()
+            .zadd(timeline, write.id, write.score)
+            .ignore()
+            .set(&write.rev_key, write.revision)
+            .ignore();
+        if write.ttl_ms > 0 {
+            for key in write.keys.iter().chain([&write.rev_key]) {
+                round.pexpire(key, write.ttl_ms).ignore();
+            }
+        }
+        round.cmd("EXEC");
         for _ in 0..SAVE_ATTEMPTS {
-            let (current,): (Option<String>,) = ::redis::pipe()
-                .cmd("WATCH")
-                .arg(&write.rev_key)
-                .ignore()
-                .cmd("HGET")
-                .arg(info)
-                .arg(write.id)
-                .query_async(&mut conn)
-                .await?;
-            if let Some(current) = current {
-                let stored = revision_in(&current).unwrap_or(0);
-                if stored > write.expected {
-                    ::redis::cmd("UNWATCH").query_async::<()>(&mut conn).await?;
-                    self.give_back(conn);
-                    return Ok(Err(stored));
-                }
+            // `exec` is nil when the watched key changed: by our own check
+            // (a conflict) or by another writer (start over).
+            let (conflict, exec): (i64, ::redis::Value) = round.query_async(&mut conn).await?;
+            if let Ok(stored) = u64::try_from(conflict) {
+                self.give_back(conn);
+                return Ok(Err(stored));
             }
-            let mut tx = ::redis::pipe();
-            tx.atomic()
-                .hset(entries, write.id, write.json)
-                .ignore()
-                .hset(info, write.id, write.info_json)
-                .ignore()
-                .zadd(timeline, write.id, write.score)
-                .ignore()
-                .set(&write.rev_key, write.revision)
-                .ignore();
-            if write.ttl_ms > 0 {
-                for key in write.keys.iter().chain([&write.rev_key]) {
-                    tx.pexpire(key, write.ttl_ms).ignore();
-                }
-            }
-            // `None`: the session was saved or deleted by someone else after
-            // WATCH; nothing was written.
-            let written: Option<()> = tx.query_async(&mut conn).await?;
-            if written.is_some() {
+            if exec != ::redis::Value::Nil {
                 self.give_back(conn);
                 return Ok(Ok(()));
             }

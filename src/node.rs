@@ -141,21 +141,8 @@ impl NodeRef {
     }
 
     pub(crate) fn detached_shared(logic: Arc<dyn NodeLogic>) -> Self {
-        NodeRef(Arc::new(NodeCell {
-            id: uuid::Uuid::new_v4(),
-            state: Mutex::new(NodeState {
-                name: logic.kind().to_string(),
-                parents: Vec::new(),
-                invoked: false,
-                outputs: None,
-                metadata: Map::new(),
-                history: None,
-                network: Weak::new(),
-                seq: 0,
-                saved: None,
-            }),
-            logic,
-        }))
+        let name = logic.kind().to_string();
+        Self::loaded(logic, uuid::Uuid::new_v4(), name, false, None, Map::new())
     }
 
     /// A node of this kind, attached to the active network (see
@@ -255,17 +242,15 @@ impl NodeRef {
         }
     }
 
-    /// Replaces the id and state of a fresh node with what a saved network
-    /// holds.
-    pub(crate) fn with_loaded_state(
-        self,
+    /// A detached node with the id and state a saved network holds.
+    pub(crate) fn loaded(
+        logic: Arc<dyn NodeLogic>,
         id: NodeId,
         name: String,
         invoked: bool,
         outputs: Option<Arc<Message>>,
         metadata: Map<String, Value>,
     ) -> NodeRef {
-        let logic = self.0.logic.clone();
         NodeRef(Arc::new(NodeCell {
             id,
             logic,

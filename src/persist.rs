@@ -341,7 +341,8 @@ impl BuiltinNode {
             ("chat", None, None, chat_model_name) => Arc::new(ChatNode { chat_model_name }),
             _ => return None,
         };
-        let node = NodeRef::detached_shared(logic).with_loaded_state(
+        let node = NodeRef::loaded(
+            logic,
             self.id,
             self.name,
             self.invoked,
@@ -409,9 +410,7 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<LoadedNode> {
             (Arc::new(GenericNode::new(kind, raw)), outputs)
         }
     };
-    let node = NodeRef::detached_shared(logic);
-    // The id and state come from the file, not from `detached`.
-    let node = node.with_loaded_state(id, name, invoked, outputs.map(Arc::new), metadata);
+    let node = NodeRef::loaded(logic, id, name, invoked, outputs.map(Arc::new), metadata);
     Ok(LoadedNode { node, invoked })
 }
 

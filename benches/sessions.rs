@@ -60,6 +60,30 @@ fn measure(iters: usize, mut f: impl FnMut()) -> Stats {
     }
 }
 
+/// Like [`measure`], for an async operation awaited in one sequential loop
+/// inside the runtime (one client, one request at a time, as
+/// `redis-benchmark -c 1` does), not re-entering the runtime per operation.
+fn measure_async<F, Fut>(rt: &tokio::runtime::Runtime, iters: usize, mut f: F) -> Stats
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    rt.block_on(async {
+        let mut samples = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            let t = Instant::now();
+            f().await;
+            samples.push(t.elapsed());
+        }
+        let mean = samples.iter().sum::<Duration>() / iters as u32;
+        samples.sort();
+        Stats {
+            median: samples[iters / 2],
+            mean,
+        }
+    })
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
@@ -226,14 +250,14 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         let net = network_of(size, rt);
         let bytes = net.to_json().expect("json").len();
         rt.block_on(list.save(&net)).expect("save");
-        let save = measure(iters, || {
-            rt.block_on(list.save(&net)).expect("save");
+        let save = measure_async(rt, iters, || async {
+            list.save(&net).await.expect("save");
         });
-        let load_json = measure(iters, || {
-            rt.block_on(list.load_json(net.id())).expect("load");
+        let load_json = measure_async(rt, iters, || async {
+            list.load_json(net.id()).await.expect("load");
         });
-        let load = measure(iters, || {
-            rt.block_on(list.load(net.id())).expect("load");
+        let load = measure_async(rt, iters, || async {
+            list.load(net.id()).await.expect("load");
         });
         let to_json = measure(iters, || {
             std::hint::black_box(net.to_json().expect("json"));
@@ -245,15 +269,17 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         let mut conn = rt
             .block_on(client.get_multiplexed_async_connection())
             .expect("connect");
-        let raw_set = measure(iters, || {
-            rt.block_on(async {
+        let raw_set = measure_async(rt, iters, || {
+            let mut conn = conn.clone();
+            let payload = payload.as_str();
+            async move {
                 redis::cmd("SET")
                     .arg("bench:raw")
-                    .arg(payload.as_str())
+                    .arg(payload)
                     .query_async::<()>(&mut conn)
                     .await
-            })
-            .expect("set");
+                    .expect("set");
+            }
         });
         let from_json = measure(iters.min(100), || {
             std::hint::black_box(

@@ -266,7 +266,7 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         // this runtime (what any Rust client pays before lc-agent's work).
         let payload = net.to_json().expect("json");
         let client = redis::Client::open(server.url()).expect("client");
-        let mut conn = rt
+        let conn = rt
             .block_on(client.get_multiplexed_async_connection())
             .expect("connect");
         let raw_set = measure_async(rt, iters, || {

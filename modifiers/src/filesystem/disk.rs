@@ -3,7 +3,6 @@
 use std::ffi::OsString;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -250,8 +249,21 @@ impl Disk {
     /// Walks below `start` (already opened), skipping `.git` directories,
     /// symlinks that escape, dangle or loop, and (with `rules`) ignored
     /// paths. Symlinked directories are reported, never entered.
-    fn walk(&self, start: &str, first: Dir, mut rules: Option<&mut IgnoreRules>) -> Vec<Found> {
+    fn walk(&self, start: &str, first: Dir, rules: Option<&mut IgnoreRules>) -> Vec<Found> {
         let mut out = Vec::new();
+        self.walk_each(start, first, rules, &mut |found| out.push(found));
+        out
+    }
+
+    /// Walks below `start`, handing each entry to `visit` as soon as it is
+    /// found (so a search can run while the walk goes on).
+    fn walk_each(
+        &self,
+        start: &str,
+        first: Dir,
+        mut rules: Option<&mut IgnoreRules>,
+        visit: &mut dyn FnMut(Found),
+    ) {
         let mut stack: Vec<(String, PathBuf, Option<Dir>)> =
             vec![(start.to_string(), self.rel(start), Some(first))];
         while let Some((vdir, rdir, handle)) = stack.pop() {
@@ -314,10 +326,9 @@ impl Disk {
                 if kind == Kind::Dir {
                     stack.push((vpath.clone(), rel.clone(), None));
                 }
-                out.push(Found { vpath, rel, kind });
+                visit(Found { vpath, rel, kind });
             }
         }
-        out
     }
 
     fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
@@ -397,67 +408,85 @@ impl Disk {
     fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
         let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
         let engine = GrepEngine::new(query)?;
-        let files: Vec<(String, PathBuf)> = if self.search_root(target)? {
+        if self.search_root(target)? {
             let name = target.rsplit('/').next().unwrap_or_default();
             if glob.as_ref().is_some_and(|g| !g.is_match(name)) {
                 return Ok(Vec::new());
             }
-            vec![(target.to_string(), self.rel(target))]
-        } else {
-            let handle = self.open_dir(target, FsError::PathNotFound)?;
-            let mut rules = self.ancestor_rules(target);
-            self.walk(target, handle, Some(&mut rules))
+            let mut searcher = engine.searcher();
+            return Ok(self
+                .search_one(&engine, &mut searcher, target, &self.rel(target))
                 .into_iter()
-                .filter(|f| matches!(f.kind, Kind::File | Kind::LinkFile))
-                .filter(|f| {
-                    glob.as_ref().is_none_or(|g| {
+                .collect());
+        }
+        let handle = self.open_dir(target, FsError::PathNotFound)?;
+        let mut rules = self.ancestor_rules(target);
+        Ok(self.search_files(&engine, |send| {
+            self.walk_each(target, handle, Some(&mut rules), &mut |f| {
+                let wanted = matches!(f.kind, Kind::File | Kind::LinkFile)
+                    && glob.as_ref().is_none_or(|g| {
                         path::relative_to(&f.vpath, target).is_some_and(|r| g.is_match(r))
-                    })
-                })
-                .map(|f| (f.vpath, f.rel))
-                .collect()
-        };
-        Ok(self.search_files(&engine, &files))
+                    });
+                if wanted {
+                    send(f.vpath, f.rel);
+                }
+            });
+        }))
     }
 
-    /// Searches files in parallel (each opened through the root handle).
-    fn search_files(&self, engine: &GrepEngine, files: &[(String, PathBuf)]) -> Vec<FileMatches> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(files.len().div_ceil(8))
-            .max(1);
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut searcher = engine.searcher();
-            let mut found = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((vpath, rel)) = files.get(i) else {
-                    break;
-                };
-                let Ok(file) = self.root.open(rel) else {
-                    continue;
-                };
-                match engine.search_file(&mut searcher, vpath, &file.into_std()) {
-                    Ok(Some(m)) => found.push(m),
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file")
-                    }
-                }
-            }
-            found
-        };
-        if threads == 1 {
-            return work();
-        }
+    /// Searches the files `produce` hands over, on worker threads that start
+    /// while it is still producing (each file opened through the root
+    /// handle). Results come in no particular order; the tools sort them.
+    fn search_files(
+        &self,
+        engine: &GrepEngine,
+        produce: impl FnOnce(&mut dyn FnMut(String, PathBuf)),
+    ) -> Vec<FileMatches> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (tx, rx) = std::sync::mpsc::channel::<(String, PathBuf)>();
+        let rx = parking_lot::Mutex::new(rx);
         std::thread::scope(|s| {
+            let work = || {
+                let mut searcher = engine.searcher();
+                let mut found = Vec::new();
+                loop {
+                    let next = rx.lock().recv();
+                    let Ok((vpath, rel)) = next else {
+                        break;
+                    };
+                    found.extend(self.search_one(engine, &mut searcher, &vpath, &rel));
+                }
+                found
+            };
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            produce(&mut |vpath, rel| {
+                // Workers only stop once the sender is gone: sending cannot fail.
+                let _ = tx.send((vpath, rel));
+            });
+            drop(tx);
             handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
         })
+    }
+
+    /// Searches one file; unreadable files are skipped.
+    fn search_one(
+        &self,
+        engine: &GrepEngine,
+        searcher: &mut grep_searcher::Searcher,
+        vpath: &str,
+        rel: &std::path::Path,
+    ) -> Option<FileMatches> {
+        let file = self.root.open(rel).ok()?;
+        match engine.search_file(searcher, vpath, &file.into_std()) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file");
+                None
+            }
+        }
     }
 
     /// Opens a file for reading (directories are refused).

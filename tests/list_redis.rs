@@ -348,3 +348,37 @@ async fn many_sessions_of_one_user_save_at_once() {
         .expect("list");
     assert_eq!(page.total, 200);
 }
+
+#[tokio::test]
+async fn a_damaged_revision_key_heals_on_the_next_save() {
+    let Some(server) = RedisServer::start("damaged_rev") else {
+        return;
+    };
+    let list = list_for(&server, "dmg");
+    let net = RunnableNetwork::builder().name("first").build();
+    list.save(&net).await.expect("save");
+    let mut conn = raw(&server).await;
+    let rev_key = format!("dmg:user:alice:rev:{}", net.id());
+    let _: () = redis::cmd("DEL")
+        .arg(&rev_key)
+        .query_async(&mut conn)
+        .await
+        .expect("del");
+    let _: () = redis::cmd("HSET")
+        .arg(&rev_key)
+        .arg("not")
+        .arg("a string")
+        .query_async(&mut conn)
+        .await
+        .expect("hset");
+    net.set_name("second");
+    let info = list.save(&net).await.expect("save over a damaged rev key");
+    assert_eq!(info.revision, 2);
+    assert_eq!(list.load(net.id()).await.expect("load").name(), "second");
+    let stored: String = redis::cmd("GET")
+        .arg(&rev_key)
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(stored, "2");
+}

@@ -57,10 +57,18 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// KEYS: the session's rev key, the user's info hash; ARGV: id, expected
 /// revision. Returns the stored revision when it is newer than expected
 /// (after touching the watched rev key, which aborts the transaction
-/// queued behind it), else -1. Only small values pass through Lua: the
+/// queued behind it), -2 after dropping a damaged rev key (the transaction
+/// is aborted the same way and the save starts over), else -1. Only small values pass through Lua: the
 /// network JSON travels in a plain `HSET`.
 const CHECK_LUA: &str = r#"
-local stored = tonumber(redis.call('GET', KEYS[1]))
+local raw = redis.pcall('GET', KEYS[1])
+if type(raw) == 'table' and raw.err then
+  -- Not a string (damaged): drop it, which also aborts the queued EXEC;
+  -- the retry falls back to the revision in the info hash.
+  redis.call('DEL', KEYS[1])
+  return -2
+end
+local stored = tonumber(raw)
 if not stored then
   stored = 0
   local cur = redis.call('HGET', KEYS[2], ARGV[1])

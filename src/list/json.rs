@@ -664,13 +664,7 @@ impl NetworkList for JsonNetworkList {
     }
 
     async fn list(&self, query: &ListQuery) -> ListResult<ListPage> {
-        let user = match &query.user {
-            Some(u) => {
-                validate_user(u)?;
-                u.clone()
-            }
-            None => self.user.clone(),
-        };
+        let user = query.user_or(&self.user)?;
         let dir = self.user_dir(&user);
         let index = self.index_of(&user);
         let (offset, limit) = (query.offset, query.limit);

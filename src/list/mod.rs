@@ -190,6 +190,17 @@ impl Default for ListQuery {
 }
 
 impl ListQuery {
+    /// The user to list: the query's (checked), else `own`.
+    pub fn user_or(&self, own: &str) -> ListResult<String> {
+        match &self.user {
+            Some(u) => {
+                validate_user(u)?;
+                Ok(u.clone())
+            }
+            None => Ok(own.to_string()),
+        }
+    }
+
     /// Lists another user's sessions.
     #[must_use]
     pub fn user(mut self, user: impl Into<String>) -> Self {

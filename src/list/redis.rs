@@ -560,13 +560,7 @@ impl NetworkList for RedisNetworkList {
     }
 
     async fn list(&self, query: &ListQuery) -> ListResult<ListPage> {
-        let user = match &query.user {
-            Some(u) => {
-                validate_user(u)?;
-                u.clone()
-            }
-            None => self.user.clone(),
-        };
+        let user = query.user_or(&self.user)?;
         if query.limit == 0 {
             let key = self.key(&user, "timeline");
             let total: usize = self

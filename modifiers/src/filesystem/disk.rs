@@ -192,16 +192,8 @@ fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError
 }
 
 fn read_head(file: &std::fs::File) -> io::Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
     let mut head = vec![0u8; search::BINARY_SNIFF_BYTES];
-    let mut filled = 0;
-    while filled < head.len() {
-        let n = file.read_at(&mut head[filled..], filled as u64)?;
-        if n == 0 {
-            break;
-        }
-        filled += n;
-    }
+    let filled = search::read_head_into(file, &mut head)?;
     head.truncate(filled);
     Ok(head)
 }
@@ -608,7 +600,18 @@ impl Disk {
             .read_to_end(&mut bytes)
             .map_err(io_err)?;
         let head = &bytes[..bytes.len().min(search::BINARY_SNIFF_BYTES)];
-        let (plan, output) = match search::classify(head) {
+        // The file is rewritten in place (an in-root symlink keeps pointing
+        // at it, and peak memory stays at one copy of the file).
+        let rewrite = || {
+            self.root
+                .open_with(
+                    self.rel(vpath),
+                    OpenOptions::new().write(true).truncate(true),
+                )
+                .map(|f| BufWriter::with_capacity(1 << 20, f.into_std()))
+                .map_err(io_err)
+        };
+        let (replaced, output) = match search::classify(head) {
             Encoding::Binary => {
                 return Err(FsError::Binary {
                     path: vpath.to_string(),
@@ -626,30 +629,15 @@ impl Disk {
                 let text =
                     std::str::from_utf8(&bytes).map_err(|_| FsError::NotUtf8(vpath.to_string()))?;
                 let plan = search::plan_edit(text, old, new, replace_all)?;
-                let file = self
-                    .root
-                    .open_with(
-                        self.rel(vpath),
-                        OpenOptions::new().write(true).truncate(true),
-                    )
-                    .map_err(io_err)?;
-                plan.write_to(&bytes, BufWriter::with_capacity(1 << 20, file.into_std()))
-                    .map_err(io_err)?;
+                plan.write_to(&bytes, rewrite()?).map_err(io_err)?;
                 return Ok(plan.starts.len());
             }
         };
-        let file = self
-            .root
-            .open_with(
-                self.rel(vpath),
-                OpenOptions::new().write(true).truncate(true),
-            )
-            .map_err(io_err)?;
-        let mut out = BufWriter::new(file.into_std());
+        let mut out = rewrite()?;
         out.write_all(&output)
             .and_then(|_| out.flush())
             .map_err(io_err)?;
-        Ok(plan)
+        Ok(replaced)
     }
 
     fn download(&self, vpath: &str) -> FsResult<Vec<u8>> {

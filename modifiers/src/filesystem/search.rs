@@ -451,16 +451,8 @@ impl GrepEngine {
         vpath: &str,
         file: &std::fs::File,
     ) -> io::Result<Option<FileMatches>> {
-        use std::os::unix::fs::FileExt;
         let mut head = [0u8; BINARY_SNIFF_BYTES];
-        let mut filled = 0;
-        while filled < head.len() {
-            let n = file.read_at(&mut head[filled..], filled as u64)?;
-            if n == 0 {
-                break;
-            }
-            filled += n;
-        }
+        let filled = read_head_into(file, &mut head)?;
         if classify(&head[..filled]) == Encoding::Binary {
             return Ok(None);
         }
@@ -542,6 +534,21 @@ pub fn invalid_regex_note(pattern: &str) -> Option<String> {
     Some(format!(
         "Note: '{pattern}' is not a valid regex ({reason}); searched for it as literal text."
     ))
+}
+
+/// Fills `buf` from the start of `file` (without moving its cursor) and
+/// returns how many bytes it got: fewer only at the end of the file.
+pub(crate) fn read_head_into(file: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = file.read_at(&mut buf[filled..], filled as u64)?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok(filled)
 }
 
 #[cfg(test)]

@@ -298,7 +298,7 @@ struct SavedNetwork {
     #[serde(default)]
     files: Files,
     #[serde(default)]
-    nodes: Vec<Box<serde_json::value::RawValue>>,
+    nodes: SavedNodes,
     #[serde(default, rename = "__connections__")]
     connections: IndexMap<String, Vec<usize>>,
 }
@@ -310,60 +310,267 @@ struct LoadedNode {
 
 const BUILTIN_KINDS: [&str; 5] = ["human", "system", "chat", "tool", "network"];
 
-/// A built-in node as saved, read in one pass. Anything unexpected (an
-/// unknown field, a missing one) sends the node down the general path.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BuiltinNode {
-    #[serde(rename = "__node_type__")]
-    kind: String,
-    id: NodeId,
-    name: String,
-    invoked: bool,
-    outputs: Option<Message>,
-    metadata: Map<String, Value>,
+/// The saved nodes, each built while the document is read (one pass over
+/// the text). A node that is well-formed JSON but not a valid node (a
+/// missing id, fields its kind rejects) is kept as its error, reported
+/// once the document has been read.
+#[derive(Default)]
+struct SavedNodes(Vec<Result<LoadedNode>>);
+
+impl<'de> Deserialize<'de> for SavedNodes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Nodes;
+        impl<'de> serde::de::Visitor<'de> for Nodes {
+            type Value = SavedNodes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of nodes")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<SavedNodes, A::Error> {
+                let mut nodes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(node) = seq.next_element_seed(NodeSeed { index: nodes.len() })? {
+                    nodes.push(node);
+                }
+                Ok(SavedNodes(nodes))
+            }
+        }
+        d.deserialize_seq(Nodes)
+    }
+}
+
+/// Reads one saved node. A built-in kind named by the first key (as
+/// `lc-agent` writes it) is read straight into its typed fields; anything
+/// else (other kinds, other key orders) is read as a JSON object and goes
+/// through the registry.
+struct NodeSeed {
+    index: usize,
+}
+
+/// The fields of a built-in node, as they are read.
+#[derive(Default)]
+struct BuiltinFields {
+    id: Option<String>,
+    name: Option<String>,
+    invoked: Option<bool>,
+    outputs: Option<Option<Message>>,
+    metadata: Option<Map<String, Value>>,
     text: Option<String>,
     tool_call: Option<crate::message::ToolCall>,
-    chat_model_name: Option<String>,
+    chat_model_name: Option<Option<String>>,
+    /// Keys no built-in kind has (they send the node down the general path).
+    other: Map<String, Value>,
 }
 
-impl BuiltinNode {
-    fn into_loaded(self) -> Option<LoadedNode> {
-        let logic: Arc<dyn NodeLogic> = match (
-            self.kind.as_str(),
-            self.text,
-            self.tool_call,
-            self.chat_model_name,
-        ) {
-            ("human", Some(text), None, None) => Arc::new(HumanNode { text }),
-            ("system", Some(text), None, None) => Arc::new(SystemNode { text }),
-            ("tool", None, Some(tool_call), None) => Arc::new(ToolNode { tool_call }),
-            ("chat", None, None, chat_model_name) => Arc::new(ChatNode { chat_model_name }),
-            _ => return None,
+/// A key of a built-in node, matched without allocating.
+enum BuiltinKey {
+    Id,
+    Name,
+    Invoked,
+    Outputs,
+    Metadata,
+    Text,
+    ToolCall,
+    ChatModelName,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for BuiltinKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Key;
+        impl serde::de::Visitor<'_> for Key {
+            type Value = BuiltinKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                key: &str,
+            ) -> std::result::Result<BuiltinKey, E> {
+                Ok(match key {
+                    "id" => BuiltinKey::Id,
+                    "name" => BuiltinKey::Name,
+                    "invoked" => BuiltinKey::Invoked,
+                    "outputs" => BuiltinKey::Outputs,
+                    "metadata" => BuiltinKey::Metadata,
+                    "text" => BuiltinKey::Text,
+                    "tool_call" => BuiltinKey::ToolCall,
+                    "chat_model_name" => BuiltinKey::ChatModelName,
+                    other => BuiltinKey::Other(other.to_string()),
+                })
+            }
+        }
+        d.deserialize_str(Key)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed {
+    type Value = Result<LoadedNode>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NodeSeed {
+    type Value = Result<LoadedNode>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "node {} as a JSON object", self.index)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let index = self.index;
+        let first: Option<String> = map.next_key()?;
+        let builtin = match first.as_deref() {
+            Some(NODE_TYPE_KEY) => {
+                let kind: Value = map.next_value()?;
+                match kind {
+                    Value::String(k) if BUILTIN_KINDS.contains(&k.as_str()) && k != "network" => {
+                        Ok(k)
+                    }
+                    other => Err((NODE_TYPE_KEY.to_string(), other)),
+                }
+            }
+            Some(key) => Err((key.to_string(), map.next_value()?)),
+            None => return Ok(load_node(index, Map::new())),
         };
-        let node = NodeRef::loaded(
-            logic,
-            self.id,
-            self.name,
-            self.invoked,
-            self.outputs.map(Arc::new),
-            self.metadata,
-        );
-        Some(LoadedNode {
-            node,
-            invoked: self.invoked,
-        })
+        let kind = match builtin {
+            Ok(kind) => kind,
+            Err((key, value)) => {
+                // The general path: every field as JSON, in its order.
+                let mut raw = Map::new();
+                raw.insert(key, value);
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value()?;
+                    raw.insert(key, value);
+                }
+                return Ok(load_node(index, raw));
+            }
+        };
+        let mut f = BuiltinFields::default();
+        let field =
+            |what: &str, e: A::Error| A::Error::custom(format!("node {index}: {what}: {e}"));
+        while let Some(key) = map.next_key::<BuiltinKey>()? {
+            match key {
+                BuiltinKey::Id => f.id = Some(map.next_value().map_err(|e| field("id", e))?),
+                BuiltinKey::Name => f.name = Some(map.next_value().map_err(|e| field("name", e))?),
+                BuiltinKey::Invoked => {
+                    f.invoked = Some(map.next_value().map_err(|e| field("invoked", e))?);
+                }
+                BuiltinKey::Outputs => {
+                    f.outputs = Some(map.next_value().map_err(|e| field("outputs", e))?);
+                }
+                BuiltinKey::Metadata => {
+                    f.metadata = Some(map.next_value().map_err(|e| field("metadata", e))?);
+                }
+                BuiltinKey::Text => f.text = Some(map.next_value().map_err(|e| field("text", e))?),
+                BuiltinKey::ToolCall => {
+                    f.tool_call = Some(map.next_value().map_err(|e| field("tool_call", e))?);
+                }
+                BuiltinKey::ChatModelName => {
+                    f.chat_model_name =
+                        Some(map.next_value().map_err(|e| field("chat_model_name", e))?);
+                }
+                BuiltinKey::Other(key) => {
+                    let value = map.next_value()?;
+                    f.other.insert(key, value);
+                }
+            }
+        }
+        Ok(f.into_loaded(index, kind))
     }
 }
 
-fn load_raw_node(index: usize, raw: &serde_json::value::RawValue) -> Result<LoadedNode> {
-    if let Some(fast) = serde_json::from_str::<BuiltinNode>(raw.get())
-        .ok()
-        .and_then(BuiltinNode::into_loaded)
-    {
-        return Ok(fast);
+impl BuiltinFields {
+    /// Builds the node; a combination the built-in kinds do not have (or an
+    /// unknown key) goes through the registry like any other node.
+    fn into_loaded(mut self, index: usize, kind: String) -> Result<LoadedNode> {
+        let id = self.id.as_deref().and_then(|s| s.parse::<NodeId>().ok());
+        let complete = self.other.is_empty()
+            && id.is_some()
+            && self.name.is_some()
+            && self.invoked.is_some()
+            && self.metadata.is_some();
+        let logic: Option<Arc<dyn NodeLogic>> = match (
+            complete,
+            kind.as_str(),
+            self.text.is_some(),
+            self.tool_call.is_some(),
+            self.chat_model_name.is_some(),
+        ) {
+            (true, "human", true, false, false) => self
+                .text
+                .take()
+                .map(|text| Arc::new(HumanNode { text }) as Arc<dyn NodeLogic>),
+            (true, "system", true, false, false) => self
+                .text
+                .take()
+                .map(|text| Arc::new(SystemNode { text }) as Arc<dyn NodeLogic>),
+            (true, "tool", false, true, false) => self
+                .tool_call
+                .take()
+                .map(|tool_call| Arc::new(ToolNode { tool_call }) as Arc<dyn NodeLogic>),
+            (true, "chat", false, false, _) => Some(Arc::new(ChatNode {
+                chat_model_name: self.chat_model_name.take().flatten(),
+            })),
+            _ => None,
+        };
+        match (logic, id) {
+            (Some(logic), Some(id)) => {
+                let invoked = self.invoked.unwrap_or(false);
+                let node = NodeRef::loaded(
+                    logic,
+                    id,
+                    self.name.unwrap_or_default(),
+                    invoked,
+                    self.outputs.flatten().map(Arc::new),
+                    self.metadata.unwrap_or_default(),
+                );
+                Ok(LoadedNode { node, invoked })
+            }
+            _ => load_node(index, self.into_raw(kind)?),
+        }
     }
-    load_node(index, serde_json::from_str(raw.get())?)
+
+    /// The node as a JSON object, for the general path.
+    fn into_raw(self, kind: String) -> Result<Map<String, Value>> {
+        let mut raw = Map::new();
+        raw.insert(NODE_TYPE_KEY.into(), Value::String(kind));
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                raw.insert(key.into(), v);
+            }
+        };
+        put("id", self.id.map(Value::String));
+        put("name", self.name.map(Value::String));
+        put("invoked", self.invoked.map(Value::Bool));
+        put(
+            "outputs",
+            self.outputs.map(serde_json::to_value).transpose()?,
+        );
+        put("metadata", self.metadata.map(Value::Object));
+        put("text", self.text.map(Value::String));
+        put(
+            "tool_call",
+            self.tool_call.map(serde_json::to_value).transpose()?,
+        );
+        put(
+            "chat_model_name",
+            self.chat_model_name
+                .map(|n| n.map_or(Value::Null, Value::String)),
+        );
+        raw.extend(self.other);
+        Ok(raw)
+    }
 }
 
 fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<LoadedNode> {
@@ -498,11 +705,8 @@ impl RunnableNetwork {
                 saved.format
             )));
         }
-        let count = saved.nodes.len();
-        let mut loaded = Vec::with_capacity(count);
-        for (i, raw) in saved.nodes.iter().enumerate() {
-            loaded.push(load_raw_node(i, raw)?);
-        }
+        let count = saved.nodes.0.len();
+        let loaded = saved.nodes.0.into_iter().collect::<Result<Vec<_>>>()?;
         let ids: Vec<NodeId> = loaded.iter().map(|l| l.node.id()).collect();
         let mut parents: Vec<Vec<NodeId>> = vec![Vec::new(); count];
         for (key, list) in saved.connections {

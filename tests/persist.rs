@@ -339,3 +339,59 @@ async fn edits_after_a_save_show_in_the_next_save() {
     assert_eq!(net.to_value().unwrap(), value);
     assert_eq!(net.to_json().unwrap(), second);
 }
+
+#[tokio::test]
+async fn nodes_load_whatever_their_key_order_and_extra_fields() {
+    // lc-agent writes `__node_type__` first; hand-edited or foreign files
+    // may not. Every order loads the same node, and saving writes the
+    // canonical order.
+    let net = representative().await;
+    let saved = net.to_json().unwrap();
+    let mut doc: Value = serde_json::from_str(&saved).unwrap();
+    for node in doc["nodes"].as_array_mut().unwrap() {
+        let map = node.as_object_mut().unwrap();
+        let kind = map.shift_remove("__node_type__").unwrap();
+        map.insert("__node_type__".into(), kind); // now the last key
+    }
+    let reordered = RunnableNetwork::from_json(&doc.to_string()).unwrap();
+    assert_eq!(reordered.to_json().unwrap(), saved);
+
+    // A built-in node with a field its kind does not have still loads.
+    let id = uuid::Uuid::new_v4();
+    let doc = json!({"format": "lc-agent/1", "id": id, "nodes": [
+        {"__node_type__": "human", "id": uuid::Uuid::new_v4(), "name": "human",
+         "invoked": false, "outputs": null, "metadata": {}, "text": "hi", "colour": "blue"},
+        {"__node_type__": "chat", "id": uuid::Uuid::new_v4(), "name": "chat",
+         "invoked": false, "outputs": null, "metadata": {}, "chat_model_name": null}]});
+    let loaded = RunnableNetwork::from_json(&doc.to_string()).unwrap();
+    let nodes = loaded.nodes();
+    assert_eq!(nodes[0].downcast::<HumanNode>().unwrap().text, "hi");
+    assert_eq!(
+        nodes[1].downcast::<ChatNode>().unwrap().chat_model_name,
+        None
+    );
+}
+
+#[test]
+fn a_malformed_builtin_field_names_the_node_and_field() {
+    let doc = json!({"format": "lc-agent/1", "id": uuid::Uuid::new_v4(), "nodes": [
+        {"__node_type__": "human", "id": uuid::Uuid::new_v4(), "name": "human",
+         "invoked": true, "metadata": {}, "text": "hi"},
+        {"__node_type__": "human", "id": uuid::Uuid::new_v4(), "name": "human",
+         "invoked": true, "outputs": {"role": "robot", "content": "x"}, "metadata": {},
+         "text": "hi"}]});
+    let err = RunnableNetwork::from_json(&doc.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("node 1: outputs:"), "{err}");
+    assert!(err.contains("robot"), "{err}");
+    let doc = json!({"format": "lc-agent/1", "id": uuid::Uuid::new_v4(), "nodes": [
+        {"__node_type__": "system", "id": "not-a-uuid", "name": "system",
+         "invoked": false, "metadata": {}, "text": "hi"}]});
+    assert_eq!(
+        RunnableNetwork::from_json(&doc.to_string())
+            .unwrap_err()
+            .to_string(),
+        "invalid saved network: node 0: missing or invalid `id`"
+    );
+}

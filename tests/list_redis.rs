@@ -382,3 +382,182 @@ async fn a_damaged_revision_key_heals_on_the_next_save() {
         .expect("get");
     assert_eq!(stored, "2");
 }
+
+#[tokio::test]
+async fn password_and_database_from_the_url() {
+    let Some(server) =
+        RedisServer::start_with("password_and_database", &["--requirepass", "secret"])
+    else {
+        return;
+    };
+    let url = format!("redis://:secret@127.0.0.1:{}/3", server.port());
+    let list = RedisNetworkList::builder()
+        .url(&url)
+        .prefix("auth")
+        .user("alice")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let (net, _) = conformance::conversation("behind a password").await;
+    list.save(&net).await.expect("save");
+    let json = net.to_json().expect("json");
+    assert_eq!(list.load_json(net.id()).await.expect("load"), json);
+    assert_eq!(
+        list.list(&ListQuery::default()).await.expect("list").total,
+        1
+    );
+    // The data landed in database 3, and nowhere else.
+    let client = redis::Client::open(url.as_str()).expect("client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let stored: String = redis::cmd("HGET")
+        .arg("auth:user:alice:entries")
+        .arg(net.id().to_string())
+        .query_async(&mut conn)
+        .await
+        .expect("hget");
+    assert_eq!(stored, json);
+    let db0 = redis::Client::open(format!("redis://:secret@127.0.0.1:{}/0", server.port()))
+        .expect("client");
+    let mut conn0 = db0
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let keys: usize = redis::cmd("DBSIZE")
+        .query_async(&mut conn0)
+        .await
+        .expect("dbsize");
+    assert_eq!(keys, 0);
+
+    // A wrong password fails promptly and clearly, for saves and loads.
+    let wrong = RedisNetworkList::builder()
+        .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
+        .prefix("auth")
+        .user("alice")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let started = Instant::now();
+    match wrong.save(&RunnableNetwork::new()).await {
+        Err(ListError::Unavailable(message)) => assert!(
+            message.to_lowercase().contains("auth") || message.contains("WRONGPASS"),
+            "{message}"
+        ),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(matches!(
+        wrong.load_json(net.id()).await,
+        Err(ListError::Unavailable(_))
+    ));
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn unix_socket_url() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("redis.sock");
+    let socket = socket.to_str().expect("utf-8 path");
+    let Some(_server) = RedisServer::start_with("unix_socket", &["--unixsocket", socket]) else {
+        return;
+    };
+    let list = RedisNetworkList::builder()
+        .url(format!("redis+unix://{socket}?db=2"))
+        .prefix("unix")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let (net, _) = conformance::conversation("over a unix socket").await;
+    list.save(&net).await.expect("save");
+    let loaded = list.load(net.id()).await.expect("load");
+    assert_eq!(
+        loaded.to_json().expect("json"),
+        net.to_json().expect("json")
+    );
+    assert_eq!(
+        list.list(&ListQuery::default()).await.expect("list").total,
+        1
+    );
+}
+
+/// After a restart every pooled connection is stale: the first save and
+/// the first load still succeed from the caller's point of view.
+#[tokio::test]
+async fn a_restart_replaces_stale_pooled_connections() {
+    let Some(mut server) = RedisServer::start("stale_pool") else {
+        return;
+    };
+    let list = list_for(&server, "stale");
+    // Several idle connections: concurrent saves and loads.
+    let nets: Vec<RunnableNetwork> = (0..6)
+        .map(|i| RunnableNetwork::builder().name(format!("n{i}")).build())
+        .collect();
+    let saves = nets.iter().map(|n| list.save(n));
+    for r in futures::future::join_all(saves).await {
+        r.expect("save");
+    }
+    let loads = nets.iter().map(|n| list.load_json(n.id()));
+    for r in futures::future::join_all(loads).await {
+        r.expect("load");
+    }
+    server.restart();
+    let after = RunnableNetwork::builder().name("after").build();
+    let info = list
+        .save(&after)
+        .await
+        .expect("the first save after a restart succeeds");
+    assert_eq!(info.revision, 1);
+    assert_eq!(
+        list.load(after.id()).await.expect("first load").name(),
+        "after"
+    );
+    // The old data is gone (persistence is off), and it says so.
+    assert!(matches!(
+        list.load_json(nets[0].id()).await,
+        Err(ListError::NotFound { .. })
+    ));
+    // And again, with loads first this time.
+    server.restart();
+    assert!(matches!(
+        list.load_json(after.id()).await,
+        Err(ListError::NotFound { .. })
+    ));
+    after.set_name("again");
+    list.save_force(&after).await.expect("save");
+    assert_eq!(list.load(after.id()).await.expect("load").name(), "again");
+}
+
+/// Saves and loads use direct connections: a server that never answers
+/// makes them fail at the deadline, not hang.
+#[tokio::test]
+async fn direct_operations_fail_within_the_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "redis://127.0.0.1:{}",
+        silent.local_addr().expect("addr").port()
+    );
+    let list = RedisNetworkList::builder()
+        .url(url)
+        .timeout(Duration::from_millis(600))
+        .build()
+        .expect("build");
+    let net = RunnableNetwork::new();
+    for op in ["save", "load"] {
+        let started = Instant::now();
+        let r = match op {
+            "save" => list.save(&net).await.map(|_| ()),
+            _ => list.load_json(net.id()).await.map(|_| ()),
+        };
+        let took = started.elapsed();
+        assert!(matches!(r, Err(ListError::Unavailable(_))), "{op}: {r:?}");
+        assert!(
+            took >= Duration::from_millis(550) && took < Duration::from_secs(2),
+            "{op}: {took:?}"
+        );
+    }
+    // A failed save leaves the network's metadata as it was.
+    assert_eq!(net.metadata_value(REVISION_KEY), None);
+    drop(silent);
+}

@@ -58,6 +58,7 @@
 
 pub mod json;
 pub mod redis;
+mod resp;
 
 use std::fmt;
 

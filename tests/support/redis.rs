@@ -17,6 +17,10 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
+    /// Extra `redis-server` arguments (see [`RedisServer::start_with`]).
+    args: Vec<String>,
+    /// The `--requirepass` among them, for the readiness check.
+    password: Option<String>,
 }
 
 fn available() -> bool {
@@ -40,6 +44,12 @@ impl RedisServer {
     /// Starts a server, or returns `None` (with a note) when
     /// `redis-server` is not installed and `CI` is not `true`.
     pub fn start(test: &str) -> Option<RedisServer> {
+        Self::start_with(test, &[])
+    }
+
+    /// Like [`start`](Self::start), with extra `redis-server` arguments
+    /// (e.g. `["--requirepass", "secret"]`), kept across restarts.
+    pub fn start_with(test: &str, args: &[&str]) -> Option<RedisServer> {
         if !available() {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("redis-server is not installed (CI=true): apt-get install -y redis-server");
@@ -53,6 +63,12 @@ impl RedisServer {
             child: None,
             port: free_port(),
             dir: tempfile::tempdir().expect("tempdir"),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            password: args
+                .iter()
+                .position(|a| *a == "--requirepass")
+                .and_then(|i| args.get(i + 1))
+                .map(|p| p.to_string()),
         };
         server.spawn();
         Some(server)
@@ -72,6 +88,7 @@ impl RedisServer {
                 "--dir",
             ])
             .arg(self.dir.path())
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -92,6 +109,13 @@ impl RedisServer {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        if let Some(password) = &self.password {
+            let mut ok = [0u8; 5];
+            let auth = format!("AUTH {password}\r\n");
+            if s.write_all(auth.as_bytes()).is_err() || s.read_exact(&mut ok).is_err() {
+                return false;
+            }
+        }
         let mut buf = [0u8; 7];
         s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
     }

@@ -665,9 +665,7 @@ impl RunnableNetwork {
 
     /// Loads a network from a JSON value in the saved format.
     pub fn from_value(value: Value) -> Result<RunnableNetwork> {
-        // Nodes are read from raw JSON text (the fast path); a value is
-        // written out once for that.
-        Self::from_json(&value.to_string())
+        Self::from_saved(serde_json::from_value(value)?)
     }
 
     /// Saves to a file (written to a temporary file first, then renamed, so

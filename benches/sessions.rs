@@ -45,19 +45,27 @@ struct Stats {
     mean: Duration,
 }
 
+impl Stats {
+    fn of(mut samples: Vec<Duration>) -> Stats {
+        let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+        samples.sort();
+        Stats {
+            median: samples[samples.len() / 2],
+            mean,
+        }
+    }
+}
+
 fn measure(iters: usize, mut f: impl FnMut()) -> Stats {
-    let mut samples = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let t = Instant::now();
-        f();
-        samples.push(t.elapsed());
-    }
-    let mean = samples.iter().sum::<Duration>() / iters as u32;
-    samples.sort();
-    Stats {
-        median: samples[iters / 2],
-        mean,
-    }
+    Stats::of(
+        (0..iters)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 /// Like [`measure`], for an async operation awaited in one sequential loop
@@ -73,12 +81,27 @@ where
         f().await;
         samples.push(t.elapsed());
     }
-    let mean = samples.iter().sum::<Duration>() / iters as u32;
-    samples.sort();
-    Stats {
-        median: samples[iters / 2],
-        mean,
-    }
+    Stats::of(samples)
+}
+
+/// Times `iters` listings of the page of 50 at `offset`, checking its
+/// length (and the total, when given).
+fn page_times(
+    rt: &tokio::runtime::Runtime,
+    list: &dyn NetworkList,
+    offset: usize,
+    total: Option<usize>,
+    iters: usize,
+) -> Stats {
+    measure(iters, || {
+        let page = rt
+            .block_on(list.list(&ListQuery::default().offset(offset).limit(50)))
+            .expect("list");
+        assert_eq!(page.sessions.len(), 50);
+        if let Some(total) = total {
+            assert_eq!(page.total, total);
+        }
+    })
 }
 
 fn ms(d: Duration) -> String {
@@ -171,23 +194,10 @@ fn json_figures(rt: &tokio::runtime::Runtime) {
         let fresh = JsonNetworkList::new(dir.path())
             .with_user("many")
             .expect("user");
-        let page = rt
-            .block_on(fresh.list(&ListQuery::default().limit(50)))
-            .expect("list");
-        assert_eq!((page.sessions.len(), page.total), (50, 10_000));
+        page_times(rt, &fresh, 0, Some(10_000), 1);
     });
-    let warm = measure(100, || {
-        let page = rt
-            .block_on(many.list(&ListQuery::default().limit(50)))
-            .expect("list");
-        assert_eq!(page.sessions.len(), 50);
-    });
-    let deep = measure(100, || {
-        let page = rt
-            .block_on(many.list(&ListQuery::default().offset(5000).limit(50)))
-            .expect("list");
-        assert_eq!(page.sessions.len(), 50);
-    });
+    let warm = page_times(rt, &many, 0, None, 100);
+    let deep = page_times(rt, &many, 5000, None, 100);
     println!(
         "list page of 50 among 10,000: warm median {} (offset 5000: {}), cold (new process, reads the index) median {}  [target <= 20 ms]",
         ms(warm.median),
@@ -375,18 +385,8 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         "populated 100,000 sessions in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let first = measure(200, || {
-        let page = rt
-            .block_on(many.list(&ListQuery::default().limit(50)))
-            .expect("list");
-        assert_eq!((page.sessions.len(), page.total), (50, 100_000));
-    });
-    let deep = measure(200, || {
-        let page = rt
-            .block_on(many.list(&ListQuery::default().offset(50_000).limit(50)))
-            .expect("list");
-        assert_eq!(page.sessions.len(), 50);
-    });
+    let first = page_times(rt, &many, 0, Some(100_000), 200);
+    let deep = page_times(rt, &many, 50_000, None, 200);
     println!(
         "list page of 50 among 100,000: median {} (offset 50,000: {})  [target <= 5 ms]",
         ms(first.median),

@@ -457,28 +457,25 @@ impl<'de> serde::de::Visitor<'de> for NodeSeed {
             }
         };
         let mut f = BuiltinFields::default();
-        let field =
-            |what: &str, e: A::Error| A::Error::custom(format!("node {index}: {what}: {e}"));
+        // A field of the wrong type names the node and the field.
+        let at = |what: &'static str| {
+            move |e: A::Error| A::Error::custom(format!("node {index}: {what}: {e}"))
+        };
         while let Some(key) = map.next_key::<BuiltinKey>()? {
             match key {
-                BuiltinKey::Id => f.id = Some(map.next_value().map_err(|e| field("id", e))?),
-                BuiltinKey::Name => f.name = Some(map.next_value().map_err(|e| field("name", e))?),
-                BuiltinKey::Invoked => {
-                    f.invoked = Some(map.next_value().map_err(|e| field("invoked", e))?);
-                }
-                BuiltinKey::Outputs => {
-                    f.outputs = Some(map.next_value().map_err(|e| field("outputs", e))?);
-                }
+                BuiltinKey::Id => f.id = Some(map.next_value().map_err(at("id"))?),
+                BuiltinKey::Name => f.name = Some(map.next_value().map_err(at("name"))?),
+                BuiltinKey::Invoked => f.invoked = Some(map.next_value().map_err(at("invoked"))?),
+                BuiltinKey::Outputs => f.outputs = Some(map.next_value().map_err(at("outputs"))?),
                 BuiltinKey::Metadata => {
-                    f.metadata = Some(map.next_value().map_err(|e| field("metadata", e))?);
+                    f.metadata = Some(map.next_value().map_err(at("metadata"))?);
                 }
-                BuiltinKey::Text => f.text = Some(map.next_value().map_err(|e| field("text", e))?),
+                BuiltinKey::Text => f.text = Some(map.next_value().map_err(at("text"))?),
                 BuiltinKey::ToolCall => {
-                    f.tool_call = Some(map.next_value().map_err(|e| field("tool_call", e))?);
+                    f.tool_call = Some(map.next_value().map_err(at("tool_call"))?);
                 }
                 BuiltinKey::ChatModelName => {
-                    f.chat_model_name =
-                        Some(map.next_value().map_err(|e| field("chat_model_name", e))?);
+                    f.chat_model_name = Some(map.next_value().map_err(at("chat_model_name"))?);
                 }
                 BuiltinKey::Other(key) => {
                     let value = map.next_value()?;

@@ -27,12 +27,11 @@
 //! malformed replies `ParseError`s.
 
 use std::io::{self, IoSlice};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use ::redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_util::either::Either;
 
 /// The size of a connection's read buffer.
 const READ_BUFFER: usize = 64 * 1024;
@@ -158,7 +157,7 @@ impl<'a> Request<'a> {
         self.commands += 1;
         self.missing = argc;
         self.buf.push(b'*');
-        self.push_decimal(argc as u64);
+        self.push_line(itoa::Buffer::new().format(argc).as_bytes());
         self
     }
 
@@ -166,22 +165,13 @@ impl<'a> Request<'a> {
     pub(crate) fn arg(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
         let bytes = bytes.as_ref();
         self.header(bytes.len());
-        self.buf.extend_from_slice(bytes);
-        self.buf.extend_from_slice(b"\r\n");
+        self.push_line(bytes);
         self
     }
 
     /// Appends an integer argument (in decimal).
     pub(crate) fn int(&mut self, n: i64) -> &mut Self {
-        let mut digits = [0u8; 20];
-        let text = decimal(n.unsigned_abs(), &mut digits);
-        self.header(text.len() + usize::from(n < 0));
-        if n < 0 {
-            self.buf.push(b'-');
-        }
-        self.buf.extend_from_slice(text);
-        self.buf.extend_from_slice(b"\r\n");
-        self
+        self.arg(itoa::Buffer::new().format(n))
     }
 
     /// Appends an argument that is referenced, not copied, when it is long.
@@ -206,13 +196,12 @@ impl<'a> Request<'a> {
             None => self.miscounted = true,
         }
         self.buf.push(b'$');
-        self.push_decimal(len as u64);
+        self.push_line(itoa::Buffer::new().format(len).as_bytes());
     }
 
-    fn push_decimal(&mut self, n: u64) {
-        let mut digits = [0u8; 20];
-        let text = decimal(n, &mut digits);
-        self.buf.extend_from_slice(text);
+    /// Appends `bytes` and a CRLF.
+    fn push_line(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -247,19 +236,6 @@ impl<'a> Request<'a> {
     }
 }
 
-/// `n` in decimal, written at the end of `digits`.
-fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &digits[at..];
-        }
-    }
-}
-
 /// Writes every slice, handling partial writes.
 async fn write_all_vectored<W: AsyncWrite + Unpin>(
     writer: &mut W,
@@ -282,79 +258,15 @@ async fn write_all_vectored<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// The transport of a [`Connection`] to a server.
-#[derive(Debug)]
-pub(crate) enum Stream {
-    /// `redis://host:port`
-    Tcp(TcpStream),
-    /// `redis+unix:///path` (or `unix:///path`)
-    #[cfg(unix)]
-    Unix(tokio::net::UnixStream),
-}
+/// The transport of a [`Connection`] to a server: TCP (`redis://host:port`)
+/// or a Unix socket (`redis+unix:///path`, or `unix:///path`).
+pub(crate) type Stream = Either<TcpStream, LocalStream>;
 
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            #[cfg(unix)]
-            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            #[cfg(unix)]
-            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            #[cfg(unix)]
-            Stream::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Stream::Tcp(s) => s.is_write_vectored(),
-            #[cfg(unix)]
-            Stream::Unix(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
-            #[cfg(unix)]
-            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            #[cfg(unix)]
-            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
-}
+#[cfg(unix)]
+type LocalStream = tokio::net::UnixStream;
+/// Without Unix sockets, never built (only TCP addresses connect).
+#[cfg(not(unix))]
+type LocalStream = TcpStream;
 
 /// One RESP2 connection: requests out, replies in, one exchange at a time.
 #[derive(Debug)]
@@ -376,12 +288,10 @@ impl Connection<Stream> {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
                 let stream = TcpStream::connect((host, *port)).await?;
                 stream.set_nodelay(true)?;
-                Stream::Tcp(stream)
+                Either::Left(stream)
             }
             #[cfg(unix)]
-            ConnectionAddr::Unix(path) => {
-                Stream::Unix(tokio::net::UnixStream::connect(path).await?)
-            }
+            ConnectionAddr::Unix(path) => Either::Right(LocalStream::connect(path).await?),
             other => {
                 return Err(RedisError::from((
                     ErrorKind::InvalidClientConfig,
@@ -612,37 +522,20 @@ enum Head {
 
 /// A RESP integer: an optional `-`, then decimal digits.
 fn parse_int(text: &[u8]) -> Result<i64, RedisError> {
-    let bad = || protocol_error(format!("bad integer `{}`", String::from_utf8_lossy(text)));
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', digits)) => (true, digits),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return Err(bad());
-    }
-    let mut n: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return Err(bad());
-        }
-        let d = i64::from(d - b'0');
-        n = n
-            .checked_mul(10)
-            .and_then(|n| {
-                if negative {
-                    n.checked_sub(d)
-                } else {
-                    n.checked_add(d)
-                }
-            })
-            .ok_or_else(bad)?;
-    }
-    Ok(n)
+    std::str::from_utf8(text)
+        .ok()
+        // `i64::from_str` also takes a leading `+`, which RESP never sends.
+        .filter(|t| !t.starts_with('+'))
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| protocol_error(format!("bad integer `{}`", String::from_utf8_lossy(text))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::ReadBuf;
 
     /// Serves `data` in chunks of the given sizes (cycling), then EOF;
     /// swallows writes.
@@ -863,6 +756,7 @@ mod tests {
             b":12a\r\n",
             b":\r\n",
             b":-\r\n",
+            b":+5\r\n",
             b":99999999999999999999\r\n",
             b"$-2\r\n",
             b"$abc\r\n",

@@ -30,8 +30,12 @@ pub enum NetworkError {
         node: NodeId,
         /// Its kind.
         kind: String,
-        /// What went wrong.
+        /// What went wrong (the source's message).
         message: String,
+        /// The node's own error, e.g. [`NetworkError::Model`] or
+        /// [`NetworkError::Io`].
+        #[source]
+        source: Box<NetworkError>,
     },
     /// A modifier hook failed.
     #[error("modifier `{modifier}` failed: {message}")]
@@ -40,6 +44,10 @@ pub enum NetworkError {
         modifier: String,
         /// What went wrong.
         message: String,
+        /// The hook's own error (a [`NetworkError`], or another boundary's
+        /// error such as a session list's); downcast it to match on it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The run reached its step limit (model turns in one `invoke`).
     #[error("step limit reached: {limit} model turns in one invoke; the network is left valid and can be saved or invoked again")]
@@ -121,12 +129,13 @@ pub enum ToolError {
         available: String,
     },
     /// The arguments are not valid JSON.
-    #[error("Invalid arguments for {tool}: not valid JSON ({reason})")]
+    #[error("Invalid arguments for {tool}: not valid JSON ({source})")]
     InvalidJson {
         /// The tool's name.
         tool: String,
-        /// The parser's message.
-        reason: String,
+        /// The parser's error.
+        #[source]
+        source: std::sync::Arc<serde_json::Error>,
     },
     /// The arguments have the wrong shape.
     #[error("Invalid arguments for {tool}: {reason}")]

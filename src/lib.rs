@@ -69,23 +69,20 @@
 //! ```
 #![deny(missing_docs)]
 
+mod atomic_file;
 pub mod error;
 pub mod event;
 pub mod files;
+pub mod format;
 pub mod history;
-mod invoke;
+pub mod kinds;
 pub mod list;
-pub mod loops;
-pub mod mermaid;
 pub mod message;
 pub mod model;
-pub mod modifier;
 pub mod network;
 pub mod node;
 pub mod nodes;
-mod ops;
-pub mod persist;
-pub mod scope;
+pub mod run;
 pub mod tool;
 
 /// The README's examples run as doctests.
@@ -97,18 +94,16 @@ pub use error::{ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};
 pub use history::History;
+pub use kinds::{register_node_kind, register_node_loader};
 pub use list::{
     JsonNetworkList, ListError, ListPage, ListQuery, NetworkList, RedisNetworkList, SessionInfo,
 };
-pub use loops::{ChatLoop, ToolLoop};
 pub use message::{Message, ToolCall, ToolStatus};
 pub use model::openai::OpenAiChatModel;
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
-pub use modifier::{InvokeOutcome, NetworkModifier};
-pub use network::{NetworkBuilder, RunnableNetwork};
+pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
-pub use persist::{register_node_kind, register_node_loader};
-pub use scope::ScopeGuard;
+pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};

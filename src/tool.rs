@@ -260,7 +260,7 @@ pub async fn run_tool_call(
             return ToolOutput::error(
                 ToolError::InvalidJson {
                     tool: call.name.clone(),
-                    reason: e.to_string(),
+                    source: std::sync::Arc::new(e),
                 }
                 .to_string(),
             )

@@ -261,7 +261,7 @@ async fn restart_between_operations_reconnects() {
     server.stop();
     assert!(matches!(
         list.load(after.id()).await,
-        Err(ListError::Unavailable(_))
+        Err(ListError::Unavailable { .. })
     ));
     server.restart();
     list.save(&after).await.expect("save after coming back");
@@ -283,7 +283,7 @@ async fn outage_fails_within_the_timeout() {
         .expect("build");
     let started = Instant::now();
     let r = list.save(&RunnableNetwork::new()).await;
-    assert!(matches!(r, Err(ListError::Unavailable(_))), "{r:?}");
+    assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -312,7 +312,7 @@ async fn outage_fails_within_the_timeout() {
     let started = Instant::now();
     let r = list.list(&ListQuery::default()).await;
     let took = started.elapsed();
-    assert!(matches!(r, Err(ListError::Unavailable(_))), "{r:?}");
+    assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
     assert!(
         took >= Duration::from_millis(4500) && took < Duration::from_secs(7),
         "{took:?}"
@@ -441,7 +441,9 @@ async fn password_and_database_from_the_url() {
         .expect("build");
     let started = Instant::now();
     match wrong.save(&RunnableNetwork::new()).await {
-        Err(ListError::Unavailable(message)) => assert!(
+        Err(ListError::Unavailable {
+            reason: message, ..
+        }) => assert!(
             message.to_lowercase().contains("auth") || message.contains("WRONGPASS"),
             "{message}"
         ),
@@ -449,7 +451,7 @@ async fn password_and_database_from_the_url() {
     }
     assert!(matches!(
         wrong.load_json(net.id()).await,
-        Err(ListError::Unavailable(_))
+        Err(ListError::Unavailable { .. })
     ));
     assert!(started.elapsed() < Duration::from_secs(1));
 }
@@ -551,7 +553,10 @@ async fn direct_operations_fail_within_the_timeout() {
             _ => list.load_json(net.id()).await.map(|_| ()),
         };
         let took = started.elapsed();
-        assert!(matches!(r, Err(ListError::Unavailable(_))), "{op}: {r:?}");
+        assert!(
+            matches!(r, Err(ListError::Unavailable { .. })),
+            "{op}: {r:?}"
+        );
         assert!(
             took >= Duration::from_millis(550) && took < Duration::from_secs(2),
             "{op}: {took:?}"

@@ -156,6 +156,7 @@ impl CheckpointModifier {
             Err(e) => Err(NetworkError::Modifier {
                 modifier: self.id.clone(),
                 message: format!("checkpoint ({when}) failed: {e}"),
+                source: Box::new(e),
             }),
         }
     }

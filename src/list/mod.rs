@@ -8,7 +8,7 @@
 //!   append-only index (`<root>/<user>/.index.jsonl`) so that listing never
 //!   parses whole networks;
 //! - [`RedisNetworkList`]: hashes and a sorted set per user in Redis, saved
-//!   with one atomic Lua script.
+//!   with optimistic `WATCH`/`MULTI`/`EXEC` transactions.
 //!
 //! # Revisions and timestamps
 //!
@@ -58,15 +58,11 @@
 
 pub mod json;
 pub mod redis;
-mod resp;
-
-use std::fmt;
+mod session;
+mod stamp;
 
 use async_trait::async_trait;
-use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
-use serde::de::{IgnoredAny, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::NetworkError;
@@ -74,6 +70,9 @@ use crate::network::RunnableNetwork;
 
 pub use json::JsonNetworkList;
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
+pub use session::{validate_user, ListPage, ListQuery, SessionInfo};
+pub use stamp::revision_of;
+pub(crate) use stamp::{info_from_json, stamp};
 
 /// A session id: the network's id.
 pub type SessionId = Uuid;
@@ -120,8 +119,14 @@ pub enum ListError {
         found: u64,
     },
     /// The store cannot be reached (Redis down, timeout).
-    #[error("session store unavailable: {0}")]
-    Unavailable(String),
+    #[error("session store unavailable: {reason}")]
+    Unavailable {
+        /// What was tried and what happened.
+        reason: String,
+        /// The Redis client's error, when there is one.
+        #[source]
+        source: Option<::redis::RedisError>,
+    },
     /// A user (namespace) name that cannot be used.
     #[error("invalid user name `{0}`: use 1 to 128 characters among A-Z a-z 0-9 . _ - and do not start with `.`")]
     InvalidUser(String),
@@ -138,105 +143,6 @@ pub enum ListError {
 
 /// `Result` with [`ListError`].
 pub type ListResult<T> = std::result::Result<T, ListError>;
-
-/// What a list shows about one session, without loading the network.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionInfo {
-    /// The network id.
-    pub id: Uuid,
-    /// The user (namespace) the session belongs to.
-    pub user: String,
-    /// The network's human-readable name.
-    pub name: String,
-    /// Time of the first save.
-    pub created_at: DateTime<Utc>,
-    /// Time of the latest save.
-    pub updated_at: DateTime<Utc>,
-    /// Number of nodes.
-    pub node_count: usize,
-    /// Size of the saved JSON in bytes.
-    pub bytes: u64,
-    /// The stored revision.
-    pub revision: u64,
-    /// The network's metadata (used by [`NetworkList::find`]).
-    #[serde(default)]
-    pub metadata: Map<String, Value>,
-}
-
-/// Which page of sessions to list.
-///
-/// ```
-/// use lc_agent::list::ListQuery;
-/// let q = ListQuery::default().user("bob").offset(50).limit(25);
-/// assert_eq!((q.offset, q.limit), (50, 25));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListQuery {
-    /// The user (namespace) to list; `None` means the list's own user.
-    pub user: Option<String>,
-    /// Sessions to skip (newest first).
-    pub offset: usize,
-    /// Page size.
-    pub limit: usize,
-}
-
-impl Default for ListQuery {
-    fn default() -> Self {
-        Self {
-            user: None,
-            offset: 0,
-            limit: DEFAULT_PAGE_SIZE,
-        }
-    }
-}
-
-impl ListQuery {
-    /// The user to list: the query's (checked), else `own`.
-    pub fn user_or(&self, own: &str) -> ListResult<String> {
-        match &self.user {
-            Some(u) => {
-                validate_user(u)?;
-                Ok(u.clone())
-            }
-            None => Ok(own.to_string()),
-        }
-    }
-
-    /// Lists another user's sessions.
-    #[must_use]
-    pub fn user(mut self, user: impl Into<String>) -> Self {
-        self.user = Some(user.into());
-        self
-    }
-
-    /// Skips this many sessions.
-    #[must_use]
-    pub fn offset(mut self, offset: usize) -> Self {
-        self.offset = offset;
-        self
-    }
-
-    /// Returns at most this many sessions.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
-    }
-}
-
-/// One page of a listing.
-#[derive(Debug, Default)]
-pub struct ListPage {
-    /// Sessions, most recently updated first.
-    pub sessions: Vec<SessionInfo>,
-    /// Entries of this page that could not be read (corrupt files or
-    /// index entries); the listing goes on without them. Unreadable files
-    /// that a [`JsonNetworkList`] cannot place in the order at all are
-    /// reported with the first page (offset 0).
-    pub errors: Vec<ListError>,
-    /// Number of sessions of the user (all pages).
-    pub total: usize,
-}
 
 /// A store of sessions: many networks per user, keyed by network id.
 ///
@@ -269,7 +175,10 @@ pub trait NetworkList: Send + Sync {
                 other => return other,
             }
         }
-        Err(last.unwrap_or(ListError::Unavailable("save_force kept conflicting".into())))
+        Err(last.unwrap_or(ListError::Unavailable {
+            reason: "save_force kept conflicting".into(),
+            source: None,
+        }))
     }
 
     /// The stored revision of a session, `None` when there is none.
@@ -329,176 +238,4 @@ pub trait NetworkList: Send + Sync {
             }
         }
     }
-}
-
-/// The revision a network was loaded or last saved at (0 if never saved).
-pub fn revision_of(network: &RunnableNetwork) -> u64 {
-    network
-        .metadata_value(REVISION_KEY)
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0)
-}
-
-/// Checks a user (namespace) name: 1 to 128 characters among
-/// `A-Z a-z 0-9 . _ -`, not starting with `.`.
-pub fn validate_user(user: &str) -> ListResult<()> {
-    let ok = !user.is_empty()
-        && user.len() <= 128
-        && !user.starts_with('.')
-        && user
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ListError::InvalidUser(user.to_string()))
-    }
-}
-
-/// A network stamped for saving: its JSON and info at the new revision,
-/// and what to put back if the save does not happen.
-pub(crate) struct Stamped {
-    pub(crate) expected: u64,
-    pub(crate) json: String,
-    pub(crate) info: SessionInfo,
-    previous: [(&'static str, Option<Value>); 3],
-}
-
-pub(crate) fn timestamp(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
-
-fn parse_time(v: Option<&Value>) -> Option<DateTime<Utc>> {
-    v.and_then(Value::as_str)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
-/// Sets the next revision and timestamps on the network and serializes it.
-pub(crate) fn stamp(network: &RunnableNetwork, user: &str) -> ListResult<Stamped> {
-    let previous =
-        [REVISION_KEY, CREATED_AT_KEY, UPDATED_AT_KEY].map(|k| (k, network.metadata_value(k)));
-    let expected = revision_of(network);
-    // Micro-second precision: what the saved text and Redis scores hold.
-    let now = Utc::now().trunc_subsecs(6);
-    let created = parse_time(previous[1].1.as_ref()).unwrap_or(now);
-    network.set_metadata(REVISION_KEY, Value::from(expected + 1));
-    network.set_metadata(CREATED_AT_KEY, Value::from(timestamp(&created)));
-    network.set_metadata(UPDATED_AT_KEY, Value::from(timestamp(&now)));
-    let stamped = Stamped {
-        expected,
-        json: String::new(),
-        info: SessionInfo {
-            id: network.id(),
-            user: user.to_string(),
-            name: network.name(),
-            created_at: created,
-            updated_at: now,
-            node_count: network.len(),
-            bytes: 0,
-            revision: expected + 1,
-            metadata: network.metadata(),
-        },
-        previous,
-    };
-    match network.to_json() {
-        Ok(json) => Ok(Stamped {
-            info: SessionInfo {
-                bytes: json.len() as u64,
-                ..stamped.info.clone()
-            },
-            json,
-            ..stamped
-        }),
-        Err(e) => {
-            stamped.restore(network);
-            Err(e.into())
-        }
-    }
-}
-
-impl Stamped {
-    /// Puts the network's revision and timestamps back (the save failed).
-    pub(crate) fn restore(&self, network: &RunnableNetwork) {
-        for (key, value) in &self.previous {
-            match value {
-                Some(v) => network.set_metadata(*key, v.clone()),
-                None => {
-                    network.remove_metadata(key);
-                }
-            }
-        }
-    }
-}
-
-/// Counts the elements of a JSON array without keeping them.
-#[derive(Default)]
-struct CountSeq(usize);
-
-impl<'de> Deserialize<'de> for CountSeq {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = CountSeq;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CountSeq, A::Error> {
-                let mut n = 0;
-                while seq.next_element::<IgnoredAny>()?.is_some() {
-                    n += 1;
-                }
-                Ok(CountSeq(n))
-            }
-        }
-        d.deserialize_seq(V)
-    }
-}
-
-/// The parts of a saved network that a listing needs; every other field
-/// is skipped without being built.
-#[derive(Deserialize)]
-struct SavedHead {
-    format: String,
-    id: Uuid,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    metadata: Map<String, Value>,
-    #[serde(default)]
-    nodes: CountSeq,
-}
-
-/// Reads the listing info out of a saved network's JSON.
-pub(crate) fn info_from_json(
-    json: &[u8],
-    user: &str,
-    fallback_time: DateTime<Utc>,
-) -> Result<SessionInfo, String> {
-    let head: SavedHead = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    if head.format != crate::persist::FORMAT {
-        return Err(format!(
-            "unsupported format `{}` (expected `{}`)",
-            head.format,
-            crate::persist::FORMAT
-        ));
-    }
-    let updated = parse_time(head.metadata.get(UPDATED_AT_KEY))
-        .unwrap_or(fallback_time)
-        .trunc_subsecs(6);
-    Ok(SessionInfo {
-        id: head.id,
-        user: user.to_string(),
-        name: head.name,
-        created_at: parse_time(head.metadata.get(CREATED_AT_KEY)).unwrap_or(updated),
-        updated_at: updated,
-        node_count: head.nodes.0,
-        bytes: json.len() as u64,
-        revision: head
-            .metadata
-            .get(REVISION_KEY)
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        metadata: head.metadata,
-    })
 }

@@ -26,6 +26,9 @@ pub struct ChatNode {
 }
 
 impl ChatNode {
+    /// The kind name (`__node_type__`).
+    pub const KIND: &'static str = "chat";
+
     /// A chat node using the network's model, attached to the active
     /// network.
     #[allow(clippy::new_ret_no_self)]
@@ -45,7 +48,7 @@ impl ChatNode {
 #[async_trait]
 impl NodeLogic for ChatNode {
     fn kind(&self) -> &str {
-        "chat"
+        Self::KIND
     }
 
     fn is_model_turn(&self) -> bool {
@@ -70,7 +73,7 @@ impl NodeLogic for ChatNode {
             node_id: Some(node_id),
         };
         for m in net.modifiers().iter() {
-            crate::invoke::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+            crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
         }
         let response = if net.streaming() {
             let emitter = net.clone();

@@ -15,6 +15,9 @@ pub struct HumanNode {
 }
 
 impl HumanNode {
+    /// The kind name (`__node_type__`).
+    pub const KIND: &'static str = "human";
+
     /// A human node, attached to the active network as a child of its
     /// current leaf (see [`crate::RunnableNetwork::enter`]).
     #[allow(clippy::new_ret_no_self)]
@@ -26,7 +29,7 @@ impl HumanNode {
 #[async_trait]
 impl NodeLogic for HumanNode {
     fn kind(&self) -> &str {
-        "human"
+        Self::KIND
     }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
         Ok(Message::human(self.text.clone()))
@@ -45,6 +48,9 @@ pub struct SystemNode {
 }
 
 impl SystemNode {
+    /// The kind name (`__node_type__`).
+    pub const KIND: &'static str = "system";
+
     /// A system node, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(text: impl Into<String>) -> NodeRef {
@@ -55,7 +61,7 @@ impl SystemNode {
 #[async_trait]
 impl NodeLogic for SystemNode {
     fn kind(&self) -> &str {
-        "system"
+        Self::KIND
     }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
         Ok(Message::system(self.text.clone()))

@@ -20,6 +20,9 @@ pub struct NetworkNode {
 }
 
 impl NetworkNode {
+    /// The kind name (`__node_type__`).
+    pub const KIND: &'static str = "network";
+
     /// A sub-network node around `inner`, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(inner: RunnableNetwork) -> NodeRef {
@@ -40,7 +43,7 @@ impl NetworkNode {
 #[async_trait]
 impl NodeLogic for NetworkNode {
     fn kind(&self) -> &str {
-        "network"
+        Self::KIND
     }
 
     async fn invoke(&self, ctx: NodeContext) -> Result<Message> {

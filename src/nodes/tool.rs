@@ -21,6 +21,9 @@ pub struct ToolNode {
 }
 
 impl ToolNode {
+    /// The kind name (`__node_type__`).
+    pub const KIND: &'static str = "tool";
+
     /// A tool node, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(tool_call: ToolCall) -> NodeRef {
@@ -31,7 +34,7 @@ impl ToolNode {
 #[async_trait]
 impl NodeLogic for ToolNode {
     fn kind(&self) -> &str {
-        "tool"
+        Self::KIND
     }
 
     async fn invoke(&self, ctx: NodeContext) -> Result<Message> {

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
+use super::RunnableNetwork;
 use crate::message::Message;
-use crate::network::RunnableNetwork;
 
 const EXCERPT_CHARS: usize = 40;
 

@@ -55,6 +55,8 @@
 //! dropped connection is retried once on a new one (a save or load also
 //! forgets the idle connections, which are stale after a restart).
 
+mod resp;
+
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -64,12 +66,12 @@ use ::redis::{Client, ErrorKind, RedisError, Script};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::resp::{self, Reply, Request};
 use super::{
     stamp, validate_user, ListError, ListPage, ListQuery, ListResult, NetworkList, SessionInfo,
     DEFAULT_USER,
 };
 use crate::network::RunnableNetwork;
+use resp::{Reply, Request};
 
 /// The URL used unless the builder or `LC_AGENT_REDIS_URL` says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
@@ -418,18 +420,24 @@ impl RedisNetworkList {
         let deadline = tokio::time::Instant::now() + self.inner.timeout;
         match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) if is_connection_error(&e) => Err(ListError::Unavailable(format!(
-                "redis at {} ({what}): {e}",
-                self.inner.url
-            ))),
-            Ok(Err(e)) => Err(ListError::Unavailable(format!(
-                "redis at {} ({what}) failed: {e}",
-                self.inner.url
-            ))),
-            Err(_) => Err(ListError::Unavailable(format!(
-                "redis at {} ({what}): no answer within {:?}",
-                self.inner.url, self.inner.timeout
-            ))),
+            Ok(Err(e)) => {
+                let failed = if is_connection_error(&e) {
+                    ""
+                } else {
+                    " failed"
+                };
+                Err(ListError::Unavailable {
+                    reason: format!("redis at {} ({what}){failed}: {e}", self.inner.url),
+                    source: Some(e),
+                })
+            }
+            Err(_) => Err(ListError::Unavailable {
+                reason: format!(
+                    "redis at {} ({what}): no answer within {:?}",
+                    self.inner.url, self.inner.timeout
+                ),
+                source: None,
+            }),
         }
     }
 

@@ -1,36 +1,19 @@
 //! Running a network: begin hooks, passes over pending nodes, end hooks.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
 
+use super::{hook, InvokeOutcome, NetworkModifier};
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
-use crate::modifier::{InvokeOutcome, NetworkModifier, CURRENT_MODIFIER};
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeId, NodeRef};
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
-
-/// Runs one modifier hook with the modifier recorded as the author of any
-/// node it adds; its errors name the modifier.
-pub(crate) async fn hook(
-    modifier: &Arc<dyn NetworkModifier>,
-    fut: impl Future<Output = Result<()>>,
-) -> Result<()> {
-    let id: Arc<str> = Arc::from(modifier.id());
-    CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
-        e @ (NetworkError::StepLimit { .. } | NetworkError::Modifier { .. }) => e,
-        other => NetworkError::Modifier {
-            modifier: modifier.id().to_string(),
-            message: other.to_string(),
-        },
-    })
-}
 
 impl RunnableNetwork {
     /// Runs every node that has not run yet and returns the output of the
@@ -137,22 +120,19 @@ impl RunnableNetwork {
                     node: node.id(),
                     kind: node.kind().to_string(),
                     message,
+                    source: Box::new(e),
                 });
             }
         };
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
-        {
-            let mut st = node.0.state.lock();
-            st.outputs = Some(message.clone());
-            st.invoked = true;
-            st.history = Some(input.push(message.clone()));
-            st.metadata.shift_remove("error");
-            st.metadata.insert(
+        node.record_output(message.clone(), Some(input.push(message.clone())));
+        node.edit_metadata(|m| {
+            m.shift_remove("error");
+            m.insert(
                 "timings".into(),
                 json!({"started_at": started_at, "elapsed_us": elapsed_us}),
             );
-            st.changed();
-        }
+        });
         self.mark_pending_done(node);
         self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
         for m in modifiers.iter() {
@@ -168,8 +148,8 @@ fn waves(order: &[NodeRef]) -> Vec<Vec<NodeRef>> {
     let mut level: HashMap<NodeId, usize> = HashMap::with_capacity(order.len());
     let mut out: Vec<Vec<NodeRef>> = Vec::new();
     for node in order {
-        let parents = node.0.state.lock().parents.clone();
-        let l = parents
+        let l = node
+            .parent_ids()
             .iter()
             .filter_map(|p| level.get(p))
             .max()

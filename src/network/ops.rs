@@ -43,12 +43,12 @@ fn connect(parents: &[NodeRef], child: &NodeRef) {
     let network = child
         .network()
         .or_else(|| parents.iter().find_map(NodeRef::network))
-        .or_else(crate::scope::current);
+        .or_else(super::scope::current);
     let result = match network {
         Some(net) => net.connect(parents, child),
         None => {
             // Nothing is in a network yet: remember the edge on the child.
-            child.0.state.lock().parents = parents.iter().map(NodeRef::id).collect();
+            child.replace_parents(parents.iter().map(NodeRef::id).collect());
             if !parents.is_empty() {
                 tracing::warn!(
                     child = %child.id(),

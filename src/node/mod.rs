@@ -6,16 +6,19 @@
 //! outputs, metadata — lives in the handle. Once a node has been invoked
 //! its outputs are never recomputed.
 
-use std::sync::{Arc, Weak};
+mod state;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use crate::error::{NetworkError, Result};
 use crate::history::History;
 use crate::message::Message;
-use crate::network::{NetworkInner, RunnableNetwork};
+use crate::network::RunnableNetwork;
+
+pub(crate) use state::{NodeCell, SavedFields};
 
 /// A node's id: a random (v4) UUID.
 pub type NodeId = uuid::Uuid;
@@ -100,35 +103,6 @@ pub fn fields_of<T: serde::Serialize>(value: &T) -> Result<Map<String, Value>> {
     }
 }
 
-pub(crate) struct NodeState {
-    pub(crate) name: String,
-    pub(crate) parents: Vec<NodeId>,
-    pub(crate) invoked: bool,
-    pub(crate) outputs: Option<Arc<Message>>,
-    pub(crate) metadata: Map<String, Value>,
-    /// The conversation up to and including this node's output (a cache).
-    pub(crate) history: Option<History>,
-    pub(crate) network: Weak<NetworkInner>,
-    /// Order of addition to its network (set when attached).
-    pub(crate) seq: u64,
-    /// The node's saved JSON, cached once it is invoked (saving is then a
-    /// copy). Anything that changes a saved field calls [`NodeState::changed`].
-    pub(crate) saved: Option<Box<serde_json::value::RawValue>>,
-}
-
-impl NodeState {
-    /// Marks a saved field (name, outputs, metadata, ...) as changed.
-    pub(crate) fn changed(&mut self) {
-        self.saved = None;
-    }
-}
-
-pub(crate) struct NodeCell {
-    pub(crate) id: NodeId,
-    pub(crate) logic: Arc<dyn NodeLogic>,
-    pub(crate) state: Mutex<NodeState>,
-}
-
 /// A handle to a node. Clones point at the same node.
 #[derive(Clone)]
 pub struct NodeRef(pub(crate) Arc<NodeCell>);
@@ -142,7 +116,7 @@ impl NodeRef {
 
     pub(crate) fn detached_shared(logic: Arc<dyn NodeLogic>) -> Self {
         let name = logic.kind().to_string();
-        Self::loaded(logic, uuid::Uuid::new_v4(), name, false, None, Map::new())
+        Self::from_parts(logic, uuid::Uuid::new_v4(), name, false, None, Map::new())
     }
 
     /// A node of this kind, attached to the active network (see
@@ -150,7 +124,7 @@ impl NodeRef {
     /// when no network is active.
     pub fn create(logic: impl NodeLogic) -> Self {
         let node = Self::detached(logic);
-        if let Some(network) = crate::scope::current() {
+        if let Some(network) = crate::network::scope::current() {
             // A fresh node cannot make a cycle or belong elsewhere.
             let _ = network.add_node(&node);
         }
@@ -179,93 +153,57 @@ impl NodeRef {
 
     /// The display name (defaults to the kind).
     pub fn name(&self) -> String {
-        self.0.state.lock().name.clone()
+        self.name_now()
     }
 
     /// Renames the node.
     pub fn set_name(&self, name: impl Into<String>) {
-        let mut st = self.0.state.lock();
-        st.name = name.into();
-        st.changed();
+        self.rename(name.into());
     }
 
     /// Parent ids, in order.
     pub fn parents(&self) -> Vec<NodeId> {
-        self.0.state.lock().parents.clone()
+        self.parent_ids()
     }
 
     /// Whether the node has run (and will not run again).
     pub fn is_invoked(&self) -> bool {
-        self.0.state.lock().invoked
+        self.invoked_now()
     }
 
     /// The cached output, once invoked.
     pub fn output(&self) -> Option<Arc<Message>> {
-        self.0.state.lock().outputs.clone()
+        self.output_now()
     }
 
     /// A copy of the metadata.
     pub fn metadata(&self) -> Map<String, Value> {
-        self.0.state.lock().metadata.clone()
+        self.metadata_now()
     }
 
     /// One metadata value.
     pub fn metadata_value(&self, key: &str) -> Option<Value> {
-        self.0.state.lock().metadata.get(key).cloned()
+        self.metadata_get(key)
     }
 
     /// Sets one metadata value.
     pub fn set_metadata(&self, key: impl Into<String>, value: Value) {
-        let mut st = self.0.state.lock();
-        st.metadata.insert(key.into(), value);
-        st.changed();
+        self.edit_metadata(|m| m.insert(key.into(), value));
     }
 
     /// The network this node belongs to, if any.
     pub fn network(&self) -> Option<RunnableNetwork> {
-        self.0.state.lock().network.upgrade().map(RunnableNetwork)
+        self.owner().map(RunnableNetwork)
     }
 
     /// Replaces the output of an invoked node (for modifiers that rewrite
     /// results, e.g. evicting a huge tool result to a file). Cached
     /// conversations below the node are rebuilt on next use.
     pub fn set_output(&self, message: Message) {
-        match self.network() {
-            Some(network) => network.replace_output(self, message),
-            None => {
-                let mut st = self.0.state.lock();
-                st.outputs = Some(Arc::new(message));
-                st.invoked = true;
-                st.history = None;
-                st.changed();
-            }
+        self.record_output(Arc::new(message), None);
+        if let Some(network) = self.network() {
+            network.forget_histories_below(self.id());
         }
-    }
-
-    /// A detached node with the id and state a saved network holds.
-    pub(crate) fn loaded(
-        logic: Arc<dyn NodeLogic>,
-        id: NodeId,
-        name: String,
-        invoked: bool,
-        outputs: Option<Arc<Message>>,
-        metadata: Map<String, Value>,
-    ) -> NodeRef {
-        NodeRef(Arc::new(NodeCell {
-            id,
-            logic,
-            state: Mutex::new(NodeState {
-                name,
-                parents: Vec::new(),
-                invoked,
-                outputs,
-                metadata,
-                history: None,
-                network: Weak::new(),
-                seq: 0,
-                saved: None,
-            }),
-        }))
     }
 
     pub(crate) fn same(&self, other: &NodeRef) -> bool {
@@ -275,15 +213,11 @@ impl NodeRef {
 
 impl std::fmt::Debug for NodeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let st = self.0.state.lock();
-        f.debug_struct("NodeRef")
-            .field("id", &self.0.id)
-            .field("kind", &self.0.logic.kind())
-            .field("name", &st.name)
-            .field("parents", &st.parents)
-            .field("invoked", &st.invoked)
-            .field("outputs", &st.outputs)
-            .finish()
+        let mut f = f.debug_struct("NodeRef");
+        f.field("id", &self.0.id)
+            .field("kind", &self.0.logic.kind());
+        self.debug_fields(&mut f);
+        f.finish()
     }
 }
 

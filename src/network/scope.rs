@@ -15,7 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::Weak;
 
-use crate::network::{NetworkInner, RunnableNetwork};
+use super::{NetworkInner, RunnableNetwork};
 
 thread_local! {
     static STACK: RefCell<Vec<(u64, Weak<NetworkInner>)>> = const { RefCell::new(Vec::new()) };

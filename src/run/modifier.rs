@@ -5,11 +5,12 @@
 //! they were added in). A node added from inside a hook records the
 //! modifier's id as `metadata["added_by"]`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::error::Result;
+use crate::error::{NetworkError, Result};
 use crate::model::ChatRequest;
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
@@ -100,10 +101,27 @@ pub trait NetworkModifier: Send + Sync + 'static {
 }
 
 tokio::task_local! {
-    pub(crate) static CURRENT_MODIFIER: Arc<str>;
+    static CURRENT_MODIFIER: Arc<str>;
 }
 
 /// The id of the modifier whose hook is running in this task, if any.
 pub fn current_modifier() -> Option<Arc<str>> {
     CURRENT_MODIFIER.try_with(|id| id.clone()).ok()
+}
+
+/// Runs one modifier hook with the modifier recorded as the author of any
+/// node it adds; its errors name the modifier.
+pub(crate) async fn hook(
+    modifier: &Arc<dyn NetworkModifier>,
+    fut: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let id: Arc<str> = Arc::from(modifier.id());
+    CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
+        e @ (NetworkError::StepLimit { .. } | NetworkError::Modifier { .. }) => e,
+        other => NetworkError::Modifier {
+            modifier: modifier.id().to_string(),
+            message: other.to_string(),
+            source: Box::new(other),
+        },
+    })
 }

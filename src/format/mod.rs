@@ -1,0 +1,99 @@
+//! The saved format, `lc-agent/1`: one JSON document per network.
+//!
+//! ```json
+//! {"format": "lc-agent/1", "id": "...", "name": "...", "metadata": {},
+//!  "default_node": "chat", "chat_model_name": "gpt-4o",
+//!  "files": {"/notes.md": {"content": ["line"], "created_at": "...", "modified_at": "..."}},
+//!  "nodes": [{"__node_type__": "human", "id": "...", "name": "human",
+//!             "invoked": true, "outputs": {...}, "metadata": {}, "text": "hi"}],
+//!  "__connections__": {"1": [0]}}
+//! ```
+//!
+//! Nodes are written in insertion order with their common fields first and
+//! their kind's own fields after; `__connections__` maps a node's index to
+//! its parents' indices. Saving, loading and saving again gives the same
+//! bytes. A kind this program does not know loads as a
+//! [`GenericNode`](crate::GenericNode) that keeps every field and saves
+//! back unchanged.
+//!
+//! ```text
+//!  to_json ──▶ write.rs (views over the locked graph; invoked nodes'
+//!              compact JSON cached on the node)
+//!  from_json ◀── read.rs (one pass: built-in kinds read straight into
+//!              their fields, other kinds through crate::kinds)
+//!  document.rs: the top-level schema, shared with session listings
+//! ```
+
+mod document;
+mod read;
+mod write;
+
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::network::RunnableNetwork;
+
+pub(crate) use document::{SavedDocument, SavedHead};
+
+/// The format tag of saved networks.
+pub const FORMAT: &str = "lc-agent/1";
+
+/// The key naming a node's kind in the saved format.
+pub const NODE_TYPE_KEY: &str = "__node_type__";
+
+/// The fields every node has, written first in this order.
+const COMMON_KEYS: [&str; 6] = [
+    NODE_TYPE_KEY,
+    "id",
+    "name",
+    "invoked",
+    "outputs",
+    "metadata",
+];
+
+impl RunnableNetwork {
+    /// The network as a JSON value in the saved format.
+    pub fn to_value(&self) -> Result<Value> {
+        self.write_saved(false, |view| serde_json::to_value(view))
+    }
+
+    /// The network as compact JSON in the saved format.
+    pub fn to_json(&self) -> Result<String> {
+        // Invoked nodes never change their saved form unless a field is
+        // edited, so their compact JSON is cached: saving again after a
+        // turn (a checkpoint) costs a copy plus the new nodes.
+        self.write_saved(true, |view| serde_json::to_string(view))
+    }
+
+    /// The network as indented JSON in the saved format.
+    pub fn to_json_pretty(&self) -> Result<String> {
+        self.write_saved(false, |view| serde_json::to_string_pretty(view))
+    }
+
+    /// Loads a network saved with [`RunnableNetwork::to_json`]. The default
+    /// modifiers are attached; models, tools and other modifiers must be
+    /// attached again by the caller.
+    pub fn from_json(json: &str) -> Result<RunnableNetwork> {
+        read::network_from_str(json)
+    }
+
+    /// Loads a network from a JSON value in the saved format.
+    pub fn from_value(value: Value) -> Result<RunnableNetwork> {
+        read::network_from_value(value)
+    }
+
+    /// Saves to a file atomically (a temporary file beside it, fsync,
+    /// rename, directory fsync), so a crash leaves the old file or the new
+    /// one, never a torn one.
+    pub fn save_to_file(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        Ok(crate::atomic_file::write_atomic(
+            path.as_ref(),
+            self.to_json()?.as_bytes(),
+        )?)
+    }
+
+    /// Loads a network saved with [`RunnableNetwork::save_to_file`].
+    pub fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
+        Self::from_json(&std::fs::read_to_string(path)?)
+    }
+}

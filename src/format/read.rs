@@ -1,0 +1,394 @@
+//! Reading the saved format in one pass over the text.
+//!
+//! ```text
+//!  SavedDocument<Files, SavedNodes, connections>
+//!    nodes: NodeSeed per node ─▶ built-in kind as its first key?
+//!             yes ─▶ BuiltinFields, typed, no intermediate JSON
+//!             no  ─▶ a JSON object ─▶ load_node ─▶ crate::kinds loader
+//!                                                  | GenericNode (unknown kind)
+//! ```
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{SavedDocument, COMMON_KEYS, NODE_TYPE_KEY};
+use crate::error::{NetworkError, Result};
+use crate::files::Files;
+use crate::message::Message;
+use crate::network::{Graph, RunnableNetwork};
+use crate::node::{NodeId, NodeLogic, NodeRef};
+use crate::nodes::{ChatNode, GenericNode, HumanNode, SystemNode, ToolNode};
+
+/// A whole saved network, as the loader reads it.
+type SavedNetwork = SavedDocument<Files, SavedNodes, IndexMap<String, Vec<usize>>>;
+
+/// The saved nodes, each built while the document is read (one pass over
+/// the text). A node that is well-formed JSON but not a valid node (a
+/// missing id, fields its kind rejects) is kept as its error, reported
+/// once the document has been read.
+#[derive(Default)]
+struct SavedNodes(Vec<Result<NodeRef>>);
+
+impl<'de> Deserialize<'de> for SavedNodes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Nodes;
+        impl<'de> serde::de::Visitor<'de> for Nodes {
+            type Value = SavedNodes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of nodes")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<SavedNodes, A::Error> {
+                let mut nodes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(node) = seq.next_element_seed(NodeSeed { index: nodes.len() })? {
+                    nodes.push(node);
+                }
+                Ok(SavedNodes(nodes))
+            }
+        }
+        d.deserialize_seq(Nodes)
+    }
+}
+
+/// Reads one saved node. A built-in kind named by the first key (as
+/// `lc-agent` writes it) is read straight into its typed fields; anything
+/// else (other kinds, other key orders) is read as a JSON object and goes
+/// through the registry.
+struct NodeSeed {
+    index: usize,
+}
+
+/// The fields of a built-in node, as they are read.
+#[derive(Default)]
+struct BuiltinFields {
+    id: Option<String>,
+    name: Option<String>,
+    invoked: Option<bool>,
+    outputs: Option<Option<Message>>,
+    metadata: Option<Map<String, Value>>,
+    text: Option<String>,
+    tool_call: Option<crate::message::ToolCall>,
+    chat_model_name: Option<Option<String>>,
+    /// Keys no built-in kind has (they send the node down the general path).
+    other: Map<String, Value>,
+}
+
+/// A key of a built-in node, matched without allocating.
+enum BuiltinKey {
+    Id,
+    Name,
+    Invoked,
+    Outputs,
+    Metadata,
+    Text,
+    ToolCall,
+    ChatModelName,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for BuiltinKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Key;
+        impl serde::de::Visitor<'_> for Key {
+            type Value = BuiltinKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                key: &str,
+            ) -> std::result::Result<BuiltinKey, E> {
+                Ok(match key {
+                    "id" => BuiltinKey::Id,
+                    "name" => BuiltinKey::Name,
+                    "invoked" => BuiltinKey::Invoked,
+                    "outputs" => BuiltinKey::Outputs,
+                    "metadata" => BuiltinKey::Metadata,
+                    "text" => BuiltinKey::Text,
+                    "tool_call" => BuiltinKey::ToolCall,
+                    "chat_model_name" => BuiltinKey::ChatModelName,
+                    other => BuiltinKey::Other(other.to_string()),
+                })
+            }
+        }
+        d.deserialize_str(Key)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed {
+    type Value = Result<NodeRef>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NodeSeed {
+    type Value = Result<NodeRef>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "node {} as a JSON object", self.index)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let index = self.index;
+        let first: Option<String> = map.next_key()?;
+        let builtin = match first.as_deref() {
+            Some(NODE_TYPE_KEY) => {
+                let kind: Value = map.next_value()?;
+                match kind {
+                    Value::String(k) if is_typed_kind(&k) => Ok(k),
+                    other => Err((NODE_TYPE_KEY.to_string(), other)),
+                }
+            }
+            Some(key) => Err((key.to_string(), map.next_value()?)),
+            None => return Ok(load_node(index, Map::new())),
+        };
+        let kind = match builtin {
+            Ok(kind) => kind,
+            Err((key, value)) => {
+                // The general path: every field as JSON, in its order.
+                let mut raw = Map::new();
+                raw.insert(key, value);
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value()?;
+                    raw.insert(key, value);
+                }
+                return Ok(load_node(index, raw));
+            }
+        };
+        let mut f = BuiltinFields::default();
+        // A field of the wrong type names the node and the field.
+        let at = |what: &'static str| {
+            move |e: A::Error| A::Error::custom(format!("node {index}: {what}: {e}"))
+        };
+        while let Some(key) = map.next_key::<BuiltinKey>()? {
+            match key {
+                BuiltinKey::Id => f.id = Some(map.next_value().map_err(at("id"))?),
+                BuiltinKey::Name => f.name = Some(map.next_value().map_err(at("name"))?),
+                BuiltinKey::Invoked => f.invoked = Some(map.next_value().map_err(at("invoked"))?),
+                BuiltinKey::Outputs => f.outputs = Some(map.next_value().map_err(at("outputs"))?),
+                BuiltinKey::Metadata => {
+                    f.metadata = Some(map.next_value().map_err(at("metadata"))?);
+                }
+                BuiltinKey::Text => f.text = Some(map.next_value().map_err(at("text"))?),
+                BuiltinKey::ToolCall => {
+                    f.tool_call = Some(map.next_value().map_err(at("tool_call"))?);
+                }
+                BuiltinKey::ChatModelName => {
+                    f.chat_model_name = Some(map.next_value().map_err(at("chat_model_name"))?);
+                }
+                BuiltinKey::Other(key) => {
+                    let value = map.next_value()?;
+                    f.other.insert(key, value);
+                }
+            }
+        }
+        Ok(f.into_loaded(index, kind))
+    }
+}
+
+impl BuiltinFields {
+    /// Builds the node; a combination the built-in kinds do not have (or an
+    /// unknown key) goes through the registry like any other node.
+    fn into_loaded(mut self, index: usize, kind: String) -> Result<NodeRef> {
+        let id = self.id.as_deref().and_then(|s| s.parse::<NodeId>().ok());
+        let complete = self.other.is_empty()
+            && id.is_some()
+            && self.name.is_some()
+            && self.invoked.is_some()
+            && self.metadata.is_some();
+        let logic: Option<Arc<dyn NodeLogic>> = match (
+            complete,
+            kind.as_str(),
+            self.text.is_some(),
+            self.tool_call.is_some(),
+            self.chat_model_name.is_some(),
+        ) {
+            (true, HumanNode::KIND, true, false, false) => self
+                .text
+                .take()
+                .map(|text| Arc::new(HumanNode { text }) as Arc<dyn NodeLogic>),
+            (true, SystemNode::KIND, true, false, false) => self
+                .text
+                .take()
+                .map(|text| Arc::new(SystemNode { text }) as Arc<dyn NodeLogic>),
+            (true, ToolNode::KIND, false, true, false) => self
+                .tool_call
+                .take()
+                .map(|tool_call| Arc::new(ToolNode { tool_call }) as Arc<dyn NodeLogic>),
+            (true, ChatNode::KIND, false, false, _) => Some(Arc::new(ChatNode {
+                chat_model_name: self.chat_model_name.take().flatten(),
+            })),
+            _ => None,
+        };
+        match (logic, id) {
+            (Some(logic), Some(id)) => Ok(NodeRef::from_parts(
+                logic,
+                id,
+                self.name.unwrap_or_default(),
+                self.invoked.unwrap_or(false),
+                self.outputs.flatten().map(Arc::new),
+                self.metadata.unwrap_or_default(),
+            )),
+            _ => load_node(index, self.into_raw(kind)?),
+        }
+    }
+
+    /// The node as a JSON object, for the general path.
+    fn into_raw(self, kind: String) -> Result<Map<String, Value>> {
+        let mut raw = Map::new();
+        raw.insert(NODE_TYPE_KEY.into(), Value::String(kind));
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                raw.insert(key.into(), v);
+            }
+        };
+        put("id", self.id.map(Value::String));
+        put("name", self.name.map(Value::String));
+        put("invoked", self.invoked.map(Value::Bool));
+        put(
+            "outputs",
+            self.outputs.map(serde_json::to_value).transpose()?,
+        );
+        put("metadata", self.metadata.map(Value::Object));
+        put("text", self.text.map(Value::String));
+        put(
+            "tool_call",
+            self.tool_call.map(serde_json::to_value).transpose()?,
+        );
+        put(
+            "chat_model_name",
+            self.chat_model_name
+                .map(|n| n.map_or(Value::Null, Value::String)),
+        );
+        raw.extend(self.other);
+        Ok(raw)
+    }
+}
+
+fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
+    let bad = |what: &str| NetworkError::Format(format!("node {index}: {what}"));
+    let kind = raw
+        .get(NODE_TYPE_KEY)
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing `__node_type__`"))?
+        .to_string();
+    let id: NodeId = raw
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad("missing or invalid `id`"))?;
+    let name = raw
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or(&kind)
+        .to_string();
+    let invoked = raw.get("invoked").and_then(Value::as_bool).unwrap_or(false);
+    let metadata = match raw.get("metadata") {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
+    };
+    let loader = crate::kinds::loader(&kind);
+    let (logic, outputs): (Arc<dyn NodeLogic>, Option<Message>) = match loader {
+        Some(loader) => {
+            let outputs = match raw.remove("outputs") {
+                None | Some(Value::Null) => None,
+                Some(v) => {
+                    Some(serde_json::from_value(v).map_err(|e| bad(&format!("outputs: {e}")))?)
+                }
+            };
+            for key in COMMON_KEYS {
+                raw.remove(key);
+            }
+            let logic = loader(raw).map_err(|e| bad(&format!("`{kind}` fields: {e}")))?;
+            (logic, outputs)
+        }
+        None => {
+            let outputs = raw
+                .get("outputs")
+                .and_then(|v| Message::deserialize(v).ok());
+            (Arc::new(GenericNode::new(kind, raw)), outputs)
+        }
+    };
+    Ok(NodeRef::from_parts(
+        logic,
+        id,
+        name,
+        invoked,
+        outputs.map(Arc::new),
+        metadata,
+    ))
+}
+
+/// Kinds the reader builds straight from their typed fields (a `network`
+/// node nests a whole document and goes through its loader).
+fn is_typed_kind(kind: &str) -> bool {
+    [
+        HumanNode::KIND,
+        SystemNode::KIND,
+        ChatNode::KIND,
+        ToolNode::KIND,
+    ]
+    .contains(&kind)
+}
+
+/// Reads a network from saved JSON text.
+pub(super) fn network_from_str(json: &str) -> Result<RunnableNetwork> {
+    RunnableNetwork::from_saved(serde_json::from_str(json)?)
+}
+
+/// Reads a network from a saved JSON value.
+pub(super) fn network_from_value(value: Value) -> Result<RunnableNetwork> {
+    RunnableNetwork::from_saved(serde_json::from_value(value)?)
+}
+
+impl RunnableNetwork {
+    /// Builds the network a document describes (its nodes are read
+    /// already), checking the format and the connections.
+    fn from_saved(saved: SavedNetwork) -> Result<RunnableNetwork> {
+        saved.check_format()?;
+        let count = saved.nodes.0.len();
+        let loaded = saved.nodes.0.into_iter().collect::<Result<Vec<_>>>()?;
+        let ids: Vec<NodeId> = loaded.iter().map(NodeRef::id).collect();
+        let mut parents: Vec<Vec<NodeId>> = vec![Vec::new(); count];
+        for (key, list) in saved.connections {
+            let child: usize = key
+                .parse()
+                .ok()
+                .filter(|c| *c < count)
+                .ok_or_else(|| NetworkError::Format(format!("bad connection key `{key}`")))?;
+            for p in list {
+                if p >= count || p == child {
+                    return Err(NetworkError::Format(format!(
+                        "node {child} has an invalid parent index {p}"
+                    )));
+                }
+                parents[child].push(ids[p]);
+            }
+        }
+        let net = RunnableNetwork::with_graph(Graph::new(
+            saved.id,
+            saved.name,
+            saved.metadata,
+            saved.default_node,
+            saved.chat_model_name,
+        ));
+        *net.0.files.write() = saved.files;
+        net.add_default_modifiers();
+        net.insert_loaded(loaded.into_iter().zip(parents).collect())?;
+        Ok(net)
+    }
+}

@@ -1,0 +1,175 @@
+//! Writing the saved format: serde views over the locked graph.
+//!
+//! ```text
+//!  NetworkView ─▶ header fields, files,
+//!                 NodesView ─▶ NodeView (cached compact JSON | NodeBody)
+//!                 ConnectionsView ─▶ {"child index": [parent indices]}
+//! ```
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::{COMMON_KEYS, FORMAT, NODE_TYPE_KEY};
+use crate::error::Result;
+use crate::files::Files;
+use crate::network::{Graph, RunnableNetwork};
+use crate::node::{NodeRef, SavedFields};
+use crate::nodes::GenericNode;
+
+pub(super) struct NetworkView<'a> {
+    graph: &'a Graph,
+    files: &'a Files,
+    /// Use (and fill) the invoked nodes' cached compact JSON.
+    cached: bool,
+}
+
+struct NodesView<'a> {
+    graph: &'a Graph,
+    cached: bool,
+}
+
+struct NodeView<'a> {
+    node: &'a NodeRef,
+    cached: bool,
+}
+
+/// A built-in node's saved object: common fields, then the kind's own.
+struct NodeBody<'a, 'b> {
+    node: &'a NodeRef,
+    st: &'a SavedFields<'b>,
+    fields: Map<String, Value>,
+}
+struct ConnectionsView<'a>(&'a Graph);
+
+impl Serialize for NetworkView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let g = self.graph;
+        let mut map = s.serialize_map(Some(9))?;
+        map.serialize_entry("format", FORMAT)?;
+        map.serialize_entry("id", &g.id)?;
+        map.serialize_entry("name", &g.name)?;
+        map.serialize_entry("metadata", &g.metadata)?;
+        map.serialize_entry("default_node", &g.default_node)?;
+        map.serialize_entry("chat_model_name", &g.chat_model_name)?;
+        map.serialize_entry("files", self.files)?;
+        map.serialize_entry(
+            "nodes",
+            &NodesView {
+                graph: g,
+                cached: self.cached,
+            },
+        )?;
+        map.serialize_entry("__connections__", &ConnectionsView(g))?;
+        map.end()
+    }
+}
+
+impl Serialize for NodesView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.graph.nodes().len()))?;
+        for node in self.graph.nodes().values() {
+            seq.serialize_element(&NodeView {
+                node,
+                cached: self.cached,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for NodeView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let node = self.node;
+        let mut st = node.saved_fields();
+        if let Some(generic) = node.downcast::<GenericNode>() {
+            // Unknown kind: every saved field as it was, with the fields a
+            // program may change (name, metadata) brought up to date.
+            let mut raw = generic.raw().clone();
+            if raw.contains_key("name") {
+                raw.insert("name".into(), Value::String(st.name().to_string()));
+            }
+            if raw.contains_key("metadata") {
+                raw.insert("metadata".into(), Value::Object(st.metadata().clone()));
+            }
+            return raw.serialize(s);
+        }
+        if self.cached && st.invoked() {
+            if st.cached_json().is_none() {
+                let fields = node.logic().save().map_err(S::Error::custom)?;
+                let body = NodeBody {
+                    node,
+                    st: &st,
+                    fields,
+                };
+                let raw = serde_json::value::to_raw_value(&body).map_err(S::Error::custom)?;
+                st.cache_json(raw);
+            }
+            return st.cached_json().serialize(s);
+        }
+        let fields = node.logic().save().map_err(S::Error::custom)?;
+        NodeBody {
+            node,
+            st: &st,
+            fields,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for NodeBody<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let (node, st) = (self.node, self.st);
+        let mut map = s.serialize_map(Some(6 + self.fields.len()))?;
+        map.serialize_entry(NODE_TYPE_KEY, node.kind())?;
+        map.serialize_entry("id", &node.id())?;
+        map.serialize_entry("name", st.name())?;
+        map.serialize_entry("invoked", &st.invoked())?;
+        map.serialize_entry("outputs", st.outputs())?;
+        map.serialize_entry("metadata", st.metadata())?;
+        for (k, v) in &self.fields {
+            if !COMMON_KEYS.contains(&k.as_str()) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for ConnectionsView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let g = self.0;
+        let mut map = s.serialize_map(None)?;
+        for (i, node) in g.nodes().values().enumerate() {
+            let parents = node.parent_ids();
+            if parents.is_empty() {
+                continue;
+            }
+            let indices: Vec<usize> = parents
+                .iter()
+                .filter_map(|p| g.nodes().get_index_of(p))
+                .collect();
+            map.serialize_entry(&i.to_string(), &indices)?;
+        }
+        map.end()
+    }
+}
+
+impl RunnableNetwork {
+    /// Serializes the network with `write`, holding its locks for the
+    /// duration so the document is one consistent snapshot.
+    pub(super) fn write_saved<R>(
+        &self,
+        cached: bool,
+        write: impl FnOnce(&NetworkView<'_>) -> serde_json::Result<R>,
+    ) -> Result<R> {
+        let graph = self.0.graph.lock();
+        let files = self.0.files.read();
+        Ok(write(&NetworkView {
+            graph: &graph,
+            files: &files,
+            cached,
+        })?)
+    }
+}

@@ -1,0 +1,127 @@
+//! Revisions and timestamps: stamping a network before it is saved, and
+//! reading them back out of a saved document for a listing.
+//!
+//! ```text
+//!  stamp(net) ─▶ revision+1, created_at (kept), updated_at = now ─▶ to_json
+//!     └─ the save fails ─▶ Stamped::restore puts the old values back
+//!  info_from_json(bytes) ─▶ SessionInfo (header only, nodes counted)
+//! ```
+
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use serde_json::Value;
+
+use super::{ListResult, SessionInfo, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY};
+use crate::format::SavedHead;
+use crate::network::RunnableNetwork;
+
+/// The revision a network was loaded or last saved at (0 if never saved).
+pub fn revision_of(network: &RunnableNetwork) -> u64 {
+    network
+        .metadata_value(REVISION_KEY)
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}
+
+/// A network stamped for saving: its JSON and info at the new revision,
+/// and what to put back if the save does not happen.
+pub(crate) struct Stamped {
+    pub(crate) expected: u64,
+    pub(crate) json: String,
+    pub(crate) info: SessionInfo,
+    previous: [(&'static str, Option<Value>); 3],
+}
+
+pub(crate) fn timestamp(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+fn parse_time(v: Option<&Value>) -> Option<DateTime<Utc>> {
+    v.and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Sets the next revision and timestamps on the network and serializes it.
+pub(crate) fn stamp(network: &RunnableNetwork, user: &str) -> ListResult<Stamped> {
+    let previous =
+        [REVISION_KEY, CREATED_AT_KEY, UPDATED_AT_KEY].map(|k| (k, network.metadata_value(k)));
+    let expected = revision_of(network);
+    // Micro-second precision: what the saved text and Redis scores hold.
+    let now = Utc::now().trunc_subsecs(6);
+    let created = parse_time(previous[1].1.as_ref()).unwrap_or(now);
+    network.set_metadata(REVISION_KEY, Value::from(expected + 1));
+    network.set_metadata(CREATED_AT_KEY, Value::from(timestamp(&created)));
+    network.set_metadata(UPDATED_AT_KEY, Value::from(timestamp(&now)));
+    let stamped = Stamped {
+        expected,
+        json: String::new(),
+        info: SessionInfo {
+            id: network.id(),
+            user: user.to_string(),
+            name: network.name(),
+            created_at: created,
+            updated_at: now,
+            node_count: network.len(),
+            bytes: 0,
+            revision: expected + 1,
+            metadata: network.metadata(),
+        },
+        previous,
+    };
+    match network.to_json() {
+        Ok(json) => Ok(Stamped {
+            info: SessionInfo {
+                bytes: json.len() as u64,
+                ..stamped.info.clone()
+            },
+            json,
+            ..stamped
+        }),
+        Err(e) => {
+            stamped.restore(network);
+            Err(e.into())
+        }
+    }
+}
+
+impl Stamped {
+    /// Puts the network's revision and timestamps back (the save failed).
+    pub(crate) fn restore(&self, network: &RunnableNetwork) {
+        for (key, value) in &self.previous {
+            match value {
+                Some(v) => network.set_metadata(*key, v.clone()),
+                None => {
+                    network.remove_metadata(key);
+                }
+            }
+        }
+    }
+}
+
+/// Reads the listing info out of a saved network's JSON.
+pub(crate) fn info_from_json(
+    json: &[u8],
+    user: &str,
+    fallback_time: DateTime<Utc>,
+) -> Result<SessionInfo, String> {
+    let head: SavedHead = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    head.check_format().map_err(|e| e.to_string())?;
+    let updated = parse_time(head.metadata.get(UPDATED_AT_KEY))
+        .unwrap_or(fallback_time)
+        .trunc_subsecs(6);
+    Ok(SessionInfo {
+        id: head.id,
+        user: user.to_string(),
+        name: head.name,
+        created_at: parse_time(head.metadata.get(CREATED_AT_KEY)).unwrap_or(updated),
+        updated_at: updated,
+        node_count: head.nodes.0,
+        bytes: json.len() as u64,
+        revision: head
+            .metadata
+            .get(REVISION_KEY)
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        metadata: head.metadata,
+    })
+}

@@ -1,0 +1,280 @@
+//! Graph storage: nodes in insertion order, edges both ways, the pending
+//! set, and topological order.
+//!
+//! ```text
+//!  nodes:    IndexMap<id, NodeRef>        (insertion order = saved order)
+//!  parents:  on each node                 children: id -> [id] (here)
+//!  pending:  seq -> id of nodes not invoked yet (a pass reads it in order)
+//! ```
+//!
+//! [`Graph`] is the network's lock-protected state; the read-only queries
+//! on [`RunnableNetwork`] live here too. Changing the graph is in
+//! `edit.rs`, reading conversations out of it in `conversation.rs`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+use super::{NetworkInner, RunnableNetwork};
+use crate::error::{NetworkError, Result};
+use crate::history::History;
+use crate::node::{NodeId, NodeRef};
+
+pub(crate) struct Graph {
+    pub(crate) id: uuid::Uuid,
+    pub(crate) name: String,
+    pub(crate) metadata: Map<String, Value>,
+    pub(crate) default_node: Option<String>,
+    pub(crate) chat_model_name: Option<String>,
+    nodes: IndexMap<NodeId, NodeRef>,
+    children: HashMap<NodeId, Vec<NodeId>>,
+    /// Nodes not yet invoked, by the sequence number they were added with
+    /// (so a pass finds them without scanning the whole graph).
+    pending: BTreeMap<u64, NodeId>,
+    next_seq: u64,
+    /// What the network sees before its roots (a sub-network's outer
+    /// conversation).
+    pub(super) input: History,
+}
+
+impl Graph {
+    pub(crate) fn new(
+        id: uuid::Uuid,
+        name: String,
+        metadata: Map<String, Value>,
+        default_node: Option<String>,
+        chat_model_name: Option<String>,
+    ) -> Self {
+        Graph {
+            id,
+            name,
+            metadata,
+            default_node,
+            chat_model_name,
+            nodes: IndexMap::new(),
+            children: HashMap::new(),
+            pending: BTreeMap::new(),
+            next_seq: 0,
+            input: History::new(),
+        }
+    }
+
+    /// Nodes in insertion order (the saved order).
+    pub(crate) fn nodes(&self) -> &IndexMap<NodeId, NodeRef> {
+        &self.nodes
+    }
+
+    pub(super) fn get(&self, id: NodeId) -> Result<&NodeRef> {
+        self.nodes.get(&id).ok_or(NetworkError::UnknownNode(id))
+    }
+
+    pub(super) fn children_of(&self, id: NodeId) -> &[NodeId] {
+        self.children.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    pub(super) fn current_leaf(&self) -> Option<&NodeRef> {
+        self.nodes
+            .values()
+            .rev()
+            .find(|n| self.children_of(n.id()).is_empty())
+    }
+
+    pub(super) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether `target` is `from` or one of its descendants.
+    pub(super) fn reaches(&self, from: NodeId, target: NodeId) -> bool {
+        let mut stack = vec![from];
+        let mut seen = HashSet::new();
+        while let Some(id) = stack.pop() {
+            if id == target {
+                return true;
+            }
+            if seen.insert(id) {
+                stack.extend_from_slice(self.children_of(id));
+            }
+        }
+        false
+    }
+
+    /// Puts a detached node into the graph under `parents` (which must
+    /// exist). A node that belongs to a network already is left alone and
+    /// its network returned.
+    pub(super) fn insert(
+        &mut self,
+        network: &Arc<NetworkInner>,
+        node: &NodeRef,
+        parents: &[NodeId],
+        added_by: Option<Arc<str>>,
+    ) -> std::result::Result<(), Arc<NetworkInner>> {
+        let id = node.id();
+        let seq = self.next_seq;
+        let invoked = node.bind(network, parents.to_vec(), seq, added_by)?;
+        self.next_seq += 1;
+        if !invoked {
+            self.pending.insert(seq, id);
+        }
+        self.nodes.insert(id, node.clone());
+        self.link(id, parents);
+        Ok(())
+    }
+
+    /// Takes a node out of the graph with its edges; its children keep
+    /// their (now dangling) parent id for the caller to rewire.
+    pub(super) fn take(&mut self, node: &NodeRef) -> Vec<NodeId> {
+        let id = node.id();
+        let children = self.children.remove(&id).unwrap_or_default();
+        self.unlink(id, &node.parents());
+        self.nodes.shift_remove(&id);
+        self.pending.remove(&node.unbind());
+        children
+    }
+
+    /// Replaces a node's parents, edges both ways.
+    pub(super) fn rewire(&mut self, node: &NodeRef, parents: &[NodeId]) {
+        let old = node.replace_parents(parents.to_vec());
+        self.unlink(node.id(), &old);
+        self.link(node.id(), parents);
+    }
+
+    /// Adds `child` under `parent` unless it is there already.
+    pub(super) fn link_once(&mut self, child: NodeId, parent: NodeId) {
+        let list = self.children.entry(parent).or_default();
+        if !list.contains(&child) {
+            list.push(child);
+        }
+    }
+
+    /// The node ran: it leaves the pending set.
+    pub(crate) fn mark_done(&mut self, node: &NodeRef) {
+        self.pending.remove(&node.seq());
+    }
+
+    fn link(&mut self, child: NodeId, parents: &[NodeId]) {
+        for p in parents {
+            self.children.entry(*p).or_default().push(child);
+        }
+    }
+
+    fn unlink(&mut self, child: NodeId, parents: &[NodeId]) {
+        for p in parents {
+            if let Some(c) = self.children.get_mut(p) {
+                c.retain(|x| *x != child);
+            }
+        }
+    }
+}
+
+impl RunnableNetwork {
+    /// The node with this id.
+    pub fn node(&self, id: NodeId) -> Option<NodeRef> {
+        self.0.graph.lock().nodes.get(&id).cloned()
+    }
+
+    /// All nodes in insertion order.
+    pub fn nodes(&self) -> Vec<NodeRef> {
+        self.0.graph.lock().nodes.values().cloned().collect()
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.0.graph.lock().nodes.len()
+    }
+
+    /// Whether the network has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.0.graph.lock().nodes.is_empty()
+    }
+
+    /// Nodes without children, in insertion order.
+    pub fn leaves(&self) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        g.nodes
+            .values()
+            .filter(|n| g.children_of(n.id()).is_empty())
+            .cloned()
+            .collect()
+    }
+
+    /// The newest node without children: where a new node attaches.
+    pub fn current_leaf(&self) -> Option<NodeRef> {
+        self.0.graph.lock().current_leaf().cloned()
+    }
+
+    /// A node's children, in the order they were connected.
+    pub fn children(&self, id: NodeId) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        g.children_of(id)
+            .iter()
+            .filter_map(|c| g.nodes.get(c).cloned())
+            .collect()
+    }
+
+    /// A node's parents, in order.
+    pub fn parents(&self, id: NodeId) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        let Some(n) = g.nodes.get(&id) else {
+            return Vec::new();
+        };
+        let parents = n.parents();
+        parents
+            .iter()
+            .filter_map(|p| g.nodes.get(p).cloned())
+            .collect()
+    }
+
+    /// Every node, parents before children (ties in insertion order).
+    pub fn topological_order(&self) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        let ids: Vec<NodeId> = g.nodes.keys().copied().collect();
+        topological(&g, &ids)
+    }
+
+    /// Nodes that have not run yet, parents before children.
+    pub fn pending(&self) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        let ids: Vec<NodeId> = g.pending.values().copied().collect();
+        topological(&g, &ids)
+    }
+
+    /// The node ran: it leaves the pending set.
+    pub(crate) fn mark_pending_done(&self, node: &NodeRef) {
+        self.0.graph.lock().mark_done(node);
+    }
+}
+
+/// Kahn's algorithm over `ids` only (edges to nodes outside are ignored);
+/// ties keep the order of `ids`.
+pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
+    let index: HashMap<NodeId, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut indegree = vec![0usize; ids.len()];
+    for (i, id) in ids.iter().enumerate() {
+        let Some(n) = g.nodes.get(id) else { continue };
+        indegree[i] = n.count_parents(|p| index.contains_key(p));
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = indegree
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d == 0)
+        .map(|(i, _)| std::cmp::Reverse(i))
+        .collect();
+    let mut out = Vec::with_capacity(ids.len());
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        let id = ids[i];
+        if let Some(n) = g.nodes.get(&id) {
+            out.push(n.clone());
+        }
+        for c in g.children_of(id) {
+            if let Some(&ci) = index.get(c) {
+                indegree[ci] -= 1;
+                if indegree[ci] == 0 {
+                    ready.push(std::cmp::Reverse(ci));
+                }
+            }
+        }
+    }
+    out
+}

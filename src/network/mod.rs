@@ -1,0 +1,203 @@
+//! The network: nodes, edges, metadata and files — the whole state.
+//!
+//! ```text
+//!  RunnableNetwork ──▶ NetworkInner
+//!                      ├─ graph:   Mutex<Graph>     nodes, edges, pending, metadata   (saved)
+//!                      ├─ files:   RwLock<Files>    the agent's virtual files          (saved)
+//!                      ├─ runtime: RwLock<Runtime>  modifiers, tools, models, events   (attached)
+//!                      └─ invoke_lock               one invoke at a time
+//! ```
+//!
+//! Where each job lives: `builder.rs` (configuring a new network),
+//! `graph.rs` (storage, topological order, read-only queries), `edit.rs`
+//! (adding, rewiring, removing nodes), `conversation.rs` (what a node
+//! reads), `runtime.rs` (attachments and events), `scope.rs` (the scope
+//! guard), `ops.rs` (`>>`), `mermaid.rs` (drawing). This file holds the
+//! type itself, its identity, metadata and files.
+
+mod builder;
+mod conversation;
+mod edit;
+mod graph;
+pub mod mermaid;
+pub mod ops;
+mod runtime;
+pub mod scope;
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use serde_json::{Map, Value};
+
+use crate::files::Files;
+
+pub use builder::NetworkBuilder;
+pub(crate) use graph::Graph;
+pub(crate) use runtime::Runtime;
+pub use scope::ScopeGuard;
+
+/// The default step limit: model turns in one `invoke`.
+pub const DEFAULT_STEP_LIMIT: usize = 100;
+
+/// A dynamic runnable network: the graph of an agent conversation.
+///
+/// Cloning gives another handle to the same network. The saved state is
+/// the graph, its metadata and its `files`; modifiers, tools, models and
+/// callbacks are runtime attachments that a loading program attaches again.
+///
+/// ```
+/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let net = RunnableNetwork::builder()
+///     .default_node("chat")
+///     .chat_model("scripted")
+///     .model("scripted", ScriptedChatModel::new(["Hello!"]))
+///     .build();
+/// {
+///     let _scope = net.enter();
+///     HumanNode::new("Hi"); // attaches to `net`
+/// }
+/// let reply = net.invoke().await?;
+/// assert_eq!(reply.text(), "Hello!");
+/// assert_eq!(net.len(), 2); // human + the chat node the chat loop added
+/// # Ok::<(), lc_agent::NetworkError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct RunnableNetwork(pub(crate) Arc<NetworkInner>);
+
+pub(crate) struct NetworkInner {
+    pub(crate) graph: Mutex<Graph>,
+    pub(crate) files: RwLock<Files>,
+    pub(crate) runtime: RwLock<Runtime>,
+    pub(crate) invoke_lock: tokio::sync::Mutex<()>,
+}
+
+impl Default for RunnableNetwork {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RunnableNetwork {
+    /// A network with the default modifiers and nothing else.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    pub(crate) fn with_graph(graph: Graph) -> Self {
+        RunnableNetwork(Arc::new(NetworkInner {
+            graph: Mutex::new(graph),
+            files: RwLock::new(Files::new()),
+            runtime: RwLock::new(Runtime::new()),
+            invoke_lock: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    /// Makes this network the active one on this thread until the guard
+    /// drops: nodes created meanwhile attach to it (see [`scope`]).
+    pub fn enter(&self) -> ScopeGuard {
+        scope::enter(self)
+    }
+
+    /// Whether both handles point at the same network.
+    pub fn same_as(&self, other: &RunnableNetwork) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    // ----- identity and metadata -----
+
+    /// The network id.
+    pub fn id(&self) -> uuid::Uuid {
+        self.0.graph.lock().id
+    }
+
+    /// The human-readable name.
+    pub fn name(&self) -> String {
+        self.0.graph.lock().name.clone()
+    }
+
+    /// Renames the network.
+    pub fn set_name(&self, name: impl Into<String>) {
+        self.0.graph.lock().name = name.into();
+    }
+
+    /// A copy of the metadata.
+    pub fn metadata(&self) -> Map<String, Value> {
+        self.0.graph.lock().metadata.clone()
+    }
+
+    /// One metadata value.
+    pub fn metadata_value(&self, key: &str) -> Option<Value> {
+        self.0.graph.lock().metadata.get(key).cloned()
+    }
+
+    /// Sets one metadata value.
+    pub fn set_metadata(&self, key: impl Into<String>, value: Value) {
+        self.0.graph.lock().metadata.insert(key.into(), value);
+    }
+
+    /// Removes one metadata value.
+    pub fn remove_metadata(&self, key: &str) -> Option<Value> {
+        self.0.graph.lock().metadata.shift_remove(key)
+    }
+
+    /// The node kind the chat loop adds after a human leaf.
+    pub fn default_node(&self) -> Option<String> {
+        self.0.graph.lock().default_node.clone()
+    }
+
+    /// Sets the default node kind.
+    pub fn set_default_node(&self, kind: Option<String>) {
+        self.0.graph.lock().default_node = kind;
+    }
+
+    /// The model name chat nodes use unless they name their own.
+    pub fn chat_model_name(&self) -> Option<String> {
+        self.0.graph.lock().chat_model_name.clone()
+    }
+
+    /// The model name a chat node without its own uses: this network's,
+    /// else (for a sub-network) the outer network's.
+    pub fn resolved_chat_model_name(&self) -> Option<String> {
+        self.chat_model_name().or_else(|| {
+            let parent = self.0.runtime.read().parent.upgrade()?;
+            RunnableNetwork(parent).resolved_chat_model_name()
+        })
+    }
+
+    /// Sets the default model name.
+    pub fn set_chat_model_name(&self, name: Option<String>) {
+        self.0.graph.lock().chat_model_name = name;
+    }
+
+    // ----- files -----
+
+    /// A copy of the virtual files.
+    pub fn files(&self) -> Files {
+        self.0.files.read().clone()
+    }
+
+    /// Reads the files without copying them.
+    pub fn with_files<R>(&self, f: impl FnOnce(&Files) -> R) -> R {
+        f(&self.0.files.read())
+    }
+
+    /// Changes the files in place.
+    pub fn with_files_mut<R>(&self, f: impl FnOnce(&mut Files) -> R) -> R {
+        f(&mut self.0.files.write())
+    }
+}
+
+impl std::fmt::Debug for RunnableNetwork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let g = self.0.graph.lock();
+        f.debug_struct("RunnableNetwork")
+            .field("id", &g.id)
+            .field("name", &g.name)
+            .field("nodes", &g.nodes().len())
+            .field("pending", &g.pending_len())
+            .finish_non_exhaustive()
+    }
+}

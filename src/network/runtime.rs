@@ -1,0 +1,204 @@
+//! Runtime attachments: modifiers, tools, models, settings and event
+//! callbacks. None of them is saved; a program that loads a network
+//! attaches them again.
+//!
+//! ```text
+//!  Runtime { modifiers (sorted by priority), tools, models, callbacks,
+//!            step_limit, streaming, parent (a sub-network's outer network) }
+//!  tools() / model(name): own first, then the modifiers', then the parent's
+//! ```
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+
+use super::{NetworkInner, RunnableNetwork, DEFAULT_STEP_LIMIT};
+use crate::error::{NetworkError, Result};
+use crate::event::{Callback, NetworkEvent};
+use crate::model::{ChatModel, ChatModelRegistry};
+use crate::run::NetworkModifier;
+use crate::tool::Tool;
+
+#[derive(Clone)]
+pub(crate) struct Runtime {
+    pub(crate) modifiers: Arc<[Arc<dyn NetworkModifier>]>,
+    pub(crate) tools: Arc<[Arc<dyn Tool>]>,
+    pub(crate) models: ChatModelRegistry,
+    pub(crate) callbacks: Arc<[Callback]>,
+    pub(crate) step_limit: Option<usize>,
+    pub(crate) streaming: bool,
+    pub(crate) parent: Weak<NetworkInner>,
+}
+
+impl Runtime {
+    /// Nothing attached, the default step limit, no streaming.
+    pub(crate) fn new() -> Self {
+        Runtime {
+            modifiers: Arc::from(Vec::new()),
+            tools: Arc::from(Vec::new()),
+            models: ChatModelRegistry::new(),
+            callbacks: Arc::from(Vec::new()),
+            step_limit: Some(DEFAULT_STEP_LIMIT),
+            streaming: false,
+            parent: Weak::new(),
+        }
+    }
+}
+
+impl RunnableNetwork {
+    /// Attaches the chat loop and the tool loop.
+    pub(crate) fn add_default_modifiers(&self) {
+        for m in crate::run::default_modifiers() {
+            // Fresh networks have no modifiers, so ids cannot clash.
+            let _ = self.add_modifier_shared(m);
+        }
+    }
+
+    /// Attaches a modifier. Its id must be unique in this network.
+    pub fn add_modifier(&self, modifier: impl NetworkModifier) -> Result<()> {
+        self.add_modifier_shared(Arc::new(modifier))
+    }
+
+    /// Attaches a shared modifier. Its id must be unique in this network.
+    pub fn add_modifier_shared(&self, modifier: Arc<dyn NetworkModifier>) -> Result<()> {
+        let mut rt = self.0.runtime.write();
+        if rt.modifiers.iter().any(|m| m.id() == modifier.id()) {
+            return Err(NetworkError::DuplicateModifier(modifier.id().to_string()));
+        }
+        let mut list: Vec<_> = rt.modifiers.iter().cloned().collect();
+        list.push(modifier);
+        // Stable: equal priorities keep the order they were added in.
+        list.sort_by_key(|m| m.priority());
+        rt.modifiers = list.into();
+        Ok(())
+    }
+
+    /// Detaches the modifier with this id; returns whether there was one.
+    pub fn remove_modifier(&self, id: &str) -> bool {
+        let mut rt = self.0.runtime.write();
+        let before = rt.modifiers.len();
+        let list: Vec<_> = rt
+            .modifiers
+            .iter()
+            .filter(|m| m.id() != id)
+            .cloned()
+            .collect();
+        rt.modifiers = list.into();
+        rt.modifiers.len() != before
+    }
+
+    /// Attached modifiers, in the order they run.
+    pub fn modifiers(&self) -> Arc<[Arc<dyn NetworkModifier>]> {
+        self.0.runtime.read().modifiers.clone()
+    }
+
+    /// Attaches a tool to the network.
+    pub fn add_tool(&self, tool: impl Tool + 'static) {
+        self.add_tool_shared(Arc::new(tool));
+    }
+
+    /// Attaches a shared tool (a tool with the same name is replaced).
+    pub fn add_tool_shared(&self, tool: Arc<dyn Tool>) {
+        let mut rt = self.0.runtime.write();
+        let mut list: Vec<_> = rt
+            .tools
+            .iter()
+            .filter(|t| t.name() != tool.name())
+            .cloned()
+            .collect();
+        list.push(tool);
+        rt.tools = list.into();
+    }
+
+    /// Every tool chat nodes may call: the network's own, its modifiers',
+    /// then (for a sub-network) the outer network's. The first of a name
+    /// wins.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let (own, modifiers, parent) = {
+            let rt = self.0.runtime.read();
+            (rt.tools.clone(), rt.modifiers.clone(), rt.parent.clone())
+        };
+        let mut out: Vec<Arc<dyn Tool>> = own.iter().cloned().collect();
+        for m in modifiers.iter() {
+            out.extend(m.tools(self));
+        }
+        if let Some(parent) = parent.upgrade() {
+            out.extend(RunnableNetwork(parent).tools());
+        }
+        let mut seen = HashSet::new();
+        out.retain(|t| seen.insert(t.name().to_string()));
+        out
+    }
+
+    /// Registers a chat model under `name` for this network.
+    pub fn register_model(&self, name: impl Into<String>, model: impl ChatModel + 'static) {
+        self.0.runtime.write().models.register(name, model);
+    }
+
+    /// Registers a shared chat model under `name` for this network.
+    pub fn register_model_shared(&self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
+        self.0.runtime.write().models.register_shared(name, model);
+    }
+
+    /// The model called `name`: this network's, else the outer network's.
+    pub fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+        let (found, parent) = {
+            let rt = self.0.runtime.read();
+            (rt.models.get(name), rt.parent.clone())
+        };
+        found.or_else(|| {
+            parent
+                .upgrade()
+                .and_then(|p| RunnableNetwork(p).model(name))
+        })
+    }
+
+    /// Model turns allowed in one `invoke` (`None`: unlimited).
+    pub fn step_limit(&self) -> Option<usize> {
+        self.0.runtime.read().step_limit
+    }
+
+    /// Sets the step limit (`None`: unlimited).
+    pub fn set_step_limit(&self, limit: Option<usize>) {
+        self.0.runtime.write().step_limit = limit;
+    }
+
+    /// Whether chat nodes stream.
+    pub fn streaming(&self) -> bool {
+        self.0.runtime.read().streaming
+    }
+
+    /// Turns streaming on or off.
+    pub fn set_streaming(&self, on: bool) {
+        self.0.runtime.write().streaming = on;
+    }
+
+    pub(crate) fn set_parent_network(&self, parent: &RunnableNetwork) {
+        self.0.runtime.write().parent = Arc::downgrade(&parent.0);
+    }
+
+    /// Calls `callback` for every event (node added, invoked, removed,
+    /// streamed delta).
+    pub fn on_event(&self, callback: impl Fn(&NetworkEvent) + Send + Sync + 'static) {
+        let mut rt = self.0.runtime.write();
+        let mut list: Vec<Callback> = rt.callbacks.iter().cloned().collect();
+        list.push(Arc::new(callback));
+        rt.callbacks = list.into();
+    }
+
+    /// A channel that receives every event from now on.
+    pub fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<NetworkEvent> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.on_event(move |e| {
+            let _ = tx.send(e.clone());
+        });
+        rx
+    }
+
+    /// Calls every event callback.
+    pub(crate) fn emit(&self, event: &NetworkEvent) {
+        let callbacks = self.0.runtime.read().callbacks.clone();
+        for cb in callbacks.iter() {
+            cb(event);
+        }
+    }
+}

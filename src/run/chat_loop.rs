@@ -1,0 +1,48 @@
+//! The chat loop: a question gets an answer.
+//!
+//! ```text
+//!  human (leaf, no children) ──▶ + default_node (e.g. `chat`)
+//! ```
+
+use async_trait::async_trait;
+
+use super::NetworkModifier;
+use crate::error::Result;
+use crate::network::RunnableNetwork;
+use crate::nodes::HumanNode;
+
+/// After a human leaf with no children, adds the network's `default_node`
+/// (a kind name, e.g. `"chat"`), so invoking a network that ends with a
+/// question gets an answer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ChatLoop;
+
+impl ChatLoop {
+    /// The modifier id.
+    pub const ID: &'static str = "lc-agent/chat-loop";
+}
+
+#[async_trait]
+impl NetworkModifier for ChatLoop {
+    fn id(&self) -> &str {
+        Self::ID
+    }
+
+    fn priority(&self) -> i32 {
+        -100
+    }
+
+    async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
+        let Some(kind) = network.default_node() else {
+            return Ok(());
+        };
+        let Some(leaf) = network.current_leaf() else {
+            return Ok(());
+        };
+        if leaf.downcast::<HumanNode>().is_none() {
+            return Ok(());
+        }
+        let node = crate::kinds::create_node(&kind)?;
+        network.add_node_with_parents(&node, &[leaf.id()])
+    }
+}

@@ -1,0 +1,35 @@
+//! Running a network: `invoke`, the modifier hooks, and the two modifiers
+//! every network has by default.
+//!
+//! ```text
+//!  invoke()                                   (invoke.rs)
+//!   ├─ on_begin_invoke          ── ChatLoop adds the default node (chat_loop.rs)
+//!   ├─ passes over pending nodes, topological order, waves run concurrently
+//!   │    on_pre_invoke ▸ node ▸ record output ▸ on_post_invoke
+//!   │                           ── ToolLoop adds tool nodes + next chat (tool_loop.rs)
+//!   └─ on_end_invoke (always)
+//! ```
+//!
+//! [`NetworkModifier`] (modifier.rs) is the hook trait; every hook runs
+//! with its modifier recorded as the author of the nodes it adds.
+
+mod chat_loop;
+mod invoke;
+mod modifier;
+mod tool_loop;
+
+use std::sync::Arc;
+
+pub use chat_loop::ChatLoop;
+pub(crate) use modifier::hook;
+pub use modifier::{current_modifier, InvokeOutcome, NetworkModifier};
+pub use tool_loop::ToolLoop;
+
+/// Ids of the default modifiers.
+pub const DEFAULT_MODIFIER_IDS: [&str; 2] = [ChatLoop::ID, ToolLoop::ID];
+
+/// The modifiers every network starts with (unless the builder leaves
+/// them out).
+pub(crate) fn default_modifiers() -> Vec<Arc<dyn NetworkModifier>> {
+    vec![Arc::new(ChatLoop), Arc::new(ToolLoop)]
+}

@@ -1,9 +1,11 @@
-//! # Quickstart: a two-turn agent conversation, drawn, saved and reloaded
+//! # Quickstart: an agent conversation with file tools, drawn, saved and reloaded
 //!
 //! Shows: building a network in a scope guard, a tool the model calls
 //! (`word_count`), the chat loop and the tool loop, a second turn that
-//! reuses every cached output, the Mermaid drawing, and a JSON save that
-//! loads back byte for byte.
+//! reuses every cached output, the file tools of the `FilesystemModifier`
+//! (a file written, grepped and read back, kept in the session's own
+//! `files`), the Mermaid drawing, and a JSON save that loads back byte for
+//! byte, files included.
 //!
 //! Needs: nothing. By default it runs offline with `ScriptedChatModel`,
 //! which replays fixed answers (and says so). With `OPENAI_API_KEY` or
@@ -16,8 +18,9 @@ use std::sync::Arc;
 
 use lc_agent::{
     ChatModel, FnTool, HumanNode, OpenAiChatModel, RunnableNetwork, ScriptedChatModel, SystemNode,
-    ToolCall, ToolError, ToolOutput, Turn,
+    ToolCall, ToolError, ToolNode, ToolOutput, Turn,
 };
+use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 
 fn word_count_tool() -> FnTool {
@@ -65,6 +68,18 @@ fn choose_model() -> Result<(Arc<dyn ChatModel>, String), Box<dyn std::error::Er
         ]),
         Turn::text("The first phrase has 4 words and the second has 5."),
         Turn::text("Together that makes 9 words."),
+        Turn::call(
+            "call-3",
+            "write_file",
+            json!({"file_path": "/notes.md", "content": "# Word counts\n- the quick brown fox: 4\n- jumps over the lazy dog: 5\n- total: 9\n"}),
+        ),
+        Turn::call(
+            "call-4",
+            "grep",
+            json!({"pattern": "total", "output_mode": "content"}),
+        ),
+        Turn::call("call-5", "read_file", json!({"file_path": "/notes.md"})),
+        Turn::text("Saved the counts to /notes.md (total: 9) and read them back."),
     ]);
     let about = "ScriptedChatModel (offline: replays fixed answers; set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)".to_string();
     Ok((Arc::new(scripted), about))
@@ -80,6 +95,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .default_node("chat")
         .chat_model("main")
         .tool(word_count_tool())
+        // File tools over the session's own files (saved with the network).
+        .modifier(FilesystemModifier::new(StateBackend::factory()))
         .build();
     net.register_model_shared("main", model);
 
@@ -100,7 +117,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         HumanNode::new("And both together?");
     }
     let reply = net.invoke().await?;
-    println!("turn 2: {}\n", reply.text());
+    println!("turn 2: {}", reply.text());
+
+    // Turn 3: the file tools write, search and read the session's files.
+    {
+        let _scope = net.enter();
+        HumanNode::new(
+            "Write the counts to /notes.md, find the total with grep, and read the file back.",
+        );
+    }
+    let reply = net.invoke().await?;
+    println!("turn 3: {}", reply.text());
+    for node in net.nodes() {
+        if let (Some(tool), Some(result)) = (node.downcast::<ToolNode>(), node.output()) {
+            let first = result.text().lines().next().unwrap_or("");
+            println!("  {} -> {first}", tool.tool_call.name);
+        }
+    }
+    let notes = net.with_files(|files| files.get("/notes.md").map(|f| f.text()));
+    let notes = notes.ok_or("the agent did not write /notes.md")?;
+    println!("/notes.md:\n{notes}");
 
     println!("{}", net.to_mermaid());
 
@@ -111,14 +147,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let saved = std::fs::read_to_string(&path)?;
     let loaded = RunnableNetwork::load_from_file(&path)?;
     let identical = loaded.to_json()? == saved;
+    let files_kept = loaded.with_files(|files| files.contains_key("/notes.md"));
     println!(
-        "saved {} nodes ({} bytes) to {}\nloaded back: {} nodes, re-saved JSON identical: {identical}",
+        "saved {} nodes ({} bytes) to {}\nloaded back: {} nodes, files kept: {files_kept}, re-saved JSON identical: {identical}",
         net.len(),
         saved.len(),
         path.display(),
         loaded.len(),
     );
-    if !identical {
+    if !identical || !files_kept {
         return Err("the reloaded network differs from the saved one".into());
     }
     Ok(())

@@ -32,10 +32,12 @@ pub enum NetworkError {
         kind: String,
         /// What went wrong (the source's message).
         message: String,
-        /// The node's own error, e.g. [`NetworkError::Model`] or
-        /// [`NetworkError::Io`].
+        /// The node's own error (a [`NetworkError`] such as
+        /// [`NetworkError::Model`] or [`NetworkError::Io`]); downcast it to
+        /// match on it. Error-chain walkers (`anyhow`, `Error::source`)
+        /// reach it and its own causes.
         #[source]
-        source: Box<NetworkError>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A modifier hook failed.
     #[error("modifier `{modifier}` failed: {message}")]

@@ -620,3 +620,69 @@ async fn an_unregistered_model_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// A node kind whose run fails with an I/O error.
+struct ReadsAMissingFile;
+
+#[async_trait]
+impl lc_agent::NodeLogic for ReadsAMissingFile {
+    fn kind(&self) -> &str {
+        "reads-a-missing-file"
+    }
+
+    async fn invoke(&self, _ctx: lc_agent::NodeContext) -> Result<Message> {
+        std::fs::read_to_string("/definitely/not/here.txt")?;
+        Ok(Message::human("unreachable"))
+    }
+}
+
+#[tokio::test]
+async fn failures_keep_their_cause_for_callers_to_match() {
+    use std::error::Error as _;
+
+    let net = RunnableNetwork::new();
+    net.add(ReadsAMissingFile, &[]).unwrap();
+    let err = net.invoke().await.unwrap_err();
+    let NetworkError::NodeFailed { source, .. } = &err else {
+        panic!("unexpected {err}");
+    };
+    let Some(NetworkError::Io(io)) = source.downcast_ref::<NetworkError>() else {
+        panic!("the cause is the node's own error, got {source:?}");
+    };
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    // The same chain through `std::error::Error::source`, down to the
+    // I/O error itself.
+    let cause = err.source().and_then(|e| e.downcast_ref::<NetworkError>());
+    assert!(matches!(cause, Some(NetworkError::Io(_))), "{cause:?}");
+    let root = cause.and_then(|e| e.source());
+    assert!(
+        root.and_then(|e| e.downcast_ref::<std::io::Error>())
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound),
+        "{root:?}"
+    );
+
+    // A modifier's failure keeps its cause too.
+    struct Refuses;
+    #[async_trait]
+    impl NetworkModifier for Refuses {
+        fn id(&self) -> &str {
+            "refuses"
+        }
+        async fn on_begin_invoke(&self, _network: &RunnableNetwork) -> Result<()> {
+            Err(NetworkError::UnknownModel("nope".into()))
+        }
+    }
+    let net = RunnableNetwork::builder().modifier(Refuses).build();
+    let err = net.invoke().await.unwrap_err();
+    let NetworkError::Modifier {
+        modifier, source, ..
+    } = &err
+    else {
+        panic!("unexpected {err}");
+    };
+    assert_eq!(modifier, "refuses");
+    assert!(matches!(
+        source.downcast_ref::<NetworkError>(),
+        Some(NetworkError::UnknownModel(name)) if name == "nope"
+    ));
+}

@@ -10,7 +10,18 @@
 //!  every COMPACT_EVERY bytes ─▶ compact (rewrite atomically)
 //! ```
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{corrupt, identity, mtime_ns, open_lock, session_path};
+use crate::atomic_file::{is_temp_name, write_atomic};
+use crate::list::{info_from_json, ListPage, ListResult, SessionInfo};
 
 pub(super) const INDEX_FILE: &str = ".index.jsonl";
 pub(super) const INDEX_LOCK: &str = ".index.lock";

@@ -39,15 +39,15 @@
 
 mod index;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -55,7 +55,7 @@ use super::{
     info_from_json, stamp, validate_user, ListError, ListPage, ListQuery, ListResult, NetworkList,
     SessionInfo, DEFAULT_USER,
 };
-use crate::atomic_file::{is_temp_name, sync_dir, write_atomic};
+use crate::atomic_file::{sync_dir, write_atomic};
 use crate::network::RunnableNetwork;
 use index::{
     append_index, compact, list_page, rebuild, refresh, Entry, IndexLine, UserIndex, COMPACT_EVERY,

@@ -1,6 +1,8 @@
 //! Errors, one enum per boundary.
 
-use crate::node::NodeId;
+/// A node id, as in [`crate::NodeId`] (named here without importing the
+/// node module, so errors stay at the bottom of the crate).
+type NodeId = uuid::Uuid;
 
 /// Errors of building, running, saving and loading networks.
 #[derive(Debug, thiserror::Error)]

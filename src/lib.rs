@@ -32,8 +32,63 @@
 //! `a >> b`, `[a, b] >> c` and `None >> c` rewire edges explicitly.
 //!
 //! **Saving**: [`RunnableNetwork::to_json`] writes the `lc-agent/1` format
-//! (see [`persist`]); loading and saving again gives the same bytes, and
+//! (see [`format`](mod@format)); loading and saving again gives the same bytes, and
 //! kinds the loading program does not know survive as [`GenericNode`]s.
+//! [`list`] keeps many saved networks (sessions) per user, in JSON files
+//! or in Redis.
+//!
+//! # Layout
+//!
+//! One file per concept; a folder when a concept has parts.
+//!
+//! ```text
+//! lib.rs              this map; flat re-exports of the public types
+//! network/            RunnableNetwork: the graph and the state
+//!   mod.rs            the type, its identity, metadata and files
+//!   builder.rs        NetworkBuilder
+//!   graph.rs          storage: nodes, edges, pending set, topological order, queries
+//!   edit.rs           adding, rewiring and removing nodes
+//!   conversation.rs   what a node reads: input_of / history_of, cached
+//!   runtime.rs        attachments: modifiers, tools, models, settings, events
+//!   scope.rs          the scope guard (which network new nodes join)
+//!   ops.rs            `a >> b`, `[a, b] >> c`, connect
+//!   mermaid.rs        to_mermaid
+//! node/               NodeRef, NodeLogic, NodeContext
+//!   state.rs          a node's state, private behind methods (record_output)
+//! nodes/              the built-in kinds: human, system, chat, tool, network, generic
+//! kinds.rs            the kind registry: create a node by kind name, load one
+//! run/                running a network
+//!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
+//!   modifier.rs       NetworkModifier and how a hook runs
+//!   chat_loop.rs      ChatLoop: a human leaf gets the default node
+//!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
+//! history.rs          History: the conversation, shared between nodes
+//! message.rs          Message, ToolCall
+//! tool.rs             Tool, FnTool, running one tool call
+//! model/              ChatModel, ChatRequest/ChatResponse, the registry
+//!   openai/           OpenAiChatModel (config, transport, wire types, streaming)
+//!   scripted.rs       ScriptedChatModel for tests and offline runs
+//! event.rs            NetworkEvent
+//! files.rs            Files, FileData: the agent's virtual files
+//! format/             the saved format `lc-agent/1`
+//!   document.rs       the top-level schema (shared with listings)
+//!   write.rs          writing (cached compact JSON of invoked nodes)
+//!   read.rs           reading in one pass
+//! atomic_file.rs      the one durable file writer (temp, fsync, rename)
+//! list/               sessions: NetworkList
+//!   session.rs        SessionInfo, ListQuery, ListPage, user names
+//!   stamp.rs          revisions and timestamps
+//!   json/             JsonNetworkList (mod.rs) and its listing index (index.rs)
+//!   redis/            RedisNetworkList (mod.rs) and its connection (resp.rs)
+//! error.rs            NetworkError, ModelError, ToolError
+//! ```
+//!
+//! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
+//! filesystem modifier with its backends and file tools, and the checkpoint
+//! modifier; `lc-agent-cli` (`cli/`) is the `lc-agent` binary (`tool`,
+//! `sessions`). The network, its nodes, the run and the tools know each
+//! other by design (a node knows its network, a network runs its nodes, a
+//! tool sees the network it runs in); everything else depends downward.
 //!
 //! ```
 //! use lc_agent::{FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};

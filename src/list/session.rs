@@ -27,7 +27,7 @@ pub struct SessionInfo {
     pub bytes: u64,
     /// The stored revision.
     pub revision: u64,
-    /// The network's metadata (used by [`NetworkList::find`]).
+    /// The network's metadata (used by [`NetworkList::find`](super::NetworkList::find)).
     #[serde(default)]
     pub metadata: Map<String, Value>,
 }
@@ -100,7 +100,7 @@ pub struct ListPage {
     pub sessions: Vec<SessionInfo>,
     /// Entries of this page that could not be read (corrupt files or
     /// index entries); the listing goes on without them. Unreadable files
-    /// that a [`JsonNetworkList`] cannot place in the order at all are
+    /// that a [`JsonNetworkList`](super::JsonNetworkList) cannot place in the order at all are
     /// reported with the first page (offset 0).
     pub errors: Vec<ListError>,
     /// Number of sessions of the user (all pages).

@@ -105,7 +105,7 @@ impl NetworkBuilder {
         self
     }
 
-    /// Chat nodes stream and emit [`NetworkEvent::Delta`] events.
+    /// Chat nodes stream and emit [`NetworkEvent::Delta`](crate::NetworkEvent::Delta) events.
     pub fn streaming(mut self, on: bool) -> Self {
         self.streaming = on;
         self

@@ -83,12 +83,26 @@ pub enum NetworkError {
 }
 
 /// Errors of chat models.
+///
+/// Where a Rust error lies underneath (the HTTP client's, the JSON parser's,
+/// the URL parser's), the variant keeps it in its `source` field, shared
+/// (`Arc`) so that the error stays `Clone`. [`std::error::Error::source`]
+/// returns that `Arc` (same text, same causes below it), and
+/// `source.downcast_ref::<E>()` on the field gets the error's type back.
+/// `message` tells the whole story on its own (the causes' text included,
+/// secrets erased); it is what `Display` shows.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
     /// The endpoint could not be reached (after retries).
-    #[error("could not reach the model endpoint: {0}")]
-    Connect(String),
+    #[error("could not reach the model endpoint: {message}")]
+    Connect {
+        /// What failed, with its causes, on one line.
+        message: String,
+        /// The underlying error (for the OpenAI model, a `reqwest::Error`).
+        #[source]
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The endpoint answered with an HTTP error (after retries).
     #[error("model endpoint returned HTTP {status}: {body}")]
     Http {
@@ -101,11 +115,24 @@ pub enum ModelError {
     #[error("model request timed out after {0:?}")]
     Timeout(std::time::Duration),
     /// The response was not what the protocol says.
-    #[error("invalid model response: {0}")]
-    InvalidResponse(String),
+    #[error("invalid model response: {message}")]
+    InvalidResponse {
+        /// What is wrong with it.
+        message: String,
+        /// The parser's error, when parsing failed (e.g. a
+        /// `serde_json::Error`).
+        #[source]
+        source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    },
     /// Configuration is missing or wrong.
-    #[error("model configuration: {0}")]
-    Config(String),
+    #[error("model configuration: {message}")]
+    Config {
+        /// What is missing or wrong.
+        message: String,
+        /// The underlying error, when there is one (e.g. the URL parser's).
+        #[source]
+        source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    },
     /// A scripted model ran out of turns.
     #[error("scripted model `{name}` has no more turns (played {played})")]
     ScriptExhausted {

@@ -478,7 +478,7 @@ async fn malformed_json_is_an_invalid_response() {
 
     for expected in ["this is not json", "no choices", "model overloaded"] {
         match model.complete(&ask("hi")).await {
-            Err(ModelError::InvalidResponse(message)) => {
+            Err(ModelError::InvalidResponse { message, .. }) => {
                 assert!(message.contains(expected), "{message}")
             }
             other => panic!("expected InvalidResponse, got {other:?}"),
@@ -615,12 +615,12 @@ async fn streaming_failures() {
 
     let (result, _) = stream_collect(&model, &ask("1")).await;
     assert!(
-        matches!(&result, Err(ModelError::InvalidResponse(m)) if m.contains("ended")),
+        matches!(&result, Err(ModelError::InvalidResponse { message: m, .. }) if m.contains("ended")),
         "{result:?}"
     );
     let (result, _) = stream_collect(&model, &ask("2")).await;
     assert!(
-        matches!(&result, Err(ModelError::InvalidResponse(_))),
+        matches!(&result, Err(ModelError::InvalidResponse { .. })),
         "{result:?}"
     );
     let (result, deltas) = stream_collect(&model, &ask("3")).await;
@@ -752,15 +752,19 @@ async fn client_errors_are_not_retried() {
     assert_eq!(server.requests(), 1);
 }
 
-#[tokio::test]
-async fn connect_error_after_retries() {
-    // A port nothing listens on: bind one, then let it go.
+/// A base URL on a port nothing listens on: bind one, then let it go.
+fn unreachable_base_url() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+#[tokio::test]
+async fn connect_error_after_retries() {
     let model = OpenAiChatModel::builder()
         .model("test-model")
-        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .base_url(unreachable_base_url())
         .api_key(KEY)
         .retry_base_delay(Duration::from_millis(20))
         .build()
@@ -769,10 +773,39 @@ async fn connect_error_after_retries() {
     let started = Instant::now();
     let error = model.complete(&ask("hi")).await.unwrap_err();
 
-    assert!(matches!(error, ModelError::Connect(_)), "{error:?}");
+    assert!(matches!(error, ModelError::Connect { .. }), "{error:?}");
     // Three backoffs of at least 10, 20 and 40 ms (half of each is fixed).
     assert!(started.elapsed() >= Duration::from_millis(70));
     assert!(!error.to_string().contains(KEY));
+}
+
+#[tokio::test]
+async fn connect_error_keeps_the_http_clients_error_as_its_source() {
+    let model = OpenAiChatModel::builder()
+        .model("test-model")
+        .base_url(unreachable_base_url())
+        .api_key(KEY)
+        .max_retries(0)
+        .build()
+        .unwrap();
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    let ModelError::Connect { source, .. } = &error else {
+        panic!("expected Connect, got {error:?}");
+    };
+    let http_error = source
+        .downcast_ref::<reqwest::Error>()
+        .expect("the source is the reqwest error");
+    assert!(http_error.is_connect(), "{http_error:?}");
+    // `Error::source` leads to it, and on down to the refused connection.
+    let source = std::error::Error::source(&error).expect("a source");
+    assert_eq!(source.to_string(), http_error.to_string());
+    let refused = std::iter::successors(Some(source), |e| e.source())
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .next()
+        .expect("an io::Error down the chain");
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
 }
 
 #[tokio::test]
@@ -851,21 +884,21 @@ fn builder_rejects_bad_configuration() {
     let missing_model = OpenAiChatModel::builder()
         .base_url("http://localhost:1/v1")
         .build();
-    assert!(matches!(missing_model, Err(ModelError::Config(_))));
+    assert!(matches!(missing_model, Err(ModelError::Config { .. })));
 
     let bad_url = OpenAiChatModel::builder()
         .model("m")
         .api_key(KEY)
         .base_url("not a url")
         .build();
-    assert!(matches!(bad_url, Err(ModelError::Config(_))));
+    assert!(matches!(bad_url, Err(ModelError::Config { .. })));
 
     let bad_scheme = OpenAiChatModel::builder()
         .model("m")
         .api_key(KEY)
         .base_url("ftp://example.com/v1")
         .build();
-    assert!(matches!(bad_scheme, Err(ModelError::Config(_))));
+    assert!(matches!(bad_scheme, Err(ModelError::Config { .. })));
 }
 
 /// The only test that touches the process environment (the others set the
@@ -896,7 +929,9 @@ async fn environment_fallbacks_and_keyless_local_servers() {
     // OpenAI itself does: no key and no base URL is a configuration error.
     std::env::remove_var("OPENAI_BASE_URL");
     let error = OpenAiChatModel::from_env("gpt-4o-mini").unwrap_err();
-    assert!(matches!(&error, ModelError::Config(m) if m.contains("OPENAI_API_KEY")));
+    assert!(
+        matches!(&error, ModelError::Config { message: m, .. } if m.contains("OPENAI_API_KEY"))
+    );
 
     // Explicit settings beat the environment.
     std::env::set_var("OPENAI_API_KEY", "sk-from-env");

@@ -138,10 +138,30 @@ pub trait ChatModel: Send + Sync {
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
         let response = self.complete(request).await?;
-        if !response.content.is_empty() {
-            on_delta(StreamDelta::Text(response.content.clone()));
-        }
+        replay_as_deltas([response.content.as_str()], &[], on_delta);
         Ok(response)
+    }
+}
+
+/// Reports a whole answer as stream deltas, for a model that does not
+/// stream: each piece of `text` as a [`StreamDelta::Text`] (empty pieces
+/// are skipped), then each of `tool_calls` as one complete
+/// [`StreamDelta::ToolCall`] fragment (id, name and all the arguments).
+pub(crate) fn replay_as_deltas<'a>(
+    text: impl IntoIterator<Item = &'a str>,
+    tool_calls: &[ToolCall],
+    on_delta: DeltaSink<'_>,
+) {
+    for piece in text.into_iter().filter(|piece| !piece.is_empty()) {
+        on_delta(StreamDelta::Text(piece.to_string()));
+    }
+    for (index, call) in tool_calls.iter().enumerate() {
+        on_delta(StreamDelta::ToolCall {
+            index,
+            id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: call.arguments.clone(),
+        });
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{ChatModel, ChatRequest, ChatResponse, DeltaSink, StreamDelta};
+use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::ToolCall;
 
@@ -149,17 +149,11 @@ impl ChatModel for ScriptedChatModel {
     ) -> Result<ChatResponse, ModelError> {
         let response = self.complete(request).await?;
         // Word by word, so streaming consumers see more than one piece.
-        for piece in response.content.split_inclusive(' ') {
-            on_delta(StreamDelta::Text(piece.to_string()));
-        }
-        for (index, call) in response.tool_calls.iter().enumerate() {
-            on_delta(StreamDelta::ToolCall {
-                index,
-                id: Some(call.id.clone()),
-                name: Some(call.name.clone()),
-                arguments: call.arguments.clone(),
-            });
-        }
+        replay_as_deltas(
+            response.content.split_inclusive(' '),
+            &response.tool_calls,
+            on_delta,
+        );
         Ok(response)
     }
 }

@@ -1,0 +1,313 @@
+//! Getting an answer over HTTP: [`Transport`] posts a request to the
+//! endpoint, retries what is worth retrying, applies the timeouts, and
+//! turns the HTTP client's failures into [`ModelError`]s (with the API key
+//! erased from their text and the client's error kept as their source).
+//! It hands back the body as text or, for a streamed answer, the data of
+//! each server-sent event ([`Events`]).
+//!
+//! - **Retries**: HTTP 429, 5xx and connection failures, up to
+//!   `max_retries` times, after exponential backoff with jitter or as long
+//!   as `Retry-After` (in seconds) says, never more than 60 s. Other 4xx
+//!   and timeouts fail at once.
+//! - **Timeouts**: a non-streamed request has reqwest's whole-request
+//!   timeout; a streamed one is limited while waiting for the response,
+//!   then for each next event.
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+
+use super::redact::{describe, excerpt, ApiKey, MAX_ERROR_BODY_CHARS};
+use super::wire::WireRequest;
+use crate::error::ModelError;
+
+/// No wait between two attempts is longer than this, whatever
+/// `Retry-After` says.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Sends chat completion requests to one endpoint; clones share the HTTP
+/// connection pool.
+#[derive(Clone)]
+pub(super) struct Transport {
+    client: reqwest::Client,
+    pub(super) endpoint: reqwest::Url,
+    pub(super) api_key: Option<ApiKey>,
+    pub(super) timeout: Duration,
+    pub(super) max_retries: u32,
+    pub(super) retry_base_delay: Duration,
+}
+
+impl Transport {
+    /// A transport to `endpoint`, with its own HTTP client.
+    pub(super) fn new(
+        endpoint: reqwest::Url,
+        api_key: Option<ApiKey>,
+        timeout: Duration,
+        max_retries: u32,
+        retry_base_delay: Duration,
+    ) -> Result<Self, ModelError> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("lc-agent/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError::Config {
+                message: format!("cannot create the HTTP client: {e}"),
+                source: Some(Arc::new(e)),
+            })?;
+        Ok(Self {
+            client,
+            endpoint,
+            api_key,
+            timeout,
+            max_retries,
+            retry_base_delay,
+        })
+    }
+
+    /// Posts `body`, retrying what is worth retrying; returns a response
+    /// with a success status.
+    pub(super) async fn post(
+        &self,
+        body: &WireRequest<'_>,
+    ) -> Result<reqwest::Response, ModelError> {
+        tracing::debug!(
+            model = %body.model,
+            endpoint = %self.endpoint,
+            messages = body.messages.len(),
+            tools = body.tools.len(),
+            stream = body.stream,
+            "chat completion request"
+        );
+        let mut attempt = 0;
+        loop {
+            match self.post_once(body).await {
+                Ok(response) => return Ok(response),
+                Err(failure) if failure.retryable && attempt < self.max_retries => {
+                    let delay = self.retry_delay(attempt, failure.retry_after);
+                    attempt += 1;
+                    tracing::warn!(
+                        model = %body.model,
+                        attempt,
+                        max_retries = self.max_retries,
+                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        error = %failure.error,
+                        "chat completion failed; retrying"
+                    );
+                    tokio::time::sleep(delay).await;
+                }
+                Err(failure) => return Err(failure.error),
+            }
+        }
+    }
+
+    /// One attempt. Non-streamed requests use reqwest's whole-request
+    /// timeout; streamed ones limit only the wait for the response here.
+    async fn post_once(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, Failure> {
+        if body.stream {
+            tokio::time::timeout(self.timeout, self.send(body))
+                .await
+                .unwrap_or_else(|_| Err(Failure::fatal(ModelError::Timeout(self.timeout))))
+        } else {
+            self.send(body).await
+        }
+    }
+
+    async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, Failure> {
+        let mut request = self.client.post(self.endpoint.clone()).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(&key.0);
+        }
+        if !body.stream {
+            request = request.timeout(self.timeout);
+        }
+        let response = request.send().await.map_err(|e| self.send_failure(e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        Err(Failure {
+            error: ModelError::Http {
+                status: status.as_u16(),
+                body: excerpt(self.api_key.as_ref(), text.trim(), MAX_ERROR_BODY_CHARS),
+            },
+            retryable: status.as_u16() == 429 || status.is_server_error(),
+            retry_after,
+        })
+    }
+
+    /// How long to wait before retry number `attempt + 1`: `Retry-After`
+    /// when the server sent it, otherwise exponential backoff with equal
+    /// jitter (half fixed, half random).
+    fn retry_delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(delay) = retry_after {
+            return delay.min(MAX_RETRY_DELAY);
+        }
+        let backoff = self
+            .retry_base_delay
+            .saturating_mul(2u32.saturating_pow(attempt))
+            .min(MAX_RETRY_DELAY);
+        let half = backoff / 2;
+        half + half.mul_f64(rand::random::<f64>())
+    }
+
+    /// The whole body of `response` as text. The body of a streamed
+    /// request (from a server that answered in one piece) is read within
+    /// the timeout, as such a request has no whole-request timeout.
+    pub(super) async fn text(
+        &self,
+        response: reqwest::Response,
+        streamed: bool,
+    ) -> Result<String, ModelError> {
+        let read = response.text();
+        let text = if streamed {
+            tokio::time::timeout(self.timeout, read)
+                .await
+                .map_err(|_| ModelError::Timeout(self.timeout))?
+        } else {
+            read.await
+        };
+        text.map_err(|e| self.read_error(e))
+    }
+
+    /// The server-sent events of a streamed `response`.
+    pub(super) fn events(
+        &self,
+        response: reqwest::Response,
+    ) -> Events<'_, impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin>
+    {
+        Events {
+            events: response.bytes_stream().eventsource(),
+            transport: self,
+        }
+    }
+
+    /// Classifies a failure to get a response at all.
+    fn send_failure(&self, error: reqwest::Error) -> Failure {
+        if error.is_timeout() {
+            Failure::fatal(ModelError::Timeout(self.timeout))
+        } else if error.is_builder() {
+            Failure::fatal(ModelError::Config {
+                message: describe(self.api_key.as_ref(), &error),
+                source: Some(self.shared(error)),
+            })
+        } else {
+            Failure {
+                error: self.connect_error(error),
+                retryable: true,
+                retry_after: None,
+            }
+        }
+    }
+
+    /// Maps a failure while reading the response body.
+    fn read_error(&self, error: reqwest::Error) -> ModelError {
+        if error.is_timeout() {
+            ModelError::Timeout(self.timeout)
+        } else {
+            self.connect_error(error)
+        }
+    }
+
+    fn connect_error(&self, error: reqwest::Error) -> ModelError {
+        ModelError::Connect {
+            message: describe(self.api_key.as_ref(), &error),
+            source: self.shared(error),
+        }
+    }
+
+    fn sse_error(&self, error: EventStreamError<reqwest::Error>) -> ModelError {
+        match error {
+            EventStreamError::Transport(e) => self.read_error(e),
+            EventStreamError::Utf8(e) => ModelError::InvalidResponse {
+                message: format!("event stream is not UTF-8: {e}"),
+                source: Some(Arc::new(e)),
+            },
+            EventStreamError::Parser(e) => ModelError::InvalidResponse {
+                message: format!("malformed event stream: {e}"),
+                source: Some(Arc::new(e)),
+            },
+        }
+    }
+
+    /// `error`, to keep as the source of a [`ModelError`]. Its text names
+    /// the URL, so the URL is dropped should it contain the key.
+    fn shared(&self, error: reqwest::Error) -> Arc<dyn Error + Send + Sync> {
+        let shows_key = match (&self.api_key, error.url()) {
+            (Some(ApiKey(key)), Some(url)) => !key.is_empty() && url.as_str().contains(key),
+            _ => false,
+        };
+        Arc::new(if shows_key {
+            error.without_url()
+        } else {
+            error
+        })
+    }
+}
+
+/// The server-sent events of one streamed response, each awaited for at
+/// most the timeout.
+pub(super) struct Events<'a, S> {
+    events: S,
+    transport: &'a Transport,
+}
+
+impl<S> Events<'_, S>
+where
+    S: Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin,
+{
+    /// The data of the next event; `None` once the stream has closed.
+    pub(super) async fn next(&mut self) -> Result<Option<String>, ModelError> {
+        let timeout = self.transport.timeout;
+        match tokio::time::timeout(timeout, self.events.next()).await {
+            Err(_) => Err(ModelError::Timeout(timeout)),
+            Ok(None) => Ok(None),
+            Ok(Some(Ok(event))) => Ok(Some(event.data)),
+            Ok(Some(Err(error))) => Err(self.transport.sse_error(error)),
+        }
+    }
+}
+
+/// Whether `response` is an event stream (a response without a
+/// content type is taken for one).
+pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v.starts_with("text/event-stream"))
+}
+
+/// One failed attempt, and whether it is worth another.
+struct Failure {
+    error: ModelError,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn fatal(error: ModelError) -> Self {
+        Self {
+            error,
+            retryable: false,
+            retry_after: None,
+        }
+    }
+}
+
+/// `Retry-After` in (possibly fractional) seconds; the HTTP-date form is
+/// ignored (backoff applies instead).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let seconds: f64 = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (seconds.is_finite() && seconds >= 0.0)
+        .then(|| Duration::from_secs_f64(seconds.min(MAX_RETRY_DELAY.as_secs_f64())))
+}

@@ -1,0 +1,400 @@
+//! The protocol's JSON, in Rust: the request that is sent
+//! ([`WireRequest`]), the answer and the stream chunks that come back
+//! ([`WireCompletion`], [`WireChunk`]), and their conversions from and to
+//! [`Message`], [`ToolCall`], [`ToolSpec`], [`Usage`] and
+//! [`ChatResponse`].
+//!
+//! Reading is lenient: every field of an answer is optional, unknown
+//! fields are ignored, `null` reads as empty, content may be a string or a
+//! list of text parts, and tool-call arguments stay the raw text the model
+//! produced. Only a body that is not JSON at all is an error.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::non_empty;
+use super::redact::{excerpt, ApiKey, MAX_EXCERPT_CHARS};
+use crate::error::ModelError;
+use crate::message::{Message, ToolCall};
+use crate::model::{ChatResponse, Usage};
+use crate::tool::ToolSpec;
+
+/// Parses `text` as JSON; a [`ModelError::InvalidResponse`] that quotes
+/// the start of `text` (and keeps the parser's error as its source)
+/// otherwise.
+pub(super) fn decode<T: DeserializeOwned>(
+    text: &str,
+    key: Option<&ApiKey>,
+) -> Result<T, ModelError> {
+    serde_json::from_str(text).map_err(|error| ModelError::InvalidResponse {
+        message: format!("{error} in `{}`", excerpt(key, text, MAX_EXCERPT_CHARS)),
+        source: Some(Arc::new(error)),
+    })
+}
+
+/// Reads a non-streamed answer.
+pub(super) fn parse_completion(
+    text: &str,
+    key: Option<&ApiKey>,
+) -> Result<ChatResponse, ModelError> {
+    let wire: WireCompletion = decode(text, key)?;
+    let Some(choice) = wire.choices.into_iter().next() else {
+        let detail = wire
+            .error
+            .map(|e| format!(": {}", excerpt(key, &e.to_string(), MAX_EXCERPT_CHARS)))
+            .unwrap_or_default();
+        return Err(ModelError::InvalidResponse {
+            message: format!("the response has no choices{detail}"),
+            source: None,
+        });
+    };
+    let message = choice.message.unwrap_or_default();
+    let mut content = message
+        .content
+        .map(WireContent::into_text)
+        .unwrap_or_default();
+    if content.is_empty() {
+        content = message.refusal.unwrap_or_default();
+    }
+    Ok(ChatResponse {
+        content,
+        tool_calls: message
+            .tool_calls
+            .into_iter()
+            .map(WireToolCallIn::into_tool_call)
+            .collect(),
+        usage: wire.usage.map(Usage::from),
+        finish_reason: choice.finish_reason,
+        model: wire.model,
+    })
+}
+
+/// An id for a tool call the server sent without one.
+pub(super) fn generated_call_id() -> String {
+    format!("call_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Tool-call arguments as raw text: strings as they are, `null` or missing
+/// as `""`, anything else (an object some servers send) as its JSON.
+pub(super) fn arguments_text(arguments: Option<Value>) -> String {
+    match arguments {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text,
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Reads `null` as the type's default (serde's `default` covers only a
+/// missing field).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+// ---------------------------------------------------------------------------
+// The protocol: what is sent.
+
+#[derive(Serialize)]
+pub(super) struct WireRequest<'a> {
+    pub(super) model: &'a str,
+    pub(super) messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+pub(super) struct StreamOptions {
+    pub(super) include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub(super) enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCallOut<'a>>,
+    },
+    Tool {
+        content: &'a str,
+        tool_call_id: &'a str,
+    },
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::System { content } => WireMessage::System { content },
+            Message::Human { content } => WireMessage::User { content },
+            Message::Ai {
+                content,
+                tool_calls,
+            } => WireMessage::Assistant {
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
+                tool_calls: tool_calls.iter().map(WireToolCallOut::from).collect(),
+            },
+            Message::Tool {
+                content,
+                tool_call_id,
+                ..
+            } => WireMessage::Tool {
+                content,
+                tool_call_id,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct WireToolCallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionOut<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCall> for WireToolCallOut<'a> {
+    /// Blank arguments go back as `{}` (what they mean): some servers'
+    /// chat templates parse them as JSON.
+    fn from(call: &'a ToolCall) -> Self {
+        let arguments = match call.arguments.trim() {
+            "" => "{}",
+            _ => call.arguments.as_str(),
+        };
+        Self {
+            id: &call.id,
+            kind: "function",
+            function: WireFunctionOut {
+                name: &call.name,
+                arguments,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: &'a ToolSpec,
+}
+
+impl<'a> From<&'a ToolSpec> for WireTool<'a> {
+    fn from(spec: &'a ToolSpec) -> Self {
+        Self {
+            kind: "function",
+            function: spec,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The protocol: what comes back. Every field is optional and unknown fields
+// are ignored.
+
+#[derive(Deserialize)]
+struct WireCompletion {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    #[serde(default)]
+    message: Option<WireAnswer>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+struct WireAnswer {
+    #[serde(default)]
+    content: Option<WireContent>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    tool_calls: Vec<WireToolCallIn>,
+}
+
+/// Message content: a string, or (some servers) a list of text parts.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum WireContent {
+    Text(String),
+    Parts(Vec<WireContentPart>),
+    Other(serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireContentPart {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl WireContent {
+    pub(super) fn into_text(self) -> String {
+        match self {
+            WireContent::Text(text) => text,
+            WireContent::Parts(parts) => parts.into_iter().filter_map(|p| p.text).collect(),
+            WireContent::Other(_) => String::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireToolCallIn {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunctionIn>,
+}
+
+#[derive(Default, Deserialize)]
+pub(super) struct WireFunctionIn {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) arguments: Option<Value>,
+}
+
+impl WireToolCallIn {
+    fn into_tool_call(self) -> ToolCall {
+        let function = self.function.unwrap_or_default();
+        ToolCall {
+            id: non_empty(self.id).unwrap_or_else(generated_call_id),
+            name: function.name.unwrap_or_default(),
+            arguments: arguments_text(function.arguments),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(usage: WireUsage) -> Self {
+        let prompt_tokens = usage.prompt_tokens.unwrap_or(0);
+        let completion_tokens = usage.completion_tokens.unwrap_or(0);
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: usage
+                .total_tokens
+                .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The protocol: what a stream sends, one chunk per event (read by
+// `stream.rs`).
+
+#[derive(Deserialize)]
+pub(super) struct WireChunk {
+    #[serde(default)]
+    pub(super) model: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(super) choices: Vec<WireChunkChoice>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+    #[serde(default)]
+    pub(super) error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireChunkChoice {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(super) index: u32,
+    #[serde(default)]
+    pub(super) delta: Option<WireDelta>,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+pub(super) struct WireDelta {
+    #[serde(default)]
+    pub(super) content: Option<WireContent>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(super) tool_calls: Vec<WireToolCallDelta>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireToolCallDelta {
+    #[serde(default)]
+    pub(super) index: Option<usize>,
+    #[serde(default)]
+    pub(super) id: Option<String>,
+    #[serde(default)]
+    pub(super) function: Option<WireFunctionIn>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn invalid_json_keeps_the_parser_error_as_its_source() {
+        let text = "{\"choices\": [ this is not json";
+
+        let error = parse_completion(text, None).unwrap_err();
+
+        let ModelError::InvalidResponse {
+            message,
+            source: Some(source),
+        } = &error
+        else {
+            panic!("expected InvalidResponse with a source, got {error:?}");
+        };
+        let json_error = source
+            .downcast_ref::<serde_json::Error>()
+            .expect("the source is the serde_json error");
+        assert!(json_error.is_syntax());
+        assert_eq!((json_error.line(), json_error.column()), (1, 16));
+        assert!(message.starts_with(&json_error.to_string()), "{message}");
+        // `Error::source` leads to the same error.
+        let walked = error.source().expect("a source");
+        assert_eq!(walked.to_string(), json_error.to_string());
+    }
+}

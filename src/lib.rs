@@ -66,7 +66,9 @@
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
-//!   openai/           OpenAiChatModel (config, transport, wire types, streaming)
+//!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
+//!                     transport.rs (sending, retries), wire.rs (JSON types),
+//!                     stream.rs (SSE assembly), redact.rs (keeping the key out)
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
 //! event.rs            NetworkEvent
 //! files.rs            Files, FileData: the agent's virtual files

@@ -7,7 +7,6 @@
 //! a model actually reads it ([`History::assemble`]).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::message::Message;
@@ -125,21 +124,18 @@ impl History {
     ///
     /// 1. every system message first (then `extra_system`, in order);
     /// 2. each tool result right after the AI message that asked for it,
-    ///    in the order of the calls;
+    ///    in the order of the calls: an AI message's results are the tool
+    ///    messages that follow it, up to the next AI message (servers reuse
+    ///    call ids across turns, `call_0` or `call_abc123` every turn, so an
+    ///    id alone does not say which turn a result answers);
     /// 3. a call without a result gets a synthetic error result
     ///    ([`TOOL_NOT_EXECUTED`]) — chat APIs reject dangling calls;
-    /// 4. a tool result whose call no AI message made is dropped (chat APIs
-    ///    reject it too), with a `tracing` warning.
+    /// 4. a tool result that answers no call of the AI message before it is
+    ///    dropped (chat APIs reject it too), with a `tracing` warning.
     ///
     /// Consecutive AI messages are kept apart, never merged.
     pub fn assemble<'a>(&'a self, extra_system: &'a [String]) -> Vec<Cow<'a, Message>> {
         let all = self.to_vec();
-        let mut results: HashMap<&str, &Message> = HashMap::new();
-        for m in &all {
-            if let Message::Tool { tool_call_id, .. } = m {
-                results.entry(tool_call_id.as_str()).or_insert(m);
-            }
-        }
         let mut out: Vec<Cow<'a, Message>> = Vec::with_capacity(all.len() + extra_system.len());
         out.extend(
             all.iter()
@@ -151,26 +147,32 @@ impl History {
                 .iter()
                 .map(|s| Cow::Owned(Message::system(s.clone()))),
         );
-        let called: std::collections::HashSet<&str> = all
-            .iter()
-            .flat_map(|m| m.tool_calls())
-            .map(|c| c.id.as_str())
-            .collect();
-        for m in &all {
+        // The calls of the latest AI message: what a tool result may answer.
+        let mut open_calls: &[crate::message::ToolCall] = &[];
+        for (i, m) in all.iter().enumerate() {
             match m {
                 Message::System { .. } => {}
                 Message::Tool { tool_call_id, .. } => {
-                    if !called.contains(tool_call_id.as_str()) {
+                    if !open_calls.iter().any(|c| c.id == *tool_call_id) {
                         tracing::warn!(
                             tool_call_id,
-                            "dropping a tool result whose call no AI message made"
+                            "dropping a tool result that answers no call of the AI message before it"
                         );
                     }
                 }
                 Message::Ai { tool_calls, .. } if !tool_calls.is_empty() => {
+                    open_calls = tool_calls;
                     out.push(Cow::Borrowed(*m));
+                    let turn = &all[i + 1..];
+                    let turn = &turn[..turn
+                        .iter()
+                        .position(|m| matches!(m, Message::Ai { .. }))
+                        .unwrap_or(turn.len())];
                     for call in tool_calls {
-                        match results.get(call.id.as_str()) {
+                        let result = turn.iter().find(|r| {
+                            matches!(r, Message::Tool { tool_call_id, .. } if *tool_call_id == call.id)
+                        });
+                        match result {
                             Some(result) => out.push(Cow::Borrowed(*result)),
                             None => out.push(Cow::Owned(Message::Tool {
                                 content: TOOL_NOT_EXECUTED.to_string(),
@@ -180,6 +182,10 @@ impl History {
                             })),
                         }
                     }
+                }
+                Message::Ai { .. } => {
+                    open_calls = &[];
+                    out.push(Cow::Borrowed(*m));
                 }
                 _ => out.push(Cow::Borrowed(*m)),
             }

@@ -380,6 +380,83 @@ async fn several_tool_calls_in_one_turn() {
     snapshot("openai_request_with_tools", &server.body(0));
 }
 
+/// A server that reuses one tool-call id every turn (as LiteLLM's mock
+/// does, and llama.cpp-style servers do with `call_0`): each turn's call
+/// must be answered by that turn's result, not the first turn's.
+#[tokio::test]
+async fn reused_tool_call_ids_pair_each_call_with_its_own_turn() {
+    let call = |n: usize| {
+        Reply::json(completion(
+            json!({
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{"id": "call_abc123", "type": "function",
+                    "function": {"name": "append", "arguments": format!("{{\"line\":\"turn {n}\"}}")}}]
+            }),
+            "tool_calls",
+        ))
+    };
+    let server = MockServer::start(vec![
+        call(1),
+        call(2),
+        call(3),
+        Reply::json(text_completion("Done.")),
+    ])
+    .await;
+    let turns = Arc::new(Mutex::new(0usize));
+    let append = lc_agent::FnTool::new(
+        "append",
+        "Appends a line.",
+        json!({"type": "object", "properties": {"line": {"type": "string"}}}),
+        move |args, _| {
+            let turns = turns.clone();
+            async move {
+                let mut n = turns.lock();
+                *n += 1;
+                if *n == 1 {
+                    Ok(lc_agent::ToolOutput::ok(format!(
+                        "Successfully appended {}",
+                        args["line"].as_str().unwrap_or("")
+                    )))
+                } else {
+                    Ok(lc_agent::ToolOutput::error(format!(
+                        "Error: turn {n} failed"
+                    )))
+                }
+            }
+        },
+    );
+    let net = lc_agent::RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("remote")
+        .model("remote", server.model().build().unwrap())
+        .tool(append)
+        .build();
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("Append three lines.");
+    }
+    assert_eq!(net.invoke().await.unwrap().text(), "Done.");
+    assert_eq!(server.requests(), 4);
+    let last = server.body(3);
+    let results: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "Successfully appended turn 1",
+            "Error: turn 2 failed",
+            "Error: turn 3 failed"
+        ]
+    );
+    snapshot("openai_request_reused_call_ids", &last);
+}
+
 #[tokio::test]
 async fn tool_call_arguments_are_kept_raw() {
     let message = json!({

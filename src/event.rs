@@ -1,9 +1,23 @@
-//! Events a network reports while it changes and runs.
+//! Events a network reports while it changes and runs: the one way out of
+//! a run for a UI, a progress bar or a log, without polling.
+//!
+//! ```text
+//!  InvokeStarted
+//!    NodeAdded ... NodeInvoked | NodeFailed
+//!    ToolCallStarted ─▶ ToolCallFinished (status, duration)
+//!    Delta ... (streaming)      EmptyAnswer (a model said nothing)
+//!  InvokeFinished (outcome, duration)
+//! ```
+//!
+//! A sub-network reports to its own subscribers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::message::ToolStatus;
 use crate::model::StreamDelta;
 use crate::node::NodeId;
+use crate::run::InvokeOutcome;
 
 /// Something that happened in a network.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +44,52 @@ pub enum NetworkEvent {
         node_id: NodeId,
         /// The piece.
         delta: StreamDelta,
+    },
+    /// `invoke` began (it holds the network's run lock from here).
+    InvokeStarted,
+    /// `invoke` ended, after the end hooks.
+    InvokeFinished {
+        /// How it ended.
+        outcome: InvokeOutcome,
+        /// How long it took.
+        elapsed: Duration,
+    },
+    /// A node failed; it stays pending and its `metadata["error"]` says
+    /// the same.
+    NodeFailed {
+        /// The node.
+        node_id: NodeId,
+        /// The error's text.
+        error: String,
+    },
+    /// A tool node started its call.
+    ToolCallStarted {
+        /// The tool node.
+        node_id: NodeId,
+        /// The call's id, as the model gave it.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// A tool node finished its call (errors included: they are results).
+    ToolCallFinished {
+        /// The tool node.
+        node_id: NodeId,
+        /// The call's id, as the model gave it.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// Whether the result is a success or an error.
+        status: ToolStatus,
+        /// How long the call took.
+        elapsed: Duration,
+    },
+    /// A model answered with no text and no tool calls (some servers drop
+    /// a streamed tool call this way). The run goes on; the chat node
+    /// records `metadata["empty_answer"] = true`.
+    EmptyAnswer {
+        /// The chat node.
+        node_id: NodeId,
     },
 }
 

@@ -548,7 +548,22 @@ async fn events_report_added_invoked_and_streamed_text_with_the_node_id() {
     let human = say(&net, "hi");
     net.invoke().await.unwrap();
     let chat = net.children(human.id()).remove(0);
-    let got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    let mut got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    // The run is framed by its start and finish.
+    let finished = got.pop();
+    assert!(
+        matches!(
+            finished,
+            Some(NetworkEvent::InvokeFinished {
+                outcome: InvokeOutcome::Completed,
+                ..
+            })
+        ),
+        "{finished:?}"
+    );
+    let started = got.iter().position(|e| *e == NetworkEvent::InvokeStarted);
+    assert_eq!(started, Some(1), "after the human node was added");
+    got.remove(1);
     let text = |t: &str| NetworkEvent::Delta {
         node_id: chat.id(),
         delta: StreamDelta::Text(t.into()),
@@ -684,5 +699,92 @@ async fn failures_keep_their_cause_for_callers_to_match() {
     assert!(matches!(
         source.downcast_ref::<NetworkError>(),
         Some(NetworkError::UnknownModel(name)) if name == "nope"
+    ));
+}
+
+#[tokio::test]
+async fn tool_calls_failures_and_empty_answers_are_reported_as_events() {
+    let model = ScriptedChatModel::new([
+        Turn::call("call-1", "shout", json!({"text": "hi"})),
+        // A server that lost the streamed tool call answers with nothing.
+        Turn::text(""),
+    ]);
+    let net = chat_net(&model);
+    net.add_tool(FnTool::new(
+        "shout",
+        "Upper-cases `text`.",
+        json!({"type": "object"}),
+        |args, _| async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok(ToolOutput::ok(
+                args["text"].as_str().unwrap_or("").to_uppercase(),
+            ))
+        },
+    ));
+    let mut events = net.subscribe();
+    say(&net, "shout hi");
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "", "an empty answer is not an error");
+    let got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+
+    let tool = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.kind() == "tool")
+        .unwrap();
+    let started = got.iter().position(|e| {
+        *e == NetworkEvent::ToolCallStarted {
+            node_id: tool.id(),
+            tool_call_id: "call-1".into(),
+            name: "shout".into(),
+        }
+    });
+    let finished = got.iter().position(|e| {
+        matches!(e, NetworkEvent::ToolCallFinished { node_id, tool_call_id, name, status: ToolStatus::Ok, elapsed }
+            if *node_id == tool.id() && tool_call_id == "call-1" && name == "shout" && *elapsed >= Duration::from_millis(5))
+    });
+    assert!(started.is_some() && finished.is_some(), "{got:?}");
+    assert!(started < finished);
+
+    let last_chat = net.current_leaf().unwrap();
+    assert_eq!(last_chat.metadata_value("empty_answer"), Some(json!(true)));
+    assert!(got.contains(&NetworkEvent::EmptyAnswer {
+        node_id: last_chat.id()
+    }));
+    let first_chat = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.kind() == "chat")
+        .unwrap();
+    assert_eq!(first_chat.metadata_value("empty_answer"), None);
+    // The network stays valid and saveable.
+    let saved = net.to_json().unwrap();
+    assert_eq!(
+        RunnableNetwork::from_json(&saved)
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        saved
+    );
+
+    // A failing node is reported with its error, and the run's finish says
+    // it failed.
+    let net = RunnableNetwork::new();
+    let mut events = net.subscribe();
+    let node = net.add(ReadsAMissingFile, &[]).unwrap();
+    net.invoke().await.unwrap_err();
+    let got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert!(
+        got.iter()
+            .any(|e| matches!(e, NetworkEvent::NodeFailed { node_id, error }
+        if *node_id == node.id() && error.contains("No such file"))),
+        "{got:?}"
+    );
+    assert!(matches!(
+        got.last(),
+        Some(NetworkEvent::InvokeFinished {
+            outcome: InvokeOutcome::Failed(_),
+            ..
+        })
     ));
 }

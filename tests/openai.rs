@@ -1025,3 +1025,36 @@ async fn environment_fallbacks_and_keyless_local_servers() {
     );
     std::env::remove_var("OPENAI_API_KEY");
 }
+
+/// A streamed answer that lost its tool call (as LiteLLM's streaming does)
+/// is neither an error nor silent: the node says so and an event reports it.
+#[tokio::test]
+async fn a_streamed_answer_that_lost_its_tool_call_is_flagged() {
+    let server = MockServer::start(vec![Reply::sse(&[
+        chunk(json!({"role": "assistant", "content": null}), Value::Null),
+        chunk(json!({}), json!("tool_calls")),
+        "[DONE]".to_string(),
+    ])])
+    .await;
+    let net = lc_agent::RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("remote")
+        .model("remote", server.model().build().unwrap())
+        .streaming(true)
+        .build();
+    let mut events = net.subscribe();
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("Write the notes.");
+    }
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "");
+    let chat = net.current_leaf().unwrap();
+    assert_eq!(chat.metadata_value("empty_answer"), Some(json!(true)));
+    assert_eq!(
+        chat.metadata_value("finish_reason"),
+        Some(json!("tool_calls"))
+    );
+    let got: Vec<lc_agent::NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert!(got.contains(&lc_agent::NetworkEvent::EmptyAnswer { node_id: chat.id() }));
+}

@@ -83,6 +83,14 @@ impl NodeLogic for ChatNode {
             model.complete(&request).await?
         };
         record(&ctx.node, &name, &response);
+        if response.content.trim().is_empty() && response.tool_calls.is_empty() {
+            // Not an error (the network stays valid and the run goes on),
+            // but never silent: some servers drop a streamed tool call
+            // and answer with nothing.
+            tracing::warn!(node = %node_id, model = %name, "the model answered with no text and no tool calls");
+            ctx.node.set_metadata("empty_answer", json!(true));
+            net.emit(&NetworkEvent::EmptyAnswer { node_id });
+        }
         Ok(response.to_message())
     }
 

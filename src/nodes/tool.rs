@@ -3,7 +3,10 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use std::time::Instant;
+
 use crate::error::Result;
+use crate::event::NetworkEvent;
 use crate::message::{Message, ToolCall};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 use crate::tool::{run_tool_call, ToolContext};
@@ -44,7 +47,21 @@ impl NodeLogic for ToolNode {
             node_id: ctx.node.id(),
             tool_call_id: self.tool_call.id.clone(),
         };
-        let output = run_tool_call(&tools, &self.tool_call, &tool_ctx).await;
+        let (node_id, call) = (ctx.node.id(), &self.tool_call);
+        ctx.network.emit(&NetworkEvent::ToolCallStarted {
+            node_id,
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        let clock = Instant::now();
+        let output = run_tool_call(&tools, call, &tool_ctx).await;
+        ctx.network.emit(&NetworkEvent::ToolCallFinished {
+            node_id,
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            status: output.status,
+            elapsed: clock.elapsed(),
+        });
         Ok(Message::Tool {
             content: output.content,
             tool_call_id: self.tool_call.id.clone(),

@@ -35,6 +35,8 @@ impl RunnableNetwork {
     /// network; a second waits for the first.
     pub async fn invoke(&self) -> Result<Message> {
         let _running = self.0.invoke_lock.lock().await;
+        let clock = Instant::now();
+        self.emit(&NetworkEvent::InvokeStarted);
         let modifiers = self.modifiers();
         let mut result = async {
             for m in modifiers.iter() {
@@ -56,6 +58,14 @@ impl RunnableNetwork {
                 }
             }
         }
+        let outcome = match &result {
+            Ok(_) => InvokeOutcome::Completed,
+            Err(e) => InvokeOutcome::Failed(e.to_string()),
+        };
+        self.emit(&NetworkEvent::InvokeFinished {
+            outcome,
+            elapsed: clock.elapsed(),
+        });
         result
     }
 
@@ -116,6 +126,10 @@ impl RunnableNetwork {
             Err(e) => {
                 let message = e.to_string();
                 node.set_metadata("error", json!(message));
+                self.emit(&NetworkEvent::NodeFailed {
+                    node_id: node.id(),
+                    error: message.clone(),
+                });
                 return Err(NetworkError::NodeFailed {
                     node: node.id(),
                     kind: node.kind().to_string(),

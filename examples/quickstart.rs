@@ -4,21 +4,26 @@
 //! (`word_count`), the chat loop and the tool loop, a second turn that
 //! reuses every cached output, the file tools of the `FilesystemModifier`
 //! (a file written, grepped and read back, kept in the session's own
-//! `files`), the Mermaid drawing, and a JSON save that loads back byte for
-//! byte, files included.
+//! `files`), the Mermaid drawing, and the session saved in the embedded
+//! session list (`JsonNetworkList`, under `$LC_AGENT_HOME/sessions` or
+//! `~/.lc-agent/sessions`, where `lc-agent sessions list` finds it) and
+//! loaded back byte for byte, files included. The session is saved even
+//! when a turn fails or stops at the step limit.
 //!
 //! Needs: nothing. By default it runs offline with `ScriptedChatModel`,
-//! which replays fixed answers (and says so). With `OPENAI_API_KEY` or
-//! `OPENAI_BASE_URL` set it talks to a real OpenAI-compatible server
-//! instead (model from `OPENAI_MODEL`, default `gpt-4o-mini`).
+//! which replays fixed answers (and says so). With `OPENAI_BASE_URL` (a
+//! local server) or `OPENAI_API_KEY` (OpenAI) set it talks to a real
+//! OpenAI-compatible server instead: the model is `OPENAI_MODEL` (required
+//! for a server other than OpenAI's; `gpt-4o-mini` on OpenAI).
 //!
 //! Run: `cargo run --example quickstart`
 
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, FnTool, HumanNode, OpenAiChatModel, RunnableNetwork, ScriptedChatModel, SystemNode,
-    ToolCall, ToolError, ToolNode, ToolOutput, Turn,
+    ChatModel, FnTool, HumanNode, JsonNetworkList, NetworkList, OpenAiChatModel, RunnableNetwork,
+    ScriptedChatModel, SystemNode, ToolCall, ToolError, ToolNode, ToolOutput, Turn,
 };
 use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
@@ -48,9 +53,13 @@ fn choose_model() -> Result<(Arc<dyn ChatModel>, String), Box<dyn std::error::Er
     let online = std::env::var_os("OPENAI_API_KEY").is_some()
         || std::env::var_os("OPENAI_BASE_URL").is_some();
     if online {
-        let name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-        let model = OpenAiChatModel::from_env(name.clone())?;
-        let about = format!("real model `{name}` at {}", model.base_url());
+        // OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL, as everywhere.
+        let model = OpenAiChatModel::from_env()?;
+        let about = format!(
+            "real model `{}` at {}",
+            model.model_name(),
+            model.base_url()
+        );
         return Ok((Arc::new(model), about));
     }
     let scripted = ScriptedChatModel::new([
@@ -81,12 +90,24 @@ fn choose_model() -> Result<(Arc<dyn ChatModel>, String), Box<dyn std::error::Er
         Turn::call("call-5", "read_file", json!({"file_path": "/notes.md"})),
         Turn::text("Saved the counts to /notes.md (total: 9) and read them back."),
     ]);
-    let about = "ScriptedChatModel (offline: replays fixed answers; set OPENAI_API_KEY or OPENAI_BASE_URL for a real model)".to_string();
+    let about = "ScriptedChatModel (offline: replays fixed answers; for a real model set \
+                 OPENAI_BASE_URL and OPENAI_MODEL, plus OPENAI_API_KEY if the server needs one)"
+        .to_string();
     Ok((Arc::new(scripted), about))
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (model, about) = choose_model()?;
     println!("model: {about}\n");
 
@@ -100,6 +121,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     net.register_model_shared("main", model);
 
+    // The session is saved whatever happens (a failed turn, the step
+    // limit): the graph stays valid, and `lc-agent sessions list` finds it.
+    let sessions = JsonNetworkList::open_default();
+    let outcome = converse(&net).await;
+    let info = sessions.save(&net).await?;
+    println!(
+        "\nsaved session {} ({} nodes, {} bytes) under {}\n(see it with `cargo run -p lc-agent-cli -- sessions show {}`)",
+        info.id,
+        info.node_count,
+        info.bytes,
+        sessions.root().display(),
+        info.id,
+    );
+    outcome?;
+
+    let loaded = sessions.load(net.id()).await?;
+    let identical = loaded.to_json()? == net.to_json()?;
+    let files_kept = loaded.with_files(|files| files.contains_key("/notes.md"));
+    println!(
+        "loaded back: {} nodes, files kept: {files_kept}, re-saved JSON identical: {identical}",
+        loaded.len()
+    );
+    if !identical || !files_kept {
+        return Err("the reloaded network differs from the saved one".into());
+    }
+    Ok(())
+}
+
+/// Three turns: a tool, a follow-up from cached outputs, the file tools.
+async fn converse(net: &RunnableNetwork) -> Result<(), Box<dyn std::error::Error>> {
     // Turn 1: nodes created inside the scope attach to `net`, in a chain.
     {
         let _scope = net.enter();
@@ -140,23 +191,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("{}", net.to_mermaid());
 
-    let dir = std::env::temp_dir().join("lc-agent-quickstart");
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{}.json", net.id()));
-    net.save_to_file(&path)?;
-    let saved = std::fs::read_to_string(&path)?;
-    let loaded = RunnableNetwork::load_from_file(&path)?;
-    let identical = loaded.to_json()? == saved;
-    let files_kept = loaded.with_files(|files| files.contains_key("/notes.md"));
-    println!(
-        "saved {} nodes ({} bytes) to {}\nloaded back: {} nodes, files kept: {files_kept}, re-saved JSON identical: {identical}",
-        net.len(),
-        saved.len(),
-        path.display(),
-        loaded.len(),
-    );
-    if !identical || !files_kept {
-        return Err("the reloaded network differs from the saved one".into());
-    }
     Ok(())
 }

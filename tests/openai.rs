@@ -958,11 +958,6 @@ async fn api_key_stays_out_of_debug_and_errors() {
 
 #[test]
 fn builder_rejects_bad_configuration() {
-    let missing_model = OpenAiChatModel::builder()
-        .base_url("http://localhost:1/v1")
-        .build();
-    assert!(matches!(missing_model, Err(ModelError::Config { .. })));
-
     let bad_url = OpenAiChatModel::builder()
         .model("m")
         .api_key(KEY)
@@ -986,7 +981,8 @@ async fn environment_fallbacks_and_keyless_local_servers() {
 
     std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url));
     std::env::set_var("OPENAI_API_KEY", "sk-from-env");
-    let model = OpenAiChatModel::from_env("env-model").unwrap();
+    std::env::set_var("OPENAI_MODEL", "env-model");
+    let model = OpenAiChatModel::from_env().unwrap();
     assert_eq!(model.model_name(), "env-model");
     assert_eq!(model.base_url(), server.base_url, "trailing slash trimmed");
     model.complete(&ask("hi")).await.unwrap();
@@ -998,14 +994,27 @@ async fn environment_fallbacks_and_keyless_local_servers() {
 
     // A local server needs no key: no Authorization header at all.
     std::env::remove_var("OPENAI_API_KEY");
-    let model = OpenAiChatModel::from_env("local").unwrap();
+    let model = OpenAiChatModel::from_env().unwrap();
     assert!(format!("{model:?}").contains("api_key: None"));
     model.complete(&ask("hi")).await.unwrap();
     assert_eq!(server.authorization(1), None);
 
-    // OpenAI itself does: no key and no base URL is a configuration error.
+    // A server other than OpenAI's must be told which model to use.
+    std::env::remove_var("OPENAI_MODEL");
+    let missing_model = OpenAiChatModel::from_env().unwrap_err();
+    assert!(
+        matches!(&missing_model, ModelError::Config { message: m, .. } if m.contains("OPENAI_MODEL")),
+        "{missing_model}"
+    );
+    let missing_model = OpenAiChatModel::builder()
+        .base_url("http://localhost:1/v1")
+        .build();
+    assert!(matches!(missing_model, Err(ModelError::Config { .. })));
+
+    // OpenAI itself needs a key: no key and no base URL is a configuration
+    // error (its model defaults to gpt-4o-mini).
     std::env::remove_var("OPENAI_BASE_URL");
-    let error = OpenAiChatModel::from_env("gpt-4o-mini").unwrap_err();
+    let error = OpenAiChatModel::from_env().unwrap_err();
     assert!(
         matches!(&error, ModelError::Config { message: m, .. } if m.contains("OPENAI_API_KEY"))
     );

@@ -83,6 +83,12 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 /// The environment variable read for the API key.
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The environment variable read for the model name.
+pub const MODEL_ENV: &str = "OPENAI_MODEL";
+/// The model used when neither the builder nor [`MODEL_ENV`] names one and
+/// the endpoint is OpenAI's own ([`DEFAULT_BASE_URL`]). Any other server
+/// must be told which of its models to use.
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_MAX_RETRIES: u32 = 3;
@@ -251,17 +257,28 @@ impl OpenAiChatModelBuilder {
         self
     }
 
-    /// Builds the model, reading [`BASE_URL_ENV`] and [`API_KEY_ENV`] for
-    /// whatever was not set explicitly.
+    /// Builds the model, reading [`MODEL_ENV`], [`BASE_URL_ENV`] and
+    /// [`API_KEY_ENV`] for whatever was not set explicitly.
     ///
-    /// Fails with [`ModelError::Config`] when the model name is missing,
+    /// Fails with [`ModelError::Config`] when a server other than OpenAI's
+    /// has no model name,
     /// the base URL is not a valid URL, or there is no API key for the
     /// default (OpenAI) endpoint.
     pub fn build(self) -> Result<OpenAiChatModel, ModelError> {
-        let model = non_empty(self.model).ok_or_else(|| {
-            config_error("a model name is required, e.g. `.model(\"gpt-4o-mini\")`".into())
-        })?;
         let base_url = non_empty(self.base_url).or_else(|| env_var(BASE_URL_ENV));
+        let model = match (
+            non_empty(self.model).or_else(|| env_var(MODEL_ENV)),
+            &base_url,
+        ) {
+            (Some(model), _) => model,
+            (None, None) => DEFAULT_MODEL.to_string(),
+            (None, Some(url)) => {
+                return Err(config_error(format!(
+                    "no model name for {url}: set {MODEL_ENV} to a model that server serves, \
+                     or call `.model(..)`"
+                )))
+            }
+        };
         let api_key = non_empty(self.api_key.map(|k| k.0))
             .or_else(|| env_var(API_KEY_ENV))
             .map(ApiKey);
@@ -335,11 +352,15 @@ impl OpenAiChatModel {
         OpenAiChatModelBuilder::default()
     }
 
-    /// The model `model` at [`BASE_URL_ENV`] (default
-    /// [`DEFAULT_BASE_URL`]) with the key in [`API_KEY_ENV`], and default
-    /// settings otherwise.
-    pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
-        Self::builder().model(model).build()
+    /// The model configured by the environment, as a newcomer sets it:
+    /// [`MODEL_ENV`] at [`BASE_URL_ENV`] (default [`DEFAULT_BASE_URL`])
+    /// with the key in [`API_KEY_ENV`], and default settings otherwise.
+    ///
+    /// Without [`MODEL_ENV`], OpenAI's own endpoint gets
+    /// [`DEFAULT_MODEL`]; any other server is a [`ModelError::Config`]
+    /// naming the variable (a local server rarely has OpenAI's models).
+    pub fn from_env() -> Result<Self, ModelError> {
+        Self::builder().build()
     }
 
     /// The model name sent with every request.

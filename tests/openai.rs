@@ -34,7 +34,7 @@ struct Reply {
     delay: Duration,
     /// Body pieces, each sent after its pause (several pieces = a body
     /// that arrives in several network writes).
-    pieces: Vec<(Duration, String)>,
+    pieces: Vec<(Duration, Bytes)>,
 }
 
 impl Reply {
@@ -47,7 +47,7 @@ impl Reply {
             status,
             headers: vec![("content-type", "application/json".into())],
             delay: Duration::ZERO,
-            pieces: vec![(Duration::ZERO, body.into())],
+            pieces: vec![(Duration::ZERO, Bytes::from(body.into()))],
         }
     }
 
@@ -58,13 +58,31 @@ impl Reply {
         let pieces = text
             .as_bytes()
             .chunks(37)
-            .map(|c| {
-                (
-                    Duration::from_millis(2),
-                    String::from_utf8_lossy(c).into_owned(),
-                )
-            })
+            .map(|c| (Duration::from_millis(2), Bytes::copy_from_slice(c)))
             .collect();
+        Self {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            delay: Duration::ZERO,
+            pieces,
+        }
+    }
+
+    /// An event stream of these `data:` payloads, cut into network writes
+    /// at these byte offsets (anywhere: inside a line, a UTF-8 character or
+    /// the blank line between events).
+    fn sse_cut(events: &[String], cuts: &[usize]) -> Self {
+        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        let bytes = text.as_bytes();
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for cut in cuts.into_iter().chain([bytes.len()]) {
+            pieces.push((Duration::ZERO, Bytes::copy_from_slice(&bytes[start..cut])));
+            start = cut;
+        }
         Self {
             status: 200,
             headers: vec![("content-type", "text/event-stream".into())],
@@ -86,7 +104,8 @@ impl Reply {
 
     /// Appends a body piece sent after `pause`.
     fn then(mut self, pause: Duration, piece: &str) -> Self {
-        self.pieces.push((pause, piece.into()));
+        self.pieces
+            .push((pause, Bytes::copy_from_slice(piece.as_bytes())));
         self
     }
 }
@@ -168,7 +187,7 @@ async fn handle(
     tokio::time::sleep(reply.delay).await;
     let pieces = futures::stream::iter(reply.pieces).then(|(pause, piece)| async move {
         tokio::time::sleep(pause).await;
-        Ok::<_, Infallible>(Bytes::from(piece))
+        Ok::<_, Infallible>(piece)
     });
     let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
     for (name, value) in reply.headers {
@@ -1066,4 +1085,55 @@ async fn a_streamed_answer_that_lost_its_tool_call_is_flagged() {
     );
     let got: Vec<lc_agent::NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
     assert!(got.contains(&lc_agent::NetworkEvent::EmptyAnswer { node_id: chat.id() }));
+}
+
+/// A stream whose text deltas are these pieces, then the split tool calls
+/// of [`split_tool_call_stream`].
+fn stream_of(texts: &[String]) -> Vec<String> {
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    events.extend(
+        texts
+            .iter()
+            .map(|t| chunk(json!({"content": t}), Value::Null)),
+    );
+    events.extend(split_tool_call_stream().into_iter().skip(3));
+    events
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// However the network cuts the event stream (inside a `data:` line, a
+    /// UTF-8 character, the blank line between events), the assembled answer
+    /// and the streamed deltas are the same.
+    #[test]
+    fn sse_answers_do_not_depend_on_chunk_boundaries(
+        texts in proptest::collection::vec("(?s).{0,12}", 0..6),
+        cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..24),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let events = stream_of(&texts);
+        let (whole, cut) = runtime.block_on(async {
+            let server = MockServer::start(vec![
+                Reply::sse_cut(&events, &[]),
+                Reply::sse_cut(&events, &cuts),
+            ])
+            .await;
+            let model = server.model().build().unwrap();
+            let whole = stream_collect(&model, &ask("a")).await;
+            let cut = stream_collect(&model, &ask("a")).await;
+            (whole, cut)
+        });
+        let (whole_answer, whole_deltas) = whole;
+        let (cut_answer, cut_deltas) = cut;
+        let whole_answer = whole_answer.unwrap();
+        let expected: String = texts.concat();
+        proptest::prop_assert_eq!(&whole_answer.content, &expected);
+        proptest::prop_assert_eq!(whole_answer.tool_calls.len(), 2);
+        proptest::prop_assert_eq!(cut_answer.unwrap(), whole_answer);
+        proptest::prop_assert_eq!(cut_deltas, whole_deltas);
+    }
 }

@@ -9,8 +9,8 @@ use super::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileUploadResponse, FsError, FsResult, GrepQuery, LsEntry, ReadPage,
 };
+use super::glob::GlobPattern;
 use super::path;
-use super::search::GlobPattern;
 
 /// Routes paths by prefix: the longest matching prefix wins, matched at a
 /// `/` boundary; everything else goes to the default backend.

@@ -11,8 +11,9 @@ use super::backend::{
     Backend, BackendSource, ExecuteResponse, FileMatches, FsError, GrepMode, GrepQuery, LsEntry,
     ReadPage,
 };
+use super::glob::GlobPattern;
+use super::grep::invalid_regex_note;
 use super::path;
-use super::search;
 
 /// Lines listed by `ls`, `glob` and `grep` before the footer.
 pub const MAX_LIST_LINES: usize = 1000;
@@ -411,7 +412,7 @@ async fn glob(backend: &dyn Backend, args: &Args<'_>) -> ToolResult {
     let pattern = args.string("pattern")?;
     let given = args.opt_string("path")?.unwrap_or("/");
     let dir = tri!(path::normalize(given));
-    tri!(search::GlobPattern::new(pattern));
+    tri!(GlobPattern::new(pattern));
     let mut files = tri!(backend.glob(pattern, &dir).await);
     if files.is_empty() {
         return Ok(ToolOutput::ok("No files found"));
@@ -443,12 +444,12 @@ async fn grep(backend: &dyn Backend, args: &Args<'_>) -> ToolResult {
     let max_count = args.at_least("max_count", 1000, 1)?;
     let target = tri!(path::normalize(given));
     if let Some(g) = glob {
-        tri!(search::GlobPattern::new(g));
+        tri!(GlobPattern::new(g));
     }
     let note = if fixed_strings {
         None
     } else {
-        search::invalid_regex_note(pattern)
+        invalid_regex_note(pattern)
     };
     let query = GrepQuery {
         pattern: pattern.to_string(),

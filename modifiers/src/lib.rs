@@ -18,7 +18,15 @@
 //!   - [`filesystem::modifier`]: `FilesystemModifier`, offers the tools, adds the prompt section, evicts.
 //!   - [`filesystem::prompt`]: the system-prompt section about the file tools.
 //!   - [`filesystem::evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
-//!   - [`filesystem::tools`]: the seven tools: arguments, schemas, the exact text of results.
+//!   - [`filesystem::tools`]: the seven tools, one type each, and `run_tool`.
+//!     - `tools/args.rs`: typed arguments, with the spec's wording for argument errors.
+//!     - `tools/ls.rs`: `Ls` and `format_ls`.
+//!     - `tools/read_file.rs`: `ReadFile` and `format_read`.
+//!     - `tools/write_file.rs`: `WriteFile`.
+//!     - `tools/edit_file.rs`: `EditFile`.
+//!     - `tools/glob.rs`: `Glob`.
+//!     - `tools/grep.rs`: `Grep` and `format_grep`.
+//!     - `tools/execute.rs`: `Execute` and `format_execute`.
 //!   - [`filesystem::path`]: virtual paths: normalisation and the rejection rules.
 //!   - [`filesystem::backend`]: the `Backend` trait, what it returns, `FsError`.
 //!   - [`filesystem::state`]: `StateBackend`, files in the network's `files`.

@@ -386,8 +386,7 @@ impl Disk {
         Ok(!md.is_dir())
     }
 
-    fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
-        let glob = GlobPattern::new(pattern)?;
+    fn glob(&self, glob: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         if self.search_root(dir)? {
             return Err(FsError::NotADirectory(dir.to_string()));
         }
@@ -403,8 +402,7 @@ impl Disk {
     }
 
     fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
-        let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
-        let glob = glob.as_ref();
+        let glob = query.glob.as_ref();
         let engine = GrepEngine::new(query)?;
         if self.search_root(target)? {
             let name = target.rsplit('/').next().unwrap_or_default();
@@ -690,8 +688,8 @@ impl Backend for FilesystemBackend {
             .await
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
-        let (pattern, dir) = (pattern.to_string(), dir.to_string());
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
+        let (pattern, dir) = (pattern.clone(), dir.to_string());
         self.run(move |d| d.glob(&pattern, &dir)).await
     }
 

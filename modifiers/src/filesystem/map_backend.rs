@@ -146,10 +146,9 @@ fn visible<'a: 'b, 'b, V>(
 pub(crate) fn glob<V>(
     files: &BTreeMap<String, V>,
     rules: &IgnoreRules,
-    pattern: &str,
+    glob: &GlobPattern,
     dir: &str,
 ) -> FsResult<Vec<String>> {
-    let glob = GlobPattern::new(pattern)?;
     search_root(files, dir, false)?;
     Ok(visible(files, rules, dir)
         .filter(|(file, _)| path::relative_to(file, dir).is_some_and(|rel| glob.is_match(rel)))
@@ -164,8 +163,7 @@ fn grep_candidates<'a, V>(
     query: &GrepQuery,
     target: &str,
 ) -> FsResult<Vec<(&'a String, &'a V)>> {
-    let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
-    let glob = glob.as_ref();
+    let glob = query.glob.as_ref();
     if search_root(files, target, true)? {
         let Some((file, value)) = files.get_key_value(target) else {
             return Ok(Vec::new());

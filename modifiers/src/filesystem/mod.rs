@@ -2,9 +2,9 @@
 //! eviction of large tool results.
 //!
 //! ```text
-//!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools.rs: ls read_file write_file
-//!    │ system prompt (prompt.rs)                   edit_file glob grep execute
-//!    │ on_post_invoke: evict.rs                    (arguments, exact output text)
+//!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
+//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
+//!    │ on_post_invoke: evict.rs                    (typed args, exact output text)
 //!    │                                                   │ path.rs: virtual paths
 //!    └──────────────────────────────────────────▶ dyn Backend (backend.rs)
 //!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
@@ -18,8 +18,9 @@
 //!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
 //! ```
 //!
-//! A tool call reads its arguments, checks the path, asks the backend, and
-//! formats the answer; backends return unsorted, uncapped data. Because every backend
+//! A tool call reads its typed arguments once (`tools/args.rs`), checks the
+//! path, compiles a glob pattern once, asks the backend, and formats the
+//! answer; backends return unsorted, uncapped data. Because every backend
 //! uses the same helpers (`globset`, `ignore`'s gitignore matcher,
 //! `grep-searcher`/`grep-regex`) and the tools format every answer, all
 //! backends print the same text for the same files.
@@ -65,4 +66,4 @@ pub use modifier::FilesystemModifier;
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError};
-pub use tools::{run_tool, FileTool, ToolKind};
+pub use tools::{run_tool, EditFile, Execute, FileTool, Glob, Grep, Ls, ReadFile, WriteFile};

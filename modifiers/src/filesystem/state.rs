@@ -9,6 +9,7 @@ use super::backend::{
     Backend, BackendFactory, FileDownloadResponse, FileMatches, FileUploadResponse, FsError,
     FsResult, GrepQuery, LsEntry, ReadPage,
 };
+use super::glob::GlobPattern;
 use super::{map_backend, path};
 
 /// Files in [`RunnableNetwork::files`]: the default backend. They are saved
@@ -81,7 +82,7 @@ impl Backend for StateBackend {
         })
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         self.network.with_files(|files| {
             let rules = map_backend::ignore_rules(files, |d| d.text().into());
             map_backend::glob(files, &rules, pattern, dir)

@@ -14,6 +14,7 @@ use super::backend::{
     LsEntry, ReadPage,
 };
 use super::gitignore::IgnoreRules;
+use super::glob::GlobPattern;
 use super::{map_backend, path};
 
 /// Errors of a [`Store`].
@@ -398,7 +399,7 @@ impl Backend for StoreBackend {
         Ok(n)
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         let keys = self.key_map().await?;
         let rules = self.rules(&keys).await?;
         map_backend::glob(&keys, &rules, pattern, dir)

@@ -345,48 +345,46 @@ mod tests {
     #[test]
     fn types_nulls_and_numbers() {
         let cases = [
-            (json!({"path": null, "recursive": null}), "ok"),
+            ("ls", json!({"path": null, "recursive": null}), "ok"),
             (
+                "ls",
                 json!({"path": ["/"]}),
                 "`path` must be a string, got [\"/\"]",
             ),
             (
+                "ls",
                 json!({"recursive": 1}),
                 "`recursive` must be a boolean, got 1",
             ),
-        ];
-        for (args, expected) in cases {
-            let got = reason::<LsArgs>("ls", &args);
-            assert_eq!(
-                got.trim_start_matches("Invalid arguments for ls: "),
-                expected
-            );
-        }
-        let cases = [
-            (json!({"command": "x", "timeout": 2.0}), "ok"),
+            ("execute", json!({"command": "x", "timeout": 2.0}), "ok"),
             (
+                "execute",
                 json!({"command": "x", "timeout": 2.5}),
                 "`timeout` must be an integer, got 2.5",
             ),
             (
+                "execute",
                 json!({"command": "x", "timeout": u64::MAX}),
                 "`timeout` must be an integer, got 18446744073709551615",
             ),
             (
+                "execute",
                 json!({"command": 5, "timeout": 0}),
                 "`command` must be a string, got 5",
             ),
             (
+                "execute",
                 json!({"command": "x", "timeout": 0}),
                 "`timeout` must be at least 1, got 0",
             ),
         ];
-        for (args, expected) in cases {
-            let got = reason::<ExecuteArgs>("execute", &args);
-            assert_eq!(
-                got.trim_start_matches("Invalid arguments for execute: "),
-                expected
-            );
+        for (tool, args, expected) in cases {
+            let got = match tool {
+                "ls" => reason::<LsArgs>(tool, &args),
+                _ => reason::<ExecuteArgs>(tool, &args),
+            };
+            let prefix = format!("Invalid arguments for {tool}: ");
+            assert_eq!(got.trim_start_matches(&prefix), expected, "{tool} {args}");
         }
     }
 

@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use lc_agent::{RunnableNetwork, ToolStatus};
+use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;
 use lc_agent_modifiers::filesystem::{
-    run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend, ToolKind,
+    run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend,
 };
 
 /// Arguments of `lc-agent tool`.
@@ -39,12 +40,11 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
 
 /// Runs the subcommand.
 pub fn run(args: ToolArgs) -> ExitCode {
-    if ToolKind::from_name(&args.name).is_none() {
-        let names: Vec<&str> = ToolKind::ALL.iter().map(|k| k.name()).collect();
+    if !TOOL_NAMES.contains(&args.name.as_str()) {
         return usage(format!(
             "unknown tool `{}` (tools: {})",
             args.name,
-            names.join(", ")
+            TOOL_NAMES.join(", ")
         ));
     }
     let call_args: serde_json::Value = match serde_json::from_str(&args.args) {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use lc_agent::{FileData, RunnableNetwork};
 use lc_agent_modifiers::filesystem::{
-    run_tool, Backend, FilesystemBackend, GrepMode, GrepQuery, StateBackend,
+    run_tool, Backend, FilesystemBackend, GlobPattern, GrepMode, GrepQuery, StateBackend,
 };
 use serde_json::json;
 
@@ -289,7 +289,10 @@ fn main() {
     );
 
     // glob **/*.rs.
-    let (t, ours) = best(3, || rt.block_on(backend.glob("**/*.rs", "/")).unwrap());
+    let (t, ours) = best(3, || {
+        let pattern = GlobPattern::new("**/*.rs").unwrap();
+        rt.block_on(backend.glob(&pattern, "/")).unwrap()
+    });
     let reference = rg.then(|| {
         let (r, out) = best(3, || sh("rg --files -g '*.rs'", &tree));
         (r, out.lines().count() == ours.len())

@@ -1,9 +1,46 @@
 //! Modifiers for lc-agent networks.
 //!
-//! - [`filesystem`]: the [`FilesystemModifier`](filesystem::FilesystemModifier)
-//!   — file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`,
-//!   `grep`, `execute`) over pluggable backends, and eviction of large tool
-//!   results to `/large_tool_results/`.
+//! A modifier watches a network run and grows it; the ones here give chat
+//! nodes a filesystem and keep a running network saved:
+//!
+//! ```text
+//!  RunnableNetwork ── invoke ──▶ chat node ──▶ tool calls ──▶ FilesystemModifier
+//!        │                                                     tools ─▶ Backend
+//!        └── every node ──▶ CheckpointModifier ──▶ NetworkList (JSON or Redis)
+//! ```
+//!
+//! ## Layout
+//!
+//! - [`checkpoint`]: saves a running network to a `NetworkList` so another
+//!   process resumes it ([`CheckpointModifier`](checkpoint::CheckpointModifier)).
+//! - [`filesystem`]: the filesystem modifier, its tools and backends (its
+//!   module docs draw how they connect):
+//!   - [`filesystem::modifier`]: `FilesystemModifier`, offers the tools, adds the prompt section, evicts.
+//!   - [`filesystem::prompt`]: the system-prompt section about the file tools.
+//!   - [`filesystem::evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
+//!   - [`filesystem::tools`]: the seven tools, one type each, and `run_tool`.
+//!     - `tools/args.rs`: typed arguments, with the spec's wording for argument errors.
+//!     - `tools/ls.rs`: `Ls` and `format_ls`.
+//!     - `tools/read_file.rs`: `ReadFile` and `format_read`.
+//!     - `tools/write_file.rs`: `WriteFile`.
+//!     - `tools/edit_file.rs`: `EditFile`.
+//!     - `tools/glob.rs`: `Glob`.
+//!     - `tools/grep.rs`: `Grep` and `format_grep`.
+//!     - `tools/execute.rs`: `Execute` and `format_execute`.
+//!   - [`filesystem::path`]: virtual paths: normalisation and the rejection rules.
+//!   - [`filesystem::backend`]: the `Backend` trait, what it returns, `FsError`.
+//!   - [`filesystem::state`]: `StateBackend`, files in the network's `files`.
+//!   - [`filesystem::store`]: `StoreBackend` over a `Store` (in memory or Redis).
+//!   - `filesystem/map_backend.rs`: the shared logic of map-backed backends (state, store).
+//!   - [`filesystem::disk`]: `FilesystemBackend`, a directory confined with cap-std.
+//!   - [`filesystem::shell`]: `LocalShellBackend`, a directory plus `execute`.
+//!   - [`filesystem::composite`]: `CompositeBackend`, routes paths by prefix.
+//!   - [`filesystem::glob`]: `GlobPattern`, the `glob` tool's patterns.
+//!   - [`filesystem::gitignore`]: `IgnoreRules`, `.gitignore` files.
+//!   - [`filesystem::grep`]: `GrepEngine`, the regex search, and the invalid-regex note.
+//!   - [`filesystem::encoding`]: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes.
+//!   - [`filesystem::paging`]: `page`, the streaming line window of `read_file`.
+//!   - [`filesystem::edit`]: `plan_edit`, where `edit_file` replaces (CRLF-aware).
 #![deny(missing_docs)]
 
 pub mod checkpoint;

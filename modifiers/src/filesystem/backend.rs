@@ -5,6 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lc_agent::RunnableNetwork;
 
+use super::glob::GlobPattern;
+
 /// Errors of backend operations. `Display` is the exact text the model
 /// reads after `Error: ` (see the spec); none of them contains a host path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -238,8 +240,10 @@ pub struct ReadPage {
     pub blank: bool,
 }
 
-/// How `grep` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How `grep` reports (its `output_mode` argument, spelled
+/// `files_with_matches`, `content` or `count`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GrepMode {
     /// Paths of files with a match.
     #[default]
@@ -260,7 +264,7 @@ pub struct GrepQuery {
     /// Ignore case.
     pub case_insensitive: bool,
     /// Only files whose path relative to the search path matches this glob.
-    pub glob: Option<String>,
+    pub glob: Option<GlobPattern>,
     /// Context lines (content mode).
     pub context: usize,
     /// Stop after this many matching lines in total.
@@ -334,8 +338,9 @@ pub trait Backend: Send + Sync {
     async fn write(&self, path: &str, content: &str, overwrite: bool) -> FsResult<()>;
     /// Replaces `old` by `new`; returns the number of replacements.
     async fn edit(&self, path: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize>;
-    /// Files under `dir` matching the glob `pattern`.
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>>;
+    /// Files under `dir` matching the glob `pattern` (compiled once, by the
+    /// caller).
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>>;
     /// Searches files under `path` (or the file `path`).
     async fn grep(&self, query: &GrepQuery, path: &str) -> FsResult<Vec<FileMatches>>;
     /// Writes raw bytes (paths as given; each result says what happened).

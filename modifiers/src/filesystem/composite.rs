@@ -9,8 +9,8 @@ use super::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileUploadResponse, FsError, FsResult, GrepQuery, LsEntry, ReadPage,
 };
+use super::glob::GlobPattern;
 use super::path;
-use super::search::GlobPattern;
 
 /// Routes paths by prefix: the longest matching prefix wins, matched at a
 /// `/` boundary; everything else goes to the default backend.
@@ -250,24 +250,28 @@ impl Backend for Routed {
         }
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, glob: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         if let Some((prefix, backend, inner)) = self.route(dir) {
             let found = backend
-                .glob(pattern, &inner)
+                .glob(glob, &inner)
                 .await
                 .map_err(|e| restore_err(prefix, e))?;
             return Ok(found.into_iter().map(|p| restore(prefix, &p)).collect());
         }
-        let glob = GlobPattern::new(pattern)?;
-        let mut out = self.tolerate(dir, self.default.glob(pattern, dir).await)?;
-        for (prefix, backend) in self.routes_below(dir) {
-            if let Ok(found) = backend.glob("**", "/").await {
-                out.extend(
-                    found
-                        .into_iter()
-                        .map(|p| restore(prefix, &p))
-                        .filter(|p| path::relative_to(p, dir).is_some_and(|r| glob.is_match(r))),
-                );
+        let mut out = self.tolerate(dir, self.default.glob(glob, dir).await)?;
+        let mut routes = self.routes_below(dir).peekable();
+        if routes.peek().is_some() {
+            // Every visible file of a route below, filtered here against
+            // paths relative to `dir`.
+            let everything = GlobPattern::new("**")?;
+            for (prefix, backend) in routes {
+                if let Ok(found) = backend.glob(&everything, "/").await {
+                    out.extend(
+                        found.into_iter().map(|p| restore(prefix, &p)).filter(|p| {
+                            path::relative_to(p, dir).is_some_and(|r| glob.is_match(r))
+                        }),
+                    );
+                }
             }
         }
         Ok(out)
@@ -290,7 +294,6 @@ impl Backend for Routed {
                 .map_err(|e| restore_err(prefix, e))?;
             return Ok(restore_all(prefix, found));
         }
-        let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
         let mut out = self.tolerate(target, self.default.grep(query, target).await)?;
         let unfiltered = GrepQuery {
             glob: None,
@@ -299,7 +302,7 @@ impl Backend for Routed {
         for (prefix, backend) in self.routes_below(target) {
             if let Ok(found) = backend.grep(&unfiltered, "/").await {
                 out.extend(restore_all(prefix, found).into_iter().filter(|m| {
-                    glob.as_ref().is_none_or(|g| {
+                    query.glob.as_ref().is_none_or(|g| {
                         path::relative_to(&m.path, target).is_some_and(|r| g.is_match(r))
                     })
                 }));

@@ -14,8 +14,13 @@ use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
     LsEntry, ReadPage,
 };
+use super::edit::plan_edit;
+use super::encoding::{self, classify, decode_utf16, encode_utf16, Encoding};
+use super::gitignore::IgnoreRules;
+use super::glob::GlobPattern;
+use super::grep::GrepEngine;
+use super::paging::page;
 use super::path;
-use super::search::{self, Encoding, GlobPattern, GrepEngine, IgnoreRules};
 
 /// Files in a directory on disk.
 ///
@@ -192,8 +197,8 @@ fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError
 }
 
 fn read_head(file: &std::fs::File) -> io::Result<Vec<u8>> {
-    let mut head = vec![0u8; search::BINARY_SNIFF_BYTES];
-    let filled = search::read_head_into(file, &mut head)?;
+    let mut head = vec![0u8; encoding::BINARY_SNIFF_BYTES];
+    let filled = encoding::read_head_into(file, &mut head)?;
     head.truncate(filled);
     Ok(head)
 }
@@ -381,8 +386,7 @@ impl Disk {
         Ok(!md.is_dir())
     }
 
-    fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
-        let glob = GlobPattern::new(pattern)?;
+    fn glob(&self, glob: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         if self.search_root(dir)? {
             return Err(FsError::NotADirectory(dir.to_string()));
         }
@@ -398,11 +402,11 @@ impl Disk {
     }
 
     fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
-        let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
+        let glob = query.glob.as_ref();
         let engine = GrepEngine::new(query)?;
         if self.search_root(target)? {
             let name = target.rsplit('/').next().unwrap_or_default();
-            if glob.as_ref().is_some_and(|g| !g.is_match(name)) {
+            if glob.is_some_and(|g| !g.is_match(name)) {
                 return Ok(Vec::new());
             }
             let mut searcher = engine.searcher();
@@ -416,7 +420,7 @@ impl Disk {
         Ok(self.search_files(&engine, |send| {
             self.walk_each(target, handle, Some(&mut rules), &mut |f| {
                 let wanted = matches!(f.kind, Kind::File | Kind::LinkFile)
-                    && glob.as_ref().is_none_or(|g| {
+                    && glob.is_none_or(|g| {
                         path::relative_to(&f.vpath, target).is_some_and(|r| g.is_match(r))
                     });
                 if wanted {
@@ -500,7 +504,7 @@ impl Disk {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let head = read_head(&file).map_err(io_err)?;
-        match search::classify(&head) {
+        match classify(&head) {
             Encoding::Binary => Err(FsError::Binary {
                 path: vpath.to_string(),
                 size,
@@ -510,11 +514,11 @@ impl Disk {
                 BufReader::new(file)
                     .read_to_end(&mut bytes)
                     .map_err(io_err)?;
-                let text = search::decode_utf16(&bytes, enc == Encoding::Utf16Le);
-                search::page(text.as_bytes(), offset, limit).map_err(io_err)
+                let text = decode_utf16(&bytes, enc == Encoding::Utf16Le);
+                page(text.as_bytes(), offset, limit).map_err(io_err)
             }
             Encoding::Utf8 => {
-                search::page(BufReader::with_capacity(1 << 20, file), offset, limit).map_err(io_err)
+                page(BufReader::with_capacity(1 << 20, file), offset, limit).map_err(io_err)
             }
         }
     }
@@ -599,7 +603,7 @@ impl Disk {
         BufReader::new(file)
             .read_to_end(&mut bytes)
             .map_err(io_err)?;
-        let head = &bytes[..bytes.len().min(search::BINARY_SNIFF_BYTES)];
+        let head = &bytes[..bytes.len().min(encoding::BINARY_SNIFF_BYTES)];
         // The file is rewritten in place (an in-root symlink keeps pointing
         // at it, and peak memory stays at one copy of the file).
         let rewrite = || {
@@ -611,7 +615,7 @@ impl Disk {
                 .map(|f| BufWriter::with_capacity(1 << 20, f.into_std()))
                 .map_err(io_err)
         };
-        let (replaced, output) = match search::classify(head) {
+        let (replaced, output) = match classify(head) {
             Encoding::Binary => {
                 return Err(FsError::Binary {
                     path: vpath.to_string(),
@@ -620,15 +624,15 @@ impl Disk {
             }
             enc @ (Encoding::Utf16Le | Encoding::Utf16Be) => {
                 let le = enc == Encoding::Utf16Le;
-                let text = search::decode_utf16(&bytes, le);
-                let plan = search::plan_edit(&text, old, new, replace_all)?;
+                let text = decode_utf16(&bytes, le);
+                let plan = plan_edit(&text, old, new, replace_all)?;
                 let n = plan.starts.len();
-                (n, search::encode_utf16(&plan.apply(&text), le))
+                (n, encode_utf16(&plan.apply(&text), le))
             }
             Encoding::Utf8 => {
                 let text =
                     std::str::from_utf8(&bytes).map_err(|_| FsError::NotUtf8(vpath.to_string()))?;
-                let plan = search::plan_edit(text, old, new, replace_all)?;
+                let plan = plan_edit(text, old, new, replace_all)?;
                 plan.write_to(&bytes, rewrite()?).map_err(io_err)?;
                 return Ok(plan.starts.len());
             }
@@ -684,8 +688,8 @@ impl Backend for FilesystemBackend {
             .await
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
-        let (pattern, dir) = (pattern.to_string(), dir.to_string());
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
+        let (pattern, dir) = (pattern.clone(), dir.to_string());
         self.run(move |d| d.glob(&pattern, &dir)).await
     }
 

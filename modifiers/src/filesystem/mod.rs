@@ -2,21 +2,28 @@
 //! eviction of large tool results.
 //!
 //! ```text
-//!  FilesystemModifier ──tools()──▶ ls read_file write_file edit_file glob grep execute
-//!        │                               │ (tools.rs: arguments, exact output text)
-//!        │ on_post_invoke: evict.rs      ▼
-//!        └──────────────────────▶ dyn Backend (backend.rs)
-//!                                   ├─ StateBackend      network.files      (state.rs)
-//!                                   ├─ FilesystemBackend a directory, cap-std (disk.rs)
-//!                                   ├─ LocalShellBackend disk + execute     (shell.rs)
-//!                                   ├─ StoreBackend      key-value store    (store.rs)
-//!                                   └─ CompositeBackend  routes by prefix   (composite.rs)
+//!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
+//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
+//!    │ on_post_invoke: evict.rs                    (typed args, exact output text)
+//!    │                                                   │ path.rs: virtual paths
+//!    └──────────────────────────────────────────▶ dyn Backend (backend.rs)
+//!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
+//!       ├─ StoreBackend      key-value store   (store.rs) ┘ ops on a path map
+//!       ├─ FilesystemBackend a directory, cap-std (disk.rs)
+//!       ├─ LocalShellBackend disk + execute    (shell.rs)
+//!       └─ CompositeBackend  routes by prefix  (composite.rs)
+//!                 │ every backend uses the same helpers:
+//!                 ▼
+//!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
+//!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
 //! ```
 //!
-//! Every backend uses one engine (search.rs: `globset`, `ignore`'s
-//! gitignore matcher, `grep-searcher`/`grep-regex`), and the tools format
-//! every answer, so all backends print the same text for the same files.
-//! Paths follow path.rs: virtual, absolute, normalised.
+//! A tool call reads its typed arguments once (`tools/args.rs`), checks the
+//! path, compiles a glob pattern once, asks the backend, and formats the
+//! answer; backends return unsorted, uncapped data. Because every backend
+//! uses the same helpers (`globset`, `ignore`'s gitignore matcher,
+//! `grep-searcher`/`grep-regex`) and the tools format every answer, all
+//! backends print the same text for the same files.
 //!
 //! The behaviour is specified in `filesystem-tools.md` (shared spec);
 //! decisions the spec leaves open:
@@ -31,12 +38,17 @@
 pub mod backend;
 pub mod composite;
 pub mod disk;
+pub mod edit;
+pub mod encoding;
 pub mod evict;
-mod memory;
+pub mod gitignore;
+pub mod glob;
+pub mod grep;
+mod map_backend;
 pub mod modifier;
+pub mod paging;
 pub mod path;
 pub mod prompt;
-pub mod search;
 pub mod shell;
 pub mod state;
 pub mod store;
@@ -49,8 +61,9 @@ pub use backend::{
 };
 pub use composite::CompositeBackend;
 pub use disk::FilesystemBackend;
+pub use glob::GlobPattern;
 pub use modifier::FilesystemModifier;
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError};
-pub use tools::{run_tool, FileTool, ToolKind};
+pub use tools::{run_tool, EditFile, Execute, FileTool, Glob, Grep, Ls, ReadFile, WriteFile};

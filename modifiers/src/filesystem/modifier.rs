@@ -9,7 +9,7 @@ use lc_agent::{ChatRequest, Message, NetworkModifier, NodeRef, RunnableNetwork, 
 use super::backend::{Backend, BackendSource};
 use super::evict;
 use super::prompt;
-use super::tools::{FileTool, FILE_TOOL_NAMES};
+use super::tools::{self, FILE_TOOL_NAMES};
 
 /// Gives a network's chat nodes the file tools over a backend.
 ///
@@ -157,9 +157,6 @@ impl NetworkModifier for FilesystemModifier {
     /// error, but it is only offered to the model (see `on_chat_request`)
     /// when the backend can run commands.
     fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        super::tools::ToolKind::ALL
-            .into_iter()
-            .map(|k| Arc::new(FileTool::new(k, self.backend.clone())) as Arc<dyn Tool>)
-            .collect()
+        tools::all(self.backend.clone())
     }
 }

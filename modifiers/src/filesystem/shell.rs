@@ -13,6 +13,7 @@ use super::backend::{
     FsResult, GrepQuery, LsEntry, ReadPage,
 };
 use super::disk::FilesystemBackend;
+use super::glob::GlobPattern;
 
 /// Bytes of command output kept.
 pub const OUTPUT_CAP_BYTES: usize = 100_000;
@@ -171,7 +172,7 @@ impl Backend for LocalShellBackend {
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         self.fs.edit(file, old, new, replace_all).await
     }
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         self.fs.glob(pattern, dir).await
     }
     async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {

@@ -9,7 +9,8 @@ use super::backend::{
     Backend, BackendFactory, FileDownloadResponse, FileMatches, FileUploadResponse, FsError,
     FsResult, GrepQuery, LsEntry, ReadPage,
 };
-use super::{memory, path};
+use super::glob::GlobPattern;
+use super::{map_backend, path};
 
 /// Files in [`RunnableNetwork::files`]: the default backend. They are saved
 /// with the network (`"files"` in the saved JSON) and load back with it.
@@ -52,20 +53,20 @@ impl StateBackend {
 impl Backend for StateBackend {
     async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
         self.network
-            .with_files(|files| memory::ls(files, dir, recursive))
+            .with_files(|files| map_backend::ls(files, dir, recursive))
     }
 
     async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
         self.network.with_files(|files| match files.get(file) {
-            Some(data) => memory::read_text(file, &data.text(), offset, limit),
-            None => Err(memory::not_a_file(files, file)),
+            Some(data) => map_backend::read_text(file, &data.text(), offset, limit),
+            None => Err(map_backend::not_a_file(files, file)),
         })
     }
 
     async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
         self.network.with_files_mut(|files| {
-            memory::check_write(files, file, overwrite)?;
-            memory::put(files, file, content);
+            map_backend::check_write(files, file, overwrite)?;
+            map_backend::put(files, file, content);
             Ok(())
         })
     }
@@ -73,24 +74,24 @@ impl Backend for StateBackend {
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         self.network.with_files_mut(|files| {
             let Some(data) = files.get_mut(file) else {
-                return Err(memory::not_a_file(files, file));
+                return Err(map_backend::not_a_file(files, file));
             };
-            let (text, n) = memory::edit_text(file, &data.text(), old, new, replace_all)?;
+            let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
             data.set_text(&text);
             Ok(n)
         })
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         self.network.with_files(|files| {
-            let rules = memory::ignore_rules(files, |d| d.text().into());
-            memory::glob(files, &rules, pattern, dir)
+            let rules = map_backend::ignore_rules(files, |d| d.text().into());
+            map_backend::glob(files, &rules, pattern, dir)
         })
     }
 
     async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
         self.network
-            .with_files(|files| memory::grep_files(files, query, target))
+            .with_files(|files| map_backend::grep_files(files, query, target))
     }
 
     async fn upload_files(&self, uploads: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
@@ -100,8 +101,8 @@ impl Backend for StateBackend {
                 Ok(file) => {
                     let text = String::from_utf8_lossy(&bytes);
                     self.network.with_files_mut(|files| {
-                        memory::check_write(files, &file, true)?;
-                        memory::put(files, &file, &text);
+                        map_backend::check_write(files, &file, true)?;
+                        map_backend::put(files, &file, &text);
                         Ok(())
                     })
                 }
@@ -122,7 +123,7 @@ impl Backend for StateBackend {
                 let result = path::normalize(&given).and_then(|file| {
                     self.network.with_files(|files| match files.get(&file) {
                         Some(data) => Ok(data.text().into_bytes()),
-                        None => Err(memory::not_a_file(files, &file)),
+                        None => Err(map_backend::not_a_file(files, &file)),
                     })
                 });
                 FileDownloadResponse::from_result(given, result)
@@ -134,7 +135,7 @@ impl Backend for StateBackend {
         self.network
             .with_files_mut(|files| match files.remove(file) {
                 Some(_) => Ok(()),
-                None => Err(memory::not_a_file(files, file)),
+                None => Err(map_backend::not_a_file(files, file)),
             })
     }
 }

@@ -13,8 +13,9 @@ use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
     LsEntry, ReadPage,
 };
-use super::search::IgnoreRules;
-use super::{memory, path};
+use super::gitignore::IgnoreRules;
+use super::glob::GlobPattern;
+use super::{map_backend, path};
 
 /// Errors of a [`Store`].
 #[derive(Debug, Clone, thiserror::Error)]
@@ -352,7 +353,7 @@ impl StoreBackend {
 
     async fn put_text(&self, file: &str, text: &str, overwrite: bool) -> FsResult<()> {
         let keys = self.key_map().await?;
-        memory::check_write(&keys, file, overwrite)?;
+        map_backend::check_write(&keys, file, overwrite)?;
         let data = match self.store.get(&self.namespace, file).await? {
             Some(mut data) => {
                 data.set_text(text);
@@ -365,7 +366,7 @@ impl StoreBackend {
 
     async fn missing(&self, file: &str) -> FsError {
         match self.key_map().await {
-            Ok(keys) => memory::not_a_file(&keys, file),
+            Ok(keys) => map_backend::not_a_file(&keys, file),
             Err(e) => e,
         }
     }
@@ -374,12 +375,12 @@ impl StoreBackend {
 #[async_trait]
 impl Backend for StoreBackend {
     async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
-        memory::ls(&self.key_map().await?, dir, recursive)
+        map_backend::ls(&self.key_map().await?, dir, recursive)
     }
 
     async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
         match self.store.get(&self.namespace, file).await? {
-            Some(data) => memory::read_text(file, &data.text(), offset, limit),
+            Some(data) => map_backend::read_text(file, &data.text(), offset, limit),
             None => Err(self.missing(file).await),
         }
     }
@@ -392,21 +393,21 @@ impl Backend for StoreBackend {
         let Some(mut data) = self.store.get(&self.namespace, file).await? else {
             return Err(self.missing(file).await);
         };
-        let (text, n) = memory::edit_text(file, &data.text(), old, new, replace_all)?;
+        let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
         data.set_text(&text);
         self.store.put(&self.namespace, file, &data).await?;
         Ok(n)
     }
 
-    async fn glob(&self, pattern: &str, dir: &str) -> FsResult<Vec<String>> {
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         let keys = self.key_map().await?;
         let rules = self.rules(&keys).await?;
-        memory::glob(&keys, &rules, pattern, dir)
+        map_backend::glob(&keys, &rules, pattern, dir)
     }
 
     async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
         let files = self.store.get_all(&self.namespace).await?;
-        memory::grep_files(&files, query, target)
+        map_backend::grep_files(&files, query, target)
     }
 
     async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {

@@ -1,6 +1,14 @@
-//! The in-memory engine behind [`super::StateBackend`] and
-//! [`super::StoreBackend`]: directories are implied by file paths, and the
-//! same `.git`, `.gitignore`, glob and regex rules as on disk apply.
+//! The shared logic of map-backed backends ([`super::StateBackend`] over
+//! the network's `files`, [`super::StoreBackend`] over a key-value store):
+//! every operation on a sorted map from virtual path to file. Directories
+//! are implied by file paths, and the same `.git`, `.gitignore`, glob and
+//! regex rules as on disk apply.
+//!
+//! ```text
+//!  BTreeMap<path, V> --under(dir)--> the files below a directory (one range)
+//!     ls / glob / grep_files / read_text / edit_text / check_write + put
+//!        use gitignore.rs, glob.rs, grep.rs, encoding.rs, paging.rs, edit.rs
+//! ```
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,8 +16,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use lc_agent::FileData;
 
 use super::backend::{FileMatches, FsError, FsResult, GrepQuery, LsEntry, ReadPage};
+use super::edit::plan_edit;
+use super::encoding::{classify, Encoding};
+use super::gitignore::IgnoreRules;
+use super::glob::GlobPattern;
+use super::grep::GrepEngine;
+use super::paging::page;
 use super::path;
-use super::search::{self, GlobPattern, GrepEngine, IgnoreRules};
 
 fn prefix_of(dir: &str) -> String {
     if dir == "/" {
@@ -20,7 +33,7 @@ fn prefix_of(dir: &str) -> String {
 }
 
 /// Files strictly below `dir`.
-pub(crate) fn under<'a, V>(
+fn under<'a, V>(
     files: &'a BTreeMap<String, V>,
     dir: &str,
 ) -> impl Iterator<Item = (&'a String, &'a V)> + 'a {
@@ -31,7 +44,7 @@ pub(crate) fn under<'a, V>(
 }
 
 /// Whether `dir` is a directory (the root, or the parent of some file).
-pub(crate) fn is_dir<V>(files: &BTreeMap<String, V>, dir: &str) -> bool {
+fn is_dir<V>(files: &BTreeMap<String, V>, dir: &str) -> bool {
     dir == "/" || under(files, dir).next().is_some()
 }
 
@@ -117,11 +130,11 @@ fn search_root<V>(files: &BTreeMap<String, V>, dir: &str, file_ok: bool) -> FsRe
 }
 
 /// The files a walk from `dir` visits: not in `.git`, not ignored.
-fn visible<'a, V>(
+fn visible<'a: 'b, 'b, V>(
     files: &'a BTreeMap<String, V>,
-    rules: &'a IgnoreRules,
-    dir: &'a str,
-) -> impl Iterator<Item = (&'a String, &'a V)> + 'a {
+    rules: &'b IgnoreRules,
+    dir: &'b str,
+) -> impl Iterator<Item = (&'a String, &'a V)> + 'b {
     under(files, dir).filter(move |(file, _)| {
         path::relative_to(file, dir)
             .is_some_and(|rel| !rel.split('/').rev().skip(1).any(|c| c == ".git"))
@@ -133,10 +146,9 @@ fn visible<'a, V>(
 pub(crate) fn glob<V>(
     files: &BTreeMap<String, V>,
     rules: &IgnoreRules,
-    pattern: &str,
+    glob: &GlobPattern,
     dir: &str,
 ) -> FsResult<Vec<String>> {
-    let glob = GlobPattern::new(pattern)?;
     search_root(files, dir, false)?;
     Ok(visible(files, rules, dir)
         .filter(|(file, _)| path::relative_to(file, dir).is_some_and(|rel| glob.is_match(rel)))
@@ -145,38 +157,32 @@ pub(crate) fn glob<V>(
 }
 
 /// The files `grep` searches under `target` (a directory or one file).
-pub(crate) fn grep_candidates<'a, V>(
+fn grep_candidates<'a, V>(
     files: &'a BTreeMap<String, V>,
     rules: &IgnoreRules,
     query: &GrepQuery,
     target: &str,
 ) -> FsResult<Vec<(&'a String, &'a V)>> {
-    let glob = query.glob.as_deref().map(GlobPattern::new).transpose()?;
+    let glob = query.glob.as_ref();
     if search_root(files, target, true)? {
         let Some((file, value)) = files.get_key_value(target) else {
             return Ok(Vec::new());
         };
         let name = file.rsplit('/').next().unwrap_or_default();
-        if glob.as_ref().is_some_and(|g| !g.is_match(name)) {
+        if glob.is_some_and(|g| !g.is_match(name)) {
             return Ok(Vec::new());
         }
         return Ok(vec![(file, value)]);
     }
-    Ok(under(files, target)
+    Ok(visible(files, rules, target)
         .filter(|(file, _)| {
-            path::relative_to(file, target)
-                .is_some_and(|rel| !rel.split('/').rev().skip(1).any(|c| c == ".git"))
-                && !rules.hides_below(target, file)
-        })
-        .filter(|(file, _)| {
-            glob.as_ref()
-                .is_none_or(|g| path::relative_to(file, target).is_some_and(|rel| g.is_match(rel)))
+            glob.is_none_or(|g| path::relative_to(file, target).is_some_and(|rel| g.is_match(rel)))
         })
         .collect())
 }
 
 /// Searches file texts (in path order).
-pub(crate) fn grep_texts<'a>(
+fn grep_texts<'a>(
     query: &GrepQuery,
     texts: impl Iterator<Item = (&'a str, Cow<'a, str>)>,
 ) -> FsResult<Vec<FileMatches>> {
@@ -206,13 +212,13 @@ pub(crate) fn grep_files(
 
 /// `read` of a file's text.
 pub(crate) fn read_text(file: &str, text: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
-    if search::classify(text.as_bytes()) == search::Encoding::Binary {
+    if classify(text.as_bytes()) == Encoding::Binary {
         return Err(FsError::Binary {
             path: file.to_string(),
             size: text.len() as u64,
         });
     }
-    search::page(text.as_bytes(), offset, limit).map_err(|e| FsError::Io {
+    page(text.as_bytes(), offset, limit).map_err(|e| FsError::Io {
         path: file.to_string(),
         reason: e.to_string(),
     })
@@ -252,13 +258,13 @@ pub(crate) fn edit_text(
     new: &str,
     replace_all: bool,
 ) -> FsResult<(String, usize)> {
-    if search::classify(text.as_bytes()) == search::Encoding::Binary {
+    if classify(text.as_bytes()) == Encoding::Binary {
         return Err(FsError::Binary {
             path: file.to_string(),
             size: text.len() as u64,
         });
     }
-    let plan = search::plan_edit(text, old, new, replace_all)?;
+    let plan = plan_edit(text, old, new, replace_all)?;
     Ok((plan.apply(text), plan.starts.len()))
 }
 

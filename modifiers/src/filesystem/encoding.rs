@@ -1,0 +1,90 @@
+//! What a file's first bytes say: UTF-8 text, UTF-16 with a BOM, or binary
+//! (a NUL byte in the first [`BINARY_SNIFF_BYTES`]); and the UTF-16
+//! transcoding `read_file`, `edit_file` and `grep` share.
+//!
+//! ```text
+//!  FF FE ..  -> Utf16Le   (checked before the NUL byte)
+//!  FE FF ..  -> Utf16Be
+//!  .. 00 ..  -> Binary    (NUL in the first 8 KiB)
+//!  else      -> Utf8      (invalid bytes shown as U+FFFD)
+//! ```
+
+use std::io;
+
+/// How many leading bytes are checked for a NUL byte (binary files).
+pub const BINARY_SNIFF_BYTES: usize = 8192;
+/// What the first bytes of a file say about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// UTF-8 (possibly invalid; shown lossily).
+    Utf8,
+    /// UTF-16 little endian, with BOM.
+    Utf16Le,
+    /// UTF-16 big endian, with BOM.
+    Utf16Be,
+    /// A NUL byte in the first 8 KiB.
+    Binary,
+}
+
+/// Classifies a file by its first [`BINARY_SNIFF_BYTES`] bytes (a UTF-16
+/// BOM is checked before the NUL byte).
+pub fn classify(head: &[u8]) -> Encoding {
+    if head.starts_with(&[0xFF, 0xFE]) {
+        Encoding::Utf16Le
+    } else if head.starts_with(&[0xFE, 0xFF]) {
+        Encoding::Utf16Be
+    } else if memchr::memchr(0, &head[..head.len().min(BINARY_SNIFF_BYTES)]).is_some() {
+        Encoding::Binary
+    } else {
+        Encoding::Utf8
+    }
+}
+
+/// Decodes UTF-16 bytes after the BOM (lossily).
+pub fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
+    let body = bytes.get(2..).unwrap_or_default();
+    let units = body.chunks(2).map(|c| {
+        let pair = [c[0], c.get(1).copied().unwrap_or(0)];
+        if little_endian {
+            u16::from_le_bytes(pair)
+        } else {
+            u16::from_be_bytes(pair)
+        }
+    });
+    char::decode_utf16(units)
+        .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+/// Encodes text as UTF-16 with a BOM.
+pub fn encode_utf16(text: &str, little_endian: bool) -> Vec<u8> {
+    let mut out = if little_endian {
+        vec![0xFF, 0xFE]
+    } else {
+        vec![0xFE, 0xFF]
+    };
+    for unit in text.encode_utf16() {
+        let b = if little_endian {
+            unit.to_le_bytes()
+        } else {
+            unit.to_be_bytes()
+        };
+        out.extend_from_slice(&b);
+    }
+    out
+}
+
+/// Fills `buf` from the start of `file` (without moving its cursor) and
+/// returns how many bytes it got: fewer only at the end of the file.
+pub(crate) fn read_head_into(file: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = file.read_at(&mut buf[filled..], filled as u64)?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok(filled)
+}

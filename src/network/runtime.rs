@@ -201,4 +201,17 @@ impl RunnableNetwork {
             cb(event);
         }
     }
+
+    /// Builds the event only when someone listens (events that copy
+    /// strings cost nothing in a network nobody watches).
+    pub(crate) fn emit_with(&self, event: impl FnOnce() -> NetworkEvent) {
+        let callbacks = self.0.runtime.read().callbacks.clone();
+        if callbacks.is_empty() {
+            return;
+        }
+        let event = event();
+        for cb in callbacks.iter() {
+            cb(&event);
+        }
+    }
 }

@@ -200,7 +200,7 @@ impl NodeRef {
     /// results, e.g. evicting a huge tool result to a file). Cached
     /// conversations below the node are rebuilt on next use.
     pub fn set_output(&self, message: Message) {
-        self.record_output(Arc::new(message), None);
+        self.record_output(Arc::new(message), None, |_| {});
         if let Some(network) = self.network() {
             network.forget_histories_below(self.id());
         }

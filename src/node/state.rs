@@ -172,13 +172,20 @@ impl NodeRef {
 
     /// Records the node's output: it is invoked from now on, and `history`
     /// (the conversation up to and including the output, when the caller
-    /// has it) becomes its cached conversation. Conversations cached below
-    /// the node are the network's to drop.
-    pub(crate) fn record_output(&self, message: Arc<Message>, history: Option<History>) {
+    /// has it) becomes its cached conversation; `metadata` edits the
+    /// metadata in the same step (timings, a cleared error). Conversations
+    /// cached below the node are the network's to drop.
+    pub(crate) fn record_output(
+        &self,
+        message: Arc<Message>,
+        history: Option<History>,
+        metadata: impl FnOnce(&mut Map<String, Value>),
+    ) {
         let mut st = self.state();
         st.outputs = Some(message);
         st.invoked = true;
         st.history = history;
+        metadata(&mut st.metadata);
         st.saved = None;
     }
 

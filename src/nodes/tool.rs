@@ -48,19 +48,20 @@ impl NodeLogic for ToolNode {
             tool_call_id: self.tool_call.id.clone(),
         };
         let (node_id, call) = (ctx.node.id(), &self.tool_call);
-        ctx.network.emit(&NetworkEvent::ToolCallStarted {
+        ctx.network.emit_with(|| NetworkEvent::ToolCallStarted {
             node_id,
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
         });
         let clock = Instant::now();
         let output = run_tool_call(&tools, call, &tool_ctx).await;
-        ctx.network.emit(&NetworkEvent::ToolCallFinished {
+        let elapsed = clock.elapsed();
+        ctx.network.emit_with(|| NetworkEvent::ToolCallFinished {
             node_id,
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
             status: output.status,
-            elapsed: clock.elapsed(),
+            elapsed,
         });
         Ok(Message::Tool {
             content: output.content,

@@ -58,13 +58,13 @@ impl RunnableNetwork {
                 }
             }
         }
-        let outcome = match &result {
-            Ok(_) => InvokeOutcome::Completed,
-            Err(e) => InvokeOutcome::Failed(e.to_string()),
-        };
-        self.emit(&NetworkEvent::InvokeFinished {
-            outcome,
-            elapsed: clock.elapsed(),
+        let elapsed = clock.elapsed();
+        self.emit_with(|| NetworkEvent::InvokeFinished {
+            outcome: match &result {
+                Ok(_) => InvokeOutcome::Completed,
+                Err(e) => InvokeOutcome::Failed(e.to_string()),
+            },
+            elapsed,
         });
         result
     }
@@ -139,8 +139,7 @@ impl RunnableNetwork {
             }
         };
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
-        node.record_output(message.clone(), Some(input.push(message.clone())));
-        node.edit_metadata(|m| {
+        node.record_output(message.clone(), Some(input.push(message.clone())), |m| {
             m.shift_remove("error");
             m.insert(
                 "timings".into(),

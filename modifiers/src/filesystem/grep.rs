@@ -23,6 +23,9 @@ pub struct GrepEngine {
     matcher: RegexMatcher,
     context: usize,
     limit: usize,
+    /// Whether the answer prints lines (`content`); the other modes only
+    /// count them, so no line text is copied.
+    keep_text: bool,
 }
 
 impl GrepEngine {
@@ -51,6 +54,7 @@ impl GrepEngine {
                 0
             },
             limit: query.max_count.saturating_add(1),
+            keep_text: query.mode == GrepMode::Content,
         })
     }
 
@@ -81,7 +85,7 @@ impl GrepEngine {
                 decoded.as_bytes()
             }
         };
-        let mut sink = Collect::new(self.limit);
+        let mut sink = Collect::new(self.limit, self.keep_text);
         if searcher
             .search_slice(&self.matcher, bytes, &mut sink)
             .is_err()
@@ -104,7 +108,7 @@ impl GrepEngine {
         if classify(&head[..filled]) == Encoding::Binary {
             return Ok(None);
         }
-        let mut sink = Collect::new(self.limit);
+        let mut sink = Collect::new(self.limit, self.keep_text);
         searcher.search_file(&self.matcher, file, &mut sink)?;
         Ok(sink.into_matches(vpath))
     }
@@ -115,25 +119,32 @@ struct Collect {
     lines: Vec<GrepLine>,
     matches: usize,
     limit: usize,
+    keep_text: bool,
 }
 
 impl Collect {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, keep_text: bool) -> Self {
         Self {
             lines: Vec::new(),
             matches: 0,
             limit,
+            keep_text,
         }
     }
 
     fn push(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) {
-        let mut end = bytes.len();
-        while end > 0 && (bytes[end - 1] == b'\n' || bytes[end - 1] == b'\r') {
-            end -= 1;
-        }
+        let text = if self.keep_text {
+            let mut end = bytes.len();
+            while end > 0 && (bytes[end - 1] == b'\n' || bytes[end - 1] == b'\r') {
+                end -= 1;
+            }
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
+        } else {
+            String::new()
+        };
         self.lines.push(GrepLine {
             number: number.unwrap_or(0),
-            text: String::from_utf8_lossy(&bytes[..end]).into_owned(),
+            text,
             is_match,
         });
     }

@@ -11,6 +11,8 @@
 //!
 //! ## Layout
 //!
+//! - [`todos`]: the todo list, `write_todos` and its prompt section
+//!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`checkpoint`]: saves a running network to a `NetworkList` so another
 //!   process resumes it ([`CheckpointModifier`](checkpoint::CheckpointModifier)).
 //! - [`filesystem`]: the filesystem modifier, its tools and backends (its
@@ -45,3 +47,4 @@
 
 pub mod checkpoint;
 pub mod filesystem;
+pub mod todos;

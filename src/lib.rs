@@ -62,6 +62,7 @@
 //!   modifier.rs       NetworkModifier and how a hook runs
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
+//! routing.rs          model routing: step -> model name, in the metadata
 //! history.rs          History: the conversation, shared between nodes
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
@@ -139,6 +140,7 @@ pub mod model;
 pub mod network;
 pub mod node;
 pub mod nodes;
+pub mod routing;
 pub mod run;
 pub mod tool;
 

@@ -110,6 +110,7 @@ fn build(
             2 => NodeRef::detached(ChatNode::default()),
             3 => NodeRef::detached(ChatNode {
                 chat_model_name: Some(spec.text.clone()),
+                step: (spec.text.len() % 2 == 1).then(|| format!("step:{}", spec.text)),
             }),
             _ => NodeRef::detached(ToolNode {
                 tool_call: ToolCall::new("call_1", &spec.text, json!({"q": spec.text})),

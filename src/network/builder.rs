@@ -63,6 +63,23 @@ impl NetworkBuilder {
         self
     }
 
+    /// Routes the chat nodes of `step` (`chat`, `summary`, `subagent:<name>`
+    /// or your own) to the model registered as `model` (see
+    /// [`crate::routing`]).
+    pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
+        let routes = self
+            .metadata
+            .entry(crate::routing::MODEL_ROUTES_KEY)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !routes.is_object() {
+            *routes = Value::Object(Map::new());
+        }
+        if let Value::Object(routes) = routes {
+            routes.insert(step.into(), Value::String(model.into()));
+        }
+        self
+    }
+
     /// The model name chat nodes use unless they name their own.
     pub fn chat_model(mut self, name: impl Into<String>) -> Self {
         self.chat_model_name = Some(name.into());

@@ -161,10 +161,14 @@ impl RunnableNetwork {
     /// The model name a chat node without its own uses: this network's,
     /// else (for a sub-network) the outer network's.
     pub fn resolved_chat_model_name(&self) -> Option<String> {
-        self.chat_model_name().or_else(|| {
-            let parent = self.0.runtime.read().parent.upgrade()?;
-            RunnableNetwork(parent).resolved_chat_model_name()
-        })
+        self.chat_model_name()
+            .or_else(|| self.outer()?.resolved_chat_model_name())
+    }
+
+    /// The network this one runs inside (a sub-network's outer network),
+    /// while it runs there.
+    pub fn outer(&self) -> Option<RunnableNetwork> {
+        self.0.runtime.read().parent.upgrade().map(RunnableNetwork)
     }
 
     /// Sets the default model name.

@@ -20,9 +20,14 @@ use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 /// metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatNode {
-    /// The model to use; `None` means the network's `chat_model_name`.
+    /// The model to use; `None` means the route of the node's step, else
+    /// the network's `chat_model_name` (see [`crate::routing`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_model_name: Option<String>,
+    /// The step this turn belongs to (`summary`, `subagent:<name>`, ...);
+    /// `None` is [`crate::routing::CHAT_STEP`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 impl ChatNode {
@@ -41,6 +46,16 @@ impl ChatNode {
     pub fn with_model(name: impl Into<String>) -> NodeRef {
         NodeRef::create(ChatNode {
             chat_model_name: Some(name.into()),
+            step: None,
+        })
+    }
+
+    /// A chat node of this step (its model comes from the step's route),
+    /// attached to the active network.
+    pub fn for_step(step: impl Into<String>) -> NodeRef {
+        NodeRef::create(ChatNode {
+            chat_model_name: None,
+            step: Some(step.into()),
         })
     }
 }
@@ -60,7 +75,9 @@ impl NodeLogic for ChatNode {
         let name = self
             .chat_model_name
             .clone()
-            .or_else(|| net.resolved_chat_model_name())
+            .or_else(|| {
+                net.model_for_step(self.step.as_deref().unwrap_or(crate::routing::CHAT_STEP))
+            })
             .ok_or(NetworkError::NoChatModel)?;
         let model = net
             .model(&name)

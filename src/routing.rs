@@ -1,0 +1,72 @@
+//! Model routing: which model each step of an agent uses.
+//!
+//! ```text
+//!  metadata["model_routes"] = {"chat": "big", "summary": "small", "subagent:researcher": "fast"}
+//!  chat node (step "summary") ─▶ its own chat_model_name?
+//!                              ─▶ the route for its step (this network, then the outer ones)
+//!                              ─▶ the network's chat model (this, then the outer ones)
+//! ```
+//!
+//! Routes live in the network's metadata, so they are saved with the
+//! session and a loaded session routes the same way. A chat node without a
+//! step is step [`CHAT_STEP`]. The model a node used is recorded in its
+//! metadata as `chat_model_name`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::network::RunnableNetwork;
+
+/// The network metadata key holding the step → model-name map.
+pub const MODEL_ROUTES_KEY: &str = "model_routes";
+
+/// The step of a chat node that names none.
+pub const CHAT_STEP: &str = "chat";
+
+impl RunnableNetwork {
+    /// Routes `step` to the model registered as `model`.
+    pub fn set_model_route(&self, step: impl Into<String>, model: impl Into<String>) {
+        let mut routes = self.own_routes();
+        routes.insert(step.into(), Value::String(model.into()));
+        self.set_metadata(MODEL_ROUTES_KEY, Value::Object(routes));
+    }
+
+    /// Removes the route of `step`; returns the model it named.
+    pub fn remove_model_route(&self, step: &str) -> Option<String> {
+        let mut routes = self.own_routes();
+        let removed = routes.shift_remove(step)?;
+        self.set_metadata(MODEL_ROUTES_KEY, Value::Object(routes));
+        removed.as_str().map(str::to_string)
+    }
+
+    /// This network's own routes (not the outer networks').
+    pub fn model_routes(&self) -> BTreeMap<String, String> {
+        self.own_routes()
+            .into_iter()
+            .filter_map(|(step, model)| Some((step, model.as_str()?.to_string())))
+            .collect()
+    }
+
+    /// The model a chat node of `step` uses when it names none itself: the
+    /// route for the step here or in an outer network, else the chat model
+    /// name here or in an outer network.
+    pub fn model_for_step(&self, step: &str) -> Option<String> {
+        self.routed(step)
+            .or_else(|| self.resolved_chat_model_name())
+    }
+
+    fn routed(&self, step: &str) -> Option<String> {
+        let own = self
+            .metadata_value(MODEL_ROUTES_KEY)
+            .and_then(|routes| routes.get(step)?.as_str().map(str::to_string));
+        own.or_else(|| self.outer()?.routed(step))
+    }
+
+    fn own_routes(&self) -> Map<String, Value> {
+        match self.metadata_value(MODEL_ROUTES_KEY) {
+            Some(Value::Object(routes)) => routes,
+            _ => Map::new(),
+        }
+    }
+}

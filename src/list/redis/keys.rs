@@ -5,10 +5,11 @@
 //!  <prefix>:user:{alice}:entry:<id>  string      the network JSON
 //!  <prefix>:user:{alice}:info        hash        id → SessionInfo JSON
 //!  <prefix>:user:{alice}:timeline    sorted set  id, scored by update time (µs)
-//!  <prefix>:user:{alice}:rev:<id>    string      the stored revision (WATCHed)
+//!  <prefix>:user:{alice}:rev:<id>    string      the stored revision
+//!  <prefix>:user:{alice}:pending:<id>:<nonce>    a network during its save
 //!                └──┬──┘
 //!   hash tag: a Cluster hashes only `alice`, so one user's keys share a
-//!   slot and a save's WATCH/MULTI/EXEC runs on one node
+//!   slot and a save's script runs on one node
 //! ```
 //!
 //! A network is a string of its own, not a hash field: Redis stores a
@@ -34,6 +35,8 @@ pub(crate) struct UserKeys {
     pub(crate) timeline: String,
     /// A session's rev key is this followed by its id.
     pub(crate) rev_prefix: String,
+    /// A network on its way in (see `save.rs`): this, its id and a nonce.
+    pending_prefix: String,
 }
 
 impl UserKeys {
@@ -54,6 +57,7 @@ impl UserKeys {
             info: format!("{base}:info"),
             timeline: format!("{base}:timeline"),
             rev_prefix: format!("{base}:rev:"),
+            pending_prefix: format!("{base}:pending:"),
         }
     }
 
@@ -66,6 +70,11 @@ impl UserKeys {
     /// The key holding a session's network JSON.
     pub(crate) fn entry(&self, id: &str) -> String {
         format!("{}{id}", self.entries)
+    }
+
+    /// Where a save puts the network until its commit moves it.
+    pub(crate) fn pending(&self, id: &str, nonce: &str) -> String {
+        format!("{}{id}:{nonce}", self.pending_prefix)
     }
 
     /// The key holding a session's stored revision.
@@ -108,6 +117,7 @@ mod tests {
         assert_eq!(keys.info, "app:user:{alice}:info");
         assert_eq!(keys.timeline, "app:user:{alice}:timeline");
         assert_eq!(keys.rev("42"), "app:user:{alice}:rev:42");
+        assert_eq!(keys.pending("42", "n"), "app:user:{alice}:pending:42:n");
         assert_eq!(
             UserKeys::named("app", "alice", "info"),
             keys.info,

@@ -4,7 +4,7 @@
 //! ```text
 //!  RedisNetworkList (prefix, user, ttl)
 //!    ├─ keys.rs        <prefix>:user:{<user>}:entry:<id> | info | timeline | rev:<id>
-//!    ├─ save.rs        WATCH ▸ check ▸ MULTI ▸ writes ▸ EXEC, one pipeline
+//!    ├─ save.rs        SET pending ▸ EVALSHA check-and-commit, one pipeline
 //!    ├─ migrate.rs     the legacy layout (no hash tag) ▸ the current one
 //!    └─ connection.rs  RedisConnector ▸ RedisConnection (server | cluster)
 //! ```
@@ -17,15 +17,16 @@
 //! | `<prefix>:user:{<user>}:entry:<id>` | string | the network JSON |
 //! | `<prefix>:user:{<user>}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
 //! | `<prefix>:user:{<user>}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
-//! | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision: what a save `WATCH`es |
+//! | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision |
+//! | `<prefix>:user:{<user>}:pending:<id>:<nonce>` | string | a network during its save (expires after a minute) |
 //!
-//! - **save** is one round trip: `WATCH` the session's `rev` key, a tiny
-//!   script that checks the stored revision, then `MULTI`, the four writes
-//!   (and the optional TTL), `EXEC`, sent as one pipeline (`save.rs`).
-//!   The network is a `SET` argument, which Redis keeps without copying.
-//!   A stale copy fails with [`ListError::Conflict`]; a concurrent save of
-//!   the same session makes this one start over, so no update is ever
-//!   lost; writers of different sessions never disturb each other.
+//! - **save** is one round trip of two commands (`save.rs`): `SET` the
+//!   network JSON on a pending key of its own, then a script that checks
+//!   the stored revision and, atomically, `RENAME`s the pending key into
+//!   place and writes the info, the timeline and the revision. The network
+//!   is a `SET` argument, which Redis keeps without copying. A stale copy
+//!   fails with [`ListError::Conflict`], so no update is ever lost;
+//!   writers of different sessions never disturb each other.
 //! - **load** is one `GET` of the session's entry key.
 //! - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the
 //!   info hash — a page never fetches a network.
@@ -340,8 +341,8 @@ impl NetworkList for RedisNetworkList {
         let result = self
             .connector
             .run("save", |mut conn| {
-                let (pipe, id) = (&pipe, id.as_str());
-                async move { save::run(&mut conn, pipe, id).await }
+                let pipe = &pipe;
+                async move { save::run(&mut conn, pipe).await }
             })
             .await;
         match result {

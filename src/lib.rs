@@ -82,7 +82,9 @@
 //!   session.rs        SessionInfo, ListQuery, ListPage, user names
 //!   stamp.rs          revisions and timestamps
 //!   json/             JsonNetworkList (mod.rs) and its listing index (index.rs)
-//!   redis/            RedisNetworkList (mod.rs) and its connection (resp.rs)
+//!   redis/            RedisNetworkList (mod.rs): keys.rs (hash-tagged layout), save.rs
+//!                     (the save transaction), migrate.rs (legacy keys), connection.rs
+//!                     (RedisConnector: one server, TLS or Cluster, via the redis crate)
 //! error.rs            NetworkError, ModelError, ToolError
 //! ```
 //!

@@ -1,18 +1,30 @@
-//! RedisNetworkList against a real `redis-server` started by each test:
-//! the conformance suite, key layout, corrupt entries, concurrent writers,
-//! restart and outage behaviour.
+//! RedisNetworkList against real servers started by each test on
+//! loopback: a plain `redis-server`, a TLS-only one (certificates made
+//! here with rcgen) and a 3-master Redis Cluster. The conformance suite
+//! runs on all three; then key layout (hash tags), the legacy-layout
+//! migration, corrupt entries, concurrent writers, restart and outage
+//! behaviour.
 
 #[path = "support/conformance.rs"]
 mod conformance;
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "support/redis.rs"]
 mod redis_server;
+#[path = "support/tls.rs"]
+mod tls;
 
 use std::time::{Duration, Instant};
 
-use lc_agent::list::{ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY};
+use lc_agent::list::redis::{Migration, RedisConnector};
+use lc_agent::list::{
+    revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY,
+};
 use lc_agent::RunnableNetwork;
+use redis_cluster::RedisCluster;
 use redis_server::RedisServer;
 use serde_json::json;
+use tls::TestCertificates;
 
 fn list_for(server: &RedisServer, prefix: &str) -> RedisNetworkList {
     RedisNetworkList::builder()
@@ -52,15 +64,14 @@ async fn keys_layout_and_delete_removes_every_trace() {
     let info = list.save(&net).await.expect("save");
     let mut conn = raw(&server).await;
     let id = net.id().to_string();
-    let json: String = redis::cmd("HGET")
-        .arg("app:user:alice:entries")
-        .arg(&id)
+    let json: String = redis::cmd("GET")
+        .arg(format!("app:user:{{alice}}:entry:{id}"))
         .query_async(&mut conn)
         .await
-        .expect("hget");
+        .expect("get");
     assert_eq!(json, net.to_json().expect("json"));
     let stored_info: String = redis::cmd("HGET")
-        .arg("app:user:alice:info")
+        .arg("app:user:{alice}:info")
         .arg(&id)
         .query_async(&mut conn)
         .await
@@ -70,7 +81,7 @@ async fn keys_layout_and_delete_removes_every_trace() {
     assert_eq!(stored_info["node_count"], json!(4));
     assert!(stored_info.get("nodes").is_none(), "info must stay small");
     let score: f64 = redis::cmd("ZSCORE")
-        .arg("app:user:alice:timeline")
+        .arg("app:user:{alice}:timeline")
         .arg(&id)
         .query_async(&mut conn)
         .await
@@ -99,15 +110,32 @@ async fn ttl_applies_to_the_users_keys() {
     let net = RunnableNetwork::new();
     list.save(&net).await.expect("save");
     let mut conn = raw(&server).await;
+    let entry = format!("entry:{}", net.id());
     let rev = format!("rev:{}", net.id());
-    for what in ["entries", "info", "timeline", rev.as_str()] {
+    for what in [entry.as_str(), "info", "timeline", rev.as_str()] {
         let ttl: i64 = redis::cmd("PTTL")
-            .arg(format!("ttl:user:default:{what}"))
+            .arg(format!("ttl:user:{{default}}:{what}"))
             .query_async(&mut conn)
             .await
             .expect("pttl");
         assert!(ttl > 50_000 && ttl <= 60_000, "{what}: {ttl}");
     }
+    // The user's sessions expire together: a save renews every network.
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(format!("ttl:user:{{default}}:{entry}"))
+        .arg(5_000)
+        .query_async(&mut conn)
+        .await
+        .expect("pexpire");
+    list.save(&RunnableNetwork::new())
+        .await
+        .expect("save another");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(format!("ttl:user:{{default}}:{entry}"))
+        .query_async(&mut conn)
+        .await
+        .expect("pttl");
+    assert!(ttl > 50_000, "not renewed: {ttl}");
 }
 
 #[tokio::test]
@@ -123,22 +151,21 @@ async fn corrupt_entries_are_reported() {
         list.save(n).await.expect("save");
     }
     let mut conn = raw(&server).await;
-    let _: () = redis::cmd("HSET")
-        .arg("bad:user:alice:entries")
-        .arg(broken.id().to_string())
+    let _: () = redis::cmd("SET")
+        .arg(format!("bad:user:{{alice}}:entry:{}", broken.id()))
         .arg("{\"format\":")
         .query_async(&mut conn)
         .await
-        .expect("hset");
+        .expect("set");
     let _: () = redis::cmd("HSET")
-        .arg("bad:user:alice:info")
+        .arg("bad:user:{alice}:info")
         .arg(broken.id().to_string())
         .arg("not json")
         .query_async(&mut conn)
         .await
         .expect("hset");
     let _: () = redis::cmd("HDEL")
-        .arg("bad:user:alice:info")
+        .arg("bad:user:{alice}:info")
         .arg(no_info.id().to_string())
         .query_async(&mut conn)
         .await
@@ -147,7 +174,7 @@ async fn corrupt_entries_are_reported() {
         Err(ListError::Corrupt { location, id, .. }) => {
             assert_eq!(
                 location,
-                format!("redis bad:user:alice:entries field {}", broken.id())
+                format!("redis bad:user:{{alice}}:entry:{}", broken.id())
             );
             assert_eq!(id, Some(broken.id()));
         }
@@ -358,7 +385,7 @@ async fn a_damaged_revision_key_heals_on_the_next_save() {
     let net = RunnableNetwork::builder().name("first").build();
     list.save(&net).await.expect("save");
     let mut conn = raw(&server).await;
-    let rev_key = format!("dmg:user:alice:rev:{}", net.id());
+    let rev_key = format!("dmg:user:{{alice}}:rev:{}", net.id());
     let _: () = redis::cmd("DEL")
         .arg(&rev_key)
         .query_async(&mut conn)
@@ -412,12 +439,11 @@ async fn password_and_database_from_the_url() {
         .get_multiplexed_async_connection()
         .await
         .expect("connect");
-    let stored: String = redis::cmd("HGET")
-        .arg("auth:user:alice:entries")
-        .arg(net.id().to_string())
+    let stored: String = redis::cmd("GET")
+        .arg(format!("auth:user:{{alice}}:entry:{}", net.id()))
         .query_async(&mut conn)
         .await
-        .expect("hget");
+        .expect("get");
     assert_eq!(stored, json);
     let db0 = redis::Client::open(format!("redis://:secret@127.0.0.1:{}/0", server.port()))
         .expect("client");
@@ -484,15 +510,16 @@ async fn unix_socket_url() {
     );
 }
 
-/// After a restart every pooled connection is stale: the first save and
-/// the first load still succeed from the caller's point of view.
+/// After a restart the shared connection is stale: the first save and
+/// the first load (concurrent ones before it) still succeed from the
+/// caller's point of view.
 #[tokio::test]
-async fn a_restart_replaces_stale_pooled_connections() {
+async fn a_restart_replaces_the_stale_connection() {
     let Some(mut server) = RedisServer::start("stale_pool") else {
         return;
     };
     let list = list_for(&server, "stale");
-    // Several idle connections: concurrent saves and loads.
+    // Concurrent saves and loads on the one multiplexed connection.
     let nets: Vec<RunnableNetwork> = (0..6)
         .map(|i| RunnableNetwork::builder().name(format!("n{i}")).build())
         .collect();
@@ -531,10 +558,10 @@ async fn a_restart_replaces_stale_pooled_connections() {
     assert_eq!(list.load(after.id()).await.expect("load").name(), "again");
 }
 
-/// Saves and loads use direct connections: a server that never answers
-/// makes them fail at the deadline, not hang.
+/// A server that never answers makes saves and loads fail at the
+/// deadline, not hang.
 #[tokio::test]
-async fn direct_operations_fail_within_the_timeout() {
+async fn saves_and_loads_fail_within_the_timeout() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!(
         "redis://127.0.0.1:{}",
@@ -565,4 +592,260 @@ async fn direct_operations_fail_within_the_timeout() {
     // A failed save leaves the network's metadata as it was.
     assert_eq!(net.metadata_value(REVISION_KEY), None);
     drop(silent);
+}
+
+#[tokio::test]
+async fn conformance_suite_on_a_cluster() {
+    let Some(cluster) = RedisCluster::start("conformance_suite_on_a_cluster") else {
+        return;
+    };
+    let list = RedisNetworkList::builder()
+        .cluster(cluster.urls())
+        .prefix("conf")
+        .user("alice")
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("build");
+    assert!(list.connector().is_cluster());
+    let other = list.with_user("bob").expect("user");
+    conformance::run_all(&list, &other).await;
+
+    // Many users: their slots spread over the three masters, and every
+    // user's save, list, load and delete runs within its own slot.
+    let mut ids = Vec::new();
+    for i in 0..24 {
+        let user = list.with_user(format!("user-{i}")).expect("user");
+        let net = RunnableNetwork::builder().name(format!("n{i}")).build();
+        user.save(&net).await.expect("save");
+        net.set_name(format!("n{i} again"));
+        user.save(&net).await.expect("save again");
+        ids.push((user, net.id()));
+    }
+    for (user, id) in &ids {
+        let page = user.list(&ListQuery::default()).await.expect("list");
+        assert_eq!(page.total, 1);
+        assert_eq!(page.sessions[0].revision, 2);
+        assert_eq!(revision_of(&user.load(*id).await.expect("load")), 2);
+    }
+    let mut masters_with_keys = 0;
+    for url in cluster.urls() {
+        let mut conn = redis::Client::open(url)
+            .expect("client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
+        let keys: usize = redis::cmd("DBSIZE")
+            .query_async(&mut conn)
+            .await
+            .expect("dbsize");
+        masters_with_keys += usize::from(keys > 0);
+    }
+    assert!(masters_with_keys >= 2, "users all landed on one master");
+    for (user, id) in &ids {
+        assert!(user.delete(*id).await.expect("delete"));
+    }
+}
+
+#[tokio::test]
+async fn conformance_suite_over_tls() {
+    let certs = TestCertificates::new();
+    let Some(server) = RedisServer::start_tls(
+        "conformance_over_tls",
+        &certs.cert(),
+        &certs.key(),
+        &certs.ca(),
+    ) else {
+        return;
+    };
+    assert!(server.url().starts_with("rediss://"));
+    let list = RedisNetworkList::builder()
+        .url(server.url())
+        .tls_root_certificates(certs.ca_pem.clone())
+        .prefix("tls")
+        .user("alice")
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("build");
+    let other = list.with_user("bob").expect("user");
+    conformance::run_all(&list, &other).await;
+    // A big network crosses TLS records intact.
+    let (net, _) = conformance::conversation("over tls").await;
+    net.set_metadata("blob", json!("x".repeat(3 << 20)));
+    list.save(&net).await.expect("save");
+    assert_eq!(
+        list.load_json(net.id()).await.expect("load"),
+        net.to_json().expect("json")
+    );
+
+    // A client that does not trust the CA fails clearly, promptly.
+    let untrusting = RedisNetworkList::builder()
+        .url(server.url())
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let started = Instant::now();
+    match untrusting.load_json(net.id()).await {
+        Err(ListError::Unavailable { reason, .. }) => {
+            assert!(reason.contains("rediss://127.0.0.1"), "{reason}")
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Certificates need a rediss:// URL.
+    assert!(matches!(
+        RedisNetworkList::builder()
+            .url("redis://127.0.0.1:1")
+            .tls_root_certificates(certs.ca_pem.clone())
+            .build(),
+        Err(ListError::Config(_))
+    ));
+}
+
+/// Rewrites `user`'s sessions from the current layout into the legacy one
+/// (`<prefix>:user:<user>:entries` hash, no hash tag), as the version
+/// before hash tags wrote them, keeping any expiry.
+async fn to_legacy_layout(conn: &mut redis::aio::MultiplexedConnection, prefix: &str, user: &str) {
+    let script = redis::Script::new(
+        r#"
+local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
+for _, id in ipairs(ids) do
+  redis.call('HSET', KEYS[4], id, redis.call('GET', ARGV[1] .. id))
+  redis.call('DEL', ARGV[1] .. id)
+  redis.call('RENAME', ARGV[2] .. id, ARGV[3] .. id)
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
+redis.call('RENAME', KEYS[1], KEYS[5])
+redis.call('RENAME', KEYS[2], KEYS[6])
+return #ids
+"#,
+    );
+    let (new, old) = (
+        format!("{prefix}:user:{{{user}}}"),
+        format!("{prefix}:user:{user}"),
+    );
+    let moved: usize = script
+        .key(format!("{new}:info"))
+        .key(format!("{new}:timeline"))
+        .key("unused")
+        .key(format!("{old}:entries"))
+        .key(format!("{old}:info"))
+        .key(format!("{old}:timeline"))
+        .arg(format!("{new}:entry:"))
+        .arg(format!("{new}:rev:"))
+        .arg(format!("{old}:rev:"))
+        .invoke_async(conn)
+        .await
+        .expect("to legacy");
+    assert!(moved > 0);
+}
+
+#[tokio::test]
+async fn legacy_keys_migrate_to_hash_tags() {
+    let Some(server) = RedisServer::start("legacy_migration") else {
+        return;
+    };
+    let alice = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("mig")
+        .user("alice")
+        .ttl(Duration::from_secs(600))
+        .build()
+        .expect("build");
+    let bob = alice.with_user("bob").expect("user");
+    let (a1, _) = conformance::conversation("a1").await;
+    let a2 = RunnableNetwork::builder().name("a2").build();
+    for net in [&a1, &a2] {
+        alice.save(net).await.expect("save");
+    }
+    let b1 = RunnableNetwork::builder().name("b1 old").build();
+    bob.save(&b1).await.expect("save");
+    let mut conn = raw(&server).await;
+    to_legacy_layout(&mut conn, "mig", "alice").await;
+    to_legacy_layout(&mut conn, "mig", "bob").await;
+    // Legacy data is not read by this version...
+    assert_eq!(
+        alice.list(&ListQuery::default()).await.expect("list").total,
+        0
+    );
+    // ... and bob saved b1 again meanwhile (revision 2, current layout).
+    b1.set_name("b1 new");
+    bob.save_force(&b1).await.expect("save");
+    let untouched = RunnableNetwork::builder().name("other prefix").build();
+    let other_prefix = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("mig2")
+        .build()
+        .expect("build");
+    other_prefix.save(&untouched).await.expect("save");
+
+    let done = alice.migrate_legacy_keys().await.expect("migrate");
+    assert_eq!(
+        (done.users, done.moved, done.superseded),
+        (2, 2, 1),
+        "{done:?}"
+    );
+    let page = alice.list(&ListQuery::default()).await.expect("list");
+    assert_eq!(
+        page.sessions
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a2", "a1"]
+    );
+    assert_eq!(
+        alice.load_json(a1.id()).await.expect("load"),
+        a1.to_json().expect("json")
+    );
+    // The revision travelled too: a stale copy still conflicts.
+    let stale = RunnableNetwork::from_json(&a1.to_json().expect("json")).expect("copy");
+    alice
+        .save(&a1)
+        .await
+        .expect("save at the migrated revision");
+    assert!(matches!(
+        alice.save(&stale).await,
+        Err(ListError::Conflict { .. })
+    ));
+    assert_eq!(bob.load(b1.id()).await.expect("load").name(), "b1 new");
+    // The expiry carried over; nothing legacy is left; other prefixes untouched.
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("mig:user:{alice}:info")
+        .query_async(&mut conn)
+        .await
+        .expect("pttl");
+    assert!(ttl > 0, "{ttl}");
+    let legacy: Vec<String> = redis::cmd("KEYS")
+        .arg("mig:user:[ab]*")
+        .query_async(&mut conn)
+        .await
+        .expect("keys");
+    assert!(legacy.is_empty(), "left behind: {legacy:?}");
+    assert_eq!(
+        other_prefix
+            .load(untouched.id())
+            .await
+            .expect("load")
+            .name(),
+        "other prefix"
+    );
+    // Idempotent.
+    assert_eq!(
+        alice.migrate_legacy_keys().await.expect("again"),
+        Migration::default()
+    );
+}
+
+#[tokio::test]
+async fn a_prefix_cannot_carry_a_hash_tag() {
+    let r = RedisNetworkList::builder().prefix("app{x}").build();
+    assert!(matches!(r, Err(ListError::Config(_))), "{r:?}");
+    // A connector can be shared by lists of several prefixes.
+    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
+    let list = RedisNetworkList::builder()
+        .connector(connector.clone())
+        .prefix("a")
+        .build()
+        .expect("build");
+    assert_eq!(list.connector().describe(), "redis at redis://127.0.0.1:1");
 }

@@ -5,11 +5,14 @@
 //! lc-agent sessions show <ID> [--mermaid]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions export <ID> [--pretty]
+//! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
 //!
 //! Sessions come from the JSON list (default root `$LC_AGENT_HOME/sessions`,
 //! else `~/.lc-agent/sessions`) or, with `--redis`, from Redis. `<ID>` may
-//! be a unique prefix of a session id.
+//! be a unique prefix of a session id. `migrate` moves Redis sessions
+//! saved before the per-user hash tag (`<prefix>:user:<user>:...`) into
+//! the current layout (`<prefix>:user:{<user>}:...`), for every user.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -73,6 +76,9 @@ pub enum SessionsCommand {
         #[arg(long)]
         pretty: bool,
     },
+    /// Moves Redis sessions of every user from the key layout before
+    /// per-user hash tags into the current one (needs --redis; idempotent).
+    Migrate,
 }
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -105,13 +111,7 @@ pub fn run_blocking(args: SessionsArgs) -> std::process::ExitCode {
 /// Runs `lc-agent sessions`, writing to `out`.
 pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
     let list: Box<dyn NetworkList> = match &args.redis {
-        Some(url) => Box::new(
-            RedisNetworkList::builder()
-                .url(url)
-                .prefix(&args.prefix)
-                .user(&args.user)
-                .build()?,
-        ),
+        Some(url) => Box::new(redis_list(url, &args.prefix, &args.user)?),
         None => {
             let root = args
                 .root
@@ -156,8 +156,29 @@ pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
                 writeln!(out, "{}", list.load_json(id).await?)?;
             }
         }
+        SessionsCommand::Migrate => {
+            let Some(url) = &args.redis else {
+                return Err("migrate moves Redis keys: give --redis URL".into());
+            };
+            let done = redis_list(url, &args.prefix, &args.user)?
+                .migrate_legacy_keys()
+                .await?;
+            writeln!(
+                out,
+                "migrated {} session(s) of {} user(s); {} legacy copies dropped (already stored at the same or a newer revision)",
+                done.moved, done.users, done.superseded
+            )?;
+        }
     }
     Ok(())
+}
+
+fn redis_list(url: &str, prefix: &str, user: &str) -> Result<RedisNetworkList, ListError> {
+    RedisNetworkList::builder()
+        .url(url)
+        .prefix(prefix)
+        .user(user)
+        .build()
 }
 
 /// A full id, or the one session whose id starts with `prefix` (corrupt
@@ -417,5 +438,14 @@ mod tests {
             .expect("list")
             .contains("0-0 of 0"));
         assert!(exec(dir.path(), &["--user", "../x", "list"]).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn migrate_needs_redis() {
+        let dir = TempDir::new();
+        let e = exec(dir.path(), &["migrate"])
+            .await
+            .expect_err("no --redis");
+        assert!(e.to_string().contains("--redis"), "{e}");
     }
 }

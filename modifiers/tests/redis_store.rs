@@ -1,12 +1,18 @@
-//! `StoreBackend` over a real `redis-server` started on a free port.
-//! Without redis-server the test fails under CI=true and prints a skip
-//! note elsewhere.
+//! `StoreBackend` over real Redis servers started on free loopback ports:
+//! one plain server, a 3-master Cluster and a TLS-only server. Without
+//! redis-server (and redis-cli) the tests fail under CI=true and print a
+//! skip note elsewhere.
 
 mod common;
+#[path = "../../tests/support/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "../../tests/support/redis.rs"]
 mod redis_server;
+#[path = "../../tests/support/tls.rs"]
+mod tls;
 
-use lc_agent_modifiers::filesystem::{run_tool, StoreBackend};
+use lc_agent::list::redis::RedisConnector;
+use lc_agent_modifiers::filesystem::{run_tool, RedisStore, StoreBackend};
 use serde_json::json;
 
 async fn command_calls(url: &str, command: &str) -> u64 {
@@ -80,4 +86,45 @@ async fn redis_store_backend() {
         "{}",
         out.content
     );
+}
+
+/// The whole tool table on a connector of its own (a Cluster, TLS).
+async fn table_on(connector: RedisConnector) {
+    let backend = StoreBackend::new(
+        RedisStore::with_connector(connector),
+        ["user-42", "filesystem"],
+    );
+    let failures = common::run_table(&backend, "").await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[tokio::test]
+async fn redis_store_backend_on_a_cluster() {
+    let Some(cluster) = redis_cluster::RedisCluster::start("redis_store_on_a_cluster") else {
+        return;
+    };
+    let connector = RedisConnector::builder()
+        .cluster(cluster.urls())
+        .build()
+        .unwrap();
+    table_on(connector).await;
+}
+
+#[tokio::test]
+async fn redis_store_backend_over_tls() {
+    let certs = tls::TestCertificates::new();
+    let Some(server) = redis_server::RedisServer::start_tls(
+        "redis_store_over_tls",
+        &certs.cert(),
+        &certs.key(),
+        &certs.ca(),
+    ) else {
+        return;
+    };
+    let connector = RedisConnector::builder()
+        .url(server.url())
+        .tls_root_certificates(certs.ca_pem.clone())
+        .build()
+        .unwrap();
+    table_on(connector).await;
 }

@@ -8,7 +8,7 @@
 //!   append-only index (`<root>/<user>/.index.jsonl`) so that listing never
 //!   parses whole networks;
 //! - [`RedisNetworkList`]: hashes and a sorted set per user in Redis, saved
-//!   with optimistic `WATCH`/`MULTI`/`EXEC` transactions.
+//!   with an optimistic check-and-commit script (one round trip per save).
 //!
 //! # Revisions and timestamps
 //!

@@ -1,13 +1,17 @@
-//! Starts a private `redis-server` for a test and stops it afterwards.
-//! Included with `#[path = "support/redis.rs"] mod redis_server;`.
+//! Starts a private `redis-server` for a test and stops it afterwards:
+//! plain, or TLS only ([`RedisServer::start_tls`], certificates from
+//! `support/tls.rs`). Included with
+//! `#[path = "support/redis.rs"] mod redis_server;`.
 //!
-//! Under `CI=true` a missing `redis-server` fails the test; elsewhere
-//! [`RedisServer::start`] returns `None` and the test prints a skip note.
+//! Under `CI=true` a missing `redis-server` (or tool) fails the test;
+//! elsewhere the start functions return `None` and the test prints a skip
+//! note.
 
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,15 +25,35 @@ pub struct RedisServer {
     args: Vec<String>,
     /// The `--requirepass` among them, for the readiness check.
     password: Option<String>,
+    /// Listens with TLS only (`--port 0 --tls-port <port>`).
+    tls: bool,
 }
 
-fn available() -> bool {
-    Command::new("redis-server")
+/// Whether `tool` runs (`<tool> --version`).
+pub fn available(tool: &str) -> bool {
+    Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// `true` when every tool is installed; otherwise panics under `CI=true`
+/// and prints a skip note for `test` elsewhere.
+pub fn require(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !available(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let missing = missing.join(", ");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{missing} not installed (CI=true): apt-get install -y redis-server redis-tools");
+    }
+    eprintln!(
+        "SKIPPED {test}: {missing} not installed (apt-get install -y redis-server redis-tools)"
+    );
+    false
 }
 
 /// A port nobody listens on right now.
@@ -50,13 +74,33 @@ impl RedisServer {
     /// Like [`start`](Self::start), with extra `redis-server` arguments
     /// (e.g. `["--requirepass", "secret"]`), kept across restarts.
     pub fn start_with(test: &str, args: &[&str]) -> Option<RedisServer> {
-        if !available() {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("redis-server is not installed (CI=true): apt-get install -y redis-server");
-            }
-            eprintln!(
-                "SKIPPED {test}: redis-server is not installed (apt-get install -y redis-server)"
-            );
+        Self::start_mode(test, args, false)
+    }
+
+    /// A server that speaks TLS only, with these PEM files (the server's
+    /// certificate and key, and the CA that signed it); clients need no
+    /// certificate of their own.
+    pub fn start_tls(test: &str, cert: &Path, key: &Path, ca: &Path) -> Option<RedisServer> {
+        let files = [cert, key, ca].map(|p| p.to_str().expect("utf-8 path").to_string());
+        let [cert, key, ca] = [&files[0], &files[1], &files[2]].map(String::as_str);
+        Self::start_mode(
+            test,
+            &[
+                "--tls-cert-file",
+                cert,
+                "--tls-key-file",
+                key,
+                "--tls-ca-cert-file",
+                ca,
+                "--tls-auth-clients",
+                "no",
+            ],
+            true,
+        )
+    }
+
+    fn start_mode(test: &str, args: &[&str], tls: bool) -> Option<RedisServer> {
+        if !require(test, &["redis-server"]) {
             return None;
         }
         let mut server = RedisServer {
@@ -69,16 +113,22 @@ impl RedisServer {
                 .position(|a| *a == "--requirepass")
                 .and_then(|i| args.get(i + 1))
                 .map(|p| p.to_string()),
+            tls,
         };
         server.spawn();
         Some(server)
     }
 
     fn spawn(&mut self) {
+        let port = self.port.to_string();
+        let ports: &[&str] = if self.tls {
+            &["--port", "0", "--tls-port", &port]
+        } else {
+            &["--port", &port]
+        };
         let child = Command::new("redis-server")
+            .args(ports)
             .args([
-                "--port",
-                &self.port.to_string(),
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -108,6 +158,10 @@ impl RedisServer {
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
+        if self.tls {
+            // Listening is ready enough: the handshake is the client's job.
+            return true;
+        }
         let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
         if let Some(password) = &self.password {
             let mut ok = [0u8; 5];
@@ -120,9 +174,10 @@ impl RedisServer {
         s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
     }
 
-    /// The server's URL.
+    /// The server's URL (`rediss://` for a TLS server).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// The server's port.

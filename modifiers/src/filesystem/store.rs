@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use lc_agent::list::redis::RedisConnector;
+use lc_agent::list::ListError;
 use lc_agent::{FileData, Files};
 use parking_lot::Mutex;
-use tokio::sync::OnceCell;
 
 use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
@@ -133,26 +134,21 @@ impl Store for InMemoryStore {
 
 /// A Redis store: one hash per namespace (key
 /// `lc-agent:store:<namespace as a JSON array>`, field = virtual path,
-/// value = the file record as JSON). Connects lazily through a
-/// [`redis::aio::ConnectionManager`] (reconnects by itself).
+/// value = the file record as JSON). Every operation touches that one key,
+/// so it works alike on one server, over TLS (`rediss://`) and on a Redis
+/// Cluster. It goes through lc-agent's [`RedisConnector`] — the same
+/// client, deadline and reconnection as the session list, whose connector
+/// it can share ([`RedisStore::with_connector`]).
+#[derive(Debug, Clone)]
 pub struct RedisStore {
-    url: String,
-    conn: OnceCell<redis::aio::ConnectionManager>,
+    redis: Result<RedisConnector, String>,
 }
 
-impl std::fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
+fn unavailable(e: ListError) -> StoreError {
+    match e {
+        ListError::Unavailable { reason, .. } => StoreError::Redis(reason),
+        other => StoreError::Redis(other.to_string()),
     }
-}
-
-/// How long one connection attempt to Redis may take.
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-fn redis_err(e: redis::RedisError) -> StoreError {
-    StoreError::Redis(e.to_string())
 }
 
 fn hash_key(ns: &[String]) -> String {
@@ -170,46 +166,48 @@ fn decode(key: &str, raw: &str) -> Result<FileData, StoreError> {
 }
 
 impl RedisStore {
-    /// A store at `url` (`redis://127.0.0.1:6379/0`); nothing connects
-    /// until first use.
+    /// A store at `url` (`redis://127.0.0.1:6379/0`, `rediss://...`);
+    /// nothing connects until first use (a bad URL fails then).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            conn: OnceCell::new(),
+            redis: RedisConnector::new(url).map_err(|e| e.to_string()),
         }
     }
 
-    async fn conn(&self) -> Result<redis::aio::ConnectionManager, StoreError> {
-        self.conn
-            .get_or_try_init(|| async {
-                let client = redis::Client::open(self.url.as_str()).map_err(redis_err)?;
-                // Fail fast when nothing listens (the manager's own retries
-                // can take very long to give up).
-                let probe = client.get_multiplexed_async_connection();
-                match tokio::time::timeout(CONNECT_TIMEOUT, probe).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => return Err(redis_err(e)),
-                    Err(_) => return Err(StoreError::Redis("connection timed out".into())),
-                }
-                redis::aio::ConnectionManager::new(client)
-                    .await
-                    .map_err(redis_err)
-            })
+    /// A store on an existing connector: a Cluster, a private CA, or the
+    /// connection of a `RedisNetworkList` (`list.connector().clone()`).
+    pub fn with_connector(connector: RedisConnector) -> Self {
+        Self {
+            redis: Ok(connector),
+        }
+    }
+
+    /// Runs `cmd` on the namespace's hash key.
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        what: &str,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StoreError> {
+        let redis = self
+            .redis
+            .as_ref()
+            .map_err(|e| StoreError::Redis(e.clone()))?;
+        redis
+            .run(
+                what,
+                |mut conn| async move { cmd.query_async(&mut conn).await },
+            )
             .await
-            .cloned()
+            .map_err(unavailable)
     }
 }
 
 #[async_trait]
 impl Store for RedisStore {
     async fn get(&self, ns: &[String], key: &str) -> Result<Option<FileData>, StoreError> {
-        let mut conn = self.conn().await?;
-        let raw: Option<String> = redis::cmd("HGET")
-            .arg(hash_key(ns))
-            .arg(key)
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)?;
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(hash_key(ns)).arg(key);
+        let raw: Option<String> = self.query("get", &cmd).await?;
         raw.map(|r| decode(key, &r)).transpose()
     }
 
@@ -221,13 +219,9 @@ impl Store for RedisStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn().await?;
-        let raw: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(hash_key(ns))
-            .arg(keys)
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)?;
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(hash_key(ns)).arg(keys);
+        let raw: Vec<Option<String>> = self.query("get_many", &cmd).await?;
         raw.into_iter()
             .zip(keys)
             .map(|(r, k)| r.map(|r| decode(k, &r)).transpose())
@@ -235,24 +229,18 @@ impl Store for RedisStore {
     }
 
     async fn get_all(&self, ns: &[String]) -> Result<Files, StoreError> {
-        let mut conn = self.conn().await?;
-        let raw: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(hash_key(ns))
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)?;
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(hash_key(ns));
+        let raw: HashMap<String, String> = self.query("get_all", &cmd).await?;
         raw.into_iter()
             .map(|(k, v)| decode(&k, &v).map(|d| (k, d)))
             .collect()
     }
 
     async fn keys(&self, ns: &[String]) -> Result<Vec<String>, StoreError> {
-        let mut conn = self.conn().await?;
-        redis::cmd("HKEYS")
-            .arg(hash_key(ns))
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)
+        let mut cmd = redis::cmd("HKEYS");
+        cmd.arg(hash_key(ns));
+        self.query("keys", &cmd).await
     }
 
     async fn put(&self, ns: &[String], key: &str, value: &FileData) -> Result<(), StoreError> {
@@ -260,24 +248,15 @@ impl Store for RedisStore {
             key: key.to_string(),
             reason: e.to_string(),
         })?;
-        let mut conn = self.conn().await?;
-        redis::cmd("HSET")
-            .arg(hash_key(ns))
-            .arg(key)
-            .arg(json)
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(redis_err)
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(hash_key(ns)).arg(key).arg(json);
+        self.query("put", &cmd).await
     }
 
     async fn delete(&self, ns: &[String], key: &str) -> Result<bool, StoreError> {
-        let mut conn = self.conn().await?;
-        let n: i64 = redis::cmd("HDEL")
-            .arg(hash_key(ns))
-            .arg(key)
-            .query_async(&mut conn)
-            .await
-            .map_err(redis_err)?;
+        let mut cmd = redis::cmd("HDEL");
+        cmd.arg(hash_key(ns)).arg(key);
+        let n: i64 = self.query("delete", &cmd).await?;
         Ok(n > 0)
     }
 }

@@ -1,0 +1,222 @@
+//! The save of [`RedisNetworkList`](super::RedisNetworkList): one
+//! pipeline of two commands (one round trip), the second a script that
+//! checks the revision and commits atomically.
+//!
+//! ```text
+//!  SET pending:<id>:<nonce> <json> PX 60000        the network, as sent
+//!  EVALSHA commit(pending, entry:<id>, info, timeline, rev:<id>;
+//!                 id, expected, revision, info, µs, ttl)
+//!    stored revision > expected ─▶ DEL pending ──────────────▶ Conflict
+//!    else RENAME pending → entry:<id> (no copy) ▸ HSET info ▸ ZADD
+//!         timeline ▸ SET rev [▸ expiries] ───────────────────▶ saved
+//!  NOSCRIPT (a restarted server) ─▶ SCRIPT LOAD, send both again
+//! ```
+//!
+//! The script runs atomically, so two writers of one session cannot both
+//! pass the check: the second sees the first's revision and gets a
+//! conflict; writers of different sessions never disturb each other. A
+//! save does not depend on any connection state (no `WATCH`), so it is
+//! safe on a multiplexed connection shared by every task of the process.
+//! Every key has the user's hash tag, so on a Cluster the pipeline goes
+//! whole to the one node that owns the user's slot.
+//!
+//! The network JSON travels as a plain `SET` argument, which Redis keeps
+//! as it arrived, and the script moves it into place with `RENAME`: it is
+//! never copied by the server (passing a megabyte through Lua, or `HSET`,
+//! copies it). The pending key has a nonce of its own (concurrent saves of
+//! one session do not share it) and expires after a minute if its script
+//! never runs.
+//!
+//! With a TTL, the user's keys expire together, the TTL after the latest
+//! save of any of their sessions: the script renews the expiry of every
+//! session's network (O(sessions) per save, only with a TTL).
+
+use std::sync::OnceLock;
+
+use ::redis::aio::ConnectionLike;
+use ::redis::{ErrorKind, Pipeline, RedisError, Script, ServerErrorKind, Value};
+
+use super::keys::UserKeys;
+
+/// How long a pending network waits for its commit script.
+const PENDING_MS: u64 = 60_000;
+
+/// The check and commit. KEYS: pending, entry, info, timeline, rev.
+/// ARGV: id, expected revision, new revision, info JSON, score, TTL in ms
+/// (0: none), the prefix of entry keys. Returns the stored revision when
+/// it is newer than expected (nothing written), else -1.
+const COMMIT_LUA: &str = r#"
+local raw = redis.pcall('GET', KEYS[5])
+local stored = nil
+if type(raw) ~= 'table' then stored = tonumber(raw) end
+if not stored then
+  stored = 0
+  local cur = redis.call('HGET', KEYS[3], ARGV[1])
+  if cur then
+    local ok, d = pcall(cjson.decode, cur)
+    if ok and type(d) == 'table' and tonumber(d['revision']) then
+      stored = tonumber(d['revision'])
+    end
+  end
+end
+if stored > tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  return stored
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.error_reply('ERR the pending network expired before its commit')
+end
+redis.call('RENAME', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+  redis.call('SET', KEYS[5], ARGV[3], 'PX', ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    redis.call('PEXPIRE', ARGV[7] .. id, ttl)
+  end
+else
+  redis.call('SET', KEYS[5], ARGV[3])
+  redis.call('PERSIST', KEYS[2])
+end
+return -1
+"#;
+
+fn commit_script() -> &'static Script {
+    static S: OnceLock<Script> = OnceLock::new();
+    S.get_or_init(|| Script::new(COMMIT_LUA))
+}
+
+/// What one save writes.
+pub(crate) struct SaveWrite<'a> {
+    pub(crate) keys: &'a UserKeys,
+    pub(crate) id: &'a str,
+    /// The revision the caller's copy was loaded at.
+    pub(crate) expected: u64,
+    /// The revision being written.
+    pub(crate) revision: u64,
+    pub(crate) json: &'a str,
+    pub(crate) info_json: &'a str,
+    /// Update time, µs since the epoch.
+    pub(crate) score: i64,
+    /// Expiry of the user's keys in ms (0: none).
+    pub(crate) ttl_ms: u64,
+}
+
+impl SaveWrite<'_> {
+    /// The whole save as one pipeline (see the [module docs](self)).
+    pub(crate) fn pipeline(&self) -> Pipeline {
+        let keys = self.keys;
+        let pending = keys.pending(self.id, &uuid::Uuid::new_v4().simple().to_string());
+        let mut pipe = ::redis::pipe();
+        // Sized up front: the JSON is copied once, into its final place.
+        let json = self.json.as_bytes();
+        let mut set = ::redis::Cmd::with_capacity(5, json.len() + 200);
+        set.arg("SET")
+            .arg(&pending)
+            .arg(json)
+            .arg("PX")
+            .arg(PENDING_MS);
+        pipe.add_command(set);
+        pipe.cmd("EVALSHA")
+            .arg(commit_script().get_hash())
+            .arg(5)
+            .arg(&pending)
+            .arg(keys.entry(self.id))
+            .arg(&keys.info)
+            .arg(&keys.timeline)
+            .arg(keys.rev(self.id))
+            .arg(self.id)
+            .arg(self.expected)
+            .arg(self.revision)
+            .arg(self.info_json)
+            .arg(self.score)
+            .arg(self.ttl_ms)
+            .arg(&keys.entries);
+        pipe
+    }
+}
+
+/// Reads the replies of the save pipeline: `Ok(())` when written,
+/// `Err(stored)` when the stored revision is newer.
+fn outcome(replies: &[Value]) -> Result<Result<(), u64>, RedisError> {
+    match replies.last() {
+        Some(Value::Int(n)) if *n >= 0 => Ok(Err(n.unsigned_abs())),
+        Some(Value::Int(_)) => Ok(Ok(())),
+        other => Err(RedisError::from((
+            ErrorKind::UnexpectedReturnType,
+            "Unexpected reply from redis",
+            format!("save commit: {other:?}"),
+        ))),
+    }
+}
+
+/// Sends the save pipeline: `Ok(Ok(()))` when written, `Ok(Err(stored))`
+/// when refused because the stored revision is newer. A server that lost
+/// the script (restarted) gets it again and the save is sent once more.
+pub(crate) async fn run<C: ConnectionLike + Send>(
+    conn: &mut C,
+    pipe: &Pipeline,
+) -> Result<Result<(), u64>, RedisError> {
+    let replies: Vec<Value> = match pipe.query_async(conn).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            commit_script().load_async(conn).await?;
+            pipe.query_async(conn).await?
+        }
+        other => other?,
+    };
+    outcome(&replies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pipeline_keeps_every_key_in_the_users_slot() {
+        let keys = UserKeys::new("p", "alice");
+        let write = SaveWrite {
+            keys: &keys,
+            id: "id-1",
+            expected: 3,
+            revision: 4,
+            json: "{}",
+            info_json: "{\"revision\":4}",
+            score: 17,
+            ttl_ms: 1000,
+        };
+        let pipe = write.pipeline();
+        let names: Vec<String> = pipe
+            .cmd_iter()
+            .map(|c| match c.args_iter().next() {
+                Some(::redis::Arg::Simple(name)) => String::from_utf8_lossy(name).into_owned(),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(names, ["SET", "EVALSHA"]);
+        let mut keyed = 0;
+        for cmd in pipe.cmd_iter() {
+            for arg in cmd.args_iter() {
+                if let ::redis::Arg::Simple(bytes) = arg {
+                    let text = String::from_utf8_lossy(bytes);
+                    if text.starts_with("p:") {
+                        assert!(text.starts_with("p:user:{alice}:"), "{text}");
+                        keyed += 1;
+                    }
+                }
+            }
+        }
+        // pending (twice), entry, info, timeline, rev, entry prefix.
+        assert_eq!(keyed, 7);
+    }
+
+    #[test]
+    fn replies_decide_the_outcome() {
+        assert_eq!(outcome(&[Value::Okay, Value::Int(-1)]).ok(), Some(Ok(())));
+        assert_eq!(outcome(&[Value::Okay, Value::Int(7)]).ok(), Some(Err(7)));
+        assert!(outcome(&[Value::Okay, Value::Nil]).is_err());
+        assert!(outcome(&[]).is_err());
+    }
+}

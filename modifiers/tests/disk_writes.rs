@@ -2,6 +2,8 @@
 //! names too long for the filesystem, atomic replacement (modes kept, no
 //! temp file left), and temp names hidden from the listing tools.
 
+mod common;
+
 use std::os::unix::fs::{symlink, PermissionsExt};
 
 use lc_agent::RunnableNetwork;
@@ -13,20 +15,6 @@ use serde_json::{json, Value};
 
 async fn call(backend: &dyn Backend, tool: &str, args: Value) -> String {
     run_tool(backend, tool, &args).await.unwrap().content
-}
-
-fn temp_files(dir: &std::path::Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(TEMP_PREFIX) {
-            found.push(name);
-        } else if entry.file_type().unwrap().is_dir() {
-            found.extend(temp_files(&entry.path()));
-        }
-    }
-    found
 }
 
 #[tokio::test]
@@ -41,7 +29,21 @@ async fn write_through_a_dangling_in_root_link_creates_its_target() {
     symlink("../../outside.txt", root.join("r/out")).unwrap();
     symlink("/tmp/nowhere.txt", root.join("r/abs")).unwrap();
     symlink("..", root.join("r/up")).unwrap();
+    symlink("missing.txt", root.join("r/dang2")).unwrap();
     let b = FilesystemBackend::new(&root).unwrap();
+
+    // A dangling link in the middle of a path is listed as a file: nothing
+    // is created through it.
+    assert_eq!(
+        call(
+            &b,
+            "write_file",
+            json!({"file_path": "/r/dang2/x.txt", "content": "x"})
+        )
+        .await,
+        "Error: Cannot create /r/dang2/x.txt: /r/dang2 is a file"
+    );
+    assert!(!root.join("r/missing.txt").exists());
 
     assert_eq!(
         call(
@@ -151,7 +153,10 @@ async fn write_through_a_dangling_in_root_link_creates_its_target() {
         .await,
         "Error: /r/up is a directory"
     );
-    assert_eq!(temp_files(tmp.path()), Vec::<String>::new());
+    assert_eq!(
+        common::temp_files(tmp.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
 }
 
 #[tokio::test]
@@ -231,7 +236,10 @@ async fn replacing_keeps_the_mode_and_leaves_no_temp_file() {
     )
     .await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "echo three\n");
-    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+    assert_eq!(
+        common::temp_files(dir.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
 }
 
 #[tokio::test]

@@ -628,7 +628,22 @@ impl Disk {
                         parent: ancestor,
                     })
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                // A dangling symlink is listed as a file; nothing is created
+                // through it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let rel = self.rel(&ancestor);
+                    if self
+                        .root
+                        .symlink_metadata(rel)
+                        .is_ok_and(|m| m.is_symlink())
+                    {
+                        return Err(FsError::ParentIsFile {
+                            path: vpath.to_string(),
+                            parent: ancestor,
+                        });
+                    }
+                    break;
+                }
                 Err(e) => return Err(write_err(e, vpath)),
             }
         }

@@ -1,4 +1,5 @@
-//! Shared fixtures: the golden table every backend must print exactly.
+//! Shared fixtures: the golden table every backend must print exactly, and
+//! a helper that finds the temp files of atomic writes on disk.
 #![allow(dead_code)]
 
 use lc_agent_modifiers::filesystem::{run_tool, Backend};
@@ -303,4 +304,22 @@ fn trim(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// The temp files of atomic writes below `dir` (left by killed writers).
+pub fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name
+            .to_string_lossy()
+            .starts_with(lc_agent_modifiers::filesystem::atomic::TEMP_PREFIX)
+        {
+            found.push(entry.path());
+        } else if entry.file_type().unwrap().is_dir() {
+            found.extend(temp_files(&entry.path()));
+        }
+    }
+    found
 }

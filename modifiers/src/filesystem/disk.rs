@@ -33,6 +33,11 @@ use super::path;
 /// middle of a path, or a directory swapped for such a symlink while an
 /// operation runs. Nothing is checked first and opened later.
 ///
+/// Writes never tear a file: `write_file`, `edit_file` and uploads write a
+/// temp file next to the target, fsync it and rename it over the target
+/// (see [`super::atomic`]), so a process killed mid-write leaves the old or
+/// the new bytes.
+///
 /// With `virtual_mode(false)` paths are still taken below `root_dir`, but
 /// the handle is the host's `/`: symlinks may lead anywhere on the host.
 /// **Non-virtual mode confines nothing**; use it only for trusted agents.

@@ -43,8 +43,8 @@
 //! - A write through a dangling symlink whose target is inside the root
 //!   creates the target (and its missing directories), as a write through
 //!   any in-root link writes its target. A dangling link in the middle of
-//!   a path is what `ls` shows it as, a file: `Cannot create <path>:
-//!   <link> is a file`.
+//!   a path is what `ls` shows it as, a file:
+//!   `Cannot create <path>: <link> is a file`.
 //! - A path component too long for the filesystem (`ENAMETOOLONG`) names
 //!   nothing that exists: reads, `ls`, `glob`, `grep` and `edit_file` give
 //!   their not-found error; `write_file` gives `Invalid path` (nothing can be

@@ -1,6 +1,6 @@
 //! `lc-agent`: the command line of lc-agent.
 //!
-//! - `lc-agent tool <name> '<json args>' [--root DIR [--shell] | --state FILE.json]`
+//! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see.
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.

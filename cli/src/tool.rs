@@ -1,8 +1,8 @@
 //! `lc-agent tool`: runs one file-tool call from a shell.
 //!
 //! Exit codes: 0 the call succeeded, 1 the tool returned an error, 2 usage
-//! error (unknown tool, arguments that are not a JSON object, bad flags or
-//! an unreadable state file).
+//! error (unknown tool, arguments that are not a JSON object, bad flags,
+//! neither `--root` nor `--state`, or an unreadable state file).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,15 +14,17 @@ use lc_agent_modifiers::filesystem::{
     run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend,
 };
 
-/// Arguments of `lc-agent tool`.
+/// Arguments of `lc-agent tool`. One of `--root` and `--state` is
+/// required: a tool never runs against a directory nobody named.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("backend").required(true).args(["root", "state"])))]
 pub struct ToolArgs {
     /// Tool name: ls, read_file, write_file, edit_file, glob, grep, execute.
     name: String,
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     args: String,
-    /// Run against a directory (FilesystemBackend, virtual mode). Default: the current directory.
+    /// Run against a directory (FilesystemBackend, virtual mode).
     #[arg(long, value_name = "DIR", conflicts_with = "state")]
     root: Option<PathBuf>,
     /// Run against the files of a saved network JSON (StateBackend); the file is written back.
@@ -64,7 +66,9 @@ pub fn run(args: ToolArgs) -> ExitCode {
         match &args.state {
             Some(state) => run_on_state(state, &args.name, &call_args).await,
             None => {
-                let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+                let Some(root) = args.root.clone() else {
+                    return usage("give --root DIR or --state FILE.json");
+                };
                 let backend: Arc<dyn Backend> = if args.shell {
                     match LocalShellBackend::new(&root) {
                         Ok(b) => Arc::new(b),

@@ -86,6 +86,10 @@ fn root_success_tool_error_usage_error() {
         vec!["tool", "ls", "{}", "--root", root, "--state", "x.json"],
         vec!["tool", "ls", "{}", "--root", "/definitely/not/here"],
         vec!["tool", "ls", "{}", "--state", "/definitely/not/here.json"],
+        // Neither --root nor --state: no backend was named.
+        vec!["tool", "ls", "{}"],
+        vec!["tool", "ls"],
+        vec!["tool", "execute", r#"{"command": "true"}"#, "--shell"],
         vec!["tool"],
     ] {
         let (out, err, code) = lc_agent(&args);

@@ -35,6 +35,7 @@
 //!   - [`filesystem::store`]: `StoreBackend` over a `Store` (in memory or Redis).
 //!   - `filesystem/map_backend.rs`: the shared logic of map-backed backends (state, store).
 //!   - [`filesystem::disk`]: `FilesystemBackend`, a directory confined with cap-std.
+//!   - [`filesystem::atomic`]: crash-safe writes: temp file, fsync, rename (never a torn file).
 //!   - [`filesystem::shell`]: `LocalShellBackend`, a directory plus `execute`.
 //!   - [`filesystem::composite`]: `CompositeBackend`, routes paths by prefix.
 //!   - [`filesystem::glob`]: `GlobPattern`, the `glob` tool's patterns.

@@ -1,15 +1,16 @@
 //! [`FilesystemBackend`]: files in a real directory, confined with cap-std.
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use cap_fs_ext::DirExt;
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 
+use super::atomic::{write_atomically, Commit};
 use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
     LsEntry, ReadPage,
@@ -31,6 +32,11 @@ use super::path;
 /// leave it — through `..`, an absolute symlink, a symlink to outside in the
 /// middle of a path, or a directory swapped for such a symlink while an
 /// operation runs. Nothing is checked first and opened later.
+///
+/// Writes never tear a file: `write_file`, `edit_file` and uploads write a
+/// temp file next to the target, fsync it and rename it over the target
+/// (see [`super::atomic`]), so a process killed mid-write leaves the old or
+/// the new bytes.
 ///
 /// With `virtual_mode(false)` paths are still taken below `root_dir`, but
 /// the handle is the host's `/`: symlinks may lead anywhere on the host.
@@ -184,7 +190,10 @@ fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError
         FsError::Escapes(v)
     } else if e.raw_os_error() == Some(libc::ELOOP) {
         FsError::SymlinkLoop(v)
-    } else if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) {
+    } else if e.kind() == io::ErrorKind::NotFound
+        || matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ENAMETOOLONG))
+    {
+        // A name too long for the filesystem names no file that exists.
         missing(v)
     } else if e.kind() == io::ErrorKind::PermissionDenied {
         FsError::PermissionDenied(v)
@@ -195,6 +204,20 @@ fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError
         }
     }
 }
+
+/// Maps an I/O error of a write: a name too long for the filesystem is an
+/// invalid path there (nothing can be created under it).
+fn write_err(e: io::Error, vpath: &str) -> FsError {
+    if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
+        FsError::InvalidPath(vpath.to_string())
+    } else {
+        map_err(e, vpath, FsError::FileNotFound)
+    }
+}
+
+/// Symlinks followed at the last component of a write before it is a loop
+/// (Linux's own limit).
+const MAX_LINK_HOPS: usize = 40;
 
 fn read_head(file: &std::fs::File) -> io::Result<Vec<u8>> {
     let mut head = vec![0u8; encoding::BINARY_SNIFF_BYTES];
@@ -214,8 +237,12 @@ impl Disk {
 
     /// Opens a directory following in-root symlinks.
     fn open_dir(&self, vpath: &str, missing: fn(String) -> FsError) -> FsResult<Dir> {
-        self.root.open_dir(self.rel(vpath)).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENOTDIR) {
+        let rel = self.rel(vpath);
+        self.root.open_dir(&rel).map_err(|e| {
+            // ENOTDIR also comes from a file in the middle of the path
+            // (`/a.txt/x`): that path is missing, not a file.
+            let is_file = || self.root.metadata(&rel).is_ok_and(|md| !md.is_dir());
+            if e.raw_os_error() == Some(libc::ENOTDIR) && is_file() {
                 FsError::NotADirectory(vpath.to_string())
             } else {
                 map_err(e, vpath, missing)
@@ -487,9 +514,15 @@ impl Disk {
 
     /// Opens a file for reading (directories are refused).
     fn open_file(&self, vpath: &str) -> FsResult<(std::fs::File, u64)> {
+        self.open_file_at(&self.rel(vpath), vpath)
+    }
+
+    /// Opens the file at `rel` (relative to the root handle) for reading;
+    /// errors name `vpath`.
+    fn open_file_at(&self, rel: &Path, vpath: &str) -> FsResult<(std::fs::File, u64)> {
         let file = self
             .root
-            .open(self.rel(vpath))
+            .open(rel)
             .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
         let md = file
             .metadata()
@@ -523,30 +556,67 @@ impl Disk {
         }
     }
 
-    /// Checks that a path to write does not escape through a symlink at its
-    /// last component (the open itself is confined either way; this gives
-    /// the escape error before "already exists").
-    fn check_link(&self, vpath: &str) -> FsResult<()> {
-        let rel = self.rel(vpath);
-        if let Ok(md) = self.root.symlink_metadata(&rel) {
-            if md.file_type().is_symlink() {
-                if let Err(e) = self.root.metadata(&rel) {
+    /// Where a write to `vpath` lands: its path relative to the root handle
+    /// after following in-root symlinks at the last component (a write
+    /// through a link writes its target, and a dangling in-root link is
+    /// created at its target). Links that leave the root or loop are the
+    /// spec's errors, given before anything about the file itself.
+    fn write_target(&self, vpath: &str) -> FsResult<PathBuf> {
+        let mut rel = self.rel(vpath);
+        for _ in 0..MAX_LINK_HOPS {
+            match self.root.symlink_metadata(&rel) {
+                Ok(md) if md.file_type().is_symlink() => {}
+                _ => return Ok(rel),
+            }
+            let target = self
+                .root
+                .read_link_contents(&rel)
+                .map_err(|e| write_err(e, vpath))?;
+            let target = if target.has_root() {
+                if self.virtual_mode {
+                    return Err(FsError::Escapes(vpath.to_string()));
+                }
+                target.strip_prefix("/").unwrap_or(&target).to_path_buf()
+            } else {
+                rel.parent().unwrap_or(Path::new("")).join(target)
+            };
+            rel = target;
+            // The link's directory part must itself stay inside the root.
+            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if let Err(e) = self.root.metadata(parent) {
                     if is_escape(&e) || e.raw_os_error() == Some(libc::ELOOP) {
-                        return Err(map_err(e, vpath, FsError::FileNotFound));
+                        return Err(write_err(e, vpath));
                     }
                 }
             }
         }
-        Ok(())
+        Err(FsError::SymlinkLoop(vpath.to_string()))
+    }
+
+    /// The directory handle and file name a write to `target` (from
+    /// [`Disk::write_target`]) goes through.
+    fn write_dir(&self, target: &Path, vpath: &str) -> FsResult<(Dir, OsString)> {
+        let name = match target.components().next_back() {
+            Some(Component::Normal(name)) => name.to_os_string(),
+            _ => return Err(FsError::IsDirectory(vpath.to_string())),
+        };
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = self
+            .root
+            .open_dir(parent)
+            .map_err(|e| write_err(e, vpath))?;
+        Ok((dir, name))
     }
 
     fn write_bytes(&self, vpath: &str, bytes: &[u8], overwrite: bool) -> FsResult<()> {
         if vpath == "/" {
             return Err(FsError::IsDirectory(vpath.to_string()));
         }
-        self.check_link(vpath)?;
-        let rel = self.rel(vpath);
-        match self.root.metadata(&rel) {
+        let target = self.write_target(vpath)?;
+        match self.root.metadata(&target) {
             Ok(md) if md.is_dir() => return Err(FsError::IsDirectory(vpath.to_string())),
             Err(e) if is_escape(&e) => return Err(FsError::Escapes(vpath.to_string())),
             _ => {}
@@ -563,85 +633,86 @@ impl Disk {
                         parent: ancestor,
                     })
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(e) => return Err(map_err(e, vpath, FsError::FileNotFound)),
+                // A dangling symlink is listed as a file; nothing is created
+                // through it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let rel = self.rel(&ancestor);
+                    if self
+                        .root
+                        .symlink_metadata(rel)
+                        .is_ok_and(|m| m.is_symlink())
+                    {
+                        return Err(FsError::ParentIsFile {
+                            path: vpath.to_string(),
+                            parent: ancestor,
+                        });
+                    }
+                    break;
+                }
+                Err(e) => return Err(write_err(e, vpath)),
             }
         }
-        let parent = path::parent(vpath);
-        if parent != "/" {
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.root
-                .create_dir_all(self.rel(parent))
-                .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+                .create_dir_all(parent)
+                .map_err(|e| write_err(e, vpath))?;
         }
-        let mut options = OpenOptions::new();
-        options.write(true);
-        if overwrite {
-            options.create(true).truncate(true);
+        let (dir, name) = self.write_dir(&target, vpath)?;
+        if !overwrite && dir.symlink_metadata(&name).is_ok() {
+            return Err(FsError::AlreadyExists(vpath.to_string()));
+        }
+        let commit = if overwrite {
+            Commit::Replace
         } else {
-            options.create_new(true);
-        }
-        let file = self.root.open_with(&rel, &options).map_err(|e| {
+            Commit::CreateNew
+        };
+        write_atomically(&dir, &name, commit, |out| out.write_all(bytes)).map_err(|e| {
             if e.kind() == io::ErrorKind::AlreadyExists {
                 FsError::AlreadyExists(vpath.to_string())
             } else if e.raw_os_error() == Some(libc::EISDIR) {
                 FsError::IsDirectory(vpath.to_string())
             } else {
-                map_err(e, vpath, FsError::FileNotFound)
+                write_err(e, vpath)
             }
-        })?;
-        let mut out = BufWriter::new(file.into_std());
-        out.write_all(bytes)
-            .and_then(|_| out.flush())
-            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))
+        })
     }
 
     fn edit(&self, vpath: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
-        self.check_link(vpath)?;
-        let (file, size) = self.open_file(vpath)?;
+        let target = self.write_target(vpath)?;
+        let (file, size) = self.open_file_at(&target, vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         BufReader::new(file)
             .read_to_end(&mut bytes)
             .map_err(io_err)?;
         let head = &bytes[..bytes.len().min(encoding::BINARY_SNIFF_BYTES)];
-        // The file is rewritten in place (an in-root symlink keeps pointing
-        // at it, and peak memory stays at one copy of the file).
-        let rewrite = || {
-            self.root
-                .open_with(
-                    self.rel(vpath),
-                    OpenOptions::new().write(true).truncate(true),
-                )
-                .map(|f| BufWriter::with_capacity(1 << 20, f.into_std()))
-                .map_err(io_err)
+        // The edited file replaces the old one atomically (see atomic.rs);
+        // peak memory stays at one copy of the file for UTF-8 text.
+        let rewrite = |fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| {
+            let (dir, name) = self.write_dir(&target, vpath)?;
+            write_atomically(&dir, &name, Commit::Replace, |out| fill(out)).map_err(io_err)
         };
-        let (replaced, output) = match classify(head) {
-            Encoding::Binary => {
-                return Err(FsError::Binary {
-                    path: vpath.to_string(),
-                    size,
-                })
-            }
+        match classify(head) {
+            Encoding::Binary => Err(FsError::Binary {
+                path: vpath.to_string(),
+                size,
+            }),
             enc @ (Encoding::Utf16Le | Encoding::Utf16Be) => {
                 let le = enc == Encoding::Utf16Le;
                 let text = decode_utf16(&bytes, le);
                 let plan = plan_edit(&text, old, new, replace_all)?;
-                let n = plan.starts.len();
-                (n, encode_utf16(&plan.apply(&text), le))
+                let output = encode_utf16(&plan.apply(&text), le);
+                rewrite(&mut |out| out.write_all(&output))?;
+                Ok(plan.starts.len())
             }
             Encoding::Utf8 => {
                 let text =
                     std::str::from_utf8(&bytes).map_err(|_| FsError::NotUtf8(vpath.to_string()))?;
                 let plan = plan_edit(text, old, new, replace_all)?;
-                plan.write_to(&bytes, rewrite()?).map_err(io_err)?;
-                return Ok(plan.starts.len());
+                rewrite(&mut |out| plan.write_to(&bytes, out))?;
+                Ok(plan.starts.len())
             }
-        };
-        let mut out = rewrite()?;
-        out.write_all(&output)
-            .and_then(|_| out.flush())
-            .map_err(io_err)?;
-        Ok(replaced)
+        }
     }
 
     fn download(&self, vpath: &str) -> FsResult<Vec<u8>> {

@@ -32,10 +32,13 @@ impl GrepEngine {
     /// Compiles the query (an invalid pattern falls back to literal text;
     /// the tool has already said so in its note).
     pub fn new(query: &GrepQuery) -> FsResult<Self> {
+        // As ripgrep: `^`/`$` match at every line start/end, and `$` also
+        // before a `\r\n` (multi_line + crlf).
         let build = |fixed: bool| {
             RegexMatcherBuilder::new()
                 .case_insensitive(query.case_insensitive)
                 .fixed_strings(fixed)
+                .multi_line(true)
                 .crlf(true)
                 .build(&query.pattern)
         };

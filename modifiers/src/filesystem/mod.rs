@@ -9,7 +9,7 @@
 //!    └──────────────────────────────────────────▶ dyn Backend (backend.rs)
 //!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
 //!       ├─ StoreBackend      key-value store   (store.rs) ┘ ops on a path map
-//!       ├─ FilesystemBackend a directory, cap-std (disk.rs)
+//!       ├─ FilesystemBackend a directory, cap-std (disk.rs; writes: atomic.rs)
 //!       ├─ LocalShellBackend disk + execute    (shell.rs)
 //!       └─ CompositeBackend  routes by prefix  (composite.rs)
 //!                 │ every backend uses the same helpers:
@@ -34,7 +34,27 @@
 //!   `files_with_matches`/`count` report the files/counts among them.
 //! - `execute`'s `[Output truncated: <n> bytes]` names the total number of
 //!   bytes the command wrote.
+//! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go
+//!   through a temp file in the target's directory, fsynced, then renamed
+//!   over the target (`atomic.rs`): a killed writer leaves the old or the
+//!   new bytes. Names starting with `.lc-agent-tmp-` are reserved for those
+//!   temp files; `ls`, `glob` and `grep` never show them, on any backend
+//!   (a file with such a name can still be read by its path).
+//! - A write through a dangling symlink whose target is inside the root
+//!   creates the target (and its missing directories), as a write through
+//!   any in-root link writes its target. A dangling link in the middle of
+//!   a path is what `ls` shows it as, a file:
+//!   `Cannot create <path>: <link> is a file`.
+//! - A path component too long for the filesystem (`ENAMETOOLONG`) names
+//!   nothing that exists: reads, `ls`, `glob`, `grep` and `edit_file` give
+//!   their not-found error; `write_file` gives `Invalid path` (nothing can be
+//!   created there). A path below a file is missing too (`ls /a.txt/x`:
+//!   `Directory not found`).
+//! - grep's `^`/`$` match at every line start/end (`$` also before
+//!   `\r\n`), as ripgrep does. Only `.gitignore` files are ignore rules:
+//!   `.git/info/exclude` and global git excludes are never read.
 
+pub mod atomic;
 pub mod backend;
 pub mod composite;
 pub mod disk;

@@ -1,4 +1,5 @@
-//! Shared fixtures: the golden table every backend must print exactly.
+//! Shared fixtures: the golden table every backend must print exactly, and
+//! a helper that finds the temp files of atomic writes on disk.
 #![allow(dead_code)]
 
 use lc_agent_modifiers::filesystem::{run_tool, Backend};
@@ -32,6 +33,11 @@ pub fn fixture() -> Vec<(String, String)> {
         ("/blank.txt", "  \n\t\n"),
         ("/foo..bar.txt", "dots\n"),
         ("/bin.dat", "abc\0def"),
+        // Line anchors: `$` at every line end (LF, CRLF, last line).
+        ("/docs/rows.txt", "row 1\nrow 2\nkept\n\nrow 10 kept\n"),
+        ("/docs/crlf2.txt", "alpha\r\nbeta\r\ngamma"),
+        // Not a git repository's exclude file: never applied as ignore rules.
+        ("/.git/info/exclude", "*.md\n*.txt\n"),
     ]
     .into_iter()
     .map(|(p, c)| (p.to_string(), c.to_string()))
@@ -102,6 +108,8 @@ pub fn table() -> Vec<Case> {
         big.join("\n")
     );
     let q250 = "q".repeat(250);
+    // One path component longer than any filesystem allows (255 bytes).
+    let long = "n".repeat(300);
     vec![
         // ls
         case("ls", json!({"path": "{R}/"}), "{R}/.gitignore\n{R}/.hidden/\n{R}/README.md\n{R}/app.log\n{R}/big_lines.txt\n{R}/bin.dat\n{R}/blank.txt\n{R}/crlf.txt\n{R}/docs/\n{R}/empty.txt\n{R}/foo..bar.txt\n{R}/long.txt\n{R}/many/\n{R}/src/\n{R}/target/\n{R}/wide.txt"),
@@ -203,6 +211,15 @@ pub fn table() -> Vec<Case> {
         case("grep", json!({"pattern": "fn", "path": "{R}/src", "glob": "util/*.rs"}), "{R}/src/util/strings.rs"),
         case("grep", json!({"pattern": "TODO", "path": "{R}/src/lib.rs", "output_mode": "content"}), "{R}/src/lib.rs:4:// TODO: more"),
         case("grep", json!({"pattern": "three$", "path": "{R}/crlf.txt", "output_mode": "content"}), "{R}/crlf.txt:3:three"),
+        case("grep", json!({"pattern": "^row 1$", "path": "{R}/docs", "output_mode": "content"}), "{R}/docs/rows.txt:1:row 1"),
+        case("grep", json!({"pattern": "kept$", "path": "{R}/", "output_mode": "content"}), "{R}/docs/rows.txt:3:kept\n{R}/docs/rows.txt:5:row 10 kept"),
+        case("grep", json!({"pattern": "^row \\d+$", "path": "{R}/docs", "output_mode": "count"}), "{R}/docs/rows.txt: 2"),
+        case("grep", json!({"pattern": "^$", "path": "{R}/docs/rows.txt", "output_mode": "content"}), "{R}/docs/rows.txt:4:"),
+        case("grep", json!({"pattern": "^(alpha|beta|gamma)$", "path": "{R}/docs", "output_mode": "content"}), "{R}/docs/crlf2.txt:1:alpha\n{R}/docs/crlf2.txt:2:beta\n{R}/docs/crlf2.txt:3:gamma"),
+        case("grep", json!({"pattern": "a$", "path": "{R}/docs/crlf2.txt", "output_mode": "count"}), "{R}/docs/crlf2.txt: 3"),
+        case("grep", json!({"pattern": "^(1|2|three)$", "path": "{R}/", "output_mode": "content"}), "{R}/crlf.txt:1:1\n{R}/crlf.txt:2:2\n{R}/crlf.txt:3:three"),
+        case("grep", json!({"pattern": "^Guide$", "path": "{R}/", "case_insensitive": true}), "{R}/docs/guide.md"),
+        case("grep", json!({"pattern": "^(one|two)$", "path": "{R}/"}), "No matches found"),
         case("grep", json!({"pattern": "abc", "path": "{R}/"}), "No matches found"),
         case("grep", json!({"pattern": "core", "path": "{R}/"}), "No matches found"),
         case("grep", json!({"pattern": "x", "path": "{R}/nope"}), "Error: Path not found: {R}/nope"),
@@ -211,6 +228,26 @@ pub fn table() -> Vec<Case> {
         case("grep", json!({"pattern": "x", "path": "{R}/", "max_count": 0}), "Error: Invalid arguments for grep: `max_count` must be at least 1, got 0"),
         case("grep", json!({"pattern": "x", "glob": "../*.rs"}), "Error: Path traversal not allowed: ../*.rs"),
         case("grep", json!({"pattern": "file 100[0-4]", "path": "{R}/many", "output_mode": "count"}), "{R}/many/f1000.txt: 1\n{R}/many/f1001.txt: 1\n{R}/many/f1002.txt: 1\n{R}/many/f1003.txt: 1\n{R}/many/f1004.txt: 1"),
+        // A path under a file is missing; so is a name too long for any
+        // filesystem (same answer on every backend).
+        case("ls", json!({"path": "{R}/README.md/x"}), "Error: Directory not found: {R}/README.md/x"),
+        case("ls", json!({"path": "{R}/README.md/x/y"}), "Error: Directory not found: {R}/README.md/x/y"),
+        case("read_file", json!({"file_path": "{R}/README.md/x"}), "Error: File not found: {R}/README.md/x"),
+        case("edit_file", json!({"file_path": "{R}/README.md/x", "old_string": "a", "new_string": "b"}), "Error: File not found: {R}/README.md/x"),
+        case("glob", json!({"pattern": "*", "path": "{R}/README.md/x"}), "Error: Path not found: {R}/README.md/x"),
+        case("grep", json!({"pattern": "x", "path": "{R}/README.md/x"}), "Error: Path not found: {R}/README.md/x"),
+        case("ls", json!({"path": format!("{{R}}/{long}")}), format!("Error: Directory not found: {{R}}/{long}")),
+        case("ls", json!({"path": format!("{{R}}/{long}/x")}), format!("Error: Directory not found: {{R}}/{long}/x")),
+        case("read_file", json!({"file_path": format!("{{R}}/{long}")}), format!("Error: File not found: {{R}}/{long}")),
+        case("read_file", json!({"file_path": format!("{{R}}/src/{long}.rs")}), format!("Error: File not found: {{R}}/src/{long}.rs")),
+        case("edit_file", json!({"file_path": format!("{{R}}/{long}"), "old_string": "a", "new_string": "b"}), format!("Error: File not found: {{R}}/{long}")),
+        case("glob", json!({"pattern": "*", "path": format!("{{R}}/{long}")}), format!("Error: Path not found: {{R}}/{long}")),
+        case("grep", json!({"pattern": "x", "path": format!("{{R}}/{long}/y")}), format!("Error: Path not found: {{R}}/{long}/y")),
+        // `.git/info/exclude` is not a `.gitignore`: `*.md`/`*.txt` stay visible.
+        case("glob", json!({"pattern": "*.md", "path": "{R}/"}), "{R}/README.md\n{R}/docs/guide.md"),
+        case("grep", json!({"pattern": "^row 2$", "path": "{R}/"}), "{R}/docs/rows.txt"),
+        case("ls", json!({"path": "{R}/.git/info"}), "Error: Directory not found: {R}/.git/info"),
+        case("read_file", json!({"file_path": "{R}/.git/info/exclude"}), "     1\t*.md\n     2\t*.txt"),
         // execute on a backend without a sandbox
         case("execute", json!({"command": "ls"}), "Error: execute is not available: the backend cannot run commands"),
         case("nope", json!({}), "unknown"),
@@ -267,4 +304,22 @@ fn trim(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// The temp files of atomic writes below `dir` (left by killed writers).
+pub fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name
+            .to_string_lossy()
+            .starts_with(lc_agent_modifiers::filesystem::atomic::TEMP_PREFIX)
+        {
+            found.push(entry.path());
+        } else if entry.file_type().unwrap().is_dir() {
+            found.extend(temp_files(&entry.path()));
+        }
+    }
+    found
 }

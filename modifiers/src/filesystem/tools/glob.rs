@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::{cap_lines, FileTool};
 use crate::filesystem::backend::Backend;
 use crate::filesystem::glob::GlobPattern;
-use crate::filesystem::path;
+use crate::filesystem::{atomic, path};
 
 file_tool! {
     /// The `glob` tool: the files whose path matches a glob pattern.
@@ -49,6 +49,7 @@ impl FileTool for Glob {
         let dir = path::normalize(args.path.unwrap_or("/"))?;
         let pattern = GlobPattern::new(args.pattern)?;
         let mut files = backend.glob(&pattern, &dir).await?;
+        files.retain(|f| !atomic::is_temp_path(f));
         if files.is_empty() {
             return Ok(ToolOutput::ok("No files found"));
         }

@@ -14,7 +14,7 @@ use super::{AtLeast, FileTool};
 use crate::filesystem::backend::{Backend, FileMatches, GrepMode, GrepQuery};
 use crate::filesystem::glob::GlobPattern;
 use crate::filesystem::grep::invalid_regex_note;
-use crate::filesystem::path;
+use crate::filesystem::{atomic, path};
 
 /// Matching lines reported when the call gives no `max_count`.
 const DEFAULT_MAX_COUNT: usize = 1000;
@@ -87,7 +87,8 @@ impl FileTool for Grep {
             max_count: args.max_count.map_or(DEFAULT_MAX_COUNT, AtLeast::get),
             mode: args.output_mode.unwrap_or_default(),
         };
-        let results = backend.grep(&query, &target).await?;
+        let mut results = backend.grep(&query, &target).await?;
+        results.retain(|f| !atomic::is_temp_path(&f.path));
         let body = format_grep(results, &query);
         Ok(ToolOutput::ok(match note {
             Some(note) => format!("{note}\n{body}"),

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{cap_lines, FileTool};
 use crate::filesystem::backend::{Backend, LsEntry};
-use crate::filesystem::path;
+use crate::filesystem::{atomic, path};
 
 file_tool! {
     /// The `ls` tool: the entries of a directory, one absolute path per line.
@@ -45,7 +45,8 @@ impl FileTool for Ls {
 
     async fn run(backend: &dyn Backend, args: LsArgs<'_>) -> Result<ToolOutput, ToolError> {
         let dir = path::normalize(args.path.unwrap_or("/"))?;
-        let entries = backend.ls(&dir, args.recursive.unwrap_or(false)).await?;
+        let mut entries = backend.ls(&dir, args.recursive.unwrap_or(false)).await?;
+        entries.retain(|e| !atomic::is_temp_path(&e.path));
         Ok(ToolOutput::ok(format_ls(entries)))
     }
 }

@@ -9,6 +9,7 @@
 //!        │ CreateNew: hard link to <name>, unlink   (atomic, fails if it exists)
 //!        ▼
 //!    <name>: the old bytes until the commit, the new bytes after it
+//!    fsync(dir): the commit itself survives a power cut
 //! ```
 //!
 //! Every step names the temp file and the target relative to the same
@@ -120,7 +121,26 @@ pub fn write_atomically(
     }
     file.sync_all()?;
     drop(file);
-    commit_temp(dir, temp, name, commit)
+    commit_temp(dir, temp, name, commit)?;
+    // The rename (or link) itself survives a power cut once the directory
+    // is synced too.
+    sync_dir(dir)
+}
+
+/// Makes the directory's entries durable (a no-op where directories cannot
+/// be synced).
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        // `Dir` handles may be path-only descriptors; open the directory
+        // itself (read-only, through the same handle) to sync it.
+        dir.open(".")?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 fn commit_temp(dir: &Dir, mut temp: TempName<'_>, name: &OsStr, commit: Commit) -> io::Result<()> {

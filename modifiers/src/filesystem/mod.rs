@@ -36,8 +36,9 @@
 //!   bytes the command wrote.
 //! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go
 //!   through a temp file in the target's directory, fsynced, then renamed
-//!   over the target (`atomic.rs`): a killed writer leaves the old or the
-//!   new bytes. Names starting with `.lc-agent-tmp-` are reserved for those
+//!   over the target, and the directory fsynced (`atomic.rs`): a killed
+//!   writer leaves the old or the new bytes, and a finished write survives
+//!   a power cut. Names starting with `.lc-agent-tmp-` are reserved for those
 //!   temp files; `ls`, `glob` and `grep` never show them, on any backend
 //!   (a file with such a name can still be read by its path).
 //! - A write through a dangling symlink whose target is inside the root

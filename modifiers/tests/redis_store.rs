@@ -128,3 +128,20 @@ async fn redis_store_backend_over_tls() {
         .unwrap();
     table_on(connector).await;
 }
+
+/// Two app servers (two stores, two connections) edit one file at once:
+/// the compare-and-set write loses no update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_editing_one_file_lose_no_update() {
+    let Some(server) = redis_server::RedisServer::start("redis_store_two_editors") else {
+        return;
+    };
+    let url = server.url();
+    let a: std::sync::Arc<dyn lc_agent_modifiers::filesystem::Backend> =
+        std::sync::Arc::new(StoreBackend::redis(&url, ["user-7", "memories"]));
+    let b: std::sync::Arc<dyn lc_agent_modifiers::filesystem::Backend> =
+        std::sync::Arc::new(StoreBackend::redis(&url, ["user-7", "memories"]));
+    let rounds = 60;
+    let lines = common::two_editors(a, b, rounds).await;
+    common::assert_no_lost_update(&lines, rounds);
+}

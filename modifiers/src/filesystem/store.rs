@@ -1,5 +1,15 @@
 //! [`StoreBackend`]: files in a key-value [`Store`] under a namespace, kept
 //! across sessions; with an in-memory and a Redis store.
+//!
+//! ```text
+//!  write_file / edit_file ─▶ get_versioned ─▶ new text ─▶ put_if(version)
+//!                                ▲                            │ changed meanwhile
+//!                                └──────────── retry ◀────────┘
+//! ```
+//!
+//! Writes and edits are compare-and-set: two processes editing the same
+//! file (two app servers on one Redis, say) never lose an update; the one
+//! that lost the race reads the new text and applies its edit to it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -41,9 +51,25 @@ impl From<StoreError> for FsError {
     }
 }
 
+/// How many times a write or edit retries after losing a race.
+const MAX_ATTEMPTS: usize = 64;
+
+/// The version a file was read at, for [`Store::put_if`]: the stored
+/// record itself, so any change makes it stale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreVersion(String);
+
+impl StoreVersion {
+    fn of(data: &FileData) -> Self {
+        Self(serde_json::to_string(data).unwrap_or_default())
+    }
+}
+
 /// A namespaced key-value store of file records. Whole-namespace reads
 /// ([`Store::get_all`], [`Store::get_many`]) are one round trip, so `grep`
-/// and `glob` never fetch values one by one.
+/// and `glob` never fetch values one by one. Writes that depend on what
+/// was read go through [`Store::get_versioned`] and [`Store::put_if`],
+/// which a store implements atomically.
 #[async_trait]
 pub trait Store: Send + Sync {
     /// One file.
@@ -67,6 +93,21 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Deletes a file; returns whether it existed.
     async fn delete(&self, namespace: &[String], key: &str) -> Result<bool, StoreError>;
+    /// One file with the version it was read at.
+    async fn get_versioned(
+        &self,
+        namespace: &[String],
+        key: &str,
+    ) -> Result<Option<(FileData, StoreVersion)>, StoreError>;
+    /// Stores a file only if it is still at `expected` (`None`: only if it
+    /// does not exist), atomically; returns whether it stored.
+    async fn put_if(
+        &self,
+        namespace: &[String],
+        key: &str,
+        expected: Option<&StoreVersion>,
+        value: &FileData,
+    ) -> Result<bool, StoreError>;
 }
 
 /// A store in process memory (clones share the data).
@@ -130,7 +171,46 @@ impl Store for InMemoryStore {
             .get_mut(ns)
             .is_some_and(|f| f.remove(key).is_some()))
     }
+
+    async fn get_versioned(
+        &self,
+        ns: &[String],
+        key: &str,
+    ) -> Result<Option<(FileData, StoreVersion)>, StoreError> {
+        Ok(self.get(ns, key).await?.map(|data| {
+            let version = StoreVersion::of(&data);
+            (data, version)
+        }))
+    }
+
+    async fn put_if(
+        &self,
+        ns: &[String],
+        key: &str,
+        expected: Option<&StoreVersion>,
+        value: &FileData,
+    ) -> Result<bool, StoreError> {
+        let mut data = self.data.lock();
+        let files = data.entry(ns.to_vec()).or_default();
+        let current = files.get(key).map(StoreVersion::of);
+        if current.as_ref() != expected {
+            return Ok(false);
+        }
+        files.insert(key.to_string(), value.clone());
+        Ok(true)
+    }
 }
+
+/// Sets a hash field only if it still holds the expected record (an empty
+/// expectation: only if the field is absent).
+const PUT_IF_SCRIPT: &str = r"
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if (current == false and ARGV[2] == '') or current == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0
+";
 
 /// A Redis store: one hash per namespace (key
 /// `lc-agent:store:<namespace as a JSON array>`, field = virtual path,
@@ -259,6 +339,51 @@ impl Store for RedisStore {
         let n: i64 = self.query("delete", &cmd).await?;
         Ok(n > 0)
     }
+
+    async fn get_versioned(
+        &self,
+        ns: &[String],
+        key: &str,
+    ) -> Result<Option<(FileData, StoreVersion)>, StoreError> {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(hash_key(ns)).arg(key);
+        let raw: Option<String> = self.query("get", &cmd).await?;
+        // The version is the stored text itself, byte for byte.
+        raw.map(|r| decode(key, &r).map(|data| (data, StoreVersion(r))))
+            .transpose()
+    }
+
+    async fn put_if(
+        &self,
+        ns: &[String],
+        key: &str,
+        expected: Option<&StoreVersion>,
+        value: &FileData,
+    ) -> Result<bool, StoreError> {
+        let json = serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
+            key: key.to_string(),
+            reason: e.to_string(),
+        })?;
+        // EVAL keeps this one command on the namespace's key (one slot on
+        // a Cluster).
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(PUT_IF_SCRIPT)
+            .arg(1)
+            .arg(hash_key(ns))
+            .arg(key)
+            .arg(expected.map_or("", |v| v.0.as_str()))
+            .arg(json);
+        let stored: i64 = self.query("put_if", &cmd).await?;
+        Ok(stored == 1)
+    }
+}
+
+/// The error of a write that kept losing races (other writers changed the
+/// file every time).
+fn contended(file: &str) -> FsError {
+    FsError::Store(format!(
+        "{file} kept changing while it was being written ({MAX_ATTEMPTS} attempts); try again"
+    ))
 }
 
 /// Files in a [`Store`] under a namespace (e.g. `["user-42", "filesystem"]`).
@@ -331,16 +456,26 @@ impl StoreBackend {
     }
 
     async fn put_text(&self, file: &str, text: &str, overwrite: bool) -> FsResult<()> {
-        let keys = self.key_map().await?;
-        map_backend::check_write(&keys, file, overwrite)?;
-        let data = match self.store.get(&self.namespace, file).await? {
-            Some(mut data) => {
-                data.set_text(text);
-                data
+        for _ in 0..MAX_ATTEMPTS {
+            let keys = self.key_map().await?;
+            map_backend::check_write(&keys, file, overwrite)?;
+            let current = self.store.get_versioned(&self.namespace, file).await?;
+            let (data, version) = match current {
+                Some((mut data, version)) => {
+                    data.set_text(text);
+                    (data, Some(version))
+                }
+                None => (FileData::new(text), None),
+            };
+            if self
+                .store
+                .put_if(&self.namespace, file, version.as_ref(), &data)
+                .await?
+            {
+                return Ok(());
             }
-            None => FileData::new(text),
-        };
-        Ok(self.store.put(&self.namespace, file, &data).await?)
+        }
+        Err(contended(file))
     }
 
     async fn missing(&self, file: &str) -> FsError {
@@ -369,13 +504,22 @@ impl Backend for StoreBackend {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
-        let Some(mut data) = self.store.get(&self.namespace, file).await? else {
-            return Err(self.missing(file).await);
-        };
-        let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
-        data.set_text(&text);
-        self.store.put(&self.namespace, file, &data).await?;
-        Ok(n)
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut data, version)) = self.store.get_versioned(&self.namespace, file).await?
+            else {
+                return Err(self.missing(file).await);
+            };
+            let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
+            data.set_text(&text);
+            if self
+                .store
+                .put_if(&self.namespace, file, Some(&version), &data)
+                .await?
+            {
+                return Ok(n);
+            }
+        }
+        Err(contended(file))
     }
 
     async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {

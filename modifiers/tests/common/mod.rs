@@ -323,3 +323,71 @@ pub fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// Two editors (two app servers, say) append lines to one file at once
+/// through `edit_file`, each `rounds` times; returns the lines the file
+/// ends with. With a lost update some of them would be missing.
+pub async fn two_editors(
+    a: std::sync::Arc<dyn Backend>,
+    b: std::sync::Arc<dyn Backend>,
+    rounds: usize,
+) -> Vec<String> {
+    use lc_agent_modifiers::filesystem::run_tool;
+    use serde_json::json;
+
+    let out = run_tool(
+        &*a,
+        "write_file",
+        &json!({"file_path": "/memories/log.md", "content": "END"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.content, "Successfully wrote to /memories/log.md");
+    let editor = |backend: std::sync::Arc<dyn Backend>, name: &'static str| {
+        tokio::spawn(async move {
+            for i in 0..rounds {
+                let line = format!("{name}-{i}");
+                let out = run_tool(
+                    &*backend,
+                    "edit_file",
+                    &json!({"file_path": "/memories/log.md", "old_string": "END",
+                            "new_string": format!("{line}\nEND")}),
+                )
+                .await
+                .unwrap();
+                assert!(
+                    out.content.starts_with("Successfully replaced 1"),
+                    "{}",
+                    out.content
+                );
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let (x, y) = tokio::join!(editor(a.clone(), "a"), editor(b, "b"));
+    x.unwrap();
+    y.unwrap();
+    let text = a
+        .download_files(vec!["/memories/log.md".into()])
+        .await
+        .remove(0)
+        .content
+        .unwrap();
+    String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Checks what [`two_editors`] returned: every line of both, in each
+/// editor's order, and the marker last.
+pub fn assert_no_lost_update(lines: &[String], rounds: usize) {
+    assert_eq!(lines.len(), 2 * rounds + 1, "{lines:?}");
+    assert_eq!(lines.last().map(String::as_str), Some("END"));
+    for name in ["a", "b"] {
+        let mine: Vec<&String> = lines.iter().filter(|l| l.starts_with(name)).collect();
+        let expected: Vec<String> = (0..rounds).map(|i| format!("{name}-{i}")).collect();
+        assert_eq!(mine, expected.iter().collect::<Vec<_>>());
+    }
+}

@@ -34,7 +34,8 @@
 //!   - [`filesystem::state`]: `StateBackend`, files in the network's `files`.
 //!   - [`filesystem::store`]: `StoreBackend` over a `Store` (in memory or Redis).
 //!   - `filesystem/map_backend.rs`: the shared logic of map-backed backends (state, store).
-//!   - [`filesystem::disk`]: `FilesystemBackend`, a directory confined with cap-std.
+//!   - [`filesystem::disk`]: `FilesystemBackend`, a directory confined with cap-std
+//!     (`disk/write.rs`: how it writes, through in-root links, atomically).
 //!   - [`filesystem::atomic`]: crash-safe writes: temp file, fsync, rename (never a torn file).
 //!   - [`filesystem::shell`]: `LocalShellBackend`, a directory plus `execute`.
 //!   - [`filesystem::composite`]: `CompositeBackend`, routes paths by prefix.

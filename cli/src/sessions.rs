@@ -14,6 +14,7 @@
 //! saved before the per-user hash tag (`<prefix>:user:<user>:...`) into
 //! the current layout (`<prefix>:user:{<user>}:...`), for every user.
 
+use lc_agent_modifiers::todos::{todos_of, TodoStatus};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -305,6 +306,18 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     if pending > 0 {
         writeln!(out, "({pending} node(s) not invoked yet)")?;
     }
+    let todos = todos_of(net);
+    if !todos.is_empty() {
+        writeln!(out, "\ntodos")?;
+        for todo in todos {
+            let mark = match todo.status {
+                TodoStatus::Pending => "[ ]",
+                TodoStatus::InProgress => "[~]",
+                TodoStatus::Completed => "[x]",
+            };
+            writeln!(out, "  {mark} {}", todo.content)?;
+        }
+    }
     Ok(())
 }
 
@@ -438,6 +451,26 @@ mod tests {
             .expect("list")
             .contains("0-0 of 0"));
         assert!(exec(dir.path(), &["--user", "../x", "list"]).await.is_err());
+    }
+
+    #[test]
+    fn show_lists_the_todos() {
+        let net = RunnableNetwork::new();
+        net.set_metadata(
+            lc_agent_modifiers::todos::TODOS_KEY,
+            json!([
+                {"content": "Read the code", "status": "completed"},
+                {"content": "Fix the bug", "status": "in_progress"},
+                {"content": "Test it", "status": "pending"}
+            ]),
+        );
+        let mut out = Vec::new();
+        show(&mut out, &net).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with("todos\n  [x] Read the code\n  [~] Fix the bug\n  [ ] Test it\n"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

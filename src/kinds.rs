@@ -60,7 +60,10 @@ fn load_network_node(mut fields: Map<String, Value>) -> Result<Arc<dyn NodeLogic
         .remove("network")
         .ok_or_else(|| NetworkError::Format("a `network` node has no `network` field".into()))?;
     let inner = RunnableNetwork::from_value(inner)?;
-    Ok(Arc::new(NetworkNode::logic(inner)))
+    Ok(match fields.get("isolated") {
+        Some(Value::Bool(true)) => Arc::new(NetworkNode::isolated(inner)),
+        _ => Arc::new(NetworkNode::logic(inner)),
+    })
 }
 
 fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {

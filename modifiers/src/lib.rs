@@ -11,6 +11,8 @@
 //!
 //! ## Layout
 //!
+//! - [`subagents`]: the `task` tool; each task runs as an isolated
+//!   sub-network in the graph ([`SubAgentModifier`](subagents::SubAgentModifier)).
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`checkpoint`]: saves a running network to a `NetworkList` so another
@@ -49,4 +51,5 @@
 
 pub mod checkpoint;
 pub mod filesystem;
+pub mod subagents;
 pub mod todos;

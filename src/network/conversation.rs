@@ -37,7 +37,7 @@ impl Graph {
                     let Some(p) = self.nodes().get(p) else {
                         return self.assemble_from_ancestors(node);
                     };
-                    if !p.has_output() {
+                    if !p.has_output() || !p.logic().in_conversation() {
                         return self.assemble_from_ancestors(node);
                     }
                     histories.push(self.history_of(p));
@@ -87,8 +87,8 @@ impl Graph {
         order
             .iter()
             .fold(self.input.clone(), |h, n| match n.output_now() {
-                Some(m) => h.push(m),
-                None => h,
+                Some(m) if n.logic().in_conversation() => h.push(m),
+                _ => h,
             })
     }
 

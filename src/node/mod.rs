@@ -76,6 +76,15 @@ pub trait NodeLogic: AsAny + Send + Sync + 'static {
     fn is_model_turn(&self) -> bool {
         false
     }
+
+    /// Whether the node's output joins the conversation its descendants
+    /// read (default yes). A node that answers through another one, such
+    /// as a sub-agent's task whose answer comes back as the `task` tool
+    /// result, keeps its output to itself: it is saved and drawn, but a
+    /// chat node below it never reads it.
+    fn in_conversation(&self) -> bool {
+        true
+    }
 }
 
 /// Gives every node kind an `Any` view, so [`NodeRef::downcast`] can reach

@@ -205,10 +205,11 @@ impl NodeRef {
     /// invoked (a pending node's conversation can still change); builds it
     /// from `input` and the node's output.
     pub(crate) fn history_after(&self, input: History) -> History {
+        let speaks = self.0.logic.in_conversation();
         let mut st = self.state();
         let history = match &st.outputs {
-            Some(m) => input.push(m.clone()),
-            None => input,
+            Some(m) if speaks => input.push(m.clone()),
+            _ => input,
         };
         if st.invoked {
             st.history = Some(history.clone());

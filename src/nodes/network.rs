@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::error::{NetworkError, Result};
+use crate::history::History;
 use crate::message::Message;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeLogic, NodeRef};
@@ -17,6 +18,7 @@ use crate::node::{NodeContext, NodeLogic, NodeRef};
 #[derive(Debug, Clone)]
 pub struct NetworkNode {
     network: RunnableNetwork,
+    isolated: bool,
 }
 
 impl NetworkNode {
@@ -26,12 +28,32 @@ impl NetworkNode {
     /// A sub-network node around `inner`, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(inner: RunnableNetwork) -> NodeRef {
-        NodeRef::create(NetworkNode { network: inner })
+        NodeRef::create(Self::logic(inner))
     }
 
     /// The node's logic around `inner`, to add explicitly.
     pub fn logic(inner: RunnableNetwork) -> Self {
-        NetworkNode { network: inner }
+        NetworkNode {
+            network: inner,
+            isolated: false,
+        }
+    }
+
+    /// The logic of an *isolated* sub-network (a sub-agent's task): it
+    /// sees none of the outer conversation, only its own nodes, and its
+    /// answer does not join the outer conversation either (the node that
+    /// asked for it reads it, e.g. as a tool result). It still borrows the
+    /// outer network's models and tools. Saved with `"isolated": true`.
+    pub fn isolated(inner: RunnableNetwork) -> Self {
+        NetworkNode {
+            network: inner,
+            isolated: true,
+        }
+    }
+
+    /// Whether the sub-network is isolated (see [`NetworkNode::isolated`]).
+    pub fn is_isolated(&self) -> bool {
+        self.isolated
     }
 
     /// The inner network.
@@ -53,13 +75,24 @@ impl NodeLogic for NetworkNode {
             ));
         }
         self.network.set_parent_network(&ctx.network);
-        self.network.set_input(ctx.input);
+        if self.isolated {
+            self.network.set_input(History::new());
+        } else {
+            self.network.set_input(ctx.input);
+        }
         self.network.invoke().await
+    }
+
+    fn in_conversation(&self) -> bool {
+        !self.isolated
     }
 
     fn save(&self) -> Result<Map<String, Value>> {
         let mut map = Map::new();
         map.insert("network".into(), self.network.to_value()?);
+        if self.isolated {
+            map.insert("isolated".into(), Value::Bool(true));
+        }
         Ok(map)
     }
 }

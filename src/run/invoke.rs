@@ -139,7 +139,12 @@ impl RunnableNetwork {
             }
         };
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
-        node.record_output(message.clone(), Some(input.push(message.clone())), |m| {
+        let history = if logic.in_conversation() {
+            input.push(message.clone())
+        } else {
+            input
+        };
+        node.record_output(message.clone(), Some(history), |m| {
             m.shift_remove("error");
             m.insert(
                 "timings".into(),

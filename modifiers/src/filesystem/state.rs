@@ -43,9 +43,19 @@ impl StateBackend {
         Self { network }
     }
 
-    /// A factory building a `StateBackend` over the running network.
+    /// A factory building a `StateBackend` over the session's files: the
+    /// running network's, or, for a sub-network running inside another
+    /// (a sub-agent's task, a supervisor's route), the outermost network's.
+    /// A sub-agent thus reads the files of the session it works for, and
+    /// its changes are the session's as soon as it makes them.
     pub fn factory() -> BackendFactory {
-        BackendFactory::new(|network| Arc::new(StateBackend::new(network.clone())))
+        BackendFactory::new(|network| {
+            let mut session = network.clone();
+            while let Some(outer) = session.outer() {
+                session = outer;
+            }
+            Arc::new(StateBackend::new(session))
+        })
     }
 }
 

@@ -1,0 +1,417 @@
+//! Sub-agents: the `task` tool hands a piece of work to a sub-agent that
+//! works in its own context, as a sub-network in the graph.
+//!
+//! ```text
+//!  chat ──▶ task {description, subagent_type}          (the ToolLoop's tool node)
+//!    │
+//!    └──▶ NetworkNode (isolated) ──▶ tool node `task` ──▶ next chat
+//!           system: the sub-agent's instructions
+//!           human:  the task description (nothing of the parent's history)
+//!           chat (step `subagent:<name>`) ⇄ tools ... final answer
+//! ```
+//!
+//! After a chat node asks for tasks, [`SubAgentModifier`] puts an isolated
+//! [`NetworkNode`] between the chat node and each `task` tool node; the
+//! tool node then answers with the sub-agent's last non-empty AI text. The
+//! sub-networks of one turn are siblings, so they run concurrently. They
+//! are saved inside the parent's JSON (nothing vanishes when the run
+//! ends), borrow the parent's models and tools (the file tools of a
+//! `StateBackend` write the parent's files, so a sub-agent's file changes
+//! are the parent's), and route their model through the step
+//! `subagent:<name>`. A depth limit stops a sub-agent from spawning
+//! sub-agents without end.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use indexmap::IndexMap;
+use lc_agent::{
+    ChatNode, ChatRequest, HumanNode, Message, NetworkModifier, NetworkNode, NodeRef, Result,
+    RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The tool's name.
+pub const TASK: &str = "task";
+
+/// The sub-agent every [`SubAgentModifier`] offers unless told otherwise.
+pub const GENERAL_PURPOSE: &str = "general-purpose";
+
+/// How deep sub-agents may nest by default (a task's sub-agent may start
+/// tasks of its own down to this depth).
+pub const DEFAULT_MAX_DEPTH: usize = 3;
+
+/// The metadata key on a task's sub-network node naming the call it serves.
+pub const TASK_CALL_KEY: &str = "task_call_id";
+
+/// The instructions of the general-purpose sub-agent.
+const GENERAL_PURPOSE_INSTRUCTIONS: &str = "You are a sub-agent working on one task for \
+another agent. Do the task with the tools you have, then answer with a complete, \
+self-contained report: it is the only thing the other agent will see of your work.";
+
+/// A sub-agent: a name the model asks for, a description telling the
+/// model when to, instructions, extra tools and a model.
+#[derive(Clone)]
+pub struct SubAgent {
+    name: String,
+    description: String,
+    instructions: String,
+    tools: Vec<Arc<dyn Tool>>,
+    model: Option<String>,
+}
+
+impl std::fmt::Debug for SubAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubAgent")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("model", &self.model)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl SubAgent {
+    /// A sub-agent called `name`; `description` tells the model what it is
+    /// good for.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            instructions: GENERAL_PURPOSE_INSTRUCTIONS.to_string(),
+            tools: Vec::new(),
+            model: None,
+        }
+    }
+
+    /// Its system prompt.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// A tool of its own (it also has the parent's tools).
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Tools of its own.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// The model it uses (a name registered in the parent network); by
+    /// default the route of step `subagent:<name>`, else the parent's model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The name the model asks for.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model step its chat nodes belong to.
+    pub fn step(&self) -> String {
+        format!("subagent:{}", self.name)
+    }
+}
+
+/// The sub-agents of a modifier, shared with its copies in sub-networks.
+#[derive(Debug, Clone)]
+struct Agents {
+    by_name: IndexMap<String, SubAgent>,
+    max_depth: usize,
+}
+
+impl Agents {
+    fn allowed(&self) -> String {
+        self.by_name
+            .keys()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn unknown(&self, name: &str) -> String {
+        format!(
+            "We cannot invoke subagent {name} because it does not exist, the only allowed types are [{}]",
+            self.allowed()
+        )
+    }
+
+    fn too_deep(&self) -> String {
+        format!(
+            "sub-agents may nest {} level(s) deep and this one is at the limit: do this task yourself",
+            self.max_depth
+        )
+    }
+}
+
+/// How many sub-networks deep a network runs (0 for a top-level network).
+fn depth_of(network: &RunnableNetwork) -> usize {
+    let mut depth = 0;
+    let mut current = network.outer();
+    while let Some(outer) = current {
+        depth += 1;
+        current = outer.outer();
+    }
+    depth
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskArgs {
+    description: String,
+    subagent_type: String,
+}
+
+fn parse_args(args: Value) -> std::result::Result<TaskArgs, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments {
+        tool: TASK.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The `task` tool: answers with the sub-agent's report (the sub-network
+/// the modifier put before the tool node did the work).
+#[derive(Debug, Clone)]
+struct TaskTool {
+    agents: Arc<Agents>,
+}
+
+#[async_trait]
+impl Tool for TaskTool {
+    fn name(&self) -> &str {
+        TASK
+    }
+
+    fn description(&self) -> &str {
+        "Hand a self-contained task to a sub-agent, which works in its own context (it sees \
+         only `description`, not this conversation) and reports back. Give every detail it \
+         needs and say what to report. Several tasks in one turn run at the same time."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "The whole task: what to do, with every detail the sub-agent needs, and what to report."},
+                "subagent_type": {"type": "string", "enum": self.agents.by_name.keys().collect::<Vec<_>>(), "description": "Which sub-agent does it."}
+            },
+            "required": ["description", "subagent_type"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> std::result::Result<ToolOutput, ToolError> {
+        let args = parse_args(args)?;
+        if !self.agents.by_name.contains_key(&args.subagent_type) {
+            return Err(ToolError::Failed(self.agents.unknown(&args.subagent_type)));
+        }
+        if depth_of(&ctx.network) >= self.agents.max_depth {
+            return Err(ToolError::Failed(self.agents.too_deep()));
+        }
+        let sub = ctx
+            .network
+            .parents(ctx.node_id)
+            .into_iter()
+            .find(|p| {
+                p.metadata_value(TASK_CALL_KEY)
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    == Some(ctx.tool_call_id.as_str())
+            })
+            .ok_or_else(|| {
+                ToolError::Failed(
+                    "the sub-agent did not run (attach the SubAgentModifier to this network)"
+                        .to_string(),
+                )
+            })?;
+        let Some(inner) = sub.downcast::<NetworkNode>() else {
+            return Err(ToolError::Failed(
+                "the sub-agent's node is not a sub-network".to_string(),
+            ));
+        };
+        Ok(ToolOutput::ok(last_answer(inner.network()).unwrap_or_else(
+            || "(the sub-agent finished without a report)".to_string(),
+        )))
+    }
+}
+
+/// The last non-empty AI text of a network.
+fn last_answer(network: &RunnableNetwork) -> Option<String> {
+    network
+        .nodes()
+        .iter()
+        .rev()
+        .find_map(|n| match n.output().as_deref() {
+            Some(Message::Ai { content, .. }) if !content.trim().is_empty() => {
+                Some(content.clone())
+            }
+            _ => None,
+        })
+}
+
+/// Gives chat nodes the `task` tool and runs each task as an isolated
+/// sub-network (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct SubAgentModifier {
+    id: String,
+    agents: Arc<Agents>,
+}
+
+impl Default for SubAgentModifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SubAgentModifier {
+    /// The `general-purpose` sub-agent and a depth limit of
+    /// [`DEFAULT_MAX_DEPTH`] (id `subagents`).
+    pub fn new() -> Self {
+        let general = SubAgent::new(
+            GENERAL_PURPOSE,
+            "A sub-agent with the same tools as you, for research, searches and multi-step \
+             work whose details would crowd your context.",
+        );
+        Self {
+            id: "subagents".to_string(),
+            agents: Arc::new(Agents {
+                by_name: IndexMap::from([(GENERAL_PURPOSE.to_string(), general)]),
+                max_depth: DEFAULT_MAX_DEPTH,
+            }),
+        }
+    }
+
+    fn agents_mut(&mut self) -> &mut Agents {
+        Arc::make_mut(&mut self.agents)
+    }
+
+    /// Adds (or replaces) a named sub-agent.
+    pub fn subagent(mut self, agent: SubAgent) -> Self {
+        self.agents_mut().by_name.insert(agent.name.clone(), agent);
+        self
+    }
+
+    /// Leaves out the general-purpose sub-agent.
+    pub fn without_general_purpose(mut self) -> Self {
+        self.agents_mut().by_name.shift_remove(GENERAL_PURPOSE);
+        self
+    }
+
+    /// How deep sub-agents may nest (1: sub-agents cannot start tasks).
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.agents_mut().max_depth = depth;
+        self
+    }
+
+    /// The sub-network that does one task.
+    fn task_network(&self, agent: &SubAgent, description: &str) -> RunnableNetwork {
+        let mut builder = RunnableNetwork::builder()
+            .name(agent.step())
+            .default_node("chat")
+            .modifier(self.clone());
+        if let Some(model) = &agent.model {
+            builder = builder.route_model(agent.step(), model.clone());
+        }
+        let inner = builder.build();
+        for tool in &agent.tools {
+            inner.add_tool_shared(tool.clone());
+        }
+        {
+            let _scope = inner.enter();
+            SystemNode::new(agent.instructions.clone());
+            HumanNode::new(description);
+            ChatNode::for_step(agent.step());
+        }
+        inner
+    }
+}
+
+#[async_trait]
+impl NetworkModifier for SubAgentModifier {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// After the tool loop (priority -100) has added the tool nodes.
+    fn priority(&self) -> i32 {
+        0
+    }
+
+    async fn on_chat_request(
+        &self,
+        _network: &RunnableNetwork,
+        _node: &NodeRef,
+        request: &mut ChatRequest,
+    ) -> Result<()> {
+        let list: Vec<String> = self
+            .agents
+            .by_name
+            .values()
+            .map(|a| format!("- `{}`: {}", a.name, a.description))
+            .collect();
+        request.system.push(format!(
+            "## Sub-agents with `task`\n\nFor a self-contained piece of work whose details would \
+             crowd this conversation, call `task` with a complete description; start several \
+             tasks in one turn to run them at once. Available sub-agents:\n{}",
+            list.join("\n")
+        ));
+        Ok(())
+    }
+
+    async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        if node.downcast::<ChatNode>().is_none() {
+            return Ok(());
+        }
+        if depth_of(network) >= self.agents.max_depth {
+            // The task tool answers with the depth error.
+            return Ok(());
+        }
+        for child in network.children(node.id()) {
+            let Some(tool) = child.downcast::<ToolNode>() else {
+                continue;
+            };
+            let call = &tool.tool_call;
+            if call.name != TASK || child.is_invoked() {
+                continue;
+            }
+            // Bad arguments and unknown sub-agents are the tool's to report.
+            let Some(args) = call
+                .parsed_arguments()
+                .ok()
+                .and_then(|a| parse_args(a).ok())
+            else {
+                continue;
+            };
+            let Some(agent) = self.agents.by_name.get(&args.subagent_type) else {
+                continue;
+            };
+            let inner = self.task_network(agent, &args.description);
+            let sub = network.add(NetworkNode::isolated(inner), &[node.id()])?;
+            sub.set_name(agent.step());
+            sub.set_metadata(TASK_CALL_KEY, json!(call.id));
+            network.set_parents(child.id(), &[sub.id()])?;
+        }
+        Ok(())
+    }
+
+    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(TaskTool {
+            agents: self.agents.clone(),
+        })]
+    }
+}

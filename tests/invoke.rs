@@ -96,6 +96,7 @@ impl NetworkModifier for Recorder {
         self.push(match outcome {
             InvokeOutcome::Completed => "end ok".into(),
             InvokeOutcome::Failed(_) => "end failed".into(),
+            _ => "end held".into(),
         });
         Ok(())
     }
@@ -787,4 +788,89 @@ async fn tool_calls_failures_and_empty_answers_are_reported_as_events() {
             ..
         })
     ));
+}
+
+#[tokio::test]
+async fn held_nodes_wait_with_everything_below_them_and_run_once_released() {
+    let model = ScriptedChatModel::new([
+        Turn::tool_calls([
+            lc_agent::ToolCall::new("c1", "shout", json!({"text": "held"})),
+            lc_agent::ToolCall::new("c2", "shout", json!({"text": "free"})),
+        ]),
+        Turn::text("done"),
+    ]);
+    let net = chat_net(&model);
+    net.add_tool(FnTool::new(
+        "shout",
+        "Upper-cases `text`.",
+        json!({"type": "object"}),
+        |args, _| async move {
+            Ok(ToolOutput::ok(
+                args["text"].as_str().unwrap_or("").to_uppercase(),
+            ))
+        },
+    ));
+    /// Holds every call of `shout` with `held` in it, once.
+    struct HoldFirst;
+    #[async_trait]
+    impl NetworkModifier for HoldFirst {
+        fn id(&self) -> &str {
+            "hold-first"
+        }
+        async fn on_post_invoke(&self, net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+            for child in net.children(node.id()) {
+                if let Some(tool) = child.downcast::<lc_agent::ToolNode>() {
+                    if tool.tool_call.arguments.contains("held") {
+                        child.hold("approval");
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    net.add_modifier(HoldFirst).unwrap();
+    let mut events = net.subscribe();
+    say(&net, "shout both");
+    // The free call ran, the held one and the next chat turn wait; not an error.
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "FREE");
+    let held = net.held();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].held().as_deref(), Some("approval"));
+    assert_eq!(model.calls(), 1);
+    let got: Vec<NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert!(matches!(
+        got.last(),
+        Some(NetworkEvent::InvokeFinished { outcome: InvokeOutcome::Held(ids), .. }) if *ids == [held[0].id()]
+    ));
+
+    // The hold is saved; a loaded copy still waits, and runs once released.
+    let loaded = RunnableNetwork::from_json(&net.to_json().unwrap()).unwrap();
+    loaded.register_model("scripted", model.clone());
+    loaded.add_tool(FnTool::new(
+        "shout",
+        "Upper-cases `text`.",
+        json!({"type": "object"}),
+        |args, _| async move {
+            Ok(ToolOutput::ok(
+                args["text"].as_str().unwrap_or("").to_uppercase(),
+            ))
+        },
+    ));
+    assert_eq!(loaded.held().len(), 1);
+    loaded.invoke().await.unwrap();
+    assert_eq!(loaded.held().len(), 1, "nothing runs while it is held");
+    assert_eq!(model.calls(), 1);
+    loaded.held()[0].release();
+    assert_eq!(loaded.invoke().await.unwrap().text(), "done");
+    assert!(loaded.held().is_empty());
+    assert_eq!(model.calls(), 2);
+
+    // A held node answered by hand never runs.
+    let net2 = RunnableNetwork::new();
+    let node = net2.add(ReadsAMissingFile, &[]).unwrap();
+    node.hold("approval");
+    node.set_output(Message::human("answered by a human"));
+    assert_eq!(net2.invoke().await.unwrap().text(), "answered by a human");
+    assert!(net2.pending().is_empty());
 }

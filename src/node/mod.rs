@@ -205,12 +205,16 @@ impl NodeRef {
         self.owner().map(RunnableNetwork)
     }
 
-    /// Replaces the output of an invoked node (for modifiers that rewrite
-    /// results, e.g. evicting a huge tool result to a file). Cached
-    /// conversations below the node are rebuilt on next use.
+    /// Sets the node's output: replaces an invoked node's (for modifiers
+    /// that rewrite results, e.g. evicting a huge tool result to a file),
+    /// or answers a pending node without running it (a human's response
+    /// to a held tool call). Cached conversations below the node are
+    /// rebuilt on next use.
     pub fn set_output(&self, message: Message) {
         self.record_output(Arc::new(message), None, |_| {});
         if let Some(network) = self.network() {
+            // A pending node given its output this way never runs.
+            network.mark_pending_done(self);
             network.forget_histories_below(self.id());
         }
     }

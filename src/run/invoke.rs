@@ -45,10 +45,7 @@ impl RunnableNetwork {
             self.run_passes(&modifiers).await
         }
         .await;
-        let outcome = match &result {
-            Ok(_) => InvokeOutcome::Completed,
-            Err(e) => InvokeOutcome::Failed(e.to_string()),
-        };
+        let outcome = outcome_of(self, &result);
         for m in modifiers.iter() {
             if let Err(e) = hook(m, m.on_end_invoke(self, &outcome)).await {
                 if result.is_ok() {
@@ -60,10 +57,7 @@ impl RunnableNetwork {
         }
         let elapsed = clock.elapsed();
         self.emit_with(|| NetworkEvent::InvokeFinished {
-            outcome: match &result {
-                Ok(_) => InvokeOutcome::Completed,
-                Err(e) => InvokeOutcome::Failed(e.to_string()),
-            },
+            outcome: outcome_of(self, &result),
             elapsed,
         });
         result
@@ -74,7 +68,7 @@ impl RunnableNetwork {
         let mut turns = 0usize;
         let mut last: Option<Arc<Message>> = None;
         loop {
-            let order = self.pending();
+            let order = super::hold::ready(self.pending());
             if order.is_empty() {
                 break;
             }
@@ -103,6 +97,8 @@ impl RunnableNetwork {
             None => self
                 .current_leaf()
                 .and_then(|leaf| leaf.output())
+                // Below a held node the leaf has not run: the newest output.
+                .or_else(|| self.nodes().iter().rev().find_map(NodeRef::output))
                 .map(|m| Message::clone(&m))
                 .ok_or(NetworkError::Empty),
         }
@@ -157,6 +153,22 @@ impl RunnableNetwork {
             hook(m, m.on_post_invoke(self, node)).await?;
         }
         Ok(message)
+    }
+}
+
+/// How a run ended: failed, held (some nodes wait to be released), or
+/// completed.
+fn outcome_of(network: &RunnableNetwork, result: &Result<Message>) -> InvokeOutcome {
+    match result {
+        Err(e) => InvokeOutcome::Failed(e.to_string()),
+        Ok(_) => {
+            let held: Vec<_> = network.held().iter().map(NodeRef::id).collect();
+            if held.is_empty() {
+                InvokeOutcome::Completed
+            } else {
+                InvokeOutcome::Held(held)
+            }
+        }
     }
 }
 

@@ -11,9 +11,12 @@
 //! ```
 //!
 //! [`NetworkModifier`] (modifier.rs) is the hook trait; every hook runs
-//! with its modifier recorded as the author of the nodes it adds.
+//! with its modifier recorded as the author of the nodes it adds. A held
+//! node (hold.rs) waits, with everything below it, for someone outside the
+//! run to release it.
 
 mod chat_loop;
+mod hold;
 mod invoke;
 mod modifier;
 mod tool_loop;
@@ -21,6 +24,7 @@ mod tool_loop;
 use std::sync::Arc;
 
 pub use chat_loop::ChatLoop;
+pub use hold::HELD_KEY;
 pub(crate) use modifier::hook;
 pub use modifier::{current_modifier, InvokeOutcome, NetworkModifier};
 pub use tool_loop::ToolLoop;

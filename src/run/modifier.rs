@@ -18,12 +18,16 @@ use crate::tool::Tool;
 
 /// How an `invoke` ended, for [`NetworkModifier::on_end_invoke`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InvokeOutcome {
     /// Every pending node ran.
     Completed,
     /// A node or hook failed, or the step limit was reached; the text is
     /// the error message.
     Failed(String),
+    /// Everything that could run ran; these held nodes (and what depends
+    /// on them) wait to be released (see [`NodeRef::hold`]).
+    Held(Vec<crate::node::NodeId>),
 }
 
 /// Hooks into a network's run.

@@ -11,6 +11,8 @@
 //!
 //! ## Layout
 //!
+//! - [`approvals`]: tool calls that wait for a person's decision (approve,
+//!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph ([`SubAgentModifier`](subagents::SubAgentModifier)).
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
@@ -49,6 +51,7 @@
 //!   - [`filesystem::edit`]: `plan_edit`, where `edit_file` replaces (CRLF-aware).
 #![deny(missing_docs)]
 
+pub mod approvals;
 pub mod checkpoint;
 pub mod filesystem;
 pub mod subagents;

@@ -60,9 +60,13 @@ fn load_network_node(mut fields: Map<String, Value>) -> Result<Arc<dyn NodeLogic
         .remove("network")
         .ok_or_else(|| NetworkError::Format("a `network` node has no `network` field".into()))?;
     let inner = RunnableNetwork::from_value(inner)?;
-    Ok(match fields.get("isolated") {
-        Some(Value::Bool(true)) => Arc::new(NetworkNode::isolated(inner)),
-        _ => Arc::new(NetworkNode::logic(inner)),
+    let flag = |name: &str| fields.get(name) == Some(&Value::Bool(true));
+    Ok(if flag("isolated") {
+        Arc::new(NetworkNode::isolated(inner))
+    } else if flag("routed") {
+        Arc::new(NetworkNode::routed(inner))
+    } else {
+        Arc::new(NetworkNode::logic(inner))
     })
 }
 

@@ -55,7 +55,8 @@
 //!   mermaid.rs        to_mermaid
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
-//! nodes/              the built-in kinds: human, system, chat, tool, network, generic
+//! nodes/              the built-in kinds: human, system, chat, tool, network
+//!                     (plain, isolated, routed), generic
 //! kinds.rs            the kind registry: create a node by kind name, load one
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks

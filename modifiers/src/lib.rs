@@ -15,6 +15,9 @@
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//! - [`supervisor`]: a supervisor network whose chat model calls named route
+//!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
+//!   outer conversation, repeated calls are refused, turns are capped.
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`checkpoint`]: saves a running network to a `NetworkList` so another
@@ -55,4 +58,5 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod filesystem;
 pub mod subagents;
+pub mod supervisor;
 pub mod todos;

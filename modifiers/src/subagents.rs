@@ -250,18 +250,13 @@ impl Tool for TaskTool {
     }
 }
 
-/// The last non-empty AI text of a network.
-fn last_answer(network: &RunnableNetwork) -> Option<String> {
-    network
-        .nodes()
-        .iter()
-        .rev()
-        .find_map(|n| match n.output().as_deref() {
-            Some(Message::Ai { content, .. }) if !content.trim().is_empty() => {
-                Some(content.clone())
-            }
-            _ => None,
-        })
+/// The last non-empty AI text of a network's conversation (nested
+/// sub-networks' own answers are not part of it).
+pub(crate) fn last_answer(network: &RunnableNetwork) -> Option<String> {
+    network.history().iter_rev().find_map(|m| match m {
+        Message::Ai { content, .. } if !content.trim().is_empty() => Some(content.clone()),
+        _ => None,
+    })
 }
 
 /// Gives chat nodes the `task` tool and runs each task as an isolated

@@ -172,6 +172,12 @@ impl RunnableNetwork {
         }
     }
 
+    /// What the network sees before its roots (empty for a top-level
+    /// network; a sub-network's outer conversation while it runs).
+    pub fn input(&self) -> History {
+        self.0.graph.lock().input.clone()
+    }
+
     /// Sets what the network sees before its roots (used by sub-networks
     /// to show them the outer conversation).
     pub fn set_input(&self, input: History) {

@@ -19,6 +19,7 @@ use crate::node::{NodeContext, NodeLogic, NodeRef};
 pub struct NetworkNode {
     network: RunnableNetwork,
     isolated: bool,
+    routed: bool,
 }
 
 impl NetworkNode {
@@ -36,6 +37,7 @@ impl NetworkNode {
         NetworkNode {
             network: inner,
             isolated: false,
+            routed: false,
         }
     }
 
@@ -48,12 +50,31 @@ impl NetworkNode {
         NetworkNode {
             network: inner,
             isolated: true,
+            routed: false,
+        }
+    }
+
+    /// The logic of a *routed* sub-network (a supervisor's route): it sees
+    /// the conversation its outer network started from (not the outer
+    /// network's own turns), and, like an isolated one, answers through
+    /// the node that asked for it (the route's tool result). Saved with
+    /// `"routed": true`.
+    pub fn routed(inner: RunnableNetwork) -> Self {
+        NetworkNode {
+            network: inner,
+            isolated: false,
+            routed: true,
         }
     }
 
     /// Whether the sub-network is isolated (see [`NetworkNode::isolated`]).
     pub fn is_isolated(&self) -> bool {
         self.isolated
+    }
+
+    /// Whether the sub-network is routed (see [`NetworkNode::routed`]).
+    pub fn is_routed(&self) -> bool {
+        self.routed
     }
 
     /// The inner network.
@@ -77,6 +98,8 @@ impl NodeLogic for NetworkNode {
         self.network.set_parent_network(&ctx.network);
         if self.isolated {
             self.network.set_input(History::new());
+        } else if self.routed {
+            self.network.set_input(ctx.network.input());
         } else {
             self.network.set_input(ctx.input);
         }
@@ -84,7 +107,7 @@ impl NodeLogic for NetworkNode {
     }
 
     fn in_conversation(&self) -> bool {
-        !self.isolated
+        !self.isolated && !self.routed
     }
 
     fn save(&self) -> Result<Map<String, Value>> {
@@ -92,6 +115,9 @@ impl NodeLogic for NetworkNode {
         map.insert("network".into(), self.network.to_value()?);
         if self.isolated {
             map.insert("isolated".into(), Value::Bool(true));
+        }
+        if self.routed {
+            map.insert("routed".into(), Value::Bool(true));
         }
         Ok(map)
     }

@@ -1,0 +1,305 @@
+//! A supervisor (LC Agent's multi-agent network): a chat model that sees
+//! named route networks as tools and calls them until it can answer.
+//!
+//! ```text
+//!  outer: human ─▶ NetworkNode(supervisor network) ─▶ ... (its final answer)
+//!  supervisor network:
+//!    system: instructions
+//!    chat (step `supervisor`) ─▶ route tool {prompt}
+//!        └─▶ NetworkNode (routed: sees the outer conversation + the prompt)
+//!              ─▶ tool node: the route's last answer ─▶ chat ... until no tool call
+//! ```
+//!
+//! A route is a network built fresh for each call (its own system prompt,
+//! model, tools, or another supervisor: supervisors nest). The same route
+//! with the same arguments twice is refused with a loop error the model
+//! reads, and the supervisor's turns are capped.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use indexmap::IndexMap;
+use lc_agent::{
+    ChatNode, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result, RunnableNetwork,
+    SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The model step of the supervisor's chat nodes.
+pub const SUPERVISOR_STEP: &str = "supervisor";
+
+/// The metadata key on a route's sub-network node naming the call it serves.
+pub const ROUTE_CALL_KEY: &str = "route_call_id";
+
+/// The supervisor's model turns by default.
+pub const DEFAULT_MAX_ITERATIONS: usize = 10;
+
+type Build = Arc<dyn Fn() -> RunnableNetwork + Send + Sync>;
+
+/// A named route: a description for the supervisor and how to build the
+/// network that answers it (with `default_node("chat")`, so the prompt
+/// gets an answer).
+#[derive(Clone)]
+pub struct Route {
+    name: String,
+    description: String,
+    build: Build,
+}
+
+impl std::fmt::Debug for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Route")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Route {
+    /// A route called `name` (the tool's name) whose network `build` makes.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        build: impl Fn() -> RunnableNetwork + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            build: Arc::new(build),
+        }
+    }
+}
+
+/// Builds a supervisor network.
+#[derive(Debug, Clone)]
+pub struct Supervisor {
+    name: String,
+    instructions: String,
+    routes: IndexMap<String, Route>,
+    max_iterations: usize,
+}
+
+impl Supervisor {
+    /// A supervisor with these instructions and no routes yet.
+    pub fn new(instructions: impl Into<String>) -> Self {
+        Self {
+            name: SUPERVISOR_STEP.to_string(),
+            instructions: instructions.into(),
+            routes: IndexMap::new(),
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+        }
+    }
+
+    /// The network's name (default `supervisor`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a route.
+    pub fn route(mut self, route: Route) -> Self {
+        self.routes.insert(route.name.clone(), route);
+        self
+    }
+
+    /// Caps the supervisor's model turns (default [`DEFAULT_MAX_ITERATIONS`]).
+    pub fn max_iterations(mut self, n: usize) -> Self {
+        self.max_iterations = n;
+        self
+    }
+
+    /// The supervisor network; put it in a graph with
+    /// [`NetworkNode::new`] (it sees the outer conversation and its final
+    /// answer joins it), or make it a route of another supervisor.
+    pub fn build(self) -> RunnableNetwork {
+        let net = RunnableNetwork::builder()
+            .name(self.name.clone())
+            .step_limit(self.max_iterations)
+            .modifier(SupervisorModifier {
+                routes: Arc::new(self.routes),
+            })
+            .build();
+        {
+            let _scope = net.enter();
+            SystemNode::new(self.instructions);
+        }
+        net
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteArgs {
+    prompt: String,
+}
+
+/// The tool of one route.
+#[derive(Debug, Clone)]
+struct RouteTool {
+    name: String,
+    description: String,
+}
+
+fn parse(tool: &str, args: Value) -> std::result::Result<RouteArgs, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments {
+        tool: tool.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Earlier calls of the same route with the same arguments, before `call`.
+fn repeated(network: &RunnableNetwork, node: &NodeRef) -> bool {
+    let Some(tool) = node.downcast::<ToolNode>() else {
+        return false;
+    };
+    let args = tool.tool_call.parsed_arguments().ok();
+    network.nodes().iter().any(|other| {
+        other.id() != node.id()
+            && other.is_invoked()
+            && other.downcast::<ToolNode>().is_some_and(|o| {
+                o.tool_call.name == tool.tool_call.name
+                    && o.tool_call.parsed_arguments().ok() == args
+            })
+    })
+}
+
+#[async_trait]
+impl Tool for RouteTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": "What to ask of this route."}},
+            "required": ["prompt"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(
+        &self,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> std::result::Result<ToolOutput, ToolError> {
+        parse(&self.name, args)?;
+        let parents = ctx.network.parents(ctx.node_id);
+        let routed = parents.iter().find(|p| {
+            p.metadata_value(ROUTE_CALL_KEY)
+                .as_ref()
+                .and_then(Value::as_str)
+                == Some(ctx.tool_call_id.as_str())
+        });
+        let Some(routed) = routed.and_then(|p| p.downcast::<NetworkNode>()) else {
+            let looping = ctx
+                .network
+                .node(ctx.node_id)
+                .is_some_and(|n| repeated(&ctx.network, &n));
+            return Err(ToolError::Failed(if looping {
+                format!(
+                    "`{}` was already called with these arguments: the answer will not change. \
+                     Use the answers you have, or ask something else.",
+                    self.name
+                )
+            } else {
+                "the route did not run (attach the supervisor's modifier)".to_string()
+            }));
+        };
+        let answer = crate::subagents::last_answer(routed.network());
+        Ok(ToolOutput::ok(answer.unwrap_or_else(|| {
+            "(the route finished without an answer)".to_string()
+        })))
+    }
+}
+
+/// Offers the routes as tools and runs each call as a routed sub-network.
+#[derive(Debug, Clone)]
+struct SupervisorModifier {
+    routes: Arc<IndexMap<String, Route>>,
+}
+
+#[async_trait]
+impl NetworkModifier for SupervisorModifier {
+    fn id(&self) -> &str {
+        "supervisor"
+    }
+
+    /// After the tool loop (-100) added the tool nodes.
+    fn priority(&self) -> i32 {
+        0
+    }
+
+    /// The supervisor answers whatever its network ends with: its
+    /// instructions (run inside an outer conversation) or a prompt (run as
+    /// another supervisor's route).
+    async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
+        let Some(leaf) = network.current_leaf() else {
+            return Ok(());
+        };
+        let asks =
+            leaf.downcast::<SystemNode>().is_some() || leaf.downcast::<HumanNode>().is_some();
+        if asks {
+            network.add(
+                ChatNode {
+                    chat_model_name: None,
+                    step: Some(SUPERVISOR_STEP.to_string()),
+                },
+                &[leaf.id()],
+            )?;
+        }
+        Ok(())
+    }
+
+    async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        if node.downcast::<ChatNode>().is_none() {
+            return Ok(());
+        }
+        for child in network.children(node.id()) {
+            let Some(tool) = child.downcast::<ToolNode>() else {
+                continue;
+            };
+            let call = &tool.tool_call;
+            let Some(route) = self.routes.get(&call.name) else {
+                continue;
+            };
+            let Some(args) = call
+                .parsed_arguments()
+                .ok()
+                .and_then(|a| parse(&call.name, a).ok())
+            else {
+                continue;
+            };
+            if child.is_invoked() || repeated(network, &child) {
+                continue;
+            }
+            let inner = (route.build)();
+            {
+                let _scope = inner.enter();
+                HumanNode::new(args.prompt);
+            }
+            let sub = network.add(NetworkNode::routed(inner), &[node.id()])?;
+            sub.set_name(format!("route:{}", route.name));
+            sub.set_metadata(ROUTE_CALL_KEY, json!(call.id));
+            network.set_parents(child.id(), &[sub.id()])?;
+        }
+        Ok(())
+    }
+
+    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        self.routes
+            .values()
+            .map(|r| {
+                Arc::new(RouteTool {
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect()
+    }
+}

@@ -1,6 +1,8 @@
-//! # Deep agent pieces: a plan, a sub-agent, an approval, model routing
+//! # A deep agent: a plan, a sub-agent, an approval, model routing
 //!
-//! Shows: `TodoListModifier` (the model plans with `write_todos`),
+//! Shows: the `DeepAgent` preset, which attaches all of these to one
+//! network (and again to a loaded session): `TodoListModifier` (the model
+//! plans with `write_todos`),
 //! `SubAgentModifier` (a `task` runs as an isolated sub-network in the
 //! graph, on its own model through the step `subagent:researcher`),
 //! `ApprovalModifier` (a `write_file` waits for a person: the run returns,
@@ -13,36 +15,27 @@
 //! Run: `cargo run --example deep_agent`
 
 use lc_agent::{HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_modifiers::approvals::{
-    decide, pending_approvals, ApprovalModifier, Decision, Decisions,
-};
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
-use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
-use lc_agent_modifiers::todos::{todos_of, TodoListModifier};
+use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
+use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
+use lc_agent_modifiers::subagents::SubAgent;
+use lc_agent_modifiers::todos::todos_of;
 use serde_json::json;
 
-/// Attaches the models and modifiers: what a program does for a new
-/// session and again for a loaded one (they are not saved).
-fn attach(net: &RunnableNetwork, main: &ScriptedChatModel, researcher: &ScriptedChatModel) {
-    net.register_model("main", main.clone());
-    net.register_model("small", researcher.clone());
-    net.set_chat_model_name(Some("main".into()));
-    net.set_model_route("subagent:researcher", "small");
-    for added in [
-        net.add_modifier(FilesystemModifier::new(StateBackend::factory())),
-        net.add_modifier(TodoListModifier::new()),
-        net.add_modifier(
-            SubAgentModifier::new().subagent(
-                SubAgent::new("researcher", "Finds facts in the notes.")
-                    .instructions("You read the notes and report facts, briefly."),
-            ),
-        ),
-        net.add_modifier(
-            ApprovalModifier::new().interrupt_on("write_file", Decisions::approve_or_reject()),
-        ),
-    ] {
-        added.expect("fresh modifier ids");
-    }
+/// The agent: models, sub-agent, approval and route. The same
+/// description builds a new session and re-attaches everything to a loaded
+/// one (models, tools and modifiers are never saved).
+fn agent(main: &ScriptedChatModel, researcher: &ScriptedChatModel) -> DeepAgentBuilder {
+    DeepAgent::builder()
+        .name("deep agent")
+        .model(main.clone())
+        .model_named("small", researcher.clone())
+        .instructions("You answer questions about the team's notes.")
+        .subagent(
+            SubAgent::new("researcher", "Finds facts in the notes.")
+                .instructions("You read the notes and report facts, briefly."),
+        )
+        .route_model("subagent:researcher", "small")
+        .interrupt_on("write_file", Decisions::approve_or_reject())
 }
 
 #[tokio::main]
@@ -82,11 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Turn::text("The notes give 2026-12-01 as the release date."),
     ]);
 
-    let net = RunnableNetwork::builder()
-        .name("deep agent")
-        .default_node("chat")
-        .build();
-    attach(&net, &main_model, &researcher);
+    let net = agent(&main_model, &researcher).build()?;
     net.with_files_mut(|files| {
         files.insert(
             "/notes.md".into(),
@@ -125,7 +114,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Another process: load the saved session, attach the agent, approve.
     let saved = net.to_json()?;
     let resumed = RunnableNetwork::from_json(&saved)?;
-    attach(&resumed, &main_model, &researcher);
+    agent(&main_model, &researcher).attach(&resumed)?;
     let pending = pending_approvals(&resumed);
     decide(&resumed, pending[0].node_id, Decision::Approve)?;
     let reply = resumed.invoke().await?;

@@ -11,6 +11,8 @@
 //!
 //! ## Layout
 //!
+//! - [`deep_agent`]: the preset ([`DeepAgent`](deep_agent::DeepAgent)) that puts
+//!   the file tools, todos, sub-agents, approvals and model routes on one network.
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
@@ -56,6 +58,7 @@
 
 pub mod approvals;
 pub mod checkpoint;
+pub mod deep_agent;
 pub mod filesystem;
 pub mod subagents;
 pub mod supervisor;

@@ -1,0 +1,192 @@
+//! [`DeepAgent`]: the preset that assembles the agent layer — file tools,
+//! a todo list, sub-agents, approvals and model routing — on one network.
+//!
+//! ```text
+//!  DeepAgent::builder()
+//!    .model(..) .backend(..) .instructions(..) .subagent(..)
+//!    .interrupt_on(..) .route_model(..) .tool(..)
+//!    ├─ build()        a new network: system prompt + everything attached
+//!    └─ attach(&net)   the same models, tools and modifiers on a loaded
+//!                      session (they are never saved)
+//! ```
+//!
+//! Every piece is also usable on its own: [`FilesystemModifier`],
+//! [`TodoListModifier`], [`SubAgentModifier`], [`ApprovalModifier`] and
+//! the network's model routes.
+
+use std::sync::Arc;
+
+use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Tool};
+
+use crate::approvals::{ApprovalModifier, Decisions};
+use crate::filesystem::{BackendSource, FilesystemModifier, StateBackend};
+use crate::subagents::{SubAgent, SubAgentModifier};
+use crate::todos::TodoListModifier;
+
+/// The name the preset registers its main model under.
+pub const MAIN_MODEL: &str = "main";
+
+/// The base of the system prompt, before the user's instructions.
+pub const BASE_PROMPT: &str = "You are a capable agent. Work step by step: plan work of \
+several steps, use your tools to look before you change anything, hand self-contained \
+pieces of work to sub-agents, and finish with a short answer that says what you did.";
+
+/// The deep-agent preset (see the [module docs](self)).
+#[derive(Debug, Clone, Copy)]
+pub struct DeepAgent;
+
+impl DeepAgent {
+    /// Starts configuring a deep agent.
+    pub fn builder() -> DeepAgentBuilder {
+        DeepAgentBuilder::default()
+    }
+}
+
+/// Configures a [`DeepAgent`].
+#[derive(Default)]
+#[must_use]
+pub struct DeepAgentBuilder {
+    name: String,
+    models: Vec<(String, Arc<dyn ChatModel>)>,
+    backend: Option<BackendSource>,
+    instructions: Option<String>,
+    subagents: SubAgentModifier,
+    approvals: Option<ApprovalModifier>,
+    routes: Vec<(String, String)>,
+    tools: Vec<Arc<dyn Tool>>,
+    step_limit: Option<usize>,
+}
+
+impl std::fmt::Debug for DeepAgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeepAgentBuilder")
+            .field("name", &self.name)
+            .field(
+                "models",
+                &self.models.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("subagents", &self.subagents)
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeepAgentBuilder {
+    /// The main model (registered as [`MAIN_MODEL`]).
+    pub fn model(self, model: impl ChatModel + 'static) -> Self {
+        self.model_named(MAIN_MODEL, model)
+    }
+
+    /// Another model, for [`DeepAgentBuilder::route_model`] or a
+    /// sub-agent's `model`.
+    pub fn model_named(mut self, name: impl Into<String>, model: impl ChatModel + 'static) -> Self {
+        self.models.push((name.into(), Arc::new(model)));
+        self
+    }
+
+    /// Where the file tools work (default: [`StateBackend`], the session's
+    /// own files).
+    pub fn backend(mut self, backend: impl Into<BackendSource>) -> Self {
+        self.backend = Some(backend.into());
+        self
+    }
+
+    /// The agent's own instructions, after the preset's base prompt.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// A named sub-agent (the general-purpose one is always there).
+    pub fn subagent(mut self, agent: SubAgent) -> Self {
+        self.subagents = self.subagents.subagent(agent);
+        self
+    }
+
+    /// Calls of `tool` wait for a person's decision.
+    pub fn interrupt_on(mut self, tool: impl Into<String>, decisions: Decisions) -> Self {
+        self.approvals = Some(
+            self.approvals
+                .take()
+                .unwrap_or_default()
+                .interrupt_on(tool, decisions),
+        );
+        self
+    }
+
+    /// Routes a step (`chat`, `summary`, `subagent:<name>`, ...) to a
+    /// registered model.
+    pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
+        self.routes.push((step.into(), model.into()));
+        self
+    }
+
+    /// A tool of the agent's own.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// The network's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Model turns allowed in one `invoke`.
+    pub fn step_limit(mut self, limit: usize) -> Self {
+        self.step_limit = Some(limit);
+        self
+    }
+
+    /// A new agent network: the system prompt, and everything attached.
+    /// Fails without a main model.
+    pub fn build(&self) -> Result<RunnableNetwork> {
+        let net = RunnableNetwork::builder()
+            .name(self.name.clone())
+            .default_node("chat")
+            .build();
+        self.attach(&net)?;
+        let prompt = match &self.instructions {
+            Some(own) => format!("{BASE_PROMPT}\n\n{own}"),
+            None => BASE_PROMPT.to_string(),
+        };
+        {
+            let _scope = net.enter();
+            SystemNode::new(prompt);
+        }
+        Ok(net)
+    }
+
+    /// Attaches the models, tools, modifiers and routes to a network (a
+    /// session loaded from a list, say); adds no nodes.
+    pub fn attach(&self, net: &RunnableNetwork) -> Result<()> {
+        if !self.models.iter().any(|(name, _)| name == MAIN_MODEL) {
+            return Err(NetworkError::NoChatModel);
+        }
+        for (name, model) in &self.models {
+            net.register_model_shared(name.clone(), model.clone());
+        }
+        net.set_chat_model_name(Some(MAIN_MODEL.to_string()));
+        if let Some(limit) = self.step_limit {
+            net.set_step_limit(Some(limit));
+        }
+        for (step, model) in &self.routes {
+            net.set_model_route(step.clone(), model.clone());
+        }
+        for tool in &self.tools {
+            net.add_tool_shared(tool.clone());
+        }
+        let backend = self
+            .backend
+            .clone()
+            .unwrap_or_else(|| StateBackend::factory().into());
+        net.add_modifier(FilesystemModifier::new(backend))?;
+        net.add_modifier(TodoListModifier::new())?;
+        net.add_modifier(self.subagents.clone())?;
+        if let Some(approvals) = &self.approvals {
+            net.add_modifier(approvals.clone())?;
+        }
+        Ok(())
+    }
+}

@@ -79,8 +79,13 @@ impl DeepAgentBuilder {
 
     /// Another model, for [`DeepAgentBuilder::route_model`] or a
     /// sub-agent's `model`.
-    pub fn model_named(mut self, name: impl Into<String>, model: impl ChatModel + 'static) -> Self {
-        self.models.push((name.into(), Arc::new(model)));
+    pub fn model_named(self, name: impl Into<String>, model: impl ChatModel + 'static) -> Self {
+        self.model_shared(name, Arc::new(model))
+    }
+
+    /// A shared model under `name` (`main` is the main one).
+    pub fn model_shared(mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> Self {
+        self.models.push((name.into(), model));
         self
     }
 

@@ -13,6 +13,9 @@
 //!
 //! - [`deep_agent`]: the preset ([`DeepAgent`](deep_agent::DeepAgent)) that puts
 //!   the file tools, todos, sub-agents, approvals and model routes on one network.
+//! - [`spec`]: [`AgentSpec`](spec::AgentSpec), the serializable blueprint (TOML or
+//!   JSON, kept in the session's metadata) that builds a deep agent and
+//!   re-attaches it to a loaded session.
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
@@ -60,6 +63,7 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod deep_agent;
 pub mod filesystem;
+pub mod spec;
 pub mod subagents;
 pub mod supervisor;
 pub mod todos;

@@ -1,0 +1,249 @@
+//! [`AgentSpec`]: a serializable blueprint of a deep agent — model names,
+//! instructions, backend, sub-agents, approvals, routes; never secrets —
+//! that builds the agent and re-attaches it to a loaded session.
+//!
+//! ```text
+//!  agent.toml / agent.json ─▶ AgentSpec ─▶ DeepAgentBuilder ─▶ build() | attach(&loaded)
+//!                                 │
+//!                                 └─ store_in(&net): metadata["agent_spec"], saved with the
+//!                                    session, so any process can resume it (from_network)
+//! ```
+//!
+//! Models are named, not embedded: each entry says which model to ask
+//! for (and optionally where); the key comes from `OPENAI_API_KEY` when
+//! the agent is built, or a caller resolves names its own way.
+//!
+//! ```toml
+//! name = "refactorer"
+//! instructions = "You are a careful refactoring assistant."
+//! backend = { kind = "directory", root = "./repo", shell = true }
+//!
+//! [models.main]
+//! model = "qwen2.5-coder"
+//! base_url = "http://127.0.0.1:8000/v1"
+//!
+//! [[subagents]]
+//! name = "researcher"
+//! description = "Finds facts in the code base"
+//!
+//! [interrupt_on]
+//! execute = ["approve", "reject"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lc_agent::{ChatModel, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork};
+use serde::{Deserialize, Serialize};
+
+use crate::approvals::{DecisionKind, Decisions};
+use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
+use crate::filesystem::{FilesystemBackend, LocalShellBackend};
+use crate::subagents::SubAgent;
+
+/// The session metadata key holding the agent's blueprint.
+pub const AGENT_SPEC_KEY: &str = "agent_spec";
+
+/// A model by name: what to ask the server for, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// The model name the server serves.
+    pub model: String,
+    /// The OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, else OpenAI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// Where the file tools work.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BackendSpec {
+    /// The session's own files (saved with it).
+    #[default]
+    State,
+    /// A directory on disk, confined; `shell` adds `execute`.
+    Directory {
+        /// The directory.
+        root: PathBuf,
+        /// Whether the model may run commands there.
+        #[serde(default)]
+        shell: bool,
+    },
+}
+
+/// A named sub-agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubAgentSpec {
+    /// The name the model asks for.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// Its system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// A model name of [`AgentSpec::models`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// The blueprint of a deep agent (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// The session name.
+    #[serde(default)]
+    pub name: String,
+    /// The agent's instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Models by the name the agent uses for them; `main` is required.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Where the file tools work.
+    #[serde(default)]
+    pub backend: BackendSpec,
+    /// Named sub-agents (the general-purpose one is always there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubAgentSpec>,
+    /// Tools whose calls wait for a person, with the decisions allowed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interrupt_on: BTreeMap<String, Vec<DecisionKind>>,
+    /// Step -> model name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routes: BTreeMap<String, String>,
+    /// Model turns allowed in one `invoke`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_limit: Option<usize>,
+}
+
+/// Errors of reading or using a blueprint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The TOML text is not a blueprint.
+    #[error("invalid agent spec (TOML): {0}")]
+    Toml(#[from] toml::de::Error),
+    /// The JSON text is not a blueprint.
+    #[error("invalid agent spec (JSON): {0}")]
+    Json(#[from] serde_json::Error),
+    /// No `main` model, or a name that no entry defines.
+    #[error("agent spec: {0}")]
+    Invalid(String),
+    /// A model could not be made.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The backend's directory could not be opened.
+    #[error("agent spec backend: {0}")]
+    Backend(#[from] std::io::Error),
+    /// Attaching failed.
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+}
+
+impl AgentSpec {
+    /// Reads a blueprint from TOML.
+    pub fn from_toml(text: &str) -> Result<Self, SpecError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Reads a blueprint from JSON.
+    pub fn from_json(text: &str) -> Result<Self, SpecError> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Reads a blueprint file: TOML unless its name ends in `.json`.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, SpecError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)?;
+        if path.extension().is_some_and(|e| e == "json") {
+            Self::from_json(&text)
+        } else {
+            Self::from_toml(&text)
+        }
+    }
+
+    /// The blueprint stored in a session, if any.
+    pub fn from_network(network: &RunnableNetwork) -> Option<Result<Self, SpecError>> {
+        let value = network.metadata_value(AGENT_SPEC_KEY)?;
+        Some(serde_json::from_value(value).map_err(SpecError::from))
+    }
+
+    /// Stores the blueprint in the session's metadata (saved with it).
+    pub fn store_in(&self, network: &RunnableNetwork) -> Result<(), SpecError> {
+        network.set_metadata(AGENT_SPEC_KEY, serde_json::to_value(self)?);
+        Ok(())
+    }
+
+    /// The agent, with models made by `resolve` (see
+    /// [`AgentSpec::openai_models`] for the usual one).
+    pub fn builder(
+        &self,
+        resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+    ) -> Result<DeepAgentBuilder, SpecError> {
+        if !self.models.contains_key(MAIN_MODEL) {
+            return Err(SpecError::Invalid(format!(
+                "no `{MAIN_MODEL}` model: add [models.{MAIN_MODEL}] with its `model` name"
+            )));
+        }
+        let known = |name: &str| -> Result<(), SpecError> {
+            if self.models.contains_key(name) {
+                Ok(())
+            } else {
+                Err(SpecError::Invalid(format!(
+                    "no model named `{name}` in [models]"
+                )))
+            }
+        };
+        let mut agent = DeepAgent::builder().name(self.name.clone());
+        for (name, spec) in &self.models {
+            agent = agent.model_shared(name.clone(), resolve(name, spec)?);
+        }
+        if let Some(instructions) = &self.instructions {
+            agent = agent.instructions(instructions.clone());
+        }
+        agent = match &self.backend {
+            BackendSpec::State => agent,
+            BackendSpec::Directory { root, shell: true } => {
+                agent.backend(LocalShellBackend::new(root)?)
+            }
+            BackendSpec::Directory { root, shell: false } => {
+                agent.backend(FilesystemBackend::new(root)?)
+            }
+        };
+        for sub in &self.subagents {
+            let mut agent_sub = SubAgent::new(sub.name.clone(), sub.description.clone());
+            if let Some(instructions) = &sub.instructions {
+                agent_sub = agent_sub.instructions(instructions.clone());
+            }
+            if let Some(model) = &sub.model {
+                known(model)?;
+                agent_sub = agent_sub.model(model.clone());
+            }
+            agent = agent.subagent(agent_sub);
+        }
+        for (tool, decisions) in &self.interrupt_on {
+            agent = agent.interrupt_on(tool.clone(), Decisions::only(decisions.iter().copied()));
+        }
+        for (step, model) in &self.routes {
+            known(model)?;
+            agent = agent.route_model(step.clone(), model.clone());
+        }
+        if let Some(limit) = self.step_limit {
+            agent = agent.step_limit(limit);
+        }
+        Ok(agent)
+    }
+
+    /// The usual resolver: an OpenAI-compatible model per entry (key from
+    /// `OPENAI_API_KEY`, endpoint from the entry or `OPENAI_BASE_URL`).
+    pub fn openai_models(_name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
+        let mut builder = OpenAiChatModel::builder().model(spec.model.clone());
+        if let Some(url) = &spec.base_url {
+            builder = builder.base_url(url.clone());
+        }
+        Ok(Arc::new(builder.build()?))
+    }
+}

@@ -1,5 +1,8 @@
 //! `lc-agent`: the command line of lc-agent.
 //!
+//! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
+//!   [--agent FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
+//!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see.
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
@@ -9,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod run;
 mod sessions;
 mod tool;
 
@@ -26,6 +30,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run one task with a deep agent (file tools, todos, sub-agents,
+    /// approvals); the final answer is the last line on stdout.
+    Run(run::RunArgs),
     /// Run one tool call and print exactly what the model would see.
     Tool(tool::ToolArgs),
     /// List, show, remove or export saved sessions.
@@ -34,6 +41,7 @@ enum Command {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Run(args) => run::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
     }

@@ -1,0 +1,292 @@
+//! `lc-agent run "TASK"`: one task for a deep agent, from a terminal.
+//!
+//! ```text
+//! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
+//!              [--agent FILE.toml] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//! ```
+//!
+//! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
+//! `--model`); `--script` replays a scripted model offline (a JSON list of
+//! turns `{"content": "...", "tool_calls": [{"id", "name", "arguments"}]}`).
+//! One progress line per tool call goes to stderr (name, short arguments,
+//! duration); the final answer is the last thing printed on stdout. A call
+//! that needs approval (`interrupt_on` of `--agent`, or `execute` with
+//! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
+//! line edits the arguments; `--yes` approves everything. The session is
+//! saved in every case (JSON list by default, `--redis` for Redis).
+//!
+//! Exit codes: 0 the run finished; 1 it failed (the message says why; the
+//! session is saved); 2 bad usage; 3 a call waits for approval and stdin
+//! ended (the session is saved with the pending call).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use lc_agent::list::{JsonNetworkList, NetworkList, RedisNetworkList};
+use lc_agent::{
+    ChatModel, HumanNode, NetworkEvent, OpenAiChatModel, RunnableNetwork, ScriptedChatModel,
+    ToolCall, Turn,
+};
+use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
+use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
+use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
+use lc_agent_modifiers::spec::AgentSpec;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `lc-agent run` arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task.
+    pub task: String,
+    /// Work on this directory (confined); default: the session's own files.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Allow `execute` in --root (each call asks for approval).
+    #[arg(long, requires = "root")]
+    pub shell: bool,
+    /// The model name (default `OPENAI_MODEL`).
+    #[arg(long, conflicts_with = "script")]
+    pub model: Option<String>,
+    /// Replay this scripted model (offline).
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// An agent blueprint (TOML, or JSON by its extension).
+    #[arg(long)]
+    pub agent: Option<PathBuf>,
+    /// Approve every call that asks.
+    #[arg(long)]
+    pub yes: bool,
+    /// The JSON session list's directory (default `$LC_AGENT_HOME/sessions`).
+    #[arg(long, conflicts_with = "redis")]
+    pub sessions: Option<PathBuf>,
+    /// Keep the session in Redis.
+    #[arg(long)]
+    pub redis: Option<String>,
+    /// The user (namespace) of the session.
+    #[arg(long, default_value = "default")]
+    pub user: String,
+}
+
+#[derive(Deserialize)]
+struct ScriptTurn {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tool_calls: Vec<ScriptCall>,
+}
+
+#[derive(Deserialize)]
+struct ScriptCall {
+    id: String,
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+type Failure = (u8, String);
+
+fn usage(message: impl Into<String>) -> Failure {
+    (2, message.into())
+}
+
+fn model(args: &RunArgs) -> Result<Arc<dyn ChatModel>, Failure> {
+    if let Some(path) = &args.script {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+        let turns: Vec<ScriptTurn> = serde_json::from_str(&text)
+            .map_err(|e| usage(format!("{} is not a script: {e}", path.display())))?;
+        let turns = turns.into_iter().map(|t| Turn {
+            content: t.content,
+            tool_calls: t
+                .tool_calls
+                .into_iter()
+                .map(|c| ToolCall::new(c.id, c.name, c.arguments))
+                .collect(),
+        });
+        return Ok(Arc::new(ScriptedChatModel::new(turns)));
+    }
+    let mut builder = OpenAiChatModel::builder();
+    if let Some(name) = &args.model {
+        builder = builder.model(name.clone());
+    }
+    Ok(Arc::new(builder.build().map_err(|e| usage(e.to_string()))?))
+}
+
+fn agent(
+    args: &RunArgs,
+    main: Arc<dyn ChatModel>,
+) -> Result<(DeepAgentBuilder, Option<AgentSpec>), Failure> {
+    let (mut builder, spec) = match &args.agent {
+        Some(path) => {
+            let spec = AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?;
+            let main = main.clone();
+            let builder = spec
+                .builder(move |_, _| Ok(main.clone()))
+                .map_err(|e| usage(e.to_string()))?;
+            (builder, Some(spec))
+        }
+        None => (DeepAgent::builder().model_shared("main", main), None),
+    };
+    if let Some(root) = &args.root {
+        let io = |e: std::io::Error| usage(format!("cannot open {}: {e}", root.display()));
+        builder = if args.shell {
+            builder
+                .backend(LocalShellBackend::new(root).map_err(io)?)
+                .interrupt_on("execute", Decisions::all())
+        } else {
+            builder.backend(FilesystemBackend::new(root).map_err(io)?)
+        };
+    }
+    Ok((builder, spec))
+}
+
+async fn sessions(args: &RunArgs) -> Result<Box<dyn NetworkList>, Failure> {
+    let failed = |e: lc_agent::list::ListError| usage(e.to_string());
+    Ok(match &args.redis {
+        Some(url) => Box::new(
+            RedisNetworkList::builder()
+                .url(url.clone())
+                .user(args.user.clone())
+                .build()
+                .map_err(failed)?,
+        ),
+        None => {
+            let root = args
+                .sessions
+                .clone()
+                .unwrap_or_else(JsonNetworkList::default_root);
+            Box::new(
+                JsonNetworkList::new(root)
+                    .with_user(&args.user)
+                    .map_err(failed)?,
+            )
+        }
+    })
+}
+
+fn short(args: &str) -> String {
+    let one_line: String = args
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() > 60 {
+        format!("{}...", one_line.chars().take(57).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+/// Asks about every pending call; `false` when stdin ended first.
+fn ask(net: &RunnableNetwork, yes: bool) -> Result<bool, Failure> {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    for pending in pending_approvals(net) {
+        let call = &pending.tool_call;
+        let decision = if yes {
+            eprintln!("approved {} {}", call.name, short(&call.arguments));
+            Decision::Approve
+        } else {
+            eprint!("approve {} {}? [y/n/e] ", call.name, short(&call.arguments));
+            let _ = std::io::stderr().flush();
+            let Some(Ok(answer)) = lines.next() else {
+                return Ok(false);
+            };
+            match answer.trim() {
+                "y" | "yes" => Decision::Approve,
+                "e" | "edit" => {
+                    eprint!("new arguments (JSON): ");
+                    let _ = std::io::stderr().flush();
+                    let Some(Ok(json)) = lines.next() else {
+                        return Ok(false);
+                    };
+                    Decision::Edit(
+                        serde_json::from_str(&json)
+                            .map_err(|e| (1, format!("not JSON arguments: {e}")))?,
+                    )
+                }
+                _ => Decision::Reject("the user said no".to_string()),
+            }
+        };
+        decide(net, pending.node_id, decision).map_err(|e| (1, e.to_string()))?;
+    }
+    Ok(true)
+}
+
+async fn run_task(args: RunArgs) -> Result<String, Failure> {
+    let main = model(&args)?;
+    let (builder, spec) = agent(&args, main)?;
+    let list = sessions(&args).await?;
+    let net = builder.build().map_err(|e| usage(e.to_string()))?;
+    if let Some(spec) = &spec {
+        spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
+    }
+    if net.name().is_empty() {
+        net.set_name(args.task.chars().take(60).collect::<String>());
+    }
+    net.on_event(|event| {
+        if let NetworkEvent::ToolCallFinished {
+            name,
+            elapsed,
+            status,
+            ..
+        } = event
+        {
+            let mark = if *status == lc_agent::ToolStatus::Ok {
+                "ok"
+            } else {
+                "error"
+            };
+            eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
+        }
+    });
+    {
+        let _scope = net.enter();
+        HumanNode::new(args.task.clone());
+    }
+    let outcome = loop {
+        match net.invoke().await {
+            Err(e) => break Err((1, e.to_string())),
+            Ok(reply) if net.held().is_empty() => break Ok(reply.text().to_string()),
+            Ok(_) => match ask(&net, args.yes) {
+                Ok(true) => continue,
+                Ok(false) => {
+                    break Err((
+                        3,
+                        "a call waits for approval and stdin ended; the session keeps it".into(),
+                    ))
+                }
+                Err(e) => break Err(e),
+            },
+        }
+    };
+    match list.save(&net).await {
+        Ok(info) => eprintln!("session {} saved", info.id),
+        Err(e) => eprintln!("error: the session could not be saved: {e}"),
+    }
+    outcome
+}
+
+/// Runs `lc-agent run`.
+pub fn run(args: RunArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run_task(args)) {
+        Ok(answer) => {
+            println!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

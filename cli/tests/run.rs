@@ -1,0 +1,133 @@
+//! `lc-agent run` as users run it: the real binary, a scripted model
+//! (`--script`, offline), a directory, approvals answered on stdin or with
+//! `--yes`, the session saved where `lc-agent sessions` finds it.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn run(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {
+    let script_path = dir.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .arg("run")
+        .arg("Write the greeting file.")
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .args(extra)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn script() -> serde_json::Value {
+    serde_json::json!([
+        {"tool_calls": [{"id": "c1", "name": "write_file",
+            "arguments": {"file_path": "/hello.txt", "content": "hello\n"}}]},
+        {"content": "Wrote /hello.txt."}
+    ])
+}
+
+fn sessions_list(dir: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["sessions", "--root"])
+        .arg(dir.join("sessions"))
+        .arg("list")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_task_runs_in_a_directory_and_the_answer_is_the_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(
+        dir.path(),
+        script(),
+        &["--root", work.to_str().unwrap()],
+        "",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().last(), Some("Wrote /hello.txt."));
+    assert!(stderr.contains("write_file ok ("), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    assert!(sessions_list(dir.path()).contains("Write the greeting file."));
+}
+
+#[test]
+fn approvals_are_asked_on_stdin_and_a_closed_stdin_keeps_the_call_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[models.main]\nmodel = \"scripted\"\n[interrupt_on]\nwrite_file = [\"approve\", \"reject\"]\n",
+    )
+    .unwrap();
+    let agent = agent.to_str().unwrap();
+
+    // Approved on stdin.
+    let out = run(dir.path(), script(), &["--agent", agent], "y\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("approve write_file"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().last(),
+        Some("Wrote /hello.txt.")
+    );
+
+    // Rejected: the model reads the rejection and answers.
+    let rejected = serde_json::json!([
+        script()[0].clone(),
+        {"content": "Understood, I did not write it."}
+    ]);
+    let out = run(dir.path(), rejected, &["--agent", agent], "n\n");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().last(),
+        Some("Understood, I did not write it.")
+    );
+
+    // No answer at all: exit 3, the session saved with the pending call.
+    let out = run(dir.path(), script(), &["--agent", agent], "");
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("waits for approval"), "{stderr}");
+    assert!(stderr.contains("saved"), "{stderr}");
+
+    // --yes approves without asking.
+    let out = run(dir.path(), script(), &["--agent", agent, "--yes"], "");
+    assert!(out.status.success());
+    assert_eq!(
+        sessions_list(dir.path())
+            .matches("Write the greeting file.")
+            .count(),
+        4
+    );
+}
+
+#[test]
+fn bad_usage_exits_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), serde_json::json!({"not": "a list"}), &[], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a script"));
+}

@@ -3,6 +3,8 @@
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!   [--agent FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
+//! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
+//!   resuming a saved session (see `chat.rs`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see.
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
@@ -12,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod chat;
 mod run;
 mod sessions;
 mod tool;
@@ -33,6 +36,9 @@ enum Command {
     /// Run one task with a deep agent (file tools, todos, sub-agents,
     /// approvals); the final answer is the last line on stdout.
     Run(run::RunArgs),
+    /// A conversation with the deep agent, one line per turn; resumes a
+    /// saved session with --session.
+    Chat(chat::ChatArgs),
     /// Run one tool call and print exactly what the model would see.
     Tool(tool::ToolArgs),
     /// List, show, remove or export saved sessions.
@@ -42,6 +48,7 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
     }

@@ -42,6 +42,14 @@ use serde_json::Value;
 pub struct RunArgs {
     /// The task.
     pub task: String,
+    /// The agent, its model and where the session goes.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// What `run` and `chat` share: the agent, its model, the session store.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
     /// Work on this directory (confined); default: the session's own files.
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -87,13 +95,14 @@ struct ScriptCall {
     arguments: Value,
 }
 
-type Failure = (u8, String);
+/// An exit code and what to say.
+pub(crate) type Failure = (u8, String);
 
-fn usage(message: impl Into<String>) -> Failure {
+pub(crate) fn usage(message: impl Into<String>) -> Failure {
     (2, message.into())
 }
 
-fn model(args: &RunArgs) -> Result<Arc<dyn ChatModel>, Failure> {
+pub(crate) fn model(args: &AgentArgs) -> Result<Arc<dyn ChatModel>, Failure> {
     if let Some(path) = &args.script {
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
@@ -116,8 +125,8 @@ fn model(args: &RunArgs) -> Result<Arc<dyn ChatModel>, Failure> {
     Ok(Arc::new(builder.build().map_err(|e| usage(e.to_string()))?))
 }
 
-fn agent(
-    args: &RunArgs,
+pub(crate) fn agent(
+    args: &AgentArgs,
     main: Arc<dyn ChatModel>,
 ) -> Result<(DeepAgentBuilder, Option<AgentSpec>), Failure> {
     let (mut builder, spec) = match &args.agent {
@@ -144,7 +153,7 @@ fn agent(
     Ok((builder, spec))
 }
 
-async fn sessions(args: &RunArgs) -> Result<Box<dyn NetworkList>, Failure> {
+pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, Failure> {
     let failed = |e: lc_agent::list::ListError| usage(e.to_string());
     Ok(match &args.redis {
         Some(url) => Box::new(
@@ -180,10 +189,16 @@ fn short(args: &str) -> String {
     }
 }
 
+/// The lines a person types (stdin), shared by the chat prompt and the
+/// approval questions.
+pub(crate) type Lines<'a> = dyn Iterator<Item = std::io::Result<String>> + 'a;
+
 /// Asks about every pending call; `false` when stdin ended first.
-fn ask(net: &RunnableNetwork, yes: bool) -> Result<bool, Failure> {
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
+pub(crate) fn ask(
+    net: &RunnableNetwork,
+    yes: bool,
+    lines: &mut Lines<'_>,
+) -> Result<bool, Failure> {
     for pending in pending_approvals(net) {
         let call = &pending.tool_call;
         let decision = if yes {
@@ -217,9 +232,9 @@ fn ask(net: &RunnableNetwork, yes: bool) -> Result<bool, Failure> {
 }
 
 async fn run_task(args: RunArgs) -> Result<String, Failure> {
-    let main = model(&args)?;
-    let (builder, spec) = agent(&args, main)?;
-    let list = sessions(&args).await?;
+    let main = model(&args.agent)?;
+    let (builder, spec) = agent(&args.agent, main)?;
+    let list = sessions(&args.agent).await?;
     let net = builder.build().map_err(|e| usage(e.to_string()))?;
     if let Some(spec) = &spec {
         spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
@@ -227,6 +242,19 @@ async fn run_task(args: RunArgs) -> Result<String, Failure> {
     if net.name().is_empty() {
         net.set_name(args.task.chars().take(60).collect::<String>());
     }
+    show_progress(&net);
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines).await;
+    match list.save(&net).await {
+        Ok(info) => eprintln!("session {} saved", info.id),
+        Err(e) => eprintln!("error: the session could not be saved: {e}"),
+    }
+    outcome
+}
+
+/// One progress line per tool call, on stderr.
+pub(crate) fn show_progress(net: &RunnableNetwork) {
     net.on_event(|event| {
         if let NetworkEvent::ToolCallFinished {
             name,
@@ -243,15 +271,24 @@ async fn run_task(args: RunArgs) -> Result<String, Failure> {
             eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
         }
     });
+}
+
+/// One turn: the person's text, the run, the approvals it asks for.
+pub(crate) async fn turn(
+    net: &RunnableNetwork,
+    text: &str,
+    yes: bool,
+    lines: &mut Lines<'_>,
+) -> Result<String, Failure> {
     {
         let _scope = net.enter();
-        HumanNode::new(args.task.clone());
+        HumanNode::new(text);
     }
-    let outcome = loop {
+    loop {
         match net.invoke().await {
             Err(e) => break Err((1, e.to_string())),
             Ok(reply) if net.held().is_empty() => break Ok(reply.text().to_string()),
-            Ok(_) => match ask(&net, args.yes) {
+            Ok(_) => match ask(net, yes, lines) {
                 Ok(true) => continue,
                 Ok(false) => {
                     break Err((
@@ -262,12 +299,7 @@ async fn run_task(args: RunArgs) -> Result<String, Failure> {
                 Err(e) => break Err(e),
             },
         }
-    };
-    match list.save(&net).await {
-        Ok(info) => eprintln!("session {} saved", info.id),
-        Err(e) => eprintln!("error: the session could not be saved: {e}"),
     }
-    outcome
 }
 
 /// Runs `lc-agent run`.

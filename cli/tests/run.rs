@@ -131,3 +131,91 @@ fn bad_usage_exits_2_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a script"));
 }
+
+fn chat(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {
+    let script_path = dir.join("chat-script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .arg("chat")
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn chat_answers_each_line_and_resumes_a_saved_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.json");
+    std::fs::write(
+        &agent,
+        r#"{"name": "notes", "models": {"main": {"model": "scripted"}}}"#,
+    )
+    .unwrap();
+    let first = chat(
+        dir.path(),
+        serde_json::json!([
+            {"tool_calls": [{"id": "c1", "name": "write_file",
+                "arguments": {"file_path": "/todo.md", "content": "buy milk"}}]},
+            {"content": "Noted."},
+            {"content": "You have one note."}
+        ]),
+        &["--agent", agent.to_str().unwrap()],
+        "Note: buy milk\nHow many notes?\n/exit\n",
+    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        ["Noted.", "You have one note."]
+    );
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+
+    // Resume: the stored blueprint rebuilds the agent; the files and the
+    // conversation are there.
+    let second = chat(
+        dir.path(),
+        serde_json::json!([
+            {"tool_calls": [{"id": "c2", "name": "read_file", "arguments": {"file_path": "/todo.md"}}]},
+            {"content": "It says: buy milk."}
+        ]),
+        &["--session", &id],
+        "What does the note say?\n",
+    );
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    assert!(stderr.contains("read_file ok"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&second.stdout).lines().last(),
+        Some("It says: buy milk.")
+    );
+    let shown = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["sessions", "--root"])
+        .arg(dir.path().join("sessions"))
+        .args(["show", &id])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("[human] Note: buy milk"), "{shown}");
+    assert!(shown.contains("[ai] It says: buy milk."), "{shown}");
+}

@@ -115,11 +115,31 @@ impl RedisServer {
                 .map(|p| p.to_string()),
             tls,
         };
-        server.spawn();
-        Some(server)
+        // A port picked as free can be taken by another test before the
+        // server binds it (the server then exits at once): pick again.
+        for _ in 0..5 {
+            if server.try_spawn() {
+                return Some(server);
+            }
+            server.port = free_port();
+            if let Some(i) = server.args.iter().position(|a| a == "--cluster-port") {
+                if let Some(bus) = server.args.get_mut(i + 1) {
+                    *bus = free_port().to_string();
+                }
+            }
+        }
+        panic!("redis-server did not start on any of 5 free ports");
     }
 
     fn spawn(&mut self) {
+        if !self.try_spawn() {
+            panic!("redis-server on port {} did not answer PING", self.port);
+        }
+    }
+
+    /// Starts the server and waits for it; `false` when it exited (its
+    /// port was taken) or never answered.
+    fn try_spawn(&mut self) -> bool {
         let port = self.port.to_string();
         let ports: &[&str] = if self.tls {
             &["--port", "0", "--tls-port", &port]
@@ -147,11 +167,20 @@ impl RedisServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if self.ping() {
-                return;
+                return true;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
+            if exited {
+                self.child = None;
+                return false;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis-server on port {} did not answer PING", self.port);
+        self.stop();
+        false
     }
 
     fn ping(&self) -> bool {

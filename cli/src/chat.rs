@@ -1,0 +1,118 @@
+//! `lc-agent chat [--session ID]`: a conversation with the deep agent, one
+//! line per turn, that resumes a saved session.
+//!
+//! ```text
+//! lc-agent chat [--session ID] [--root DIR] [--model NAME | --script FILE.json]
+//!               [--agent FILE] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//! ```
+//!
+//! Each line read on stdin is a turn (`/exit` or the end of stdin ends the
+//! chat); the answer is printed on stdout, progress and approval questions
+//! on stderr. The session is saved after every turn. A resumed session
+//! rebuilds its agent from the blueprint stored in it (`AgentSpec`) when it
+//! has one, else from the options given.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use clap::Args;
+use lc_agent_modifiers::spec::AgentSpec;
+
+use crate::run::{agent, model, sessions, show_progress, turn, usage, AgentArgs, Failure};
+
+/// `lc-agent chat` arguments.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The session to resume (its full id).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The agent, its model and where the session goes.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+async fn chat(args: ChatArgs) -> Result<(), Failure> {
+    let main = model(&args.agent)?;
+    let list = sessions(&args.agent).await?;
+    let net = match &args.session {
+        Some(id) => {
+            let id = id
+                .parse()
+                .map_err(|e| usage(format!("`{id}` is not a session id: {e}")))?;
+            let net = list.load(id).await.map_err(|e| (1, e.to_string()))?;
+            let builder = match AgentSpec::from_network(&net) {
+                Some(spec) => {
+                    let spec = spec.map_err(|e| (1, e.to_string()))?;
+                    let main = main.clone();
+                    spec.builder(move |_, _| Ok(main.clone()))
+                        .map_err(|e| (1, e.to_string()))?
+                }
+                None => agent(&args.agent, main)?.0,
+            };
+            builder.attach(&net).map_err(|e| (1, e.to_string()))?;
+            net
+        }
+        None => {
+            let (builder, spec) = agent(&args.agent, main)?;
+            let net = builder.build().map_err(|e| usage(e.to_string()))?;
+            if let Some(spec) = spec {
+                spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
+            }
+            net.set_name("chat");
+            net
+        }
+    };
+    eprintln!("session {} (type /exit to end)", net.id());
+    show_progress(&net);
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut outcome = Ok(());
+    loop {
+        eprint!("> ");
+        let _ = std::io::stderr().flush();
+        let Some(Ok(line)) = lines.next() else {
+            break;
+        };
+        let line = line.trim().to_string();
+        if line == "/exit" {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        match turn(&net, &line, args.agent.yes, &mut lines).await {
+            Ok(answer) => println!("{answer}"),
+            Err((3, message)) => {
+                outcome = Err((3, message));
+                break;
+            }
+            // A failed turn is reported; the chat goes on (the failed
+            // node is retried by the next turn's run).
+            Err((_, message)) => eprintln!("error: {message}"),
+        }
+        if let Err(e) = list.save(&net).await {
+            eprintln!("error: the session could not be saved: {e}");
+        }
+    }
+    list.save(&net).await.map_err(|e| (1, e.to_string()))?;
+    eprintln!("session {} saved", net.id());
+    outcome
+}
+
+/// Runs `lc-agent chat`.
+pub fn run(args: ChatArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(chat(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

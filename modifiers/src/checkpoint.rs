@@ -81,7 +81,7 @@ pub struct CheckpointModifier {
     id: String,
     best_effort: bool,
     saves: Arc<AtomicUsize>,
-    gate: tokio::sync::Mutex<()>,
+    gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for CheckpointModifier {
@@ -107,7 +107,7 @@ impl CheckpointModifier {
             id: Self::ID.to_string(),
             best_effort: false,
             saves: Arc::new(AtomicUsize::new(0)),
-            gate: tokio::sync::Mutex::new(()),
+            gate: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -140,6 +140,13 @@ impl CheckpointModifier {
     }
 
     async fn checkpoint(&self, network: &RunnableNetwork, when: &str) -> Result<()> {
+        // Inside a sub-network (a sub-agent's task), the session is the
+        // outermost network: it holds the sub-network's progress too.
+        let mut session = network.clone();
+        while let Some(outer) = session.outer() {
+            session = outer;
+        }
+        let network = &session;
         // Sibling nodes (the tool calls of one turn) finish concurrently:
         // one save at a time keeps revisions in order.
         let _one_at_a_time = self.gate.lock().await;
@@ -171,6 +178,19 @@ impl NetworkModifier for CheckpointModifier {
     /// After every other modifier.
     fn priority(&self) -> i32 {
         i32::MAX
+    }
+
+    /// Sub-networks (sub-agents, supervisor routes) checkpoint the session
+    /// too, so their finished nodes survive a crash.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(CheckpointModifier {
+            list: self.list.clone(),
+            policy: self.policy,
+            id: self.id.clone(),
+            best_effort: self.best_effort,
+            saves: self.saves.clone(),
+            gate: self.gate.clone(),
+        }))
     }
 
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {

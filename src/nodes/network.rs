@@ -96,6 +96,15 @@ impl NodeLogic for NetworkNode {
             ));
         }
         self.network.set_parent_network(&ctx.network);
+        for modifier in ctx.network.modifiers().iter() {
+            if let Some(copy) = modifier.for_sub_network() {
+                let attached = self.network.modifiers().iter().any(|m| m.id() == copy.id());
+                if !attached {
+                    // Checked just above: the id is free.
+                    let _ = self.network.add_modifier_shared(copy);
+                }
+            }
+        }
         if self.isolated {
             self.network.set_input(History::new());
         } else if self.routed {

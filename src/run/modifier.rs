@@ -102,6 +102,14 @@ pub trait NetworkModifier: Send + Sync + 'static {
     fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
         Vec::new()
     }
+
+    /// A copy to attach to the sub-networks this network runs (a
+    /// checkpointer that must see a sub-agent's progress, say), attached
+    /// when the sub-network node runs unless it has a modifier of that id
+    /// already. `None` (the default) keeps the modifier to this network.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        None
+    }
 }
 
 tokio::task_local! {

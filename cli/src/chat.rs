@@ -63,7 +63,7 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
         }
     };
     eprintln!("session {} (type /exit to end)", net.id());
-    show_progress(&net);
+    let screen = show_progress(&net);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut outcome = Ok(());
@@ -81,7 +81,7 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
             continue;
         }
         match turn(&net, &line, args.agent.yes, &mut lines).await {
-            Ok(answer) => println!("{answer}"),
+            Ok(answer) => screen.answer(&answer),
             Err((3, message)) => {
                 outcome = Err((3, message));
                 break;

@@ -8,7 +8,8 @@
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
 //! `--model`); `--script` replays a scripted model offline (a JSON list of
 //! turns `{"content": "...", "tool_calls": [{"id", "name", "arguments"}]}`).
-//! One progress line per tool call goes to stderr (name, short arguments,
+//! The model's text streams to stdout as it is written (a line per turn);
+//! one progress line per tool call goes to stderr (name, status,
 //! duration); the final answer is the last thing printed on stdout. A call
 //! that needs approval (`interrupt_on` of `--agent`, or `execute` with
 //! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
@@ -231,7 +232,9 @@ pub(crate) fn ask(
     Ok(true)
 }
 
-async fn run_task(args: RunArgs) -> Result<String, Failure> {
+/// Runs the task; the answer when it still has to be printed (`None`: it
+/// was streamed).
+async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     let main = model(&args.agent)?;
     let (builder, spec) = agent(&args.agent, main)?;
     let list = sessions(&args.agent).await?;
@@ -242,10 +245,12 @@ async fn run_task(args: RunArgs) -> Result<String, Failure> {
     if net.name().is_empty() {
         net.set_name(args.task.chars().take(60).collect::<String>());
     }
-    show_progress(&net);
+    let screen = show_progress(&net);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines).await;
+    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines)
+        .await
+        .map(|answer| (!screen.showed(&answer)).then_some(answer));
     match list.save(&net).await {
         Ok(info) => eprintln!("session {} saved", info.id),
         Err(e) => eprintln!("error: the session could not be saved: {e}"),
@@ -253,16 +258,64 @@ async fn run_task(args: RunArgs) -> Result<String, Failure> {
     outcome
 }
 
-/// One progress line per tool call, on stderr.
-pub(crate) fn show_progress(net: &RunnableNetwork) {
-    net.on_event(|event| {
-        if let NetworkEvent::ToolCallFinished {
+/// What the screen shows of a run: the answer text streamed on stdout as
+/// the model writes it (a line per chat turn), one progress line per tool
+/// call on stderr.
+#[derive(Clone, Default)]
+pub(crate) struct Screen {
+    /// The text of the latest streamed turn (shown already).
+    streamed: Arc<std::sync::Mutex<(Option<lc_agent::NodeId>, String)>>,
+}
+
+impl Screen {
+    /// Whether `answer` is what the latest turn streamed (then it is on
+    /// the screen already).
+    pub(crate) fn showed(&self, answer: &str) -> bool {
+        self.streamed
+            .lock()
+            .map(|s| s.0.is_some() && s.1 == answer)
+            .unwrap_or(false)
+    }
+
+    /// Prints the answer unless it was streamed.
+    pub(crate) fn answer(&self, answer: &str) {
+        if !self.showed(answer) {
+            println!("{answer}");
+        }
+    }
+}
+
+/// Streams the network's answers and reports its tool calls.
+pub(crate) fn show_progress(net: &RunnableNetwork) -> Screen {
+    net.set_streaming(true);
+    let screen = Screen::default();
+    let state = screen.streamed.clone();
+    net.on_event(move |event| match event {
+        NetworkEvent::Delta {
+            node_id,
+            delta: lc_agent::StreamDelta::Text(text),
+        } if !text.is_empty() => {
+            if let Ok(mut s) = state.lock() {
+                if s.0 != Some(*node_id) {
+                    *s = (Some(*node_id), String::new());
+                }
+                s.1.push_str(text);
+            }
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+        NetworkEvent::NodeInvoked { node_id } => {
+            let ended = state.lock().is_ok_and(|s| s.0 == Some(*node_id));
+            if ended {
+                println!();
+            }
+        }
+        NetworkEvent::ToolCallFinished {
             name,
             elapsed,
             status,
             ..
-        } = event
-        {
+        } => {
             let mark = if *status == lc_agent::ToolStatus::Ok {
                 "ok"
             } else {
@@ -270,7 +323,9 @@ pub(crate) fn show_progress(net: &RunnableNetwork) {
             };
             eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
         }
+        _ => {}
     });
+    screen
 }
 
 /// One turn: the person's text, the run, the approvals it asks for.
@@ -313,7 +368,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     match runtime.block_on(run_task(args)) {
         Ok(answer) => {
-            println!("{answer}");
+            if let Some(answer) = answer {
+                println!("{answer}");
+            }
             ExitCode::SUCCESS
         }
         Err((code, message)) => {

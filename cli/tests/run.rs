@@ -65,6 +65,11 @@ fn a_task_runs_in_a_directory_and_the_answer_is_the_last_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout.lines().last(), Some("Wrote /hello.txt."));
+    assert_eq!(
+        stdout.matches("Wrote /hello.txt.").count(),
+        1,
+        "streamed once: {stdout}"
+    );
     assert!(stderr.contains("write_file ok ("), "{stderr}");
     assert_eq!(
         std::fs::read_to_string(work.join("hello.txt")).unwrap(),

@@ -142,11 +142,7 @@ impl CheckpointModifier {
     async fn checkpoint(&self, network: &RunnableNetwork, when: &str) -> Result<()> {
         // Inside a sub-network (a sub-agent's task), the session is the
         // outermost network: it holds the sub-network's progress too.
-        let mut session = network.clone();
-        while let Some(outer) = session.outer() {
-            session = outer;
-        }
-        let network = &session;
+        let network = &network.session();
         // Sibling nodes (the tool calls of one turn) finish concurrently:
         // one save at a time keeps revisions in order.
         let _one_at_a_time = self.gate.lock().await;

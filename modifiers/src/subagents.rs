@@ -155,17 +155,6 @@ impl Agents {
     }
 }
 
-/// How many sub-networks deep a network runs (0 for a top-level network).
-fn depth_of(network: &RunnableNetwork) -> usize {
-    let mut depth = 0;
-    let mut current = network.outer();
-    while let Some(outer) = current {
-        depth += 1;
-        current = outer.outer();
-    }
-    depth
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskArgs {
@@ -220,34 +209,47 @@ impl Tool for TaskTool {
         if !self.agents.by_name.contains_key(&args.subagent_type) {
             return Err(ToolError::Failed(self.agents.unknown(&args.subagent_type)));
         }
-        if depth_of(&ctx.network) >= self.agents.max_depth {
+        if ctx.network.depth() >= self.agents.max_depth {
             return Err(ToolError::Failed(self.agents.too_deep()));
         }
-        let sub = ctx
-            .network
-            .parents(ctx.node_id)
-            .into_iter()
-            .find(|p| {
-                p.metadata_value(TASK_CALL_KEY)
-                    .as_ref()
-                    .and_then(Value::as_str)
-                    == Some(ctx.tool_call_id.as_str())
-            })
-            .ok_or_else(|| {
-                ToolError::Failed(
-                    "the sub-agent did not run (attach the SubAgentModifier to this network)"
-                        .to_string(),
-                )
-            })?;
-        let Some(inner) = sub.downcast::<NetworkNode>() else {
-            return Err(ToolError::Failed(
-                "the sub-agent's node is not a sub-network".to_string(),
-            ));
-        };
-        Ok(ToolOutput::ok(last_answer(inner.network()).unwrap_or_else(
-            || "(the sub-agent finished without a report)".to_string(),
-        )))
+        let inner = serving(ctx, TASK_CALL_KEY).ok_or_else(|| {
+            ToolError::Failed(
+                "the sub-agent did not run (attach the SubAgentModifier to this network)"
+                    .to_string(),
+            )
+        })?;
+        Ok(ToolOutput::ok(last_answer(&inner).unwrap_or_else(|| {
+            "(the sub-agent finished without a report)".to_string()
+        })))
     }
+}
+
+/// The sub-network a modifier put before this tool call (its node carries
+/// the call's id under `key`).
+pub(crate) fn serving(ctx: &ToolContext, key: &str) -> Option<RunnableNetwork> {
+    ctx.network.parents(ctx.node_id).into_iter().find_map(|p| {
+        let serves = p.metadata_value(key).as_ref().and_then(Value::as_str)
+            == Some(ctx.tool_call_id.as_str());
+        serves.then(|| p.downcast::<NetworkNode>().map(|n| n.network().clone()))?
+    })
+}
+
+/// Puts a sub-network node between a tool node and its parent (the chat
+/// node that asked), naming it and marking which call it serves.
+pub(crate) fn run_before(
+    network: &RunnableNetwork,
+    tool_node: &NodeRef,
+    logic: NetworkNode,
+    name: String,
+    key: &str,
+) -> Result<()> {
+    let Some(tool) = tool_node.downcast::<ToolNode>() else {
+        return Ok(());
+    };
+    let sub = network.add(logic, &tool_node.parents())?;
+    sub.set_name(name);
+    sub.set_metadata(key, json!(tool.tool_call.id));
+    network.set_parents(tool_node.id(), &[sub.id()])
 }
 
 /// The last non-empty AI text of a network's conversation (nested
@@ -372,7 +374,7 @@ impl NetworkModifier for SubAgentModifier {
         if node.downcast::<ChatNode>().is_none() {
             return Ok(());
         }
-        if depth_of(network) >= self.agents.max_depth {
+        if network.depth() >= self.agents.max_depth {
             // The task tool answers with the depth error.
             return Ok(());
         }
@@ -396,10 +398,8 @@ impl NetworkModifier for SubAgentModifier {
                 continue;
             };
             let inner = self.task_network(agent, &args.description);
-            let sub = network.add(NetworkNode::isolated(inner), &[node.id()])?;
-            sub.set_name(agent.step());
-            sub.set_metadata(TASK_CALL_KEY, json!(call.id));
-            network.set_parents(child.id(), &[sub.id()])?;
+            let logic = NetworkNode::isolated(inner);
+            run_before(network, &child, logic, agent.step(), TASK_CALL_KEY)?;
         }
         Ok(())
     }

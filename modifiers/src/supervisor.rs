@@ -189,14 +189,7 @@ impl Tool for RouteTool {
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
         parse(&self.name, args)?;
-        let parents = ctx.network.parents(ctx.node_id);
-        let routed = parents.iter().find(|p| {
-            p.metadata_value(ROUTE_CALL_KEY)
-                .as_ref()
-                .and_then(Value::as_str)
-                == Some(ctx.tool_call_id.as_str())
-        });
-        let Some(routed) = routed.and_then(|p| p.downcast::<NetworkNode>()) else {
+        let Some(routed) = crate::subagents::serving(ctx, ROUTE_CALL_KEY) else {
             let looping = ctx
                 .network
                 .node(ctx.node_id)
@@ -211,7 +204,7 @@ impl Tool for RouteTool {
                 "the route did not run (attach the supervisor's modifier)".to_string()
             }));
         };
-        let answer = crate::subagents::last_answer(routed.network());
+        let answer = crate::subagents::last_answer(&routed);
         Ok(ToolOutput::ok(answer.unwrap_or_else(|| {
             "(the route finished without an answer)".to_string()
         })))
@@ -283,10 +276,9 @@ impl NetworkModifier for SupervisorModifier {
                 let _scope = inner.enter();
                 HumanNode::new(args.prompt);
             }
-            let sub = network.add(NetworkNode::routed(inner), &[node.id()])?;
-            sub.set_name(format!("route:{}", route.name));
-            sub.set_metadata(ROUTE_CALL_KEY, json!(call.id));
-            network.set_parents(child.id(), &[sub.id()])?;
+            let logic = NetworkNode::routed(inner);
+            let name = format!("route:{}", route.name);
+            crate::subagents::run_before(network, &child, logic, name, ROUTE_CALL_KEY)?;
         }
         Ok(())
     }

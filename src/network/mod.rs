@@ -171,6 +171,19 @@ impl RunnableNetwork {
         self.0.runtime.read().parent.upgrade().map(RunnableNetwork)
     }
 
+    /// How many networks this one runs inside (0 for a top-level network).
+    pub fn depth(&self) -> usize {
+        std::iter::successors(self.outer(), RunnableNetwork::outer).count()
+    }
+
+    /// The session this network belongs to: the outermost network it runs
+    /// inside, or itself.
+    pub fn session(&self) -> RunnableNetwork {
+        std::iter::successors(Some(self.clone()), RunnableNetwork::outer)
+            .last()
+            .unwrap_or_else(|| self.clone())
+    }
+
     /// Sets the default model name.
     pub fn set_chat_model_name(&self, name: Option<String>) {
         self.0.graph.lock().chat_model_name = name;

@@ -49,13 +49,7 @@ impl StateBackend {
     /// A sub-agent thus reads the files of the session it works for, and
     /// its changes are the session's as soon as it makes them.
     pub fn factory() -> BackendFactory {
-        BackendFactory::new(|network| {
-            let mut session = network.clone();
-            while let Some(outer) = session.outer() {
-                session = outer;
-            }
-            Arc::new(StateBackend::new(session))
-        })
+        BackendFactory::new(|network| Arc::new(StateBackend::new(network.session())))
     }
 }
 

@@ -5,12 +5,19 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-fn run(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {
-    let script_path = dir.join("script.json");
+/// Runs `lc-agent <command> --script <script> --sessions <dir>/sessions
+/// <extra>` with this stdin, offline.
+fn lc_agent(
+    dir: &std::path::Path,
+    command: &[&str],
+    script: serde_json::Value,
+    extra: &[&str],
+    stdin: &str,
+) -> Output {
+    let script_path = dir.join(format!("{}-script.json", command[0]));
     std::fs::write(&script_path, script.to_string()).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .arg("run")
-        .arg("Write the greeting file.")
+        .args(command)
         .arg("--script")
         .arg(&script_path)
         .arg("--sessions")
@@ -30,6 +37,16 @@ fn run(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: 
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+fn run(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {
+    lc_agent(
+        dir,
+        &["run", "Write the greeting file."],
+        script,
+        extra,
+        stdin,
+    )
 }
 
 fn script() -> serde_json::Value {
@@ -138,27 +155,7 @@ fn bad_usage_exits_2_with_a_clear_message() {
 }
 
 fn chat(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {
-    let script_path = dir.join("chat-script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .arg("chat")
-        .arg("--script")
-        .arg(&script_path)
-        .arg("--sessions")
-        .arg(dir.join("sessions"))
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    lc_agent(dir, &["chat"], script, extra, stdin)
 }
 
 #[test]

@@ -3,8 +3,10 @@
 //! decision, decisions a tool does not allow, and a pending call decided
 //! after the session was saved and loaded again.
 
+mod common;
+
 use lc_agent::{
-    HumanNode, InvokeOutcome, Message, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,
+    HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,
     ToolStatus, Turn,
 };
 use lc_agent_modifiers::approvals::{
@@ -41,18 +43,6 @@ fn agent(model: &ScriptedChatModel) -> RunnableNetwork {
     net
 }
 
-fn results(net: &RunnableNetwork) -> Vec<(ToolStatus, String)> {
-    net.nodes()
-        .iter()
-        .filter_map(|n| match n.output().as_deref() {
-            Some(Message::Tool {
-                content, status, ..
-            }) => Some((*status, content.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_rejected_write_is_read_by_the_model_and_free_calls_run_at_once() {
     let model = ScriptedChatModel::new([
@@ -71,7 +61,10 @@ async fn a_rejected_write_is_read_by_the_model_and_free_calls_run_at_once() {
     net.invoke().await.unwrap();
 
     // ls ran; the write waits; the model was asked once.
-    assert_eq!(results(&net), [(ToolStatus::Ok, "/notes.md".to_string())]);
+    assert_eq!(
+        common::tool_results(&net),
+        [(ToolStatus::Ok, "/notes.md".to_string())]
+    );
     let pending = pending_approvals(&net);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].tool_call.name, "write_file");
@@ -100,7 +93,7 @@ async fn a_rejected_write_is_read_by_the_model_and_free_calls_run_at_once() {
     .unwrap();
     assert_eq!(net.invoke().await.unwrap().text(), "I will not write it.");
     assert!(!net.files().contains_key("/out.md"));
-    assert!(results(&net).contains(&(
+    assert!(common::tool_results(&net).contains(&(
         ToolStatus::Error,
         "Error: the user rejected this call: not today".to_string()
     )));
@@ -186,7 +179,7 @@ async fn a_pending_call_survives_a_reload_and_is_approved_edited_or_answered() {
     .unwrap();
     assert_eq!(net.invoke().await.unwrap().text(), "All settled.");
     assert_eq!(net.files()["/notes.md"].text(), "final");
-    assert!(results(&net).contains(&(ToolStatus::Ok, "Left as it is.".to_string())));
+    assert!(common::tool_results(&net).contains(&(ToolStatus::Ok, "Left as it is.".to_string())));
     let saved = net.to_json().unwrap();
     assert_eq!(
         RunnableNetwork::from_json(&saved)

@@ -3,13 +3,15 @@
 //! once, an unknown sub-agent, the depth limit, and the sub-network saved
 //! in the parent's JSON.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, NetworkNode,
-    RunnableNetwork, ScriptedChatModel, ToolStatus, Turn,
+    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
+    ScriptedChatModel, ToolStatus, Turn,
 };
 use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier, TASK_CALL_KEY};
@@ -28,18 +30,6 @@ fn network(main: ScriptedChatModel, subagents: SubAgentModifier) -> RunnableNetw
         HumanNode::new("Write a report on the parser.");
     }
     net
-}
-
-fn tool_results(net: &RunnableNetwork) -> Vec<(ToolStatus, String)> {
-    net.nodes()
-        .iter()
-        .filter_map(|n| match n.output().as_deref() {
-            Some(Message::Tool {
-                content, status, ..
-            }) => Some((*status, content.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 fn sub_networks(net: &RunnableNetwork) -> Vec<RunnableNetwork> {
@@ -87,7 +77,7 @@ async fn a_task_runs_isolated_and_its_files_and_answer_reach_the_parent() {
     // The parent's file changed; the tool result is the sub-agent's last
     // non-empty answer.
     assert_eq!(net.files()["/report.md"].text(), "# Parser\nIt parses.");
-    let results = tool_results(&net);
+    let results = common::tool_results(&net);
     assert_eq!(
         results,
         [(ToolStatus::Ok, "Writing /report.md (2 lines).".to_string())],
@@ -206,7 +196,7 @@ async fn the_tasks_of_one_turn_run_at_the_same_time() {
         .unwrap();
     assert_eq!(reply.text(), "Both done.");
     assert_eq!(
-        tool_results(&net),
+        common::tool_results(&net),
         [
             (ToolStatus::Ok, "42 tests".to_string()),
             (ToolStatus::Ok, "3 modules".to_string())
@@ -232,7 +222,7 @@ async fn unknown_sub_agents_and_bad_arguments_are_tool_errors() {
     let net = network(main, SubAgentModifier::new());
     net.invoke().await.unwrap();
     assert_eq!(
-        tool_results(&net),
+        common::tool_results(&net),
         [
             (
                 ToolStatus::Error,
@@ -269,7 +259,7 @@ async fn the_depth_limit_stops_sub_agents_from_nesting() {
     assert_eq!(net.invoke().await.unwrap().text(), "Done.");
     let subs = sub_networks(&net);
     assert_eq!(subs.len(), 1);
-    let inner = tool_results(&subs[0]);
+    let inner = common::tool_results(&subs[0]);
     assert_eq!(
         inner,
         [(
@@ -279,7 +269,7 @@ async fn the_depth_limit_stops_sub_agents_from_nesting() {
     );
     assert!(sub_networks(&subs[0]).is_empty());
     assert_eq!(
-        tool_results(&net),
+        common::tool_results(&net),
         [(ToolStatus::Ok, "I researched it myself.".to_string())]
     );
 }

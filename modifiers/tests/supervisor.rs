@@ -3,12 +3,14 @@
 //! repeated call is refused with a loop error; the final answer joins the
 //! outer conversation; turns are capped; supervisors nest.
 
+mod common;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, NetworkError,
-    NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode, ToolStatus, Turn,
+    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkError, NetworkNode,
+    RunnableNetwork, ScriptedChatModel, SystemNode, ToolStatus, Turn,
 };
 use lc_agent_modifiers::supervisor::{Route, Supervisor};
 use parking_lot::Mutex;
@@ -50,18 +52,6 @@ fn weather_route() -> Route {
     })
 }
 
-fn tool_results(net: &RunnableNetwork) -> Vec<(ToolStatus, String)> {
-    net.nodes()
-        .iter()
-        .filter_map(|n| match n.output().as_deref() {
-            Some(Message::Tool {
-                content, status, ..
-            }) => Some((*status, content.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn the_supervisor_calls_routes_refuses_loops_and_answers_the_outer_conversation() {
     let boss = ScriptedChatModel::new([
@@ -100,7 +90,7 @@ async fn the_supervisor_calls_routes_refuses_loops_and_answers_the_outer_convers
             "human: Weather in Lisbon?".to_string(),
         ]]
     );
-    let results = tool_results(&supervisor);
+    let results = common::tool_results(&supervisor);
     assert_eq!(results[0], (ToolStatus::Ok, "Sunny, 24 °C.".to_string()));
     assert_eq!(results[1].0, ToolStatus::Error);
     assert!(
@@ -202,7 +192,7 @@ async fn turns_are_capped_and_supervisors_nest() {
     }
     assert_eq!(outer.invoke().await.unwrap().text(), "Top: done.");
     assert_eq!(
-        tool_results(&top_net),
+        common::tool_results(&top_net),
         [(ToolStatus::Ok, "Planner: sunny plan.".to_string())]
     );
 }

@@ -2,11 +2,13 @@
 //! stand-in for a real one), saved with the session, shown to the model,
 //! and malformed lists refused with a clear tool error.
 
+mod common;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork,
+    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, RunnableNetwork,
     ScriptedChatModel, ToolStatus, Turn,
 };
 use lc_agent_modifiers::todos::{todos_of, Todo, TodoListModifier, TodoStatus, TODOS_PROMPT};
@@ -42,18 +44,6 @@ fn net_with(turns: Vec<Turn>) -> (RunnableNetwork, Recording) {
     (net, model)
 }
 
-fn tool_results(net: &RunnableNetwork) -> Vec<(ToolStatus, String)> {
-    net.nodes()
-        .iter()
-        .filter_map(|n| match n.output().as_deref() {
-            Some(Message::Tool {
-                content, status, ..
-            }) => Some((*status, content.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_plan_is_written_updated_saved_and_shown_to_the_model() {
     let (net, model) = net_with(vec![
@@ -81,7 +71,7 @@ async fn a_plan_is_written_updated_saved_and_shown_to_the_model() {
     }
     assert_eq!(net.invoke().await.unwrap().text(), "All done.");
 
-    let results = tool_results(&net);
+    let results = common::tool_results(&net);
     assert_eq!(
         results[0],
         (
@@ -135,7 +125,7 @@ async fn malformed_todo_lists_are_refused_and_change_nothing() {
         HumanNode::new("plan");
     }
     net.invoke().await.unwrap();
-    let results = tool_results(&net);
+    let results = common::tool_results(&net);
     assert_eq!(results[0].0, ToolStatus::Ok);
     let expected = [
         "unknown variant `done`, expected one of `pending`, `in_progress`, `completed`",

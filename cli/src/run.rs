@@ -14,11 +14,15 @@
 //! that needs approval (`interrupt_on` of `--agent`, or `execute` with
 //! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
 //! line edits the arguments; `--yes` approves everything. The session is
-//! saved in every case (JSON list by default, `--redis` for Redis).
+//! saved in every case (JSON list by default, `--redis` for Redis): after
+//! every node while it runs (a checkpoint, so even a killed process loses
+//! at most the node in flight; `lc-agent chat --session ID` finishes an
+//! interrupted run), and at the end.
 //!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
-//! ended (the session is saved with the pending call).
+//! ended (the session is saved with the pending call); 130 Ctrl-C stopped
+//! it (the session is saved with what ran).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -32,11 +36,14 @@ use lc_agent::{
     ToolCall, Turn,
 };
 use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
+use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
 use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
 use lc_agent_modifiers::spec::AgentSpec;
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::interrupt::{Interrupt, INTERRUPTED};
 
 /// `lc-agent run` arguments.
 #[derive(Debug, Args)]
@@ -86,6 +93,9 @@ struct ScriptTurn {
     content: String,
     #[serde(default)]
     tool_calls: Vec<ScriptCall>,
+    /// How long the model takes to answer, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +126,7 @@ pub(crate) fn model(args: &AgentArgs) -> Result<Arc<dyn ChatModel>, Failure> {
                 .into_iter()
                 .map(|c| ToolCall::new(c.id, c.name, c.arguments))
                 .collect(),
+            delay: (t.delay_ms > 0).then(|| std::time::Duration::from_millis(t.delay_ms)),
         });
         return Ok(Arc::new(ScriptedChatModel::new(turns)));
     }
@@ -154,10 +165,10 @@ pub(crate) fn agent(
     Ok((builder, spec))
 }
 
-pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, Failure> {
+pub(crate) async fn sessions(args: &AgentArgs) -> Result<Arc<dyn NetworkList>, Failure> {
     let failed = |e: lc_agent::list::ListError| usage(e.to_string());
     Ok(match &args.redis {
-        Some(url) => Box::new(
+        Some(url) => Arc::new(
             RedisNetworkList::builder()
                 .url(url.clone())
                 .user(args.user.clone())
@@ -169,7 +180,7 @@ pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, F
                 .sessions
                 .clone()
                 .unwrap_or_else(JsonNetworkList::default_root);
-            Box::new(
+            Arc::new(
                 JsonNetworkList::new(root)
                     .with_user(&args.user)
                     .map_err(failed)?,
@@ -245,10 +256,12 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     if net.name().is_empty() {
         net.set_name(args.task.chars().take(60).collect::<String>());
     }
+    checkpoint(&net, &list)?;
+    let interrupt = Interrupt::watch();
     let screen = show_progress(&net);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines)
+    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines, &interrupt)
         .await
         .map(|answer| (!screen.showed(&answer)).then_some(answer));
     match list.save(&net).await {
@@ -256,6 +269,16 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
         Err(e) => eprintln!("error: the session could not be saved: {e}"),
     }
     outcome
+}
+
+/// Saves the session after every node while it runs, so a killed process
+/// loses at most the node in flight.
+pub(crate) fn checkpoint(
+    net: &RunnableNetwork,
+    list: &Arc<dyn NetworkList>,
+) -> Result<(), Failure> {
+    net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
+        .map_err(|e| (1, e.to_string()))
 }
 
 /// What the screen shows of a run: the answer text streamed on stdout as
@@ -334,13 +357,32 @@ pub(crate) async fn turn(
     text: &str,
     yes: bool,
     lines: &mut Lines<'_>,
+    interrupt: &Interrupt,
 ) -> Result<String, Failure> {
     {
         let _scope = net.enter();
         HumanNode::new(text);
     }
+    finish(net, yes, lines, interrupt).await
+}
+
+/// Runs what the network has not run yet (a new turn, or a run that was
+/// interrupted or killed), asking for the approvals it needs, until it
+/// answers, fails, or Ctrl-C stops it.
+pub(crate) async fn finish(
+    net: &RunnableNetwork,
+    yes: bool,
+    lines: &mut Lines<'_>,
+    interrupt: &Interrupt,
+) -> Result<String, Failure> {
     loop {
-        match net.invoke().await {
+        let invoked = tokio::select! {
+            invoked = net.invoke() => invoked,
+            () = interrupt.interrupted() => {
+                break Err((INTERRUPTED, "interrupted; the session keeps what ran".into()));
+            }
+        };
+        match invoked {
             Err(e) => break Err((1, e.to_string())),
             Ok(reply) if net.held().is_empty() => break Ok(reply.text().to_string()),
             Ok(_) => match ask(net, yes, lines) {

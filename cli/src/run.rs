@@ -12,8 +12,9 @@
 //! one progress line per tool call goes to stderr (name, status,
 //! duration); the final answer is the last thing printed on stdout. A call
 //! that needs approval (`interrupt_on` of `--agent`, or `execute` with
-//! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
-//! line edits the arguments; `--yes` approves everything. The session is
+//! `--shell`) is asked on stdin, offering what the call allows: `y`
+//! approves, `n` rejects, `e` then a JSON line edits the arguments, `r`
+//! then a line answers in the tool's place; `--yes` approves everything. The session is
 //! saved in every case (JSON list by default, `--redis` for Redis): after
 //! every node while it runs (a checkpoint, so even a killed process loses
 //! at most the node in flight; `lc-agent chat --session ID` finishes an
@@ -35,7 +36,7 @@ use lc_agent::{
     ChatModel, HumanNode, NetworkEvent, OpenAiChatModel, RunnableNetwork, ScriptedChatModel,
     ToolCall, Turn,
 };
-use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
+use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, DecisionKind, Decisions};
 use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
 use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
@@ -206,6 +207,11 @@ fn short(args: &str) -> String {
 pub(crate) type Lines<'a> = dyn Iterator<Item = std::io::Result<String>> + 'a;
 
 /// Asks about every pending call; `false` when stdin ended first.
+///
+/// The question offers the decisions the call allows: `y` approve, `n`
+/// reject, `e` edit (then a JSON line of new arguments), `r` respond
+/// (then a line that becomes the call's result). An answer that is not
+/// allowed, or arguments that are not a JSON object, ask again.
 pub(crate) fn ask(
     net: &RunnableNetwork,
     yes: bool,
@@ -213,34 +219,74 @@ pub(crate) fn ask(
 ) -> Result<bool, Failure> {
     for pending in pending_approvals(net) {
         let call = &pending.tool_call;
-        let decision = if yes {
+        if yes {
             eprintln!("approved {} {}", call.name, short(&call.arguments));
-            Decision::Approve
-        } else {
-            eprint!("approve {} {}? [y/n/e] ", call.name, short(&call.arguments));
-            let _ = std::io::stderr().flush();
-            let Some(Ok(answer)) = lines.next() else {
+            decide(net, pending.node_id, Decision::Approve).map_err(|e| (1, e.to_string()))?;
+            continue;
+        }
+        let letters: String = pending
+            .allowed
+            .iter()
+            .map(|kind| match kind {
+                DecisionKind::Approve => "y",
+                DecisionKind::Reject => "n",
+                DecisionKind::Edit => "e",
+                DecisionKind::Respond => "r",
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        loop {
+            let Some(answer) = prompt(
+                &format!(
+                    "approve {} {}? [{letters}] ",
+                    call.name,
+                    short(&call.arguments)
+                ),
+                lines,
+            ) else {
                 return Ok(false);
             };
-            match answer.trim() {
+            let decision = match answer.trim() {
                 "y" | "yes" => Decision::Approve,
                 "e" | "edit" => {
-                    eprint!("new arguments (JSON): ");
-                    let _ = std::io::stderr().flush();
-                    let Some(Ok(json)) = lines.next() else {
+                    let Some(json) = prompt("new arguments (JSON): ", lines) else {
                         return Ok(false);
                     };
-                    Decision::Edit(
-                        serde_json::from_str(&json)
-                            .map_err(|e| (1, format!("not JSON arguments: {e}")))?,
-                    )
+                    match serde_json::from_str(&json) {
+                        Ok(args) => Decision::Edit(args),
+                        Err(e) => {
+                            eprintln!("not JSON arguments: {e}");
+                            continue;
+                        }
+                    }
                 }
-                _ => Decision::Reject("the user said no".to_string()),
+                "r" | "respond" => {
+                    let Some(text) = prompt("the call's result: ", lines) else {
+                        return Ok(false);
+                    };
+                    Decision::Respond(text)
+                }
+                "n" | "no" => Decision::Reject("the user said no".to_string()),
+                other => {
+                    eprintln!("`{other}` is not one of [{letters}]");
+                    continue;
+                }
+            };
+            match decide(net, pending.node_id, decision) {
+                Ok(()) => break,
+                // Not allowed for this tool, or not an object: ask again.
+                Err(e) => eprintln!("{e}"),
             }
-        };
-        decide(net, pending.node_id, decision).map_err(|e| (1, e.to_string()))?;
+        }
     }
     Ok(true)
+}
+
+/// Writes a question on stderr and reads the answer line.
+fn prompt(question: &str, lines: &mut Lines<'_>) -> Option<String> {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    lines.next()?.ok()
 }
 
 /// Runs the task; the answer when it still has to be printed (`None`: it

@@ -128,6 +128,18 @@ fn approvals_are_asked_on_stdin_and_a_closed_stdin_keeps_the_call_pending() {
         Some("Understood, I did not write it.")
     );
 
+    // Edit is not offered for write_file here: asked again, then approved.
+    let out = run(
+        dir.path(),
+        script(),
+        &["--agent", agent],
+        "e\n{\"file_path\": \"/edited.txt\"}\ny\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[y/n]"), "{stderr}");
+    assert_eq!(stderr.matches("approve write_file").count(), 2, "{stderr}");
+
     // No answer at all: exit 3, the session saved with the pending call.
     let out = run(dir.path(), script(), &["--agent", agent], "");
     assert_eq!(out.status.code(), Some(3));
@@ -142,7 +154,7 @@ fn approvals_are_asked_on_stdin_and_a_closed_stdin_keeps_the_call_pending() {
         sessions_list(dir.path())
             .matches("Write the greeting file.")
             .count(),
-        4
+        5
     );
 }
 
@@ -378,4 +390,38 @@ fn a_run_killed_inside_a_subagent_resumes_without_recomputing_what_ran() {
         .count();
     assert_eq!(writes, 1, "{after}");
     assert!(after.contains("from the sub-agent"), "the file merged back");
+}
+
+#[test]
+fn an_edited_call_runs_with_the_arguments_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[models.main]\nmodel = \"scripted\"\n[interrupt_on]\nwrite_file = [\"approve\", \"edit\", \"reject\", \"respond\"]\n",
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        script(),
+        &[
+            "--agent",
+            agent.to_str().unwrap(),
+            "--root",
+            work.to_str().unwrap(),
+        ],
+        // Not JSON first: asked again.
+        "e\nnot json\ne\n{\"file_path\": \"/edited.txt\", \"content\": \"edited\\n\"}\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[y/e/n/r]"), "{stderr}");
+    assert!(stderr.contains("not JSON arguments"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("edited.txt")).unwrap(),
+        "edited\n"
+    );
+    assert!(!work.join("hello.txt").exists());
 }

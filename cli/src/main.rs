@@ -1,12 +1,14 @@
 //! `lc-agent`: the command line of lc-agent.
 //!
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!   [--agent FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
+//!   [--agent FILE] [--mcp FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
 //! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
 //!   resuming a saved session (see `chat.rs`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see.
+//! - `lc-agent mcp --root DIR [--shell] [--http ADDR]` serves the file tools
+//!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
 
@@ -15,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod chat;
+mod mcp;
 mod run;
 mod sessions;
 mod tool;
@@ -43,6 +46,9 @@ enum Command {
     Tool(tool::ToolArgs),
     /// List, show, remove or export saved sessions.
     Sessions(sessions::SessionsArgs),
+    /// Serve the file tools to MCP clients (stdio, or streamable HTTP
+    /// with --http).
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,5 +57,6 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
+        Command::Mcp(args) => mcp::run(args),
     }
 }

@@ -30,6 +30,10 @@ use serde::{Deserialize, Serialize};
 /// The default time a tool call may take, in seconds.
 pub const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
 
+/// The least time a server gets to start and list its tools, in seconds
+/// (more when the call timeout is longer).
+pub const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
+
 /// A set of MCP servers by name: the `mcpServers` object.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -215,6 +219,13 @@ impl McpServerConfig {
     /// The call timeout.
     pub fn call_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs_f64(self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT_SECS))
+    }
+
+    /// How long starting the server and listing its tools may take: the
+    /// call timeout, at least [`MIN_CONNECT_TIMEOUT_SECS`].
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        self.call_timeout()
+            .max(std::time::Duration::from_secs_f64(MIN_CONNECT_TIMEOUT_SECS))
     }
 
     fn check(&self, name: &str) -> Result<(), ConfigError> {

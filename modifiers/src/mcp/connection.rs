@@ -164,7 +164,7 @@ impl ServerConnection {
             }
         }
         *slot = None;
-        let limit = self.config.call_timeout();
+        let limit = self.config.connect_timeout();
         let live = match tokio::time::timeout(limit, self.open()).await {
             Ok(live) => Arc::new(live?),
             Err(_) => {

@@ -125,7 +125,10 @@ const EVERYTHING_CALLS: fn() -> Vec<(&'static str, Value)> = || {
         ("get-sum", json!({"a": 2, "b": 3})),
         ("get-tiny-image", json!({})),
         ("get-resource-links", json!({"count": 2})),
-        ("get-annotated-message", json!({"messageType": "error", "includeImage": true})),
+        (
+            "get-annotated-message",
+            json!({"messageType": "error", "includeImage": true}),
+        ),
     ]
 };
 
@@ -141,7 +144,10 @@ async fn everything_server_over_stdio() {
     assert_eq!(reply.text(), "done");
     assert_eq!(model.calls(), 6);
     let results = tool_results(&net);
-    assert!(results.iter().all(|(s, _)| *s == ToolStatus::Ok), "{results:?}");
+    assert!(
+        results.iter().all(|(s, _)| *s == ToolStatus::Ok),
+        "{results:?}"
+    );
     insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!("mcp_everything_tools", listing(&mcp, &EVERYTHING_TOOLS));
         insta::assert_snapshot!("mcp_everything_results", results_text(&net));
@@ -213,7 +219,10 @@ async fn time_server_over_stdio() {
         &mcp,
         &[
             ("get_current_time", json!({"timezone": "Europe/Warsaw"})),
-            ("convert_time", json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})),
+            (
+                "convert_time",
+                json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            ),
             ("get_current_time", json!({"timezone": "Mars/Olympus"})),
         ],
     );
@@ -222,10 +231,15 @@ async fn time_server_over_stdio() {
     assert_eq!(results[0].0, ToolStatus::Ok, "{results:?}");
     assert_eq!(results[2].0, ToolStatus::Error, "{results:?}");
     // Dates and times vary: redacted.
-    let datetime = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d").unwrap();
-    let text = datetime.replace_all(&results_text(&net), "[datetime]").to_string();
+    let datetime =
+        regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d").unwrap();
+    let text = datetime
+        .replace_all(&results_text(&net), "[datetime]")
+        .to_string();
     let day = regex::Regex::new(r#""day_of_week": "\w+""#).unwrap();
-    let text = day.replace_all(&text, r#""day_of_week": "[day]""#).to_string();
+    let text = day
+        .replace_all(&text, r#""day_of_week": "[day]""#)
+        .to_string();
     let dst = regex::Regex::new(r#""is_dst": (true|false)"#).unwrap();
     let text = dst.replace_all(&text, r#""is_dst": "[dst]""#).to_string();
     insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
@@ -251,8 +265,12 @@ async fn a_server_killed_mid_call_is_an_error_and_the_next_call_restarts_it() {
     assert_eq!(results[0].0, ToolStatus::Ok);
     assert_eq!(results[1].0, ToolStatus::Error);
     assert!(
-        results[1].1.starts_with("Error: MCP server `fake` failed during `crash` (")
-            && results[1].1.ends_with("); it is reconnected on the next call"),
+        results[1]
+            .1
+            .starts_with("Error: MCP server `fake` failed during `crash` (")
+            && results[1]
+                .1
+                .ends_with("); it is reconnected on the next call"),
         "{}",
         results[1].1
     );
@@ -294,10 +312,20 @@ async fn an_invalid_tool_schema_is_a_clear_tool_error_and_the_rest_works() {
     }
     let mcp = McpTools::new(config([("fake", fake_server())]));
     assert!(mcp.connect().await.is_empty());
-    let bad = mcp.tool_list().into_iter().find(|t| t.name() == "bad").unwrap();
-    assert_eq!(bad.parameters(), json!({"type": "object", "properties": {}}));
+    let bad = mcp
+        .tool_list()
+        .into_iter()
+        .find(|t| t.name() == "bad")
+        .unwrap();
+    assert_eq!(
+        bad.parameters(),
+        json!({"type": "object", "properties": {}})
+    );
     assert!(bad.description().starts_with("(Unavailable: the MCP server `fake` sent an invalid input schema: `properties` must be an object, not 5.)"));
-    let (net, _) = network(&mcp, &[("bad", json!({})), ("echo", json!({"text": "still here"}))]);
+    let (net, _) = network(
+        &mcp,
+        &[("bad", json!({})), ("echo", json!({"text": "still here"}))],
+    );
     assert_eq!(net.invoke().await.unwrap().text(), "done");
     assert_eq!(
         tool_results(&net),
@@ -316,19 +344,31 @@ async fn the_tool_list_is_refreshed_when_the_server_announces_a_change() {
     }
     let mcp = McpTools::new(config([("fake", fake_server())]));
     assert!(mcp.connect().await.is_empty());
-    let names = |mcp: &McpTools| mcp.tool_list().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
+    let names = |mcp: &McpTools| {
+        mcp.tool_list()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect::<Vec<_>>()
+    };
     assert!(!names(&mcp).contains(&"added".to_string()));
     let (net, _) = network(&mcp, &[("add_tool", json!({}))]);
     net.invoke().await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !names(&mcp).contains(&"added".to_string()) {
-        assert!(std::time::Instant::now() < deadline, "no refresh: {:?}", names(&mcp));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no refresh: {:?}",
+            names(&mcp)
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The model can call the new tool on its next turn.
     let (net, _) = network(&mcp, &[("added", json!({}))]);
     net.invoke().await.unwrap();
-    assert_eq!(tool_results(&net), [(ToolStatus::Ok, "the added tool ran".to_string())]);
+    assert_eq!(
+        tool_results(&net),
+        [(ToolStatus::Ok, "the added tool ran".to_string())]
+    );
     mcp.disconnect().await;
 }
 
@@ -337,10 +377,18 @@ async fn clashing_names_are_prefixed_with_the_server_name() {
     if !available("python3") {
         return;
     }
-    let mcp = McpTools::new(config([("a", fake_server()), ("b", fake_server())])).reserve_names(["pid"]);
+    let mcp =
+        McpTools::new(config([("a", fake_server()), ("b", fake_server())])).reserve_names(["pid"]);
     assert!(mcp.connect().await.is_empty());
-    let names: Vec<String> = mcp.tool_list().iter().map(|t| t.name().to_string()).collect();
-    assert!(names.contains(&"a_echo".to_string()) && names.contains(&"b_echo".to_string()), "{names:?}");
+    let names: Vec<String> = mcp
+        .tool_list()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert!(
+        names.contains(&"a_echo".to_string()) && names.contains(&"b_echo".to_string()),
+        "{names:?}"
+    );
     assert!(names.contains(&"a_pid".to_string()) && !names.contains(&"pid".to_string()));
     let (net, _) = network(&mcp, &[("b_echo", json!({"text": "from b"}))]);
     net.invoke().await.unwrap();
@@ -350,10 +398,16 @@ async fn clashing_names_are_prefixed_with_the_server_name() {
 
 #[tokio::test]
 async fn a_server_that_cannot_start_is_reported_and_the_run_goes_on() {
-    let mcp = McpTools::new(config([("gone", McpServerConfig::stdio("/nonexistent/mcp-server", Vec::<String>::new()))]));
+    let mcp = McpTools::new(config([(
+        "gone",
+        McpServerConfig::stdio("/nonexistent/mcp-server", Vec::<String>::new()),
+    )]));
     let failures = mcp.connect().await;
     assert_eq!(failures.len(), 1);
-    assert_eq!(failures[0].to_string(), "MCP server `gone`: cannot start `/nonexistent/mcp-server`");
+    assert_eq!(
+        failures[0].to_string(),
+        "MCP server `gone`: cannot start `/nonexistent/mcp-server`"
+    );
     assert!(mcp.tool_list().is_empty());
     let (net, _) = network(&mcp, &[]);
     assert_eq!(net.invoke().await.unwrap().text(), "done");

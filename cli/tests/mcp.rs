@@ -186,3 +186,88 @@ fn http_off_loopback_needs_a_token() {
         "error: refusing to serve MCP on 0.0.0.0:0 without a bearer token: set LC_AGENT_TOKEN (required off loopback)\n"
     );
 }
+
+/// `lc-agent run --mcp FILE`: the agent gets the tools of the servers in
+/// the file; here `lc-agent mcp` itself over stdio on another directory,
+/// whose names clash with the agent's own file tools (so they are offered
+/// as `files_<name>`). A server that cannot start is a warning and the run
+/// goes on.
+#[test]
+fn run_with_mcp_servers_from_a_desktop_style_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("far.txt"), "from the MCP server\n").unwrap();
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {
+            "files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
+                      "args": ["mcp", "--root", served.path()]},
+            "gone": {"command": "/nonexistent/mcp-server"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "files_read_file", "arguments": {"file_path": "/far.txt"}}]},
+            {"tool_calls": [{"id": "c2", "name": "files_ls", "arguments": {"path": "/../"}}]},
+            {"content": "It says: from the MCP server"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Read far.txt over MCP."])
+        .arg("--script")
+        .arg(&script)
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .arg("--mcp")
+        .arg(&mcp_json)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.trim_end().lines().last(),
+        Some("It says: from the MCP server")
+    );
+    assert!(
+        stderr.contains("warning: MCP server `gone`: cannot start `/nonexistent/mcp-server`: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  files_read_file ok ("), "{stderr}");
+    assert!(stderr.contains("  files_ls error ("), "{stderr}");
+    // The session keeps what the model read.
+    let sessions = dir.path().join("sessions");
+    let saved: String = walk(&sessions)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(saved.contains("     1\\tfrom the MCP server"), "{saved}");
+    assert!(
+        saved.contains("Error: Path traversal not allowed: /../"),
+        "{saved}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

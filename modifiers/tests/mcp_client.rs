@@ -119,7 +119,8 @@ const EVERYTHING_TOOLS: [&str; 6] = [
     "get-annotated-message",
 ];
 
-const EVERYTHING_CALLS: fn() -> Vec<(&'static str, Value)> = || {
+/// The calls the scripted model makes to server-everything.
+fn everything_calls() -> Vec<(&'static str, Value)> {
     vec![
         ("echo", json!({"message": "hello from lc-agent"})),
         ("get-sum", json!({"a": 2, "b": 3})),
@@ -130,7 +131,7 @@ const EVERYTHING_CALLS: fn() -> Vec<(&'static str, Value)> = || {
             json!({"messageType": "error", "includeImage": true}),
         ),
     ]
-};
+}
 
 #[tokio::test]
 async fn everything_server_over_stdio() {
@@ -139,7 +140,7 @@ async fn everything_server_over_stdio() {
     let mcp = McpTools::new(config([("everything", server)]));
     let failures = mcp.connect().await;
     assert!(failures.is_empty(), "{failures:?}");
-    let (net, model) = network(&mcp, &EVERYTHING_CALLS());
+    let (net, model) = network(&mcp, &everything_calls());
     let reply = net.invoke().await.unwrap();
     assert_eq!(reply.text(), "done");
     assert_eq!(model.calls(), 6);
@@ -195,7 +196,7 @@ async fn everything_server_over_streamable_http() {
     let mcp = McpTools::new(config([("web", McpServerConfig::http(url))]));
     let failures = mcp.connect().await;
     assert!(failures.is_empty(), "{failures:?}");
-    let (net, _) = network(&mcp, &EVERYTHING_CALLS());
+    let (net, _) = network(&mcp, &everything_calls());
     assert_eq!(net.invoke().await.unwrap().text(), "done");
     insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         // The same tools and the same results as over stdio.

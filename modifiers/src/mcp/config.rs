@@ -366,4 +366,30 @@ mod tests {
             "MCP server `s`: `args` refers to ${LC_MCP_TEST_NOT_SET}, which is not set"
         );
     }
+
+    #[test]
+    fn a_saved_agent_spec_keeps_references_never_secrets() {
+        use crate::spec::AgentSpec;
+        std::env::set_var("LC_MCP_TEST_SECRET", "hunter2");
+        let spec = AgentSpec::from_toml(
+            "[models.main]\nmodel = \"m\"\n\
+             [mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n\
+             headers = { Authorization = \"Bearer ${LC_MCP_TEST_SECRET}\" }\n",
+        )
+        .unwrap();
+        let net = lc_agent::RunnableNetwork::new();
+        spec.store_in(&net).unwrap();
+        let saved = net.to_json().unwrap();
+        assert!(saved.contains("Bearer ${LC_MCP_TEST_SECRET}"));
+        assert!(!saved.contains("hunter2"));
+        let loaded = lc_agent::RunnableNetwork::from_json(&saved).unwrap();
+        let again = AgentSpec::from_network(&loaded).unwrap().unwrap();
+        assert_eq!(again, spec);
+        let config = again.mcp_config().unwrap();
+        let McpEndpoint::Http { headers, .. } = config.mcp_servers["web"].resolve("web").unwrap()
+        else {
+            panic!("http expected")
+        };
+        assert_eq!(headers["Authorization"], "Bearer hunter2");
+    }
 }

@@ -190,7 +190,7 @@ fn http_off_loopback_needs_a_token() {
 /// `lc-agent run --mcp FILE`: the agent gets the tools of the servers in
 /// the file; here `lc-agent mcp` itself over stdio on another directory,
 /// whose names clash with the agent's own file tools (so they are offered
-/// as `files_<name>`). A server that cannot start is a warning and the run
+/// as `files_<name>`; `--shell` adds `execute`). A server that cannot start is a warning and the run
 /// goes on.
 #[test]
 fn run_with_mcp_servers_from_a_desktop_style_file() {
@@ -202,7 +202,7 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
         &mcp_json,
         json!({"mcpServers": {
             "files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
-                      "args": ["mcp", "--root", served.path()]},
+                      "args": ["mcp", "--root", served.path(), "--shell"]},
             "gone": {"command": "/nonexistent/mcp-server"}
         }})
         .to_string(),
@@ -214,6 +214,7 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
         json!([
             {"tool_calls": [{"id": "c1", "name": "files_read_file", "arguments": {"file_path": "/far.txt"}}]},
             {"tool_calls": [{"id": "c2", "name": "files_ls", "arguments": {"path": "/../"}}]},
+            {"tool_calls": [{"id": "c3", "name": "files_execute", "arguments": {"command": "cat far.txt | tr a-z A-Z"}}]},
             {"content": "It says: from the MCP server"}
         ])
         .to_string(),
@@ -245,6 +246,8 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
     );
     assert!(stderr.contains("  files_read_file ok ("), "{stderr}");
     assert!(stderr.contains("  files_ls error ("), "{stderr}");
+    // `--shell` serves `execute`, run in the served directory.
+    assert!(stderr.contains("  files_execute ok ("), "{stderr}");
     // The session keeps what the model read.
     let sessions = dir.path().join("sessions");
     let saved: String = walk(&sessions)

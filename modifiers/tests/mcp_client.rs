@@ -413,3 +413,53 @@ async fn a_server_that_cannot_start_is_reported_and_the_run_goes_on() {
     let (net, _) = network(&mcp, &[]);
     assert_eq!(net.invoke().await.unwrap().text(), "done");
 }
+
+/// Our own server, in process, over HTTP: the bearer token is checked
+/// (a wrong one is a clear connect error), and a loopback server without a
+/// token serves anyone on this machine.
+#[tokio::test]
+async fn our_file_tool_server_over_http_checks_the_bearer_token() {
+    use lc_agent_modifiers::filesystem::FilesystemBackend;
+    use lc_agent_modifiers::mcp::FileToolServer;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let mut urls = Vec::new();
+    for token in [Some("right"), None] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
+        let server = FileToolServer::new(FilesystemBackend::new(dir.path()).unwrap());
+        tokio::spawn(server.serve_http(
+            listener,
+            token.map(str::to_string),
+            std::future::pending(),
+        ));
+    }
+    let wrong = McpTools::new(config([(
+        "files",
+        McpServerConfig::http(urls[0].clone()).with_header("Authorization", "Bearer wrong"),
+    )]));
+    let failures = wrong.connect().await;
+    assert_eq!(failures.len(), 1);
+    assert_eq!(
+        failures[0].to_string(),
+        "MCP server `files`: cannot connect"
+    );
+    assert!(wrong.tool_list().is_empty());
+
+    for (url, header) in [(&urls[0], Some("Bearer right")), (&urls[1], None)] {
+        let mut server = McpServerConfig::http(url.clone());
+        if let Some(header) = header {
+            server = server.with_header("Authorization", header);
+        }
+        let mcp = McpTools::new(config([("files", server)]));
+        assert!(mcp.connect().await.is_empty());
+        let (net, _) = network(&mcp, &[("read_file", json!({"file_path": "/a.txt"}))]);
+        net.invoke().await.unwrap();
+        assert_eq!(
+            tool_results(&net),
+            [(ToolStatus::Ok, "     1\talpha".to_string())]
+        );
+        mcp.disconnect().await;
+    }
+}

@@ -24,7 +24,8 @@ use lc_agent_modifiers::spec::AgentSpec;
 
 use crate::interrupt::{Interrupt, INTERRUPTED};
 use crate::run::{
-    agent, checkpoint, finish, model, sessions, show_progress, turn, usage, AgentArgs, Failure,
+    agent, attach_mcp, checkpoint, finish, model, sessions, show_progress, turn, usage, AgentArgs,
+    Failure,
 };
 
 /// `lc-agent chat` arguments.
@@ -41,7 +42,7 @@ pub struct ChatArgs {
 async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let main = model(&args.agent)?;
     let list = sessions(&args.agent).await?;
-    let net = match &args.session {
+    let (net, mcp) = match &args.session {
         Some(id) => {
             let id = id
                 .parse()
@@ -57,16 +58,19 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
                 None => agent(&args.agent, main)?.0,
             };
             builder.attach(&net).map_err(|e| (1, e.to_string()))?;
-            net
+            let spec = AgentSpec::from_network(&net).and_then(Result::ok);
+            let mcp = attach_mcp(&net, &args.agent, spec.as_ref()).await?;
+            (net, mcp)
         }
         None => {
             let (builder, spec) = agent(&args.agent, main)?;
             let net = builder.build().map_err(|e| usage(e.to_string()))?;
-            if let Some(spec) = spec {
+            if let Some(spec) = &spec {
                 spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
             }
             net.set_name("chat");
-            net
+            let mcp = attach_mcp(&net, &args.agent, spec.as_ref()).await?;
+            (net, mcp)
         }
     };
     checkpoint(&net, &list)?;
@@ -112,6 +116,9 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
         if let Err(e) = list.save(&net).await {
             eprintln!("error: the session could not be saved: {e}");
         }
+    }
+    if let Some(mcp) = mcp {
+        mcp.disconnect().await;
     }
     list.save(&net).await.map_err(|e| (1, e.to_string()))?;
     eprintln!("session {} saved", net.id());

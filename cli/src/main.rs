@@ -1,12 +1,14 @@
 //! `lc-agent`: the command line of lc-agent.
 //!
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!   [--agent FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
+//!   [--agent FILE] [--mcp FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
 //! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
 //!   resuming a saved session (see `chat.rs`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see.
+//! - `lc-agent mcp --root DIR [--shell] [--http ADDR]` serves the file tools
+//!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
 
@@ -16,6 +18,7 @@ use clap::{Parser, Subcommand};
 
 mod chat;
 mod interrupt;
+mod mcp;
 mod run;
 mod sessions;
 mod tool;
@@ -44,6 +47,9 @@ enum Command {
     Tool(tool::ToolArgs),
     /// List, show, remove or export saved sessions.
     Sessions(sessions::SessionsArgs),
+    /// Serve the file tools to MCP clients (stdio, or streamable HTTP
+    /// with --http).
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,5 +58,6 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
+        Command::Mcp(args) => mcp::run(args),
     }
 }

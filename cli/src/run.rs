@@ -2,8 +2,14 @@
 //!
 //! ```text
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!              [--agent FILE.toml] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//!              [--agent FILE.toml] [--mcp FILE.json] [--yes] [--sessions DIR | --redis URL]
+//!              [--user NAME]
 //! ```
+//!
+//! `--mcp` adds the tools of the MCP servers of an `mcpServers` JSON file
+//! (as desktop MCP clients write it) to those of the blueprint's
+//! `mcp_servers`; a server that cannot be reached is a warning on stderr
+//! and the run goes on without its tools.
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
 //! `--model`); `--script` replays a scripted model offline (a JSON list of
@@ -39,7 +45,8 @@ use lc_agent::{
 use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, DecisionKind, Decisions};
 use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
+use lc_agent_modifiers::filesystem::{tools::TOOL_NAMES, FilesystemBackend, LocalShellBackend};
+use lc_agent_modifiers::mcp::{McpConfig, McpTools};
 use lc_agent_modifiers::spec::AgentSpec;
 use serde::Deserialize;
 use serde_json::Value;
@@ -74,6 +81,9 @@ pub struct AgentArgs {
     /// An agent blueprint (TOML, or JSON by its extension).
     #[arg(long)]
     pub agent: Option<PathBuf>,
+    /// MCP servers whose tools the agent gets (an `mcpServers` JSON file).
+    #[arg(long)]
+    pub mcp: Option<PathBuf>,
     /// Approve every call that asks.
     #[arg(long)]
     pub yes: bool,
@@ -164,6 +174,45 @@ pub(crate) fn agent(
         };
     }
     Ok((builder, spec))
+}
+
+/// Attaches the MCP servers of the blueprint and of `--mcp` to `net`
+/// (connected now; an unreachable one is a warning). The tools, to
+/// disconnect at the end, when there are servers.
+pub(crate) async fn attach_mcp(
+    net: &RunnableNetwork,
+    args: &AgentArgs,
+    spec: Option<&AgentSpec>,
+) -> Result<Option<McpTools>, Failure> {
+    let mut config = match spec {
+        Some(spec) => spec.mcp_config().map_err(|e| usage(e.to_string()))?,
+        None => McpConfig::default(),
+    };
+    if let Some(path) = &args.mcp {
+        config.merge(McpConfig::from_file(path).map_err(|e| usage(error_chain(&e)))?);
+    }
+    if config.is_empty() {
+        return Ok(None);
+    }
+    let tools = McpTools::new(config)
+        .reserve_names(TOOL_NAMES.iter().copied().chain(["task", "write_todos"]));
+    for failure in tools.connect().await {
+        eprintln!("warning: {}", error_chain(&failure));
+    }
+    net.add_modifier(tools.clone())
+        .map_err(|e| (1, e.to_string()))?;
+    Ok(Some(tools))
+}
+
+/// An error and its causes, `: `-joined.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 pub(crate) async fn sessions(args: &AgentArgs) -> Result<Arc<dyn NetworkList>, Failure> {
@@ -299,6 +348,7 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     if let Some(spec) = &spec {
         spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
     }
+    let mcp = attach_mcp(&net, &args.agent, spec.as_ref()).await?;
     if net.name().is_empty() {
         net.set_name(args.task.chars().take(60).collect::<String>());
     }
@@ -313,6 +363,9 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     match list.save(&net).await {
         Ok(info) => eprintln!("session {} saved", info.id),
         Err(e) => eprintln!("error: the session could not be saved: {e}"),
+    }
+    if let Some(mcp) = mcp {
+        mcp.disconnect().await;
     }
     outcome
 }

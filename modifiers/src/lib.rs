@@ -25,6 +25,14 @@
 //!   outer conversation, repeated calls are refused, turns are capped.
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
+//! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
+//!   - `mcp/config.rs`: `McpConfig`, the `mcpServers` file, `${VAR}` references.
+//!   - `mcp/tools.rs`: `McpTools`, the modifier offering the servers' tools (name clashes prefixed).
+//!   - `mcp/connection.rs`: `ServerConnection`, one server: connect, list, call, reconnect, list_changed.
+//!   - `mcp/tool.rs`: `McpTool`, one server tool as a `Tool`; failures as `Error: ...` results.
+//!   - `mcp/content.rs`: tool results as text (images, audio, resources described).
+//!   - `mcp/server.rs`: `FileToolServer`, the file tools served over stdio or HTTP + bearer token.
+//!   - `mcp/error.rs`: `McpError`.
 //! - [`checkpoint`]: saves a running network to a `NetworkList` so another
 //!   process resumes it ([`CheckpointModifier`](checkpoint::CheckpointModifier)).
 //! - [`filesystem`]: the filesystem modifier, its tools and backends (its
@@ -63,6 +71,7 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod deep_agent;
 pub mod filesystem;
+pub mod mcp;
 pub mod spec;
 pub mod subagents;
 pub mod supervisor;

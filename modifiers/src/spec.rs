@@ -28,7 +28,17 @@
 //!
 //! [interrupt_on]
 //! execute = ["approve", "reject"]
+//!
+//! [mcp_servers.time]
+//! command = "mcp-server-time"
+//! [mcp_servers.web]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
 //! ```
+//!
+//! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
+//! named here and connected by the caller ([`AgentSpec::mcp_config`], then
+//! `McpTools` of the `mcp` feature); their secrets stay `${VAR}` references.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use crate::approvals::{DecisionKind, Decisions};
 use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
 use crate::filesystem::{FilesystemBackend, LocalShellBackend};
+use crate::mcp::{McpConfig, McpServerConfig};
 use crate::subagents::SubAgent;
 
 /// The session metadata key holding the agent's blueprint.
@@ -90,7 +101,7 @@ pub struct SubAgentSpec {
 }
 
 /// The blueprint of a deep agent (see the [module docs](self)).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     /// The session name.
@@ -117,6 +128,10 @@ pub struct AgentSpec {
     /// Model turns allowed in one `invoke`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_limit: Option<usize>,
+    /// MCP servers whose tools the agent gets (never secrets: `${VAR}`
+    /// references are resolved when a server starts).
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub mcp_servers: indexmap::IndexMap<String, McpServerConfig>,
 }
 
 /// Errors of reading or using a blueprint.
@@ -235,6 +250,24 @@ impl AgentSpec {
             agent = agent.step_limit(limit);
         }
         Ok(agent)
+    }
+
+    /// The MCP servers, as an `mcpServers` configuration (checked).
+    ///
+    /// ```
+    /// use lc_agent_modifiers::spec::AgentSpec;
+    ///
+    /// let spec = AgentSpec::from_toml("[mcp_servers.time]\ncommand = \"mcp-server-time\"").unwrap();
+    /// assert_eq!(spec.mcp_config().unwrap().mcp_servers.len(), 1);
+    /// ```
+    pub fn mcp_config(&self) -> Result<McpConfig, SpecError> {
+        let config = McpConfig {
+            mcp_servers: self.mcp_servers.clone(),
+        };
+        config
+            .validate()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        Ok(config)
     }
 
     /// The usual resolver: an OpenAI-compatible model per entry (key from

@@ -1,0 +1,367 @@
+//! [`ServerConnection`]: one MCP server, connected on demand and reconnected
+//! after a failure, with the last tool list it announced.
+//!
+//! ```text
+//!          call / connect()                       server
+//!  ─────────────▶ live? ──no──▶ spawn | HTTP ──▶ initialize ─▶ tools/list ─┐
+//!                  │yes                                                     │ cached
+//!                  ▼                                                        ▼
+//!            tools/call ──(timeout)──▶ result          tool list ◀── notifications/tools/list_changed
+//!                  │ transport closed, timeout                           (re-listed in the background)
+//!                  ▼
+//!            connection dropped (child killed); the next call connects again
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{McpEndpoint, McpServerConfig};
+use super::error::McpError;
+
+/// Lines of a server's stderr kept to explain a failed start.
+const STDERR_LINES: usize = 5;
+
+/// One tool as the server announced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteTool {
+    /// The server's name for it.
+    pub name: String,
+    /// Its description (empty when it has none).
+    pub description: String,
+    /// Its input schema, as sent (with `"type": "object"` added when missing).
+    pub schema: Value,
+    /// Why the schema cannot be offered to a model, if it cannot.
+    pub schema_problem: Option<String>,
+}
+
+/// What a call ended with, short of a result.
+#[derive(Debug)]
+pub(crate) enum CallFailure {
+    /// Connecting failed.
+    Connect(McpError),
+    /// The server answered with a JSON-RPC error (the connection is fine).
+    Refused(String),
+    /// The connection broke or the server was too slow; it was dropped.
+    Broken(String),
+    /// No answer in time; the connection was dropped.
+    Timeout(Duration),
+}
+
+/// The client side of one connection: notices tool-list changes.
+#[derive(Clone)]
+struct Handler {
+    server: Arc<str>,
+    tools: Arc<RwLock<Arc<[RemoteTool]>>>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("lc-agent", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let peer = context.peer;
+        let handler = self.clone();
+        // Listing is a request: never wait for it inside the notification.
+        tokio::spawn(async move {
+            match peer.list_all_tools().await {
+                Ok(tools) => {
+                    tracing::debug!(server = %handler.server, count = tools.len(), "MCP tool list changed");
+                    *handler.tools.write() = convert(tools).into();
+                }
+                Err(e) => {
+                    tracing::warn!(server = %handler.server, error = %e, "MCP tool list changed, re-listing failed")
+                }
+            }
+        });
+    }
+}
+
+type Live = RunningService<RoleClient, Handler>;
+
+/// One configured MCP server (see the [module docs](self)).
+pub struct ServerConnection {
+    name: Arc<str>,
+    config: McpServerConfig,
+    live: tokio::sync::Mutex<Option<Arc<Live>>>,
+    tools: Arc<RwLock<Arc<[RemoteTool]>>>,
+}
+
+impl std::fmt::Debug for ServerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConnection")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerConnection {
+    /// A server, not connected yet.
+    pub fn new(name: impl Into<String>, config: McpServerConfig) -> Self {
+        Self {
+            name: name.into().into(),
+            config,
+            live: tokio::sync::Mutex::new(None),
+            tools: Arc::new(RwLock::new(Arc::from(Vec::new()))),
+        }
+    }
+
+    /// The server's name in the configuration.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.config
+    }
+
+    /// The tools it announced last (empty before the first connection).
+    pub fn tools(&self) -> Arc<[RemoteTool]> {
+        self.tools.read().clone()
+    }
+
+    /// Whether a connection is open.
+    pub async fn is_connected(&self) -> bool {
+        self.live
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|l| !l.is_closed())
+    }
+
+    /// Connects unless connected; lists the tools on a new connection.
+    pub async fn connect(&self) -> Result<(), McpError> {
+        self.live().await.map(|_| ())
+    }
+
+    /// Closes the connection (a spawned server is stopped).
+    pub async fn disconnect(&self) {
+        if let Some(live) = self.live.lock().await.take() {
+            live.cancellation_token().cancel();
+        }
+    }
+
+    async fn live(&self) -> Result<Arc<Live>, McpError> {
+        let mut slot = self.live.lock().await;
+        if let Some(live) = slot.as_ref() {
+            if !live.is_closed() {
+                return Ok(live.clone());
+            }
+        }
+        *slot = None;
+        let limit = self.config.connect_timeout();
+        let live = match tokio::time::timeout(limit, self.open()).await {
+            Ok(live) => Arc::new(live?),
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: self.name.to_string(),
+                    what: "the MCP handshake and tools/list".into(),
+                    seconds: limit.as_secs_f64(),
+                })
+            }
+        };
+        *slot = Some(live.clone());
+        Ok(live)
+    }
+
+    /// Drops `live` if it is still the current connection.
+    async fn drop_live(&self, live: &Arc<Live>) {
+        let mut slot = self.live.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, live))
+        {
+            *slot = None;
+        }
+        live.cancellation_token().cancel();
+    }
+
+    async fn open(&self) -> Result<Live, McpError> {
+        let handler = Handler {
+            server: self.name.clone(),
+            tools: self.tools.clone(),
+        };
+        let server = self.name.to_string();
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let connected = match self.config.resolve(&server)? {
+            McpEndpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(&command);
+                cmd.args(&args).envs(&env);
+                if let Some(cwd) = &cwd {
+                    cmd.current_dir(cwd);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|source| McpError::Spawn {
+                        server: server.clone(),
+                        command: command.clone(),
+                        source,
+                    })?;
+                if let Some(stderr) = stderr {
+                    let tail = stderr_tail.clone();
+                    let name = self.name.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(server = %name, "{line}");
+                            let mut tail = tail.lock();
+                            if tail.len() == STDERR_LINES {
+                                tail.pop_front();
+                            }
+                            tail.push_back(line);
+                        }
+                    });
+                }
+                handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+            }
+            McpEndpoint::Http { url, headers } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        if let Some(token) = value.strip_prefix("Bearer ") {
+                            config = config.auth_header(token.to_string());
+                            continue;
+                        }
+                    }
+                    let invalid = |reason: String| {
+                        McpError::Config(super::config::ConfigError::Invalid {
+                            server: server.clone(),
+                            reason,
+                        })
+                    };
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|e| invalid(format!("header name `{name}`: {e}")))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| invalid(format!("header `{name}`: {e}")))?;
+                    custom.insert(name, value);
+                }
+                let transport =
+                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+            }
+        };
+        let live = connected.map_err(|source| McpError::Connect {
+            server: server.clone(),
+            stderr: tail_text(&stderr_tail.lock()),
+            source,
+        })?;
+        let tools = live
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError::ListTools {
+                server: server.clone(),
+                source: Box::new(e),
+            })?;
+        *self.tools.write() = convert(tools).into();
+        tracing::debug!(server = %self.name, tools = self.tools.read().len(), "MCP server connected");
+        Ok(live)
+    }
+
+    /// Calls `tool` with `args`; the result's JSON, or why there is none.
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<Value, CallFailure> {
+        let live = self.live().await.map_err(CallFailure::Connect)?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let limit = self.config.call_timeout();
+        match tokio::time::timeout(limit, live.call_tool(params)).await {
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|e| CallFailure::Refused(format!("its result is not JSON: {e}"))),
+            Ok(Err(ServiceError::McpError(e))) => Err(CallFailure::Refused(e.message.to_string())),
+            Ok(Err(ServiceError::UnexpectedResponse)) => Err(CallFailure::Refused(
+                "it answered with something other than a tool result (input requests and tasks are not supported)".into(),
+            )),
+            Ok(Err(e)) => {
+                self.drop_live(&live).await;
+                Err(CallFailure::Broken(e.to_string()))
+            }
+            Err(_) => {
+                self.drop_live(&live).await;
+                Err(CallFailure::Timeout(limit))
+            }
+        }
+    }
+}
+
+/// `: line | line` of the last stderr lines, or nothing.
+fn tail_text(lines: &VecDeque<String>) -> String {
+    let lines: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(" (its stderr: {})", lines.join(" | "))
+    }
+}
+
+/// The SDK's tools as [`RemoteTool`]s, schemas checked.
+fn convert(tools: Vec<rmcp::model::Tool>) -> Vec<RemoteTool> {
+    tools
+        .into_iter()
+        .map(|tool| {
+            let mut schema = (*tool.input_schema).clone();
+            schema
+                .entry("type")
+                .or_insert_with(|| Value::String("object".into()));
+            let schema = Value::Object(schema);
+            RemoteTool {
+                name: tool.name.to_string(),
+                description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+                schema_problem: schema_problem(&schema),
+                schema,
+            }
+        })
+        .collect()
+}
+
+/// Why `schema` is not an arguments schema a model can be given, if so.
+pub(crate) fn schema_problem(schema: &Value) -> Option<String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => return Some(format!("`type` must be \"object\", not {other}")),
+        None => {}
+    }
+    match schema.get("properties") {
+        None => {}
+        Some(Value::Object(props)) => {
+            if let Some((name, _)) = props
+                .iter()
+                .find(|(_, p)| !(p.is_object() || p.is_boolean()))
+            {
+                return Some(format!("property `{name}` is not a schema"));
+            }
+        }
+        Some(other) => return Some(format!("`properties` must be an object, not {other}")),
+    }
+    match schema.get("required") {
+        None => None,
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => None,
+        Some(other) => Some(format!("`required` must be a list of names, not {other}")),
+    }
+}

@@ -157,7 +157,7 @@ pub struct ReadmeDoctests;
 pub use error::{ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};
-pub use history::History;
+pub use history::{History, SummaryInfo};
 pub use kinds::{register_node_kind, register_node_loader};
 pub use list::{
     JsonNetworkList, ListError, ListPage, ListQuery, NetworkList, RedisNetworkList, SessionInfo,
@@ -168,6 +168,6 @@ pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
-pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
+pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};

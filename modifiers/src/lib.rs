@@ -65,5 +65,7 @@ pub mod deep_agent;
 pub mod filesystem;
 pub mod spec;
 pub mod subagents;
+pub mod summarization;
 pub mod supervisor;
 pub mod todos;
+pub mod tokens;

@@ -63,6 +63,7 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod deep_agent;
 pub mod filesystem;
+pub mod skills;
 pub mod spec;
 pub mod subagents;
 pub mod summarization;

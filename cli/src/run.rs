@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!              [--agent FILE.toml] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//!              [--agent FILE.toml] [--skills DIR] [--yes] [--sessions DIR | --redis URL]
+//!              [--user NAME]
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
@@ -10,7 +11,10 @@
 //! turns `{"content": "...", "tool_calls": [{"id", "name", "arguments"}]}`).
 //! The model's text streams to stdout as it is written (a line per turn);
 //! one progress line per tool call goes to stderr (name, status,
-//! duration); the final answer is the last thing printed on stdout. A call
+//! duration); the final answer is the last thing printed on stdout.
+//! `--skills DIR` lists the skills in DIR (folders with a `SKILL.md`) in
+//! the system prompt and mounts DIR at `/skills`, where the model reads
+//! them; with `--agent`, the stored blueprint keeps it. A call
 //! that needs approval (`interrupt_on` of `--agent`, or `execute` with
 //! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
 //! line edits the arguments; `--yes` approves everything. The session is
@@ -66,6 +70,9 @@ pub struct AgentArgs {
     /// An agent blueprint (TOML, or JSON by its extension).
     #[arg(long)]
     pub agent: Option<PathBuf>,
+    /// Skills: folders with a SKILL.md in this directory (mounted at /skills).
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
     /// Approve every call that asks.
     #[arg(long)]
     pub yes: bool,
@@ -130,7 +137,7 @@ pub(crate) fn agent(
     args: &AgentArgs,
     main: Arc<dyn ChatModel>,
 ) -> Result<(DeepAgentBuilder, Option<AgentSpec>), Failure> {
-    let (mut builder, spec) = match &args.agent {
+    let (mut builder, mut spec) = match &args.agent {
         Some(path) => {
             let spec = AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?;
             let main = main.clone();
@@ -150,6 +157,17 @@ pub(crate) fn agent(
         } else {
             builder.backend(FilesystemBackend::new(root).map_err(io)?)
         };
+    }
+    if let Some(dir) = &args.skills {
+        // Absolute, so that a session resumed elsewhere finds it again.
+        let dir = std::fs::canonicalize(dir)
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| usage(format!("--skills {}: not a directory", dir.display())))?;
+        builder = builder.skills_dir(dir.clone());
+        if let Some(spec) = &mut spec {
+            spec.skills.get_or_insert_with(Default::default).dir = Some(dir);
+        }
     }
     Ok((builder, spec))
 }

@@ -56,7 +56,7 @@
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
 //! nodes/              the built-in kinds: human, system, chat, tool, network
-//!                     (plain, isolated, routed), generic
+//!                     (plain, isolated, routed), summary (insert_summary), generic
 //! kinds.rs            the kind registry: create a node by kind name, load one
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
@@ -65,7 +65,8 @@
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
 //! routing.rs          model routing: step -> model name, in the metadata
-//! history.rs          History: the conversation, shared between nodes
+//! history.rs          History: the conversation, shared between nodes; summaries
+//!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
@@ -93,7 +94,8 @@
 //! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
-//! the `DeepAgent` preset, the `AgentSpec` blueprint); `lc-agent-cli`
+//! summarization, token counting, skills, the `DeepAgent` preset, the
+//! `AgentSpec` blueprint); `lc-agent-cli`
 //! (`cli/`) is the `lc-agent` binary (`run`, `chat`, `tool`, `sessions`).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.

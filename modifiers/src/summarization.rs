@@ -387,11 +387,15 @@ fn transcript_line(m: &Message, cap: Option<usize>) -> String {
         }
         _ => text.to_string(),
     };
+    let gap = if text.is_empty() { "" } else { " " };
     let mut out = match m {
         Message::Tool { name, .. } => {
-            format!("**tool** `{}`: {text}\n", name.as_deref().unwrap_or("?"))
+            format!(
+                "**tool** `{}`:{gap}{text}\n",
+                name.as_deref().unwrap_or("?")
+            )
         }
-        other => format!("**{}**: {text}\n", other.role()),
+        other => format!("**{}**:{gap}{text}\n", other.role()),
     };
     for call in m.tool_calls() {
         out.push_str(&format!("  - calls `{}` {}\n", call.name, call.arguments));

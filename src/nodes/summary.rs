@@ -101,3 +101,47 @@ impl RunnableNetwork {
         Ok(node)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ChatRequest;
+    use crate::nodes::{ChatNode, HumanNode};
+
+    #[test]
+    fn a_summary_goes_before_a_pending_node_and_round_trips() {
+        let net = RunnableNetwork::new();
+        let (human, chat) = {
+            let _scope = net.enter();
+            let human = HumanNode::new("q");
+            human.set_output(Message::human("q"));
+            (human, ChatNode::new())
+        };
+        let summary = net.insert_summary(&chat, "S", 1, Map::new()).unwrap();
+        assert_eq!(chat.parents(), [summary.id()]);
+        assert_eq!(summary.parents(), [human.id()]);
+        assert!(summary.is_invoked());
+        let input = net.input_of(&chat);
+        assert_eq!(input.latest_summary().unwrap().kept, 1);
+        assert_eq!(input.len(), 2, "the human message and the summary");
+
+        chat.set_output(Message::ai("a"));
+        let err = net.insert_summary(&chat, "S2", 1, Map::new()).unwrap_err();
+        assert!(err.to_string().contains("has not run"), "{err}");
+        assert_eq!(net.nodes().len(), 3, "nothing added");
+
+        let saved = net.to_json().unwrap();
+        let loaded = RunnableNetwork::from_json(&saved).unwrap();
+        assert_eq!(loaded.to_json().unwrap(), saved);
+        let history = loaded.history();
+        assert_eq!(history.latest_summary().unwrap().message.text(), "S");
+        assert_eq!(
+            ChatRequest::new(history)
+                .messages()
+                .iter()
+                .map(|m| m.text().to_string())
+                .collect::<Vec<_>>(),
+            ["S", "q", "a"]
+        );
+    }
+}

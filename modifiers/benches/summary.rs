@@ -52,8 +52,8 @@ fn assembly(c: &mut Criterion) {
         let sent = ChatRequest::new(net.input_of(&next)).messages().len();
         assert_eq!(
             sent,
-            1 + 1 + 6 + 1,
-            "system + summary + 6 kept + the question"
+            1 + 1 + 6,
+            "system + summary + the 6 kept (the question last)"
         );
         group.bench_with_input(BenchmarkId::new("after_summary", turns), &turns, |b, _| {
             b.iter(|| ChatRequest::new(net.input_of(&next)).messages().len())

@@ -11,14 +11,15 @@
 //! turns `{"content": "...", "tool_calls": [{"id", "name", "arguments"}]}`).
 //! The model's text streams to stdout as it is written (a line per turn);
 //! one progress line per tool call goes to stderr (name, status,
-//! duration); the final answer is the last thing printed on stdout.
-//! `--skills DIR` lists the skills in DIR (folders with a `SKILL.md`) in
-//! the system prompt and mounts DIR at `/skills`, where the model reads
-//! them; with `--agent`, the stored blueprint keeps it. A call
-//! that needs approval (`interrupt_on` of `--agent`, or `execute` with
-//! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
-//! line edits the arguments; `--yes` approves everything. The session is
-//! saved in every case (JSON list by default, `--redis` for Redis).
+//! duration), and one per summary written; the final answer is the last
+//! thing printed on stdout. `--skills DIR` lists the skills in DIR
+//! (folders with a `SKILL.md`) in the system prompt and mounts DIR at
+//! `/skills`, where the model reads them; with `--agent`, the stored
+//! blueprint keeps it. A call that needs approval (`interrupt_on` of
+//! `--agent`, or `execute` with `--shell`) is asked on stdin: `y`
+//! approves, `n` rejects, `e` then a JSON line edits the arguments; `--yes`
+//! approves everything. The session is saved in every case (JSON list by
+//! default, `--redis` for Redis).
 //!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
@@ -340,6 +341,11 @@ pub(crate) fn show_progress(net: &RunnableNetwork) -> Screen {
                 "error"
             };
             eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
+        }
+        NetworkEvent::SummaryWritten {
+            kept, summarized, ..
+        } => {
+            eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
         }
         _ => {}
     });

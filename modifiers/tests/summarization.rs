@@ -433,3 +433,60 @@ async fn fraction_of_the_context_window_triggers_with_the_real_tokenizer() {
         .unwrap();
     assert!((170..300).contains(&tokens), "{tokens}");
 }
+
+#[tokio::test]
+async fn a_deep_agent_writes_the_history_file_through_its_backend() {
+    use lc_agent_modifiers::deep_agent::DeepAgent;
+    use lc_agent_modifiers::filesystem::FilesystemBackend;
+
+    let dir = tempfile::tempdir().unwrap();
+    let main = Recorder::new([
+        Ok(Turn::text("a1")),
+        Ok(Turn::text("a2")),
+        Ok(Turn::call(
+            "c1",
+            "ls",
+            json!({"path": "/conversation_history"}),
+        )),
+        Ok(Turn::text("a3")),
+    ]);
+    let summarizer = Recorder::texts(["S: q1 and q2."]);
+    let net = DeepAgent::builder()
+        .model(main.clone())
+        .model_named("small", summarizer.clone())
+        .route_model(SUMMARY_STEP, "small")
+        .backend(FilesystemBackend::new(dir.path()).unwrap())
+        .summarization(
+            SummarizationConfig::default()
+                .every_human_turns(3)
+                .keep_messages(1)
+                .approximate(true),
+        )
+        .build()
+        .unwrap();
+    for text in ["q1", "q2", "q3"] {
+        say(&net, text).await;
+    }
+    assert_eq!(kinds(&net, SummaryNode::KIND), 1);
+    assert_eq!(summarizer.requests().len(), 1, "the `summary` step's model");
+    let file = dir
+        .path()
+        .join(format!("conversation_history/{}.md", net.id()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("**human**: q1") && text.contains("**ai**: a2"),
+        "{text}"
+    );
+    assert!(!text.contains("q3"), "{text}");
+    assert!(net.files().is_empty(), "on disk, not in the session");
+    // The model saw it with its file tools in the turn the summary was made.
+    let listed = net
+        .nodes()
+        .into_iter()
+        .find_map(|n| match n.output().as_deref() {
+            Some(Message::Tool { content, .. }) => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(listed, format!("/conversation_history/{}.md", net.id()));
+}

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod chat;
+mod interrupt;
 mod run;
 mod sessions;
 mod tool;

@@ -6,6 +6,7 @@
 //!    NodeAdded ... NodeInvoked | NodeFailed
 //!    ToolCallStarted ─▶ ToolCallFinished (status, duration)
 //!    Delta ... (streaming)      EmptyAnswer (a model said nothing)
+//!    SummaryWritten (a summary node joined the conversation)
 //!  InvokeFinished (outcome, duration)
 //! ```
 //!
@@ -90,6 +91,18 @@ pub enum NetworkEvent {
     EmptyAnswer {
         /// The chat node.
         node_id: NodeId,
+    },
+    /// A summary node joined the graph (see
+    /// [`RunnableNetwork::insert_summary`](crate::RunnableNetwork::insert_summary)):
+    /// requests below it send it instead of the older messages.
+    SummaryWritten {
+        /// The summary node.
+        node_id: NodeId,
+        /// Messages right before it that stay verbatim.
+        kept: usize,
+        /// Messages before those (the ones it stands for, earlier
+        /// summaries included).
+        summarized: usize,
     },
 }
 

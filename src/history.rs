@@ -5,6 +5,18 @@
 //! parent's list. Ten thousand turns therefore cost ten thousand small
 //! allocations, not fifty million copies; the full list is only walked when
 //! a model actually reads it ([`History::assemble`]).
+//!
+//! **Summaries.** A message pushed with [`History::push_summary`] stands
+//! for the conversation before it, except its newest `kept` messages. Each
+//! cell also points at the conversation's system messages so far and at
+//! the latest summary, so a request costs O(messages since the summary's
+//! cut point), however long the conversation is:
+//!
+//! ```text
+//!  positions   1 ........ c-1 | c ........ s-1 | s (summary, kept = s-c) | s+1 ... head
+//!              summarized       kept verbatim                               after it
+//!  assemble:   system messages + extra sections + summary + c..s-1 + s+1..head
+//! ```
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,6 +27,46 @@ struct Cell {
     message: Arc<Message>,
     prev: Option<Arc<Cell>>,
     len: usize,
+    /// The conversation's system messages up to here (summaries left
+    /// out), oldest first: a history of their own.
+    systems: History,
+    /// The latest summary at or before this message.
+    summary: Option<Arc<Mark>>,
+}
+
+/// Where a summary sits and what it stands for.
+struct Mark {
+    message: Arc<Message>,
+    /// The summary's own position (1-based).
+    at: usize,
+    /// How many messages right before it stay verbatim.
+    kept: usize,
+}
+
+impl Mark {
+    /// The position of the first message a request still sends verbatim.
+    fn cut(&self) -> usize {
+        self.at.saturating_sub(self.kept).max(1)
+    }
+}
+
+/// The latest summary of a [`History`] (see [`History::latest_summary`]).
+#[derive(Debug, Clone)]
+pub struct SummaryInfo {
+    /// The summary message.
+    pub message: Arc<Message>,
+    /// Its position in the history (1-based).
+    pub position: usize,
+    /// How many messages right before it stay verbatim in requests.
+    pub kept: usize,
+}
+
+impl SummaryInfo {
+    /// The position of the first message that requests still send
+    /// verbatim (1-based); everything before it is summarized.
+    pub fn cut(&self) -> usize {
+        self.position.saturating_sub(self.kept).max(1)
+    }
 }
 
 impl Drop for Cell {
@@ -56,14 +108,108 @@ impl History {
     /// This history with one more message at the end (O(1); `self` is
     /// unchanged).
     pub fn push(&self, message: Arc<Message>) -> History {
-        let len = self.len() + 1;
+        let systems = match (&*message, &self.head) {
+            (Message::System { .. }, _) => self.systems().push_plain(message.clone()),
+            (_, Some(cell)) => cell.systems.clone(),
+            (_, None) => History::new(),
+        };
+        let summary = self.head.as_ref().and_then(|c| c.summary.clone());
+        self.push_cell(message, systems, summary)
+    }
+
+    /// This history with a summary at the end: `message` stands for
+    /// everything before it except its newest `kept` messages (O(1)).
+    /// Requests then send the system messages, this summary, those `kept`
+    /// messages and whatever follows (see [`History::assemble`]); the
+    /// history itself keeps every message.
+    pub fn push_summary(&self, message: Arc<Message>, kept: usize) -> History {
+        let at = self.len() + 1;
+        let mark = Arc::new(Mark {
+            message: message.clone(),
+            at,
+            kept: kept.min(self.len()),
+        });
+        self.push_cell(message, self.systems(), Some(mark))
+    }
+
+    /// This history plus the newest message of `other`, a summary staying
+    /// a summary (how sibling histories join).
+    pub fn push_last_of(&self, other: &History) -> History {
+        match other.head.as_deref() {
+            None => self.clone(),
+            Some(cell) => match cell.summary.as_deref() {
+                Some(mark) if mark.at == cell.len => {
+                    self.push_summary(cell.message.clone(), mark.kept)
+                }
+                _ => self.push(cell.message.clone()),
+            },
+        }
+    }
+
+    fn push_cell(
+        &self,
+        message: Arc<Message>,
+        systems: History,
+        summary: Option<Arc<Mark>>,
+    ) -> History {
         History {
             head: Some(Arc::new(Cell {
                 message,
                 prev: self.head.clone(),
-                len,
+                len: self.len() + 1,
+                systems,
+                summary,
             })),
         }
+    }
+
+    /// A push for the list of system messages itself (no bookkeeping).
+    fn push_plain(&self, message: Arc<Message>) -> History {
+        self.push_cell(message, History::new(), None)
+    }
+
+    /// The system messages so far (summaries left out), oldest first.
+    fn systems(&self) -> History {
+        self.head
+            .as_ref()
+            .map(|c| c.systems.clone())
+            .unwrap_or_default()
+    }
+
+    /// The latest summary, if the history has one.
+    pub fn latest_summary(&self) -> Option<SummaryInfo> {
+        let mark = self.head.as_ref()?.summary.as_deref()?;
+        Some(SummaryInfo {
+            message: mark.message.clone(),
+            position: mark.at,
+            kept: mark.kept,
+        })
+    }
+
+    /// The messages after the latest summary's cut point (all of them
+    /// without a summary), oldest first, each with its position (1-based);
+    /// system messages and summaries are left out. O(messages since the
+    /// cut point).
+    pub fn since_cut(&self) -> Vec<(usize, &Message)> {
+        let cut = self
+            .head
+            .as_ref()
+            .and_then(|c| c.summary.as_deref())
+            .map_or(1, Mark::cut);
+        let mut out = Vec::new();
+        let mut cur = self.head.as_deref();
+        while let Some(cell) = cur {
+            if cell.len < cut {
+                break;
+            }
+            let is_summary = cell.summary.as_deref().is_some_and(|m| m.at == cell.len);
+            if !is_summary && !matches!(*cell.message, Message::System { .. }) {
+                out.push((cell.len, &*cell.message));
+            }
+            cur = cell.prev.as_deref();
+        }
+        out.reverse();
+        out
     }
 
     /// Number of messages.
@@ -122,7 +268,9 @@ impl History {
 
     /// The messages a chat model must receive, in protocol order:
     ///
-    /// 1. every system message first (then `extra_system`, in order);
+    /// 1. every system message first (then `extra_system`, in order, then
+    ///    the latest summary, when there is one: the messages it stands for
+    ///    are left out, and the cost is O(messages since its cut point));
     /// 2. each tool result right after the AI message that asked for it,
     ///    in the order of the calls: an AI message's results are the tool
     ///    messages that follow it, up to the next AI message (servers reuse
@@ -135,18 +283,23 @@ impl History {
     ///
     /// Consecutive AI messages are kept apart, never merged.
     pub fn assemble<'a>(&'a self, extra_system: &'a [String]) -> Vec<Cow<'a, Message>> {
-        let all = self.to_vec();
-        let mut out: Vec<Cow<'a, Message>> = Vec::with_capacity(all.len() + extra_system.len());
-        out.extend(
-            all.iter()
-                .filter(|m| matches!(m, Message::System { .. }))
-                .map(|m| Cow::Borrowed(*m)),
-        );
+        let all: Vec<&Message> = self.since_cut().into_iter().map(|(_, m)| m).collect();
+        let systems = self
+            .head
+            .as_ref()
+            .map(|c| c.systems.to_vec())
+            .unwrap_or_default();
+        let mut out: Vec<Cow<'a, Message>> =
+            Vec::with_capacity(systems.len() + extra_system.len() + 1 + all.len());
+        out.extend(systems.into_iter().map(Cow::Borrowed));
         out.extend(
             extra_system
                 .iter()
                 .map(|s| Cow::Owned(Message::system(s.clone()))),
         );
+        if let Some(mark) = self.head.as_ref().and_then(|c| c.summary.as_deref()) {
+            out.push(Cow::Borrowed(&*mark.message));
+        }
         // The calls of the latest AI message: what a tool result may answer.
         let mut open_calls: &[crate::message::ToolCall] = &[];
         for (i, m) in all.iter().enumerate() {
@@ -270,5 +423,83 @@ mod tests {
             got,
             want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
         );
+    }
+
+    fn roles_and_texts(h: &History) -> Vec<(String, String)> {
+        h.assemble(&[])
+            .iter()
+            .map(|m| (m.role().to_string(), m.text().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_summary_replaces_what_it_stands_for() {
+        let h = History::from_messages([
+            Message::system("rules"),
+            Message::human("q1"),
+            Message::ai("a1"),
+            Message::human("q2"),
+            Message::ai_with_tools("", vec![ToolCall::new("c1", "ls", json!({}))]),
+            Message::tool("listing", "c1"),
+        ]);
+        // Keeps the AI message and its result; stands for q1, a1, q2.
+        let h = h.push_summary(Arc::new(Message::system("SUMMARY 1")), 2);
+        let h = h.push(Arc::new(Message::ai("a2")));
+        let h = h.push(Arc::new(Message::system("late rule")));
+        assert_eq!(h.len(), 9, "the history keeps every message");
+        let want = [
+            ("system", "rules"),
+            ("system", "late rule"),
+            ("system", "SUMMARY 1"),
+            ("ai", ""),
+            ("tool", "listing"),
+            ("ai", "a2"),
+        ];
+        assert_eq!(
+            roles_and_texts(&h),
+            want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
+        );
+        let info = h.latest_summary().unwrap();
+        assert_eq!((info.position, info.kept, info.cut()), (7, 2, 5));
+        assert_eq!(
+            h.since_cut()
+                .iter()
+                .map(|(p, m)| (*p, m.text()))
+                .collect::<Vec<_>>(),
+            [(5, ""), (6, "listing"), (8, "a2")]
+        );
+
+        // A second summary keeps the first one's kept messages out and
+        // only the latest summary is sent.
+        let h = h
+            .push(Arc::new(Message::human("q3")))
+            .push_summary(Arc::new(Message::system("SUMMARY 2")), 1)
+            .push(Arc::new(Message::ai("a3")));
+        let want = [
+            ("system", "rules"),
+            ("system", "late rule"),
+            ("system", "SUMMARY 2"),
+            ("human", "q3"),
+            ("ai", "a3"),
+        ];
+        assert_eq!(
+            roles_and_texts(&h),
+            want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
+        );
+        // Sibling joins keep a summary a summary.
+        let joined = h.parent().parent().push_last_of(&h.parent());
+        assert_eq!(joined.latest_summary().unwrap().message.text(), "SUMMARY 2");
+    }
+
+    #[test]
+    fn assembling_after_a_summary_walks_only_the_recent_messages() {
+        let mut h = History::from_messages([Message::system("rules")]);
+        for i in 0..50_000 {
+            h = h.push(Arc::new(Message::human(format!("q{i}"))));
+        }
+        h = h.push_summary(Arc::new(Message::system("S")), 4);
+        h = h.push(Arc::new(Message::ai("latest")));
+        assert_eq!(h.since_cut().len(), 5);
+        assert_eq!(h.assemble(&[]).len(), 7);
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  "chat" ──▶ registry ──▶ loader(fields) ──▶ Arc<dyn NodeLogic>
-//!              ├─ built-in: human, system, chat, tool, network (fixed)
+//!              ├─ built-in: human, system, chat, tool, network, summary (fixed)
 //!              └─ yours:    register_node_kind::<T>("kind")
 //! ```
 //!
@@ -21,30 +21,32 @@ use serde_json::{Map, Value};
 use crate::error::{NetworkError, Result};
 use crate::network::RunnableNetwork;
 use crate::node::{NodeLogic, NodeRef};
-use crate::nodes::{ChatNode, HumanNode, NetworkNode, SystemNode, ToolNode};
+use crate::nodes::{ChatNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
 
 /// Builds a node kind's logic from its saved fields.
 pub(crate) type Loader =
     Arc<dyn Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync>;
 
 /// The kinds this crate defines; they cannot be replaced.
-pub const BUILTIN_KINDS: [&str; 5] = [
+pub const BUILTIN_KINDS: [&str; 6] = [
     HumanNode::KIND,
     SystemNode::KIND,
     ChatNode::KIND,
     ToolNode::KIND,
     NetworkNode::KIND,
+    SummaryNode::KIND,
 ];
 
 fn registry() -> &'static RwLock<HashMap<String, Loader>> {
     static REGISTRY: OnceLock<RwLock<HashMap<String, Loader>>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let builtin: [(&str, Loader); 5] = [
+        let builtin: [(&str, Loader); 6] = [
             (HumanNode::KIND, serde_loader::<HumanNode>()),
             (SystemNode::KIND, serde_loader::<SystemNode>()),
             (ChatNode::KIND, serde_loader::<ChatNode>()),
             (ToolNode::KIND, serde_loader::<ToolNode>()),
             (NetworkNode::KIND, Arc::new(load_network_node)),
+            (SummaryNode::KIND, serde_loader::<SummaryNode>()),
         ];
         RwLock::new(
             builtin

@@ -56,7 +56,7 @@
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
 //! nodes/              the built-in kinds: human, system, chat, tool, network
-//!                     (plain, isolated, routed), generic
+//!                     (plain, isolated, routed), summary (insert_summary), generic
 //! kinds.rs            the kind registry: create a node by kind name, load one
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
@@ -65,7 +65,8 @@
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
 //! routing.rs          model routing: step -> model name, in the metadata
-//! history.rs          History: the conversation, shared between nodes
+//! history.rs          History: the conversation, shared between nodes; summaries
+//!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
@@ -93,10 +94,10 @@
 //! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
-//! the `DeepAgent` preset, the `AgentSpec` blueprint) and MCP (`McpTools`,
-//! the file tools as an MCP server; feature `mcp`); `lc-agent-cli`
-//! (`cli/`) is the `lc-agent` binary (`run`, `chat`, `tool`, `sessions`,
-//! `mcp`).
+//! summarization, token counting, skills, the `DeepAgent` preset, the
+//! `AgentSpec` blueprint) and MCP (`McpTools`, the file tools as an MCP
+//! server; feature `mcp`); `lc-agent-cli` (`cli/`) is the `lc-agent`
+//! binary (`run`, `chat`, `tool`, `sessions`, `mcp`).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.
 //!
@@ -159,7 +160,7 @@ pub struct ReadmeDoctests;
 pub use error::{ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};
-pub use history::History;
+pub use history::{History, SummaryInfo};
 pub use kinds::{register_node_kind, register_node_loader};
 pub use list::{
     JsonNetworkList, ListError, ListPage, ListQuery, NetworkList, RedisNetworkList, SessionInfo,
@@ -170,6 +171,6 @@ pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
-pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
+pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! lc-agent chat [--session ID] [--root DIR] [--model NAME | --script FILE.json]
-//!               [--agent FILE] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//!               [--agent FILE] [--skills DIR] [--yes] [--sessions DIR | --redis URL]
+//!               [--user NAME]
 //! ```
 //!
 //! Each line read on stdin is a turn (`/exit` or the end of stdin ends the

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!              [--agent FILE.toml] [--mcp FILE.json] [--yes] [--sessions DIR | --redis URL]
+//!              [--agent FILE.toml] [--mcp FILE.json] [--skills DIR] [--yes]
+//!              [--sessions DIR | --redis URL]
 //!              [--user NAME]
 //! ```
 //!
@@ -16,15 +17,19 @@
 //! turns `{"content": "...", "tool_calls": [{"id", "name", "arguments"}]}`).
 //! The model's text streams to stdout as it is written (a line per turn);
 //! one progress line per tool call goes to stderr (name, status,
-//! duration); the final answer is the last thing printed on stdout. A call
-//! that needs approval (`interrupt_on` of `--agent`, or `execute` with
-//! `--shell`) is asked on stdin, offering what the call allows: `y`
-//! approves, `n` rejects, `e` then a JSON line edits the arguments, `r`
-//! then a line answers in the tool's place; `--yes` approves everything. The session is
-//! saved in every case (JSON list by default, `--redis` for Redis): after
-//! every node while it runs (a checkpoint, so even a killed process loses
-//! at most the node in flight; `lc-agent chat --session ID` finishes an
-//! interrupted run), and at the end.
+//! duration), and one per summary written; the final answer is the last
+//! thing printed on stdout. `--skills DIR` lists the skills in DIR
+//! (folders with a `SKILL.md`) in the system prompt and mounts DIR at
+//! `/skills`, where the model reads them; with `--agent`, the stored
+//! blueprint keeps it. A call that needs approval (`interrupt_on` of
+//! `--agent`, or `execute` with `--shell`) is asked on stdin, offering
+//! what the call allows: `y` approves, `n` rejects, `e` then a JSON line
+//! edits the arguments, `r` then a line answers in the tool's place;
+//! `--yes` approves everything. The session is saved in every case (JSON
+//! list by default, `--redis` for Redis): after every node while it runs
+//! (a checkpoint, so even a killed process loses at most the node in
+//! flight; `lc-agent chat --session ID` finishes an interrupted run), and
+//! at the end.
 //!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
@@ -84,6 +89,9 @@ pub struct AgentArgs {
     /// MCP servers whose tools the agent gets (an `mcpServers` JSON file).
     #[arg(long)]
     pub mcp: Option<PathBuf>,
+    /// Skills: folders with a SKILL.md in this directory (mounted at /skills).
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
     /// Approve every call that asks.
     #[arg(long)]
     pub yes: bool,
@@ -152,7 +160,7 @@ pub(crate) fn agent(
     args: &AgentArgs,
     main: Arc<dyn ChatModel>,
 ) -> Result<(DeepAgentBuilder, Option<AgentSpec>), Failure> {
-    let (mut builder, spec) = match &args.agent {
+    let (mut builder, mut spec) = match &args.agent {
         Some(path) => {
             let spec = AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?;
             let main = main.clone();
@@ -172,6 +180,17 @@ pub(crate) fn agent(
         } else {
             builder.backend(FilesystemBackend::new(root).map_err(io)?)
         };
+    }
+    if let Some(dir) = &args.skills {
+        // Absolute, so that a session resumed elsewhere finds it again.
+        let dir = std::fs::canonicalize(dir)
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| usage(format!("--skills {}: not a directory", dir.display())))?;
+        builder = builder.skills_dir(dir.clone());
+        if let Some(spec) = &mut spec {
+            spec.skills.get_or_insert_with(Default::default).dir = Some(dir);
+        }
     }
     Ok((builder, spec))
 }
@@ -444,6 +463,11 @@ pub(crate) fn show_progress(net: &RunnableNetwork) -> Screen {
                 "error"
             };
             eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
+        }
+        NetworkEvent::SummaryWritten {
+            kept, summarized, ..
+        } => {
+            eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
         }
         _ => {}
     });

@@ -234,6 +234,61 @@ fn chat_answers_each_line_and_resumes_a_saved_session() {
     assert!(shown.contains("[ai] It says: buy milk."), "{shown}");
 }
 
+/// Every saved session file's text under `dir/sessions`.
+fn saved_sessions(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    let mut stack = vec![dir.join("sessions")];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                out.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn skills_are_mounted_and_read_with_read_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills/greeting");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: greeting\ndescription: How to greet people\n---\nSay SKILL-BODY-HELLO.\n",
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"tool_calls": [{"id": "c1", "name": "read_file",
+            "arguments": {"file_path": "/skills/greeting/SKILL.md"}}]},
+        {"content": "Read the greeting skill."}
+    ]);
+    let skills_dir = dir.path().join("skills");
+    let out = run(
+        dir.path(),
+        script,
+        &["--skills", skills_dir.to_str().unwrap()],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("read_file ok"), "{stderr}");
+    assert!(saved_sessions(dir.path()).contains("Say SKILL-BODY-HELLO."));
+
+    let missing = run(dir.path(), script_none(), &["--skills", "/no/such/dir"], "");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("--skills /no/such/dir: not a directory")
+    );
+}
+
+fn script_none() -> serde_json::Value {
+    serde_json::json!([{"content": "unused"}])
+}
+
 /// The saved session file of the one session under `dir/sessions`, once
 /// it exists and `ready` holds for its text.
 fn saved_session(dir: &std::path::Path, ready: impl Fn(&str) -> bool) -> (String, String) {

@@ -5,22 +5,28 @@
 //!  DeepAgent::builder()
 //!    .model(..) .backend(..) .instructions(..) .subagent(..)
 //!    .interrupt_on(..) .route_model(..) .tool(..)
+//!    .summarization(..) .skills_dir(..) .skills(..)
 //!    ├─ build()        a new network: system prompt + everything attached
 //!    └─ attach(&net)   the same models, tools and modifiers on a loaded
 //!                      session (they are never saved)
 //! ```
 //!
 //! Every piece is also usable on its own: [`FilesystemModifier`],
-//! [`TodoListModifier`], [`SubAgentModifier`], [`ApprovalModifier`] and
-//! the network's model routes.
+//! [`TodoListModifier`], [`SubAgentModifier`], [`ApprovalModifier`],
+//! [`SummarizationModifier`], [`SkillsModifier`] and the network's model
+//! routes.
 
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Tool};
 
 use crate::approvals::{ApprovalModifier, Decisions};
-use crate::filesystem::{BackendSource, FilesystemModifier, StateBackend};
+use crate::filesystem::{
+    BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
+};
+use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
+use crate::summarization::{SummarizationConfig, SummarizationModifier};
 use crate::todos::TodoListModifier;
 
 /// The name the preset registers its main model under.
@@ -55,6 +61,9 @@ pub struct DeepAgentBuilder {
     routes: Vec<(String, String)>,
     tools: Vec<Arc<dyn Tool>>,
     step_limit: Option<usize>,
+    summarization: Option<SummarizationConfig>,
+    skills_dir: Option<std::path::PathBuf>,
+    skill_roots: Vec<String>,
 }
 
 impl std::fmt::Debug for DeepAgentBuilder {
@@ -67,6 +76,9 @@ impl std::fmt::Debug for DeepAgentBuilder {
             )
             .field("subagents", &self.subagents)
             .field("routes", &self.routes)
+            .field("summarization", &self.summarization)
+            .field("skills_dir", &self.skills_dir)
+            .field("skill_roots", &self.skill_roots)
             .finish_non_exhaustive()
     }
 }
@@ -132,6 +144,29 @@ impl DeepAgentBuilder {
         self
     }
 
+    /// Summarizes the conversation when it grows (see
+    /// [`crate::summarization`]); the history file goes through the
+    /// agent's backend, where `read_file` finds it.
+    pub fn summarization(mut self, config: SummarizationConfig) -> Self {
+        self.summarization = Some(config);
+        self
+    }
+
+    /// Skills from a directory on disk: mounted (confined) at `/skills`
+    /// of the file tools, and listed in the system prompt (see
+    /// [`crate::skills`]).
+    pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.skills_dir = Some(dir.into());
+        self
+    }
+
+    /// Skills already in the agent's backend, under `root` (`/skills`,
+    /// `/memories/skills`, ...).
+    pub fn skills(mut self, root: impl Into<String>) -> Self {
+        self.skill_roots.push(root.into());
+        self
+    }
+
     /// The network's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -182,15 +217,32 @@ impl DeepAgentBuilder {
         for tool in &self.tools {
             net.add_tool_shared(tool.clone());
         }
-        let backend = self
+        let mut backend = self
             .backend
             .clone()
             .unwrap_or_else(|| StateBackend::factory().into());
-        net.add_modifier(FilesystemModifier::new(backend))?;
+        let mut skill_roots = self.skill_roots.clone();
+        if let Some(dir) = &self.skills_dir {
+            backend = CompositeBackend::new(backend)
+                .route(&format!("{SKILLS_ROUTE}/"), FilesystemBackend::new(dir)?)
+                .into();
+            skill_roots.insert(0, SKILLS_ROUTE.to_string());
+        }
+        net.add_modifier(FilesystemModifier::new(backend.clone()))?;
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
         if let Some(approvals) = &self.approvals {
             net.add_modifier(approvals.clone())?;
+        }
+        if let Some((first, more)) = skill_roots.split_first() {
+            let skills = more.iter().fold(
+                SkillsModifier::new(backend.clone(), first.clone()),
+                |m, r| m.root(r.clone()),
+            );
+            net.add_modifier(skills)?;
+        }
+        if let Some(config) = &self.summarization {
+            net.add_modifier(SummarizationModifier::new(config.clone()).backend(backend))?;
         }
         Ok(())
     }

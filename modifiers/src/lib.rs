@@ -12,7 +12,8 @@
 //! ## Layout
 //!
 //! - [`deep_agent`]: the preset ([`DeepAgent`](deep_agent::DeepAgent)) that puts
-//!   the file tools, todos, sub-agents, approvals and model routes on one network.
+//!   the file tools, todos, sub-agents, approvals, model routes, summaries and
+//!   skills on one network.
 //! - [`spec`]: [`AgentSpec`](spec::AgentSpec), the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
@@ -23,6 +24,14 @@
 //! - [`supervisor`]: a supervisor network whose chat model calls named route
 //!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.
+//! - [`summarization`]: summaries of long conversations: triggers (context-window
+//!   fraction, tokens, human turns), the cut that never splits a tool call, the
+//!   `summary` step's model, `/conversation_history/<session-id>.md`
+//!   ([`SummarizationModifier`](summarization::SummarizationModifier)).
+//! - [`tokens`]: `TokenCounter`, `TiktokenCounter` (feature `tokens`), `ApproxCounter`,
+//!   and [`ContextWindows`](tokens::ContextWindows) per model.
+//! - [`skills`]: `SKILL.md` folders listed in the system prompt
+//!   ([`SkillsModifier`](skills::SkillsModifier)); malformed files are skipped with a warning.
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
@@ -72,7 +81,10 @@ pub mod checkpoint;
 pub mod deep_agent;
 pub mod filesystem;
 pub mod mcp;
+pub mod skills;
 pub mod spec;
 pub mod subagents;
+pub mod summarization;
 pub mod supervisor;
 pub mod todos;
+pub mod tokens;

@@ -34,6 +34,13 @@
 //! [mcp_servers.web]
 //! url = "http://127.0.0.1:3001/mcp"
 //! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
+//!
+//! [skills]
+//! dir = "./skills"
+//!
+//! [summarization]
+//! every_human_turns = 8
+//! context_windows = { models = { "qwen2.5-coder" = 32768 } }
 //! ```
 //!
 //! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
@@ -52,6 +59,7 @@ use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
 use crate::filesystem::{FilesystemBackend, LocalShellBackend};
 use crate::mcp::{McpConfig, McpServerConfig};
 use crate::subagents::SubAgent;
+use crate::summarization::SummarizationConfig;
 
 /// The session metadata key holding the agent's blueprint.
 pub const AGENT_SPEC_KEY: &str = "agent_spec";
@@ -100,6 +108,18 @@ pub struct SubAgentSpec {
     pub model: Option<String>,
 }
 
+/// Where the agent's skills are (see [`crate::skills`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsSpec {
+    /// A directory on disk, mounted at `/skills`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// Paths of the agent's backend that hold skill folders.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<String>,
+}
+
 /// The blueprint of a deep agent (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -132,6 +152,12 @@ pub struct AgentSpec {
     /// references are resolved when a server starts).
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub mcp_servers: indexmap::IndexMap<String, McpServerConfig>,
+    /// Skills listed in the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<SkillsSpec>,
+    /// Summaries of long conversations (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarization: Option<SummarizationConfig>,
 }
 
 /// Errors of reading or using a blueprint.
@@ -248,6 +274,17 @@ impl AgentSpec {
         }
         if let Some(limit) = self.step_limit {
             agent = agent.step_limit(limit);
+        }
+        if let Some(skills) = &self.skills {
+            if let Some(dir) = &skills.dir {
+                agent = agent.skills_dir(dir.clone());
+            }
+            for route in &skills.routes {
+                agent = agent.skills(route.clone());
+            }
+        }
+        if let Some(config) = &self.summarization {
+            agent = agent.summarization(config.clone());
         }
         Ok(agent)
     }

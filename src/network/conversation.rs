@@ -46,10 +46,7 @@ impl Graph {
                 // the shared prefix plus each parent's own output.
                 let base = histories[0].parent();
                 if histories.iter().all(|h| h.parent().same_as(&base)) {
-                    histories.iter().fold(base, |acc, h| match h.last_shared() {
-                        Some(m) => acc.push(m),
-                        None => acc,
-                    })
+                    histories.iter().fold(base, |acc, h| acc.push_last_of(h))
                 } else {
                     self.assemble_from_ancestors(node)
                 }
@@ -87,8 +84,8 @@ impl Graph {
         order
             .iter()
             .fold(self.input.clone(), |h, n| match n.output_now() {
-                Some(m) if n.logic().in_conversation() => h.push(m),
-                _ => h,
+                Some(m) => crate::node::speak(n.logic(), h, m),
+                None => h,
             })
     }
 

@@ -85,6 +85,26 @@ pub trait NodeLogic: AsAny + Send + Sync + 'static {
     fn in_conversation(&self) -> bool {
         true
     }
+
+    /// `Some(kept)` when the node's output is a summary of the
+    /// conversation before it: requests below it send the summary instead
+    /// of everything before it except its newest `kept` messages (see
+    /// [`History::push_summary`]). Default `None`: an ordinary message.
+    fn summary_keeps(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The conversation after a node of this logic output `message`, given
+/// the conversation before it.
+pub(crate) fn speak(logic: &dyn NodeLogic, input: History, message: Arc<Message>) -> History {
+    if !logic.in_conversation() {
+        return input;
+    }
+    match logic.summary_keeps() {
+        Some(kept) => input.push_summary(message, kept),
+        None => input.push(message),
+    }
 }
 
 /// Gives every node kind an `Any` view, so [`NodeRef::downcast`] can reach

@@ -205,11 +205,10 @@ impl NodeRef {
     /// invoked (a pending node's conversation can still change); builds it
     /// from `input` and the node's output.
     pub(crate) fn history_after(&self, input: History) -> History {
-        let speaks = self.0.logic.in_conversation();
         let mut st = self.state();
         let history = match &st.outputs {
-            Some(m) if speaks => input.push(m.clone()),
-            _ => input,
+            Some(m) => super::speak(&*self.0.logic, input, m.clone()),
+            None => input,
         };
         if st.invoked {
             st.history = Some(history.clone());

@@ -4,10 +4,12 @@ mod chat;
 mod generic;
 mod message;
 mod network;
+mod summary;
 mod tool;
 
 pub use chat::ChatNode;
 pub use generic::GenericNode;
 pub use message::{HumanNode, SystemNode};
 pub use network::NetworkNode;
+pub use summary::SummaryNode;
 pub use tool::ToolNode;

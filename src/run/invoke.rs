@@ -135,11 +135,7 @@ impl RunnableNetwork {
             }
         };
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let history = if logic.in_conversation() {
-            input.push(message.clone())
-        } else {
-            input
-        };
+        let history = crate::node::speak(&*logic, input, message.clone());
         node.record_output(message.clone(), Some(history), |m| {
             m.shift_remove("error");
             m.insert(

@@ -350,6 +350,43 @@ pub trait Backend: Send + Sync {
     /// Deletes a file.
     async fn delete(&self, path: &str) -> FsResult<()>;
 
+    /// Adds `text` at the end of a file, creating it (and its parents)
+    /// when missing; what the file held stays as it was. The default reads
+    /// the file and writes it back whole (atomically where the backend
+    /// writes atomically); backends that can append in place do.
+    async fn append(&self, path: &str, text: &str) -> FsResult<()> {
+        let found = self.download_files(vec![path.to_string()]).await.pop();
+        let mut bytes = match found {
+            Some(FileDownloadResponse {
+                content: Some(bytes),
+                ..
+            }) => bytes,
+            Some(FileDownloadResponse {
+                error: Some(FileOpError::FileNotFound),
+                ..
+            })
+            | None => Vec::new(),
+            Some(FileDownloadResponse { error, .. }) => {
+                return Err(FsError::Io {
+                    path: path.to_string(),
+                    reason: format!(
+                        "cannot read it to append: {}",
+                        error.map_or("unknown error", FileOpError::as_str)
+                    ),
+                })
+            }
+        };
+        bytes.extend_from_slice(text.as_bytes());
+        let written = self.upload_files(vec![(path.to_string(), bytes)]).await;
+        match written.into_iter().next().and_then(|r| r.error) {
+            None => Ok(()),
+            Some(code) => Err(FsError::Io {
+                path: path.to_string(),
+                reason: format!("cannot append: {code}"),
+            }),
+        }
+    }
+
     /// Whether [`Backend::execute`] runs commands (the sandbox extension).
     fn supports_execute(&self) -> bool {
         false

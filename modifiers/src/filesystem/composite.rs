@@ -240,6 +240,16 @@ impl Backend for Routed {
         }
     }
 
+    async fn append(&self, file: &str, text: &str) -> FsResult<()> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .append(&inner, text)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.append(file, text).await,
+        }
+    }
+
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         match self.route(file) {
             Some((prefix, b, inner)) => b

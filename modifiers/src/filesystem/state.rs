@@ -135,6 +135,28 @@ impl Backend for StateBackend {
             .collect()
     }
 
+    async fn append(&self, file: &str, text: &str) -> FsResult<()> {
+        self.network.with_files_mut(|files| {
+            let Some(data) = files.get_mut(file) else {
+                map_backend::check_write(files, file, false)?;
+                map_backend::put(files, file, text);
+                return Ok(());
+            };
+            // The content is the text split on `\n`: the first piece of
+            // `text` continues the last line, the others are new lines.
+            let mut pieces = text.split('\n');
+            if let Some(first) = pieces.next() {
+                match data.content.last_mut() {
+                    Some(last) => last.push_str(first),
+                    None => data.content.push(first.to_string()),
+                }
+            }
+            data.content.extend(pieces.map(str::to_string));
+            data.modified_at = lc_agent::files::now_rfc3339();
+            Ok(())
+        })
+    }
+
     async fn delete(&self, file: &str) -> FsResult<()> {
         self.network
             .with_files_mut(|files| match files.remove(file) {

@@ -68,6 +68,7 @@
 //! history.rs          History: the conversation, shared between nodes
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
+//! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
 //!                     transport.rs (sending, retries), wire.rs (JSON types),
@@ -148,6 +149,7 @@ pub mod nodes;
 pub mod routing;
 pub mod run;
 pub mod tool;
+pub mod tool_executor;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -171,3 +173,4 @@ pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SystemNode, ToolNode};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

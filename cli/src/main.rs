@@ -6,7 +6,9 @@
 //! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
 //!   resuming a saved session (see `chat.rs`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
-//!   runs one file-tool call and prints what the model would see.
+//!   runs one file-tool call and prints what the model would see;
+//!   `lc-agent tool --list [--root DIR [--shell]]` prints the deep agent's
+//!   tools as OpenAI definitions (JSON).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
 

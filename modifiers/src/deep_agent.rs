@@ -19,6 +19,7 @@ use std::sync::Arc;
 use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Tool};
 
 use crate::approvals::{ApprovalModifier, Decisions};
+use crate::filesystem::tools::{Execute, FileTool};
 use crate::filesystem::{BackendSource, FilesystemModifier, StateBackend};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::todos::TodoListModifier;
@@ -161,6 +162,22 @@ impl DeepAgentBuilder {
             SystemNode::new(prompt);
         }
         Ok(net)
+    }
+
+    /// The tools the agent offers its model on `net` (built or attached
+    /// by this builder): the network's tools, without `execute` when the
+    /// backend cannot run commands (as the model's requests leave it out).
+    /// [`lc_agent::openai_tools`] turns them into OpenAI definitions.
+    pub fn offered_tools(&self, net: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        let backend = self
+            .backend
+            .clone()
+            .unwrap_or_else(|| StateBackend::factory().into());
+        let with_execute = backend.resolve(net).supports_execute();
+        net.tools()
+            .into_iter()
+            .filter(|t| with_execute || t.name() != Execute::NAME)
+            .collect()
     }
 
     /// Attaches the models, tools, modifiers and routes to a network (a

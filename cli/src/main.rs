@@ -11,6 +11,8 @@
 //!   tools as OpenAI definitions (JSON).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
+//! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
+//!   serves the agent over HTTP and a web page (see `serve.rs`).
 
 use std::process::ExitCode;
 
@@ -18,6 +20,7 @@ use clap::{Parser, Subcommand};
 
 mod chat;
 mod run;
+mod serve;
 mod sessions;
 mod tool;
 
@@ -45,6 +48,9 @@ enum Command {
     Tool(tool::ToolArgs),
     /// List, show, remove or export saved sessions.
     Sessions(sessions::SessionsArgs),
+    /// Serve the agent over HTTP: OpenAI-compatible chat completions,
+    /// tool endpoints, the session API and a web page.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,5 +59,6 @@ fn main() -> ExitCode {
         Command::Chat(args) => chat::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

@@ -25,6 +25,16 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         "text/css; charset=utf-8",
         include_bytes!("../assets/style.css"),
     ),
+    (
+        "mermaid-11.12.1.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/vendor/mermaid-11.12.1.min.js"),
+    ),
+    (
+        "mermaid-LICENSE",
+        "text/plain; charset=utf-8",
+        include_bytes!("../assets/vendor/mermaid-LICENSE"),
+    ),
 ];
 
 /// One embedded file.

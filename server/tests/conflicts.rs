@@ -56,7 +56,7 @@ async fn a_second_run_of_a_running_session_gets_409() {
     assert!(second.text().await.unwrap().contains("in progress"));
     let events = sse_events(&first.text().await.unwrap());
     assert_eq!(events.last().unwrap().1["answer"], "slow");
-    server.stop().await;
+    let _ = server.stop().await;
 }
 
 #[tokio::test]
@@ -125,5 +125,5 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
     // B's run answered the conversation as it stood ("on a", "on b").
     assert_eq!(answers, 1, "{session}");
     b_task.abort();
-    a.stop().await;
+    let _ = a.stop().await;
 }

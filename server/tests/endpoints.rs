@@ -104,7 +104,7 @@ async fn tools_list_and_execute_against_a_sessions_files() {
         .unwrap();
     assert_eq!(session["files"]["/notes.md"]["content"], "hello");
     assert_eq!(session["revision"], 2);
-    server.stop().await;
+    let _ = server.stop().await;
 }
 
 #[tokio::test]
@@ -236,7 +236,7 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
             .status(),
         404
     );
-    server.stop().await;
+    let _ = server.stop().await;
 }
 
 #[tokio::test]
@@ -316,7 +316,7 @@ async fn approvals_hold_a_call_until_it_is_approved() {
         .unwrap();
     assert_eq!(session["files"]["/a.md"]["content"], "approved text");
     assert_eq!(session["pending_approvals"], json!([]));
-    server.stop().await;
+    let _ = server.stop().await;
 }
 
 #[tokio::test]
@@ -400,7 +400,7 @@ async fn openai_endpoints_streamed_and_not_and_a_session_continues() {
     )
     .await;
     assert_eq!(r.status(), 400);
-    server.stop().await;
+    let _ = server.stop().await;
 }
 
 #[tokio::test]
@@ -520,5 +520,5 @@ async fn auth_and_hostile_input_get_clear_4xx_and_write_nothing() {
         .unwrap()
         .iter()
         .all(|m| m["role"] != "human"));
-    server.stop().await;
+    let _ = server.stop().await;
 }

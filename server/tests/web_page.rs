@@ -237,5 +237,5 @@ async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
     // Every run the page started is over.
     assert_eq!(server.state.running(), 0);
     c.close().await.unwrap();
-    server.stop().await;
+    let _ = server.stop().await;
 }

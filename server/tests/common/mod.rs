@@ -17,11 +17,14 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    pub async fn stop(mut self) {
+    /// Shuts the server down gracefully; the store's directory lives on
+    /// in what it returns.
+    pub async fn stop(mut self) -> tempfile::TempDir {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         let _ = (&mut self.task).await;
+        self.dir
     }
 }
 

@@ -95,7 +95,10 @@
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
 //! the `DeepAgent` preset, the `AgentSpec` blueprint); `lc-agent-cli`
-//! (`cli/`) is the `lc-agent` binary (`run`, `chat`, `tool`, `sessions`).
+//! (`cli/`) is the `lc-agent` binary (`run`, `chat`, `tool`, `sessions`,
+//! `serve`); `lc-agent-server` (`server/`) serves the agent over HTTP
+//! (OpenAI-compatible chat completions, tool endpoints, the session API
+//! with SSE events, the web page).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.
 //!

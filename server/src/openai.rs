@@ -157,8 +157,20 @@ pub(crate) async fn completions(
     let mut response = if body.stream {
         stream(session, completion_id, model, created).into_response()
     } else {
-        let end = session.run().await;
-        drop(session);
+        // The run goes on in its own task (a timeout or a client that
+        // goes away does not cut it short; it still saves).
+        let mut rx = session.stream();
+        let end = loop {
+            match rx.recv().await {
+                Some(Item::End(end)) => break end,
+                Some(_) => continue,
+                None => {
+                    return Err(ApiError::Internal(
+                        "the run ended without a result".to_string(),
+                    ))
+                }
+            }
+        };
         if let Some((status, message)) = end.error {
             let error = match status {
                 409 => ApiError::Conflict(message),

@@ -100,7 +100,7 @@ impl Session {
 
     /// Runs until the agent answers, fails or waits for a decision, then
     /// saves.
-    pub(crate) async fn run(&self) -> RunEnd {
+    async fn run(&self) -> RunEnd {
         self.net.set_streaming(true);
         let outcome = self.net.invoke().await;
         let saved = self.list.save(&self.net).await;

@@ -522,3 +522,77 @@ async fn auth_and_hostile_input_get_clear_4xx_and_write_nothing() {
         .all(|m| m["role"] != "human"));
     let _ = server.stop().await;
 }
+
+#[tokio::test]
+async fn with_a_root_each_user_works_in_their_own_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().to_path_buf();
+    let server = start_with(|dir| config(scripted(vec![]), dir).root(&root_path)).await;
+    let base = &server.url;
+    let write = json!({"tool_calls": [{"id": "w", "type": "function", "function": {"name": "write_file", "arguments": "{\"file_path\": \"/mine.txt\", \"content\": \"alice's\"}"}}]});
+    let r: Value = post(&format!("{base}/v1/tools/execute"), ALICE, write)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["results"][0]["success"], true, "{r}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("alice/mine.txt")).unwrap(),
+        "alice's"
+    );
+    let ls = json!({"tool_calls": [
+        {"id": "l", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \"/\"}"}},
+        {"id": "r", "type": "function", "function": {"name": "read_file", "arguments": "{\"file_path\": \"/../alice/mine.txt\"}"}}
+    ]});
+    let r: Value = post(&format!("{base}/v1/tools/execute"), BOB, ls)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !r["results"][0]["result"]
+            .as_str()
+            .unwrap_or("")
+            .contains("mine.txt"),
+        "{r}"
+    );
+    assert_eq!(r["results"][1]["success"], false, "{r}");
+    let _ = server.stop().await;
+}
+
+#[tokio::test]
+async fn cors_is_off_unless_an_origin_is_named() {
+    let server = start(scripted(vec![])).await;
+    let r = client()
+        .get(format!("{}/v1/models", server.url))
+        .bearer_auth(ALICE)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let _ = server.stop().await;
+    let server =
+        start_with(|dir| config(scripted(vec![]), dir).cors_origin("https://app.example")).await;
+    let r = client()
+        .get(format!("{}/v1/models", server.url))
+        .bearer_auth(ALICE)
+        .header("origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://app.example"
+    );
+    let r = client()
+        .get(format!("{}/v1/models", server.url))
+        .bearer_auth(ALICE)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let _ = server.stop().await;
+}

@@ -216,6 +216,8 @@ async function run(path, body) {
           box.append(live);
         }
         live.textContent += data.text;
+        // How many streamed pieces this page showed (tests read it).
+        document.body.dataset.deltas = String(Number(document.body.dataset.deltas || 0) + 1);
         box.scrollTop = box.scrollHeight;
       } else if (name === "tool_call_started") {
         const d = toolCallBox({ id: data.tool_call_id, name: data.name, arguments: "" });

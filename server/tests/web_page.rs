@@ -197,6 +197,15 @@ async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
 
     // The streamed text, the todos, the graph, and the call waiting.
     wait_text(&c, "#messages .msg.ai", "Planning first.").await;
+    // It came as streamed pieces (the page counts them), not only on reload.
+    let deltas = c
+        .execute("return document.body.dataset.deltas || '0'", vec![])
+        .await
+        .unwrap();
+    assert!(
+        deltas.as_str().unwrap().parse::<u32>().unwrap() >= 1,
+        "{deltas}"
+    );
     wait_text(&c, "#todos", "Write the report").await;
     wait_text(&c, "#approvals .approval", "write_file").await;
     if c.wait()

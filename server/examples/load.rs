@@ -10,6 +10,8 @@
 //! the machine with it, as a load generator on the same box would.
 //!
 //! Run: `cargo run --release -p lc-agent-server --example load [SECONDS_PER_STEP]`
+//! (set `LC_AGENT_LOAD_REDIS=redis://127.0.0.1:6379` to keep the sessions in
+//! a running Redis instead: no fsync per save)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,9 +91,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     // A scripted stand-in model: every turn answers "ok" at once.
     let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
-    let state = AppState::new(
-        ServerConfig::new(model).sessions(SessionStore::Json(dir.path().join("sessions"))),
-    )?;
+    let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
+        Ok(url) => SessionStore::Redis(url),
+        Err(_) => SessionStore::Json(dir.path().join("sessions")),
+    };
+    println!("sessions: {store:?}");
+    let state = AppState::new(ServerConfig::new(model).sessions(store))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     tokio::spawn(serve(listener, state.clone(), std::future::pending()));

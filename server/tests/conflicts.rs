@@ -127,3 +127,54 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
     b_task.abort();
     let _ = a.stop().await;
 }
+
+#[tokio::test]
+async fn a_request_over_the_timeout_gets_408_and_its_run_still_finishes_and_saves() {
+    let server = start_with(|dir| {
+        config(SlowModel(Duration::from_millis(700)), dir)
+            .request_timeout(Duration::from_millis(200))
+    })
+    .await;
+    let base = server.url.clone();
+    let r = post(
+        &format!("{base}/v1/chat/completions"),
+        json!({"messages": [{"role": "user", "content": "take your time"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 408);
+    // The run goes on in its own task and saves its answer.
+    let list: Value = client()
+        .get(format!("{base}/api/sessions"))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = list["sessions"][0]["id"].as_str().unwrap().to_string();
+    let mut answered = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let session: Value = client()
+            .get(format!("{base}/api/sessions/{id}"))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if session["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "ai" && m["content"] == "slow")
+        {
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "the cut request's run did not save its answer");
+    let _ = server.stop().await;
+}

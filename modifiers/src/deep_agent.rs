@@ -20,7 +20,7 @@ use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Too
 
 use crate::approvals::{ApprovalModifier, Decisions};
 use crate::filesystem::tools::{Execute, FileTool};
-use crate::filesystem::{BackendSource, FilesystemModifier, StateBackend};
+use crate::filesystem::{Backend, BackendSource, FilesystemModifier, StateBackend};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::todos::TodoListModifier;
 
@@ -169,15 +169,20 @@ impl DeepAgentBuilder {
     /// backend cannot run commands (as the model's requests leave it out).
     /// [`lc_agent::openai_tools`] turns them into OpenAI definitions.
     pub fn offered_tools(&self, net: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        let backend = self
-            .backend
-            .clone()
-            .unwrap_or_else(|| StateBackend::factory().into());
-        let with_execute = backend.resolve(net).supports_execute();
+        let with_execute = self.backend_for(net).supports_execute();
         net.tools()
             .into_iter()
             .filter(|t| with_execute || t.name() != Execute::NAME)
             .collect()
+    }
+
+    /// The backend the file tools use on `net` (the session's own files
+    /// unless [`backend`](Self::backend) named another).
+    pub fn backend_for(&self, net: &RunnableNetwork) -> Arc<dyn Backend> {
+        self.backend
+            .clone()
+            .unwrap_or_else(|| StateBackend::factory().into())
+            .resolve(net)
     }
 
     /// Attaches the models, tools, modifiers and routes to a network (a

@@ -138,7 +138,12 @@ function renderFiles(files) {
   if (!paths.length) ul.append(el("li", "empty", "none"));
   for (const path of paths) {
     const li = el("li", "", path);
-    li.onclick = () => { const v = $("file-view"); v.hidden = false; v.textContent = files[path].content; };
+    li.onclick = () => {
+      const v = $("file-view");
+      v.hidden = false;
+      const text = files[path].content;
+      v.textContent = text === null ? "(not shown: binary or larger than 64 KiB)" : text;
+    };
     ul.append(li);
   }
 }

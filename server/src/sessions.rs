@@ -22,6 +22,7 @@ use futures::Stream;
 use lc_agent::list::{revision_of, ListQuery};
 use lc_agent::RunnableNetwork;
 use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent_modifiers::filesystem::Backend;
 use lc_agent_modifiers::todos::todos_of;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -122,8 +123,43 @@ pub(crate) async fn show(
 ) -> Result<Json<Value>, ApiError> {
     let list = state.list(&user)?;
     let net = state.load(&user, &list, id).await?;
-    Ok(Json(view(&net)))
+    let mut shown = view(&net);
+    if state.config.root.is_some() {
+        // The file tools work in the user's directory: show its files.
+        let (agent, _) = state.agent_for(&user, Some(&net))?;
+        shown["files"] = directory_files(&*agent.backend_for(&net)).await;
+    }
+    Ok(Json(shown))
 }
+
+/// Files listed from a directory backend (the first [`MAX_LISTED_FILES`]);
+/// the text of those up to [`MAX_SHOWN_BYTES`], `null` for the others.
+async fn directory_files(backend: &dyn Backend) -> Value {
+    let entries = backend.ls("/", true).await.unwrap_or_default();
+    let paths: Vec<String> = entries
+        .into_iter()
+        .filter(|e| !e.is_dir)
+        .map(|e| e.path)
+        .take(MAX_LISTED_FILES)
+        .collect();
+    let downloads = backend.download_files(paths).await;
+    let files: serde_json::Map<String, Value> = downloads
+        .into_iter()
+        .map(|d| {
+            let text = d
+                .content
+                .filter(|bytes| bytes.len() <= MAX_SHOWN_BYTES)
+                .and_then(|bytes| String::from_utf8(bytes).ok());
+            (d.path, json!({"content": text}))
+        })
+        .collect();
+    Value::Object(files)
+}
+
+/// Files of a directory a session view lists.
+pub const MAX_LISTED_FILES: usize = 200;
+/// The largest file whose text a session view includes.
+pub const MAX_SHOWN_BYTES: usize = 64 * 1024;
 
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,

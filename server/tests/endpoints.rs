@@ -557,6 +557,19 @@ async fn with_a_root_each_user_works_in_their_own_directory() {
         "{r}"
     );
     assert_eq!(r["results"][1]["success"], false, "{r}");
+    // A session of alice's shows her directory's files.
+    let id = new_session(base, ALICE).await;
+    std::fs::write(root.path().join("alice/blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        session["files"]["/mine.txt"]["content"], "alice's",
+        "{session}"
+    );
+    assert_eq!(session["files"]["/blob.bin"]["content"], Value::Null);
     let _ = server.stop().await;
 }
 

@@ -8,9 +8,13 @@
 //!
 //! Each line read on stdin is a turn (`/exit` or the end of stdin ends the
 //! chat); the answer is printed on stdout, progress and approval questions
-//! on stderr. The session is saved after every turn. A resumed session
-//! rebuilds its agent from the blueprint stored in it (`AgentSpec`) when it
-//! has one, else from the options given.
+//! on stderr. The session is saved after every node (a checkpoint) and
+//! after every turn. A resumed session rebuilds its agent from the
+//! blueprint stored in it (`AgentSpec`) when it has one, else from the
+//! options given; a run that was interrupted or killed (nodes that have not
+//! run yet, or calls waiting for approval) is finished first, without
+//! recomputing what had run. Ctrl-C stops a run; the chat saves and ends
+//! with exit code 130.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -18,7 +22,10 @@ use std::process::ExitCode;
 use clap::Args;
 use lc_agent_modifiers::spec::AgentSpec;
 
-use crate::run::{agent, model, sessions, show_progress, turn, usage, AgentArgs, Failure};
+use crate::interrupt::{Interrupt, INTERRUPTED};
+use crate::run::{
+    agent, checkpoint, finish, model, sessions, show_progress, turn, usage, AgentArgs, Failure,
+};
 
 /// `lc-agent chat` arguments.
 #[derive(Debug, Args)]
@@ -62,12 +69,24 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
             net
         }
     };
+    checkpoint(&net, &list)?;
+    let interrupt = Interrupt::watch();
     eprintln!("session {} (type /exit to end)", net.id());
     let screen = show_progress(&net);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut outcome = Ok(());
-    loop {
+    if args.session.is_some() && !net.pending().is_empty() {
+        eprintln!("finishing the interrupted run");
+        match finish(&net, args.agent.yes, &mut lines, &interrupt).await {
+            Ok(answer) => screen.answer(&answer),
+            Err((code, message)) if code == 3 || code == INTERRUPTED => {
+                outcome = Err((code, message));
+            }
+            Err((_, message)) => eprintln!("error: {message}"),
+        }
+    }
+    while outcome.is_ok() {
         eprint!("> ");
         let _ = std::io::stderr().flush();
         let Some(Ok(line)) = lines.next() else {
@@ -80,10 +99,10 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
         if line.is_empty() {
             continue;
         }
-        match turn(&net, &line, args.agent.yes, &mut lines).await {
+        match turn(&net, &line, args.agent.yes, &mut lines, &interrupt).await {
             Ok(answer) => screen.answer(&answer),
-            Err((3, message)) => {
-                outcome = Err((3, message));
+            Err((code, message)) if code == 3 || code == INTERRUPTED => {
+                outcome = Err((code, message));
                 break;
             }
             // A failed turn is reported; the chat goes on (the failed

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod chat;
+mod interrupt;
 mod run;
 mod serve;
 mod sessions;

@@ -12,13 +12,18 @@
 //! one progress line per tool call goes to stderr (name, status,
 //! duration); the final answer is the last thing printed on stdout. A call
 //! that needs approval (`interrupt_on` of `--agent`, or `execute` with
-//! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
-//! line edits the arguments; `--yes` approves everything. The session is
-//! saved in every case (JSON list by default, `--redis` for Redis).
+//! `--shell`) is asked on stdin, offering what the call allows: `y`
+//! approves, `n` rejects, `e` then a JSON line edits the arguments, `r`
+//! then a line answers in the tool's place; `--yes` approves everything. The session is
+//! saved in every case (JSON list by default, `--redis` for Redis): after
+//! every node while it runs (a checkpoint, so even a killed process loses
+//! at most the node in flight; `lc-agent chat --session ID` finishes an
+//! interrupted run), and at the end.
 //!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
-//! ended (the session is saved with the pending call).
+//! ended (the session is saved with the pending call); 130 Ctrl-C stopped
+//! it (the session is saved with what ran).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -31,12 +36,15 @@ use lc_agent::{
     ChatModel, HumanNode, NetworkEvent, OpenAiChatModel, RunnableNetwork, ScriptedChatModel,
     ToolCall, Turn,
 };
-use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
+use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, DecisionKind, Decisions};
+use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
 use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
 use lc_agent_modifiers::spec::AgentSpec;
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::interrupt::{Interrupt, INTERRUPTED};
 
 /// `lc-agent run` arguments.
 #[derive(Debug, Args)]
@@ -86,6 +94,9 @@ struct ScriptTurn {
     content: String,
     #[serde(default)]
     tool_calls: Vec<ScriptCall>,
+    /// How long the model takes to answer, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +127,7 @@ pub(crate) fn script_model(path: &std::path::Path) -> Result<ScriptedChatModel, 
             .into_iter()
             .map(|c| ToolCall::new(c.id, c.name, c.arguments))
             .collect(),
+        delay: (t.delay_ms > 0).then(|| std::time::Duration::from_millis(t.delay_ms)),
     });
     Ok(ScriptedChatModel::new(turns))
 }
@@ -159,10 +171,10 @@ pub(crate) fn agent(
     Ok((builder, spec))
 }
 
-pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, Failure> {
+pub(crate) async fn sessions(args: &AgentArgs) -> Result<Arc<dyn NetworkList>, Failure> {
     let failed = |e: lc_agent::list::ListError| usage(e.to_string());
     Ok(match &args.redis {
-        Some(url) => Box::new(
+        Some(url) => Arc::new(
             RedisNetworkList::builder()
                 .url(url.clone())
                 .user(args.user.clone())
@@ -174,7 +186,7 @@ pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, F
                 .sessions
                 .clone()
                 .unwrap_or_else(JsonNetworkList::default_root);
-            Box::new(
+            Arc::new(
                 JsonNetworkList::new(root)
                     .with_user(&args.user)
                     .map_err(failed)?,
@@ -200,6 +212,11 @@ fn short(args: &str) -> String {
 pub(crate) type Lines<'a> = dyn Iterator<Item = std::io::Result<String>> + 'a;
 
 /// Asks about every pending call; `false` when stdin ended first.
+///
+/// The question offers the decisions the call allows: `y` approve, `n`
+/// reject, `e` edit (then a JSON line of new arguments), `r` respond
+/// (then a line that becomes the call's result). An answer that is not
+/// allowed, or arguments that are not a JSON object, ask again.
 pub(crate) fn ask(
     net: &RunnableNetwork,
     yes: bool,
@@ -207,34 +224,74 @@ pub(crate) fn ask(
 ) -> Result<bool, Failure> {
     for pending in pending_approvals(net) {
         let call = &pending.tool_call;
-        let decision = if yes {
+        if yes {
             eprintln!("approved {} {}", call.name, short(&call.arguments));
-            Decision::Approve
-        } else {
-            eprint!("approve {} {}? [y/n/e] ", call.name, short(&call.arguments));
-            let _ = std::io::stderr().flush();
-            let Some(Ok(answer)) = lines.next() else {
+            decide(net, pending.node_id, Decision::Approve).map_err(|e| (1, e.to_string()))?;
+            continue;
+        }
+        let letters: String = pending
+            .allowed
+            .iter()
+            .map(|kind| match kind {
+                DecisionKind::Approve => "y",
+                DecisionKind::Reject => "n",
+                DecisionKind::Edit => "e",
+                DecisionKind::Respond => "r",
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        loop {
+            let Some(answer) = prompt(
+                &format!(
+                    "approve {} {}? [{letters}] ",
+                    call.name,
+                    short(&call.arguments)
+                ),
+                lines,
+            ) else {
                 return Ok(false);
             };
-            match answer.trim() {
+            let decision = match answer.trim() {
                 "y" | "yes" => Decision::Approve,
                 "e" | "edit" => {
-                    eprint!("new arguments (JSON): ");
-                    let _ = std::io::stderr().flush();
-                    let Some(Ok(json)) = lines.next() else {
+                    let Some(json) = prompt("new arguments (JSON): ", lines) else {
                         return Ok(false);
                     };
-                    Decision::Edit(
-                        serde_json::from_str(&json)
-                            .map_err(|e| (1, format!("not JSON arguments: {e}")))?,
-                    )
+                    match serde_json::from_str(&json) {
+                        Ok(args) => Decision::Edit(args),
+                        Err(e) => {
+                            eprintln!("not JSON arguments: {e}");
+                            continue;
+                        }
+                    }
                 }
-                _ => Decision::Reject("the user said no".to_string()),
+                "r" | "respond" => {
+                    let Some(text) = prompt("the call's result: ", lines) else {
+                        return Ok(false);
+                    };
+                    Decision::Respond(text)
+                }
+                "n" | "no" => Decision::Reject("the user said no".to_string()),
+                other => {
+                    eprintln!("`{other}` is not one of [{letters}]");
+                    continue;
+                }
+            };
+            match decide(net, pending.node_id, decision) {
+                Ok(()) => break,
+                // Not allowed for this tool, or not an object: ask again.
+                Err(e) => eprintln!("{e}"),
             }
-        };
-        decide(net, pending.node_id, decision).map_err(|e| (1, e.to_string()))?;
+        }
     }
     Ok(true)
+}
+
+/// Writes a question on stderr and reads the answer line.
+fn prompt(question: &str, lines: &mut Lines<'_>) -> Option<String> {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    lines.next()?.ok()
 }
 
 /// Runs the task; the answer when it still has to be printed (`None`: it
@@ -250,10 +307,12 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     if net.name().is_empty() {
         net.set_name(args.task.chars().take(60).collect::<String>());
     }
+    checkpoint(&net, &list)?;
+    let interrupt = Interrupt::watch();
     let screen = show_progress(&net);
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines)
+    let outcome = turn(&net, &args.task, args.agent.yes, &mut lines, &interrupt)
         .await
         .map(|answer| (!screen.showed(&answer)).then_some(answer));
     match list.save(&net).await {
@@ -261,6 +320,16 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
         Err(e) => eprintln!("error: the session could not be saved: {e}"),
     }
     outcome
+}
+
+/// Saves the session after every node while it runs, so a killed process
+/// loses at most the node in flight.
+pub(crate) fn checkpoint(
+    net: &RunnableNetwork,
+    list: &Arc<dyn NetworkList>,
+) -> Result<(), Failure> {
+    net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
+        .map_err(|e| (1, e.to_string()))
 }
 
 /// What the screen shows of a run: the answer text streamed on stdout as
@@ -339,13 +408,32 @@ pub(crate) async fn turn(
     text: &str,
     yes: bool,
     lines: &mut Lines<'_>,
+    interrupt: &Interrupt,
 ) -> Result<String, Failure> {
     {
         let _scope = net.enter();
         HumanNode::new(text);
     }
+    finish(net, yes, lines, interrupt).await
+}
+
+/// Runs what the network has not run yet (a new turn, or a run that was
+/// interrupted or killed), asking for the approvals it needs, until it
+/// answers, fails, or Ctrl-C stops it.
+pub(crate) async fn finish(
+    net: &RunnableNetwork,
+    yes: bool,
+    lines: &mut Lines<'_>,
+    interrupt: &Interrupt,
+) -> Result<String, Failure> {
     loop {
-        match net.invoke().await {
+        let invoked = tokio::select! {
+            invoked = net.invoke() => invoked,
+            () = interrupt.interrupted() => {
+                break Err((INTERRUPTED, "interrupted; the session keeps what ran".into()));
+            }
+        };
+        match invoked {
             Err(e) => break Err((1, e.to_string())),
             Ok(reply) if net.held().is_empty() => break Ok(reply.text().to_string()),
             Ok(_) => match ask(net, yes, lines) {

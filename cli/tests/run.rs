@@ -128,6 +128,18 @@ fn approvals_are_asked_on_stdin_and_a_closed_stdin_keeps_the_call_pending() {
         Some("Understood, I did not write it.")
     );
 
+    // Edit is not offered for write_file here: asked again, then approved.
+    let out = run(
+        dir.path(),
+        script(),
+        &["--agent", agent],
+        "e\n{\"file_path\": \"/edited.txt\"}\ny\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[y/n]"), "{stderr}");
+    assert_eq!(stderr.matches("approve write_file").count(), 2, "{stderr}");
+
     // No answer at all: exit 3, the session saved with the pending call.
     let out = run(dir.path(), script(), &["--agent", agent], "");
     assert_eq!(out.status.code(), Some(3));
@@ -142,7 +154,7 @@ fn approvals_are_asked_on_stdin_and_a_closed_stdin_keeps_the_call_pending() {
         sessions_list(dir.path())
             .matches("Write the greeting file.")
             .count(),
-        4
+        5
     );
 }
 
@@ -220,4 +232,196 @@ fn chat_answers_each_line_and_resumes_a_saved_session() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("[human] Note: buy milk"), "{shown}");
     assert!(shown.contains("[ai] It says: buy milk."), "{shown}");
+}
+
+/// The saved session file of the one session under `dir/sessions`, once
+/// it exists and `ready` holds for its text.
+fn saved_session(dir: &std::path::Path, ready: impl Fn(&str) -> bool) -> (String, String) {
+    let sessions = dir.join("sessions").join("default");
+    for _ in 0..600 {
+        if let Ok(entries) = std::fs::read_dir(&sessions) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "json") {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    if ready(&text) {
+                        let id = path.file_stem().unwrap().to_string_lossy().into_owned();
+                        return (id, text);
+                    }
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no saved session under {}", sessions.display());
+}
+
+/// Starts `lc-agent run` in the background (stdin closed).
+fn spawn_run(dir: &std::path::Path, script: serde_json::Value) -> std::process::Child {
+    let script_path = dir.join("run-script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Write the greeting file.", "--script"])
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The nodes of a saved network and of every sub-network in it, by id.
+fn nodes_by_id(saved: &serde_json::Value, into: &mut Vec<(String, serde_json::Value)>) {
+    for node in saved["nodes"].as_array().into_iter().flatten() {
+        if let Some(id) = node["id"].as_str() {
+            into.push((id.to_string(), node.clone()));
+        }
+        if let Some(inner) = node.get("network") {
+            nodes_by_id(inner, into);
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_run_saves_the_session_and_chat_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The model takes a minute to answer: Ctrl-C comes first.
+    let child = spawn_run(
+        dir.path(),
+        serde_json::json!([{"content": "Too late.", "delay_ms": 60000}]),
+    );
+    // The first checkpoint (the question) is there once the run started.
+    let (id, _) = saved_session(dir.path(), |text| text.contains("Write the greeting file."));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(stderr.contains(&format!("session {id} saved")), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Too late."));
+
+    // The chat node that was stopped had not run; `chat` runs it first.
+    let resumed = chat(
+        dir.path(),
+        serde_json::json!([{"content": "Here it is after all."}]),
+        &["--session", &id],
+        "/exit\n",
+    );
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(stderr.contains("finishing the interrupted run"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&resumed.stdout).lines().last(),
+        Some("Here it is after all.")
+    );
+}
+
+#[test]
+fn a_run_killed_inside_a_subagent_resumes_without_recomputing_what_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    // One scripted model serves the main agent and its sub-agent, in turn.
+    let mut child = spawn_run(
+        dir.path(),
+        serde_json::json!([
+            {"tool_calls": [{"id": "t1", "name": "task", "arguments":
+                {"description": "Write /a.txt", "subagent_type": "general-purpose"}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments":
+                {"file_path": "/a.txt", "content": "from the sub-agent\n"}}]},
+            {"content": "Wrote /a.txt.", "delay_ms": 60000}
+        ]),
+    );
+    // Killed (SIGKILL) while the sub-agent's model thinks, after its
+    // write_file was checkpointed.
+    let (id, before) = saved_session(dir.path(), |text| {
+        text.contains("Successfully wrote to /a.txt")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let resumed = chat(
+        dir.path(),
+        serde_json::json!([
+            {"content": "Wrote /a.txt."},
+            {"content": "The sub-agent wrote /a.txt."}
+        ]),
+        &["--session", &id],
+        "/exit\n",
+    );
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(stderr.contains("finishing the interrupted run"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&resumed.stdout).lines().last(),
+        Some("The sub-agent wrote /a.txt.")
+    );
+
+    // Every node that had run before the kill is in the resumed session,
+    // unchanged (same id, same output, same timings): nothing ran twice.
+    let after = std::fs::read_to_string(
+        dir.path()
+            .join("sessions")
+            .join("default")
+            .join(format!("{id}.json")),
+    )
+    .unwrap();
+    let (mut old, mut new) = (Vec::new(), Vec::new());
+    nodes_by_id(&serde_json::from_str(&before).unwrap(), &mut old);
+    nodes_by_id(&serde_json::from_str(&after).unwrap(), &mut new);
+    let ran_before: Vec<_> = old
+        .iter()
+        .filter(|(_, node)| node["invoked"] == serde_json::json!(true))
+        .collect();
+    assert!(ran_before.len() >= 4, "{before}");
+    for (id, node) in ran_before {
+        let now = new.iter().find(|(other, _)| other == id);
+        assert_eq!(now.map(|(_, n)| n), Some(node), "node {id} changed");
+    }
+    let writes = new
+        .iter()
+        .filter(|(_, node)| node["outputs"].to_string().contains("Successfully wrote"))
+        .count();
+    assert_eq!(writes, 1, "{after}");
+    assert!(after.contains("from the sub-agent"), "the file merged back");
+}
+
+#[test]
+fn an_edited_call_runs_with_the_arguments_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[models.main]\nmodel = \"scripted\"\n[interrupt_on]\nwrite_file = [\"approve\", \"edit\", \"reject\", \"respond\"]\n",
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        script(),
+        &[
+            "--agent",
+            agent.to_str().unwrap(),
+            "--root",
+            work.to_str().unwrap(),
+        ],
+        // Not JSON first: asked again.
+        "e\nnot json\ne\n{\"file_path\": \"/edited.txt\", \"content\": \"edited\\n\"}\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("[y/e/n/r]"), "{stderr}");
+    assert!(stderr.contains("not JSON arguments"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("edited.txt")).unwrap(),
+        "edited\n"
+    );
+    assert!(!work.join("hello.txt").exists());
 }

@@ -10,14 +10,20 @@
 //! The pending calls are in the graph, so they survive a restart and
 //! another process can decide them. Calls of the same turn that need no
 //! approval run at once; the next model turn waits for every decision.
+//!
+//! A `task` call (or a supervisor's route call) waits together with the
+//! sub-network put before it: nothing of the sub-agent runs before the
+//! decision. Approved, the sub-network runs; rejected or answered, the
+//! unrun sub-network is taken out of the graph; edited, it is taken out and
+//! its modifier builds one for the new arguments at the next `invoke`.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, Message, NetworkError, NetworkModifier, NodeId, NodeRef, Result, RunnableNetwork,
-    ToolCall, ToolNode, ToolStatus,
+    ChatNode, Message, NetworkError, NetworkModifier, NetworkNode, NodeId, NodeRef, Result,
+    RunnableNetwork, ToolCall, ToolNode, ToolStatus,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -244,6 +250,10 @@ impl NetworkModifier for ApprovalModifier {
             }
             write_record(&call, "pending", &decisions.0, None);
             call.hold(HOLD_REASON);
+            // A sub-agent's or a route's work waits for the decision too.
+            if let Some(served) = served_by(network, &call) {
+                served.hold(HOLD_REASON);
+            }
         }
         Ok(())
     }
@@ -317,10 +327,21 @@ pub fn decide(
         name: Some(call.name.clone()),
         status,
     };
+    let served = served_by(network, &node);
+    if let (Some(served), false) = (&served, matches!(decision, Decision::Approve)) {
+        // The sub-network was built for the call as asked and never ran:
+        // rejected or answered, nothing runs it; edited, its modifier
+        // builds one for the new arguments at the next invoke.
+        network.set_parents(node_id, &served.parents())?;
+        network.remove_node(served.id())?;
+    }
     match decision {
         Decision::Approve => {
             record_decision(&node, "approved", &record, None);
             node.release();
+            if let Some(served) = served {
+                served.release();
+            }
         }
         Decision::Reject(message) => {
             let content = format!("Error: the user rejected this call: {message}");
@@ -360,6 +381,15 @@ pub fn decide(
         }
     }
     Ok(())
+}
+
+/// The sub-network a modifier put before a call (a task's sub-agent, a
+/// supervisor's route) while it has not run.
+fn served_by(network: &RunnableNetwork, call: &NodeRef) -> Option<NodeRef> {
+    network
+        .parents(call.id())
+        .into_iter()
+        .find(|p| !p.is_invoked() && p.downcast::<NetworkNode>().is_some())
 }
 
 fn record_decision(node: &NodeRef, status: &str, pending: &ApprovalRecord, detail: Option<Value>) {

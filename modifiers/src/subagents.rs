@@ -227,11 +227,38 @@ impl Tool for TaskTool {
 /// The sub-network a modifier put before this tool call (its node carries
 /// the call's id under `key`).
 pub(crate) fn serving(ctx: &ToolContext, key: &str) -> Option<RunnableNetwork> {
-    ctx.network.parents(ctx.node_id).into_iter().find_map(|p| {
-        let serves = p.metadata_value(key).as_ref().and_then(Value::as_str)
-            == Some(ctx.tool_call_id.as_str());
-        serves.then(|| p.downcast::<NetworkNode>().map(|n| n.network().clone()))?
-    })
+    served_by(&ctx.network, ctx.node_id, &ctx.tool_call_id, key)
+        .and_then(|p| p.downcast::<NetworkNode>().map(|n| n.network().clone()))
+}
+
+/// The node among `node_id`'s parents that serves the call `call_id`.
+fn served_by(
+    network: &RunnableNetwork,
+    node_id: lc_agent::NodeId,
+    call_id: &str,
+    key: &str,
+) -> Option<NodeRef> {
+    network
+        .parents(node_id)
+        .into_iter()
+        .find(|p| p.metadata_value(key).as_ref().and_then(Value::as_str) == Some(call_id))
+}
+
+/// The calls of the tool `name` that have not run, wait for nobody and have
+/// no sub-network before them yet: a call a person edited (the approval
+/// took the old sub-network away), or one of a session saved by a program
+/// without the modifier.
+pub(crate) fn unwired_calls(network: &RunnableNetwork, key: &str) -> Vec<NodeRef> {
+    network
+        .pending()
+        .into_iter()
+        .filter(|node| {
+            node.held().is_none()
+                && node.downcast::<ToolNode>().is_some_and(|tool| {
+                    served_by(network, node.id(), &tool.tool_call.id, key).is_none()
+                })
+        })
+        .collect()
 }
 
 /// Puts a sub-network node between a tool node and its parent (the chat
@@ -259,6 +286,34 @@ pub(crate) fn last_answer(network: &RunnableNetwork) -> Option<String> {
         Message::Ai { content, .. } if !content.trim().is_empty() => Some(content.clone()),
         _ => None,
     })
+}
+
+impl SubAgentModifier {
+    /// Puts a sub-network before a `task` call that has not run.
+    fn wire(&self, network: &RunnableNetwork, child: &NodeRef) -> Result<()> {
+        let Some(tool) = child.downcast::<ToolNode>() else {
+            return Ok(());
+        };
+        let call = &tool.tool_call;
+        // Too deep: the task tool answers with the depth error.
+        if call.name != TASK || child.is_invoked() || network.depth() >= self.agents.max_depth {
+            return Ok(());
+        }
+        // Bad arguments and unknown sub-agents are the tool's to report.
+        let Some(args) = call
+            .parsed_arguments()
+            .ok()
+            .and_then(|a| parse_args(a).ok())
+        else {
+            return Ok(());
+        };
+        let Some(agent) = self.agents.by_name.get(&args.subagent_type) else {
+            return Ok(());
+        };
+        let inner = self.task_network(agent, &args.description);
+        let logic = NetworkNode::isolated(inner);
+        run_before(network, child, logic, agent.step(), TASK_CALL_KEY)
+    }
 }
 
 /// Gives chat nodes the `task` tool and runs each task as an isolated
@@ -370,36 +425,19 @@ impl NetworkModifier for SubAgentModifier {
         Ok(())
     }
 
+    /// Wires the task calls that have no sub-network yet (an edited call).
+    async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
+        for call in unwired_calls(network, TASK_CALL_KEY) {
+            self.wire(network, &call)?;
+        }
+        Ok(())
+    }
+
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
-        if node.downcast::<ChatNode>().is_none() {
-            return Ok(());
-        }
-        if network.depth() >= self.agents.max_depth {
-            // The task tool answers with the depth error.
-            return Ok(());
-        }
-        for child in network.children(node.id()) {
-            let Some(tool) = child.downcast::<ToolNode>() else {
-                continue;
-            };
-            let call = &tool.tool_call;
-            if call.name != TASK || child.is_invoked() {
-                continue;
+        if node.downcast::<ChatNode>().is_some() {
+            for child in network.children(node.id()) {
+                self.wire(network, &child)?;
             }
-            // Bad arguments and unknown sub-agents are the tool's to report.
-            let Some(args) = call
-                .parsed_arguments()
-                .ok()
-                .and_then(|a| parse_args(a).ok())
-            else {
-                continue;
-            };
-            let Some(agent) = self.agents.by_name.get(&args.subagent_type) else {
-                continue;
-            };
-            let inner = self.task_network(agent, &args.description);
-            let logic = NetworkNode::isolated(inner);
-            run_before(network, &child, logic, agent.step(), TASK_CALL_KEY)?;
         }
         Ok(())
     }

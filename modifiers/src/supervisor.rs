@@ -217,6 +217,39 @@ struct SupervisorModifier {
     routes: Arc<IndexMap<String, Route>>,
 }
 
+impl SupervisorModifier {
+    /// Puts a routed sub-network before a route call that has not run
+    /// (not before a repeated one: the tool answers that with the loop
+    /// error).
+    fn wire(&self, network: &RunnableNetwork, child: &NodeRef) -> Result<()> {
+        let Some(tool) = child.downcast::<ToolNode>() else {
+            return Ok(());
+        };
+        let call = &tool.tool_call;
+        let Some(route) = self.routes.get(&call.name) else {
+            return Ok(());
+        };
+        let Some(args) = call
+            .parsed_arguments()
+            .ok()
+            .and_then(|a| parse(&call.name, a).ok())
+        else {
+            return Ok(());
+        };
+        if child.is_invoked() || repeated(network, child) {
+            return Ok(());
+        }
+        let inner = (route.build)();
+        {
+            let _scope = inner.enter();
+            HumanNode::new(args.prompt);
+        }
+        let logic = NetworkNode::routed(inner);
+        let name = format!("route:{}", route.name);
+        crate::subagents::run_before(network, child, logic, name, ROUTE_CALL_KEY)
+    }
+}
+
 #[async_trait]
 impl NetworkModifier for SupervisorModifier {
     fn id(&self) -> &str {
@@ -232,6 +265,10 @@ impl NetworkModifier for SupervisorModifier {
     /// instructions (run inside an outer conversation) or a prompt (run as
     /// another supervisor's route).
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
+        // Route calls a person edited have lost their sub-network.
+        for call in crate::subagents::unwired_calls(network, ROUTE_CALL_KEY) {
+            self.wire(network, &call)?;
+        }
         let Some(leaf) = network.current_leaf() else {
             return Ok(());
         };
@@ -250,35 +287,10 @@ impl NetworkModifier for SupervisorModifier {
     }
 
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
-        if node.downcast::<ChatNode>().is_none() {
-            return Ok(());
-        }
-        for child in network.children(node.id()) {
-            let Some(tool) = child.downcast::<ToolNode>() else {
-                continue;
-            };
-            let call = &tool.tool_call;
-            let Some(route) = self.routes.get(&call.name) else {
-                continue;
-            };
-            let Some(args) = call
-                .parsed_arguments()
-                .ok()
-                .and_then(|a| parse(&call.name, a).ok())
-            else {
-                continue;
-            };
-            if child.is_invoked() || repeated(network, &child) {
-                continue;
+        if node.downcast::<ChatNode>().is_some() {
+            for child in network.children(node.id()) {
+                self.wire(network, &child)?;
             }
-            let inner = (route.build)();
-            {
-                let _scope = inner.enter();
-                HumanNode::new(args.prompt);
-            }
-            let logic = NetworkNode::routed(inner);
-            let name = format!("route:{}", route.name);
-            crate::subagents::run_before(network, &child, logic, name, ROUTE_CALL_KEY)?;
         }
         Ok(())
     }

@@ -189,3 +189,97 @@ async fn a_pending_call_survives_a_reload_and_is_approved_edited_or_answered() {
         saved
     );
 }
+
+/// An agent whose `task` calls wait for a person; the writer sub-agent
+/// has its own model.
+fn delegating(main: &ScriptedChatModel, writer: &ScriptedChatModel) -> RunnableNetwork {
+    use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("m")
+        .model("m", main.clone())
+        .model("w", writer.clone())
+        .build();
+    net.add_modifier(FilesystemModifier::new(StateBackend::factory()))
+        .unwrap();
+    net.add_modifier(
+        SubAgentModifier::new().subagent(SubAgent::new("writer", "Writes").model("w")),
+    )
+    .unwrap();
+    net.add_modifier(ApprovalModifier::new().interrupt_on("task", Decisions::all()))
+        .unwrap();
+    {
+        let _s = net.enter();
+        HumanNode::new("Get the report written.");
+    }
+    net
+}
+
+fn task_call(description: &str) -> Turn {
+    Turn::call(
+        "t1",
+        "task",
+        json!({"description": description, "subagent_type": "writer"}),
+    )
+}
+
+/// The task descriptions the sub-agents of `net` were given.
+fn delegated(net: &RunnableNetwork) -> Vec<String> {
+    net.nodes()
+        .iter()
+        .filter_map(|n| n.downcast::<lc_agent::NetworkNode>())
+        .flat_map(|inner| {
+            inner
+                .network()
+                .nodes()
+                .iter()
+                .filter_map(|n| n.downcast::<HumanNode>().map(|h| h.text.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_call_waits_with_its_subagent_and_an_edit_reaches_the_subagent() {
+    let main = ScriptedChatModel::new([task_call("Write it in French."), Turn::text("Done.")]);
+    let writer = ScriptedChatModel::new(["C'est fait."]);
+    let net = delegating(&main, &writer);
+    net.invoke().await.unwrap();
+    assert_eq!(writer.calls(), 0, "the sub-agent waits for the decision");
+    let pending = pending_approvals(&net);
+    assert_eq!(pending.len(), 1);
+
+    decide(
+        &net,
+        pending[0].node_id,
+        Decision::Edit(json!({"description": "Write it in English.", "subagent_type": "writer"})),
+    )
+    .unwrap();
+    let answer = net.invoke().await.unwrap();
+    assert_eq!(answer.text(), "Done.");
+    assert_eq!(writer.calls(), 1);
+    // The sub-agent worked on the edited task; no sub-network is left
+    // behind unrun.
+    assert_eq!(delegated(&net), ["Write it in English."]);
+    assert!(net.pending().is_empty());
+    assert!(net.held().is_empty());
+}
+
+#[tokio::test]
+async fn a_rejected_or_answered_task_never_runs_its_subagent() {
+    for decision in [
+        Decision::Reject("not now".into()),
+        Decision::Respond("I wrote it myself.".into()),
+    ] {
+        let main = ScriptedChatModel::new([task_call("Write it."), Turn::text("Understood.")]);
+        let writer = ScriptedChatModel::new(["written"]);
+        let net = delegating(&main, &writer);
+        net.invoke().await.unwrap();
+        let pending = pending_approvals(&net);
+        decide(&net, pending[0].node_id, decision.clone()).unwrap();
+        assert_eq!(net.invoke().await.unwrap().text(), "Understood.");
+        assert_eq!(writer.calls(), 0, "{decision:?}");
+        assert!(delegated(&net).is_empty(), "{decision:?}");
+        assert!(net.pending().is_empty() && net.held().is_empty());
+    }
+}

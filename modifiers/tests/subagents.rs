@@ -59,6 +59,7 @@ async fn a_task_runs_isolated_and_its_files_and_answer_reach_the_parent() {
                 "write_file",
                 json!({"file_path": "/report.md", "content": "# Parser\nIt parses."}),
             )],
+            delay: None,
         },
         Turn::text(""),
     ]);

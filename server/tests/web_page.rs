@@ -142,6 +142,7 @@ async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
                 {"content": "Write the report", "status": "in_progress"},
                 {"content": "Check it", "status": "pending"}]}),
             )],
+            delay: None,
         },
         call(
             "w1",

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -16,6 +17,9 @@ pub struct Turn {
     pub content: String,
     /// Tool calls to make.
     pub tool_calls: Vec<ToolCall>,
+    /// How long the model takes to answer (a slow server, a long
+    /// generation); `None` answers at once.
+    pub delay: Option<Duration>,
 }
 
 impl Turn {
@@ -24,6 +28,7 @@ impl Turn {
         Self {
             content: content.into(),
             tool_calls: Vec::new(),
+            delay: None,
         }
     }
 
@@ -32,12 +37,19 @@ impl Turn {
         Self {
             content: String::new(),
             tool_calls: calls.into_iter().collect(),
+            delay: None,
         }
     }
 
     /// An answer that calls one tool with JSON arguments.
     pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> Self {
         Self::tool_calls([ToolCall::new(id, name, arguments)])
+    }
+
+    /// The same answer, given after `delay`.
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
     }
 }
 
@@ -129,6 +141,9 @@ impl ScriptedChatModel {
 impl ChatModel for ScriptedChatModel {
     async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let turn = self.next_turn()?;
+        if let Some(delay) = turn.delay {
+            tokio::time::sleep(delay).await;
+        }
         Ok(ChatResponse {
             content: turn.content.clone(),
             tool_calls: turn.tool_calls.clone(),

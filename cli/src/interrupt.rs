@@ -1,0 +1,104 @@
+//! Ctrl-C: stop the run, keep the session.
+//!
+//! ```text
+//!  Ctrl-C ──> Interrupt::watch task ──> requested = true
+//!                 │                          │
+//!                 │   a run is going on:     └─> `interrupted()` wakes, the run
+//!                 │   it notices at once         future is dropped, the caller
+//!                 │                              saves and exits 130
+//!                 └─ nobody noticed within a moment (the command waits on
+//!                    stdin at a prompt): exit 130 here; the checkpoint saved
+//!                    the session when the run paused
+//! ```
+//!
+//! A second Ctrl-C quits at once, whatever is going on (a save that hangs
+//! on an unreachable Redis, say).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+/// The exit code of an interrupted command (128 + SIGINT, as shells do).
+pub(crate) const INTERRUPTED: u8 = 130;
+
+/// How long the running command has to notice an interrupt before the
+/// watcher ends the process itself.
+const NOTICE: Duration = Duration::from_millis(300);
+
+/// Whether Ctrl-C was pressed, for the code that runs the agent.
+#[derive(Clone)]
+pub(crate) struct Interrupt {
+    requested: watch::Receiver<bool>,
+    noticed: Arc<AtomicBool>,
+}
+
+impl Interrupt {
+    /// Starts watching Ctrl-C (inside a tokio runtime). The handler is in
+    /// place when this returns.
+    pub(crate) fn watch() -> Self {
+        let (tx, requested) = watch::channel(false);
+        let noticed = Arc::new(AtomicBool::new(false));
+        let seen = noticed.clone();
+        match Presses::new() {
+            Ok(mut presses) => {
+                tokio::spawn(async move {
+                    if !presses.next().await {
+                        return;
+                    }
+                    eprintln!(
+                        "\ninterrupted: stopping the run and saving the session (Ctrl-C again quits at once)"
+                    );
+                    let _ = tx.send(true);
+                    tokio::time::sleep(NOTICE).await;
+                    if seen.load(Ordering::SeqCst) {
+                        presses.next().await;
+                    }
+                    std::process::exit(i32::from(INTERRUPTED));
+                });
+            }
+            // Ctrl-C keeps its default (the process ends; the checkpoints
+            // hold what ran).
+            Err(e) => eprintln!("warning: cannot watch Ctrl-C: {e}"),
+        }
+        Self { requested, noticed }
+    }
+
+    /// Resolves when Ctrl-C is pressed (at once if it was already); the
+    /// caller then stops what it runs and saves.
+    pub(crate) async fn interrupted(&self) {
+        let mut requested = self.requested.clone();
+        if requested.wait_for(|pressed| *pressed).await.is_ok() {
+            self.noticed.store(true, Ordering::SeqCst);
+        } else {
+            // The watcher is gone (no signal handler could be installed):
+            // never resolve.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Ctrl-C presses, registered at once (a press between `new` and the first
+/// `next` is not lost).
+struct Presses {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Presses {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
+        })
+    }
+
+    /// The next press; `false` when no more can come.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        return self.signal.recv().await.is_some();
+        #[cfg(not(unix))]
+        return tokio::signal::ctrl_c().await.is_ok();
+    }
+}

@@ -69,6 +69,7 @@
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
 //! tool.rs             Tool, FnTool, running one tool call
+//! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
 //!                     transport.rs (sending, retries), wire.rs (JSON types),
@@ -97,7 +98,10 @@
 //! summarization, token counting, skills, the `DeepAgent` preset, the
 //! `AgentSpec` blueprint) and MCP (`McpTools`, the file tools as an MCP
 //! server; feature `mcp`); `lc-agent-cli` (`cli/`) is the `lc-agent`
-//! binary (`run`, `chat`, `tool`, `sessions`, `mcp`).
+//! binary (`run`, `chat`, `tool`, `sessions`, `mcp`, `serve`);
+//! `lc-agent-server` (`server/`) serves the agent over HTTP
+//! (OpenAI-compatible chat completions, tool endpoints, the session API
+//! with SSE events, the web page).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.
 //!
@@ -151,6 +155,7 @@ pub mod nodes;
 pub mod routing;
 pub mod run;
 pub mod tool;
+pub mod tool_executor;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -174,3 +179,4 @@ pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

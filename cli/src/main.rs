@@ -6,11 +6,15 @@
 //! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
 //!   resuming a saved session (see `chat.rs`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
-//!   runs one file-tool call and prints what the model would see.
+//!   runs one file-tool call and prints what the model would see;
+//!   `lc-agent tool --list [--root DIR [--shell]]` prints the deep agent's
+//!   tools as OpenAI definitions (JSON).
 //! - `lc-agent mcp --root DIR [--shell] [--http ADDR]` serves the file tools
 //!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
+//! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
+//!   serves the agent over HTTP and a web page (see `serve.rs`).
 
 use std::process::ExitCode;
 
@@ -20,6 +24,7 @@ mod chat;
 mod interrupt;
 mod mcp;
 mod run;
+mod serve;
 mod sessions;
 mod tool;
 
@@ -50,6 +55,9 @@ enum Command {
     /// Serve the file tools to MCP clients (stdio, or streamable HTTP
     /// with --http).
     Mcp(mcp::McpArgs),
+    /// Serve the agent over HTTP: OpenAI-compatible chat completions,
+    /// tool endpoints, the session API and a web page.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +67,6 @@ fn main() -> ExitCode {
         Command::Tool(args) => tool::run(args),
         Command::Sessions(args) => sessions::run_blocking(args),
         Command::Mcp(args) => mcp::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

@@ -132,22 +132,27 @@ pub(crate) fn usage(message: impl Into<String>) -> Failure {
     (2, message.into())
 }
 
+/// The scripted model of a `--script` file.
+pub(crate) fn script_model(path: &std::path::Path) -> Result<ScriptedChatModel, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let turns: Vec<ScriptTurn> = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{} is not a script: {e}", path.display())))?;
+    let turns = turns.into_iter().map(|t| Turn {
+        content: t.content,
+        tool_calls: t
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCall::new(c.id, c.name, c.arguments))
+            .collect(),
+        delay: (t.delay_ms > 0).then(|| std::time::Duration::from_millis(t.delay_ms)),
+    });
+    Ok(ScriptedChatModel::new(turns))
+}
+
 pub(crate) fn model(args: &AgentArgs) -> Result<Arc<dyn ChatModel>, Failure> {
     if let Some(path) = &args.script {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-        let turns: Vec<ScriptTurn> = serde_json::from_str(&text)
-            .map_err(|e| usage(format!("{} is not a script: {e}", path.display())))?;
-        let turns = turns.into_iter().map(|t| Turn {
-            content: t.content,
-            tool_calls: t
-                .tool_calls
-                .into_iter()
-                .map(|c| ToolCall::new(c.id, c.name, c.arguments))
-                .collect(),
-            delay: (t.delay_ms > 0).then(|| std::time::Duration::from_millis(t.delay_ms)),
-        });
-        return Ok(Arc::new(ScriptedChatModel::new(turns)));
+        return Ok(Arc::new(script_model(path)?));
     }
     let mut builder = OpenAiChatModel::builder();
     if let Some(name) = &args.model {

@@ -1,4 +1,5 @@
-//! `lc-agent tool`: runs one file-tool call from a shell.
+//! `lc-agent tool`: runs one file-tool call from a shell, or lists the
+//! deep agent's tools as OpenAI definitions (`--list [--root DIR [--shell]]`).
 //!
 //! Exit codes: 0 the call succeeded, 1 the tool returned an error, 2 usage
 //! error (unknown tool, arguments that are not a JSON object, bad flags,
@@ -8,19 +9,26 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use lc_agent::{RunnableNetwork, ToolStatus};
+use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
+use lc_agent_modifiers::deep_agent::DeepAgent;
 use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;
 use lc_agent_modifiers::filesystem::{
     run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend,
 };
 
-/// Arguments of `lc-agent tool`. One of `--root` and `--state` is
-/// required: a tool never runs against a directory nobody named.
+/// Arguments of `lc-agent tool`. To run a call, one of `--root` and
+/// `--state` is required: a tool never runs against a directory nobody named.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("backend").required(true).args(["root", "state"])))]
+#[command(group(clap::ArgGroup::new("backend").args(["root", "state"])))]
 pub struct ToolArgs {
+    /// Print the deep agent's tools (file tools over --root or the
+    /// session's files, `execute` with --shell, write_todos, task) as
+    /// OpenAI tool definitions (JSON) instead of running a call.
+    #[arg(long, conflicts_with = "state")]
+    list: bool,
     /// Tool name: ls, read_file, write_file, edit_file, glob, grep, execute.
-    name: String,
+    #[arg(required_unless_present = "list")]
+    name: Option<String>,
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     args: String,
@@ -40,12 +48,46 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The deep agent's tools as OpenAI definitions, one JSON array.
+fn list(args: &ToolArgs) -> ExitCode {
+    // Listing needs the agent's tools only: its model is never asked.
+    let mut agent = DeepAgent::builder().model(ScriptedChatModel::new(Vec::<Turn>::new()));
+    if let Some(root) = &args.root {
+        let opened = if args.shell {
+            LocalShellBackend::new(root).map(|b| agent.backend(b))
+        } else {
+            FilesystemBackend::new(root).map(|b| agent.backend(b))
+        };
+        agent = match opened {
+            Ok(agent) => agent,
+            Err(e) => return usage(format!("cannot open root {}: {e}", root.display())),
+        };
+    }
+    let net = match agent.build() {
+        Ok(net) => net,
+        Err(e) => return usage(e.to_string()),
+    };
+    match serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net))) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => usage(e.to_string()),
+    }
+}
+
 /// Runs the subcommand.
 pub fn run(args: ToolArgs) -> ExitCode {
-    if !TOOL_NAMES.contains(&args.name.as_str()) {
+    if args.list {
+        return list(&args);
+    }
+    let Some(name) = args.name.clone() else {
+        return usage("give a tool name, or --list");
+    };
+    if !TOOL_NAMES.contains(&name.as_str()) {
         return usage(format!(
             "unknown tool `{}` (tools: {})",
-            args.name,
+            name,
             TOOL_NAMES.join(", ")
         ));
     }
@@ -64,7 +106,7 @@ pub fn run(args: ToolArgs) -> ExitCode {
     };
     runtime.block_on(async move {
         match &args.state {
-            Some(state) => run_on_state(state, &args.name, &call_args).await,
+            Some(state) => run_on_state(state, &name, &call_args).await,
             None => {
                 let Some(root) = args.root.clone() else {
                     return usage("give --root DIR or --state FILE.json");
@@ -84,7 +126,7 @@ pub fn run(args: ToolArgs) -> ExitCode {
                         }
                     }
                 };
-                call(&*backend, &args.name, &call_args).await
+                call(&*backend, &name, &call_args).await
             }
         }
     })

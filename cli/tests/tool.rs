@@ -157,3 +157,47 @@ fn state_file_is_read_and_written_back() {
     assert_eq!(code, 1);
     assert!(out.starts_with("Error: Cannot write to /notes.md because it already exists."));
 }
+
+#[test]
+fn list_prints_the_agents_tools_as_openai_definitions() {
+    let (out, err, code) = lc_agent(&["tool", "--list"]);
+    assert_eq!(code, 0, "{err}");
+    let defs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            assert_eq!(d["type"], "function");
+            d["function"]["name"].as_str().unwrap()
+        })
+        .collect();
+    for name in [
+        "ls",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "grep",
+        "write_todos",
+        "task",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert!(
+        !names.contains(&"execute"),
+        "no shell, no execute: {names:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _, code) = lc_agent(&[
+        "tool",
+        "--list",
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--shell",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"execute\""));
+    let (_, err, code) = lc_agent(&["tool"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -21,8 +21,9 @@ use std::sync::Arc;
 use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Tool};
 
 use crate::approvals::{ApprovalModifier, Decisions};
+use crate::filesystem::tools::{Execute, FileTool};
 use crate::filesystem::{
-    BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
+    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
 };
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
@@ -196,6 +197,27 @@ impl DeepAgentBuilder {
             SystemNode::new(prompt);
         }
         Ok(net)
+    }
+
+    /// The tools the agent offers its model on `net` (built or attached
+    /// by this builder): the network's tools, without `execute` when the
+    /// backend cannot run commands (as the model's requests leave it out).
+    /// [`lc_agent::openai_tools`] turns them into OpenAI definitions.
+    pub fn offered_tools(&self, net: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        let with_execute = self.backend_for(net).supports_execute();
+        net.tools()
+            .into_iter()
+            .filter(|t| with_execute || t.name() != Execute::NAME)
+            .collect()
+    }
+
+    /// The backend the file tools use on `net` (the session's own files
+    /// unless [`backend`](Self::backend) named another).
+    pub fn backend_for(&self, net: &RunnableNetwork) -> Arc<dyn Backend> {
+        self.backend
+            .clone()
+            .unwrap_or_else(|| StateBackend::factory().into())
+            .resolve(net)
     }
 
     /// Attaches the models, tools, modifiers and routes to a network (a

@@ -1,0 +1,161 @@
+//! `lc-agent serve`: the agent over HTTP (OpenAI-compatible chat
+//! completions, tool endpoints, the session API, the web page).
+//!
+//! ```text
+//! lc-agent serve [--addr 127.0.0.1:8080] [--root DIR [--shell]] [--model NAME | --script FILE.json]
+//!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
+//!                [--timeout SECS]
+//! ```
+//!
+//! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
+//! `--model`); `--script` replays a scripted model offline, over and over.
+//! `LC_AGENT_TOKEN` (`user:token,...`) turns on bearer tokens, and is
+//! required to bind a non-loopback address. The first line on stderr is
+//! `listening on http://ADDR` (the real port when `--addr` ends in `:0`).
+//! Ctrl-C or SIGTERM stops accepting, lets runs finish for a grace period
+//! and saves the sessions still running.
+//!
+//! Exit codes: 0 after a shutdown, 1 the server failed, 2 bad usage.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use lc_agent_modifiers::spec::AgentSpec;
+use lc_agent_server::{check_bind, serve, AppState, ServerConfig, SessionStore, Tokens};
+
+use crate::run::{script_model, usage, Failure};
+
+/// `lc-agent serve` arguments.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// The file tools work in this directory (`<DIR>/<user>` with tokens);
+    /// default: each session's own files.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Allow `execute` in --root (each call waits for an approval).
+    #[arg(long, requires = "root")]
+    pub shell: bool,
+    /// The model name (default `OPENAI_MODEL`).
+    #[arg(long, conflicts_with = "script")]
+    pub model: Option<String>,
+    /// Replay this scripted model (offline), from the start once it ends.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// The blueprint of new sessions' agents (TOML, or JSON by its extension).
+    #[arg(long)]
+    pub agent: Option<PathBuf>,
+    /// The JSON session list's directory (default `$LC_AGENT_HOME/sessions`).
+    #[arg(long, conflicts_with = "redis")]
+    pub sessions: Option<PathBuf>,
+    /// Keep sessions in Redis (share them between server processes).
+    #[arg(long)]
+    pub redis: Option<String>,
+    /// Allow browser pages of this origin (CORS is off otherwise).
+    #[arg(long)]
+    pub cors: Vec<String>,
+    /// The largest request body, in bytes.
+    #[arg(long, default_value_t = 2 * 1024 * 1024)]
+    pub body_limit: usize,
+    /// Seconds a request may take to answer (a streamed answer is not cut).
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+}
+
+fn config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
+    let model: Arc<dyn lc_agent::ChatModel> = match &args.script {
+        Some(path) => Arc::new(script_model(path)?.cycled()),
+        None => {
+            let mut builder = lc_agent::OpenAiChatModel::builder();
+            if let Some(name) = &args.model {
+                builder = builder.model(name.clone());
+            }
+            Arc::new(builder.build().map_err(|e| usage(e.to_string()))?)
+        }
+    };
+    let tokens = Tokens::from_env().map_err(|e| usage(e.to_string()))?;
+    check_bind(args.addr, &tokens).map_err(|e| usage(e.to_string()))?;
+    let sessions = match &args.redis {
+        Some(url) => SessionStore::Redis(url.clone()),
+        None => SessionStore::Json(
+            args.sessions
+                .clone()
+                .unwrap_or_else(lc_agent::JsonNetworkList::default_root),
+        ),
+    };
+    let mut config = ServerConfig::new(model)
+        .sessions(sessions)
+        .tokens(tokens)
+        .body_limit(args.body_limit)
+        .request_timeout(Duration::from_secs(args.timeout));
+    if let Some(root) = &args.root {
+        config = config.root(root.clone()).shell(args.shell);
+    }
+    if let Some(path) = &args.agent {
+        config = config.spec(AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?);
+    }
+    for origin in &args.cors {
+        config = config.cors_origin(origin.clone());
+    }
+    Ok(config)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
+    let config = config(&args)?;
+    let state = AppState::new(config).map_err(|e| usage(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| (1, format!("cannot listen on {}: {e}", args.addr)))?;
+    let addr = listener.local_addr().map_err(|e| (1, e.to_string()))?;
+    eprintln!("listening on http://{addr}");
+    serve(listener, state, shutdown_signal())
+        .await
+        .map_err(|e| (1, e.to_string()))?;
+    eprintln!("stopped");
+    Ok(())
+}
+
+/// Runs `lc-agent serve`.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(serve_args(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

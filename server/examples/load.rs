@@ -1,0 +1,152 @@
+//! Load figures of the server: requests per second and p50/p99 latency of
+//! `POST /v1/tools/execute` and of a chat turn through
+//! `POST /v1/chat/completions` (the scripted instant model, so the figures
+//! are the server's own cost: routing, JSON, building the agent, saving the
+//! session twice with fsync), at 1, 16 and 64 concurrent clients; then the
+//! memory an idle session holds in the server.
+//!
+//! Needs nothing installed: the server runs in this process on a loopback
+//! port, with sessions in a temporary JSON list; the clients (reqwest) share
+//! the machine with it, as a load generator on the same box would.
+//!
+//! Run: `cargo run --release -p lc-agent-server --example load [SECONDS_PER_STEP]`
+//! (set `LC_AGENT_LOAD_REDIS=redis://127.0.0.1:6379` to keep the sessions in
+//! a running Redis instead: no fsync per save)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lc_agent::{ScriptedChatModel, Turn};
+use lc_agent_server::{serve, AppState, ServerConfig, SessionStore};
+use serde_json::{json, Value};
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+/// `clients` loops posting `body` to `url` for `secs`; prints the figures.
+async fn load(label: &str, url: &str, body: Value, clients: usize, secs: f64) {
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (http, url, body) = (http.clone(), url.to_string(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut failures = 0usize;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                match http.post(&url).json(&body).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        latencies.push(t.elapsed());
+                    }
+                    _ => failures += 1,
+                }
+            }
+            (latencies, failures)
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    let mut failures = 0;
+    for t in tasks {
+        let (l, f) = t.await.expect("client task");
+        all.extend(l);
+        failures += f;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    println!(
+        "{label:<28} {clients:>3} clients  {:>8.0} req/s  p50 {:>8.3} ms  p99 {:>8.3} ms  ({} ok, {failures} failed)",
+        all.len() as f64 / elapsed,
+        percentile(&all, 0.50).as_secs_f64() * 1000.0,
+        percentile(&all, 0.99).as_secs_f64() * 1000.0,
+        all.len(),
+    );
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let secs: f64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
+    let dir = tempfile::tempdir()?;
+    // A scripted stand-in model: every turn answers "ok" at once.
+    let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
+    let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
+        Ok(url) => SessionStore::Redis(url),
+        Err(_) => SessionStore::Json(dir.path().join("sessions")),
+    };
+    println!("sessions: {store:?}");
+    let state = AppState::new(ServerConfig::new(model).sessions(store))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(serve(listener, state.clone(), std::future::pending()));
+
+    let execute = json!({"tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "write_file", "arguments": "{\"file_path\": \"/a.md\", \"content\": \"hi\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    ]});
+    let chat = json!({"model": "lc-agent", "messages": [{"role": "user", "content": "hello"}]});
+    println!(
+        "lc-agent-server load ({secs} s per step, {} cores)",
+        std::thread::available_parallelism()?.get()
+    );
+    for clients in [1, 16, 64] {
+        load(
+            "POST /v1/tools/execute",
+            &format!("{base}/v1/tools/execute"),
+            execute.clone(),
+            clients,
+            secs,
+        )
+        .await;
+    }
+    for clients in [1, 16, 64] {
+        load(
+            "POST /v1/chat/completions",
+            &format!("{base}/v1/chat/completions"),
+            chat.clone(),
+            clients,
+            secs,
+        )
+        .await;
+    }
+
+    // Idle sessions live in the store, not in the server: create 1000 and
+    // see how much the process grew.
+    let http = reqwest::Client::new();
+    let before = rss_kib();
+    for _ in 0..1000 {
+        http.post(format!("{base}/api/sessions"))
+            .json(&json!({}))
+            .send()
+            .await?
+            .bytes()
+            .await?;
+    }
+    let after = rss_kib();
+    println!(
+        "memory per idle session: {:.2} KiB (RSS {before} KiB -> {after} KiB over 1000 new sessions; sessions are loaded per request, none is kept)",
+        after.saturating_sub(before) as f64 / 1000.0
+    );
+    Ok(())
+}

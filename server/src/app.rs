@@ -1,0 +1,69 @@
+//! The router: every route, and the layers that guard them (body limit,
+//! timeout, CORS when configured).
+//!
+//! ```text
+//!  /                         the web page (web.rs)      /assets/*  its files
+//!  /v1/models, /v1/chat/completions                     openai.rs
+//!  /v1/tools, /v1/tools/execute                         tools_api.rs
+//!  /api/sessions[/{id}[/messages|/approvals]]           sessions.rs
+//!  ── RequestBodyLimit (413) ── Timeout (408) ── CORS (off unless origins are named)
+//! ```
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::{openai, sessions, tools_api, web};
+
+/// The server's routes over `state`.
+pub fn router(state: Arc<AppState>) -> Router {
+    let config = &state.config;
+    let mut app = Router::new()
+        .route("/", get(web::index))
+        .route("/assets/:name", get(web::asset))
+        .route("/v1/models", get(openai::models))
+        .route("/v1/chat/completions", post(openai::completions))
+        .route("/v1/tools", get(tools_api::list))
+        .route("/v1/tools/execute", post(tools_api::execute))
+        .route("/api/sessions", get(sessions::list).post(sessions::create))
+        .route(
+            "/api/sessions/:id",
+            get(sessions::show).delete(sessions::delete),
+        )
+        .route("/api/sessions/:id/messages", post(sessions::message))
+        .route("/api/sessions/:id/approvals", post(sessions::approvals))
+        .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
+        .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(RequestBodyLimitLayer::new(config.body_limit))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ));
+    if !config.cors_origins.is_empty() {
+        let origins: Vec<HeaderValue> = config
+            .cors_origins
+            .iter()
+            .filter_map(|o| HeaderValue::from_str(o).ok())
+            .collect();
+        app = app.layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(origins))
+                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_headers([
+                    axum::http::header::AUTHORIZATION,
+                    axum::http::header::CONTENT_TYPE,
+                    HeaderName::from_static(openai::SESSION_HEADER),
+                ])
+                .expose_headers([HeaderName::from_static(openai::SESSION_HEADER)]),
+        );
+    }
+    app.with_state(state)
+}

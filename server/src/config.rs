@@ -1,0 +1,266 @@
+//! [`ServerConfig`]: what a server serves (the agent, where sessions and
+//! files live) and how it guards itself (tokens, limits, CORS).
+//!
+//! ```text
+//!  ServerConfig::new(model)
+//!    .root(dir) | (none: each session's own files)     the file tools
+//!    .spec(AgentSpec)                                   the agent of new sessions
+//!    .sessions(SessionStore::Json(dir) | ::Redis(url))  where sessions live
+//!    .tokens(Tokens::parse("alice:t1,bob:t2"))          bearer token -> user
+//!    .body_limit(..) .request_timeout(..) .cors_origin(..)
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lc_agent::list::validate_user;
+use lc_agent::ChatModel;
+use lc_agent_modifiers::spec::AgentSpec;
+
+/// The user of requests when the server runs without tokens.
+pub const ANONYMOUS_USER: &str = "default";
+
+/// Where sessions are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionStore {
+    /// A [`JsonNetworkList`](lc_agent::JsonNetworkList) under this directory.
+    Json(PathBuf),
+    /// A [`RedisNetworkList`](lc_agent::RedisNetworkList) at this URL (shared
+    /// by every server process that names it).
+    Redis(String),
+}
+
+/// Errors of reading a server's configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A token entry that cannot be read.
+    #[error("LC_AGENT_TOKEN: {0}")]
+    Token(String),
+    /// A user name that cannot be a session namespace.
+    #[error("LC_AGENT_TOKEN: {0}")]
+    User(#[source] lc_agent::ListError),
+}
+
+/// Bearer tokens and the user each one maps to.
+///
+/// Read from `LC_AGENT_TOKEN`: comma-separated entries, each `user:token`,
+/// or a bare `token` for the user `default`.
+///
+/// ```
+/// use lc_agent_server::Tokens;
+/// let tokens = Tokens::parse("alice:secret-a, bob:secret-b").unwrap();
+/// assert_eq!(tokens.user_of("secret-b"), Some("bob"));
+/// assert_eq!(tokens.user_of("nope"), None);
+/// assert_eq!(Tokens::parse("only").unwrap().user_of("only"), Some("default"));
+/// assert!(Tokens::parse("alice:").is_err());
+/// ```
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tokens(Vec<(String, String)>);
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print a token.
+        f.debug_list()
+            .entries(self.0.iter().map(|(user, _)| user))
+            .finish()
+    }
+}
+
+impl Tokens {
+    /// No tokens: requests need none (allowed on loopback only).
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Reads `user:token,user:token` (a bare `token` is the user `default`).
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let mut out = Vec::new();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (user, token) = match entry.split_once(':') {
+                Some((user, token)) => (user.trim(), token.trim()),
+                None => (ANONYMOUS_USER, entry),
+            };
+            if token.is_empty() {
+                return Err(ConfigError::Token(format!(
+                    "the entry for `{user}` has an empty token"
+                )));
+            }
+            validate_user(user).map_err(ConfigError::User)?;
+            if out.iter().any(|(_, t)| t == token) {
+                return Err(ConfigError::Token(
+                    "the same token is given twice".to_string(),
+                ));
+            }
+            out.push((user.to_string(), token.to_string()));
+        }
+        Ok(Self(out))
+    }
+
+    /// The tokens of `LC_AGENT_TOKEN` (none when it is unset or empty).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        match std::env::var("LC_AGENT_TOKEN") {
+            Ok(text) => Self::parse(&text),
+            Err(_) => Ok(Self::none()),
+        }
+    }
+
+    /// Whether there is no token at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The user a token belongs to.
+    pub fn user_of(&self, token: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(_, t)| constant_time_eq(t.as_bytes(), token.as_bytes()))
+            .map(|(user, _)| user.as_str())
+    }
+
+    /// Every user named, each once.
+    pub fn users(&self) -> Vec<String> {
+        let mut users: Vec<String> = self.0.iter().map(|(u, _)| u.clone()).collect();
+        users.dedup();
+        users.sort();
+        users.dedup();
+        users
+    }
+}
+
+/// Compares without stopping at the first difference (a token check
+/// should not tell how much of a guess was right).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Everything a server needs (see the [module docs](self)).
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) model_name: String,
+    pub(crate) spec: Option<AgentSpec>,
+    pub(crate) root: Option<PathBuf>,
+    pub(crate) shell: bool,
+    pub(crate) sessions: SessionStore,
+    pub(crate) tokens: Tokens,
+    pub(crate) body_limit: usize,
+    pub(crate) request_timeout: Duration,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) cors_origins: Vec<String>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("model_name", &self.model_name)
+            .field("root", &self.root)
+            .field("shell", &self.shell)
+            .field("sessions", &self.sessions)
+            .field("tokens", &self.tokens)
+            .field("body_limit", &self.body_limit)
+            .field("request_timeout", &self.request_timeout)
+            .field("cors_origins", &self.cors_origins)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerConfig {
+    /// A server whose agents use `model` (the main model of every
+    /// session), sessions in the default JSON list, no tokens, a 2 MiB body
+    /// limit, a 300 s request timeout, and no CORS.
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        Self {
+            model,
+            model_name: "lc-agent".to_string(),
+            spec: None,
+            root: None,
+            shell: false,
+            sessions: SessionStore::Json(lc_agent::JsonNetworkList::default_root()),
+            tokens: Tokens::none(),
+            body_limit: 2 * 1024 * 1024,
+            request_timeout: Duration::from_secs(300),
+            shutdown_grace: Duration::from_secs(10),
+            cors_origins: Vec::new(),
+        }
+    }
+
+    /// The model id `/v1/models` lists (default `lc-agent`).
+    #[must_use]
+    pub fn model_name(mut self, name: impl Into<String>) -> Self {
+        self.model_name = name.into();
+        self
+    }
+
+    /// The blueprint of new sessions' agents (their main model is the
+    /// server's; a loaded session's own stored blueprint wins).
+    #[must_use]
+    pub fn spec(mut self, spec: AgentSpec) -> Self {
+        self.spec = Some(spec);
+        self
+    }
+
+    /// The file tools work in this directory (each user in `<dir>/<user>`
+    /// when there are tokens); without it, in each session's own files.
+    #[must_use]
+    pub fn root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.root = Some(dir.into());
+        self
+    }
+
+    /// With [`root`](Self::root): offer `execute` too, every call waiting
+    /// for an approval.
+    #[must_use]
+    pub fn shell(mut self, on: bool) -> Self {
+        self.shell = on;
+        self
+    }
+
+    /// Where sessions are kept.
+    #[must_use]
+    pub fn sessions(mut self, store: SessionStore) -> Self {
+        self.sessions = store;
+        self
+    }
+
+    /// The bearer tokens.
+    #[must_use]
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// The largest request body, in bytes (larger ones get 413).
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// How long a request may take to answer (then 408); a streamed
+    /// answer's stream is not cut.
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long a shutdown waits for running sessions before saving them
+    /// as they are.
+    #[must_use]
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Allows browser pages from `origin` (CORS is off unless named).
+    #[must_use]
+    pub fn cors_origin(mut self, origin: impl Into<String>) -> Self {
+        self.cors_origins.push(origin.into());
+        self
+    }
+}

@@ -1,0 +1,71 @@
+//! # lc-agent-server: the agent over HTTP
+//!
+//! An axum server that runs lc-agent's deep agent for any client: OpenAI
+//! clients (`/v1/chat/completions` runs the whole agent loop here and
+//! answers with the final answer), tool clients (`/v1/tools`,
+//! `/v1/tools/execute`), the session API with server-sent events, and a
+//! web page. Sessions live in the session lists (JSON by default, Redis to
+//! share them between server processes); a session is loaded for each
+//! request and saved after it, so any process can serve any session and
+//! the lists' revisions turn a conflicting run into a 409.
+//!
+//! ```text
+//!  client ─▶ router (body limit, timeout, CORS) ─▶ User (bearer token)
+//!     ├─ openai.rs     /v1/models, /v1/chat/completions ─┐
+//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ run.rs Session: claim ▸ load ▸ attach
+//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)┘      agent ▸ commit ▸ invoke ▸ save
+//!     └─ web.rs        /, /assets/*  (embedded page)             (state.rs: lists, claims, agents)
+//! ```
+//!
+//! # Layout
+//!
+//! ```text
+//! lib.rs        this map
+//! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN), SessionStore
+//! state.rs      AppState: session lists per user, run claims, building a session's agent
+//! auth.rs       User: the bearer token's user (401 otherwise)
+//! error.rs      ApiError: status codes and OpenAI-shaped error bodies
+//! run.rs        Session: one run of a session (claim, load, commit, run, stream)
+//! events.rs     a run's NetworkEvents as SSE JSON
+//! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
+//! tools_api.rs  /v1/tools, /v1/tools/execute
+//! sessions.rs   /api/sessions: list, create, show, delete, messages, approvals
+//! web.rs        the embedded web page (assets/: index.html, app.js, style.css, mermaid)
+//! app.rs        the router and its layers
+//! serve.rs      check_bind, serve with a graceful shutdown
+//! ```
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use lc_agent::{ScriptedChatModel, Turn};
+//! use lc_agent_server::{serve, AppState, ServerConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // A scripted stand-in model: it answers every turn with "Hello!".
+//! let model = Arc::new(ScriptedChatModel::new([Turn::text("Hello!")]).cycled());
+//! let state = AppState::new(ServerConfig::new(model))?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! serve(listener, state, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod app;
+mod auth;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod openai;
+mod run;
+pub mod serve;
+mod sessions;
+mod state;
+pub mod tools_api;
+mod web;
+
+pub use app::router;
+pub use auth::User;
+pub use config::{ConfigError, ServerConfig, SessionStore, Tokens, ANONYMOUS_USER};
+pub use error::ApiError;
+pub use serve::{check_bind, serve, ServeError};
+pub use state::AppState;

@@ -1,0 +1,288 @@
+//! The OpenAI-compatible endpoints: `GET /v1/models` and `POST
+//! /v1/chat/completions`, streamed (SSE chunks, then `data: [DONE]`) or
+//! not. The server runs the agent loop itself — tools execute here — and
+//! answers with the agent's final answer, so any OpenAI client gets a
+//! working agent.
+//!
+//! ```text
+//!  {model, messages, stream?, session?}   (or header x-lc-agent-session)
+//!    no session ─▶ a new session from the messages (system, user, assistant)
+//!    session    ─▶ that saved session + the last user message
+//!  ─▶ run (Session) ─▶ chat.completion | chat.completion.chunk ... [DONE]
+//!     both carry "session": <id> (and the header) to continue it next time
+//! ```
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use lc_agent::{ChatNode, HumanNode, Message, NetworkEvent, StreamDelta, SystemNode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::auth::User;
+use crate::error::ApiError;
+use crate::run::{Item, RunEnd, Session};
+use crate::state::AppState;
+
+/// The header naming (in) or reporting (out) the session of a completion.
+pub const SESSION_HEADER: &str = "x-lc-agent-session";
+
+pub(crate) async fn models(State(state): State<Arc<AppState>>, _user: User) -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": state.config.model_name, "object": "model", "created": 0, "owned_by": "lc-agent"}],
+    }))
+}
+
+/// One message of the request (only what the agent uses is read).
+#[derive(Debug, Deserialize)]
+pub(crate) struct InMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+impl InMessage {
+    /// The text: a string, or the text parts of a list of parts.
+    fn text(&self) -> Result<String, ApiError> {
+        match &self.content {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Array(parts)) => Ok(parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("")),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "message content must be a string or a list of parts, got `{other}`"
+            ))),
+        }
+    }
+}
+
+/// `POST /v1/chat/completions` body (other OpenAI fields are accepted
+/// and ignored: the agent's own settings apply).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Completion {
+    #[serde(default)]
+    model: Option<String>,
+    messages: Vec<InMessage>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    session: Option<Uuid>,
+}
+
+fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, ApiError> {
+    if let Some(id) = body.session {
+        return Ok(Some(id));
+    }
+    match headers.get(SESSION_HEADER) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!("the {SESSION_HEADER} header is not a session id"))
+            }),
+    }
+}
+
+pub(crate) async fn completions(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    headers: HeaderMap,
+    Json(body): Json<Completion>,
+) -> Result<Response, ApiError> {
+    let Some(last) = body.messages.last() else {
+        return Err(ApiError::BadRequest("`messages` is empty".to_string()));
+    };
+    if last.role != "user" {
+        return Err(ApiError::BadRequest(format!(
+            "the last message must be the user's, got `{}`",
+            last.role
+        )));
+    }
+    let session = match session_of(&headers, &body)? {
+        Some(id) => {
+            let session = Session::open(&state, &user, id).await?;
+            session.human(&last.text()?);
+            session
+        }
+        None => {
+            let title: String = last.text()?.chars().take(60).collect();
+            let session = Session::create(&state, &user, &title)?;
+            {
+                let _scope = session.net.enter();
+                for m in &body.messages {
+                    let text = m.text()?;
+                    match m.role.as_str() {
+                        "system" | "developer" => {
+                            SystemNode::new(text);
+                        }
+                        "user" => {
+                            HumanNode::new(text);
+                        }
+                        "assistant" => ChatNode::new().set_output(Message::ai(text)),
+                        // The agent runs its tools itself; a client's tool
+                        // messages have nothing to answer here.
+                        "tool" | "function" => {}
+                        other => {
+                            return Err(ApiError::BadRequest(format!(
+                                "unknown message role `{other}`"
+                            )))
+                        }
+                    }
+                }
+            }
+            session
+        }
+    };
+    session.commit().await?;
+    let id = session.net.id();
+    let model = body
+        .model
+        .clone()
+        .unwrap_or_else(|| state.config.model_name.clone());
+    let completion_id = format!("chatcmpl-{}", Uuid::new_v4().simple());
+    let created = chrono::Utc::now().timestamp();
+    let mut response = if body.stream {
+        stream(session, completion_id, model, created).into_response()
+    } else {
+        // The run goes on in its own task (a timeout or a client that
+        // goes away does not cut it short; it still saves).
+        let mut rx = session.stream();
+        let end = loop {
+            match rx.recv().await {
+                Some(Item::End(end)) => break end,
+                Some(_) => continue,
+                None => {
+                    return Err(ApiError::Internal(
+                        "the run ended without a result".to_string(),
+                    ))
+                }
+            }
+        };
+        if let Some((status, message)) = end.error {
+            let error = match status {
+                409 => ApiError::Conflict(message),
+                _ => ApiError::Internal(message),
+            };
+            let mut response = error.into_response();
+            if status == 502 {
+                *response.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
+            }
+            response
+        } else {
+            Json(json!({
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "session": id,
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer_text(&end, id)},
+                    "finish_reason": "stop",
+                }],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }))
+            .into_response()
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    Ok(response)
+}
+
+/// The answer, or what waits for a decision.
+fn answer_text(end: &RunEnd, id: Uuid) -> String {
+    if end.pending.is_empty() {
+        return end.answer.clone();
+    }
+    let calls: Vec<String> = end
+        .pending
+        .iter()
+        .map(|p| format!("{} {}", p.tool_call.name, p.tool_call.arguments))
+        .collect();
+    format!(
+        "Waiting for approval: {}. Decide with POST /api/sessions/{id}/approvals.",
+        calls.join("; ")
+    )
+}
+
+fn stream(
+    session: Session,
+    completion_id: String,
+    model: String,
+    created: i64,
+) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
+    let id = session.net.id();
+    let root = session.net.clone();
+    let chunk = move |delta: Value, finish: Option<&str>| {
+        json!({
+            "id": completion_id, "object": "chat.completion.chunk", "created": created,
+            "model": model, "session": id,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    };
+    let rx = session.stream();
+    let first = chunk(json!({"role": "assistant", "content": ""}), None);
+    let state = (rx, root, chunk, Some(first), false, String::new());
+    let events = futures::stream::unfold(
+        state,
+        |(mut rx, root, chunk, first, over, mut streamed)| async move {
+            if let Some(first) = first {
+                let event = Event::default().data(first.to_string());
+                return Some((Ok(event), (rx, root, chunk, None, over, streamed)));
+            }
+            if over {
+                return None;
+            }
+            loop {
+                match rx.recv().await {
+                    None => return None,
+                    Some(Item::Event(NetworkEvent::Delta {
+                        delta: StreamDelta::Text(text),
+                        ..
+                    })) if !text.is_empty() => {
+                        streamed.push_str(&text);
+                        let event = Event::default().data(chunk(json!({"content": text}), None).to_string());
+                        return Some((Ok(event), (rx, root, chunk, None, false, streamed)));
+                    }
+                    Some(Item::End(end)) => {
+                        let data = match &end.error {
+                            Some((status, message)) => json!({"error": {"message": message, "type": "server_error", "code": status}}),
+                            None => {
+                                // Text that did not stream (a waiting call's
+                                // note) goes out in the last chunk.
+                                let answer = answer_text(&end, root.id());
+                                let rest = if streamed.ends_with(&answer) { String::new() } else { answer };
+                                let delta = if rest.is_empty() { json!({}) } else { json!({"content": rest}) };
+                                chunk(delta, Some("stop"))
+                            }
+                        };
+                        let event = Event::default().data(data.to_string());
+                        return Some((Ok(event), (rx, root, chunk, None, true, streamed)));
+                    }
+                    Some(_) => continue,
+                }
+            }
+        },
+    )
+    .chain(futures::stream::once(async {
+        Ok(Event::default().data("[DONE]"))
+    }));
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+use futures::StreamExt as _;

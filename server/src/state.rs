@@ -1,0 +1,257 @@
+//! [`AppState`]: what every request shares — the configuration, one
+//! session list per user, the runs going on in this process, and how a
+//! session's agent is built.
+//!
+//! ```text
+//!  request (User) ─▶ list(user)  JsonNetworkList / RedisNetworkList in the user's namespace
+//!                 ─▶ claim(id)   one run per session in this process (else 409)
+//!                 ─▶ load + agent_for(user, net).attach(net)   AgentSpec stored in the session wins
+//!  shutdown ─▶ save_running(): every claimed session saved as it stands
+//! ```
+//!
+//! Across processes the session lists' revisions keep runs apart: a save
+//! from a copy loaded before another process saved fails with a conflict
+//! (409), never overwriting.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lc_agent::list::NetworkList;
+use lc_agent::{JsonNetworkList, ListError, RedisNetworkList, RunnableNetwork};
+use lc_agent_modifiers::approvals::Decisions;
+use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
+use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
+use lc_agent_modifiers::spec::AgentSpec;
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::config::{ServerConfig, SessionStore};
+use crate::error::ApiError;
+
+/// The state every request shares (see the [module docs](self)).
+pub struct AppState {
+    pub(crate) config: ServerConfig,
+    redis: Option<RedisNetworkList>,
+    lists: Mutex<HashMap<String, Arc<dyn NetworkList>>>,
+    running: Mutex<HashMap<Uuid, Running>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("config", &self.config)
+            .field("running", &self.running.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A session being run here, for a shutdown to save.
+#[derive(Clone)]
+struct Running {
+    network: Option<RunnableNetwork>,
+    list: Arc<dyn NetworkList>,
+}
+
+/// This process's claim on running a session; released on drop.
+pub(crate) struct Claim {
+    state: Arc<AppState>,
+    id: Uuid,
+}
+
+impl Claim {
+    /// Records the network being run, for [`AppState::save_running`].
+    pub(crate) fn track(&self, network: &RunnableNetwork) {
+        if let Some(r) = self.state.running.lock().get_mut(&self.id) {
+            r.network = Some(network.clone());
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.state.running.lock().remove(&self.id);
+    }
+}
+
+impl AppState {
+    /// The state of a server with this configuration (opens the Redis
+    /// client when sessions live in Redis).
+    pub fn new(config: ServerConfig) -> Result<Arc<Self>, ListError> {
+        let redis = match &config.sessions {
+            SessionStore::Redis(url) => Some(RedisNetworkList::builder().url(url.clone()).build()?),
+            SessionStore::Json(_) => None,
+        };
+        Ok(Arc::new(Self {
+            config,
+            redis,
+            lists: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The session list of `user`.
+    pub(crate) fn list(&self, user: &str) -> Result<Arc<dyn NetworkList>, ApiError> {
+        if let Some(list) = self.lists.lock().get(user) {
+            return Ok(list.clone());
+        }
+        let list: Arc<dyn NetworkList> = match (&self.redis, &self.config.sessions) {
+            (Some(redis), _) => Arc::new(redis.with_user(user)?),
+            (None, SessionStore::Json(root)) => {
+                Arc::new(JsonNetworkList::new(root.clone()).with_user(user)?)
+            }
+            (None, SessionStore::Redis(_)) => {
+                return Err(ApiError::Internal("the Redis list is not open".into()))
+            }
+        };
+        self.lists.lock().insert(user.to_string(), list.clone());
+        Ok(list)
+    }
+
+    /// Claims a run of session `id` in this process: 409 while another
+    /// run of it goes on here.
+    pub(crate) fn claim(
+        self: &Arc<Self>,
+        id: Uuid,
+        list: &Arc<dyn NetworkList>,
+    ) -> Result<Claim, ApiError> {
+        let mut running = self.running.lock();
+        if running.contains_key(&id) {
+            return Err(ApiError::Conflict(format!(
+                "a run of session {id} is in progress; try again when it ends"
+            )));
+        }
+        running.insert(
+            id,
+            Running {
+                network: None,
+                list: list.clone(),
+            },
+        );
+        Ok(Claim {
+            state: self.clone(),
+            id,
+        })
+    }
+
+    /// Loads `user`'s session `id`: 404 when nobody has it, 403 when
+    /// another user of this server does.
+    pub(crate) async fn load(
+        &self,
+        user: &str,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<RunnableNetwork, ApiError> {
+        match list.load(id).await {
+            Ok(net) => Ok(net),
+            Err(ListError::NotFound { .. }) => Err(self.not_yours(user, id).await),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// 403 when another user of this server has session `id`, else 404.
+    pub(crate) async fn not_yours(&self, user: &str, id: Uuid) -> ApiError {
+        for other in self.config.tokens.users() {
+            if other == user {
+                continue;
+            }
+            if let Ok(list) = self.list(&other) {
+                if let Ok(Some(_)) = list.stored_revision(id).await {
+                    return ApiError::Forbidden(id);
+                }
+            }
+        }
+        ApiError::NotFound(format!("session {id} not found"))
+    }
+
+    /// The agent of `user`'s sessions: the blueprint stored in `session`
+    /// when it has one, else the server's; the file tools over the user's
+    /// directory when the server has a root.
+    pub(crate) fn agent_for(
+        &self,
+        user: &str,
+        session: Option<&RunnableNetwork>,
+    ) -> Result<(DeepAgentBuilder, Option<AgentSpec>), ApiError> {
+        let stored = match session.and_then(AgentSpec::from_network) {
+            Some(spec) => Some(spec.map_err(|e| ApiError::Internal(e.to_string()))?),
+            None => None,
+        };
+        let spec = stored.or_else(|| self.config.spec.clone());
+        let model = self.config.model.clone();
+        let mut builder = match &spec {
+            Some(spec) => spec
+                .builder(move |_, _| Ok(model.clone()))
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+            None => DeepAgent::builder().model_shared("main", model),
+        };
+        if let Some(root) = &self.config.root {
+            let dir = if self.config.tokens.is_empty() {
+                root.clone()
+            } else {
+                root.join(user)
+            };
+            let io = |e: std::io::Error| {
+                ApiError::Internal(format!("cannot open {}: {e}", dir.display()))
+            };
+            std::fs::create_dir_all(&dir).map_err(io)?;
+            builder = if self.config.shell {
+                builder
+                    .backend(LocalShellBackend::new(&dir).map_err(io)?)
+                    .interrupt_on("execute", Decisions::all())
+            } else {
+                builder.backend(FilesystemBackend::new(&dir).map_err(io)?)
+            };
+        }
+        Ok((builder, spec))
+    }
+
+    /// A new session of `user` (not saved yet).
+    pub(crate) fn new_session(&self, user: &str, name: &str) -> Result<RunnableNetwork, ApiError> {
+        let (builder, spec) = self.agent_for(user, None)?;
+        let net = builder
+            .build()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        if let Some(spec) = spec {
+            spec.store_in(&net)
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+        }
+        net.set_name(name);
+        Ok(net)
+    }
+
+    /// Loads `user`'s session `id` and attaches its agent.
+    pub(crate) async fn open(
+        &self,
+        user: &str,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<(RunnableNetwork, DeepAgentBuilder), ApiError> {
+        let net = self.load(user, list, id).await?;
+        let (builder, _) = self.agent_for(user, Some(&net))?;
+        builder
+            .attach(&net)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok((net, builder))
+    }
+
+    /// Saves every session a run holds in this process, as it stands (a
+    /// shutdown calls this once the grace period is over).
+    pub async fn save_running(&self) -> usize {
+        let running: Vec<Running> = self.running.lock().values().cloned().collect();
+        let mut saved = 0;
+        for r in running {
+            let Some(net) = r.network else { continue };
+            match r.list.save(&net).await {
+                Ok(_) => saved += 1,
+                Err(e) => {
+                    tracing::error!(session = %net.id(), error = %e, "could not save a running session at shutdown")
+                }
+            }
+        }
+        saved
+    }
+
+    /// How many runs are going on in this process.
+    pub fn running(&self) -> usize {
+        self.running.lock().len()
+    }
+}

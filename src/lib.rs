@@ -93,7 +93,8 @@
 //! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
-//! the `DeepAgent` preset, the `AgentSpec` blueprint); `lc-agent-cli`
+//! long-term memory (feature `memory`, tantivy), the `DeepAgent` preset,
+//! the `AgentSpec` blueprint); `lc-agent-cli`
 //! (`cli/`) is the `lc-agent` binary (`run`, `chat`, `tool`, `sessions`).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.

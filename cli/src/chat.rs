@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! lc-agent chat [--session ID] [--root DIR] [--model NAME | --script FILE.json]
-//!               [--agent FILE] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//!               [--agent FILE] [--yes] [--sessions DIR | --redis URL] [--user NAME] [--memory]
 //! ```
 //!
 //! Each line read on stdin is a turn (`/exit` or the end of stdin ends the
@@ -18,7 +18,10 @@ use std::process::ExitCode;
 use clap::Args;
 use lc_agent_modifiers::spec::AgentSpec;
 
-use crate::run::{agent, model, sessions, show_progress, turn, usage, AgentArgs, Failure};
+use crate::run::{
+    agent, flush_memory, mark_user, model, sessions, show_progress, turn, usage, with_memory,
+    AgentArgs, Failure,
+};
 
 /// `lc-agent chat` arguments.
 #[derive(Debug, Args)]
@@ -34,7 +37,7 @@ pub struct ChatArgs {
 async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let main = model(&args.agent)?;
     let list = sessions(&args.agent).await?;
-    let net = match &args.session {
+    let (net, memory) = match &args.session {
         Some(id) => {
             let id = id
                 .parse()
@@ -49,17 +52,20 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
                 }
                 None => agent(&args.agent, main)?.0,
             };
+            let builder = with_memory(builder, &args.agent)?;
             builder.attach(&net).map_err(|e| (1, e.to_string()))?;
-            net
+            mark_user(&net, &args.agent);
+            (net, builder.memory_modifier().cloned())
         }
         None => {
             let (builder, spec) = agent(&args.agent, main)?;
             let net = builder.build().map_err(|e| usage(e.to_string()))?;
+            mark_user(&net, &args.agent);
             if let Some(spec) = spec {
                 spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
             }
             net.set_name("chat");
-            net
+            (net, builder.memory_modifier().cloned())
         }
     };
     eprintln!("session {} (type /exit to end)", net.id());
@@ -94,6 +100,7 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
             eprintln!("error: the session could not be saved: {e}");
         }
     }
+    flush_memory(memory).await;
     list.save(&net).await.map_err(|e| (1, e.to_string()))?;
     eprintln!("session {} saved", net.id());
     outcome

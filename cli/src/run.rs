@@ -3,6 +3,7 @@
 //! ```text
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!              [--agent FILE.toml] [--yes] [--sessions DIR | --redis URL] [--user NAME]
+//!              [--memory]
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
@@ -15,6 +16,13 @@
 //! `--shell`) is asked on stdin: `y` approves, `n` rejects, `e` then a JSON
 //! line edits the arguments; `--yes` approves everything. The session is
 //! saved in every case (JSON list by default, `--redis` for Redis).
+//!
+//! `--memory` gives the agent long-term memory for `--user` (relevant
+//! memories and the latest summary in its prompt, every turn stored, a
+//! summary every 8 turns, `remember` and `recall`): in Redis with
+//! `--redis`, else in `$LC_AGENT_HOME/memory` (or the user's data
+//! directory). The process waits for a summary being written before it
+//! exits.
 //!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
@@ -34,6 +42,7 @@ use lc_agent::{
 use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, Decisions};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
 use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
+use lc_agent_modifiers::memory::{MemoryModifier, MemoryStore, USER_KEY};
 use lc_agent_modifiers::spec::AgentSpec;
 use serde::Deserialize;
 use serde_json::Value;
@@ -75,9 +84,12 @@ pub struct AgentArgs {
     /// Keep the session in Redis.
     #[arg(long)]
     pub redis: Option<String>,
-    /// The user (namespace) of the session.
+    /// The user (namespace) of the session, and whose memories `--memory` uses.
     #[arg(long, default_value = "default")]
     pub user: String,
+    /// Long-term memory across sessions (in Redis with --redis).
+    #[arg(long)]
+    pub memory: bool,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +163,37 @@ pub(crate) fn agent(
             builder.backend(FilesystemBackend::new(root).map_err(io)?)
         };
     }
-    Ok((builder, spec))
+    Ok((with_memory(builder, args)?, spec))
+}
+
+/// Adds `--memory` to an agent that has no memory yet.
+pub(crate) fn with_memory(
+    builder: DeepAgentBuilder,
+    args: &AgentArgs,
+) -> Result<DeepAgentBuilder, Failure> {
+    if !args.memory || builder.memory_modifier().is_some() {
+        return Ok(builder);
+    }
+    let store = match &args.redis {
+        Some(url) => MemoryStore::redis(url.clone()),
+        None => MemoryStore::open_default(),
+    }
+    .map_err(|e| usage(format!("--memory: {e}")))?;
+    Ok(builder.memory(MemoryModifier::new(store).default_user(args.user.clone())))
+}
+
+/// Records the user in a session that names none (memory reads it).
+pub(crate) fn mark_user(net: &RunnableNetwork, args: &AgentArgs) {
+    if net.metadata_value(USER_KEY).is_none() {
+        net.set_metadata(USER_KEY, Value::String(args.user.clone()));
+    }
+}
+
+/// Waits for the memory summaries being written.
+pub(crate) async fn flush_memory(memory: Option<MemoryModifier>) {
+    if let Some(memory) = memory {
+        memory.flush().await;
+    }
 }
 
 pub(crate) async fn sessions(args: &AgentArgs) -> Result<Box<dyn NetworkList>, Failure> {
@@ -239,6 +281,7 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     let (builder, spec) = agent(&args.agent, main)?;
     let list = sessions(&args.agent).await?;
     let net = builder.build().map_err(|e| usage(e.to_string()))?;
+    mark_user(&net, &args.agent);
     if let Some(spec) = &spec {
         spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
     }
@@ -251,6 +294,7 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     let outcome = turn(&net, &args.task, args.agent.yes, &mut lines)
         .await
         .map(|answer| (!screen.showed(&answer)).then_some(answer));
+    flush_memory(builder.memory_modifier().cloned()).await;
     match list.save(&net).await {
         Ok(info) => eprintln!("session {} saved", info.id),
         Err(e) => eprintln!("error: the session could not be saved: {e}"),

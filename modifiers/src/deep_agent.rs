@@ -4,7 +4,7 @@
 //! ```text
 //!  DeepAgent::builder()
 //!    .model(..) .backend(..) .instructions(..) .subagent(..)
-//!    .interrupt_on(..) .route_model(..) .tool(..)
+//!    .interrupt_on(..) .route_model(..) .tool(..) .memory(..)
 //!    ├─ build()        a new network: system prompt + everything attached
 //!    └─ attach(&net)   the same models, tools and modifiers on a loaded
 //!                      session (they are never saved)
@@ -55,6 +55,8 @@ pub struct DeepAgentBuilder {
     routes: Vec<(String, String)>,
     tools: Vec<Arc<dyn Tool>>,
     step_limit: Option<usize>,
+    #[cfg(feature = "memory")]
+    memory: Option<crate::memory::MemoryModifier>,
 }
 
 impl std::fmt::Debug for DeepAgentBuilder {
@@ -132,6 +134,23 @@ impl DeepAgentBuilder {
         self
     }
 
+    /// Long-term memory: relevant memories and the latest summary in the
+    /// prompt, turns stored, summaries in the background, `remember` and
+    /// `recall` (feature `memory`).
+    #[cfg(feature = "memory")]
+    pub fn memory(mut self, memory: crate::memory::MemoryModifier) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The memory modifier, when there is one (to
+    /// [`flush`](crate::memory::MemoryModifier::flush) its summaries
+    /// before the process exits).
+    #[cfg(feature = "memory")]
+    pub fn memory_modifier(&self) -> Option<&crate::memory::MemoryModifier> {
+        self.memory.as_ref()
+    }
+
     /// The network's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -191,6 +210,10 @@ impl DeepAgentBuilder {
         net.add_modifier(self.subagents.clone())?;
         if let Some(approvals) = &self.approvals {
             net.add_modifier(approvals.clone())?;
+        }
+        #[cfg(feature = "memory")]
+        if let Some(memory) = &self.memory {
+            net.add_modifier(memory.clone())?;
         }
         Ok(())
     }

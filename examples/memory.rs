@@ -37,7 +37,7 @@ impl ChatModel for ShowMemory {
         {
             let known: Vec<&str> = section
                 .lines()
-                .skip_while(|l| !l.starts_with("What you remember"))
+                .skip_while(|l| !l.starts_with("Summary of") && !l.starts_with("What you remember"))
                 .collect();
             if known.is_empty() {
                 println!("    (the prompt holds no memories yet)");
@@ -50,23 +50,37 @@ impl ChatModel for ShowMemory {
     }
 }
 
+/// A stand-in summary model: it lists what the user said in the turns
+/// it is given (a real model would write a summary).
+struct ListQuestions;
+
+#[async_trait]
+impl ChatModel for ListQuestions {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let input = request.history.last().map(|m| m.text()).unwrap_or_default();
+        let said: Vec<&str> = input
+            .lines()
+            .filter_map(|l| l.split_once("User: ").map(|(_, q)| q))
+            .collect();
+        Ok(ChatResponse {
+            content: format!("Earlier the user said: {}", said.join(" / ")),
+            ..ChatResponse::default()
+        })
+    }
+}
+
 /// One session of `user`: a deep agent with memory, a human turn, the answer.
 async fn session(
     store: &MemoryStore,
     user: &str,
     turns: Vec<Turn>,
     question: &str,
-) -> Result<MemoryModifier, Box<dyn std::error::Error>> {
-    let memory = MemoryModifier::new(store.clone()).summary_every(2);
+) -> Result<(), Box<dyn std::error::Error>> {
+    // A summary after every turn, for the demo (the default is every 8).
+    let memory = MemoryModifier::new(store.clone()).summary_every(1);
     let agent = DeepAgent::builder()
         .model(ShowMemory(ScriptedChatModel::new(turns)))
-        .model_named(
-            "summarizer",
-            ScriptedChatModel::new([
-                "Alice works on project Bluebird and asked about its codename.",
-            ])
-            .cycled(),
-        )
+        .model_named("summarizer", ListQuestions)
         .route_model("summary", "summarizer")
         .memory(memory.clone());
     let net: RunnableNetwork = agent.build()?;
@@ -78,7 +92,10 @@ async fn session(
     }
     let reply = net.invoke().await?;
     println!("  model: {}", reply.text());
-    Ok(memory)
+    // The summary is written in the background; wait for it before the
+    // next session (a server would just go on).
+    memory.flush().await;
+    Ok(())
 }
 
 #[tokio::main]
@@ -107,14 +124,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Session 2, as a new process: the memory is in the prompt.
     let store = MemoryStore::open(&dir)?;
-    let memory = session(
+    session(
         &store,
         "alice",
         vec![Turn::text("Your project is codenamed Bluebird.")],
         "What is my project's codename?",
     )
     .await?;
-    memory.flush().await; // the summary of Alice's two turns, written in the background
     if let Some(summary) = store.latest("alice", MemoryKind::Summary).await? {
         println!("  summary (background): {}", summary.text);
     }

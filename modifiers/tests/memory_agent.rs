@@ -302,3 +302,34 @@ async fn summaries_in_background() {
         4
     );
 }
+
+/// `[memory]` in an `AgentSpec` builds the agent with memory in that
+/// directory; the spec (and so the session) keeps only the settings.
+#[tokio::test]
+async fn agent_spec_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[models.main]\nmodel = \"m\"\n\n[memory]\ndir = {:?}\ntop_k = 3\nsummary_every = 0\n",
+        dir.path().to_str().unwrap()
+    );
+    let spec = lc_agent_modifiers::spec::AgentSpec::from_toml(&toml).unwrap();
+    assert_eq!(spec.memory.as_ref().unwrap().top_k, Some(3));
+    let model: Arc<dyn ChatModel> = Arc::new(ScriptedChatModel::new([
+        Turn::call("m1", "remember", json!({"text": "Prefers metric units"})),
+        Turn::text("Noted."),
+    ]));
+    let agent = spec.builder(move |_, _| Ok(model.clone())).unwrap();
+    assert!(agent.memory_modifier().is_some());
+    let net = agent.build().unwrap();
+    net.set_metadata("user", json!("erin"));
+    say(&net, "I prefer metric units.").await;
+    let store = MemoryStore::open(dir.path());
+    drop(net);
+    let entries = store.unwrap().entries("erin").await.unwrap();
+    assert_eq!(entries[0].text, "Prefers metric units");
+    assert_eq!(entries[1].kind, MemoryKind::Turn);
+    let back =
+        lc_agent_modifiers::spec::AgentSpec::from_json(&serde_json::to_string(&spec).unwrap())
+            .unwrap();
+    assert_eq!(back, spec);
+}

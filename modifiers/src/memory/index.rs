@@ -7,6 +7,7 @@
 //!
 //!  search("alice", "which database?")
 //!    +user:alice  +(text:databas | tags_text:databas)  [+kind] [+tag] [-tag]
+//!    the best max(10k, 50) by bm25, re-ranked by
 //!    score = bm25 × (1 + weight × ½^(age / half_life))      top k by score
 //! ```
 //!
@@ -15,7 +16,7 @@
 //! text is analyzed into terms (no query syntax), so `user:bob` in a
 //! question is two words, nothing more.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -32,8 +33,7 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, Order, ReloadPolicy, SegmentReader,
-    TantivyDocument, Term,
+    DocAddress, Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term,
 };
 
 use super::entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
@@ -41,6 +41,11 @@ use super::error::{MemoryError, MemoryResult};
 
 /// The analyzer of `text` and `tags_text`.
 const ANALYZER: &str = "lc_memory";
+
+/// Candidates by relevance per hit asked for, re-ranked by recency.
+const POOL_FACTOR: usize = 10;
+/// The smallest candidate pool.
+const MIN_POOL: usize = 50;
 
 /// The index writer's memory budget (tantivy's minimum is 15 MB).
 const WRITER_BUDGET: usize = 20_000_000;
@@ -316,25 +321,36 @@ impl MemoryIndex {
                 .collect();
             clauses.push((Occur::Must, Box::new(BooleanQuery::new(words))));
             let bool_query = BooleanQuery::new(clauses);
+            // Relevance first (tantivy prunes with block-max WAND), then
+            // recency re-ranks a pool of the best candidates: the boost is
+            // at most `1 + weight`, so a pool ten times the limit holds
+            // the true top hits but for near-ties at its edge.
+            let pool = (query.limit * POOL_FACTOR).max(MIN_POOL);
+            let candidates =
+                searcher.search(&bool_query, &TopDocs::with_limit(pool).order_by_score())?;
             let now = Utc::now().timestamp_micros();
             let Recency { weight, half_life } = *self.recency.lock();
             let half = half_life.as_micros().max(1) as f64;
-            let collector =
-                TopDocs::with_limit(query.limit).tweak_score(move |segment: &SegmentReader| {
-                    let created = segment
-                        .fast_fields()
-                        .i64("created_at")
-                        .ok()
-                        .map(|c| c.first_or_default_col(now));
-                    move |doc, score: f32| {
-                        let age = created
-                            .as_ref()
-                            .map_or(0, |c| now.saturating_sub(c.get_val(doc)).max(0));
-                        let fresh = 0.5f64.powf(age as f64 / half) as f32;
-                        score * (1.0 + weight * fresh)
-                    }
-                });
-            searcher.search(&bool_query, &collector)?
+            let mut columns = HashMap::new();
+            let mut ranked = Vec::with_capacity(candidates.len());
+            for (score, addr) in candidates {
+                let column = match columns.entry(addr.segment_ord) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                        searcher
+                            .segment_reader(addr.segment_ord)
+                            .fast_fields()
+                            .i64("created_at")?,
+                    ),
+                };
+                let created = column.first(addr.doc_id).unwrap_or(now);
+                let age = now.saturating_sub(created).max(0);
+                let fresh = 0.5f64.powf(age as f64 / half) as f32;
+                ranked.push((score * (1.0 + weight * fresh), addr));
+            }
+            ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            ranked.truncate(query.limit);
+            ranked
         };
         let mut hits = Vec::with_capacity(found.len());
         for (score, addr) in found {

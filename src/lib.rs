@@ -95,13 +95,13 @@
 //! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
-//! summarization, token counting, skills, the `DeepAgent` preset, the
-//! `AgentSpec` blueprint) and MCP (`McpTools`, the file tools as an MCP
-//! server; feature `mcp`); `lc-agent-cli` (`cli/`) is the `lc-agent`
-//! binary (`run`, `chat`, `tool`, `sessions`, `mcp`, `serve`);
-//! `lc-agent-server` (`server/`) serves the agent over HTTP
-//! (OpenAI-compatible chat completions, tool endpoints, the session API
-//! with SSE events, the web page).
+//! summarization, token counting, skills, long-term memory (feature
+//! `memory`, tantivy), the `DeepAgent` preset, the `AgentSpec` blueprint)
+//! and MCP (`McpTools`, the file tools as an MCP server; feature `mcp`);
+//! `lc-agent-cli` (`cli/`) is the `lc-agent` binary (`run`, `chat`,
+//! `tool`, `sessions`, `mcp`, `serve`); `lc-agent-server` (`server/`)
+//! serves the agent over HTTP (OpenAI-compatible chat completions, tool
+//! endpoints, the session API with SSE events, the web page).
 //! The network, its nodes, the run and the tools know each other by design (a node knows its network, a network runs its nodes, a
 //! tool sees the network it runs in); everything else depends downward.
 //!

@@ -4,7 +4,7 @@
 //! ```text
 //! lc-agent chat [--session ID] [--root DIR] [--model NAME | --script FILE.json]
 //!               [--agent FILE] [--skills DIR] [--yes] [--sessions DIR | --redis URL]
-//!               [--user NAME]
+//!               [--user NAME] [--memory]
 //! ```
 //!
 //! Each line read on stdin is a turn (`/exit` or the end of stdin ends the
@@ -25,8 +25,8 @@ use lc_agent_modifiers::spec::AgentSpec;
 
 use crate::interrupt::{Interrupt, INTERRUPTED};
 use crate::run::{
-    agent, attach_mcp, checkpoint, finish, model, sessions, show_progress, turn, usage, AgentArgs,
-    Failure,
+    agent, attach_mcp, checkpoint, finish, flush_memory, mark_user, model, sessions, show_progress,
+    turn, usage, with_memory, AgentArgs, Failure,
 };
 
 /// `lc-agent chat` arguments.
@@ -43,7 +43,7 @@ pub struct ChatArgs {
 async fn chat(args: ChatArgs) -> Result<(), Failure> {
     let main = model(&args.agent)?;
     let list = sessions(&args.agent).await?;
-    let (net, mcp) = match &args.session {
+    let (net, mcp, memory) = match &args.session {
         Some(id) => {
             let id = id
                 .parse()
@@ -58,20 +58,23 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
                 }
                 None => agent(&args.agent, main)?.0,
             };
+            let builder = with_memory(builder, &args.agent)?;
             builder.attach(&net).map_err(|e| (1, e.to_string()))?;
+            mark_user(&net, &args.agent);
             let spec = AgentSpec::from_network(&net).and_then(Result::ok);
             let mcp = attach_mcp(&net, &args.agent, spec.as_ref()).await?;
-            (net, mcp)
+            (net, mcp, builder.memory_modifier().cloned())
         }
         None => {
             let (builder, spec) = agent(&args.agent, main)?;
             let net = builder.build().map_err(|e| usage(e.to_string()))?;
+            mark_user(&net, &args.agent);
             if let Some(spec) = &spec {
                 spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
             }
             net.set_name("chat");
             let mcp = attach_mcp(&net, &args.agent, spec.as_ref()).await?;
-            (net, mcp)
+            (net, mcp, builder.memory_modifier().cloned())
         }
     };
     checkpoint(&net, &list)?;
@@ -121,6 +124,7 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
     if let Some(mcp) = mcp {
         mcp.disconnect().await;
     }
+    flush_memory(memory).await;
     list.save(&net).await.map_err(|e| (1, e.to_string()))?;
     eprintln!("session {} saved", net.id());
     outcome

@@ -3,8 +3,7 @@
 //! ```text
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!              [--agent FILE.toml] [--mcp FILE.json] [--skills DIR] [--yes]
-//!              [--sessions DIR | --redis URL]
-//!              [--user NAME]
+//!              [--sessions DIR | --redis URL] [--user NAME] [--memory]
 //! ```
 //!
 //! `--mcp` adds the tools of the MCP servers of an `mcpServers` JSON file
@@ -31,6 +30,13 @@
 //! flight; `lc-agent chat --session ID` finishes an interrupted run), and
 //! at the end.
 //!
+//! `--memory` gives the agent long-term memory for `--user` (relevant
+//! memories and the latest summary in its prompt, every turn stored, a
+//! summary every 8 turns, `remember` and `recall`): in Redis with
+//! `--redis`, else in `$LC_AGENT_HOME/memory` (or the user's data
+//! directory). The process waits for a summary being written before it
+//! exits.
+//!
 //! Exit codes: 0 the run finished; 1 it failed (the message says why; the
 //! session is saved); 2 bad usage; 3 a call waits for approval and stdin
 //! ended (the session is saved with the pending call); 130 Ctrl-C stopped
@@ -52,6 +58,7 @@ use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
 use lc_agent_modifiers::filesystem::{tools::TOOL_NAMES, FilesystemBackend, LocalShellBackend};
 use lc_agent_modifiers::mcp::{McpConfig, McpTools};
+use lc_agent_modifiers::memory::{MemoryModifier, MemoryStore, USER_KEY};
 use lc_agent_modifiers::spec::AgentSpec;
 use serde::Deserialize;
 use serde_json::Value;
@@ -101,9 +108,12 @@ pub struct AgentArgs {
     /// Keep the session in Redis.
     #[arg(long)]
     pub redis: Option<String>,
-    /// The user (namespace) of the session.
+    /// The user (namespace) of the session, and whose memories `--memory` uses.
     #[arg(long, default_value = "default")]
     pub user: String,
+    /// Long-term memory across sessions (in Redis with --redis).
+    #[arg(long)]
+    pub memory: bool,
 }
 
 #[derive(Deserialize)]
@@ -197,7 +207,37 @@ pub(crate) fn agent(
             spec.skills.get_or_insert_with(Default::default).dir = Some(dir);
         }
     }
-    Ok((builder, spec))
+    Ok((with_memory(builder, args)?, spec))
+}
+
+/// Adds `--memory` to an agent that has no memory yet.
+pub(crate) fn with_memory(
+    builder: DeepAgentBuilder,
+    args: &AgentArgs,
+) -> Result<DeepAgentBuilder, Failure> {
+    if !args.memory || builder.memory_modifier().is_some() {
+        return Ok(builder);
+    }
+    let store = match &args.redis {
+        Some(url) => MemoryStore::redis(url.clone()),
+        None => MemoryStore::open_default(),
+    }
+    .map_err(|e| usage(format!("--memory: {e}")))?;
+    Ok(builder.memory(MemoryModifier::new(store).default_user(args.user.clone())))
+}
+
+/// Records the user in a session that names none (memory reads it).
+pub(crate) fn mark_user(net: &RunnableNetwork, args: &AgentArgs) {
+    if net.metadata_value(USER_KEY).is_none() {
+        net.set_metadata(USER_KEY, Value::String(args.user.clone()));
+    }
+}
+
+/// Waits for the memory summaries being written.
+pub(crate) async fn flush_memory(memory: Option<MemoryModifier>) {
+    if let Some(memory) = memory {
+        memory.flush().await;
+    }
 }
 
 /// Attaches the MCP servers of the blueprint and of `--mcp` to `net`
@@ -369,6 +409,7 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     let (builder, spec) = agent(&args.agent, main)?;
     let list = sessions(&args.agent).await?;
     let net = builder.build().map_err(|e| usage(e.to_string()))?;
+    mark_user(&net, &args.agent);
     if let Some(spec) = &spec {
         spec.store_in(&net).map_err(|e| usage(e.to_string()))?;
     }
@@ -384,6 +425,7 @@ async fn run_task(args: RunArgs) -> Result<Option<String>, Failure> {
     let outcome = turn(&net, &args.task, args.agent.yes, &mut lines, &interrupt)
         .await
         .map(|answer| (!screen.showed(&answer)).then_some(answer));
+    flush_memory(builder.memory_modifier().cloned()).await;
     match list.save(&net).await {
         Ok(info) => eprintln!("session {} saved", info.id),
         Err(e) => eprintln!("error: the session could not be saved: {e}"),

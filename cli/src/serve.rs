@@ -106,24 +106,33 @@ fn config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
     Ok(config)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or SIGTERM. Both handlers are installed before this
+/// returns, so a signal that comes as soon as the server says it listens
+/// is never lost (nor kills the process).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    async move {
+        #[cfg(unix)]
+        match signals {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {},
+                    _ = term.recv() => {},
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -134,8 +143,9 @@ async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
         .await
         .map_err(|e| (1, format!("cannot listen on {}: {e}", args.addr)))?;
     let addr = listener.local_addr().map_err(|e| (1, e.to_string()))?;
+    let stop = shutdown_signal();
     eprintln!("listening on http://{addr}");
-    serve(listener, state, shutdown_signal())
+    serve(listener, state, stop)
         .await
         .map_err(|e| (1, e.to_string()))?;
     eprintln!("stopped");

@@ -25,6 +25,8 @@ fn lc_agent(
         .args(extra)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
+        // `--memory` keeps its store under the home directory.
+        .env("LC_AGENT_HOME", dir.join("home"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -479,4 +481,87 @@ fn an_edited_call_runs_with_the_arguments_typed() {
         "edited\n"
     );
     assert!(!work.join("hello.txt").exists());
+}
+/// The tool results of the session a run saved (from its `session <id> saved` line).
+fn saved_tool_results(dir: &std::path::Path, out: &Output, user: &str) -> Vec<String> {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("session ")?.strip_suffix(" saved"))
+        .unwrap_or_else(|| panic!("no saved session in {stderr}"));
+    let export = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["sessions", "--user", user, "--root"])
+        .arg(dir.join("sessions"))
+        .args(["export", id])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["outputs"]["role"] == "tool")
+        .map(|n| n["outputs"]["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn memory_follows_the_user_across_runs_and_never_another_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let remember = serde_json::json!([
+        {"tool_calls": [{"id": "m1", "name": "remember",
+            "arguments": {"text": "The user's favourite colour is teal"}}]},
+        {"content": "Noted."}
+    ]);
+    let out = run(dir.path(), remember, &["--memory", "--user", "alice"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored = std::fs::read_to_string(dir.path().join("home/memory/entries.jsonl")).unwrap();
+    assert!(
+        stored.contains(
+            r#""user":"alice","kind":"fact","text":"The user's favourite colour is teal""#
+        ),
+        "{stored}"
+    );
+    assert!(
+        stored.contains(
+            r#""kind":"turn","text":"User: Write the greeting file.\nAssistant: Noted.""#
+        ),
+        "{stored}"
+    );
+
+    let recall = serde_json::json!([
+        {"tool_calls": [{"id": "r1", "name": "recall", "arguments": {"query": "favourite colour"}}]},
+        {"content": "Teal."}
+    ]);
+    // Another run of alice recalls it; bob's run does not.
+    let out = run(
+        dir.path(),
+        recall.clone(),
+        &["--memory", "--user", "alice"],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = saved_tool_results(dir.path(), &out, "alice");
+    assert!(
+        results[0].contains("The user's favourite colour is teal"),
+        "{results:?}"
+    );
+    let out = run(dir.path(), recall, &["--memory", "--user", "bob"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        saved_tool_results(dir.path(), &out, "bob"),
+        ["No memories match."]
+    );
 }

@@ -4,7 +4,7 @@
 //! ```text
 //!  DeepAgent::builder()
 //!    .model(..) .backend(..) .instructions(..) .subagent(..)
-//!    .interrupt_on(..) .route_model(..) .tool(..)
+//!    .interrupt_on(..) .route_model(..) .tool(..) .memory(..)
 //!    .summarization(..) .skills_dir(..) .skills(..)
 //!    ├─ build()        a new network: system prompt + everything attached
 //!    └─ attach(&net)   the same models, tools and modifiers on a loaded
@@ -65,6 +65,8 @@ pub struct DeepAgentBuilder {
     summarization: Option<SummarizationConfig>,
     skills_dir: Option<std::path::PathBuf>,
     skill_roots: Vec<String>,
+    #[cfg(feature = "memory")]
+    memory: Option<crate::memory::MemoryModifier>,
 }
 
 impl std::fmt::Debug for DeepAgentBuilder {
@@ -168,6 +170,23 @@ impl DeepAgentBuilder {
         self
     }
 
+    /// Long-term memory: relevant memories and the latest summary in the
+    /// prompt, turns stored, summaries in the background, `remember` and
+    /// `recall` (feature `memory`).
+    #[cfg(feature = "memory")]
+    pub fn memory(mut self, memory: crate::memory::MemoryModifier) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The memory modifier, when there is one (to
+    /// [`flush`](crate::memory::MemoryModifier::flush) its summaries
+    /// before the process exits).
+    #[cfg(feature = "memory")]
+    pub fn memory_modifier(&self) -> Option<&crate::memory::MemoryModifier> {
+        self.memory.as_ref()
+    }
+
     /// The network's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -265,6 +284,10 @@ impl DeepAgentBuilder {
         }
         if let Some(config) = &self.summarization {
             net.add_modifier(SummarizationModifier::new(config.clone()).backend(backend))?;
+        }
+        #[cfg(feature = "memory")]
+        if let Some(memory) = &self.memory {
+            net.add_modifier(memory.clone())?;
         }
         Ok(())
     }

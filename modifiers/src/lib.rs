@@ -12,8 +12,8 @@
 //! ## Layout
 //!
 //! - [`deep_agent`]: the preset ([`DeepAgent`](deep_agent::DeepAgent)) that puts
-//!   the file tools, todos, sub-agents, approvals, model routes, summaries and
-//!   skills on one network.
+//!   the file tools, todos, sub-agents, approvals, model routes, summaries,
+//!   skills and memory on one network.
 //! - [`spec`]: [`AgentSpec`](spec::AgentSpec), the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
@@ -42,6 +42,17 @@
 //!   - `mcp/content.rs`: tool results as text (images, audio, resources described).
 //!   - `mcp/server.rs`: `FileToolServer`, the file tools served over stdio or HTTP + bearer token.
 //!   - `mcp/error.rs`: `McpError`.
+//! - `memory` (feature `memory`): long-term memory across sessions, per user
+//!   (its module docs draw how the parts connect):
+//!   - `memory/entry.rs`: `MemoryEntry {id, user, kind, text, tags, created_at}`, `MemoryQuery`, `MemoryHit`.
+//!   - `memory/error.rs`: `MemoryError`.
+//!   - `memory/backend.rs`: the `MemoryBackend` trait (a per-user append-only log) and `InMemoryBackend`.
+//!   - `memory/file.rs`: `JsonFileBackend`, JSON lines appended under a lock and fsynced (kill-safe).
+//!   - `memory/redis.rs`: `RedisMemoryBackend`, a list per user, hash-tagged like the sessions.
+//!   - `memory/index.rs`: the tantivy index (RAM or on disk): relevance × recency, filtered by user.
+//!   - `memory/store.rs`: `MemoryStore`, a backend plus the index that follows it (rebuilt when stale).
+//!   - `memory/modifier.rs`: `MemoryModifier`: memories in the prompt, turns stored, background summaries.
+//!   - `memory/tools.rs`: the `remember` and `recall` tools; `user_of` (the session's user).
 //! - [`checkpoint`]: saves a running network to a `NetworkList` so another
 //!   process resumes it ([`CheckpointModifier`](checkpoint::CheckpointModifier)).
 //! - [`filesystem`]: the filesystem modifier, its tools and backends (its
@@ -81,6 +92,8 @@ pub mod checkpoint;
 pub mod deep_agent;
 pub mod filesystem;
 pub mod mcp;
+#[cfg(feature = "memory")]
+pub mod memory;
 pub mod skills;
 pub mod spec;
 pub mod subagents;

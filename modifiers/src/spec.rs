@@ -1,5 +1,5 @@
 //! [`AgentSpec`]: a serializable blueprint of a deep agent — model names,
-//! instructions, backend, sub-agents, approvals, routes; never secrets —
+//! instructions, backend, sub-agents, approvals, routes, memory; never secrets —
 //! that builds the agent and re-attaches it to a loaded session.
 //!
 //! ```text
@@ -41,6 +41,10 @@
 //! [summarization]
 //! every_human_turns = 8
 //! context_windows = { models = { "qwen2.5-coder" = 32768 } }
+//!
+//! [memory]            # long-term memory (feature `memory`), all fields optional
+//! top_k = 5
+//! summary_every = 8
 //! ```
 //!
 //! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
@@ -108,6 +112,25 @@ pub struct SubAgentSpec {
     pub model: Option<String>,
 }
 
+/// Long-term memory in the JSON-file store (the `memory` feature; see
+/// `lc_agent_modifiers::memory`). The user is the session's
+/// `metadata["user"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// The store's directory (default: `$LC_AGENT_HOME/memory`, else the
+    /// user's data directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// Memories put in each request (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+    /// A summary every this many turns (default 8; 0: never), by the
+    /// `summary` step's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_every: Option<usize>,
+}
+
 /// Where the agent's skills are (see [`crate::skills`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,6 +181,9 @@ pub struct AgentSpec {
     /// Summaries of long conversations (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summarization: Option<SummarizationConfig>,
+    /// Long-term memory, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySpec>,
 }
 
 /// Errors of reading or using a blueprint.
@@ -182,6 +208,10 @@ pub enum SpecError {
     /// Attaching failed.
     #[error(transparent)]
     Network(#[from] NetworkError),
+    /// The memory store could not be opened.
+    #[cfg(feature = "memory")]
+    #[error("agent spec memory: {0}")]
+    Memory(#[from] crate::memory::MemoryError),
 }
 
 impl AgentSpec {
@@ -286,6 +316,9 @@ impl AgentSpec {
         if let Some(config) = &self.summarization {
             agent = agent.summarization(config.clone());
         }
+        if let Some(memory) = &self.memory {
+            agent = with_memory(agent, memory)?;
+        }
         Ok(agent)
     }
 
@@ -316,4 +349,31 @@ impl AgentSpec {
         }
         Ok(Arc::new(builder.build()?))
     }
+}
+
+#[cfg(feature = "memory")]
+fn with_memory(agent: DeepAgentBuilder, spec: &MemorySpec) -> Result<DeepAgentBuilder, SpecError> {
+    use crate::memory::{MemoryModifier, MemoryStore};
+    let store = match &spec.dir {
+        Some(dir) => MemoryStore::open(dir)?,
+        None => MemoryStore::open_default()?,
+    };
+    let mut memory = MemoryModifier::new(store);
+    if let Some(k) = spec.top_k {
+        memory = memory.top_k(k);
+    }
+    if let Some(n) = spec.summary_every {
+        memory = memory.summary_every(n);
+    }
+    Ok(agent.memory(memory))
+}
+
+#[cfg(not(feature = "memory"))]
+fn with_memory(
+    _agent: DeepAgentBuilder,
+    _spec: &MemorySpec,
+) -> Result<DeepAgentBuilder, SpecError> {
+    Err(SpecError::Invalid(
+        "`memory` needs lc-agent-modifiers built with the `memory` feature".to_string(),
+    ))
 }

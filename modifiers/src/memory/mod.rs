@@ -1,0 +1,53 @@
+//! Long-term memory: what a user said, decided and asked to remember,
+//! kept across sessions and found again by relevance (feature `memory`).
+//!
+//! ```text
+//!  MemoryModifier ── before each chat request ──▶ MemoryStore::search(user, last question)
+//!    │                 system prompt += latest summary + top-k memories
+//!    ├── after each finished turn ──▶ add(turn)     every N turns: spawn ─▶ `summary` model
+//!    └── tools: remember (a fact) · recall (a search)                      ─▶ add(summary)
+//!
+//!  MemoryStore ── entries ──▶ MemoryBackend: InMemoryBackend | JsonFileBackend | RedisMemoryBackend
+//!              └─ search ───▶ MemoryIndex (tantivy; RAM, or a directory beside the JSON file)
+//! ```
+//!
+//! Entries are `{id, user, kind: turn|summary|fact, text, tags,
+//! created_at}` ([`MemoryEntry`]). The backend is the truth and the index
+//! follows it (rebuilt from the entries when missing or stale). Memory
+//! lives outside the graph: it belongs to a user, across sessions, and
+//! enters a conversation through the system prompt; the session records
+//! which of its turns were stored and when it was last summarized.
+//!
+//! Memories are per user: every search is filtered by the user in the
+//! index query and every hit is checked again, so one user's memories
+//! never reach another user's prompt.
+//!
+//! - [`entry`]: [`MemoryEntry`], [`MemoryKind`], [`MemoryQuery`], [`MemoryHit`].
+//! - [`error`](mod@error): [`MemoryError`].
+//! - [`backend`]: the [`MemoryBackend`] trait and [`InMemoryBackend`].
+//! - [`file`]: [`JsonFileBackend`], the append-only JSON-lines file (fsynced, kill-safe).
+//! - [`redis`]: [`RedisMemoryBackend`], a list per user with a hash tag.
+//! - `index.rs`: the tantivy index: schema, analyzer, relevance × recency.
+//! - [`store`]: [`MemoryStore`], backend + index, kept in sync.
+//! - [`modifier`]: [`MemoryModifier`], the prompt section, turns, background summaries.
+//! - [`tools`]: the `remember` and `recall` tools.
+
+pub mod backend;
+pub mod entry;
+pub mod error;
+pub mod file;
+mod index;
+pub mod modifier;
+pub mod redis;
+pub mod store;
+pub mod tools;
+
+pub use backend::{InMemoryBackend, MemoryBackend};
+pub use entry::{session_tag, MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
+pub use error::{MemoryError, MemoryResult};
+pub use file::JsonFileBackend;
+pub use index::Recency;
+pub use modifier::MemoryModifier;
+pub use redis::RedisMemoryBackend;
+pub use store::MemoryStore;
+pub use tools::{user_of, Recall, Remember, USER_KEY};

@@ -1,0 +1,199 @@
+//! The model's memory tools: `remember` stores a lasting fact about the
+//! user, `recall` searches everything remembered (facts, past turns,
+//! summaries).
+//!
+//! ```text
+//!  remember {text, tags?}  ─▶ MemoryStore::add(fact)     ─▶ "Remembered: ..."
+//!  recall {query, limit?}  ─▶ MemoryStore::search(user)  ─▶ "- [fact 2026-11-20] ..." lines
+//! ```
+//!
+//! The user is the session's ([`user_of`]); a store that fails gives the
+//! model an `Error: ...` result, never an aborted run.
+
+use async_trait::async_trait;
+use lc_agent::{RunnableNetwork, Tool, ToolContext, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
+use super::store::MemoryStore;
+
+/// The session metadata key naming the session's user.
+pub const USER_KEY: &str = "user";
+
+/// The `remember` tool's name.
+pub const REMEMBER: &str = "remember";
+
+/// The `recall` tool's name.
+pub const RECALL: &str = "recall";
+
+/// Most hits `recall` returns.
+const MAX_RECALL: usize = 20;
+
+/// The user a network works for: its session's `metadata["user"]` when
+/// that is a valid user name, else `fallback`.
+pub fn user_of(network: &RunnableNetwork, fallback: &str) -> String {
+    network
+        .session()
+        .metadata_value(USER_KEY)
+        .and_then(|v| v.as_str().map(str::to_string))
+        .filter(|u| lc_agent::list::validate_user(u).is_ok())
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+/// One memory as the model reads it.
+pub fn format_hit(hit: &MemoryHit) -> String {
+    format_entry(&hit.entry)
+}
+
+/// One entry as the model reads it: `- [kind date] text` (continuation
+/// lines indented).
+pub fn format_entry(entry: &MemoryEntry) -> String {
+    format!(
+        "- [{} {}] {}",
+        entry.kind,
+        entry.created_at.format("%Y-%m-%d"),
+        entry.text.trim().replace('\n', "\n  ")
+    )
+}
+
+fn invalid(tool: &str, reason: impl std::fmt::Display) -> ToolError {
+    ToolError::InvalidArguments {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    text: String,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// The `remember` tool: stores a fact for the session's user.
+#[derive(Debug, Clone)]
+pub struct Remember {
+    store: MemoryStore,
+    default_user: String,
+}
+
+impl Remember {
+    /// The tool over `store`, for `default_user` when the session names none.
+    pub fn new(store: MemoryStore, default_user: impl Into<String>) -> Self {
+        Self {
+            store,
+            default_user: default_user.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Remember {
+    fn name(&self) -> &str {
+        REMEMBER
+    }
+
+    fn description(&self) -> &str {
+        "Store a lasting fact about the user or their work (a preference, a decision, a name, \
+         a setting) so that you remember it in later conversations. One fact per call, \
+         written so it makes sense on its own."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "The fact, self-contained."},
+                "tags": {"type": "array", "items": {"type": "string"}, "description": "Optional labels."}
+            },
+            "required": ["text"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: RememberArgs = serde_json::from_value(args).map_err(|e| invalid(REMEMBER, e))?;
+        let user = user_of(&ctx.network, &self.default_user);
+        let entry = MemoryEntry::new(user, MemoryKind::Fact, args.text.trim()).with_tags(args.tags);
+        match self.store.add(&entry).await {
+            Ok(()) => Ok(ToolOutput::ok(format!("Remembered: {}", entry.text))),
+            Err(e) => Ok(ToolOutput::error(format!(
+                "Error: could not remember that: {e}"
+            ))),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// The `recall` tool: searches the session's user's memories.
+#[derive(Debug, Clone)]
+pub struct Recall {
+    store: MemoryStore,
+    default_user: String,
+}
+
+impl Recall {
+    /// The tool over `store`, for `default_user` when the session names none.
+    pub fn new(store: MemoryStore, default_user: impl Into<String>) -> Self {
+        Self {
+            store,
+            default_user: default_user.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Recall {
+    fn name(&self) -> &str {
+        RECALL
+    }
+
+    fn description(&self) -> &str {
+        "Search what you remember about the user from earlier conversations: facts, past \
+         turns and summaries, most relevant first. Use it when the user refers to something \
+         from before that is not in this conversation."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for, in plain words."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "description": "At most this many memories (default 5)."}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: RecallArgs = serde_json::from_value(args).map_err(|e| invalid(RECALL, e))?;
+        let limit = args.limit.unwrap_or(MemoryQuery::DEFAULT_LIMIT);
+        if !(1..=MAX_RECALL).contains(&limit) {
+            return Err(invalid(
+                RECALL,
+                format!("`limit` must be 1 to {MAX_RECALL}"),
+            ));
+        }
+        let user = user_of(&ctx.network, &self.default_user);
+        let query = MemoryQuery::new(args.query).limit(limit);
+        match self.store.search(&user, &query).await {
+            Ok(hits) if hits.is_empty() => Ok(ToolOutput::ok("No memories match.")),
+            Ok(hits) => Ok(ToolOutput::ok(
+                hits.iter().map(format_hit).collect::<Vec<_>>().join("\n"),
+            )),
+            Err(e) => Ok(ToolOutput::error(format!(
+                "Error: could not search memories: {e}"
+            ))),
+        }
+    }
+}

@@ -248,11 +248,26 @@ pub(crate) async fn attach_mcp(
     args: &AgentArgs,
     spec: Option<&AgentSpec>,
 ) -> Result<Option<McpTools>, Failure> {
+    let tools = mcp_tools(spec, args.mcp.as_deref()).await?;
+    if let Some(tools) = &tools {
+        net.add_modifier(tools.clone())
+            .map_err(|e| (1, e.to_string()))?;
+    }
+    Ok(tools)
+}
+
+/// The MCP servers of a blueprint and of an `mcpServers` file, connected
+/// (an unreachable one is a warning); `None` when there are none. Their
+/// tools are named `<server>_<tool>` where they clash with the agent's own.
+pub(crate) async fn mcp_tools(
+    spec: Option<&AgentSpec>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<McpTools>, Failure> {
     let mut config = match spec {
         Some(spec) => spec.mcp_config().map_err(|e| usage(e.to_string()))?,
         None => McpConfig::default(),
     };
-    if let Some(path) = &args.mcp {
+    if let Some(path) = file {
         config.merge(McpConfig::from_file(path).map_err(|e| usage(error_chain(&e)))?);
     }
     if config.is_empty() {
@@ -263,8 +278,6 @@ pub(crate) async fn attach_mcp(
     for failure in tools.connect().await {
         eprintln!("warning: {}", error_chain(&failure));
     }
-    net.add_modifier(tools.clone())
-        .map_err(|e| (1, e.to_string()))?;
     Ok(Some(tools))
 }
 

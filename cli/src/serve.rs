@@ -4,7 +4,7 @@
 //! ```text
 //! lc-agent serve [--addr 127.0.0.1:8080] [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
-//!                [--timeout SECS]
+//!                [--timeout SECS] [--mcp FILE.json]
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
@@ -13,7 +13,9 @@
 //! required to bind a non-loopback address. The first line on stderr is
 //! `listening on http://ADDR` (the real port when `--addr` ends in `:0`).
 //! Ctrl-C or SIGTERM stops accepting, lets runs finish for a grace period
-//! and saves the sessions still running.
+//! and saves the sessions still running. `--mcp` (and the blueprint's
+//! `mcp_servers`) connects MCP servers once, at start: every session's
+//! agent gets their tools, and `/v1/tools` lists them.
 //!
 //! Exit codes: 0 after a shutdown, 1 the server failed, 2 bad usage.
 
@@ -27,7 +29,7 @@ use clap::Args;
 use lc_agent_modifiers::spec::AgentSpec;
 use lc_agent_server::{check_bind, serve, AppState, ServerConfig, SessionStore, Tokens};
 
-use crate::run::{script_model, usage, Failure};
+use crate::run::{mcp_tools, script_model, usage, Failure};
 
 /// `lc-agent serve` arguments.
 #[derive(Debug, Args)]
@@ -66,6 +68,10 @@ pub struct ServeArgs {
     /// Seconds a request may take to answer (a streamed answer is not cut).
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// MCP servers whose tools every session's agent gets (an `mcpServers`
+    /// JSON file).
+    #[arg(long)]
+    pub mcp: Option<PathBuf>,
 }
 
 fn config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
@@ -137,7 +143,15 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 }
 
 async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
-    let config = config(&args)?;
+    let mut config = config(&args)?;
+    let spec = match &args.agent {
+        Some(path) => Some(AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    let mcp = mcp_tools(spec.as_ref(), args.mcp.as_deref()).await?;
+    if let Some(tools) = &mcp {
+        config = config.modifier_shared(Arc::new(tools.clone()));
+    }
     let state = AppState::new(config).map_err(|e| usage(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -145,9 +159,11 @@ async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
     let addr = listener.local_addr().map_err(|e| (1, e.to_string()))?;
     let stop = shutdown_signal();
     eprintln!("listening on http://{addr}");
-    serve(listener, state, stop)
-        .await
-        .map_err(|e| (1, e.to_string()))?;
+    let served = serve(listener, state, stop).await;
+    if let Some(tools) = mcp {
+        tools.disconnect().await;
+    }
+    served.map_err(|e| (1, e.to_string()))?;
     eprintln!("stopped");
     Ok(())
 }

@@ -269,3 +269,73 @@ async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
         assert!(body.contains("event: done"), "{body}");
     }
 }
+
+/// `lc-agent serve --mcp FILE`: the MCP servers' tools are every
+/// session's, listed by `/v1/tools` and run by `/v1/tools/execute` (here
+/// `lc-agent mcp` itself over stdio, its names prefixed where they clash
+/// with the agent's own file tools).
+#[tokio::test]
+async fn serve_offers_the_tools_of_mcp_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("far.txt"), "from the MCP server\n").unwrap();
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {"files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
+            "args": ["mcp", "--root", served.path()]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = serve(
+        dir.path(),
+        &json!([{"content": "hi"}]),
+        &[
+            "--sessions",
+            sessions.to_str().unwrap(),
+            "--mcp",
+            mcp_json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let http = reqwest::Client::new();
+    let listed: Value = http
+        .get(format!("{}/v1/tools", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"files_read_file"), "{names:?}");
+    assert!(names.contains(&"read_file"), "{names:?}");
+
+    let ran: Value = http
+        .post(format!("{}/v1/tools/execute", server.url))
+        .json(
+            &json!({"tool_calls": [{"id": "c1", "type": "function", "function":
+            {"name": "files_read_file", "arguments": "{\"file_path\": \"/far.txt\"}"}}]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let result = &ran["results"][0];
+    assert_eq!(result["success"], json!(true), "{ran}");
+    assert!(
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("from the MCP server"),
+        "{ran}"
+    );
+}

@@ -18,7 +18,9 @@
 
 use std::sync::Arc;
 
-use lc_agent::{ChatModel, NetworkError, Result, RunnableNetwork, SystemNode, Tool};
+use lc_agent::{
+    ChatModel, NetworkError, NetworkModifier, Result, RunnableNetwork, SystemNode, Tool,
+};
 
 use crate::approvals::{ApprovalModifier, Decisions};
 use crate::filesystem::tools::{Execute, FileTool};
@@ -67,6 +69,7 @@ pub struct DeepAgentBuilder {
     skill_roots: Vec<String>,
     #[cfg(feature = "memory")]
     memory: Option<crate::memory::MemoryModifier>,
+    modifiers: Vec<Arc<dyn NetworkModifier>>,
 }
 
 impl std::fmt::Debug for DeepAgentBuilder {
@@ -144,6 +147,13 @@ impl DeepAgentBuilder {
     /// A tool of the agent's own.
     pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Another modifier for the agent's networks (MCP tools, say); one
+    /// instance is shared by every network the builder builds or attaches.
+    pub fn modifier_shared(mut self, modifier: Arc<dyn NetworkModifier>) -> Self {
+        self.modifiers.push(modifier);
         self
     }
 
@@ -288,6 +298,9 @@ impl DeepAgentBuilder {
         #[cfg(feature = "memory")]
         if let Some(memory) = &self.memory {
             net.add_modifier(memory.clone())?;
+        }
+        for modifier in &self.modifiers {
+            net.add_modifier_shared(modifier.clone())?;
         }
         Ok(())
     }

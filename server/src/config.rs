@@ -152,6 +152,7 @@ pub struct ServerConfig {
     pub(crate) request_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) cors_origins: Vec<String>,
+    pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -186,6 +187,7 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(300),
             shutdown_grace: Duration::from_secs(10),
             cors_origins: Vec::new(),
+            modifiers: Vec::new(),
         }
     }
 
@@ -254,6 +256,15 @@ impl ServerConfig {
     #[must_use]
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// Another modifier on every session's agent, shared by all of them:
+    /// MCP tools (`lc_agent_modifiers::mcp::McpTools`, connected once),
+    /// say. Its tools are offered by `/v1/tools` and run by the agent.
+    #[must_use]
+    pub fn modifier_shared(mut self, modifier: Arc<dyn lc_agent::NetworkModifier>) -> Self {
+        self.modifiers.push(modifier);
         self
     }
 

@@ -183,6 +183,9 @@ impl AppState {
                 .map_err(|e| ApiError::Internal(e.to_string()))?,
             None => DeepAgent::builder().model_shared("main", model),
         };
+        for modifier in &self.config.modifiers {
+            builder = builder.modifier_shared(modifier.clone());
+        }
         if let Some(root) = &self.config.root {
             let dir = if self.config.tokens.is_empty() {
                 root.clone()

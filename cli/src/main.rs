@@ -1,7 +1,7 @@
 //! `lc-agent`: the command line of lc-agent.
 //!
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
-//!   [--agent FILE] [--mcp FILE] [--yes] [--sessions DIR | --redis URL]` runs one task
+//!   [--agent FILE] [--mcp FILE] [--skills DIR] [--memory] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
 //! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
 //!   resuming a saved session (see `chat.rs`).
@@ -15,6 +15,9 @@
 //!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
 //! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
 //!   serves the agent over HTTP and a web page (see `serve.rs`).
+//!
+//! `run` and `chat` save the session after every node; Ctrl-C stops a run
+//! and keeps what ran (`interrupt.rs`, exit code 130).
 
 use std::process::ExitCode;
 

@@ -132,18 +132,5 @@ async fn chat(args: ChatArgs) -> Result<(), Failure> {
 
 /// Runs `lc-agent chat`.
 pub fn run(args: ChatArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(chat(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((code, message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(code)
-        }
-    }
+    crate::run::block_on(chat(args))
 }

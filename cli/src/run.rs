@@ -161,14 +161,41 @@ pub(crate) fn script_model(path: &std::path::Path) -> Result<ScriptedChatModel, 
 }
 
 pub(crate) fn model(args: &AgentArgs) -> Result<Arc<dyn ChatModel>, Failure> {
-    if let Some(path) = &args.script {
-        return Ok(Arc::new(script_model(path)?));
+    match &args.script {
+        Some(path) => Ok(Arc::new(script_model(path)?)),
+        None => openai_model(args.model.as_deref()),
     }
+}
+
+/// The OpenAI-compatible model of `OPENAI_*`, named `name` or
+/// `OPENAI_MODEL`.
+pub(crate) fn openai_model(name: Option<&str>) -> Result<Arc<dyn ChatModel>, Failure> {
     let mut builder = OpenAiChatModel::builder();
-    if let Some(name) = &args.model {
-        builder = builder.model(name.clone());
+    if let Some(name) = name {
+        builder = builder.model(name.to_string());
     }
     Ok(Arc::new(builder.build().map_err(|e| usage(e.to_string()))?))
+}
+
+/// Runs a command's future on a new runtime: exit 0 when it succeeds, its
+/// code and message on stderr when it fails.
+pub(crate) fn block_on(
+    command: impl std::future::Future<Output = Result<(), Failure>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
 }
 
 pub(crate) fn agent(

@@ -29,7 +29,7 @@ use clap::Args;
 use lc_agent_modifiers::spec::AgentSpec;
 use lc_agent_server::{check_bind, serve, AppState, ServerConfig, SessionStore, Tokens};
 
-use crate::run::{mcp_tools, script_model, usage, Failure};
+use crate::run::{mcp_tools, openai_model, script_model, usage, Failure};
 
 /// `lc-agent serve` arguments.
 #[derive(Debug, Args)]
@@ -77,13 +77,7 @@ pub struct ServeArgs {
 fn config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
     let model: Arc<dyn lc_agent::ChatModel> = match &args.script {
         Some(path) => Arc::new(script_model(path)?.cycled()),
-        None => {
-            let mut builder = lc_agent::OpenAiChatModel::builder();
-            if let Some(name) = &args.model {
-                builder = builder.model(name.clone());
-            }
-            Arc::new(builder.build().map_err(|e| usage(e.to_string()))?)
-        }
+        None => openai_model(args.model.as_deref())?,
     };
     let tokens = Tokens::from_env().map_err(|e| usage(e.to_string()))?;
     check_bind(args.addr, &tokens).map_err(|e| usage(e.to_string()))?;
@@ -170,18 +164,5 @@ async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
 
 /// Runs `lc-agent serve`.
 pub fn run(args: ServeArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(serve_args(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((code, message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(code)
-        }
-    }
+    crate::run::block_on(serve_args(args))
 }

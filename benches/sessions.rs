@@ -13,6 +13,10 @@
 //!   with `redis-benchmark -c 1 -t set,get -d <size>` on the same server
 //!   (reported: the crate's own gap to it shows there); `list` of a page
 //!   of 50 among 100,000 sessions (target <= 5 ms).
+//! - The floor of a checked save: the same raw `SET` pipelined with the
+//!   smallest script a revision check could be (one `RENAME` of the bytes
+//!   into place). No save that refuses a stale copy atomically can cost
+//!   less than this; the save is reported against it too.
 //!
 //! The networks are chains of human messages (no model involved).
 
@@ -68,22 +72,6 @@ fn measure(iters: usize, mut f: impl FnMut()) -> Stats {
             })
             .collect(),
     )
-}
-
-/// Like [`measure`], for an async operation awaited in one sequential loop
-/// (one client, one request at a time, as `redis-benchmark -c 1` does).
-async fn measure_async<F, Fut>(iters: usize, mut f: F) -> Stats
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let mut samples = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let t = Instant::now();
-        f().await;
-        samples.push(t.elapsed());
-    }
-    Stats::of(samples)
 }
 
 /// Times `iters` listings of the page of 50 at `offset`, checking its
@@ -251,11 +239,14 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// Save / load_json / load rates (ops/s) of one list over `iters`
-/// sequential operations, then raw `SET` / `GET` rates of the same bytes
-/// on the list's own connection, after a warm-up. The loops run in a task
-/// spawned on `rt`, as a request handler of a server would (on a
-/// multi-thread runtime that is a worker thread).
+/// Save / load_json / load rates (ops/s) of one list, side by side with
+/// raw `SET` / `GET` of the same bytes on the list's own connection and
+/// the floor of a checked save, after a warm-up. The six operations are
+/// interleaved, one of each per iteration, so a machine that speeds up or
+/// slows down during the run moves them all alike; the rates come from the
+/// median times. The loop runs in a task spawned on `rt`, as a request
+/// handler of a server would (on a multi-thread runtime that is a worker
+/// thread).
 fn rates(
     rt: &tokio::runtime::Runtime,
     list: &RedisNetworkList,
@@ -267,56 +258,69 @@ fn rates(
         let (list, net) = (&list, &net);
         let json = net.to_json().expect("json");
         let key = format!("bench:raw:{}", net.id());
+        let moved = format!("{key}:moved");
         let mut conn = list.connector().connection().await.expect("connection");
+        // The floor of a checked save: SET, then the least a commit
+        // script does (move the bytes into place), in one round trip.
+        let floor_script = redis::Script::new("redis.call('RENAME', KEYS[1], KEYS[2]) return -1");
+        floor_script
+            .load_async(&mut conn)
+            .await
+            .expect("script load");
+        let mut times: [Vec<Duration>; 6] = Default::default();
         let warm = (iters / 10).max(10);
-        measure_async(warm, || async {
+        for i in 0..warm + iters {
+            let mut t = Instant::now();
+            let mut lap = |slot: usize, times: &mut [Vec<Duration>; 6]| {
+                if i >= warm {
+                    times[slot].push(t.elapsed());
+                }
+                t = Instant::now();
+            };
             list.save(net).await.expect("save");
+            lap(0, &mut times);
+            list.load_json(net.id()).await.expect("load_json");
+            lap(1, &mut times);
             list.load(net.id()).await.expect("load");
-        })
-        .await;
-        let save = measure_async(iters, || async {
-            list.save(net).await.expect("save");
-        })
-        .await;
-        let load_json = measure_async(iters, || async {
-            list.load_json(net.id()).await.expect("load");
-        })
-        .await;
-        let load = measure_async(iters, || async {
-            list.load(net.id()).await.expect("load");
-        })
-        .await;
-        // The same bytes, raw, on the same connection: what the crate
-        // itself costs.
-        let raw = |cmd: redis::Cmd| {
-            let mut conn = conn.clone();
-            async move {
-                let _: redis::Value = cmd.query_async(&mut conn).await.expect("raw");
-            }
-        };
-        let set = measure_async(iters, || {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(&key).arg(json.as_bytes());
-            raw(cmd)
-        })
-        .await;
-        let get = measure_async(iters, || {
-            let mut cmd = redis::cmd("GET");
-            cmd.arg(&key);
-            raw(cmd)
-        })
-        .await;
+            lap(2, &mut times);
+            let mut set = redis::cmd("SET");
+            set.arg(&key).arg(json.as_bytes());
+            let _: redis::Value = set.query_async(&mut conn).await.expect("raw SET");
+            lap(3, &mut times);
+            let _: redis::Value = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .expect("raw GET");
+            lap(4, &mut times);
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET")
+                .arg(&key)
+                .arg(json.as_bytes())
+                .arg("PX")
+                .arg(60_000)
+                .cmd("EVALSHA")
+                .arg(floor_script.get_hash())
+                .arg(2)
+                .arg(&key)
+                .arg(&moved);
+            let _: redis::Value = pipe.query_async(&mut conn).await.expect("floor");
+            lap(5, &mut times);
+        }
         let _: () = redis::cmd("DEL")
             .arg(&key)
+            .arg(&moved)
             .query_async(&mut conn)
             .await
             .expect("del");
+        let [save, load_json, load, set, get, floor] = times.map(|t| ops(Stats::of(t).median));
         Rates {
-            save: ops(save.mean),
-            load_json: ops(load_json.mean),
-            load: ops(load.mean),
-            set: ops(set.mean),
-            get: ops(get.mean),
+            save,
+            load_json,
+            load,
+            set,
+            get,
+            floor,
         }
     };
     rt.block_on(async { tokio::spawn(task).await.expect("bench task") })
@@ -330,6 +334,8 @@ struct Rates {
     /// Raw `SET` / `GET` of the same bytes on the list's connection.
     set: f64,
     get: f64,
+    /// `SET` + a one-`RENAME` script: the least a checked save costs.
+    floor: f64,
 }
 
 fn redis_figures(rt: &tokio::runtime::Runtime) {
@@ -382,6 +388,7 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
                 .expect("build");
             // Ratios in %: to the crate's raw SET/GET, to redis-benchmark.
             let [mut save_raw, mut json_raw, mut load_raw] = [(); 3].map(|_| Vec::new());
+            let [mut floor_raw, mut save_floor] = [(); 2].map(|_| Vec::new());
             let [mut save_rb, mut json_rb, mut set_rb, mut get_rb] = [(); 4].map(|_| Vec::new());
             let mut last = None;
             for _ in 0..ROUNDS {
@@ -394,6 +401,8 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
                 save_raw.push(100.0 * r.save / r.set);
                 json_raw.push(100.0 * r.load_json / r.get);
                 load_raw.push(100.0 * r.load / r.get);
+                floor_raw.push(100.0 * r.floor / r.set);
+                save_floor.push(100.0 * r.save / r.floor);
                 save_rb.push(100.0 * r.save / set);
                 json_rb.push(100.0 * r.load_json / get);
                 set_rb.push(100.0 * r.set / set);
@@ -409,6 +418,11 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
                 median(save_raw),
                 median(json_raw),
                 median(load_raw),
+            );
+            println!(
+                "          the floor of a checked save (SET + a one-RENAME script) is {:.0}% of the crate's SET; save is {:.0}% of that floor",
+                median(floor_raw),
+                median(save_floor),
             );
             println!(
                 "          vs redis-benchmark -c 1: save {:.0}% of SET, load_json {:.0}% of GET; the crate's raw SET {:.0}%, GET {:.0}%",

@@ -28,6 +28,8 @@ mod document;
 mod read;
 mod write;
 
+use std::sync::atomic::Ordering;
+
 use serde_json::Value;
 
 use crate::error::Result;
@@ -62,7 +64,35 @@ impl RunnableNetwork {
         // Invoked nodes never change their saved form unless a field is
         // edited, so their compact JSON is cached: saving again after a
         // turn (a checkpoint) costs a copy plus the new nodes.
-        self.write_saved(true, |view| serde_json::to_string(view))
+        let json = self.write_saved(true, |view| serde_json::to_string(view))?;
+        self.0.saved_len.store(json.len(), Ordering::Relaxed);
+        Ok(json)
+    }
+
+    /// Writes the network as compact JSON in the saved format (the bytes
+    /// of [`to_json`](Self::to_json)) to `out`, and returns how many bytes
+    /// were written. No intermediate string: a session list serializes
+    /// straight into its request or file buffer.
+    ///
+    /// ```
+    /// # use lc_agent::RunnableNetwork;
+    /// let net = RunnableNetwork::builder().name("notes").build();
+    /// let mut out = Vec::with_capacity(net.saved_len_hint());
+    /// let n = net.write_json(&mut out)?;
+    /// assert_eq!((n, out), (net.to_json()?.len(), net.to_json()?.into_bytes()));
+    /// # Ok::<(), lc_agent::NetworkError>(())
+    /// ```
+    pub fn write_json<W: std::io::Write>(&self, out: W) -> Result<usize> {
+        let mut counted = Counted { out, n: 0 };
+        self.write_saved(true, |view| serde_json::to_writer(&mut counted, view))?;
+        self.0.saved_len.store(counted.n, Ordering::Relaxed);
+        Ok(counted.n)
+    }
+
+    /// The length of this network's last compact serialization (0 before
+    /// the first): a good capacity for the buffer of the next one.
+    pub fn saved_len_hint(&self) -> usize {
+        self.0.saved_len.load(Ordering::Relaxed)
     }
 
     /// The network as indented JSON in the saved format.
@@ -95,5 +125,29 @@ impl RunnableNetwork {
     /// Loads a network saved with [`RunnableNetwork::save_to_file`].
     pub fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
         Self::from_json(&std::fs::read_to_string(path)?)
+    }
+}
+
+/// A writer that counts the bytes it passes on.
+struct Counted<W> {
+    out: W,
+    n: usize,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.n += n;
+        Ok(n)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(buf)?;
+        self.n += buf.len();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }

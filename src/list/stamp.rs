@@ -2,7 +2,8 @@
 //! reading them back out of a saved document for a listing.
 //!
 //! ```text
-//!  stamp(net) ─▶ revision+1, created_at (kept), updated_at = now ─▶ to_json
+//!  stamp(net, write) ─▶ revision+1, created_at (kept), updated_at = now
+//!                   ─▶ write: to_json, or straight into a Redis command
 //!     └─ the save fails ─▶ Stamped::restore puts the old values back
 //!  info_from_json(bytes) ─▶ SessionInfo (header only, nodes counted)
 //! ```
@@ -22,11 +23,12 @@ pub fn revision_of(network: &RunnableNetwork) -> u64 {
         .unwrap_or(0)
 }
 
-/// A network stamped for saving: its JSON and info at the new revision,
-/// and what to put back if the save does not happen.
-pub(crate) struct Stamped {
+/// A network stamped for saving: what was written at the new revision
+/// (its JSON, or a request holding it), the session's info, and what to
+/// put back if the save does not happen.
+pub(crate) struct Stamped<T> {
     pub(crate) expected: u64,
-    pub(crate) json: String,
+    pub(crate) written: T,
     pub(crate) info: SessionInfo,
     previous: [(&'static str, Option<Value>); 3],
 }
@@ -41,8 +43,15 @@ fn parse_time(v: Option<&Value>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// Sets the next revision and timestamps on the network and serializes it.
-pub(crate) fn stamp(network: &RunnableNetwork, user: &str) -> ListResult<Stamped> {
+/// Sets the next revision and timestamps on the network, then lets `write`
+/// serialize it (into a string, a file buffer or a Redis command; it
+/// returns what it wrote and the JSON's length). If `write` fails, the
+/// network's revision and timestamps are put back.
+pub(crate) fn stamp<T>(
+    network: &RunnableNetwork,
+    user: &str,
+    write: impl FnOnce(&RunnableNetwork) -> crate::Result<(T, usize)>,
+) -> ListResult<Stamped<T>> {
     let previous =
         [REVISION_KEY, CREATED_AT_KEY, UPDATED_AT_KEY].map(|k| (k, network.metadata_value(k)));
     let expected = revision_of(network);
@@ -52,9 +61,16 @@ pub(crate) fn stamp(network: &RunnableNetwork, user: &str) -> ListResult<Stamped
     network.set_metadata(REVISION_KEY, Value::from(expected + 1));
     network.set_metadata(CREATED_AT_KEY, Value::from(timestamp(&created)));
     network.set_metadata(UPDATED_AT_KEY, Value::from(timestamp(&now)));
-    let stamped = Stamped {
+    let (written, bytes) = match write(network) {
+        Ok(w) => w,
+        Err(e) => {
+            restore(network, &previous);
+            return Err(e.into());
+        }
+    };
+    Ok(Stamped {
         expected,
-        json: String::new(),
+        written,
         info: SessionInfo {
             id: network.id(),
             user: user.to_string(),
@@ -62,39 +78,29 @@ pub(crate) fn stamp(network: &RunnableNetwork, user: &str) -> ListResult<Stamped
             created_at: created,
             updated_at: now,
             node_count: network.len(),
-            bytes: 0,
+            bytes: bytes as u64,
             revision: expected + 1,
             metadata: network.metadata(),
         },
         previous,
-    };
-    match network.to_json() {
-        Ok(json) => Ok(Stamped {
-            info: SessionInfo {
-                bytes: json.len() as u64,
-                ..stamped.info.clone()
-            },
-            json,
-            ..stamped
-        }),
-        Err(e) => {
-            stamped.restore(network);
-            Err(e.into())
+    })
+}
+
+fn restore(network: &RunnableNetwork, previous: &[(&'static str, Option<Value>)]) {
+    for (key, value) in previous {
+        match value {
+            Some(v) => network.set_metadata(*key, v.clone()),
+            None => {
+                network.remove_metadata(key);
+            }
         }
     }
 }
 
-impl Stamped {
+impl<T> Stamped<T> {
     /// Puts the network's revision and timestamps back (the save failed).
     pub(crate) fn restore(&self, network: &RunnableNetwork) {
-        for (key, value) in &self.previous {
-            match value {
-                Some(v) => network.set_metadata(*key, v.clone()),
-                None => {
-                    network.remove_metadata(key);
-                }
-            }
-        }
+        restore(network, &self.previous);
     }
 }
 

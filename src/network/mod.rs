@@ -24,6 +24,7 @@ pub mod ops;
 mod runtime;
 pub mod scope;
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -72,6 +73,9 @@ pub(crate) struct NetworkInner {
     pub(crate) files: RwLock<Files>,
     pub(crate) runtime: RwLock<Runtime>,
     pub(crate) invoke_lock: tokio::sync::Mutex<()>,
+    /// Length of the last compact serialization: the buffer size the next
+    /// one starts with (runtime only, never saved).
+    pub(crate) saved_len: AtomicUsize,
 }
 
 impl Default for RunnableNetwork {
@@ -92,6 +96,7 @@ impl RunnableNetwork {
             files: RwLock::new(Files::new()),
             runtime: RwLock::new(Runtime::new()),
             invoke_lock: tokio::sync::Mutex::new(()),
+            saved_len: AtomicUsize::new(0),
         }))
     }
 

@@ -250,12 +250,16 @@ impl NetworkList for JsonNetworkList {
     }
 
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
-        let mut stamped = stamp(network, &self.user)?;
+        let mut stamped = stamp(network, &self.user, |net| {
+            let json = net.to_json()?;
+            let len = json.len();
+            Ok((json, len))
+        })?;
         let dir = self.user_dir(&self.user);
         let user = self.user.clone();
         let id = stamped.info.id;
         let expected = stamped.expected;
-        let json = std::mem::take(&mut stamped.json);
+        let json = std::mem::take(&mut stamped.written);
         let info = stamped.info.clone();
         let result = blocking(move || save_blocking(&dir, &user, id, expected, json, info)).await;
         if result.is_err() {

@@ -4,7 +4,7 @@
 //! ```text
 //!  RedisNetworkList (prefix, user, ttl)
 //!    ├─ keys.rs        <prefix>:user:{<user>}:entry:<id> | info | timeline | rev:<id>
-//!    ├─ save.rs        SET pending ▸ EVALSHA check-and-commit, one pipeline
+//!    ├─ save.rs        SET pending (JSON written into it) ▸ EVALSHA check-and-commit, one pipeline
 //!    ├─ migrate.rs     the legacy layout (no hash tag) ▸ the current one
 //!    └─ connection.rs  RedisConnector ▸ RedisConnection (server | cluster)
 //! ```
@@ -324,20 +324,21 @@ impl NetworkList for RedisNetworkList {
     }
 
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
-        let stamped = stamp(network, &self.user)?;
-        let id = stamped.info.id.to_string();
+        let id = network.id().to_string();
+        let mut stamped = stamp(network, &self.user, |net| {
+            save::PendingSet::of(&self.keys, &id, net)
+        })?;
         let info_json = serde_json::to_string(&stamped.info).map_err(crate::NetworkError::from)?;
         let pipe = save::SaveWrite {
             keys: &self.keys,
             id: &id,
             expected: stamped.expected,
             revision: stamped.info.revision,
-            json: &stamped.json,
             info_json: &info_json,
             score: stamped.info.updated_at.timestamp_micros(),
             ttl_ms: self.ttl.map_or(0, |t| t.as_millis() as u64),
         }
-        .pipeline();
+        .pipeline(std::mem::take(&mut stamped.written));
         let result = self
             .connector
             .run("save", |mut conn| {

@@ -7,7 +7,8 @@
 //!  EVALSHA commit(pending, entry:<id>, info, timeline, rev:<id>;
 //!                 id, expected, revision, info, µs, ttl)
 //!    stored revision > expected ─▶ DEL pending ──────────────▶ Conflict
-//!    else RENAME pending → entry:<id> (no copy) ▸ HSET info ▸ ZADD
+//!    else RENAME pending → entry:<id> (no copy; a pending key that
+//!         expired fails it) ▸ HSET info ▸ ZADD
 //!         timeline ▸ SET rev [▸ expiries] ───────────────────▶ saved
 //!  NOSCRIPT (a restarted server) ─▶ SCRIPT LOAD, send both again
 //! ```
@@ -20,7 +21,8 @@
 //! Every key has the user's hash tag, so on a Cluster the pipeline goes
 //! whole to the one node that owns the user's slot.
 //!
-//! The network JSON travels as a plain `SET` argument, which Redis keeps
+//! The network is serialized straight into the `SET` command's buffer
+//! (no string in between) and travels as a plain argument, which Redis keeps
 //! as it arrived, and the script moves it into place with `RENAME`: it is
 //! never copied by the server (passing a megabyte through Lua, or `HSET`,
 //! copies it). The pending key has a nonce of its own (concurrent saves of
@@ -34,9 +36,10 @@
 use std::sync::OnceLock;
 
 use ::redis::aio::ConnectionLike;
-use ::redis::{ErrorKind, Pipeline, RedisError, Script, ServerErrorKind, Value};
+use ::redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisWrite, Script, ServerErrorKind, Value};
 
 use super::keys::UserKeys;
+use crate::network::RunnableNetwork;
 
 /// How long a pending network waits for its commit script.
 const PENDING_MS: u64 = 60_000;
@@ -63,10 +66,10 @@ if stored > tonumber(ARGV[2]) then
   redis.call('DEL', KEYS[1])
   return stored
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local moved = redis.pcall('RENAME', KEYS[1], KEYS[2])
+if type(moved) == 'table' and moved.err then
   return redis.error_reply('ERR the pending network expired before its commit')
 end
-redis.call('RENAME', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 local ttl = tonumber(ARGV[6])
@@ -89,7 +92,34 @@ fn commit_script() -> &'static Script {
     S.get_or_init(|| Script::new(COMMIT_LUA))
 }
 
-/// What one save writes.
+/// The first command of a save: `SET pending:<id>:<nonce> <json> PX ..`,
+/// the network serialized straight into the command's buffer.
+#[derive(Default)]
+pub(crate) struct PendingSet {
+    key: String,
+    cmd: Cmd,
+}
+
+impl PendingSet {
+    /// Serializes `network` into a new pending `SET`; returns it with the
+    /// JSON's length.
+    pub(crate) fn of(
+        keys: &UserKeys,
+        id: &str,
+        network: &RunnableNetwork,
+    ) -> crate::Result<(PendingSet, usize)> {
+        let key = keys.pending(id, &uuid::Uuid::new_v4().simple().to_string());
+        // Sized for the JSON up front: it is written once, into its final
+        // place, with no string in between.
+        let mut cmd = Cmd::with_capacity(5, network.saved_len_hint() + key.len() + 64);
+        cmd.arg("SET").arg(&key);
+        let len = network.write_json(cmd.writer_for_next_arg())?;
+        cmd.arg("PX").arg(PENDING_MS);
+        Ok((PendingSet { key, cmd }, len))
+    }
+}
+
+/// What one save writes besides the network.
 pub(crate) struct SaveWrite<'a> {
     pub(crate) keys: &'a UserKeys,
     pub(crate) id: &'a str,
@@ -97,7 +127,6 @@ pub(crate) struct SaveWrite<'a> {
     pub(crate) expected: u64,
     /// The revision being written.
     pub(crate) revision: u64,
-    pub(crate) json: &'a str,
     pub(crate) info_json: &'a str,
     /// Update time, µs since the epoch.
     pub(crate) score: i64,
@@ -107,23 +136,14 @@ pub(crate) struct SaveWrite<'a> {
 
 impl SaveWrite<'_> {
     /// The whole save as one pipeline (see the [module docs](self)).
-    pub(crate) fn pipeline(&self) -> Pipeline {
+    pub(crate) fn pipeline(&self, pending: PendingSet) -> Pipeline {
         let keys = self.keys;
-        let pending = keys.pending(self.id, &uuid::Uuid::new_v4().simple().to_string());
         let mut pipe = ::redis::pipe();
-        // Sized up front: the JSON is copied once, into its final place.
-        let json = self.json.as_bytes();
-        let mut set = ::redis::Cmd::with_capacity(5, json.len() + 200);
-        set.arg("SET")
-            .arg(&pending)
-            .arg(json)
-            .arg("PX")
-            .arg(PENDING_MS);
-        pipe.add_command(set);
+        pipe.add_command(pending.cmd);
         pipe.cmd("EVALSHA")
             .arg(commit_script().get_hash())
             .arg(5)
-            .arg(&pending)
+            .arg(&pending.key)
             .arg(keys.entry(self.id))
             .arg(&keys.info)
             .arg(&keys.timeline)
@@ -182,12 +202,17 @@ mod tests {
             id: "id-1",
             expected: 3,
             revision: 4,
-            json: "{}",
             info_json: "{\"revision\":4}",
             score: 17,
             ttl_ms: 1000,
         };
-        let pipe = write.pipeline();
+        let net = RunnableNetwork::builder().name("n").build();
+        let (pending, len) = PendingSet::of(&keys, "id-1", &net).expect("serialize");
+        let json = net.to_json().expect("json");
+        assert_eq!(len, json.len());
+        let set: Vec<_> = pending.cmd.args_iter().collect();
+        assert!(matches!(set[2], ::redis::Arg::Simple(bytes) if bytes == json.as_bytes()));
+        let pipe = write.pipeline(pending);
         let names: Vec<String> = pipe
             .cmd_iter()
             .map(|c| match c.args_iter().next() {

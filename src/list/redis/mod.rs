@@ -54,17 +54,19 @@
 //! # Speed
 //!
 //! A load costs what a `GET` of the network JSON costs through the same
-//! connection; a save what a `SET` costs, plus serializing the network and
-//! the small commands around it (`cargo bench --bench sessions` measures
-//! both side by side). The crate's multiplexed
-//! connection copies a request into its packed command and once more into
-//! the socket buffer, and hands each request to a driver task: for 100 KB
-//! it stays close to `redis-benchmark -c 1`, but a 1 MB `SET` runs at about
-//! a quarter of its rate (a 1 MB `GET` at about 85 %). That is the price of
-//! one client that speaks TLS and Cluster; a save of a few milliseconds is
-//! not what limits an agent whose turns take seconds. On a Cluster the
-//! crate also copies each request once more (its routing takes requests by
-//! value).
+//! connection. A save costs a `SET` of the JSON, plus serializing the
+//! network (straight into the `SET` command's buffer: no string in
+//! between) and the commit script's writes (revision check, rename, info,
+//! timeline, revision: about 20 µs of server time). `cargo bench --bench
+//! sessions` measures them side by side with raw `SET`/`GET` of the same
+//! bytes, interleaved, and with the floor of any checked save (`SET` plus
+//! a one-command script). On a 2-core VM, where one loopback round trip
+//! alone takes about 120 µs: load_json 88-99 % of `GET`, save 74-76 % of
+//! `SET` at 100 KB and 81-84 % at 1 MB, the floor 94-98 %. The gap is the
+//! price of refusing stale copies atomically; a save of a few hundred
+//! microseconds is not what limits an agent whose turns take seconds. On
+//! a Cluster the crate also copies each request once more (its routing
+//! takes requests by value).
 
 pub mod connection;
 mod keys;

@@ -28,30 +28,20 @@ impl ChatModel for SlowModel {
     }
 }
 
-async fn post(url: &str, body: Value) -> reqwest::Response {
-    client()
-        .post(url)
-        .bearer_auth(ALICE)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_second_run_of_a_running_session_gets_409() {
     let server = start(SlowModel(Duration::from_millis(800))).await;
     let base = server.url.clone();
-    let created: Value = post(&format!("{base}/api/sessions"), json!({}))
+    let created: Value = post(&format!("{base}/api/sessions"), ALICE, json!({}))
         .await
         .json()
         .await
         .unwrap();
     let id = created["id"].as_str().unwrap().to_string();
     let url = format!("{base}/api/sessions/{id}/messages");
-    let first = post(&url, json!({"content": "one"})).await;
+    let first = post(&url, ALICE, json!({"content": "one"})).await;
     assert_eq!(first.status(), 200);
-    let second = post(&url, json!({"content": "two"})).await;
+    let second = post(&url, ALICE, json!({"content": "two"})).await;
     assert_eq!(second.status(), 409);
     assert!(second.text().await.unwrap().contains("in progress"));
     let events = sse_events(&first.text().await.unwrap());
@@ -73,7 +63,7 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
         std::future::pending(),
     ));
 
-    let created: Value = post(&format!("{}/api/sessions", a.url), json!({}))
+    let created: Value = post(&format!("{}/api/sessions", a.url), ALICE, json!({}))
         .await
         .json()
         .await
@@ -81,6 +71,7 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
     let id = created["id"].as_str().unwrap().to_string();
     let slow = post(
         &format!("{}/api/sessions/{id}/messages", a.url),
+        ALICE,
         json!({"content": "on a"}),
     )
     .await;
@@ -88,6 +79,7 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
     // While A's model works, B runs a turn on the same session and saves.
     let fast = post(
         &format!("{b}/api/sessions/{id}/messages"),
+        ALICE,
         json!({"content": "on b"}),
     )
     .await;
@@ -99,15 +91,7 @@ async fn a_run_over_a_copy_another_server_saved_meanwhile_gets_409_and_overwrite
     assert_eq!(name, "error");
     assert_eq!(data["status"], 409, "{data}");
     // B's turn is intact.
-    let session: Value = client()
-        .get(format!("{b}/api/sessions/{id}"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{b}/api/sessions/{id}"), ALICE).await;
     let humans: Vec<&str> = session["messages"]
         .as_array()
         .unwrap()
@@ -138,33 +122,18 @@ async fn a_request_over_the_timeout_gets_408_and_its_run_still_finishes_and_save
     let base = server.url.clone();
     let r = post(
         &format!("{base}/v1/chat/completions"),
+        ALICE,
         json!({"messages": [{"role": "user", "content": "take your time"}]}),
     )
     .await;
     assert_eq!(r.status(), 408);
     // The run goes on in its own task and saves its answer.
-    let list: Value = client()
-        .get(format!("{base}/api/sessions"))
-        .bearer_auth(ALICE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = get_json(&format!("{base}/api/sessions"), ALICE).await;
     let id = list["sessions"][0]["id"].as_str().unwrap().to_string();
     let mut answered = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let session: Value = client()
-            .get(format!("{base}/api/sessions/{id}"))
-            .bearer_auth(ALICE)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
         if session["messages"]
             .as_array()
             .unwrap()

@@ -4,46 +4,15 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use common::*;
 use lc_agent::Turn;
-use lc_agent_modifiers::approvals::DecisionKind;
-use lc_agent_modifiers::spec::{AgentSpec, ModelSpec};
 use serde_json::{json, Value};
-
-async fn get(url: &str, token: &str) -> reqwest::Response {
-    client().get(url).bearer_auth(token).send().await.unwrap()
-}
-
-async fn post(url: &str, token: &str, body: Value) -> reqwest::Response {
-    client()
-        .post(url)
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn new_session(base: &str, token: &str) -> String {
-    let r = post(&format!("{base}/api/sessions"), token, json!({"name": "t"})).await;
-    assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
 
 #[tokio::test]
 async fn tools_list_and_execute_against_a_sessions_files() {
     let server = start(scripted(vec![])).await;
     let base = &server.url;
-    let tools: Value = get(&format!("{base}/v1/tools"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let tools: Value = get_json(&format!("{base}/v1/tools"), ALICE).await;
     let names: Vec<&str> = tools["tools"]
         .as_array()
         .unwrap()
@@ -97,11 +66,7 @@ async fn tools_list_and_execute_against_a_sessions_files() {
             results[i]
         );
     }
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(session["files"]["/notes.md"]["content"], "hello");
     assert_eq!(session["revision"], 2);
     let _ = server.stop().await;
@@ -158,11 +123,7 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
     assert_eq!(last, "done");
     assert_eq!(done["answer"], "The plan is written.");
 
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(session["todos"][0]["content"], "write the plan");
     assert_eq!(session["files"]["/plan.md"]["content"], "step 1");
     assert!(
@@ -179,19 +140,11 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
         .collect();
     assert_eq!(roles, ["system", "human", "ai", "tool", "ai", "tool", "ai"]);
 
-    let list: Value = get(&format!("{base}/api/sessions"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = get_json(&format!("{base}/api/sessions"), ALICE).await;
     assert_eq!(list["total"], 1);
     assert_eq!(list["sessions"][0]["id"], id.as_str());
     // Bob sees none of it.
-    let list: Value = get(&format!("{base}/api/sessions"), BOB)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let list: Value = get_json(&format!("{base}/api/sessions"), BOB).await;
     assert_eq!(list["total"], 0);
     assert_eq!(
         get(&format!("{base}/api/sessions/{id}"), BOB)
@@ -200,12 +153,8 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
         403
     );
     assert_eq!(
-        client()
-            .delete(format!("{base}/api/sessions/{id}"))
-            .bearer_auth(BOB)
-            .send()
+        delete(&format!("{base}/api/sessions/{id}"), BOB)
             .await
-            .unwrap()
             .status(),
         403
     );
@@ -221,12 +170,8 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
     );
     // Alice deletes it.
     assert_eq!(
-        client()
-            .delete(format!("{base}/api/sessions/{id}"))
-            .bearer_auth(ALICE)
-            .send()
+        delete(&format!("{base}/api/sessions/{id}"), ALICE)
             .await
-            .unwrap()
             .status(),
         204
     );
@@ -249,20 +194,7 @@ async fn approvals_hold_a_call_until_it_is_approved() {
         ),
         Turn::text("Written."),
     ]);
-    let spec = AgentSpec {
-        models: BTreeMap::from([(
-            "main".to_string(),
-            ModelSpec {
-                model: "scripted".into(),
-                base_url: None,
-            },
-        )]),
-        interrupt_on: BTreeMap::from([(
-            "write_file".to_string(),
-            vec![DecisionKind::Approve, DecisionKind::Reject],
-        )]),
-        ..AgentSpec::default()
-    };
+    let spec = approval_spec("write_file");
     let server = start_with(|dir| config(model, dir).spec(spec)).await;
     let base = &server.url;
     let id = new_session(base, ALICE).await;
@@ -284,11 +216,7 @@ async fn approvals_hold_a_call_until_it_is_approved() {
     assert_eq!(pending["tool_call"]["name"], "write_file");
     assert_eq!(pending["allowed"], json!(["approve", "reject"]));
     let node_id = pending["node_id"].as_str().unwrap().to_string();
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(session["pending_approvals"][0]["node_id"], node_id.as_str());
     assert!(session["files"].get("/a.md").is_none());
 
@@ -309,11 +237,7 @@ async fn approvals_hold_a_call_until_it_is_approved() {
     assert_eq!(r.status(), 200);
     let events = sse_events(&r.text().await.unwrap());
     assert_eq!(events.last().unwrap().1["answer"], "Written.");
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(session["files"]["/a.md"]["content"], "approved text");
     assert_eq!(session["pending_approvals"], json!([]));
     let _ = server.stop().await;
@@ -332,11 +256,7 @@ async fn openai_endpoints_streamed_and_not_and_a_session_continues() {
     ]);
     let server = start(model).await;
     let base = &server.url;
-    let models: Value = get(&format!("{base}/v1/models"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let models: Value = get_json(&format!("{base}/v1/models"), ALICE).await;
     assert_eq!(models["data"][0]["id"], "lc-agent");
     let r = post(&format!("{base}/v1/chat/completions"), ALICE, json!({"model": "lc-agent", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Write x.md"}]})).await;
     assert_eq!(r.status(), 200);
@@ -367,11 +287,7 @@ async fn openai_endpoints_streamed_and_not_and_a_session_continues() {
         .iter()
         .all(|(_, c)| *c == "[DONE]" || c["object"] == "chat.completion.chunk"));
     // The session holds both turns and the file.
-    let session: Value = get(&format!("{base}/api/sessions/{session_header}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{session_header}"), ALICE).await;
     let humans: Vec<&str> = session["messages"]
         .as_array()
         .unwrap()
@@ -509,11 +425,7 @@ async fn auth_and_hostile_input_get_clear_4xx_and_write_nothing() {
         .unwrap();
     assert_eq!(r.status(), 400);
     // Nothing was written: still revision 1, no human message.
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(session["revision"], 1);
     assert!(session["messages"]
         .as_array()
@@ -560,11 +472,7 @@ async fn with_a_root_each_user_works_in_their_own_directory() {
     // A session of alice's shows her directory's files.
     let id = new_session(base, ALICE).await;
     std::fs::write(root.path().join("alice/blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
-    let session: Value = get(&format!("{base}/api/sessions/{id}"), ALICE)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
     assert_eq!(
         session["files"]["/mine.txt"]["content"], "alice's",
         "{session}"

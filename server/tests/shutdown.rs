@@ -44,24 +44,18 @@ async fn shutdown_saves_running_sessions_after_the_grace_period() {
     })
     .await;
     let base = server.url.clone();
-    let created: Value = client()
-        .post(format!("{base}/api/sessions"))
-        .bearer_auth(ALICE)
-        .json(&json!({}))
-        .send()
+    let created: Value = post(&format!("{base}/api/sessions"), ALICE, json!({}))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
-    let response = client()
-        .post(format!("{base}/api/sessions/{id}/messages"))
-        .bearer_auth(ALICE)
-        .json(&json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap();
+    let response = post(
+        &format!("{base}/api/sessions/{id}/messages"),
+        ALICE,
+        json!({"content": "go"}),
+    )
+    .await;
     assert_eq!(response.status(), 200);
     // Wait until the file is written (the model then hangs).
     let mut body = response.bytes_stream();

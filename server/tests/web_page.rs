@@ -6,15 +6,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
 use fantoccini::{Client, ClientBuilder, Locator};
 use lc_agent::{ToolCall, Turn};
-use lc_agent_modifiers::approvals::DecisionKind;
-use lc_agent_modifiers::spec::{AgentSpec, ModelSpec};
 use serde_json::json;
 
 struct Driver(Child);
@@ -151,20 +148,7 @@ async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
         ),
         Turn::text("Report written."),
     ]);
-    let spec = AgentSpec {
-        models: BTreeMap::from([(
-            "main".to_string(),
-            ModelSpec {
-                model: "scripted".into(),
-                base_url: None,
-            },
-        )]),
-        interrupt_on: BTreeMap::from([(
-            "write_file".to_string(),
-            vec![DecisionKind::Approve, DecisionKind::Reject],
-        )]),
-        ..AgentSpec::default()
-    };
+    let spec = approval_spec("write_file");
     let server = start_with(|dir| config(model, dir).spec(spec)).await;
     let (_driver, driver_url) = start_driver().await;
     let profile = tempfile::tempdir().unwrap();

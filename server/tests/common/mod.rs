@@ -2,11 +2,14 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
+use lc_agent_modifiers::approvals::DecisionKind;
+use lc_agent_modifiers::spec::{AgentSpec, ModelSpec};
 use lc_agent_server::{serve, AppState, ServerConfig, SessionStore, Tokens};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 pub struct TestServer {
     pub url: String,
@@ -98,4 +101,64 @@ pub fn sse_events(body: &str) -> Vec<(String, Value)> {
 
 pub fn client() -> reqwest::Client {
     reqwest::Client::new()
+}
+
+/// `GET url` as the user of `token`.
+pub async fn get(url: &str, token: &str) -> reqwest::Response {
+    client().get(url).bearer_auth(token).send().await.unwrap()
+}
+
+/// `GET url` as the user of `token`, its body as JSON.
+pub async fn get_json(url: &str, token: &str) -> Value {
+    get(url, token).await.json().await.unwrap()
+}
+
+/// `POST url` with a JSON body as the user of `token`.
+pub async fn post(url: &str, token: &str, body: Value) -> reqwest::Response {
+    client()
+        .post(url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// `DELETE url` as the user of `token`.
+pub async fn delete(url: &str, token: &str) -> reqwest::Response {
+    client()
+        .delete(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Creates a session as the user of `token`; its id.
+pub async fn new_session(base: &str, token: &str) -> String {
+    let r = post(&format!("{base}/api/sessions"), token, json!({"name": "t"})).await;
+    assert_eq!(r.status(), 201);
+    r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A blueprint whose main model is the scripted one and whose calls of
+/// `tool` wait for a person to approve or reject them.
+pub fn approval_spec(tool: &str) -> AgentSpec {
+    AgentSpec {
+        models: BTreeMap::from([(
+            "main".to_string(),
+            ModelSpec {
+                model: "scripted".into(),
+                base_url: None,
+            },
+        )]),
+        interrupt_on: BTreeMap::from([(
+            tool.to_string(),
+            vec![DecisionKind::Approve, DecisionKind::Reject],
+        )]),
+        ..AgentSpec::default()
+    }
 }

@@ -15,8 +15,9 @@
 
 use std::sync::Arc;
 
+use lc_agent::ListConfig;
 use lc_agent::{ScriptedChatModel, ToolCall, Turn};
-use lc_agent_server::{serve, AppState, ServerConfig, SessionStore};
+use lc_agent_server::{serve, AppState, ServerConfig};
 use serde_json::{json, Value};
 
 #[tokio::main]
@@ -31,8 +32,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Turn::text("It is still there: the session remembers."),
     ]);
     let dir = tempfile::tempdir()?;
-    let config = ServerConfig::new(Arc::new(model))
-        .sessions(SessionStore::Json(dir.path().join("sessions")));
+    let config =
+        ServerConfig::new(Arc::new(model)).sessions(ListConfig::json(dir.path().join("sessions")));
     let state = AppState::new(config)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -83,6 +83,8 @@
 //!   read.rs           reading in one pass
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
+//!   config.rs         ListConfig (a JSON directory or Redis URL + prefix) and Lists (each
+//!                     user's list, opened once): the one place that decides *which sessions*
 //!   session.rs        SessionInfo, ListQuery, ListPage, user names
 //!   stamp.rs          revisions and timestamps
 //!   json/             JsonNetworkList (mod.rs) and its listing index (index.rs)
@@ -168,7 +170,8 @@ pub use files::{FileData, Files};
 pub use history::{History, SummaryInfo};
 pub use kinds::{register_node_kind, register_node_loader};
 pub use list::{
-    JsonNetworkList, ListError, ListPage, ListQuery, NetworkList, RedisNetworkList, SessionInfo,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList,
+    RedisNetworkList, SessionInfo,
 };
 pub use message::{Message, ToolCall, ToolStatus};
 pub use model::openai::OpenAiChatModel;

@@ -12,18 +12,41 @@
 //! - `lc-agent mcp --root DIR [--shell] [--http ADDR]` serves the file tools
 //!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
-//!   `[--user NAME] [--root DIR | --redis URL]` inspects saved sessions.
+//!   `[--user NAME] [--sessions DIR | --redis URL]` inspects saved sessions.
 //! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
 //!   serves the agent over HTTP and a web page (see `serve.rs`).
 //!
 //! `run` and `chat` save the session after every node; Ctrl-C stops a run
 //! and keeps what ran (`interrupt.rs`, exit code 130).
+//!
+//! # Layout
+//!
+//! ```text
+//! main.rs        the command tree; one tokio runtime; error::exit makes the exit code
+//! args.rs        flag groups shared by subcommands: ModelArgs (--model | --script),
+//!                WorkspaceArgs (--root [--shell]), StoreArgs (--sessions | --redis [--prefix])
+//!                — a flag shared by run/chat/serve is added there, once
+//! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
+//!                (checkpointed, MCP connected), the turn loop with approvals
+//! console.rs     what the terminal shows: streamed answer, progress lines, approval questions
+//! error.rs       CliError (kind = exit code), error_chain, exit
+//! interrupt.rs   Ctrl-C: stop the run, keep the session
+//! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs   one file per subcommand
+//! ```
+//!
+//! Which workspace, which sessions and which agent are decided in the
+//! library (`Workspace`, `ListConfig`, `Blueprint::resolve`); this crate
+//! only turns flags into them.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agent;
+mod args;
 mod chat;
+mod console;
+mod error;
 mod interrupt;
 mod mcp;
 mod run;
@@ -63,13 +86,15 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
-fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Run(args) => run::run(args),
-        Command::Chat(args) => chat::run(args),
-        Command::Tool(args) => tool::run(args),
-        Command::Sessions(args) => sessions::run_blocking(args),
-        Command::Mcp(args) => mcp::run(args),
-        Command::Serve(args) => serve::run(args),
-    }
+#[tokio::main]
+async fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Run(args) => run::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
+        Command::Tool(args) => tool::run(args).await,
+        Command::Sessions(args) => sessions::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
+    };
+    error::exit(result)
 }

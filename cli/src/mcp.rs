@@ -17,48 +17,70 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
-use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
 use lc_agent_modifiers::mcp::server::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
 use lc_agent_modifiers::mcp::FileToolServer;
+use lc_agent_modifiers::workspace::Workspace;
 
-use crate::run::{error_chain as chain, usage, Failure};
+use crate::error::{error_chain, CliError, CliResult};
 
 /// `lc-agent mcp` arguments.
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// The directory the tools work in (confined).
-    #[arg(long)]
-    pub root: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    pub(crate) root: PathBuf,
     /// Serve `execute` too (commands run in --root without asking).
     #[arg(long)]
-    pub shell: bool,
-    /// Serve streamable HTTP on this address instead of stdio.
-    #[arg(long)]
-    pub http: Option<SocketAddr>,
+    pub(crate) shell: bool,
+    /// Serve streamable HTTP on this address (`127.0.0.1:8090`,
+    /// `localhost:8090`) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<String>,
 }
 
-async fn serve(args: McpArgs) -> Result<(), Failure> {
-    let io = |e: std::io::Error| usage(format!("cannot open {}: {e}", args.root.display()));
-    let server = if args.shell {
-        FileToolServer::new(LocalShellBackend::new(&args.root).map_err(io)?)
-    } else {
-        FileToolServer::new(FilesystemBackend::new(&args.root).map_err(io)?)
+/// The address of `--http`: an IP and port, or a host name and port.
+async fn address(text: &str) -> CliResult<SocketAddr> {
+    let usage = || {
+        CliError::usage(format!(
+            "--http {text}: not an address (give HOST:PORT, such as 127.0.0.1:8090)"
+        ))
     };
-    let failed = |e: lc_agent_modifiers::mcp::McpError| (1, chain(&e));
-    match args.http {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    tokio::net::lookup_host(text)
+        .await
+        .map_err(|_| usage())?
+        .next()
+        .ok_or_else(usage)
+}
+
+/// Runs `lc-agent mcp`.
+pub(crate) async fn run(args: McpArgs) -> CliResult {
+    // Nobody to ask here: with --shell the client's commands run as asked.
+    let workspace = Workspace::directory(&args.root)
+        .shell(args.shell)
+        .execute_approval(false);
+    let backend = workspace
+        .open_directory()
+        .map_err(|e| CliError::usage(e.to_string()))?
+        .ok_or_else(|| CliError::usage("--root: give a directory"))?;
+    let server = FileToolServer::shared(backend);
+    let failed = |e: lc_agent_modifiers::mcp::McpError| CliError::failed(error_chain(&e));
+    match &args.http {
         None => server.serve_stdio().await.map_err(failed),
-        Some(addr) => {
+        Some(text) => {
+            let addr = address(text).await?;
             let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
-            check_token(addr, token.as_deref()).map_err(|e| usage(e.to_string()))?;
+            check_token(addr, token.as_deref()).map_err(|e| CliError::usage(e.to_string()))?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| (1, format!("cannot listen on {addr}: {e}")))?;
+                .map_err(|e| CliError::failed(format!("cannot listen on {addr}: {e}")))?;
             let bound = listener
                 .local_addr()
-                .map_err(|e| (1, format!("cannot listen on {addr}: {e}")))?;
+                .map_err(|e| CliError::failed(format!("cannot listen on {addr}: {e}")))?;
             eprintln!("serving MCP on http://{bound}{MCP_HTTP_PATH}");
             let shutdown = async {
                 let _ = tokio::signal::ctrl_c().await;
@@ -67,24 +89,6 @@ async fn serve(args: McpArgs) -> Result<(), Failure> {
                 .serve_http(listener, token, shutdown)
                 .await
                 .map_err(failed)
-        }
-    }
-}
-
-/// Runs `lc-agent mcp`.
-pub fn run(args: McpArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(serve(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((code, message)) => {
-            eprintln!("error: {message}");
-            ExitCode::from(code)
         }
     }
 }

@@ -15,90 +15,73 @@
 //! Ctrl-C or SIGTERM stops accepting, lets runs finish for a grace period
 //! and saves the sessions still running. `--mcp` (and the blueprint's
 //! `mcp_servers`) connects MCP servers once, at start: every session's
-//! agent gets their tools, and `/v1/tools` lists them.
+//! agent gets their tools, and `/v1/tools` lists them. With tokens,
+//! `--root DIR` gives each user `DIR/<user>`; the server's workspace wins
+//! over one stored in a session's blueprint.
 //!
 //! Exit codes: 0 after a shutdown, 1 the server failed, 2 bad usage.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use lc_agent_modifiers::mcp::McpConfig;
 use lc_agent_modifiers::spec::AgentSpec;
-use lc_agent_server::{check_bind, serve, AppState, ServerConfig, SessionStore, Tokens};
+use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
 
-use crate::run::{mcp_tools, openai_model, script_model, usage, Failure};
+use crate::agent::connect;
+use crate::args::{ModelArgs, StoreArgs, WorkspaceArgs};
+use crate::error::{error_chain, CliError, CliResult};
 
 /// `lc-agent serve` arguments.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    pub addr: SocketAddr,
-    /// The file tools work in this directory (`<DIR>/<user>` with tokens);
-    /// default: each session's own files.
-    #[arg(long)]
-    pub root: Option<PathBuf>,
-    /// Allow `execute` in --root (each call waits for an approval).
-    #[arg(long, requires = "root")]
-    pub shell: bool,
-    /// The model name (default `OPENAI_MODEL`).
-    #[arg(long, conflicts_with = "script")]
-    pub model: Option<String>,
-    /// Replay this scripted model (offline), from the start once it ends.
-    #[arg(long)]
-    pub script: Option<PathBuf>,
+    pub(crate) addr: SocketAddr,
+    /// Where the file tools work (`<DIR>/<user>` with tokens).
+    #[command(flatten)]
+    pub(crate) workspace: WorkspaceArgs,
+    /// The chat model (a script replays from the start once it ends).
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
     /// The blueprint of new sessions' agents (TOML, or JSON by its extension).
-    #[arg(long)]
-    pub agent: Option<PathBuf>,
-    /// The JSON session list's directory (default `$LC_AGENT_HOME/sessions`).
-    #[arg(long, conflicts_with = "redis")]
-    pub sessions: Option<PathBuf>,
-    /// Keep sessions in Redis (share them between server processes).
-    #[arg(long)]
-    pub redis: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub(crate) agent: Option<PathBuf>,
+    /// Where sessions live (Redis shares them between server processes).
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
     /// Allow browser pages of this origin (CORS is off otherwise).
     #[arg(long)]
-    pub cors: Vec<String>,
+    pub(crate) cors: Vec<String>,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 2 * 1024 * 1024)]
-    pub body_limit: usize,
+    pub(crate) body_limit: usize,
     /// Seconds a request may take to answer (a streamed answer is not cut).
     #[arg(long, default_value_t = 300)]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// MCP servers whose tools every session's agent gets (an `mcpServers`
     /// JSON file).
-    #[arg(long)]
-    pub mcp: Option<PathBuf>,
+    #[arg(long, value_name = "FILE.json")]
+    pub(crate) mcp: Option<PathBuf>,
 }
 
-fn config(args: &ServeArgs) -> Result<ServerConfig, Failure> {
-    let model: Arc<dyn lc_agent::ChatModel> = match &args.script {
-        Some(path) => Arc::new(script_model(path)?.cycled()),
-        None => openai_model(args.model.as_deref())?,
-    };
-    let tokens = Tokens::from_env().map_err(|e| usage(e.to_string()))?;
-    check_bind(args.addr, &tokens).map_err(|e| usage(e.to_string()))?;
-    let sessions = match &args.redis {
-        Some(url) => SessionStore::Redis(url.clone()),
-        None => SessionStore::Json(
-            args.sessions
-                .clone()
-                .unwrap_or_else(lc_agent::JsonNetworkList::default_root),
-        ),
-    };
-    let mut config = ServerConfig::new(model)
-        .sessions(sessions)
+fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
+    let usage = |e: &dyn std::fmt::Display| CliError::usage(e.to_string());
+    let tokens = Tokens::from_env().map_err(|e| usage(&e))?;
+    check_bind(args.addr, &tokens).map_err(|e| usage(&e))?;
+    let mut config = ServerConfig::new(args.model.open(true)?)
+        .sessions(args.store.config())
         .tokens(tokens)
         .body_limit(args.body_limit)
         .request_timeout(Duration::from_secs(args.timeout));
-    if let Some(root) = &args.root {
-        config = config.root(root.clone()).shell(args.shell);
+    if let Some(workspace) = args.workspace.workspace() {
+        config = config.workspace(workspace);
     }
-    if let Some(path) = &args.agent {
-        config = config.spec(AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?);
+    if let Some(spec) = spec {
+        config = config.spec(spec);
     }
     for origin in &args.cors {
         config = config.cors_origin(origin.clone());
@@ -136,33 +119,43 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-async fn serve_args(args: ServeArgs) -> Result<(), Failure> {
-    let mut config = config(&args)?;
+/// Runs `lc-agent serve`.
+pub(crate) async fn run(args: ServeArgs) -> CliResult {
     let spec = match &args.agent {
-        Some(path) => Some(AgentSpec::from_file(path).map_err(|e| usage(e.to_string()))?),
+        Some(path) => Some(AgentSpec::from_file(path).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
     };
-    let mcp = mcp_tools(spec.as_ref(), args.mcp.as_deref()).await?;
+    let mut mcp_config = match &spec {
+        Some(spec) => spec
+            .mcp_config()
+            .map_err(|e| CliError::usage(e.to_string()))?,
+        None => McpConfig::default(),
+    };
+    if let Some(path) = &args.mcp {
+        mcp_config.merge(
+            McpConfig::from_file(path)
+                .map_err(|e| CliError::usage(format!("--mcp: {}", error_chain(&e))))?,
+        );
+    }
+    let mut config = config(&args, spec)?;
+    let mcp = connect(mcp_config).await?;
     if let Some(tools) = &mcp {
         config = config.modifier_shared(Arc::new(tools.clone()));
     }
-    let state = AppState::new(config).map_err(|e| usage(e.to_string()))?;
+    let state = AppState::new(config).map_err(|e| CliError::usage(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
-        .map_err(|e| (1, format!("cannot listen on {}: {e}", args.addr)))?;
-    let addr = listener.local_addr().map_err(|e| (1, e.to_string()))?;
+        .map_err(|e| CliError::failed(format!("cannot listen on {}: {e}", args.addr)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CliError::failed(e.to_string()))?;
     let stop = shutdown_signal();
     eprintln!("listening on http://{addr}");
     let served = serve(listener, state, stop).await;
     if let Some(tools) = mcp {
         tools.disconnect().await;
     }
-    served.map_err(|e| (1, e.to_string()))?;
+    served.map_err(|e| CliError::failed(e.to_string()))?;
     eprintln!("stopped");
     Ok(())
-}
-
-/// Runs `lc-agent serve`.
-pub fn run(args: ServeArgs) -> ExitCode {
-    crate::run::block_on(serve_args(args))
 }

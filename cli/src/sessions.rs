@@ -1,47 +1,47 @@
 //! `lc-agent sessions`: list, show, remove and export saved sessions.
 //!
 //! ```text
-//! lc-agent sessions [--user NAME] [--root DIR | --redis URL [--prefix P]] list [--offset N] [--limit N]
+//! lc-agent sessions [--user NAME] [--sessions DIR | --redis URL [--prefix P]] list [--offset N] [--limit N]
 //! lc-agent sessions show <ID> [--mermaid]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions export <ID> [--pretty]
 //! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
 //!
-//! Sessions come from the JSON list (default root `$LC_AGENT_HOME/sessions`,
-//! else `~/.lc-agent/sessions`) or, with `--redis`, from Redis. `<ID>` may
+//! Sessions come from the JSON list (`--sessions DIR`, as `run`, `chat` and
+//! `serve` name it; default `$LC_AGENT_HOME/sessions`, else
+//! `~/.lc-agent/sessions`) or, with `--redis`, from Redis. The old spelling
+//! `--root DIR` still works and says it is now `--sessions`. `<ID>` may
 //! be a unique prefix of a session id. `migrate` moves Redis sessions
 //! saved before the per-user hash tag (`<prefix>:user:<user>:...`) into
 //! the current layout (`<prefix>:user:{<user>}:...`), for every user.
 
-use lc_agent_modifiers::todos::{todos_of, TodoStatus};
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lc_agent::list::{
-    JsonNetworkList, ListError, ListQuery, NetworkList, RedisNetworkList, SessionId, SessionInfo,
-};
+use lc_agent::list::{ListError, ListQuery, RedisNetworkList, SessionInfo};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
+use lc_agent_modifiers::todos::{todos_of, TodoStatus};
+
+use crate::args::{find_session, StoreArgs};
+use crate::error::{CliError, CliResult};
 
 /// Options of `lc-agent sessions`.
 #[derive(Debug, Args)]
-pub struct SessionsArgs {
+pub(crate) struct SessionsArgs {
     /// Whose sessions (namespace).
     #[arg(long, global = true, default_value = "default")]
-    pub user: String,
-    /// The JSON sessions directory (default: $LC_AGENT_HOME/sessions or ~/.lc-agent/sessions).
-    #[arg(long, global = true, conflicts_with = "redis")]
-    pub root: Option<PathBuf>,
-    /// Use Redis at this URL instead of the JSON directory.
-    #[arg(long, global = true)]
-    pub redis: Option<String>,
-    /// Redis key prefix.
-    #[arg(long, global = true, default_value = "lc_agent")]
-    pub prefix: String,
+    pub(crate) user: String,
+    /// Where sessions live.
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+    /// The old name of --sessions.
+    #[arg(long, global = true, hide = true, value_name = "DIR", conflicts_with_all = ["sessions", "redis"])]
+    pub(crate) root: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
-    pub command: SessionsCommand,
+    pub(crate) command: SessionsCommand,
 }
 
 /// `lc-agent sessions` subcommands.
@@ -82,46 +82,35 @@ pub enum SessionsCommand {
     Migrate,
 }
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
-/// Runs `lc-agent sessions` on a fresh single-threaded runtime, printing
-/// to stdout (errors to stderr); returns the process exit code.
-pub fn run_blocking(args: SessionsArgs) -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
+/// Runs `lc-agent sessions`, printing to stdout.
+pub(crate) async fn run(mut args: SessionsArgs) -> CliResult {
+    if let Some(root) = args.root.take() {
+        eprintln!(
+            "warning: `lc-agent sessions --root` is now `--sessions` (as in run, chat and serve)"
+        );
+        args.store.sessions = Some(root);
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match runtime.block_on(run(args, &mut out)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = out.flush();
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    let done = print(args, &mut out).await;
+    let _ = out.flush();
+    done.map_err(|e| match e.downcast::<CliError>() {
+        Ok(e) => *e,
+        Err(e) => CliError::failed(e.to_string()),
+    })
 }
 
-/// Runs `lc-agent sessions`, writing to `out`.
-pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let list: Box<dyn NetworkList> = match &args.redis {
-        Some(url) => Box::new(redis_list(url, &args.prefix, &args.user)?),
-        None => {
-            let root = args
-                .root
-                .clone()
-                .unwrap_or_else(JsonNetworkList::default_root);
-            Box::new(JsonNetworkList::new(root).with_user(&args.user)?)
-        }
-    };
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Does the subcommand, writing to `out`.
+async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
+    let list = args.store.open(&args.user)?;
     let list = list.as_ref();
+    let prefix = args
+        .store
+        .prefix
+        .clone()
+        .unwrap_or_else(|| lc_agent::list::redis::DEFAULT_PREFIX.to_string());
     match args.command {
         SessionsCommand::List { offset, limit } => {
             let page = list
@@ -133,7 +122,7 @@ pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Show { id, mermaid } => {
-            let id = resolve(list, &id).await?;
+            let id = find_session(list, &id).await?;
             let net = list.load(id).await?;
             show(out, &net)?;
             if mermaid {
@@ -142,7 +131,7 @@ pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Rm { id } => {
-            let id = resolve(list, &id).await?;
+            let id = find_session(list, &id).await?;
             if list.delete(id).await? {
                 writeln!(out, "deleted {id}")?;
             } else {
@@ -150,7 +139,7 @@ pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Export { id, pretty } => {
-            let id = resolve(list, &id).await?;
+            let id = find_session(list, &id).await?;
             if pretty {
                 writeln!(out, "{}", list.load(id).await?.to_json_pretty()?)?;
             } else {
@@ -158,10 +147,10 @@ pub async fn run(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Migrate => {
-            let Some(url) = &args.redis else {
+            let Some(url) = &args.store.redis else {
                 return Err("migrate moves Redis keys: give --redis URL".into());
             };
-            let done = redis_list(url, &args.prefix, &args.user)?
+            let done = redis_list(url, &prefix, &args.user)?
                 .migrate_legacy_keys()
                 .await?;
             writeln!(
@@ -180,37 +169,6 @@ fn redis_list(url: &str, prefix: &str, user: &str) -> Result<RedisNetworkList, L
         .prefix(prefix)
         .user(user)
         .build()
-}
-
-/// A full id, or the one session whose id starts with `prefix` (corrupt
-/// sessions included, so they can be exported or removed).
-async fn resolve(list: &dyn NetworkList, prefix: &str) -> Result<SessionId, Error> {
-    let prefix = prefix.trim().to_ascii_lowercase();
-    if prefix.is_empty() {
-        return Err("an empty session id".into());
-    }
-    let mut matches = Vec::new();
-    for entry in list.list_everything().await? {
-        let id = match entry {
-            Ok(info) => Some(info.id),
-            Err(ListError::Corrupt { id, .. }) => id,
-            Err(_) => None,
-        };
-        if let Some(id) = id {
-            if id.to_string().starts_with(&prefix) && !matches.contains(&id) {
-                matches.push(id);
-            }
-        }
-    }
-    match matches.as_slice() {
-        [id] => Ok(*id),
-        [] => Err(format!("no session of user `{}` matches `{prefix}`", list.user()).into()),
-        many => Err(format!(
-            "`{prefix}` matches {} sessions; give more of the id",
-            many.len()
-        )
-        .into()),
-    }
 }
 
 fn print_page(
@@ -325,6 +283,7 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use lc_agent::list::NetworkList;
     use lc_agent::{FnTool, HumanNode, ScriptedChatModel, ToolOutput, Turn};
     use serde_json::json;
 
@@ -366,13 +325,13 @@ mod tests {
     }
 
     async fn exec(root: &std::path::Path, argv: &[&str]) -> Result<String, Error> {
-        let mut full = vec!["lc-agent", "sessions", "--root"];
+        let mut full = vec!["lc-agent", "sessions", "--sessions"];
         let root = root.display().to_string();
         full.push(&root);
         full.extend_from_slice(argv);
         let Top::Sessions(args) = Cli::try_parse_from(full)?.top;
         let mut out = Vec::new();
-        run(args, &mut out).await?;
+        print(args, &mut out).await?;
         Ok(String::from_utf8(out)?)
     }
 
@@ -400,7 +359,10 @@ mod tests {
             HumanNode::new("Weather in Oslo?");
         }
         net.invoke().await.expect("invoke");
-        JsonNetworkList::new(root).save(&net).await.expect("save");
+        lc_agent::JsonNetworkList::new(root)
+            .save(&net)
+            .await
+            .expect("save");
         net
     }
 

@@ -6,21 +6,21 @@
 //! neither `--root` nor `--state`, or an unreadable state file).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Arc;
 
 use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
 use lc_agent_modifiers::deep_agent::DeepAgent;
 use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;
-use lc_agent_modifiers::filesystem::{
-    run_tool, Backend, FilesystemBackend, LocalShellBackend, StateBackend,
-};
+use lc_agent_modifiers::filesystem::{run_tool, Backend, StateBackend};
+use lc_agent_modifiers::workspace::Workspace;
+
+use crate::args::WorkspaceArgs;
+use crate::error::{CliError, CliResult};
 
 /// Arguments of `lc-agent tool`. To run a call, one of `--root` and
 /// `--state` is required: a tool never runs against a directory nobody named.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("backend").args(["root", "state"])))]
-pub struct ToolArgs {
+pub(crate) struct ToolArgs {
     /// Print the deep agent's tools (file tools over --root or the
     /// session's files, `execute` with --shell, write_todos, task) as
     /// OpenAI tool definitions (JSON) instead of running a call.
@@ -32,144 +32,109 @@ pub struct ToolArgs {
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     args: String,
-    /// Run against a directory (FilesystemBackend, virtual mode).
-    #[arg(long, value_name = "DIR", conflicts_with = "state")]
-    root: Option<PathBuf>,
+    /// Run against a directory (`--shell`: `execute` runs commands there,
+    /// without asking: the call is yours).
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
     /// Run against the files of a saved network JSON (StateBackend); the file is written back.
     #[arg(long, value_name = "FILE.json")]
     state: Option<PathBuf>,
-    /// With --root: use a LocalShellBackend, so `execute` can run commands.
-    #[arg(long, conflicts_with = "state")]
-    shell: bool,
 }
 
-fn usage(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("lc-agent tool: {message}");
-    ExitCode::from(2)
+/// The workspace of the flags (the caller runs the call: nobody to ask).
+fn workspace(args: &ToolArgs) -> Option<Workspace> {
+    args.workspace
+        .workspace()
+        .map(|w| w.execute_approval(false))
 }
 
 /// The deep agent's tools as OpenAI definitions, one JSON array.
-fn list(args: &ToolArgs) -> ExitCode {
+fn list(args: &ToolArgs) -> CliResult {
     // Listing needs the agent's tools only: its model is never asked.
     let mut agent = DeepAgent::builder().model(ScriptedChatModel::new(Vec::<Turn>::new()));
-    if let Some(root) = &args.root {
-        let opened = if args.shell {
-            LocalShellBackend::new(root).map(|b| agent.backend(b))
-        } else {
-            FilesystemBackend::new(root).map(|b| agent.backend(b))
-        };
-        agent = match opened {
-            Ok(agent) => agent,
-            Err(e) => return usage(format!("cannot open root {}: {e}", root.display())),
-        };
+    if let Some(workspace) = workspace(args) {
+        agent = agent
+            .workspace(&workspace)
+            .map_err(|e| CliError::usage(e.to_string()))?;
     }
-    let net = match agent.build() {
-        Ok(net) => net,
-        Err(e) => return usage(e.to_string()),
-    };
-    match serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net))) {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => usage(e.to_string()),
-    }
+    let net = agent.build().map_err(|e| CliError::usage(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net)))
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    println!("{text}");
+    Ok(())
 }
 
 /// Runs the subcommand.
-pub fn run(args: ToolArgs) -> ExitCode {
+pub(crate) async fn run(args: ToolArgs) -> CliResult {
     if args.list {
         return list(&args);
     }
     let Some(name) = args.name.clone() else {
-        return usage("give a tool name, or --list");
+        return Err(CliError::usage("give a tool name, or --list"));
     };
     if !TOOL_NAMES.contains(&name.as_str()) {
-        return usage(format!(
+        return Err(CliError::usage(format!(
             "unknown tool `{}` (tools: {})",
             name,
             TOOL_NAMES.join(", ")
-        ));
+        )));
     }
     let call_args: serde_json::Value = match serde_json::from_str(&args.args) {
         Ok(v @ serde_json::Value::Object(_)) => v,
-        Ok(other) => return usage(format!("arguments must be a JSON object, got {other}")),
-        Err(e) => return usage(format!("arguments are not valid JSON: {e}")),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return usage(format!("cannot start the runtime: {e}")),
-    };
-    runtime.block_on(async move {
-        match &args.state {
-            Some(state) => run_on_state(state, &name, &call_args).await,
-            None => {
-                let Some(root) = args.root.clone() else {
-                    return usage("give --root DIR or --state FILE.json");
-                };
-                let backend: Arc<dyn Backend> = if args.shell {
-                    match LocalShellBackend::new(&root) {
-                        Ok(b) => Arc::new(b),
-                        Err(e) => {
-                            return usage(format!("cannot open root {}: {e}", root.display()))
-                        }
-                    }
-                } else {
-                    match FilesystemBackend::new(&root) {
-                        Ok(b) => Arc::new(b),
-                        Err(e) => {
-                            return usage(format!("cannot open root {}: {e}", root.display()))
-                        }
-                    }
-                };
-                call(&*backend, &name, &call_args).await
-            }
+        Ok(other) => {
+            return Err(CliError::usage(format!(
+                "arguments must be a JSON object, got {other}"
+            )))
         }
-    })
+        Err(e) => {
+            return Err(CliError::usage(format!(
+                "arguments are not valid JSON: {e}"
+            )))
+        }
+    };
+    if let Some(state) = &args.state {
+        return run_on_state(state, &name, &call_args).await;
+    }
+    let Some(workspace) = workspace(&args) else {
+        return Err(CliError::usage("give --root DIR or --state FILE.json"));
+    };
+    let backend = workspace
+        .open_directory()
+        .map_err(|e| CliError::usage(e.to_string()))?
+        .ok_or_else(|| CliError::usage("give --root DIR or --state FILE.json"))?;
+    call(&*backend, &name, &call_args).await
 }
 
-async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> ExitCode {
+/// Runs the call and prints what the model would see; a tool error is
+/// exit code 1 (its text is on stdout already).
+async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> CliResult {
     match run_tool(backend, name, args).await {
         Some(out) => {
             println!("{}", out.content);
             if out.status == ToolStatus::Ok {
-                ExitCode::SUCCESS
+                Ok(())
             } else {
-                ExitCode::from(1)
+                Err(CliError::failed(""))
             }
         }
-        None => usage(format!("unknown tool `{name}`")),
+        None => Err(CliError::usage(format!("unknown tool `{name}`"))),
     }
 }
 
-async fn run_on_state(state: &Path, name: &str, args: &serde_json::Value) -> ExitCode {
-    let text = match std::fs::read_to_string(state) {
-        Ok(t) => t,
-        Err(e) => return usage(format!("cannot read {}: {e}", state.display())),
-    };
-    let network = match RunnableNetwork::from_json(&text) {
-        Ok(n) => n,
-        Err(e) => return usage(format!("{} is not a saved network: {e}", state.display())),
-    };
-    let code = call(&StateBackend::new(network.clone()), name, args).await;
-    let saved = match network.to_json() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("lc-agent tool: cannot save the network: {e}");
-            return ExitCode::from(1);
-        }
-    };
+async fn run_on_state(state: &Path, name: &str, args: &serde_json::Value) -> CliResult {
+    let text = std::fs::read_to_string(state)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", state.display())))?;
+    let network = RunnableNetwork::from_json(&text)
+        .map_err(|e| CliError::usage(format!("{} is not a saved network: {e}", state.display())))?;
+    let outcome = call(&StateBackend::new(network.clone()), name, args).await;
+    let saved = network
+        .to_json()
+        .map_err(|e| CliError::failed(format!("cannot save the network: {e}")))?;
     if saved != text {
-        if let Err(e) = write_atomically(state, &saved) {
-            eprintln!("lc-agent tool: cannot write {}: {e}", state.display());
-            return ExitCode::from(1);
-        }
+        write_atomically(state, &saved)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", state.display())))?;
     }
-    code
+    outcome
 }
 
 fn write_atomically(target: &Path, text: &str) -> std::io::Result<()> {

@@ -61,7 +61,7 @@ fn script() -> serde_json::Value {
 
 fn sessions_list(dir: &std::path::Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .args(["sessions", "--root"])
+        .args(["sessions", "--sessions"])
         .arg(dir.join("sessions"))
         .arg("list")
         .output()
@@ -225,12 +225,15 @@ fn chat_answers_each_line_and_resumes_a_saved_session() {
         String::from_utf8_lossy(&second.stdout).lines().last(),
         Some("It says: buy milk.")
     );
+    // The old spelling of --sessions still works, and says so.
     let shown = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
         .args(["sessions", "--root"])
         .arg(dir.path().join("sessions"))
         .args(["show", &id])
         .output()
         .unwrap();
+    let warned = String::from_utf8_lossy(&shown.stderr);
+    assert!(warned.contains("is now `--sessions`"), "{warned}");
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("[human] Note: buy milk"), "{shown}");
     assert!(shown.contains("[ai] It says: buy milk."), "{shown}");
@@ -490,7 +493,7 @@ fn saved_tool_results(dir: &std::path::Path, out: &Output, user: &str) -> Vec<St
         .find_map(|l| l.strip_prefix("session ")?.strip_suffix(" saved"))
         .unwrap_or_else(|| panic!("no saved session in {stderr}"));
     let export = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .args(["sessions", "--user", user, "--root"])
+        .args(["sessions", "--user", user, "--sessions"])
         .arg(dir.join("sessions"))
         .args(["export", id])
         .output()

@@ -31,6 +31,7 @@ use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
 use crate::todos::TodoListModifier;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// The name the preset registers its main model under.
 pub const MAIN_MODEL: &str = "main";
@@ -61,6 +62,10 @@ pub struct DeepAgentBuilder {
     instructions: Option<String>,
     subagents: SubAgentModifier,
     approvals: Option<ApprovalModifier>,
+    /// Tools with an `interrupt_on` rule of the caller's.
+    ruled: Vec<String>,
+    /// What a shell workspace holds `execute` for, unless ruled otherwise.
+    execute_rule: Option<Decisions>,
     routes: Vec<(String, String)>,
     tools: Vec<Arc<dyn Tool>>,
     step_limit: Option<usize>,
@@ -114,6 +119,16 @@ impl DeepAgentBuilder {
         self
     }
 
+    /// Where the file tools work (see [`crate::workspace`]): its backend,
+    /// and with a shell, `execute` waits for a person's decision unless
+    /// the workspace says otherwise or an
+    /// [`interrupt_on`](Self::interrupt_on) rule for `execute` replaces it.
+    pub fn workspace(mut self, workspace: &Workspace) -> std::result::Result<Self, WorkspaceError> {
+        self.backend = Some(workspace.open()?);
+        self.execute_rule = workspace.execute_decisions();
+        Ok(self)
+    }
+
     /// The agent's own instructions, after the preset's base prompt.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
@@ -128,6 +143,8 @@ impl DeepAgentBuilder {
 
     /// Calls of `tool` wait for a person's decision.
     pub fn interrupt_on(mut self, tool: impl Into<String>, decisions: Decisions) -> Self {
+        let tool = tool.into();
+        self.ruled.push(tool.clone());
         self.approvals = Some(
             self.approvals
                 .take()
@@ -249,6 +266,20 @@ impl DeepAgentBuilder {
             .resolve(net)
     }
 
+    /// The approval rules: the caller's, and the workspace's for `execute`
+    /// unless the caller ruled on it.
+    fn approvals(&self) -> Option<ApprovalModifier> {
+        match &self.execute_rule {
+            Some(rule) if !self.ruled.iter().any(|t| t == Execute::NAME) => Some(
+                self.approvals
+                    .clone()
+                    .unwrap_or_default()
+                    .interrupt_on(Execute::NAME, rule.clone()),
+            ),
+            _ => self.approvals.clone(),
+        }
+    }
+
     /// Attaches the models, tools, modifiers and routes to a network (a
     /// session loaded from a list, say); adds no nodes.
     pub fn attach(&self, net: &RunnableNetwork) -> Result<()> {
@@ -282,8 +313,8 @@ impl DeepAgentBuilder {
         net.add_modifier(FilesystemModifier::new(backend.clone()))?;
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
-        if let Some(approvals) = &self.approvals {
-            net.add_modifier(approvals.clone())?;
+        if let Some(approvals) = self.approvals() {
+            net.add_modifier(approvals)?;
         }
         if let Some((first, more)) = skill_roots.split_first() {
             let skills = more.iter().fold(

@@ -89,6 +89,7 @@
 
 pub mod approvals;
 pub mod checkpoint;
+pub mod compose;
 pub mod deep_agent;
 pub mod filesystem;
 pub mod mcp;
@@ -101,3 +102,4 @@ pub mod summarization;
 pub mod supervisor;
 pub mod todos;
 pub mod tokens;
+pub mod workspace;

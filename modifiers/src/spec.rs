@@ -59,11 +59,12 @@ use lc_agent::{ChatModel, ModelError, NetworkError, OpenAiChatModel, RunnableNet
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::{DecisionKind, Decisions};
+use crate::compose::AgentContext;
 use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
-use crate::filesystem::{FilesystemBackend, LocalShellBackend};
 use crate::mcp::{McpConfig, McpServerConfig};
 use crate::subagents::SubAgent;
 use crate::summarization::SummarizationConfig;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// The session metadata key holding the agent's blueprint.
 pub const AGENT_SPEC_KEY: &str = "agent_spec";
@@ -77,23 +78,6 @@ pub struct ModelSpec {
     /// The OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, else OpenAI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
-}
-
-/// Where the file tools work.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum BackendSpec {
-    /// The session's own files (saved with it).
-    #[default]
-    State,
-    /// A directory on disk, confined; `shell` adds `execute`.
-    Directory {
-        /// The directory.
-        root: PathBuf,
-        /// Whether the model may run commands there.
-        #[serde(default)]
-        shell: bool,
-    },
 }
 
 /// A named sub-agent.
@@ -112,9 +96,10 @@ pub struct SubAgentSpec {
     pub model: Option<String>,
 }
 
-/// Long-term memory in the JSON-file store (the `memory` feature; see
-/// `lc_agent_modifiers::memory`). The user is the session's
-/// `metadata["user"]`.
+/// Long-term memory (the `memory` feature; see
+/// `lc_agent_modifiers::memory`): in `dir`, else beside the sessions (in
+/// Redis when they are in Redis, else `$LC_AGENT_HOME/memory`). The user is
+/// the session's `metadata["user"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemorySpec {
@@ -156,9 +141,11 @@ pub struct AgentSpec {
     /// Models by the name the agent uses for them; `main` is required.
     #[serde(default)]
     pub models: BTreeMap<String, ModelSpec>,
-    /// Where the file tools work.
+    /// Where the file tools work (a shell workspace holds `execute` for
+    /// approval unless it says `execute_approval = false`; an
+    /// `interrupt_on.execute` entry replaces that rule).
     #[serde(default)]
-    pub backend: BackendSpec,
+    pub backend: Workspace,
     /// Named sub-agents (the general-purpose one is always there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subagents: Vec<SubAgentSpec>,
@@ -202,9 +189,18 @@ pub enum SpecError {
     /// A model could not be made.
     #[error(transparent)]
     Model(#[from] ModelError),
-    /// The backend's directory could not be opened.
-    #[error("agent spec backend: {0}")]
-    Backend(#[from] std::io::Error),
+    /// The blueprint file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workspace (or the skills directory) could not be opened.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
     /// Attaching failed.
     #[error(transparent)]
     Network(#[from] NetworkError),
@@ -228,7 +224,10 @@ impl AgentSpec {
     /// Reads a blueprint file: TOML unless its name ends in `.json`.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, SpecError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)?;
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         if path.extension().is_some_and(|e| e == "json") {
             Self::from_json(&text)
         } else {
@@ -249,10 +248,22 @@ impl AgentSpec {
     }
 
     /// The agent, with models made by `resolve` (see
-    /// [`AgentSpec::openai_models`] for the usual one).
+    /// [`AgentSpec::openai_models`] for the usual one), in the default
+    /// [`AgentContext`] (memory without a `dir` in the user's data
+    /// directory).
     pub fn builder(
         &self,
         resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+    ) -> Result<DeepAgentBuilder, SpecError> {
+        self.builder_in(resolve, &AgentContext::default())
+    }
+
+    /// The agent, with models made by `resolve`, where `context` says
+    /// (see [`crate::compose`]).
+    pub fn builder_in(
+        &self,
+        resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+        context: &AgentContext,
     ) -> Result<DeepAgentBuilder, SpecError> {
         if !self.models.contains_key(MAIN_MODEL) {
             return Err(SpecError::Invalid(format!(
@@ -275,15 +286,7 @@ impl AgentSpec {
         if let Some(instructions) = &self.instructions {
             agent = agent.instructions(instructions.clone());
         }
-        agent = match &self.backend {
-            BackendSpec::State => agent,
-            BackendSpec::Directory { root, shell: true } => {
-                agent.backend(LocalShellBackend::new(root)?)
-            }
-            BackendSpec::Directory { root, shell: false } => {
-                agent.backend(FilesystemBackend::new(root)?)
-            }
-        };
+        agent = agent.workspace(&self.backend)?;
         for sub in &self.subagents {
             let mut agent_sub = SubAgent::new(sub.name.clone(), sub.description.clone());
             if let Some(instructions) = &sub.instructions {
@@ -317,7 +320,7 @@ impl AgentSpec {
             agent = agent.summarization(config.clone());
         }
         if let Some(memory) = &self.memory {
-            agent = with_memory(agent, memory)?;
+            agent = with_memory(agent, memory, context)?;
         }
         Ok(agent)
     }
@@ -351,14 +354,24 @@ impl AgentSpec {
     }
 }
 
+/// The memory of a blueprint: in its `dir`, else beside the sessions (in
+/// Redis when they are in Redis, else the default directory).
 #[cfg(feature = "memory")]
-fn with_memory(agent: DeepAgentBuilder, spec: &MemorySpec) -> Result<DeepAgentBuilder, SpecError> {
+fn with_memory(
+    agent: DeepAgentBuilder,
+    spec: &MemorySpec,
+    context: &AgentContext,
+) -> Result<DeepAgentBuilder, SpecError> {
     use crate::memory::{MemoryModifier, MemoryStore};
-    let store = match &spec.dir {
-        Some(dir) => MemoryStore::open(dir)?,
-        None => MemoryStore::open_default()?,
+    let store = match (&spec.dir, &context.sessions) {
+        (Some(dir), _) => MemoryStore::open(dir)?,
+        (None, lc_agent::ListConfig::Redis { url, .. }) => MemoryStore::redis(url.clone())?,
+        (None, _) => MemoryStore::open_default()?,
     };
     let mut memory = MemoryModifier::new(store);
+    if let Some(user) = &context.user {
+        memory = memory.default_user(user.clone());
+    }
     if let Some(k) = spec.top_k {
         memory = memory.top_k(k);
     }
@@ -372,6 +385,7 @@ fn with_memory(agent: DeepAgentBuilder, spec: &MemorySpec) -> Result<DeepAgentBu
 fn with_memory(
     _agent: DeepAgentBuilder,
     _spec: &MemorySpec,
+    _context: &AgentContext,
 ) -> Result<DeepAgentBuilder, SpecError> {
     Err(SpecError::Invalid(
         "`memory` needs lc-agent-modifiers built with the `memory` feature".to_string(),

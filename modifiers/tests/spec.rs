@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent_modifiers::approvals::{pending_approvals, DecisionKind};
-use lc_agent_modifiers::spec::{AgentSpec, BackendSpec, ModelSpec, SpecError};
+use lc_agent_modifiers::spec::{AgentSpec, ModelSpec, SpecError};
+use lc_agent_modifiers::workspace::Workspace;
 use serde_json::json;
 
 const TOML: &str = r#"
@@ -49,7 +50,7 @@ fn scripted(
 #[tokio::test]
 async fn a_blueprint_builds_the_agent_and_resumes_a_saved_session() {
     let spec = AgentSpec::from_toml(TOML).unwrap();
-    assert_eq!(spec.backend, BackendSpec::State);
+    assert_eq!(spec.backend, Workspace::Session);
     assert_eq!(
         spec.interrupt_on["write_file"],
         [DecisionKind::Approve, DecisionKind::Reject]

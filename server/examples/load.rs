@@ -16,8 +16,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lc_agent::ListConfig;
 use lc_agent::{ScriptedChatModel, Turn};
-use lc_agent_server::{serve, AppState, ServerConfig, SessionStore};
+use lc_agent_server::{serve, AppState, ServerConfig};
 use serde_json::{json, Value};
 
 fn rss_kib() -> u64 {
@@ -92,8 +93,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A scripted stand-in model: every turn answers "ok" at once.
     let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
     let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
-        Ok(url) => SessionStore::Redis(url),
-        Err(_) => SessionStore::Json(dir.path().join("sessions")),
+        Ok(url) => ListConfig::redis(url),
+        Err(_) => ListConfig::json(dir.path().join("sessions")),
     };
     println!("sessions: {store:?}");
     let state = AppState::new(ServerConfig::new(model).sessions(store))?;

@@ -3,33 +3,24 @@
 //!
 //! ```text
 //!  ServerConfig::new(model)
-//!    .root(dir) | (none: each session's own files)     the file tools
+//!    .workspace(Workspace::directory(dir)[.shell(true)])  the file tools (default: each
+//!                                                         session's own files)
 //!    .spec(AgentSpec)                                   the agent of new sessions
-//!    .sessions(SessionStore::Json(dir) | ::Redis(url))  where sessions live
+//!    .sessions(ListConfig::json(dir) | ::redis(url))    where sessions live
 //!    .tokens(Tokens::parse("alice:t1,bob:t2"))          bearer token -> user
 //!    .body_limit(..) .request_timeout(..) .cors_origin(..)
 //! ```
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use lc_agent::list::validate_user;
-use lc_agent::ChatModel;
+use lc_agent::{ChatModel, ListConfig};
 use lc_agent_modifiers::spec::AgentSpec;
+use lc_agent_modifiers::workspace::Workspace;
 
 /// The user of requests when the server runs without tokens.
 pub const ANONYMOUS_USER: &str = "default";
-
-/// Where sessions are kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionStore {
-    /// A [`JsonNetworkList`](lc_agent::JsonNetworkList) under this directory.
-    Json(PathBuf),
-    /// A [`RedisNetworkList`](lc_agent::RedisNetworkList) at this URL (shared
-    /// by every server process that names it).
-    Redis(String),
-}
 
 /// Errors of reading a server's configuration.
 #[derive(Debug, thiserror::Error)]
@@ -144,9 +135,8 @@ pub struct ServerConfig {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) model_name: String,
     pub(crate) spec: Option<AgentSpec>,
-    pub(crate) root: Option<PathBuf>,
-    pub(crate) shell: bool,
-    pub(crate) sessions: SessionStore,
+    pub(crate) workspace: Workspace,
+    pub(crate) sessions: ListConfig,
     pub(crate) tokens: Tokens,
     pub(crate) body_limit: usize,
     pub(crate) request_timeout: Duration,
@@ -159,8 +149,7 @@ impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerConfig")
             .field("model_name", &self.model_name)
-            .field("root", &self.root)
-            .field("shell", &self.shell)
+            .field("workspace", &self.workspace)
             .field("sessions", &self.sessions)
             .field("tokens", &self.tokens)
             .field("body_limit", &self.body_limit)
@@ -179,9 +168,8 @@ impl ServerConfig {
             model,
             model_name: "lc-agent".to_string(),
             spec: None,
-            root: None,
-            shell: false,
-            sessions: SessionStore::Json(lc_agent::JsonNetworkList::default_root()),
+            workspace: Workspace::Session,
+            sessions: ListConfig::default(),
             tokens: Tokens::none(),
             body_limit: 2 * 1024 * 1024,
             request_timeout: Duration::from_secs(300),
@@ -206,25 +194,20 @@ impl ServerConfig {
         self
     }
 
-    /// The file tools work in this directory (each user in `<dir>/<user>`
-    /// when there are tokens); without it, in each session's own files.
+    /// Where the file tools work, for every session (default: each
+    /// session's own files). A directory is per user (`<dir>/<user>`,
+    /// created on first use) when there are tokens; with a shell, each
+    /// `execute` waits for an approval unless the workspace says otherwise.
+    /// The server's workspace wins over one stored in a session's blueprint.
     #[must_use]
-    pub fn root(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.root = Some(dir.into());
-        self
-    }
-
-    /// With [`root`](Self::root): offer `execute` too, every call waiting
-    /// for an approval.
-    #[must_use]
-    pub fn shell(mut self, on: bool) -> Self {
-        self.shell = on;
+    pub fn workspace(mut self, workspace: Workspace) -> Self {
+        self.workspace = workspace;
         self
     }
 
     /// Where sessions are kept.
     #[must_use]
-    pub fn sessions(mut self, store: SessionStore) -> Self {
+    pub fn sessions(mut self, store: ListConfig) -> Self {
         self.sessions = store;
         self
     }

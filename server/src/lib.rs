@@ -21,7 +21,7 @@
 //!
 //! ```text
 //! lib.rs        this map
-//! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN), SessionStore
+//! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN); sessions are a ListConfig, files a Workspace
 //! state.rs      AppState: session lists per user, run claims, building a session's agent
 //! auth.rs       User: the bearer token's user (401 otherwise)
 //! error.rs      ApiError: status codes and OpenAI-shaped error bodies
@@ -65,7 +65,7 @@ mod web;
 
 pub use app::router;
 pub use auth::User;
-pub use config::{ConfigError, ServerConfig, SessionStore, Tokens, ANONYMOUS_USER};
+pub use config::{ConfigError, ServerConfig, Tokens, ANONYMOUS_USER};
 pub use error::ApiError;
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

@@ -124,7 +124,7 @@ pub(crate) async fn show(
     let list = state.list(&user)?;
     let net = state.load(&user, &list, id).await?;
     let mut shown = view(&net);
-    if state.config.root.is_some() {
+    if state.has_directory() {
         // The file tools work in the user's directory: show its files.
         let (agent, _) = state.agent_for(&user, Some(&net))?;
         shown["files"] = directory_files(&*agent.backend_for(&net)).await;

@@ -3,9 +3,11 @@
 //! session's agent is built.
 //!
 //! ```text
-//!  request (User) ─▶ list(user)  JsonNetworkList / RedisNetworkList in the user's namespace
+//!  request (User) ─▶ list(user)  the user's list of the server's ListConfig (opened once)
 //!                 ─▶ claim(id)   one run per session in this process (else 409)
-//!                 ─▶ load + agent_for(user, net).attach(net)   AgentSpec stored in the session wins
+//!                 ─▶ load + agent_for(user, net).attach(net)   Blueprint::resolve: the AgentSpec
+//!                    stored in the session wins, else the server's; the server's workspace
+//!                    (per user with tokens) always applies
 //!  shutdown ─▶ save_running(): every claimed session saved as it stands
 //! ```
 //!
@@ -16,23 +18,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lc_agent::list::NetworkList;
-use lc_agent::{JsonNetworkList, ListError, RedisNetworkList, RunnableNetwork};
-use lc_agent_modifiers::approvals::Decisions;
-use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_modifiers::filesystem::{FilesystemBackend, LocalShellBackend};
-use lc_agent_modifiers::spec::AgentSpec;
+use lc_agent::list::{Lists, NetworkList};
+use lc_agent::{ListError, RunnableNetwork};
+use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides};
+use lc_agent_modifiers::deep_agent::DeepAgentBuilder;
+use lc_agent_modifiers::workspace::Workspace;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use crate::config::{ServerConfig, SessionStore};
+use crate::config::ServerConfig;
 use crate::error::ApiError;
 
 /// The state every request shares (see the [module docs](self)).
 pub struct AppState {
     pub(crate) config: ServerConfig,
-    redis: Option<RedisNetworkList>,
-    lists: Mutex<HashMap<String, Arc<dyn NetworkList>>>,
+    lists: Lists,
     running: Mutex<HashMap<Uuid, Running>>,
 }
 
@@ -77,34 +77,16 @@ impl AppState {
     /// The state of a server with this configuration (opens the Redis
     /// client when sessions live in Redis).
     pub fn new(config: ServerConfig) -> Result<Arc<Self>, ListError> {
-        let redis = match &config.sessions {
-            SessionStore::Redis(url) => Some(RedisNetworkList::builder().url(url.clone()).build()?),
-            SessionStore::Json(_) => None,
-        };
         Ok(Arc::new(Self {
+            lists: config.sessions.open()?,
             config,
-            redis,
-            lists: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
         }))
     }
 
     /// The session list of `user`.
     pub(crate) fn list(&self, user: &str) -> Result<Arc<dyn NetworkList>, ApiError> {
-        if let Some(list) = self.lists.lock().get(user) {
-            return Ok(list.clone());
-        }
-        let list: Arc<dyn NetworkList> = match (&self.redis, &self.config.sessions) {
-            (Some(redis), _) => Arc::new(redis.with_user(user)?),
-            (None, SessionStore::Json(root)) => {
-                Arc::new(JsonNetworkList::new(root.clone()).with_user(user)?)
-            }
-            (None, SessionStore::Redis(_)) => {
-                return Err(ApiError::Internal("the Redis list is not open".into()))
-            }
-        };
-        self.lists.lock().insert(user.to_string(), list.clone());
-        Ok(list)
+        Ok(self.lists.user(user)?)
     }
 
     /// Claims a run of session `id` in this process: 409 while another
@@ -163,57 +145,59 @@ impl AppState {
         ApiError::NotFound(format!("session {id} not found"))
     }
 
-    /// The agent of `user`'s sessions: the blueprint stored in `session`
-    /// when it has one, else the server's; the file tools over the user's
-    /// directory when the server has a root.
+    /// The workspace of `user`'s sessions: the server's, in the user's
+    /// own directory when there are tokens (created on first use).
+    pub(crate) fn workspace_of(&self, user: &str) -> Result<Workspace, ApiError> {
+        let workspace = if self.config.tokens.is_empty() {
+            self.config.workspace.clone()
+        } else {
+            self.config.workspace.for_user(user)
+        };
+        if let Some(dir) = workspace.root() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ApiError::Internal(format!("cannot open {}: {e}", dir.display())))?;
+        }
+        Ok(workspace)
+    }
+
+    /// Whether the file tools work in a directory (not the sessions' files).
+    pub(crate) fn has_directory(&self) -> bool {
+        self.config.workspace.root().is_some()
+    }
+
+    /// The agent of `user`'s sessions ([`Blueprint::resolve`]: the
+    /// blueprint stored in `session` when it has one, else the server's),
+    /// always with the server's workspace and shared modifiers.
     pub(crate) fn agent_for(
         &self,
         user: &str,
         session: Option<&RunnableNetwork>,
-    ) -> Result<(DeepAgentBuilder, Option<AgentSpec>), ApiError> {
-        let stored = match session.and_then(AgentSpec::from_network) {
-            Some(spec) => Some(spec.map_err(|e| ApiError::Internal(e.to_string()))?),
-            None => None,
-        };
-        let spec = stored.or_else(|| self.config.spec.clone());
+    ) -> Result<(DeepAgentBuilder, Blueprint), ApiError> {
+        let internal = |e: lc_agent_modifiers::spec::SpecError| ApiError::Internal(e.to_string());
+        let overrides = Overrides::none().workspace(self.workspace_of(user)?);
+        let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
+            .map_err(internal)?
+            .main_model_or(|| self.config.model_name.clone());
         let model = self.config.model.clone();
-        let mut builder = match &spec {
-            Some(spec) => spec
-                .builder(move |_, _| Ok(model.clone()))
-                .map_err(|e| ApiError::Internal(e.to_string()))?,
-            None => DeepAgent::builder().model_shared("main", model),
-        };
+        let context = AgentContext::new(self.config.sessions.clone(), user);
+        let mut builder = blueprint
+            .builder(move |_, _| Ok(model.clone()), &context)
+            .map_err(internal)?;
         for modifier in &self.config.modifiers {
             builder = builder.modifier_shared(modifier.clone());
         }
-        if let Some(root) = &self.config.root {
-            let dir = if self.config.tokens.is_empty() {
-                root.clone()
-            } else {
-                root.join(user)
-            };
-            let io = |e: std::io::Error| {
-                ApiError::Internal(format!("cannot open {}: {e}", dir.display()))
-            };
-            std::fs::create_dir_all(&dir).map_err(io)?;
-            builder = if self.config.shell {
-                builder
-                    .backend(LocalShellBackend::new(&dir).map_err(io)?)
-                    .interrupt_on("execute", Decisions::all())
-            } else {
-                builder.backend(FilesystemBackend::new(&dir).map_err(io)?)
-            };
-        }
-        Ok((builder, spec))
+        Ok((builder, blueprint))
     }
 
     /// A new session of `user` (not saved yet).
     pub(crate) fn new_session(&self, user: &str, name: &str) -> Result<RunnableNetwork, ApiError> {
-        let (builder, spec) = self.agent_for(user, None)?;
+        let (builder, _) = self.agent_for(user, None)?;
         let net = builder
             .build()
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-        if let Some(spec) = spec {
+        // The server's own blueprint, as given: its workspace (a path on
+        // this server) always comes from the server's configuration.
+        if let Some(spec) = &self.config.spec {
             spec.store_in(&net)
                 .map_err(|e| ApiError::Internal(e.to_string()))?;
         }

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use lc_agent::Turn;
+use lc_agent_modifiers::workspace::Workspace;
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -439,7 +440,9 @@ async fn auth_and_hostile_input_get_clear_4xx_and_write_nothing() {
 async fn with_a_root_each_user_works_in_their_own_directory() {
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().to_path_buf();
-    let server = start_with(|dir| config(scripted(vec![]), dir).root(&root_path)).await;
+    let server =
+        start_with(|dir| config(scripted(vec![]), dir).workspace(Workspace::directory(&root_path)))
+            .await;
     let base = &server.url;
     let write = json!({"tool_calls": [{"id": "w", "type": "function", "function": {"name": "write_file", "arguments": "{\"file_path\": \"/mine.txt\", \"content\": \"alice's\"}"}}]});
     let r: Value = post(&format!("{base}/v1/tools/execute"), ALICE, write)

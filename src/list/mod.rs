@@ -56,6 +56,7 @@
 //! # }).unwrap();
 //! ```
 
+mod config;
 pub mod json;
 pub mod redis;
 mod session;
@@ -68,6 +69,7 @@ use uuid::Uuid;
 use crate::error::NetworkError;
 use crate::network::RunnableNetwork;
 
+pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
 pub use session::{validate_user, ListPage, ListQuery, SessionInfo};

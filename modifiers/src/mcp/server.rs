@@ -70,7 +70,11 @@ impl FileToolServer {
     /// assert_eq!(server.tool_names(), ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]);
     /// ```
     pub fn new(backend: impl Backend + 'static) -> Self {
-        let backend: Arc<dyn Backend> = Arc::new(backend);
+        Self::shared(Arc::new(backend))
+    }
+
+    /// The file tools over a shared backend.
+    pub fn shared(backend: Arc<dyn Backend>) -> Self {
         let tools = tools::offered(backend.clone(), backend.as_ref())
             .iter()
             .map(|tool| {

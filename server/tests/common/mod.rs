@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use lc_agent::ListConfig;
 use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
 use lc_agent_modifiers::approvals::DecisionKind;
 use lc_agent_modifiers::spec::{AgentSpec, ModelSpec};
-use lc_agent_server::{serve, AppState, ServerConfig, SessionStore, Tokens};
+use lc_agent_server::{serve, AppState, ServerConfig, Tokens};
 use serde_json::{json, Value};
 
 pub struct TestServer {
@@ -36,7 +37,7 @@ pub const BOB: &str = "token-bob";
 
 pub fn config(model: impl ChatModel + 'static, dir: &std::path::Path) -> ServerConfig {
     ServerConfig::new(Arc::new(model))
-        .sessions(SessionStore::Json(dir.join("sessions")))
+        .sessions(ListConfig::json(dir.join("sessions")))
         .tokens(Tokens::parse(&format!("alice:{ALICE},bob:{BOB}")).unwrap())
 }
 

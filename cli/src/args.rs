@@ -1,0 +1,197 @@
+//! The flag groups several subcommands share, each a `#[derive(Args)]`
+//! struct flattened where it is used, and what each group opens:
+//!
+//! ```text
+//!  ModelArgs      --model NAME | --script FILE.json         ─▶ the main ChatModel
+//!  WorkspaceArgs  --root DIR [--shell]                      ─▶ Workspace (where the file tools work)
+//!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
+//! ```
+//!
+//! A flag shared by `run`, `chat` and `serve` is added here, once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use lc_agent::list::{ListError, NetworkList, SessionId};
+use lc_agent::{ChatModel, ListConfig, OpenAiChatModel, ScriptedChatModel, ToolCall, Turn};
+use lc_agent_modifiers::workspace::Workspace;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{CliError, CliResult};
+
+/// The chat model.
+#[derive(Debug, Args)]
+pub(crate) struct ModelArgs {
+    /// The model name (default `OPENAI_MODEL`); the server is
+    /// `OPENAI_BASE_URL`, the key `OPENAI_API_KEY`.
+    #[arg(long, conflicts_with = "script")]
+    pub(crate) model: Option<String>,
+    /// Replay this scripted model (offline): a JSON list of turns
+    /// `{"content", "tool_calls": [{"id", "name", "arguments"}], "delay_ms"}`.
+    #[arg(long)]
+    pub(crate) script: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    /// The model: scripted (replayed over and over when `cycled`), or the
+    /// OpenAI-compatible one of `OPENAI_*`.
+    pub(crate) fn open(&self, cycled: bool) -> CliResult<Arc<dyn ChatModel>> {
+        match &self.script {
+            Some(path) => {
+                let model = script_model(path)?;
+                Ok(Arc::new(if cycled { model.cycled() } else { model }))
+            }
+            None => {
+                let mut builder = OpenAiChatModel::builder();
+                if let Some(name) = &self.model {
+                    builder = builder.model(name.clone());
+                }
+                Ok(Arc::new(
+                    builder
+                        .build()
+                        .map_err(|e| CliError::usage(e.to_string()))?,
+                ))
+            }
+        }
+    }
+
+    /// The model's name, as a blueprint records it.
+    pub(crate) fn name(&self) -> String {
+        match (&self.script, &self.model) {
+            (Some(_), _) => "scripted".to_string(),
+            (None, Some(name)) => name.clone(),
+            (None, None) => std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "default".into()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ScriptTurn {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tool_calls: Vec<ScriptCall>,
+    /// How long the model takes to answer, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct ScriptCall {
+    id: String,
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+/// The scripted model of a `--script` file.
+fn script_model(path: &Path) -> CliResult<ScriptedChatModel> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+    let turns: Vec<ScriptTurn> = serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("{} is not a script: {e}", path.display())))?;
+    let turns = turns.into_iter().map(|t| Turn {
+        content: t.content,
+        tool_calls: t
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCall::new(c.id, c.name, c.arguments))
+            .collect(),
+        delay: (t.delay_ms > 0).then(|| std::time::Duration::from_millis(t.delay_ms)),
+    });
+    Ok(ScriptedChatModel::new(turns))
+}
+
+/// Where the file tools work.
+#[derive(Debug, Args)]
+pub(crate) struct WorkspaceArgs {
+    /// The directory the file tools work in (confined); default: the
+    /// session's own files.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// Offer `execute` in --root too (each call asks for approval).
+    #[arg(long, requires = "root")]
+    pub(crate) shell: bool,
+}
+
+impl WorkspaceArgs {
+    /// The workspace the flags name, if they name one.
+    pub(crate) fn workspace(&self) -> Option<Workspace> {
+        self.root
+            .as_ref()
+            .map(|root| Workspace::directory(root).shell(self.shell))
+    }
+}
+
+/// Where sessions live.
+#[derive(Debug, Args)]
+pub(crate) struct StoreArgs {
+    /// The JSON sessions directory (default `$LC_AGENT_HOME/sessions`,
+    /// else `~/.lc-agent/sessions`).
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "redis")]
+    pub(crate) sessions: Option<PathBuf>,
+    /// Keep sessions in Redis at this URL (shared between processes).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) redis: Option<String>,
+    /// The Redis key prefix (default `lc_agent`).
+    #[arg(long, global = true, requires = "redis")]
+    pub(crate) prefix: Option<String>,
+}
+
+impl StoreArgs {
+    /// The session store the flags name.
+    pub(crate) fn config(&self) -> ListConfig {
+        ListConfig::from_options(
+            self.sessions.clone(),
+            self.redis.clone(),
+            self.prefix.clone(),
+        )
+    }
+
+    /// `user`'s session list.
+    pub(crate) fn open(&self, user: &str) -> CliResult<Arc<dyn NetworkList>> {
+        self.config()
+            .open()
+            .and_then(|lists| lists.user(user))
+            .map_err(|e| CliError::usage(e.to_string()))
+    }
+}
+
+/// A full id, or the one session whose id starts with `prefix` (corrupt
+/// sessions included, so they can be exported or removed).
+pub(crate) async fn find_session(list: &dyn NetworkList, prefix: &str) -> CliResult<SessionId> {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    if prefix.is_empty() {
+        return Err(CliError::failed("an empty session id"));
+    }
+    let mut matches = Vec::new();
+    for entry in list
+        .list_everything()
+        .await
+        .map_err(|e| CliError::failed(e.to_string()))?
+    {
+        let id = match entry {
+            Ok(info) => Some(info.id),
+            Err(ListError::Corrupt { id, .. }) => id,
+            Err(_) => None,
+        };
+        if let Some(id) = id {
+            if id.to_string().starts_with(&prefix) && !matches.contains(&id) {
+                matches.push(id);
+            }
+        }
+    }
+    match matches.as_slice() {
+        [id] => Ok(*id),
+        [] => Err(CliError::failed(format!(
+            "no session of user `{}` matches `{prefix}`",
+            list.user()
+        ))),
+        many => Err(CliError::failed(format!(
+            "`{prefix}` matches {} sessions; give more of the id",
+            many.len()
+        ))),
+    }
+}

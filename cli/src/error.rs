@@ -1,0 +1,104 @@
+//! [`CliError`]: how a command fails — a kind that is the exit code, and a
+//! message for stderr — and [`exit`], the one place that turns a command's
+//! result into the process's exit code.
+//!
+//! | kind | exit code | when |
+//! | --- | --- | --- |
+//! | [`Kind::Failed`] | 1 | the work failed (the message says why) |
+//! | [`Kind::Usage`] | 2 | bad flags, files or arguments |
+//! | [`Kind::AwaitingApproval`] | 3 | a call waits for approval and stdin ended |
+//! | [`Kind::Interrupted`] | 130 | Ctrl-C stopped the run |
+//!
+//! A failure with an empty message prints nothing (`lc-agent tool` has
+//! printed the tool's error on stdout already).
+
+use std::process::ExitCode;
+
+/// What kind of failure (and so which exit code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Exit 1.
+    Failed,
+    /// Exit 2.
+    Usage,
+    /// Exit 3.
+    AwaitingApproval,
+    /// Exit 130 (128 + SIGINT, as shells do).
+    Interrupted,
+}
+
+/// A command's failure: its kind and what to say on stderr.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub(crate) kind: Kind,
+    pub(crate) message: String,
+}
+
+impl CliError {
+    /// The work failed (exit 1).
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
+        Self::new(Kind::Failed, message)
+    }
+
+    /// Bad usage (exit 2).
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::new(Kind::Usage, message)
+    }
+
+    /// A failure of `kind`.
+    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The process exit code.
+    pub(crate) fn code(&self) -> u8 {
+        match self.kind {
+            Kind::Failed => 1,
+            Kind::Usage => 2,
+            Kind::AwaitingApproval => 3,
+            Kind::Interrupted => 130,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// A command's result.
+pub(crate) type CliResult<T = ()> = Result<T, CliError>;
+
+/// An error and its causes, `: `-joined (a cause already in the message is
+/// not repeated).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(&format!(": {cause_text}"));
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The exit code of a command's result; says the error on stderr.
+pub(crate) fn exit(result: CliResult) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.message.is_empty() {
+                eprintln!("error: {}", e.message);
+            }
+            ExitCode::from(e.code())
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Composition: *which agent* a session runs with, decided once for the
+//! CLI, the server and library callers.
+//!
+//! ```text
+//!  session (stored AgentSpec?) ─┐
+//!  caller's AgentSpec (--agent) ─┼─ Blueprint::resolve ─▶ Blueprint { spec, stored, overridden }
+//!  caller's Overrides (flags)  ──┘   stored wins, else the caller's,        │
+//!                                    then the overrides (noted when they     │ builder(resolve, &AgentContext)
+//!                                    change a stored blueprint)              ▼
+//!                                                                  DeepAgentBuilder ─▶ build | attach
+//!                                                                  store_in(&net): saved with the session
+//! ```
+//!
+//! The blueprint carries everything that makes the agent *the same agent*
+//! when a session resumes: the workspace, skills, MCP servers and the
+//! memory setting (never secrets: MCP entries keep `${VAR}` references, and
+//! the models are names). So `lc-agent run ... --root DIR --skills S --mcp
+//! M.json --memory` followed by `lc-agent chat --session ID` without the
+//! flags offers the same tools, writes into DIR and lists the same skills;
+//! a flag given on resume replaces the stored setting, and the caller says
+//! so ([`Blueprint::overridden`]).
+//!
+//! [`AgentContext`] says where the agent runs: the session store (memory
+//! without its own `dir` lives beside the sessions: in Redis when they are
+//! in Redis, else under `$LC_AGENT_HOME/memory`) and the user.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lc_agent::{ChatModel, ListConfig, RunnableNetwork};
+
+use crate::deep_agent::DeepAgentBuilder;
+use crate::mcp::McpConfig;
+use crate::spec::{AgentSpec, MemorySpec, ModelSpec, SpecError};
+use crate::workspace::Workspace;
+
+/// What a caller sets on top of (or instead of) a blueprint: the CLI's
+/// flags, a server's deployment settings. `None`/empty leaves a setting
+/// as the blueprint has it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// Where the file tools work.
+    pub workspace: Option<Workspace>,
+    /// A skills directory on disk (mounted at `/skills`).
+    pub skills_dir: Option<PathBuf>,
+    /// MCP servers added to the blueprint's (same name: replaced).
+    pub mcp: McpConfig,
+    /// Turns long-term memory on (with the blueprint's settings, if any).
+    pub memory: bool,
+}
+
+impl Overrides {
+    /// Nothing overridden.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Sets the workspace.
+    #[must_use]
+    pub fn workspace(mut self, workspace: Workspace) -> Self {
+        self.workspace = Some(workspace);
+        self
+    }
+
+    /// Sets the skills directory.
+    #[must_use]
+    pub fn skills_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.skills_dir = Some(dir.into());
+        self
+    }
+
+    /// Adds MCP servers.
+    #[must_use]
+    pub fn mcp(mut self, config: McpConfig) -> Self {
+        self.mcp.merge(config);
+        self
+    }
+
+    /// Turns memory on.
+    #[must_use]
+    pub fn memory(mut self, on: bool) -> Self {
+        self.memory = on;
+        self
+    }
+}
+
+/// A setting of a blueprint that an override can change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Setting {
+    /// [`Overrides::workspace`].
+    Workspace,
+    /// [`Overrides::skills_dir`].
+    Skills,
+    /// [`Overrides::mcp`].
+    McpServers,
+    /// [`Overrides::memory`].
+    Memory,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Setting::Workspace => "workspace",
+            Setting::Skills => "skills",
+            Setting::McpServers => "MCP servers",
+            Setting::Memory => "memory",
+        })
+    }
+}
+
+/// A stored setting that an override replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// Which setting.
+    pub setting: Setting,
+    /// What the session had.
+    pub was: String,
+    /// What it has now.
+    pub now: String,
+}
+
+impl std::fmt::Display for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the session's {} ({}) is now {}",
+            self.setting, self.was, self.now
+        )
+    }
+}
+
+/// Where an agent runs: its session store and user (see the
+/// [module docs](self)).
+#[derive(Debug, Clone, Default)]
+pub struct AgentContext {
+    /// Where the sessions live.
+    pub sessions: ListConfig,
+    /// Whose sessions (memory's user when the session names none).
+    pub user: Option<String>,
+}
+
+impl AgentContext {
+    /// Sessions in `sessions`, for `user`.
+    pub fn new(sessions: ListConfig, user: impl Into<String>) -> Self {
+        Self {
+            sessions,
+            user: Some(user.into()),
+        }
+    }
+}
+
+/// The blueprint a session runs with (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blueprint {
+    /// The blueprint, overrides applied.
+    pub spec: AgentSpec,
+    /// Whether it came from the session.
+    pub stored: bool,
+    /// The stored settings the overrides replaced (empty unless `stored`).
+    pub overridden: Vec<Override>,
+}
+
+impl Blueprint {
+    /// The blueprint of `session`: the one stored in it wins, else
+    /// `caller`'s, else the default; then `overrides` (noted when they
+    /// change a stored blueprint). A stored blueprint that cannot be read is
+    /// an error, never silently replaced.
+    pub fn resolve(
+        session: Option<&RunnableNetwork>,
+        caller: Option<&AgentSpec>,
+        overrides: &Overrides,
+    ) -> Result<Self, SpecError> {
+        let stored = match session.and_then(AgentSpec::from_network) {
+            Some(spec) => Some(spec?),
+            None => None,
+        };
+        let from_session = stored.is_some();
+        let mut spec = stored.or_else(|| caller.cloned()).unwrap_or_default();
+        let mut overridden = Vec::new();
+        let mut note = |setting, was: String, now: String| {
+            if from_session && was != now {
+                overridden.push(Override { setting, was, now });
+            }
+        };
+        if let Some(workspace) = &overrides.workspace {
+            note(
+                Setting::Workspace,
+                spec.backend.describe(),
+                workspace.describe(),
+            );
+            spec.backend = workspace.clone();
+        }
+        if let Some(dir) = &overrides.skills_dir {
+            let skills = spec.skills.get_or_insert_with(Default::default);
+            let was = skills
+                .dir
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |d| d.display().to_string());
+            note(Setting::Skills, was, dir.display().to_string());
+            skills.dir = Some(dir.clone());
+        }
+        if !overrides.mcp.is_empty() {
+            let names = |servers: &indexmap::IndexMap<String, _>| {
+                let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            };
+            let was = names(&spec.mcp_servers);
+            for (name, server) in &overrides.mcp.mcp_servers {
+                spec.mcp_servers.insert(name.clone(), server.clone());
+            }
+            note(Setting::McpServers, was, names(&spec.mcp_servers));
+        }
+        if overrides.memory && spec.memory.is_none() {
+            note(Setting::Memory, "off".into(), "on".into());
+            spec.memory = Some(MemorySpec::default());
+        }
+        Ok(Self {
+            spec,
+            stored: from_session,
+            overridden,
+        })
+    }
+
+    /// Makes sure the blueprint names a main model (`model` when it has
+    /// none), so it can be stored and built.
+    #[must_use]
+    pub fn main_model_or(mut self, model: impl FnOnce() -> String) -> Self {
+        self.spec
+            .models
+            .entry(crate::deep_agent::MAIN_MODEL.to_string())
+            .or_insert_with(|| ModelSpec {
+                model: model(),
+                base_url: None,
+            });
+        self
+    }
+
+    /// The agent, with models made by `resolve`, in `context`.
+    pub fn builder(
+        &self,
+        resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+        context: &AgentContext,
+    ) -> Result<DeepAgentBuilder, SpecError> {
+        self.spec.builder_in(resolve, context)
+    }
+
+    /// Stores the blueprint in the session (saved with it).
+    pub fn store_in(&self, network: &RunnableNetwork) -> Result<(), SpecError> {
+        self.spec.store_in(network)
+    }
+}

@@ -1,0 +1,277 @@
+//! [`Workspace`]: *where the file tools work* — the session's own files, or
+//! a directory with or without a shell — opened into a backend, and the one
+//! rule about `execute`.
+//!
+//! ```text
+//!  Workspace::Session                        StateBackend (the session's `files`)
+//!  Workspace::directory(dir)                 FilesystemBackend (confined to dir)
+//!  Workspace::directory(dir).shell(true)     LocalShellBackend: + `execute`, which waits for
+//!                                            an approval unless `execute_approval(false)`
+//!        │ open() ─▶ BackendSource      execute_decisions() ─▶ Some(Decisions::all()) | None
+//! ```
+//!
+//! The CLI (`--root DIR [--shell]`), the server, `lc-agent tool`, `lc-agent
+//! mcp` and [`AgentSpec`](crate::spec::AgentSpec) (its `backend` field is
+//! a `Workspace`) all go through this type, so a new kind of workspace is a
+//! change in this file. In a blueprint:
+//!
+//! ```toml
+//! backend = { kind = "directory", root = "./repo", shell = true }
+//! # commands run without asking (only where a person is not needed):
+//! # backend = { kind = "directory", root = "./repo", shell = true, execute_approval = false }
+//! ```
+//!
+//! A shell workspace holds every `execute` call for a person's decision
+//! (approve, edit, reject or respond) unless it says otherwise; an agent's
+//! own `interrupt_on` entry for `execute` replaces that default. Serving the
+//! tools to another program (`lc-agent mcp --shell`, `lc-agent tool`) has
+//! no person to ask: those run what they are asked.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::approvals::Decisions;
+use crate::filesystem::{
+    Backend, BackendSource, FilesystemBackend, LocalShellBackend, StateBackend,
+};
+
+/// Where the file tools work (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Workspace {
+    /// The session's own files (saved with it). Saved as `kind = "state"`.
+    #[default]
+    #[serde(rename = "state")]
+    Session,
+    /// A directory on disk, confined; `shell` adds `execute`.
+    Directory {
+        /// The directory.
+        root: PathBuf,
+        /// Whether the model may run commands there.
+        #[serde(default)]
+        shell: bool,
+        /// With `shell`: whether each `execute` call waits for a person's
+        /// decision (default: it does).
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        execute_approval: bool,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
+}
+
+/// A workspace that cannot be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open {}: {source}", root.display())]
+pub struct WorkspaceError {
+    /// The directory.
+    pub root: PathBuf,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl Workspace {
+    /// The session's own files.
+    pub fn session() -> Self {
+        Self::Session
+    }
+
+    /// A directory, without a shell.
+    pub fn directory(root: impl Into<PathBuf>) -> Self {
+        Self::Directory {
+            root: root.into(),
+            shell: false,
+            execute_approval: true,
+        }
+    }
+
+    /// With a directory: whether the model may run commands there (each
+    /// call asks first). The session's files have no shell: unchanged.
+    #[must_use]
+    pub fn shell(mut self, on: bool) -> Self {
+        if let Self::Directory { shell, .. } = &mut self {
+            *shell = on;
+        }
+        self
+    }
+
+    /// With a shell: whether each `execute` call waits for a person's
+    /// decision (default `true`).
+    #[must_use]
+    pub fn execute_approval(mut self, on: bool) -> Self {
+        if let Self::Directory {
+            execute_approval, ..
+        } = &mut self
+        {
+            *execute_approval = on;
+        }
+        self
+    }
+
+    /// The directory, when the workspace is one.
+    pub fn root(&self) -> Option<&Path> {
+        match self {
+            Self::Session => None,
+            Self::Directory { root, .. } => Some(root),
+        }
+    }
+
+    /// Whether the model may run commands (`execute` is offered).
+    pub fn has_shell(&self) -> bool {
+        matches!(self, Self::Directory { shell: true, .. })
+    }
+
+    /// The same workspace for one user of a shared server: a directory
+    /// becomes `<root>/<user>`; the session's files stay the session's.
+    #[must_use]
+    pub fn for_user(&self, user: &str) -> Self {
+        match self {
+            Self::Session => Self::Session,
+            Self::Directory {
+                root,
+                shell,
+                execute_approval,
+            } => Self::Directory {
+                root: root.join(user),
+                shell: *shell,
+                execute_approval: *execute_approval,
+            },
+        }
+    }
+
+    /// The same workspace with an absolute directory, so that a session
+    /// resumed from another working directory finds it again.
+    pub fn absolute(self) -> Result<Self, WorkspaceError> {
+        match self {
+            Self::Session => Ok(Self::Session),
+            Self::Directory {
+                root,
+                shell,
+                execute_approval,
+            } => {
+                let absolute = std::fs::canonicalize(&root)
+                    .map_err(|source| WorkspaceError { root, source })?;
+                Ok(Self::Directory {
+                    root: absolute,
+                    shell,
+                    execute_approval,
+                })
+            }
+        }
+    }
+
+    /// The backend the file tools use (a directory must exist).
+    pub fn open(&self) -> Result<BackendSource, WorkspaceError> {
+        let failed = |root: &Path| {
+            let root = root.to_path_buf();
+            move |source| WorkspaceError { root, source }
+        };
+        Ok(match self {
+            Self::Session => StateBackend::factory().into(),
+            Self::Directory {
+                root, shell: true, ..
+            } => LocalShellBackend::new(root).map_err(failed(root))?.into(),
+            Self::Directory {
+                root, shell: false, ..
+            } => FilesystemBackend::new(root).map_err(failed(root))?.into(),
+        })
+    }
+
+    /// The backend of a directory, on its own, for serving the tools
+    /// outside a session (`None` for the session's files, which need one).
+    pub fn open_directory(&self) -> Result<Option<Arc<dyn Backend>>, WorkspaceError> {
+        match self.open()? {
+            BackendSource::Ready(backend) if self.root().is_some() => Ok(Some(backend)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The decisions an `execute` call waits for, when it waits: a shell
+    /// workspace asks a person (any decision) unless told otherwise.
+    pub fn execute_decisions(&self) -> Option<Decisions> {
+        match self {
+            Self::Directory {
+                shell: true,
+                execute_approval: true,
+                ..
+            } => Some(Decisions::all()),
+            _ => None,
+        }
+    }
+
+    /// A short description for messages: `the session's files`, `DIR`,
+    /// `DIR (with a shell)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Session => "the session's files".to_string(),
+            Self::Directory {
+                root, shell: true, ..
+            } => format!("{} (with a shell)", root.display()),
+            Self::Directory { root, .. } => root.display().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_forms_are_stable() {
+        let json = |w: &Workspace| serde_json::to_string(w).unwrap();
+        assert_eq!(json(&Workspace::Session), r#"{"kind":"state"}"#);
+        assert_eq!(
+            json(&Workspace::directory("/w")),
+            r#"{"kind":"directory","root":"/w","shell":false}"#
+        );
+        assert_eq!(
+            json(
+                &Workspace::directory("/w")
+                    .shell(true)
+                    .execute_approval(false)
+            ),
+            r#"{"kind":"directory","root":"/w","shell":true,"execute_approval":false}"#
+        );
+        let read: Workspace =
+            serde_json::from_str(r#"{"kind":"directory","root":"/w","shell":true}"#).unwrap();
+        assert_eq!(read, Workspace::directory("/w").shell(true));
+        assert!(serde_json::from_str::<Workspace>(r#"{"kind":"cloud"}"#).is_err());
+    }
+
+    #[test]
+    fn a_shell_asks_before_execute_unless_told_otherwise() {
+        assert!(Workspace::Session.execute_decisions().is_none());
+        assert!(Workspace::directory("/w").execute_decisions().is_none());
+        assert_eq!(
+            Workspace::directory("/w").shell(true).execute_decisions(),
+            Some(Decisions::all())
+        );
+        assert!(Workspace::directory("/w")
+            .shell(true)
+            .execute_approval(false)
+            .execute_decisions()
+            .is_none());
+        assert!(!Workspace::Session.shell(true).has_shell());
+    }
+
+    #[test]
+    fn users_get_their_own_directory_and_a_missing_one_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::directory(dir.path()).for_user("alice");
+        assert_eq!(ws.root(), Some(dir.path().join("alice").as_path()));
+        let message = ws.open().err().unwrap().to_string();
+        assert!(message.starts_with("cannot open "), "{message}");
+        assert!(message.contains("alice"), "{message}");
+        std::fs::create_dir(dir.path().join("alice")).unwrap();
+        assert!(ws.open().is_ok());
+    }
+}

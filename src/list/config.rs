@@ -1,0 +1,183 @@
+//! [`ListConfig`]: *which sessions* — a JSON directory, or a Redis URL and
+//! key prefix — and [`Lists`], the store opened once, which hands out each
+//! user's [`NetworkList`].
+//!
+//! ```text
+//!  ListConfig::json(dir) | ::redis(url).prefix(p) | ::default()
+//!        │ open()          (checks the configuration; Redis connects on first use)
+//!        ▼
+//!  Lists ── user("alice") ──▶ Arc<dyn NetworkList>   (one per user, cached, shared connection)
+//! ```
+//!
+//! This is the one place that turns "where sessions live" into lists: the
+//! CLI (`--sessions DIR | --redis URL [--prefix P]`), the server and the
+//! examples all go through it, so a new store option is a change here.
+//!
+//! ```
+//! use lc_agent::list::{ListConfig, NetworkList};
+//! use lc_agent::RunnableNetwork;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let lists = ListConfig::json(dir.path()).open()?;
+//! let alice = lists.user("alice")?;
+//! alice.save(&RunnableNetwork::builder().name("Plans").build()).await?;
+//! assert_eq!(alice.list(&Default::default()).await?.total, 1);
+//! assert_eq!(lists.user("bob")?.list(&Default::default()).await?.total, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::redis::DEFAULT_PREFIX;
+use super::{JsonNetworkList, ListResult, NetworkList, RedisNetworkList};
+
+/// Where sessions live (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListConfig {
+    /// A [`JsonNetworkList`]: one file per session under `root/<user>/`.
+    Json {
+        /// The sessions directory.
+        root: PathBuf,
+    },
+    /// A [`RedisNetworkList`] at `url` (shared by every process naming it).
+    Redis {
+        /// `redis://`, `rediss://` (TLS) or `redis+unix://`.
+        url: String,
+        /// The key prefix (default `lc_agent`).
+        prefix: String,
+    },
+}
+
+impl Default for ListConfig {
+    /// The JSON list under [`JsonNetworkList::default_root`].
+    fn default() -> Self {
+        Self::json(JsonNetworkList::default_root())
+    }
+}
+
+impl ListConfig {
+    /// Sessions in JSON files under `root`.
+    pub fn json(root: impl Into<PathBuf>) -> Self {
+        Self::Json { root: root.into() }
+    }
+
+    /// Sessions in Redis at `url`, under the default key prefix.
+    pub fn redis(url: impl Into<String>) -> Self {
+        Self::Redis {
+            url: url.into(),
+            prefix: DEFAULT_PREFIX.to_string(),
+        }
+    }
+
+    /// The Redis key prefix (a JSON list has none: unchanged).
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        if let Self::Redis { prefix: p, .. } = &mut self {
+            *p = prefix.into();
+        }
+        self
+    }
+
+    /// From the usual options: `redis` wins when given (with `prefix`, if
+    /// any), else `dir`, else the default JSON directory.
+    pub fn from_options(
+        dir: Option<PathBuf>,
+        redis: Option<String>,
+        prefix: Option<String>,
+    ) -> Self {
+        match (redis, dir) {
+            (Some(url), _) => {
+                let config = Self::redis(url);
+                match prefix {
+                    Some(p) => config.prefix(p),
+                    None => config,
+                }
+            }
+            (None, Some(dir)) => Self::json(dir),
+            (None, None) => Self::default(),
+        }
+    }
+
+    /// Whether sessions live in Redis.
+    pub fn is_redis(&self) -> bool {
+        matches!(self, Self::Redis { .. })
+    }
+
+    /// Opens the store: checks the configuration (Redis connects on first
+    /// use).
+    pub fn open(&self) -> ListResult<Lists> {
+        let base = match self {
+            Self::Json { root } => Base::Json(JsonNetworkList::new(root.clone())),
+            Self::Redis { url, prefix } => Base::Redis(
+                RedisNetworkList::builder()
+                    .url(url.clone())
+                    .prefix(prefix.clone())
+                    .build()?,
+            ),
+        };
+        Ok(Lists {
+            config: self.clone(),
+            base,
+            users: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+}
+
+#[derive(Clone)]
+enum Base {
+    Json(JsonNetworkList),
+    Redis(RedisNetworkList),
+}
+
+/// An opened session store: each user's list, opened once and shared (one
+/// Redis connection, one JSON listing cache). Cheap to clone.
+#[derive(Clone)]
+pub struct Lists {
+    config: ListConfig,
+    base: Base,
+    users: Arc<Mutex<HashMap<String, Arc<dyn NetworkList>>>>,
+}
+
+impl std::fmt::Debug for Lists {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lists")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lists {
+    /// What was opened.
+    pub fn config(&self) -> &ListConfig {
+        &self.config
+    }
+
+    /// The session list of `user` (a bad user name is an error).
+    pub fn user(&self, user: &str) -> ListResult<Arc<dyn NetworkList>> {
+        if let Some(list) = self.users.lock().get(user) {
+            return Ok(list.clone());
+        }
+        let list: Arc<dyn NetworkList> = match &self.base {
+            Base::Json(json) => Arc::new(json.with_user(user)?),
+            Base::Redis(redis) => Arc::new(redis.with_user(user)?),
+        };
+        self.users.lock().insert(user.to_string(), list.clone());
+        Ok(list)
+    }
+
+    /// The Redis list, when sessions live in Redis (its connection can be
+    /// shared with other stores, or used for Redis-only commands).
+    pub fn redis(&self) -> Option<&RedisNetworkList> {
+        match &self.base {
+            Base::Redis(redis) => Some(redis),
+            Base::Json(_) => None,
+        }
+    }
+}

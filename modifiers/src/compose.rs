@@ -255,3 +255,88 @@ impl Blueprint {
         self.spec.store_in(network)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::McpServerConfig;
+
+    fn spec(name: &str, workspace: Workspace) -> AgentSpec {
+        AgentSpec {
+            name: name.to_string(),
+            backend: workspace,
+            ..AgentSpec::default()
+        }
+    }
+
+    fn session_with(stored: &AgentSpec) -> RunnableNetwork {
+        let net = RunnableNetwork::builder().build();
+        stored.store_in(&net).unwrap();
+        net
+    }
+
+    #[test]
+    fn the_stored_blueprint_wins_else_the_callers_else_the_default() {
+        let caller = spec("caller", Workspace::directory("/caller"));
+        let stored = spec("stored", Workspace::directory("/stored"));
+        let session = session_with(&stored);
+        let none = Overrides::none();
+
+        let resumed = Blueprint::resolve(Some(&session), Some(&caller), &none).unwrap();
+        assert_eq!(
+            (resumed.spec.name.as_str(), resumed.stored),
+            ("stored", true)
+        );
+        let plain = RunnableNetwork::builder().build();
+        let fresh = Blueprint::resolve(Some(&plain), Some(&caller), &none).unwrap();
+        assert_eq!((fresh.spec.name.as_str(), fresh.stored), ("caller", false));
+        let default = Blueprint::resolve(None, None, &none).unwrap();
+        assert_eq!(default.spec, AgentSpec::default());
+    }
+
+    #[test]
+    fn overrides_replace_stored_settings_and_say_which() {
+        let stored = spec("stored", Workspace::directory("/stored"));
+        let session = session_with(&stored);
+        let overrides = Overrides::none()
+            .workspace(Workspace::directory("/new").shell(true))
+            .skills_dir("/skills")
+            .mcp(McpConfig {
+                mcp_servers: [("time".to_string(), McpServerConfig::http("http://x/mcp"))]
+                    .into_iter()
+                    .collect(),
+            })
+            .memory(true);
+        let resumed = Blueprint::resolve(Some(&session), None, &overrides).unwrap();
+        assert_eq!(
+            resumed.spec.backend,
+            Workspace::directory("/new").shell(true)
+        );
+        assert!(resumed.spec.memory.is_some());
+        let said: Vec<String> = resumed.overridden.iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            said,
+            [
+                "the session's workspace (/stored) is now /new (with a shell)",
+                "the session's skills (none) is now /skills",
+                "the session's MCP servers (none) is now time",
+                "the session's memory (off) is now on",
+            ]
+        );
+        // The same values again: nothing to say.
+        let again = session_with(&resumed.spec);
+        let same = Blueprint::resolve(Some(&again), None, &overrides).unwrap();
+        assert!(same.overridden.is_empty(), "{:?}", same.overridden);
+        // A new session has nothing stored to replace.
+        let fresh = Blueprint::resolve(None, None, &overrides).unwrap();
+        assert!(fresh.overridden.is_empty());
+    }
+
+    #[test]
+    fn a_stored_blueprint_that_cannot_be_read_is_an_error() {
+        let session = RunnableNetwork::builder().build();
+        session.set_metadata(crate::spec::AGENT_SPEC_KEY, serde_json::json!({"modle": 1}));
+        let caller = spec("caller", Workspace::Session);
+        assert!(Blueprint::resolve(Some(&session), Some(&caller), &Overrides::none()).is_err());
+    }
+}

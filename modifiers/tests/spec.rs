@@ -115,3 +115,64 @@ fn mistakes_are_clear_errors() {
     let bad_decision = AgentSpec::from_toml("[interrupt_on]\nexecute = [\"maybe\"]\n").unwrap_err();
     assert!(bad_decision.to_string().contains("maybe"), "{bad_decision}");
 }
+
+/// The decisions the first pending call allows, after a turn whose model
+/// runs `echo hi` in a shell workspace described by `backend` (TOML).
+async fn execute_under(backend: &str, extra: &str) -> (Option<Vec<DecisionKind>>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "backend = {{ kind = \"directory\", root = {:?}{backend} }}\n[models.main]\nmodel = \"m\"\n{extra}",
+        dir.path().display().to_string()
+    );
+    let spec = AgentSpec::from_toml(&toml).unwrap();
+    let main = ScriptedChatModel::new([
+        Turn::call("x1", "execute", json!({"command": "echo hi"})),
+        Turn::text("Ran it."),
+    ]);
+    let net = spec
+        .builder(|_, _| Ok(Arc::new(main.clone()) as Arc<dyn ChatModel>))
+        .unwrap()
+        .build()
+        .unwrap();
+    {
+        let _s = net.enter();
+        HumanNode::new("Say hi.");
+    }
+    let reply = net.invoke().await.unwrap();
+    let pending = pending_approvals(&net);
+    (
+        pending.first().map(|p| p.allowed.clone()),
+        reply.text().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_shell_workspace_holds_execute_for_approval_unless_the_spec_says_otherwise() {
+    // A shell: every decision allowed, nothing ran yet.
+    let (allowed, _) = execute_under(", shell = true", "").await;
+    assert_eq!(
+        allowed,
+        Some(vec![
+            DecisionKind::Approve,
+            DecisionKind::Edit,
+            DecisionKind::Reject,
+            DecisionKind::Respond
+        ])
+    );
+    // The spec's own rule for `execute` replaces the default.
+    let (allowed, _) = execute_under(
+        ", shell = true",
+        "[interrupt_on]\nexecute = [\"approve\", \"reject\"]\n",
+    )
+    .await;
+    assert_eq!(
+        allowed,
+        Some(vec![DecisionKind::Approve, DecisionKind::Reject])
+    );
+    // Told not to ask: the command runs.
+    let (allowed, answer) = execute_under(", shell = true, execute_approval = false", "").await;
+    assert_eq!((allowed, answer.as_str()), (None, "Ran it."));
+    // No shell: `execute` is not there to hold (the call is an error result).
+    let (allowed, _) = execute_under("", "").await;
+    assert_eq!(allowed, None);
+}

@@ -1,4 +1,5 @@
-//! Modifiers for lc-agent networks.
+//! The agent layer of lc-agent: modifiers, the deep agent, its blueprint and
+//! how an agent is composed; the file tools and their backends.
 //!
 //! A modifier watches a network run and grows it; the ones here give chat
 //! nodes a filesystem and keep a running network saved:
@@ -17,6 +18,12 @@
 //! - [`spec`]: [`AgentSpec`](spec::AgentSpec), the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
+//! - [`compose`]: [`Blueprint::resolve`](compose::Blueprint::resolve), *which agent*
+//!   a session runs with (the stored blueprint wins, else the caller's, then the
+//!   caller's overrides, noted); [`AgentContext`](compose::AgentContext) (sessions, user).
+//! - [`workspace`]: [`Workspace`](workspace::Workspace), *where the file tools work*
+//!   (session files, a directory, a shell) opened into a backend, and the rule that a
+//!   shell holds `execute` for approval. A new kind of workspace is a change there.
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated

@@ -94,6 +94,14 @@
 //! error.rs            NetworkError, ModelError, ToolError
 //! ```
 //!
+//! # Cargo features
+//!
+//! One per integration, both on by default: `openai` ([`OpenAiChatModel`],
+//! reqwest) and `redis` ([`RedisNetworkList`], [`ListConfig::Redis`], the
+//! `redis` crate with TLS and Cluster). Without them the core — graph,
+//! invocation, tools, the scripted model, the JSON session list — builds
+//! with neither an HTTP nor a Redis client.
+//!
 //! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
 //! filesystem modifier with its backends and file tools, the checkpoint
 //! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
@@ -169,11 +177,13 @@ pub use event::NetworkEvent;
 pub use files::{FileData, Files};
 pub use history::{History, SummaryInfo};
 pub use kinds::{register_node_kind, register_node_loader};
+#[cfg(feature = "redis")]
+pub use list::RedisNetworkList;
 pub use list::{
-    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList,
-    RedisNetworkList, SessionInfo,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, SessionInfo,
 };
 pub use message::{Message, ToolCall, ToolStatus};
+#[cfg(feature = "openai")]
 pub use model::openai::OpenAiChatModel;
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};

@@ -34,10 +34,17 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::redis::DEFAULT_PREFIX;
-use super::{JsonNetworkList, ListResult, NetworkList, RedisNetworkList};
+#[cfg(not(feature = "redis"))]
+use super::ListError;
+#[cfg(feature = "redis")]
+use super::RedisNetworkList;
+use super::{JsonNetworkList, ListResult, NetworkList};
 
-/// Where sessions live (see the [module docs](self)).
+/// The default Redis key prefix.
+pub(crate) const DEFAULT_PREFIX: &str = "lc_agent";
+
+/// Where sessions live: a JSON directory or a Redis URL and key prefix;
+/// [`open`](Self::open) gives the [`Lists`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ListConfig {
@@ -111,16 +118,23 @@ impl ListConfig {
     }
 
     /// Opens the store: checks the configuration (Redis connects on first
-    /// use).
+    /// use). Redis needs the `redis` feature (on by default).
     pub fn open(&self) -> ListResult<Lists> {
         let base = match self {
             Self::Json { root } => Base::Json(JsonNetworkList::new(root.clone())),
+            #[cfg(feature = "redis")]
             Self::Redis { url, prefix } => Base::Redis(
                 RedisNetworkList::builder()
                     .url(url.clone())
                     .prefix(prefix.clone())
                     .build()?,
             ),
+            #[cfg(not(feature = "redis"))]
+            Self::Redis { .. } => {
+                return Err(ListError::Config(
+                    "sessions in Redis need lc-agent built with the `redis` feature".into(),
+                ))
+            }
         };
         Ok(Lists {
             config: self.clone(),
@@ -133,6 +147,7 @@ impl ListConfig {
 #[derive(Clone)]
 enum Base {
     Json(JsonNetworkList),
+    #[cfg(feature = "redis")]
     Redis(RedisNetworkList),
 }
 
@@ -166,6 +181,7 @@ impl Lists {
         }
         let list: Arc<dyn NetworkList> = match &self.base {
             Base::Json(json) => Arc::new(json.with_user(user)?),
+            #[cfg(feature = "redis")]
             Base::Redis(redis) => Arc::new(redis.with_user(user)?),
         };
         self.users.lock().insert(user.to_string(), list.clone());
@@ -174,6 +190,7 @@ impl Lists {
 
     /// The Redis list, when sessions live in Redis (its connection can be
     /// shared with other stores, or used for Redis-only commands).
+    #[cfg(feature = "redis")]
     pub fn redis(&self) -> Option<&RedisNetworkList> {
         match &self.base {
             Base::Redis(redis) => Some(redis),

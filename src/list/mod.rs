@@ -58,6 +58,7 @@
 
 mod config;
 pub mod json;
+#[cfg(feature = "redis")]
 pub mod redis;
 mod session;
 mod stamp;
@@ -71,6 +72,7 @@ use crate::network::RunnableNetwork;
 
 pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
+#[cfg(feature = "redis")]
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
 pub use session::{validate_user, ListPage, ListQuery, SessionInfo};
 pub use stamp::revision_of;
@@ -125,9 +127,10 @@ pub enum ListError {
     Unavailable {
         /// What was tried and what happened.
         reason: String,
-        /// The Redis client's error, when there is one.
+        /// The client's error, when there is one (for Redis, a
+        /// `redis::RedisError`).
         #[source]
-        source: Option<::redis::RedisError>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A user (namespace) name that cannot be used.
     #[error("invalid user name `{0}`: use 1 to 128 characters among A-Z a-z 0-9 . _ - and do not start with `.`")]

@@ -1,6 +1,7 @@
 //! Chat models: the [`ChatModel`] trait, its request and response, and the
 //! [`ChatModelRegistry`] that finds models by name.
 
+#[cfg(feature = "openai")]
 pub mod openai;
 pub mod scripted;
 

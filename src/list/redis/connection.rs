@@ -333,7 +333,7 @@ impl RedisConnector {
                 };
                 Err(ListError::Unavailable {
                     reason: format!("{} ({what}){failed}: {e}", inner.describe),
-                    source: Some(e),
+                    source: Some(Box::new(e)),
                 })
             }
             Err(_) => Err(ListError::Unavailable {

@@ -92,7 +92,7 @@ use keys::UserKeys;
 pub use migrate::Migration;
 
 /// The key prefix used unless the builder says otherwise.
-pub const DEFAULT_PREFIX: &str = "lc_agent";
+pub const DEFAULT_PREFIX: &str = super::config::DEFAULT_PREFIX;
 
 const LIST_LUA: &str = r#"
 -- KEYS: info, timeline; ARGV: start, stop

@@ -83,6 +83,7 @@
 //!   read.rs           reading in one pass
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
+//!   checkpoint.rs     CheckpointModifier: a running network saved to its list per node or turn
 //!   config.rs         ListConfig (a JSON directory or Redis URL + prefix) and Lists (each
 //!                     user's list, opened once): the one place that decides *which sessions*
 //!   session.rs        SessionInfo, ListQuery, ListPage, user names
@@ -180,7 +181,8 @@ pub use kinds::{register_node_kind, register_node_loader};
 #[cfg(feature = "redis")]
 pub use list::RedisNetworkList;
 pub use list::{
-    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, SessionInfo,
+    CheckpointModifier, CheckpointPolicy, JsonNetworkList, ListConfig, ListError, ListPage,
+    ListQuery, Lists, NetworkList, SessionInfo,
 };
 pub use message::{Message, ToolCall, ToolStatus};
 #[cfg(feature = "openai")]

@@ -19,9 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::list::NetworkList;
+use lc_agent::list::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent::{HumanNode, RunnableNetwork};
-use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
 use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;
 use lc_agent_modifiers::mcp::{McpConfig, McpTools};

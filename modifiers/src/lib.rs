@@ -2,12 +2,13 @@
 //! how an agent is composed; the file tools and their backends.
 //!
 //! A modifier watches a network run and grows it; the ones here give chat
-//! nodes a filesystem and keep a running network saved:
+//! nodes file tools, a plan, sub-agents, approvals, summaries, skills,
+//! memory and MCP tools, and [`deep_agent`] puts them on one network:
 //!
 //! ```text
-//!  RunnableNetwork ── invoke ──▶ chat node ──▶ tool calls ──▶ FilesystemModifier
-//!        │                                                     tools ─▶ Backend
-//!        └── every node ──▶ CheckpointModifier ──▶ NetworkList (JSON or Redis)
+//!  Blueprint (compose.rs) ─▶ AgentSpec (spec.rs) ─▶ DeepAgentBuilder ─▶ RunnableNetwork
+//!     Workspace (workspace.rs) ─▶ Backend ◀── FilesystemModifier ◀── chat node's tool calls
+//!     approvals · todos · subagents · supervisor · summarization · skills · memory · mcp
 //! ```
 //!
 //! ## Layout
@@ -60,8 +61,6 @@
 //!   - `memory/store.rs`: `MemoryStore`, a backend plus the index that follows it (rebuilt when stale).
 //!   - `memory/modifier.rs`: `MemoryModifier`: memories in the prompt, turns stored, background summaries.
 //!   - `memory/tools.rs`: the `remember` and `recall` tools; `user_of` (the session's user).
-//! - [`checkpoint`]: saves a running network to a `NetworkList` so another
-//!   process resumes it ([`CheckpointModifier`](checkpoint::CheckpointModifier)).
 //! - [`filesystem`]: the filesystem modifier, its tools and backends (its
 //!   module docs draw how they connect):
 //!   - [`filesystem::modifier`]: `FilesystemModifier`, offers the tools, adds the prompt section, evicts.
@@ -95,7 +94,6 @@
 #![deny(missing_docs)]
 
 pub mod approvals;
-pub mod checkpoint;
 pub mod compose;
 pub mod deep_agent;
 pub mod filesystem;

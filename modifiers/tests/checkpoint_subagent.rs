@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use lc_agent::list::CheckpointModifier;
 use lc_agent::list::{JsonNetworkList, NetworkList};
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
     ScriptedChatModel, ToolCall, Turn,
 };
-use lc_agent_modifiers::checkpoint::CheckpointModifier;
 use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
 use serde_json::json;

@@ -56,6 +56,7 @@
 //! # }).unwrap();
 //! ```
 
+mod checkpoint;
 mod config;
 pub mod json;
 #[cfg(feature = "redis")]
@@ -70,6 +71,7 @@ use uuid::Uuid;
 use crate::error::NetworkError;
 use crate::network::RunnableNetwork;
 
+pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
 #[cfg(feature = "redis")]

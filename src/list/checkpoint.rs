@@ -26,7 +26,7 @@
 //! use std::sync::Arc;
 //! use lc_agent::list::{JsonNetworkList, NetworkList};
 //! use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
-//! use lc_agent_modifiers::checkpoint::{CheckpointModifier, CheckpointPolicy};
+//! use lc_agent::list::{CheckpointModifier, CheckpointPolicy};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let dir = tempfile::tempdir()?;
@@ -55,9 +55,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::error::{NetworkError, Result};
+use crate::list::NetworkList;
+use crate::network::RunnableNetwork;
+use crate::node::NodeRef;
+use crate::run::{InvokeOutcome, NetworkModifier};
 use async_trait::async_trait;
-use lc_agent::list::NetworkList;
-use lc_agent::{InvokeOutcome, NetworkError, NetworkModifier, NodeRef, Result, RunnableNetwork};
 
 /// When a [`CheckpointModifier`] saves while the network runs (it always
 /// saves at the start and at the end of an `invoke`).

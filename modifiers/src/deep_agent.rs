@@ -77,6 +77,12 @@ pub struct DeepAgentBuilder {
     modifiers: Vec<Arc<dyn NetworkModifier>>,
 }
 
+// Shared between tasks and threads: a promise the compiler keeps.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<DeepAgentBuilder>();
+};
+
 impl std::fmt::Debug for DeepAgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeepAgentBuilder")

@@ -36,6 +36,12 @@ pub struct AppState {
     running: Mutex<HashMap<Uuid, Running>>,
 }
 
+// Shared between tasks and threads: a promise the compiler keeps.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<AppState>();
+};
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")

@@ -68,6 +68,12 @@ pub const DEFAULT_STEP_LIMIT: usize = 100;
 #[derive(Clone)]
 pub struct RunnableNetwork(pub(crate) Arc<NetworkInner>);
 
+// Shared between tasks and threads: a promise the compiler keeps.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<RunnableNetwork>();
+};
+
 pub(crate) struct NetworkInner {
     pub(crate) graph: Mutex<Graph>,
     pub(crate) files: RwLock<Files>,

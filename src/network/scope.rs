@@ -23,6 +23,26 @@ thread_local! {
 }
 
 /// Keeps a network active on this thread until dropped.
+///
+/// It cannot cross threads (the promise of the [module docs](self)):
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let net = lc_agent::RunnableNetwork::builder().build();
+/// send(net.enter()); // error: `ScopeGuard` cannot be sent between threads
+/// ```
+///
+/// so a spawned task that holds it across an `.await` does not compile:
+///
+/// ```compile_fail
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let net = lc_agent::RunnableNetwork::builder().build();
+/// tokio::spawn(async move {
+///     let _scope = net.enter();
+///     tokio::task::yield_now().await; // the guard lives across this await
+/// });
+/// # });
+/// ```
 #[must_use = "the network is active only while the guard lives"]
 pub struct ScopeGuard {
     token: u64,

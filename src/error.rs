@@ -191,3 +191,25 @@ pub enum ToolError {
 
 /// `Result` with [`NetworkError`].
 pub type Result<T, E = NetworkError> = std::result::Result<T, E>;
+
+/// An error and its causes, `: `-joined, for a person to read (a cause
+/// whose text is in the message already is not repeated).
+///
+/// ```
+/// let io = std::io::Error::other("disk full");
+/// let list = lc_agent::ListError::from(io);
+/// assert_eq!(lc_agent::error_chain(&list), "io: disk full");
+/// ```
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -173,7 +173,7 @@ pub mod tool_executor;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub use error::{ModelError, NetworkError, Result, ToolError};
+pub use error::{error_chain, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{FileData, Files};
 pub use history::{History, SummaryInfo};

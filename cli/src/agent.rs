@@ -30,8 +30,9 @@ use serde_json::Value;
 
 use crate::args::{find_session, ModelArgs, StoreArgs, WorkspaceArgs};
 use crate::console::{ask, Lines};
-use crate::error::{error_chain, CliError, CliResult, Kind};
+use crate::error::{CliError, CliResult, Kind};
 use crate::interrupt::Interrupt;
+use lc_agent::error_chain;
 
 /// What `run` and `chat` share: the agent, its model, the session store.
 #[derive(Debug, Args)]

@@ -75,21 +75,6 @@ impl std::error::Error for CliError {}
 /// A command's result.
 pub(crate) type CliResult<T = ()> = Result<T, CliError>;
 
-/// An error and its causes, `: `-joined (a cause already in the message is
-/// not repeated).
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(&format!(": {cause_text}"));
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// The exit code of a command's result; says the error on stderr.
 pub(crate) fn exit(result: CliResult) -> ExitCode {
     match result {

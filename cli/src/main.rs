@@ -29,7 +29,7 @@
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
 //! console.rs     what the terminal shows: streamed answer, progress lines, approval questions
-//! error.rs       CliError (kind = exit code), error_chain, exit
+//! error.rs       CliError (kind = exit code) and exit
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs   one file per subcommand
 //! ```

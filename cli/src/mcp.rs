@@ -23,7 +23,8 @@ use lc_agent_modifiers::mcp::server::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
 use lc_agent_modifiers::mcp::FileToolServer;
 use lc_agent_modifiers::workspace::Workspace;
 
-use crate::error::{error_chain, CliError, CliResult};
+use crate::error::{CliError, CliResult};
+use lc_agent::error_chain;
 
 /// `lc-agent mcp` arguments.
 #[derive(Debug, Args)]

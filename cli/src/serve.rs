@@ -33,7 +33,8 @@ use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
 
 use crate::agent::connect;
 use crate::args::{ModelArgs, StoreArgs, WorkspaceArgs};
-use crate::error::{error_chain, CliError, CliResult};
+use crate::error::{CliError, CliResult};
+use lc_agent::error_chain;
 
 /// `lc-agent serve` arguments.
 #[derive(Debug, Args)]

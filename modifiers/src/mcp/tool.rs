@@ -77,7 +77,7 @@ impl Tool for McpTool {
             Ok(result) => describe_result(&result),
             Err(CallFailure::Connect(e)) => ToolOutput::error(format!(
                 "{} (tool `{tool}` was not called; the next call tries again)",
-                chain(&e)
+                lc_agent::error_chain(&e)
             )),
             Err(CallFailure::Refused(message)) => ToolOutput::error(format!(
                 "MCP server `{server}` refused `{tool}`: {message}"
@@ -91,19 +91,4 @@ impl Tool for McpTool {
             )),
         })
     }
-}
-
-/// An error and its causes, `: `-joined.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -18,7 +18,7 @@ use lc_agent::{NetworkModifier, RunnableNetwork, Tool};
 use super::config::McpConfig;
 use super::connection::ServerConnection;
 use super::error::McpError;
-use super::tool::{chain, McpTool};
+use super::tool::McpTool;
 
 /// The modifier id of [`McpTools`].
 pub const MCP_MODIFIER_ID: &str = "mcp";
@@ -147,7 +147,7 @@ impl NetworkModifier for McpTools {
 
     async fn on_begin_invoke(&self, _network: &RunnableNetwork) -> lc_agent::Result<()> {
         for failure in self.connect().await {
-            tracing::warn!("{}", chain(&failure));
+            tracing::warn!("{}", lc_agent::error_chain(&failure));
         }
         Ok(())
     }

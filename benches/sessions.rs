@@ -26,8 +26,8 @@ mod redis_server;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lc_agent::list::{JsonNetworkList, ListQuery, NetworkList, RedisNetworkList};
 use lc_agent::{HumanNode, RunnableNetwork};
+use lc_agent::{JsonNetworkList, ListQuery, NetworkList, RedisNetworkList};
 
 /// A network whose saved JSON is about `bytes` long.
 fn network_of(bytes: usize, rt: &tokio::runtime::Runtime) -> RunnableNetwork {

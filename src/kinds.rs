@@ -96,7 +96,7 @@ fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {
 ///         Ok(Message::system(self.text.clone()))
 ///     }
 ///     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
-///         lc_agent::node::fields_of(self)
+///         lc_agent::fields_of(self)
 ///     }
 /// }
 ///

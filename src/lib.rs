@@ -32,14 +32,17 @@
 //! `a >> b`, `[a, b] >> c` and `None >> c` rewire edges explicitly.
 //!
 //! **Saving**: [`RunnableNetwork::to_json`] writes the `lc-agent/1` format
-//! (see [`format`](mod@format)); loading and saving again gives the same bytes, and
+//! (see [`FORMAT`]); loading and saving again gives the same bytes, and
 //! kinds the loading program does not know survive as [`GenericNode`]s.
-//! [`list`] keeps many saved networks (sessions) per user, in JSON files
-//! or in Redis.
+//! A [`NetworkList`] keeps many saved networks (sessions) per user, in JSON
+//! files or in Redis ([`ListConfig`] says which).
 //!
 //! # Layout
 //!
-//! One file per concept; a folder when a concept has parts.
+//! One file per concept; a folder when a concept has parts. The modules are
+//! private: every public item is re-exported here, at the root, once (one
+//! path to each type), and a module's long description lives on its main
+//! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...).
 //!
 //! ```text
 //! lib.rs              this map; flat re-exports of the public types
@@ -151,22 +154,22 @@
 #![deny(missing_docs)]
 
 mod atomic_file;
-pub mod error;
-pub mod event;
-pub mod files;
-pub mod format;
-pub mod history;
-pub mod kinds;
-pub mod list;
-pub mod message;
-pub mod model;
-pub mod network;
-pub mod node;
-pub mod nodes;
-pub mod routing;
-pub mod run;
-pub mod tool;
-pub mod tool_executor;
+mod error;
+mod event;
+mod files;
+mod format;
+mod history;
+mod kinds;
+mod list;
+mod message;
+mod model;
+mod network;
+mod node;
+mod nodes;
+mod routing;
+mod run;
+mod tool;
+mod tool_executor;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -175,23 +178,41 @@ pub struct ReadmeDoctests;
 
 pub use error::{error_chain, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
-pub use files::{FileData, Files};
-pub use history::{History, SummaryInfo};
-pub use kinds::{register_node_kind, register_node_loader};
+pub use files::{now_rfc3339, FileData, Files};
+pub use format::{FORMAT, NODE_TYPE_KEY};
+pub use history::{History, SummaryInfo, TOOL_NOT_EXECUTED};
+pub use kinds::{is_registered, register_node_kind, register_node_loader, BUILTIN_KINDS};
 #[cfg(feature = "redis")]
-pub use list::RedisNetworkList;
 pub use list::{
-    CheckpointModifier, CheckpointPolicy, JsonNetworkList, ListConfig, ListError, ListPage,
-    ListQuery, Lists, NetworkList, SessionInfo,
+    redis::{
+        Migration, RedisConnection, RedisConnector, RedisConnectorBuilder,
+        DEFAULT_PREFIX as DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_URL,
+        DEFAULT_TIMEOUT as DEFAULT_REDIS_TIMEOUT,
+    },
+    RedisNetworkList, RedisNetworkListBuilder,
+};
+pub use list::{
+    revision_of, validate_user, CheckpointModifier, CheckpointPolicy, JsonNetworkList, ListConfig,
+    ListError, ListPage, ListQuery, ListResult, Lists, NetworkList, SessionId, SessionInfo,
+    CREATED_AT_KEY, DEFAULT_PAGE_SIZE, DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
 };
 pub use message::{Message, ToolCall, ToolStatus};
 #[cfg(feature = "openai")]
-pub use model::openai::OpenAiChatModel;
+pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
-pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
-pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
-pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
+pub use model::{
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, StreamDelta, Usage,
+};
+pub use network::{
+    scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,
+    DEFAULT_STEP_LIMIT,
+};
+pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
-pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
-pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use routing::{CHAT_STEP, MODEL_ROUTES_KEY};
+pub use run::{
+    current_modifier, ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, DEFAULT_MODIFIER_IDS,
+    HELD_KEY,
+};
+pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

@@ -1,16 +1,6 @@
 //! Model routing: which model each step of an agent uses.
 //!
-//! ```text
-//!  metadata["model_routes"] = {"chat": "big", "summary": "small", "subagent:researcher": "fast"}
-//!  chat node (step "summary") ─▶ its own chat_model_name?
-//!                              ─▶ the route for its step (this network, then the outer ones)
-//!                              ─▶ the network's chat model (this, then the outer ones)
-//! ```
-//!
-//! Routes live in the network's metadata, so they are saved with the
-//! session and a loaded session routes the same way. A chat node without a
-//! step is step [`CHAT_STEP`]. The model a node used is recorded in its
-//! metadata as `chat_model_name`.
+//! (The full description is on the [`MODEL_ROUTES_KEY`] docs.)
 
 use std::collections::BTreeMap;
 
@@ -18,6 +8,20 @@ use serde_json::{Map, Value};
 
 use crate::network::RunnableNetwork;
 
+/// Model routing: which model each step of an agent uses.
+///
+/// ```text
+///  metadata["model_routes"] = {"chat": "big", "summary": "small", "subagent:researcher": "fast"}
+///  chat node (step "summary") ─▶ its own chat_model_name?
+///                              ─▶ the route for its step (this network, then the outer ones)
+///                              ─▶ the network's chat model (this, then the outer ones)
+/// ```
+///
+/// Routes live in the network's metadata, so they are saved with the
+/// session and a loaded session routes the same way. A chat node without a
+/// step is step [`CHAT_STEP`]. The model a node used is recorded in its
+/// metadata as `chat_model_name`.
+///
 /// The network metadata key holding the step → model-name map.
 pub const MODEL_ROUTES_KEY: &str = "model_routes";
 

@@ -1,22 +1,6 @@
 //! Tools outside a chat: their OpenAI definitions ([`openai_tools`]) and a
-//! [`ToolExecutor`] that runs a batch of OpenAI-style tool calls
-//! concurrently, without a chat model or a graph to grow.
 //!
-//! ```text
-//!  [Arc<dyn Tool>] ──▶ openai_tools() ──▶ [{"type": "function", "function": {name, description, parameters}}]
-//!
-//!  [{id, type, function: {name, arguments}}, ...] ──▶ ToolExecutor::execute_openai
-//!        each call at once (run_tool_call: unknown tool, bad JSON, timeout → error results)
-//!        ──▶ [{tool_call_id, function_name, success, result, error, execution_time_ms}, ...]
-//! ```
-//!
-//! The tools see a network as their context ([`ToolContext::network`]): a
-//! scratch one by default, or a session's ([`ToolExecutor::with_network`]),
-//! so file tools over the session's own files read and write those. A call
-//! that cannot be read (no function name, arguments that are neither a
-//! JSON string nor an object) gets its own error entry; the others still
-//! run. Nothing here panics on input, and a panicking tool becomes an
-//! error entry too.
+//! (The full description is on the [`ToolExecutor`] docs.)
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -133,8 +117,28 @@ fn read_call(index: usize, value: &Value) -> Result<ToolCall, (String, String, S
     })
 }
 
+/// Tools outside a chat: their OpenAI definitions ([`openai_tools`]) and a
+/// [`ToolExecutor`] that runs a batch of OpenAI-style tool calls
+/// concurrently, without a chat model or a graph to grow.
+///
+/// ```text
+///  [Arc<dyn Tool>] ──▶ openai_tools() ──▶ [{"type": "function", "function": {name, description, parameters}}]
+///
+///  [{id, type, function: {name, arguments}}, ...] ──▶ ToolExecutor::execute_openai
+///        each call at once (run_tool_call: unknown tool, bad JSON, timeout → error results)
+///        ──▶ [{tool_call_id, function_name, success, result, error, execution_time_ms}, ...]
+/// ```
+///
+/// The tools see a network as their context ([`ToolContext::network`]): a
+/// scratch one by default, or a session's ([`ToolExecutor::with_network`]),
+/// so file tools over the session's own files read and write those. A call
+/// that cannot be read (no function name, arguments that are neither a
+/// JSON string nor an object) gets its own error entry; the others still
+/// run. Nothing here panics on input, and a panicking tool becomes an
+/// error entry too.
+///
 /// Runs batches of tool calls against a set of tools, concurrently (see
-/// the [module docs](self)).
+/// the docs above).
 ///
 /// ```
 /// use lc_agent::{FnTool, ToolExecutor, ToolOutput};

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use lc_agent::list::{JsonNetworkList, ListError, ListQuery, NetworkList, REVISION_KEY};
 use lc_agent::RunnableNetwork;
+use lc_agent::{JsonNetworkList, ListError, ListQuery, NetworkList, REVISION_KEY};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -459,7 +459,7 @@ async fn saver_child() {
     };
     // Bounded: the parent kills it long before.
     for _ in 0..5000 {
-        let next = lc_agent::list::revision_of(&net) + 1;
+        let next = lc_agent::revision_of(&net) + 1;
         net.set_metadata("seq", json!(next));
         let info = list.save(&net).await.expect("save");
         assert_eq!(info.revision, next);

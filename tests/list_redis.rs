@@ -16,11 +16,9 @@ mod tls;
 
 use std::time::{Duration, Instant};
 
-use lc_agent::list::redis::{Migration, RedisConnector};
-use lc_agent::list::{
-    revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY,
-};
 use lc_agent::RunnableNetwork;
+use lc_agent::{revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY};
+use lc_agent::{Migration, RedisConnector};
 use redis_cluster::RedisCluster;
 use redis_server::RedisServer;
 use serde_json::json;

@@ -12,11 +12,11 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 use futures::StreamExt;
-use lc_agent::model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, History, Message, ModelError, StreamDelta, ToolCall,
     ToolSpec, Usage,
 };
+use lc_agent::{OpenAiChatModel, OpenAiChatModelBuilder};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 

@@ -206,7 +206,7 @@ impl NodeLogic for Translate {
         Ok(Message::ai(format!("[{}] {last}", self.target_language)))
     }
     fn save(&self) -> Result<serde_json::Map<String, Value>> {
-        lc_agent::node::fields_of(self)
+        lc_agent::fields_of(self)
     }
 }
 

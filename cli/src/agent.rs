@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::list::{CheckpointModifier, CheckpointPolicy, NetworkList};
+use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent::{HumanNode, RunnableNetwork};
 use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::list::{ListError, NetworkList, SessionId};
 use lc_agent::{ChatModel, ListConfig, OpenAiChatModel, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{ListError, NetworkList, SessionId};
 use lc_agent_modifiers::workspace::Workspace;
 use serde::Deserialize;
 use serde_json::Value;

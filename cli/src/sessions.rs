@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lc_agent::list::{ListError, ListQuery, RedisNetworkList, SessionInfo};
+use lc_agent::{ListError, ListQuery, RedisNetworkList, SessionInfo};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
 use lc_agent_modifiers::todos::{todos_of, TodoStatus};
 
@@ -110,7 +110,7 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         .store
         .prefix
         .clone()
-        .unwrap_or_else(|| lc_agent::list::redis::DEFAULT_PREFIX.to_string());
+        .unwrap_or_else(|| lc_agent::DEFAULT_REDIS_PREFIX.to_string());
     match args.command {
         SessionsCommand::List { offset, limit } => {
             let page = list
@@ -211,9 +211,9 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     writeln!(
         out,
         "revision {}   created {}   updated {}   nodes {}",
-        get(lc_agent::list::REVISION_KEY),
-        get(lc_agent::list::CREATED_AT_KEY),
-        get(lc_agent::list::UPDATED_AT_KEY),
+        get(lc_agent::REVISION_KEY),
+        get(lc_agent::CREATED_AT_KEY),
+        get(lc_agent::UPDATED_AT_KEY),
         net.len()
     )?;
     writeln!(out)?;
@@ -283,7 +283,7 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use lc_agent::list::NetworkList;
+    use lc_agent::NetworkList;
     use lc_agent::{FnTool, HumanNode, ScriptedChatModel, ToolOutput, Turn};
     use serde_json::json;
 

@@ -27,7 +27,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lc_agent::routing::CHAT_STEP;
+use lc_agent::CHAT_STEP;
 use lc_agent::{
     ChatNode, ChatRequest, History, Message, NetworkModifier, NodeRef, Result, RunnableNetwork,
 };

@@ -10,8 +10,8 @@ mod redis_server;
 
 use std::process::Command;
 
-use lc_agent::list::{JsonNetworkList, NetworkList, RedisNetworkList};
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{JsonNetworkList, NetworkList, RedisNetworkList};
 use lc_agent_modifiers::approvals::{
     decide, pending_approvals, ApprovalModifier, Decision, Decisions,
 };

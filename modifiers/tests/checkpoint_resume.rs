@@ -24,12 +24,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lc_agent::list::{CheckpointModifier, CheckpointPolicy};
-use lc_agent::list::{JsonNetworkList, ListQuery, NetworkList};
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, RunnableNetwork,
     ToolCall, ToolOutput,
 };
+use lc_agent::{CheckpointModifier, CheckpointPolicy};
+use lc_agent::{JsonNetworkList, ListQuery, NetworkList};
 use serde_json::json;
 
 const STEPS: usize = 6;

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lc_agent::list::CheckpointModifier;
-use lc_agent::list::{JsonNetworkList, NetworkList};
+use lc_agent::CheckpointModifier;
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
     ScriptedChatModel, ToolCall, Turn,
 };
+use lc_agent::{JsonNetworkList, NetworkList};
 use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
 use serde_json::json;
@@ -23,7 +23,7 @@ use serde_json::json;
 struct CrashesOnSecondTurn {
     calls: AtomicUsize,
     list: Arc<dyn NetworkList>,
-    session: lc_agent::list::SessionId,
+    session: lc_agent::SessionId,
     at_crash: Arc<parking_lot::Mutex<Option<String>>>,
 }
 

@@ -11,7 +11,7 @@ mod redis_server;
 #[path = "../../tests/support/tls.rs"]
 mod tls;
 
-use lc_agent::list::redis::RedisConnector;
+use lc_agent::RedisConnector;
 use lc_agent_modifiers::filesystem::{run_tool, RedisStore, StoreBackend};
 use serde_json::json;
 

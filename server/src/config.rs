@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lc_agent::list::validate_user;
+use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
 use lc_agent_modifiers::spec::AgentSpec;
 use lc_agent_modifiers::workspace::Workspace;

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use lc_agent::list::{revision_of, NetworkList};
+use lc_agent::{revision_of, NetworkList};
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork};
 use lc_agent_modifiers::approvals::{pending_approvals, PendingApproval};
 use lc_agent_modifiers::deep_agent::DeepAgentBuilder;

@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lc_agent::list::{Lists, NetworkList};
 use lc_agent::{ListError, RunnableNetwork};
+use lc_agent::{Lists, NetworkList};
 use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides};
 use lc_agent_modifiers::deep_agent::DeepAgentBuilder;
 use lc_agent_modifiers::workspace::Workspace;

@@ -1,28 +1,6 @@
 //! The saved format, `lc-agent/1`: one JSON document per network.
 //!
-//! ```json
-//! {"format": "lc-agent/1", "id": "...", "name": "...", "metadata": {},
-//!  "default_node": "chat", "chat_model_name": "gpt-4o",
-//!  "files": {"/notes.md": {"content": ["line"], "created_at": "...", "modified_at": "..."}},
-//!  "nodes": [{"__node_type__": "human", "id": "...", "name": "human",
-//!             "invoked": true, "outputs": {...}, "metadata": {}, "text": "hi"}],
-//!  "__connections__": {"1": [0]}}
-//! ```
-//!
-//! Nodes are written in insertion order with their common fields first and
-//! their kind's own fields after; `__connections__` maps a node's index to
-//! its parents' indices. Saving, loading and saving again gives the same
-//! bytes. A kind this program does not know loads as a
-//! [`GenericNode`](crate::GenericNode) that keeps every field and saves
-//! back unchanged.
-//!
-//! ```text
-//!  to_json ──▶ write.rs (views over the locked graph; invoked nodes'
-//!              compact JSON cached on the node)
-//!  from_json ◀── read.rs (one pass: built-in kinds read straight into
-//!              their fields, other kinds through crate::kinds)
-//!  document.rs: the top-level schema, shared with session listings
-//! ```
+//! (The full description is on the [`FORMAT`] docs.)
 
 mod document;
 mod read;
@@ -37,6 +15,32 @@ use crate::network::RunnableNetwork;
 
 pub(crate) use document::{SavedDocument, SavedHead};
 
+/// The saved format, `lc-agent/1`: one JSON document per network.
+///
+/// ```json
+/// {"format": "lc-agent/1", "id": "...", "name": "...", "metadata": {},
+///  "default_node": "chat", "chat_model_name": "gpt-4o",
+///  "files": {"/notes.md": {"content": ["line"], "created_at": "...", "modified_at": "..."}},
+///  "nodes": [{"__node_type__": "human", "id": "...", "name": "human",
+///             "invoked": true, "outputs": {...}, "metadata": {}, "text": "hi"}],
+///  "__connections__": {"1": [0]}}
+/// ```
+///
+/// Nodes are written in insertion order with their common fields first and
+/// their kind's own fields after; `__connections__` maps a node's index to
+/// its parents' indices. Saving, loading and saving again gives the same
+/// bytes. A kind this program does not know loads as a
+/// [`GenericNode`](crate::GenericNode) that keeps every field and saves
+/// back unchanged.
+///
+/// ```text
+///  to_json ──▶ write.rs (views over the locked graph; invoked nodes'
+///              compact JSON cached on the node)
+///  from_json ◀── read.rs (one pass: built-in kinds read straight into
+///              their fields, other kinds through crate::kinds)
+///  document.rs: the top-level schema, shared with session listings
+/// ```
+///
 /// The format tag of saved networks.
 pub const FORMAT: &str = "lc-agent/1";
 

@@ -1,56 +1,6 @@
 //! Checkpoints: save a network to a [`NetworkList`] while it runs, so a
-//! crashed process can be resumed by another.
 //!
-//! [`CheckpointModifier`] saves the network
-//!
-//! - once before anything runs (`on_begin_invoke`), so the session exists
-//!   with the question in it;
-//! - after every invoked node ([`CheckpointPolicy::EachNode`], the default),
-//!   after every model turn ([`CheckpointPolicy::EachModelTurn`]), or not
-//!   at all while running ([`CheckpointPolicy::AtEnd`]);
-//! - once at the end (`on_end_invoke`), also when the run failed: the graph
-//!   is always valid and saveable.
-//!
-//! It runs after every other modifier (priority `i32::MAX`), so a
-//! checkpoint taken after a chat node already holds the tool nodes and next
-//! chat node that the tool loop added for it.
-//!
-//! **Resuming** is loading and invoking again: a node is saved as invoked
-//! only together with its output, and invoking runs only the nodes that are
-//! not invoked yet, so no node whose checkpoint was written runs again.
-//! A node that finished but was killed before its checkpoint was written
-//! runs again on resume (at-least-once for the node in flight), so tools
-//! with side effects should be idempotent or keyed by their tool call id.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use lc_agent::list::{JsonNetworkList, NetworkList};
-//! use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
-//! use lc_agent::list::{CheckpointModifier, CheckpointPolicy};
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let dir = tempfile::tempdir()?;
-//! let sessions = Arc::new(JsonNetworkList::new(dir.path()));
-//! let checkpoint = CheckpointModifier::new(sessions.clone()).policy(CheckpointPolicy::EachNode);
-//! let saves = checkpoint.save_counter();
-//! let net = RunnableNetwork::builder()
-//!     .default_node("chat")
-//!     .chat_model("scripted")
-//!     .model("scripted", ScriptedChatModel::new(["Hello!"]))
-//!     .modifier(checkpoint)
-//!     .build();
-//! {
-//!     let _scope = net.enter();
-//!     HumanNode::new("Hi");
-//! }
-//! net.invoke().await?;
-//! // at the start, after the human node, after the chat node, at the end
-//! assert_eq!(saves.load(std::sync::atomic::Ordering::SeqCst), 4);
-//! let stored = sessions.load(net.id()).await?;
-//! assert_eq!(stored.to_json()?, net.to_json()?);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # }).unwrap();
-//! ```
+//! (The full description is on the [`CheckpointModifier`] docs.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -76,8 +26,61 @@ pub enum CheckpointPolicy {
     AtEnd,
 }
 
-/// Saves the network to a [`NetworkList`] while it runs (see the [module
-/// docs](self)).
+/// Checkpoints: save a network to a [`NetworkList`] while it runs, so a
+/// crashed process can be resumed by another.
+///
+/// [`CheckpointModifier`] saves the network
+///
+/// - once before anything runs (`on_begin_invoke`), so the session exists
+///   with the question in it;
+/// - after every invoked node ([`CheckpointPolicy::EachNode`], the default),
+///   after every model turn ([`CheckpointPolicy::EachModelTurn`]), or not
+///   at all while running ([`CheckpointPolicy::AtEnd`]);
+/// - once at the end (`on_end_invoke`), also when the run failed: the graph
+///   is always valid and saveable.
+///
+/// It runs after every other modifier (priority `i32::MAX`), so a
+/// checkpoint taken after a chat node already holds the tool nodes and next
+/// chat node that the tool loop added for it.
+///
+/// **Resuming** is loading and invoking again: a node is saved as invoked
+/// only together with its output, and invoking runs only the nodes that are
+/// not invoked yet, so no node whose checkpoint was written runs again.
+/// A node that finished but was killed before its checkpoint was written
+/// runs again on resume (at-least-once for the node in flight), so tools
+/// with side effects should be idempotent or keyed by their tool call id.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lc_agent::{JsonNetworkList, NetworkList};
+/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent::{CheckpointModifier, CheckpointPolicy};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let sessions = Arc::new(JsonNetworkList::new(dir.path()));
+/// let checkpoint = CheckpointModifier::new(sessions.clone()).policy(CheckpointPolicy::EachNode);
+/// let saves = checkpoint.save_counter();
+/// let net = RunnableNetwork::builder()
+///     .default_node("chat")
+///     .chat_model("scripted")
+///     .model("scripted", ScriptedChatModel::new(["Hello!"]))
+///     .modifier(checkpoint)
+///     .build();
+/// {
+///     let _scope = net.enter();
+///     HumanNode::new("Hi");
+/// }
+/// net.invoke().await?;
+/// // at the start, after the human node, after the chat node, at the end
+/// assert_eq!(saves.load(std::sync::atomic::Ordering::SeqCst), 4);
+/// let stored = sessions.load(net.id()).await?;
+/// assert_eq!(stored.to_json()?, net.to_json()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+///
+/// In short: saves the network to a [`NetworkList`] while it runs.
 pub struct CheckpointModifier {
     list: Arc<dyn NetworkList>,
     policy: CheckpointPolicy,

@@ -14,7 +14,7 @@
 //! examples all go through it, so a new store option is a change here.
 //!
 //! ```
-//! use lc_agent::list::{ListConfig, NetworkList};
+//! use lc_agent::{ListConfig, NetworkList};
 //! use lc_agent::RunnableNetwork;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

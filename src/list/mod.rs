@@ -1,60 +1,6 @@
 //! Sessions: saving, loading, listing and deleting networks.
 //!
-//! A [`NetworkList`] keeps many networks (sessions) per user, keyed by the
-//! network id. Two implementations ship with the crate:
-//!
-//! - [`JsonNetworkList`]: one file per network under
-//!   `<root>/<user>/<id>.json`, written atomically, with a rebuildable
-//!   append-only index (`<root>/<user>/.index.jsonl`) so that listing never
-//!   parses whole networks;
-//! - [`RedisNetworkList`]: hashes and a sorted set per user in Redis, saved
-//!   with an optimistic check-and-commit script (one round trip per save).
-//!
-//! # Revisions and timestamps
-//!
-//! Every save stamps three keys into the network's own metadata, so they
-//! travel inside the saved JSON and survive copying a session elsewhere:
-//!
-//! | key | value |
-//! | --- | --- |
-//! | [`REVISION_KEY`] (`"revision"`) | `1` on the first save, one more on every save |
-//! | [`CREATED_AT_KEY`] (`"created_at"`) | RFC 3339 time of the first save (kept afterwards) |
-//! | [`UPDATED_AT_KEY`] (`"updated_at"`) | RFC 3339 time of the latest save |
-//!
-//! A network that was loaded (or last saved) at revision `r` may be saved
-//! again only while the stored copy is still at revision `r` or older;
-//! otherwise [`save`](NetworkList::save) fails with [`ListError::Conflict`]
-//! and changes nothing. [`save_force`](NetworkList::save_force) overrides
-//! the check (the caller's copy wins and gets a revision above the stored
-//! one). A failed save leaves the network's metadata as it was.
-//!
-//! ```
-//! use lc_agent::list::{JsonNetworkList, ListError, ListQuery, NetworkList};
-//! use lc_agent::RunnableNetwork;
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let dir = tempfile::tempdir()?;
-//! let sessions = JsonNetworkList::new(dir.path()).with_user("alice")?;
-//!
-//! let net = RunnableNetwork::builder().name("Trip planning").build();
-//! let info = sessions.save(&net).await?;
-//! assert_eq!(info.revision, 1);
-//!
-//! // Another process loads the session, changes it and saves first ...
-//! let other = sessions.load(net.id()).await?;
-//! other.set_name("Trip to Lisbon");
-//! sessions.save(&other).await?;
-//!
-//! // ... so our stale copy is refused instead of silently winning.
-//! net.set_name("Trip to Porto");
-//! assert!(matches!(sessions.save(&net).await, Err(ListError::Conflict { .. })));
-//!
-//! let page = sessions.list(&ListQuery::default()).await?;
-//! assert_eq!(page.sessions[0].name, "Trip to Lisbon");
-//! assert!(sessions.delete(net.id()).await?);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # }).unwrap();
-//! ```
+//! (The full description is on the [`NetworkList`] docs.)
 
 mod checkpoint;
 mod config;
@@ -83,7 +29,7 @@ pub(crate) use stamp::{info_from_json, stamp};
 /// A session id: the network's id.
 pub type SessionId = Uuid;
 
-/// Metadata key of the revision number (see the [module docs](self)).
+/// Metadata key of the revision number (see [`NetworkList`]).
 pub const REVISION_KEY: &str = "revision";
 /// Metadata key of the time of the first save (RFC 3339).
 pub const CREATED_AT_KEY: &str = "created_at";
@@ -151,11 +97,69 @@ pub enum ListError {
 /// `Result` with [`ListError`].
 pub type ListResult<T> = std::result::Result<T, ListError>;
 
+/// Sessions: saving, loading, listing and deleting networks.
+///
+/// A [`NetworkList`] keeps many networks (sessions) per user, keyed by the
+/// network id. Two implementations ship with the crate:
+///
+/// - [`JsonNetworkList`]: one file per network under
+///   `<root>/<user>/<id>.json`, written atomically, with a rebuildable
+///   append-only index (`<root>/<user>/.index.jsonl`) so that listing never
+///   parses whole networks;
+/// - [`RedisNetworkList`]: hashes and a sorted set per user in Redis, saved
+///   with an optimistic check-and-commit script (one round trip per save).
+///
+/// # Revisions and timestamps
+///
+/// Every save stamps three keys into the network's own metadata, so they
+/// travel inside the saved JSON and survive copying a session elsewhere:
+///
+/// | key | value |
+/// | --- | --- |
+/// | [`REVISION_KEY`] (`"revision"`) | `1` on the first save, one more on every save |
+/// | [`CREATED_AT_KEY`] (`"created_at"`) | RFC 3339 time of the first save (kept afterwards) |
+/// | [`UPDATED_AT_KEY`] (`"updated_at"`) | RFC 3339 time of the latest save |
+///
+/// A network that was loaded (or last saved) at revision `r` may be saved
+/// again only while the stored copy is still at revision `r` or older;
+/// otherwise [`save`](NetworkList::save) fails with [`ListError::Conflict`]
+/// and changes nothing. [`save_force`](NetworkList::save_force) overrides
+/// the check (the caller's copy wins and gets a revision above the stored
+/// one). A failed save leaves the network's metadata as it was.
+///
+/// ```
+/// use lc_agent::{JsonNetworkList, ListError, ListQuery, NetworkList};
+/// use lc_agent::RunnableNetwork;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let sessions = JsonNetworkList::new(dir.path()).with_user("alice")?;
+///
+/// let net = RunnableNetwork::builder().name("Trip planning").build();
+/// let info = sessions.save(&net).await?;
+/// assert_eq!(info.revision, 1);
+///
+/// // Another process loads the session, changes it and saves first ...
+/// let other = sessions.load(net.id()).await?;
+/// other.set_name("Trip to Lisbon");
+/// sessions.save(&other).await?;
+///
+/// // ... so our stale copy is refused instead of silently winning.
+/// net.set_name("Trip to Porto");
+/// assert!(matches!(sessions.save(&net).await, Err(ListError::Conflict { .. })));
+///
+/// let page = sessions.list(&ListQuery::default()).await?;
+/// assert_eq!(page.sessions[0].name, "Trip to Lisbon");
+/// assert!(sessions.delete(net.id()).await?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+///
 /// A store of sessions: many networks per user, keyed by network id.
 ///
 /// Every method works in the list's own user (namespace), except
 /// [`list`](NetworkList::list), whose [`ListQuery`] may name another one.
-/// See the [module docs](self) for revisions and timestamps.
+/// See above for revisions and timestamps.
 #[async_trait]
 pub trait NetworkList: Send + Sync {
     /// The user (namespace) this list works in.

@@ -35,7 +35,7 @@ pub struct SessionInfo {
 /// Which page of sessions to list.
 ///
 /// ```
-/// use lc_agent::list::ListQuery;
+/// use lc_agent::ListQuery;
 /// let q = ListQuery::default().user("bob").offset(50).limit(25);
 /// assert_eq!((q.offset, q.limit), (50, 25));
 /// ```

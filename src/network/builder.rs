@@ -65,7 +65,7 @@ impl NetworkBuilder {
 
     /// Routes the chat nodes of `step` (`chat`, `summary`, `subagent:<name>`
     /// or your own) to the model registered as `model` (see
-    /// [`crate::routing`]).
+    /// [`MODEL_ROUTES_KEY`](crate::MODEL_ROUTES_KEY)).
     pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
         let routes = self
             .metadata

@@ -107,7 +107,7 @@ impl RunnableNetwork {
     }
 
     /// Makes this network the active one on this thread until the guard
-    /// drops: nodes created meanwhile attach to it (see [`scope`]).
+    /// drops: nodes created meanwhile attach to it (see [`ScopeGuard`]).
     pub fn enter(&self) -> ScopeGuard {
         scope::enter(self)
     }

@@ -1,15 +1,6 @@
 //! The scope guard: which network new nodes attach to.
 //!
-//! Each thread keeps a stack of active networks. [`RunnableNetwork::enter`]
-//! pushes one and returns a [`ScopeGuard`] that pops it when dropped; the
-//! innermost (most recently entered, still active) network wins.
-//!
-//! The guard is deliberately `!Send`: holding it across an `.await` in a
-//! spawned task does not compile, so a task that moves to another worker
-//! thread can never leave its scope behind for other tasks to see. Build
-//! with the guard, drop it, then `.await`.
-//!
-//! [`RunnableNetwork::enter`]: crate::RunnableNetwork::enter
+//! (The full description is on the [`ScopeGuard`] docs.)
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -22,9 +13,22 @@ thread_local! {
     static NEXT_TOKEN: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The scope guard: which network new nodes attach to.
+///
+/// Each thread keeps a stack of active networks. [`RunnableNetwork::enter`]
+/// pushes one and returns a [`ScopeGuard`] that pops it when dropped; the
+/// innermost (most recently entered, still active) network wins.
+///
+/// The guard is deliberately `!Send`: holding it across an `.await` in a
+/// spawned task does not compile, so a task that moves to another worker
+/// thread can never leave its scope behind for other tasks to see. Build
+/// with the guard, drop it, then `.await`.
+///
+/// [`RunnableNetwork::enter`]: crate::RunnableNetwork::enter
+///
 /// Keeps a network active on this thread until dropped.
 ///
-/// It cannot cross threads (the promise of the [module docs](self)):
+/// It cannot cross threads (the promise of the docs above):
 ///
 /// ```compile_fail
 /// fn send<T: Send>(_: T) {}

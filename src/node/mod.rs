@@ -54,7 +54,7 @@ pub struct NodeContext {
 ///         Ok(Message::human(format!("{}{}", self.prefix, ctx.input.len())))
 ///     }
 ///     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
-///         lc_agent::node::fields_of(self)
+///         lc_agent::fields_of(self)
 ///     }
 /// }
 /// ```

@@ -6,10 +6,8 @@
 
 use std::collections::HashSet;
 
-use lc_agent::list::{
-    ListError, ListQuery, NetworkList, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY,
-};
 use lc_agent::{FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};
+use lc_agent::{ListError, ListQuery, NetworkList, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY};
 use serde_json::json;
 
 /// A small invoked conversation: human, chat (tool call), tool, chat.

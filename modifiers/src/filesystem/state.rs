@@ -152,7 +152,7 @@ impl Backend for StateBackend {
                 }
             }
             data.content.extend(pieces.map(str::to_string));
-            data.modified_at = lc_agent::files::now_rfc3339();
+            data.modified_at = lc_agent::now_rfc3339();
             Ok(())
         })
     }

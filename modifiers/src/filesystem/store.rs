@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lc_agent::list::redis::RedisConnector;
-use lc_agent::list::ListError;
+use lc_agent::ListError;
+use lc_agent::RedisConnector;
 use lc_agent::{FileData, Files};
 use parking_lot::Mutex;
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use lc_agent::list::redis::RedisConnector;
+use lc_agent::RedisConnector;
 
 use super::backend::MemoryBackend;
 use super::entry::MemoryEntry;

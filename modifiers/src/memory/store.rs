@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lc_agent::list::validate_user;
+use lc_agent::validate_user;
 use parking_lot::Mutex;
 
 use super::backend::{InMemoryBackend, MemoryBackend};

@@ -37,7 +37,7 @@ pub fn user_of(network: &RunnableNetwork, fallback: &str) -> String {
         .session()
         .metadata_value(USER_KEY)
         .and_then(|v| v.as_str().map(str::to_string))
-        .filter(|u| lc_agent::list::validate_user(u).is_ok())
+        .filter(|u| lc_agent::validate_user(u).is_ok())
         .unwrap_or_else(|| fallback.to_string())
 }
 

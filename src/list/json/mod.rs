@@ -1,41 +1,6 @@
 //! [`JsonNetworkList`]: sessions as JSON files in a directory.
 //!
-//! ```text
-//! <root>/<user>/<id>.json          one network, exactly RunnableNetwork::to_json()
-//! <root>/<user>/.index.jsonl       append-only listing index (rebuildable)
-//! <root>/<user>/.index.lock        guards index compaction
-//! <root>/<user>/.locks/<id>.lock   one advisory lock per session
-//! ```
-//!
-//! **Saves are atomic and isolated.** A save takes the session's advisory
-//! lock (`flock`), checks the stored revision, writes a temporary file in the
-//! same directory, fsyncs it, renames it over `<id>.json` and fsyncs the
-//! directory. A process killed at any instant leaves the old or the new
-//! version, never a torn file. A save touches only its own file (and
-//! appends one line to the index), so processes writing different sessions
-//! never interfere, and two writing the same session are serialized by the
-//! lock and checked by revision, so neither loses an update silently.
-//!
-//! **Listing never parses networks.** Each save appends a small line (id,
-//! name, timestamps, node count, size, revision, metadata) to
-//! `.index.jsonl`; a list reads only the lines it has not seen yet (the
-//! index is cached per [`JsonNetworkList`] and shared by its clones), sorts
-//! and pages. The files stay the only copy of the sessions: the index is
-//! rebuilt from them when it is missing ([`JsonNetworkList::rebuild_index`]
-//! does it on demand), the first listing in a process reconciles it with
-//! the directory, and the entries of every returned page are checked
-//! against their files (size and modification time), so a file changed or
-//! corrupted behind the index's back is re-read or reported. The index is
-//! compacted every few MiB of appends.
-//!
-//! **Corrupt files** are reported, never fatal: [`NetworkList::list`] and
-//! [`NetworkList::load_all`] return them as error entries and go on;
-//! [`NetworkList::load`] returns [`ListError::Corrupt`] naming the file.
-//! Saving over a corrupt file first moves it aside to
-//! `<id>.json.corrupt-<timestamp>` (kept for a human to look at).
-//!
-//! Lock files are left in place after a delete: removing a lock file that
-//! another process may be waiting on would break the lock.
+//! (The full description is on the [`JsonNetworkList`] docs.)
 
 mod index;
 
@@ -63,14 +28,52 @@ use index::{
 
 const LOCK_DIR: &str = ".locks";
 
-/// Sessions as JSON files under `<root>/<user>/` (see the [module
-/// docs](self) for the layout and guarantees).
+/// [`JsonNetworkList`]: sessions as JSON files in a directory.
+///
+/// ```text
+/// <root>/<user>/<id>.json          one network, exactly RunnableNetwork::to_json()
+/// <root>/<user>/.index.jsonl       append-only listing index (rebuildable)
+/// <root>/<user>/.index.lock        guards index compaction
+/// <root>/<user>/.locks/<id>.lock   one advisory lock per session
+/// ```
+///
+/// **Saves are atomic and isolated.** A save takes the session's advisory
+/// lock (`flock`), checks the stored revision, writes a temporary file in the
+/// same directory, fsyncs it, renames it over `<id>.json` and fsyncs the
+/// directory. A process killed at any instant leaves the old or the new
+/// version, never a torn file. A save touches only its own file (and
+/// appends one line to the index), so processes writing different sessions
+/// never interfere, and two writing the same session are serialized by the
+/// lock and checked by revision, so neither loses an update silently.
+///
+/// **Listing never parses networks.** Each save appends a small line (id,
+/// name, timestamps, node count, size, revision, metadata) to
+/// `.index.jsonl`; a list reads only the lines it has not seen yet (the
+/// index is cached per [`JsonNetworkList`] and shared by its clones), sorts
+/// and pages. The files stay the only copy of the sessions: the index is
+/// rebuilt from them when it is missing ([`JsonNetworkList::rebuild_index`]
+/// does it on demand), the first listing in a process reconciles it with
+/// the directory, and the entries of every returned page are checked
+/// against their files (size and modification time), so a file changed or
+/// corrupted behind the index's back is re-read or reported. The index is
+/// compacted every few MiB of appends.
+///
+/// **Corrupt files** are reported, never fatal: [`NetworkList::list`] and
+/// [`NetworkList::load_all`] return them as error entries and go on;
+/// [`NetworkList::load`] returns [`ListError::Corrupt`] naming the file.
+/// Saving over a corrupt file first moves it aside to
+/// `<id>.json.corrupt-<timestamp>` (kept for a human to look at).
+///
+/// Lock files are left in place after a delete: removing a lock file that
+/// another process may be waiting on would break the lock.
+///
+/// In short: sessions as JSON files under `<root>/<user>/`.
 ///
 /// Clones share the listing cache. Every file operation runs on tokio's
 /// blocking pool.
 ///
 /// ```
-/// use lc_agent::list::{JsonNetworkList, ListQuery, NetworkList};
+/// use lc_agent::{JsonNetworkList, ListQuery, NetworkList};
 /// use lc_agent::RunnableNetwork;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -51,9 +51,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// it, made on first use and shared by clones.
 ///
 /// ```no_run
-/// use lc_agent::list::redis::RedisConnector;
+/// use lc_agent::RedisConnector;
 ///
-/// # async fn demo() -> Result<(), lc_agent::list::ListError> {
+/// # async fn demo() -> Result<(), lc_agent::ListError> {
 /// // One server over TLS, trusting a private CA.
 /// let ca = std::fs::read("ca.pem")?;
 /// let tls = RedisConnector::builder()

@@ -1,72 +1,6 @@
 //! [`RedisNetworkList`]: sessions in Redis — one server, a TLS server or a
-//! Redis Cluster — shared by several app servers.
 //!
-//! ```text
-//!  RedisNetworkList (prefix, user, ttl)
-//!    ├─ keys.rs        <prefix>:user:{<user>}:entry:<id> | info | timeline | rev:<id>
-//!    ├─ save.rs        SET pending (JSON written into it) ▸ EVALSHA check-and-commit, one pipeline
-//!    ├─ migrate.rs     the legacy layout (no hash tag) ▸ the current one
-//!    └─ connection.rs  RedisConnector ▸ RedisConnection (server | cluster)
-//! ```
-//!
-//! Keys, per user, under a configurable prefix (default `lc_agent`); the
-//! user is a hash tag, so all of one user's keys live in one Cluster slot:
-//!
-//! | key | type | content |
-//! | --- | --- | --- |
-//! | `<prefix>:user:{<user>}:entry:<id>` | string | the network JSON |
-//! | `<prefix>:user:{<user>}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
-//! | `<prefix>:user:{<user>}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
-//! | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision |
-//! | `<prefix>:user:{<user>}:pending:<id>:<nonce>` | string | a network during its save (expires after a minute) |
-//!
-//! - **save** is one round trip of two commands (`save.rs`): `SET` the
-//!   network JSON on a pending key of its own, then a script that checks
-//!   the stored revision and, atomically, `RENAME`s the pending key into
-//!   place and writes the info, the timeline and the revision. The network
-//!   is a `SET` argument, which Redis keeps without copying. A stale copy
-//!   fails with [`ListError::Conflict`], so no update is ever lost;
-//!   writers of different sessions never disturb each other.
-//! - **load** is one `GET` of the session's entry key.
-//! - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the
-//!   info hash — a page never fetches a network.
-//! - **delete** removes the entry and `rev` keys and the id from the info
-//!   hash and the timeline in one `MULTI`/`EXEC`.
-//! - **TTL** (optional): a user's keys expire together, the TTL after the
-//!   latest save of any of their sessions.
-//!
-//! Every operation goes through one [`RedisConnector`] (see
-//! [`connection`]): the `redis` crate's multiplexed connection (a
-//! [`ConnectionManager`](::redis::aio::ConnectionManager)) or its Cluster
-//! connection, with a deadline (default 5 s) and one retry after a dropped
-//! connection. Clones of a list — and a `RedisStore` built from
-//! [`RedisNetworkList::connector`] — share the connection.
-//!
-//! # The key change (hash tags)
-//!
-//! Before the hash tag the keys were `<prefix>:user:<user>:...`, with the
-//! networks as fields of one hash `<prefix>:user:<user>:entries`; a
-//! Cluster cannot run a save over them (`CROSSSLOT`). Data saved that way
-//! is not read by this version: move it once with
-//! [`RedisNetworkList::migrate_legacy_keys`] (the CLI: `lc-agent sessions
-//! --redis URL migrate`), after every process runs this version.
-//!
-//! # Speed
-//!
-//! A load costs what a `GET` of the network JSON costs through the same
-//! connection. A save costs a `SET` of the JSON, plus serializing the
-//! network (straight into the `SET` command's buffer: no string in
-//! between) and the commit script's writes (revision check, rename, info,
-//! timeline, revision: about 20 µs of server time). `cargo bench --bench
-//! sessions` measures them side by side with raw `SET`/`GET` of the same
-//! bytes, interleaved, and with the floor of any checked save (`SET` plus
-//! a one-command script). On a 2-core VM, where one loopback round trip
-//! alone takes about 120 µs: load_json 88-99 % of `GET`, save 74-76 % of
-//! `SET` at 100 KB and 81-84 % at 1 MB, the floor 94-98 %. The gap is the
-//! price of refusing stale copies atomically; a save of a few hundred
-//! microseconds is not what limits an agent whose turns take seconds. On
-//! a Cluster the crate also copies each request once more (its routing
-//! takes requests by value).
+//! (The full description is on the [`RedisNetworkList`] docs.)
 
 pub mod connection;
 mod keys;
@@ -115,15 +49,84 @@ fn revision_in(info: &str) -> Option<u64> {
         .map(|i| i.revision)
 }
 
-/// Sessions in Redis (see the [module docs](self) for keys and guarantees).
+/// [`RedisNetworkList`]: sessions in Redis — one server, a TLS server or a
+/// Redis Cluster — shared by several app servers.
+///
+/// ```text
+///  RedisNetworkList (prefix, user, ttl)
+///    ├─ keys.rs        <prefix>:user:{<user>}:entry:<id> | info | timeline | rev:<id>
+///    ├─ save.rs        SET pending (JSON written into it) ▸ EVALSHA check-and-commit, one pipeline
+///    ├─ migrate.rs     the legacy layout (no hash tag) ▸ the current one
+///    └─ connection.rs  RedisConnector ▸ RedisConnection (server | cluster)
+/// ```
+///
+/// Keys, per user, under a configurable prefix (default `lc_agent`); the
+/// user is a hash tag, so all of one user's keys live in one Cluster slot:
+///
+/// | key | type | content |
+/// | --- | --- | --- |
+/// | `<prefix>:user:{<user>}:entry:<id>` | string | the network JSON |
+/// | `<prefix>:user:{<user>}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
+/// | `<prefix>:user:{<user>}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
+/// | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision |
+/// | `<prefix>:user:{<user>}:pending:<id>:<nonce>` | string | a network during its save (expires after a minute) |
+///
+/// - **save** is one round trip of two commands (`save.rs`): `SET` the
+///   network JSON on a pending key of its own, then a script that checks
+///   the stored revision and, atomically, `RENAME`s the pending key into
+///   place and writes the info, the timeline and the revision. The network
+///   is a `SET` argument, which Redis keeps without copying. A stale copy
+///   fails with [`ListError::Conflict`], so no update is ever lost;
+///   writers of different sessions never disturb each other.
+/// - **load** is one `GET` of the session's entry key.
+/// - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the
+///   info hash — a page never fetches a network.
+/// - **delete** removes the entry and `rev` keys and the id from the info
+///   hash and the timeline in one `MULTI`/`EXEC`.
+/// - **TTL** (optional): a user's keys expire together, the TTL after the
+///   latest save of any of their sessions.
+///
+/// Every operation goes through one [`RedisConnector`]: the `redis` crate's multiplexed connection (a
+/// [`ConnectionManager`](::redis::aio::ConnectionManager)) or its Cluster
+/// connection, with a deadline (default 5 s) and one retry after a dropped
+/// connection. Clones of a list — and a `RedisStore` built from
+/// [`RedisNetworkList::connector`] — share the connection.
+///
+/// # The key change (hash tags)
+///
+/// Before the hash tag the keys were `<prefix>:user:<user>:...`, with the
+/// networks as fields of one hash `<prefix>:user:<user>:entries`; a
+/// Cluster cannot run a save over them (`CROSSSLOT`). Data saved that way
+/// is not read by this version: move it once with
+/// [`RedisNetworkList::migrate_legacy_keys`] (the CLI: `lc-agent sessions
+/// --redis URL migrate`), after every process runs this version.
+///
+/// # Speed
+///
+/// A load costs what a `GET` of the network JSON costs through the same
+/// connection. A save costs a `SET` of the JSON, plus serializing the
+/// network (straight into the `SET` command's buffer: no string in
+/// between) and the commit script's writes (revision check, rename, info,
+/// timeline, revision: about 20 µs of server time). `cargo bench --bench
+/// sessions` measures them side by side with raw `SET`/`GET` of the same
+/// bytes, interleaved, and with the floor of any checked save (`SET` plus
+/// a one-command script). On a 2-core VM, where one loopback round trip
+/// alone takes about 120 µs: load_json 88-99 % of `GET`, save 74-76 % of
+/// `SET` at 100 KB and 81-84 % at 1 MB, the floor 94-98 %. The gap is the
+/// price of refusing stale copies atomically; a save of a few hundred
+/// microseconds is not what limits an agent whose turns take seconds. On
+/// a Cluster the crate also copies each request once more (its routing
+/// takes requests by value).
+///
+/// Sessions in Redis (see the docs above for keys and guarantees).
 ///
 /// Clones share the connection.
 ///
 /// ```no_run
-/// use lc_agent::list::{ListQuery, NetworkList, RedisNetworkList};
+/// use lc_agent::{ListQuery, NetworkList, RedisNetworkList};
 /// use std::time::Duration;
 ///
-/// # async fn demo() -> Result<(), lc_agent::list::ListError> {
+/// # async fn demo() -> Result<(), lc_agent::ListError> {
 /// let sessions = RedisNetworkList::builder()
 ///     .url("redis://127.0.0.1:6379")
 ///     .prefix("my_app")
@@ -294,8 +297,8 @@ impl RedisNetworkList {
     /// reports what it did: per user, one script moves each session (a
     /// session found in both layouts keeps the higher revision) and
     /// deletes the legacy keys. Idempotent; on a Cluster there is nothing
-    /// to migrate (the legacy layout never worked there). See the
-    /// [module docs](self).
+    /// to migrate (the legacy layout never worked there). See
+    /// [`RedisNetworkList`].
     pub async fn migrate_legacy_keys(&self) -> ListResult<Migration> {
         migrate::migrate(self, &self.prefix).await
     }

@@ -1,61 +1,6 @@
 //! The OpenAI-compatible chat model: chat completions over HTTP.
 //!
-//! [`OpenAiChatModel`] speaks `POST {base_url}/chat/completions`, the
-//! protocol OpenAI defined and most model servers copy (vLLM, Ollama,
-//! llama.cpp's server, LM Studio, ...). It sends the conversation and the
-//! tools, and reads back text, tool calls, token usage, the model name and
-//! the finish reason — in one piece ([`ChatModel::complete`]) or streamed as
-//! server-sent events ([`ChatModel::stream`]).
-//!
-//! # Behaviour
-//!
-//! - **Messages** go out in protocol order ([`ChatRequest::messages`]):
-//!   `system`, `user`, `assistant` (with `tool_calls`; `content` is `null`
-//!   when it is empty and there are calls; blank arguments are sent as
-//!   `{}`) and `tool` (with `tool_call_id`). `tools` is omitted when there
-//!   are none.
-//! - **Lenient reading**: unknown fields, missing optional fields,
-//!   `content: null`, unknown finish reasons and tool-call arguments that
-//!   are not valid JSON are all accepted; the arguments are kept as the raw
-//!   text the model produced (`""` included) and the tool node turns bad
-//!   ones into an error result the model reads. A body that is not JSON at
-//!   all is a [`ModelError::InvalidResponse`].
-//! - **Retries**: HTTP 429, 5xx and connection failures are retried with
-//!   exponential backoff and jitter (honouring `Retry-After` in seconds, up
-//!   to 60 s), `max_retries` times (3 by default); other 4xx and timeouts are
-//!   not retried.
-//! - **Timeout** (120 s by default): the limit for a whole non-streamed
-//!   request; when streaming, the limit for the response to start and then
-//!   for each next event.
-//! - **Secrets**: the API key is only ever sent in the `Authorization`
-//!   header. It is not logged, not shown by `Debug`, and erased (`***`) from
-//!   any error text that echoes it.
-//!
-//! # Layout
-//!
-//! ```text
-//!                      ChatRequest
-//!                           │  wire: WireRequest, the JSON sent
-//!                           ▼
-//!          transport: Transport::post  (retries, Retry-After, timeouts)
-//!                           │
-//!             ┌─────────────┴──────────────┐
-//!     a JSON body                    text/event-stream
-//!     wire::parse_completion         stream::read_stream (chunks → deltas)
-//!             └─────────────┬──────────────┘
-//!                           ▼
-//!                      ChatResponse
-//! ```
-//!
-//! - `mod.rs` — [`OpenAiChatModel`], its builder and the environment it
-//!   reads, and the [`ChatModel`] impl that ties the parts together.
-//! - `transport.rs` — sending: retries, backoff, `Retry-After`, timeouts,
-//!   and the HTTP client's failures as [`ModelError`]s.
-//! - `wire.rs` — the protocol's JSON as Rust types, and their conversions
-//!   from and to messages, tool calls, tool specs, usage and answers.
-//! - `stream.rs` — a server-sent event stream assembled into deltas and
-//!   one answer.
-//! - `redact.rs` — the API key, and error text without it.
+//! (The full description is on the [`OpenAiChatModel`] docs.)
 
 mod redact;
 mod stream;
@@ -76,33 +21,94 @@ use redact::ApiKey;
 use transport::Transport;
 use wire::{StreamOptions, WireMessage, WireRequest, WireTool};
 
-/// The endpoint used when neither the builder nor [`BASE_URL_ENV`] names
-/// one.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The environment variable read for the base URL.
-pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
-/// The environment variable read for the API key.
-pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-/// The environment variable read for the model name.
-pub const MODEL_ENV: &str = "OPENAI_MODEL";
-/// The model used when neither the builder nor [`MODEL_ENV`] names one and
-/// the endpoint is OpenAI's own ([`DEFAULT_BASE_URL`]). Any other server
-/// must be told which of its models to use.
-pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
-
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_MAX_RETRIES: u32 = 3;
 const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 
+impl OpenAiChatModel {
+    /// The endpoint used when neither the builder nor [`Self::BASE_URL_ENV`] names
+    /// one.
+    pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+    /// The environment variable read for the base URL.
+    pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+    /// The environment variable read for the API key.
+    pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+    /// The environment variable read for the model name.
+    pub const MODEL_ENV: &str = "OPENAI_MODEL";
+    /// The model used when neither the builder nor [`Self::MODEL_ENV`] names one and
+    /// the endpoint is OpenAI's own ([`Self::DEFAULT_BASE_URL`]). Any other server
+    /// must be told which of its models to use.
+    pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+}
+
+/// The OpenAI-compatible chat model: chat completions over HTTP.
+///
+/// [`OpenAiChatModel`] speaks `POST {base_url}/chat/completions`, the
+/// protocol OpenAI defined and most model servers copy (vLLM, Ollama,
+/// llama.cpp's server, LM Studio, ...). It sends the conversation and the
+/// tools, and reads back text, tool calls, token usage, the model name and
+/// the finish reason — in one piece ([`ChatModel::complete`]) or streamed as
+/// server-sent events ([`ChatModel::stream`]).
+///
+/// # Behaviour
+///
+/// - **Messages** go out in protocol order ([`ChatRequest::messages`]):
+///   `system`, `user`, `assistant` (with `tool_calls`; `content` is `null`
+///   when it is empty and there are calls; blank arguments are sent as
+///   `{}`) and `tool` (with `tool_call_id`). `tools` is omitted when there
+///   are none.
+/// - **Lenient reading**: unknown fields, missing optional fields,
+///   `content: null`, unknown finish reasons and tool-call arguments that
+///   are not valid JSON are all accepted; the arguments are kept as the raw
+///   text the model produced (`""` included) and the tool node turns bad
+///   ones into an error result the model reads. A body that is not JSON at
+///   all is a [`ModelError::InvalidResponse`].
+/// - **Retries**: HTTP 429, 5xx and connection failures are retried with
+///   exponential backoff and jitter (honouring `Retry-After` in seconds, up
+///   to 60 s), `max_retries` times (3 by default); other 4xx and timeouts are
+///   not retried.
+/// - **Timeout** (120 s by default): the limit for a whole non-streamed
+///   request; when streaming, the limit for the response to start and then
+///   for each next event.
+/// - **Secrets**: the API key is only ever sent in the `Authorization`
+///   header. It is not logged, not shown by `Debug`, and erased (`***`) from
+///   any error text that echoes it.
+///
+/// # Layout
+///
+/// ```text
+///                      ChatRequest
+///                           │  wire: WireRequest, the JSON sent
+///                           ▼
+///          transport: Transport::post  (retries, Retry-After, timeouts)
+///                           │
+///             ┌─────────────┴──────────────┐
+///     a JSON body                    text/event-stream
+///     wire::parse_completion         stream::read_stream (chunks → deltas)
+///             └─────────────┬──────────────┘
+///                           ▼
+///                      ChatResponse
+/// ```
+///
+/// - `mod.rs` — [`OpenAiChatModel`], its builder and the environment it
+///   reads, and the [`ChatModel`] impl that ties the parts together.
+/// - `transport.rs` — sending: retries, backoff, `Retry-After`, timeouts,
+///   and the HTTP client's failures as [`ModelError`]s.
+/// - `wire.rs` — the protocol's JSON as Rust types, and their conversions
+///   from and to messages, tool calls, tool specs, usage and answers.
+/// - `stream.rs` — a server-sent event stream assembled into deltas and
+///   one answer.
+/// - `redact.rs` — the API key, and error text without it.
+///
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
 ///
 /// Build one with [`OpenAiChatModel::builder`] or
 /// [`OpenAiChatModel::from_env`]; clones share the HTTP connection pool.
-/// See the [module docs](self) for retries, timeouts and how lenient the
+/// See above for retries, timeouts and how lenient the
 /// response parsing is.
 ///
 /// ```no_run
-/// use lc_agent::model::openai::OpenAiChatModel;
+/// use lc_agent::OpenAiChatModel;
 /// use lc_agent::{ChatModel, ChatRequest, History, Message};
 ///
 /// # async fn run() -> Result<(), lc_agent::ModelError> {
@@ -123,7 +129,7 @@ const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 /// // The same, streamed: print the text as it arrives.
 /// let answer = model
 ///     .stream(&request, &mut |delta| {
-///         if let lc_agent::model::StreamDelta::Text(text) = delta {
+///         if let lc_agent::StreamDelta::Text(text) = delta {
 ///             print!("{text}");
 ///         }
 ///     })
@@ -160,7 +166,7 @@ impl fmt::Debug for OpenAiChatModel {
 ///
 /// ```
 /// use std::time::Duration;
-/// use lc_agent::model::openai::OpenAiChatModel;
+/// use lc_agent::OpenAiChatModel;
 ///
 /// let model = OpenAiChatModel::builder()
 ///     .model("gpt-4o-mini")
@@ -208,15 +214,15 @@ impl OpenAiChatModelBuilder {
     }
 
     /// The API root, e.g. `http://localhost:8000/v1`; requests go to
-    /// `{base_url}/chat/completions`. Defaults to [`BASE_URL_ENV`], then
-    /// [`DEFAULT_BASE_URL`].
+    /// `{base_url}/chat/completions`. Defaults to [`OpenAiChatModel::BASE_URL_ENV`], then
+    /// [`OpenAiChatModel::DEFAULT_BASE_URL`].
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = Some(base_url.into());
         self
     }
 
     /// The API key, sent as `Authorization: Bearer <key>`. Defaults to
-    /// [`API_KEY_ENV`]; may be left out when a base URL is set (local
+    /// [`OpenAiChatModel::API_KEY_ENV`]; may be left out when a base URL is set (local
     /// servers usually need none).
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(ApiKey(api_key.into()));
@@ -257,39 +263,43 @@ impl OpenAiChatModelBuilder {
         self
     }
 
-    /// Builds the model, reading [`MODEL_ENV`], [`BASE_URL_ENV`] and
-    /// [`API_KEY_ENV`] for whatever was not set explicitly.
+    /// Builds the model, reading [`OpenAiChatModel::MODEL_ENV`], [`OpenAiChatModel::BASE_URL_ENV`] and
+    /// [`OpenAiChatModel::API_KEY_ENV`] for whatever was not set explicitly.
     ///
     /// Fails with [`ModelError::Config`] when a server other than OpenAI's
     /// has no model name,
     /// the base URL is not a valid URL, or there is no API key for the
     /// default (OpenAI) endpoint.
     pub fn build(self) -> Result<OpenAiChatModel, ModelError> {
-        let base_url = non_empty(self.base_url).or_else(|| env_var(BASE_URL_ENV));
+        let base_url = non_empty(self.base_url).or_else(|| env_var(OpenAiChatModel::BASE_URL_ENV));
         let model = match (
-            non_empty(self.model).or_else(|| env_var(MODEL_ENV)),
+            non_empty(self.model).or_else(|| env_var(OpenAiChatModel::MODEL_ENV)),
             &base_url,
         ) {
             (Some(model), _) => model,
-            (None, None) => DEFAULT_MODEL.to_string(),
+            (None, None) => OpenAiChatModel::DEFAULT_MODEL.to_string(),
             (None, Some(url)) => {
                 return Err(config_error(format!(
-                    "no model name for {url}: set {MODEL_ENV} to a model that server serves, \
-                     or call `.model(..)`"
+                    "no model name for {url}: set {} to a model that server serves, \
+                     or call `.model(..)`",
+                    OpenAiChatModel::MODEL_ENV
                 )))
             }
         };
         let api_key = non_empty(self.api_key.map(|k| k.0))
-            .or_else(|| env_var(API_KEY_ENV))
+            .or_else(|| env_var(OpenAiChatModel::API_KEY_ENV))
             .map(ApiKey);
         if api_key.is_none() && base_url.is_none() {
             return Err(config_error(format!(
-                "no API key for {DEFAULT_BASE_URL}: set {API_KEY_ENV} or call `.api_key(..)` \
-                 (a local server needs only a base URL: set {BASE_URL_ENV} or call `.base_url(..)`)"
+                "no API key for {}: set {} or call `.api_key(..)` \
+                 (a local server needs only a base URL: set {} or call `.base_url(..)`)",
+                OpenAiChatModel::DEFAULT_BASE_URL,
+                OpenAiChatModel::API_KEY_ENV,
+                OpenAiChatModel::BASE_URL_ENV
             )));
         }
         let base_url = base_url
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string())
+            .unwrap_or_else(|| OpenAiChatModel::DEFAULT_BASE_URL.to_string())
             .trim_end_matches('/')
             .to_string();
         let endpoint = parse_endpoint(&base_url)?;
@@ -353,11 +363,11 @@ impl OpenAiChatModel {
     }
 
     /// The model configured by the environment, as a newcomer sets it:
-    /// [`MODEL_ENV`] at [`BASE_URL_ENV`] (default [`DEFAULT_BASE_URL`])
-    /// with the key in [`API_KEY_ENV`], and default settings otherwise.
+    /// [`OpenAiChatModel::MODEL_ENV`] at [`OpenAiChatModel::BASE_URL_ENV`] (default [`OpenAiChatModel::DEFAULT_BASE_URL`])
+    /// with the key in [`OpenAiChatModel::API_KEY_ENV`], and default settings otherwise.
     ///
-    /// Without [`MODEL_ENV`], OpenAI's own endpoint gets
-    /// [`DEFAULT_MODEL`]; any other server is a [`ModelError::Config`]
+    /// Without [`OpenAiChatModel::MODEL_ENV`], OpenAI's own endpoint gets
+    /// [`OpenAiChatModel::DEFAULT_MODEL`]; any other server is a [`ModelError::Config`]
     /// naming the variable (a local server rarely has OpenAI's models).
     pub fn from_env() -> Result<Self, ModelError> {
         Self::builder().build()

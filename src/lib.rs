@@ -68,7 +68,9 @@
 //! history.rs          History: the conversation, shared between nodes; summaries
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
-//! tool.rs             Tool, FnTool, running one tool call
+//! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool,
+//!                     running one tool call
+//! tool_args.rs        reading a tool's arguments: the one wording of argument errors
 //! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
@@ -155,6 +157,7 @@ pub mod nodes;
 pub mod routing;
 pub mod run;
 pub mod tool;
+pub mod tool_args;
 pub mod tool_executor;
 
 /// The README's examples run as doctests.
@@ -178,5 +181,6 @@ pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
-pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
+pub use tool_args::AtLeast;
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

@@ -23,7 +23,6 @@ use lc_agent::{
 };
 
 use crate::approvals::{ApprovalModifier, Decisions};
-use crate::filesystem::tools::{Execute, FileTool};
 use crate::filesystem::{
     Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
 };
@@ -229,14 +228,16 @@ impl DeepAgentBuilder {
     }
 
     /// The tools the agent offers its model on `net` (built or attached
-    /// by this builder): the network's tools, without `execute` when the
-    /// backend cannot run commands (as the model's requests leave it out).
-    /// [`lc_agent::openai_tools`] turns them into OpenAI definitions.
+    /// by this builder): the network's tools as
+    /// [`tools::is_offered`](crate::filesystem::tools::is_offered) says
+    /// (without `execute` when the backend cannot run commands, as the
+    /// model's requests leave it out). [`lc_agent::openai_tools`] turns
+    /// them into OpenAI definitions.
     pub fn offered_tools(&self, net: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        let with_execute = self.backend_for(net).supports_execute();
+        let backend = self.backend_for(net);
         net.tools()
             .into_iter()
-            .filter(|t| with_execute || t.name() != Execute::NAME)
+            .filter(|t| crate::filesystem::tools::is_offered(t.name(), backend.as_ref()))
             .collect()
     }
 

@@ -10,7 +10,7 @@
 //! Write a tool as a [`TypedTool`]: a name, a description, a schema and a
 //! `call` that receives its arguments already read into a struct. Every
 //! [`TypedTool`] is a [`Tool`] (a blanket impl), and its arguments are read
-//! by [`tool_args::parse`](crate::tool_args::parse), the one place where
+//! by [`tool_args::parse`], the one place where
 //! argument errors are worded, so every such tool reports a mistake the
 //! same way:
 //!
@@ -22,7 +22,7 @@
 //!  Error: Invalid arguments for <tool>: unknown argument `x`, expected `a` or `b`
 //! ```
 //!
-//! (see [`tool_args`](crate::tool_args) for the whole table). Implement
+//! (see [`tool_args`] for the whole table). Implement
 //! [`Tool`] directly only for a tool whose arguments have no fixed shape
 //! (an MCP server's tool, a closure in [`FnTool`]).
 

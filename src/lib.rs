@@ -42,7 +42,9 @@
 //! One file per concept; a folder when a concept has parts. The modules are
 //! private: every public item is re-exported here, at the root, once (one
 //! path to each type), and a module's long description lives on its main
-//! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...).
+//! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...). The one
+//! public module is [`tool_args`]: the functions that read a tool's
+//! arguments and word their errors (`tool_args::parse`, ...).
 //!
 //! ```text
 //! lib.rs              this map; flat re-exports of the public types
@@ -71,7 +73,9 @@
 //! history.rs          History: the conversation, shared between nodes; summaries
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
-//! tool.rs             Tool, FnTool, running one tool call
+//! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool,
+//!                     running one tool call
+//! tool_args.rs        reading a tool's arguments: the one wording of argument errors
 //! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
@@ -169,6 +173,7 @@ mod nodes;
 mod routing;
 mod run;
 mod tool;
+pub mod tool_args;
 mod tool_executor;
 
 /// The README's examples run as doctests.
@@ -214,5 +219,5 @@ pub use run::{
     current_modifier, ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, DEFAULT_MODIFIER_IDS,
     HELD_KEY,
 };
-pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
+pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

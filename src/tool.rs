@@ -6,6 +6,25 @@
 //! arguments that are not JSON, arguments of the wrong shape, a timeout, a
 //! failure inside the tool) becomes a tool message starting with `Error: `
 //! that the model reads on its next turn.
+//!
+//! Write a tool as a [`TypedTool`]: a name, a description, a schema and a
+//! `call` that receives its arguments already read into a struct. Every
+//! [`TypedTool`] is a [`Tool`] (a blanket impl), and its arguments are read
+//! by [`tool_args::parse`], the one place where
+//! argument errors are worded, so every such tool reports a mistake the
+//! same way:
+//!
+//! ```text
+//!  Error: Invalid arguments for <tool>: not valid JSON (<parser error>)
+//!  Error: Invalid arguments for <tool>: expected a JSON object, got <json>
+//!  Error: Invalid arguments for <tool>: missing required argument `k`
+//!  Error: Invalid arguments for <tool>: `k` must be a string, got <json>
+//!  Error: Invalid arguments for <tool>: unknown argument `x`, expected `a` or `b`
+//! ```
+//!
+//! (see [`tool_args`] for the whole table). Implement
+//! [`Tool`] directly only for a tool whose arguments have no fixed shape
+//! (an MCP server's tool, a closure in [`FnTool`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +38,7 @@ use crate::error::ToolError;
 use crate::message::ToolStatus;
 use crate::network::RunnableNetwork;
 use crate::node::NodeId;
+use crate::tool_args;
 
 /// What the model sees of a tool: an OpenAI-style function description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +167,141 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// A tool with typed arguments, the way to write one: what it is called,
+/// what the model reads about it, and a `call` that receives its
+/// arguments as a struct. Every `TypedTool` is a [`Tool`]: the blanket impl
+/// reads the model's JSON into [`Args`](TypedTool::Args) with
+/// [`tool_args::parse`] (one wording for every argument error), then calls
+/// [`TypedTool::call`].
+///
+/// ```
+/// use lc_agent::{
+///     HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolContext, ToolError,
+///     ToolOutput, Turn, TypedTool,
+/// };
+/// use serde::Deserialize;
+/// use serde_json::{json, Value};
+///
+/// /// Adds two integers.
+/// struct Add;
+///
+/// #[derive(Deserialize)]
+/// struct AddArgs {
+///     a: i64,
+///     b: i64,
+/// }
+///
+/// impl TypedTool for Add {
+///     const NAME: &'static str = "add";
+///     type Args<'a> = AddArgs;
+///
+///     fn description(&self) -> &str {
+///         "Adds two integers `a` and `b`."
+///     }
+///
+///     fn parameters(&self) -> Value {
+///         json!({"type": "object",
+///                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///                "required": ["a", "b"], "additionalProperties": false})
+///     }
+///
+///     async fn call(&self, args: Self::Args<'_>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(ToolOutput::ok((args.a + args.b).to_string()))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let model = ScriptedChatModel::new([
+///     Turn::call("c1", "add", json!({"a": 2, "b": 3})),
+///     Turn::call("c2", "add", json!({"a": 2})),
+///     Turn::call("c3", "add", json!({"a": 2, "b": "3"})),
+///     Turn::call("c4", "add", json!({"a": 2, "b": 3, "c": 4})),
+///     Turn::text("Done."),
+/// ]);
+/// let net = RunnableNetwork::builder()
+///     .default_node("chat").chat_model("m").model("m", model).tool(Add).build();
+/// { let _s = net.enter(); HumanNode::new("Add 2 and 3"); }
+/// net.invoke().await.unwrap();
+/// let results: Vec<String> = net.nodes().iter()
+///     .filter_map(|n| match n.output().as_deref() {
+///         Some(Message::Tool { content, .. }) => Some(content.clone()),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(results, [
+///     "5",
+///     "Error: Invalid arguments for add: missing required argument `b`",
+///     "Error: Invalid arguments for add: `b` must be an integer, got \"3\"",
+///     "Error: Invalid arguments for add: unknown argument `c`, expected `a` or `b`",
+/// ]);
+/// # });
+/// ```
+pub trait TypedTool: Send + Sync {
+    /// The function name the model calls (unless [`name`](TypedTool::name)
+    /// is overridden, for a tool made once per route or per server).
+    const NAME: &'static str;
+
+    /// The arguments: a struct deriving `Deserialize`, read by the rules
+    /// of [`tool_args`] (fields in declared order, optional ones as
+    /// `Option`, unknown keys refused). It may borrow strings from the
+    /// model's JSON (`type Args<'a> = ReadArgs<'a>` with `&'a str` fields:
+    /// a file's content is not copied); an owned struct is written
+    /// `type Args<'a> = AddArgs`. Either way, [`call`](TypedTool::call)
+    /// names its parameter `args: Self::Args<'_>`.
+    type Args<'a>: Deserialize<'a> + Send
+    where
+        Self: 'a;
+
+    /// The name the model calls: [`NAME`](TypedTool::NAME) unless overridden.
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// JSON schema of the arguments object (say
+    /// `"additionalProperties": false`: unknown keys are refused).
+    fn parameters(&self) -> Value;
+
+    /// How long a call may take before it becomes a timeout error result.
+    fn timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Runs one call with its arguments read. `Err` is an error result the
+    /// model reads.
+    fn call(
+        &self,
+        args: Self::Args<'_>,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        TypedTool::name(self)
+    }
+
+    fn description(&self) -> &str {
+        TypedTool::description(self)
+    }
+
+    fn parameters(&self) -> Value {
+        TypedTool::parameters(self)
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        TypedTool::timeout(self)
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let parsed = tool_args::parse::<T::Args<'_>>(TypedTool::name(self), &args)?;
+        TypedTool::call(self, parsed, ctx).await
+    }
+}
+
 type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
 type ToolFn = dyn Fn(Value, ToolContext) -> ToolFuture + Send + Sync;
 
@@ -248,13 +403,7 @@ pub async fn run_tool_call(
     let args = match call.parsed_arguments() {
         Ok(args @ Value::Object(_)) => args,
         Ok(other) => {
-            return ToolOutput::error(
-                ToolError::InvalidArguments {
-                    tool: call.name.clone(),
-                    reason: format!("expected a JSON object, got `{other}`"),
-                }
-                .to_string(),
-            )
+            return ToolOutput::error(tool_args::not_an_object(&call.name, &other).to_string())
         }
         Err(e) => {
             return ToolOutput::error(

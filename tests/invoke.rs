@@ -501,7 +501,7 @@ async fn tool_failures_become_error_results_the_model_reads() {
     );
     assert_eq!(
         texts[3],
-        "Error: Invalid arguments for echo: expected a JSON object, got `[1,2]`"
+        "Error: Invalid arguments for echo: expected a JSON object, got [1,2]"
     );
     assert_eq!(texts[4], "Error: Tool `sleepy` timed out after 0.02 s");
     // `""` means `{}`: the tool runs and reports the missing field itself.

@@ -19,11 +19,11 @@
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, NetworkError, NetworkModifier, Result, RunnableNetwork, SystemNode, Tool,
+    ChatModel, NetworkError, NetworkModifier, Result, RunnableNetwork, SystemNode, Tool, TypedTool,
 };
 
 use crate::approvals::{ApprovalModifier, Decisions};
-use crate::filesystem::tools::{Execute, FileTool};
+use crate::filesystem::tools::Execute;
 use crate::filesystem::{
     Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
 };
@@ -252,14 +252,16 @@ impl DeepAgentBuilder {
     }
 
     /// The tools the agent offers its model on `net` (built or attached
-    /// by this builder): the network's tools, without `execute` when the
-    /// backend cannot run commands (as the model's requests leave it out).
-    /// [`lc_agent::openai_tools`] turns them into OpenAI definitions.
+    /// by this builder): the network's tools as
+    /// [`tools::is_offered`](crate::filesystem::tools::is_offered) says
+    /// (without `execute` when the backend cannot run commands, as the
+    /// model's requests leave it out). [`lc_agent::openai_tools`] turns
+    /// them into OpenAI definitions.
     pub fn offered_tools(&self, net: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        let with_execute = self.backend_for(net).supports_execute();
+        let backend = self.backend_for(net);
         net.tools()
             .into_iter()
-            .filter(|t| with_execute || t.name() != Execute::NAME)
+            .filter(|t| crate::filesystem::tools::is_offered(t.name(), backend.as_ref()))
             .collect()
     }
 
@@ -276,11 +278,11 @@ impl DeepAgentBuilder {
     /// unless the caller ruled on it.
     fn approvals(&self) -> Option<ApprovalModifier> {
         match &self.execute_rule {
-            Some(rule) if !self.ruled.iter().any(|t| t == Execute::NAME) => Some(
+            Some(rule) if !self.ruled.iter().any(|t| t == <Execute as TypedTool>::NAME) => Some(
                 self.approvals
                     .clone()
                     .unwrap_or_default()
-                    .interrupt_on(Execute::NAME, rule.clone()),
+                    .interrupt_on(<Execute as TypedTool>::NAME, rule.clone()),
             ),
             _ => self.approvals.clone(),
         }

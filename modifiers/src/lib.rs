@@ -66,8 +66,9 @@
 //!   - [`filesystem::modifier`]: `FilesystemModifier`, offers the tools, adds the prompt section, evicts.
 //!   - [`filesystem::prompt`]: the system-prompt section about the file tools.
 //!   - [`filesystem::evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
-//!   - [`filesystem::tools`]: the seven tools, one type each, and `run_tool`.
-//!     - `tools/args.rs`: typed arguments, with the spec's wording for argument errors.
+//!   - [`filesystem::tools`]: the seven tools, one type each (`TypedTool`s: their
+//!     arguments are read, and argument errors worded, by the core's `lc_agent::tool_args`),
+//!     `run_tool`, and `is_offered`, the one rule for which tools a model is offered.
 //!     - `tools/ls.rs`: `Ls` and `format_ls`.
 //!     - `tools/read_file.rs`: `ReadFile` and `format_read`.
 //!     - `tools/write_file.rs`: `WriteFile`.

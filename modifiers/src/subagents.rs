@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
     ChatNode, ChatRequest, HumanNode, Message, NetworkModifier, NetworkNode, NodeRef, Result,
-    RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput,
+    RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -155,18 +155,15 @@ impl Agents {
     }
 }
 
+/// The arguments of `task` (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TaskArgs {
     description: String,
     subagent_type: String,
 }
 
 fn parse_args(args: Value) -> std::result::Result<TaskArgs, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments {
-        tool: TASK.to_string(),
-        reason: e.to_string(),
-    })
+    lc_agent::tool_args::parse(TASK, &args)
 }
 
 /// The `task` tool: answers with the sub-agent's report (the sub-network
@@ -176,11 +173,9 @@ struct TaskTool {
     agents: Arc<Agents>,
 }
 
-#[async_trait]
-impl Tool for TaskTool {
-    fn name(&self) -> &str {
-        TASK
-    }
+impl TypedTool for TaskTool {
+    const NAME: &'static str = TASK;
+    type Args<'a> = TaskArgs;
 
     fn description(&self) -> &str {
         "Hand a self-contained task to a sub-agent, which works in its own context (it sees \
@@ -202,10 +197,9 @@ impl Tool for TaskTool {
 
     async fn call(
         &self,
-        args: Value,
+        args: Self::Args<'_>,
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
-        let args = parse_args(args)?;
         if !self.agents.by_name.contains_key(&args.subagent_type) {
             return Err(ToolError::Failed(self.agents.unknown(&args.subagent_type)));
         }

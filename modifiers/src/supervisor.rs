@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
     ChatNode, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result, RunnableNetwork,
-    SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput,
+    SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -128,8 +128,8 @@ impl Supervisor {
     }
 }
 
+/// The arguments of a route's tool (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RouteArgs {
     prompt: String,
 }
@@ -139,13 +139,6 @@ struct RouteArgs {
 struct RouteTool {
     name: String,
     description: String,
-}
-
-fn parse(tool: &str, args: Value) -> std::result::Result<RouteArgs, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments {
-        tool: tool.to_string(),
-        reason: e.to_string(),
-    })
 }
 
 /// Earlier calls of the same route with the same arguments, before `call`.
@@ -164,8 +157,11 @@ fn repeated(network: &RunnableNetwork, node: &NodeRef) -> bool {
     })
 }
 
-#[async_trait]
-impl Tool for RouteTool {
+impl TypedTool for RouteTool {
+    /// Each route's tool is named after its route (see `name`).
+    const NAME: &'static str = "route";
+    type Args<'a> = RouteArgs;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -185,10 +181,9 @@ impl Tool for RouteTool {
 
     async fn call(
         &self,
-        args: Value,
+        _args: Self::Args<'_>,
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
-        parse(&self.name, args)?;
         let Some(routed) = crate::subagents::serving(ctx, ROUTE_CALL_KEY) else {
             let looping = ctx
                 .network
@@ -232,7 +227,7 @@ impl SupervisorModifier {
         let Some(args) = call
             .parsed_arguments()
             .ok()
-            .and_then(|a| parse(&call.name, a).ok())
+            .and_then(|a| lc_agent::tool_args::parse::<RouteArgs>(&call.name, &a).ok())
         else {
             return Ok(());
         };

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatRequest, NetworkModifier, NodeRef, Result, RunnableNetwork, Tool, ToolContext, ToolError,
-    ToolOutput,
+    tool_args, ChatRequest, NetworkModifier, NodeRef, Result, RunnableNetwork, Tool, ToolContext,
+    ToolError, ToolOutput, TypedTool,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -70,21 +70,20 @@ pub fn todos_of(network: &RunnableNetwork) -> Vec<Todo> {
     }
 }
 
+/// The arguments of `write_todos` (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteTodosArgs {
-    todos: Vec<Todo>,
+pub struct WriteTodosArgs {
+    /// The whole list, in order.
+    pub todos: Vec<Todo>,
 }
 
 /// The `write_todos` tool: replaces the network's todo list.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteTodos;
 
-#[async_trait]
-impl Tool for WriteTodos {
-    fn name(&self) -> &str {
-        WRITE_TODOS
-    }
+impl TypedTool for WriteTodos {
+    const NAME: &'static str = WRITE_TODOS;
+    type Args<'a> = WriteTodosArgs;
 
     fn description(&self) -> &str {
         "Write the todo list for the current task: the whole list each time, every todo with its \
@@ -117,19 +116,17 @@ impl Tool for WriteTodos {
 
     async fn call(
         &self,
-        args: Value,
+        args: Self::Args<'_>,
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
-        let invalid = |reason: String| ToolError::InvalidArguments {
-            tool: WRITE_TODOS.to_string(),
-            reason,
-        };
-        let args: WriteTodosArgs =
-            serde_json::from_value(args).map_err(|e| invalid(e.to_string()))?;
         if let Some(i) = args.todos.iter().position(|t| t.content.trim().is_empty()) {
-            return Err(invalid(format!("todo {i} has an empty `content`")));
+            return Err(tool_args::invalid(
+                WRITE_TODOS,
+                format!("`todos[{i}].content` must not be empty"),
+            ));
         }
-        let list = serde_json::to_value(&args.todos).map_err(|e| invalid(e.to_string()))?;
+        let list = serde_json::to_value(&args.todos)
+            .map_err(|e| ToolError::Failed(format!("the todo list cannot be stored: {e}")))?;
         ctx.network.set_metadata(TODOS_KEY, list.clone());
         Ok(ToolOutput::ok(format!("Updated todo list to {list}")))
     }

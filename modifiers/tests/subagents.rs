@@ -231,7 +231,7 @@ async fn unknown_sub_agents_and_bad_arguments_are_tool_errors() {
             ),
             (
                 ToolStatus::Error,
-                "Error: Invalid arguments for task: unknown field `priority`, expected `description` or `subagent_type`".to_string()
+                "Error: Invalid arguments for task: unknown argument `priority`, expected `description` or `subagent_type`".to_string()
             ),
         ]
     );

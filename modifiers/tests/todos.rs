@@ -127,13 +127,14 @@ async fn malformed_todo_lists_are_refused_and_change_nothing() {
     net.invoke().await.unwrap();
     let results = common::tool_results(&net);
     assert_eq!(results[0].0, ToolStatus::Ok);
+    // The core's wording (lc_agent::tool_args), the same for every tool.
     let expected = [
-        "unknown variant `done`, expected one of `pending`, `in_progress`, `completed`",
-        "missing field `status`",
-        "unknown field `priority`, expected `content` or `status`",
-        "todo 0 has an empty `content`",
-        "invalid type: string \"read the code\", expected a sequence",
-        "unknown field `todo`, expected `todos`",
+        "`todos[0].status` must be one of \"pending\", \"in_progress\", \"completed\", got \"done\"",
+        "missing required argument `todos[0].status`",
+        "unknown argument `todos[0].priority`, expected `content` or `status`",
+        "`todos[0].content` must not be empty",
+        "`todos` must be an array, got \"read the code\"",
+        "missing required argument `todos`",
     ];
     for ((status, text), reason) in results[1..].iter().zip(expected) {
         assert_eq!(*status, ToolStatus::Error, "{text}");

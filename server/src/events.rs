@@ -6,12 +6,28 @@
 //!  NodeFailed                       ─▶ node_failed              {node_id, error}
 //!  ToolCallStarted / Finished       ─▶ tool_call_started / tool_call_finished
 //!                                      {node_id, tool_call_id, name[, status, duration_ms]}
-//!  InvokeStarted / InvokeFinished   ─▶ run_started / run_finished {outcome, duration_ms}
+//!  EmptyAnswer                      ─▶ empty_answer             {node_id, kind, name}
+//!  SummaryWritten                   ─▶ summary_written          {node_id, kind, name, kept, summarized}
+//!  InvokeStarted / InvokeFinished   ─▶ run_started / run_finished
+//!                                      {outcome, duration_ms[, error | held]}
 //!  (after the run)                  ─▶ approval_needed {pending}, then done {answer, revision, pending}
 //!                                      or error {message, status}
 //! ```
+//!
+//! The fields, where they are not plain:
+//! - `status` of a tool call: `"ok"` or `"error"`.
+//! - `outcome` of a run ([`outcome_name`]): `"completed"` (every pending
+//!   node ran), `"failed"` (with `error`, the message), or `"held"` (with
+//!   `held`, the ids of the nodes waiting for a decision). These strings
+//!   are part of the API: they do not follow the Rust names.
+//! - `empty_answer`: the chat node `node_id` got neither text nor tool
+//!   calls from its model (the run goes on; the node's metadata says
+//!   `empty_answer: true`).
+//! - `summary_written`: the summary node `node_id` joined the conversation;
+//!   it stands for `summarized` earlier messages and keeps the `kept`
+//!   messages before it verbatim.
 
-use lc_agent::{NetworkEvent, RunnableNetwork, StreamDelta, ToolStatus};
+use lc_agent::{InvokeOutcome, NetworkEvent, RunnableNetwork, StreamDelta, ToolStatus};
 use lc_agent_modifiers::approvals::PendingApproval;
 use serde_json::{json, Value};
 
@@ -62,13 +78,53 @@ pub fn event_json(net: &RunnableNetwork, event: &NetworkEvent) -> Option<(&'stat
                 "duration_ms": elapsed.as_secs_f64() * 1000.0,
             }),
         ),
+        NetworkEvent::EmptyAnswer { node_id } => ("empty_answer", node_fields(net, *node_id)),
+        NetworkEvent::SummaryWritten {
+            node_id,
+            kept,
+            summarized,
+        } => {
+            let mut fields = node_fields(net, *node_id);
+            fields["kept"] = json!(kept);
+            fields["summarized"] = json!(summarized);
+            ("summary_written", fields)
+        }
         NetworkEvent::InvokeStarted => ("run_started", json!({})),
-        NetworkEvent::InvokeFinished { outcome, elapsed } => (
-            "run_finished",
-            json!({"outcome": format!("{outcome:?}"), "duration_ms": elapsed.as_secs_f64() * 1000.0}),
-        ),
+        NetworkEvent::InvokeFinished { outcome, elapsed } => {
+            let mut fields = json!({
+                "outcome": outcome_name(outcome),
+                "duration_ms": elapsed.as_secs_f64() * 1000.0,
+            });
+            match outcome {
+                InvokeOutcome::Failed(error) => fields["error"] = json!(error),
+                InvokeOutcome::Held(held) => fields["held"] = json!(held),
+                _ => {}
+            }
+            ("run_finished", fields)
+        }
         _ => return None,
     })
+}
+
+/// How a run ended, as `run_finished` names it: `"completed"`, `"failed"`
+/// or `"held"` (a stable wire string, whatever the Rust variant is
+/// called; an outcome this server does not know yet is `"unknown"`).
+///
+/// ```
+/// use lc_agent::InvokeOutcome;
+/// use lc_agent_server::events::outcome_name;
+///
+/// assert_eq!(outcome_name(&InvokeOutcome::Completed), "completed");
+/// assert_eq!(outcome_name(&InvokeOutcome::Failed("boom".into())), "failed");
+/// assert_eq!(outcome_name(&InvokeOutcome::Held(Vec::new())), "held");
+/// ```
+pub fn outcome_name(outcome: &InvokeOutcome) -> &'static str {
+    match outcome {
+        InvokeOutcome::Completed => "completed",
+        InvokeOutcome::Failed(_) => "failed",
+        InvokeOutcome::Held(_) => "held",
+        _ => "unknown",
+    }
 }
 
 /// A pending approval as JSON.
@@ -82,4 +138,74 @@ pub fn pending_json(pending: &PendingApproval) -> Value {
         },
         "allowed": pending.allowed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lc_agent::{HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork};
+    use serde_json::json;
+
+    use super::event_json;
+
+    fn finished(outcome: InvokeOutcome) -> serde_json::Value {
+        let net = RunnableNetwork::new();
+        let event = NetworkEvent::InvokeFinished {
+            outcome,
+            elapsed: Duration::from_millis(3),
+        };
+        let (name, data) = event_json(&net, &event).unwrap();
+        assert_eq!(name, "run_finished");
+        assert_eq!(data["duration_ms"], json!(3.0));
+        data
+    }
+
+    #[test]
+    fn run_finished_names_the_outcome_with_a_stable_string() {
+        assert_eq!(
+            finished(InvokeOutcome::Completed),
+            json!({"outcome": "completed", "duration_ms": 3.0})
+        );
+        assert_eq!(
+            finished(InvokeOutcome::Failed("step limit".into())),
+            json!({"outcome": "failed", "error": "step limit", "duration_ms": 3.0})
+        );
+        let net = RunnableNetwork::new();
+        let held = {
+            let _s = net.enter();
+            HumanNode::new("wait").id()
+        };
+        assert_eq!(
+            finished(InvokeOutcome::Held(vec![held])),
+            json!({"outcome": "held", "held": [held], "duration_ms": 3.0})
+        );
+    }
+
+    #[test]
+    fn empty_answers_and_summaries_are_sent() {
+        let net = RunnableNetwork::new();
+        let node_id = {
+            let _s = net.enter();
+            HumanNode::new("hi").id()
+        };
+        let (name, data) = event_json(&net, &NetworkEvent::EmptyAnswer { node_id }).unwrap();
+        assert_eq!(name, "empty_answer");
+        assert_eq!(
+            data,
+            json!({"node_id": node_id, "kind": "human", "name": "human"})
+        );
+        let event = NetworkEvent::SummaryWritten {
+            node_id,
+            kept: 2,
+            summarized: 5,
+        };
+        let (name, data) = event_json(&net, &event).unwrap();
+        assert_eq!(name, "summary_written");
+        assert_eq!(
+            (data["kept"].clone(), data["summarized"].clone()),
+            (json!(2), json!(5))
+        );
+        assert_eq!(data["node_id"], json!(node_id));
+    }
 }

@@ -4,7 +4,8 @@
 //! ```text
 //!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
 //!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
-//!    │ on_post_invoke: evict.rs                    (typed args, exact output text)
+//!    │ on_post_invoke: evict.rs                    (TypedTools, exact output text;
+//!    │                                              tools::is_offered: which are offered)
 //!    │                                                   │ path.rs: virtual paths
 //!    └──────────────────────────────────────────▶ dyn Backend (backend.rs)
 //!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
@@ -18,7 +19,8 @@
 //!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
 //! ```
 //!
-//! A tool call reads its typed arguments once (`tools/args.rs`), checks the
+//! A tool call reads its typed arguments once (the core's
+//! `lc_agent::tool_args`, which words every argument error), checks the
 //! path, compiles a glob pattern once, asks the backend, and formats the
 //! answer; backends return unsorted, uncapped data. Because every backend
 //! uses the same helpers (`globset`, `ignore`'s gitignore matcher,

@@ -145,17 +145,19 @@ impl NetworkModifier for FilesystemModifier {
         _node: &NodeRef,
         request: &mut ChatRequest,
     ) -> lc_agent::Result<()> {
-        let with_execute = self.backend.resolve(network).supports_execute();
-        if !with_execute {
-            request.tools.retain(|t| t.name != "execute");
-        }
+        let backend = self.backend.resolve(network);
+        request
+            .tools
+            .retain(|t| tools::is_offered(&t.name, backend.as_ref()));
+        let with_execute =
+            tools::is_offered(<tools::Execute as tools::FileTool>::NAME, backend.as_ref());
         request.system.push(prompt::system_section(with_execute));
         Ok(())
     }
 
     /// All seven tools: `execute` is kept so a call to it gets a clear
-    /// error, but it is only offered to the model (see `on_chat_request`)
-    /// when the backend can run commands.
+    /// error, but the model's requests offer only what
+    /// [`tools::is_offered`] says (see `on_chat_request`).
     fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
         tools::all(self.backend.clone())
     }

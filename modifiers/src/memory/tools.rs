@@ -10,8 +10,9 @@
 //! The user is the session's ([`user_of`]); a store that fails gives the
 //! model an `Error: ...` result, never an aborted run.
 
-use async_trait::async_trait;
-use lc_agent::{RunnableNetwork, Tool, ToolContext, ToolError, ToolOutput};
+use lc_agent::{
+    tool_args, tool_args::AtLeast, RunnableNetwork, ToolContext, ToolError, ToolOutput, TypedTool,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -57,19 +58,13 @@ pub fn format_entry(entry: &MemoryEntry) -> String {
     )
 }
 
-fn invalid(tool: &str, reason: impl std::fmt::Display) -> ToolError {
-    ToolError::InvalidArguments {
-        tool: tool.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
+/// The arguments of `remember` (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RememberArgs {
-    text: String,
-    #[serde(default)]
-    tags: Vec<String>,
+pub struct RememberArgs<'a> {
+    /// The fact.
+    pub text: &'a str,
+    /// Labels (none when absent).
+    pub tags: Option<Vec<String>>,
 }
 
 /// The `remember` tool: stores a fact for the session's user.
@@ -89,11 +84,9 @@ impl Remember {
     }
 }
 
-#[async_trait]
-impl Tool for Remember {
-    fn name(&self) -> &str {
-        REMEMBER
-    }
+impl TypedTool for Remember {
+    const NAME: &'static str = REMEMBER;
+    type Args<'a> = RememberArgs<'a>;
 
     fn description(&self) -> &str {
         "Store a lasting fact about the user or their work (a preference, a decision, a name, \
@@ -113,10 +106,10 @@ impl Tool for Remember {
         })
     }
 
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: RememberArgs = serde_json::from_value(args).map_err(|e| invalid(REMEMBER, e))?;
+    async fn call(&self, args: Self::Args<'_>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let user = user_of(&ctx.network, &self.default_user);
-        let entry = MemoryEntry::new(user, MemoryKind::Fact, args.text.trim()).with_tags(args.tags);
+        let entry = MemoryEntry::new(user, MemoryKind::Fact, args.text.trim())
+            .with_tags(args.tags.unwrap_or_default());
         match self.store.add(&entry).await {
             Ok(()) => Ok(ToolOutput::ok(format!("Remembered: {}", entry.text))),
             Err(e) => Ok(ToolOutput::error(format!(
@@ -126,12 +119,13 @@ impl Tool for Remember {
     }
 }
 
+/// The arguments of `recall` (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RecallArgs {
-    query: String,
-    #[serde(default)]
-    limit: Option<usize>,
+pub struct RecallArgs<'a> {
+    /// What to look for.
+    pub query: &'a str,
+    /// At most this many memories (default 5, at most 20).
+    pub limit: Option<AtLeast<1>>,
 }
 
 /// The `recall` tool: searches the session's user's memories.
@@ -151,11 +145,9 @@ impl Recall {
     }
 }
 
-#[async_trait]
-impl Tool for Recall {
-    fn name(&self) -> &str {
-        RECALL
-    }
+impl TypedTool for Recall {
+    const NAME: &'static str = RECALL;
+    type Args<'a> = RecallArgs<'a>;
 
     fn description(&self) -> &str {
         "Search what you remember about the user from earlier conversations: facts, past \
@@ -175,13 +167,12 @@ impl Tool for Recall {
         })
     }
 
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: RecallArgs = serde_json::from_value(args).map_err(|e| invalid(RECALL, e))?;
-        let limit = args.limit.unwrap_or(MemoryQuery::DEFAULT_LIMIT);
-        if !(1..=MAX_RECALL).contains(&limit) {
-            return Err(invalid(
+    async fn call(&self, args: Self::Args<'_>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let limit = args.limit.map_or(MemoryQuery::DEFAULT_LIMIT, AtLeast::get);
+        if limit > MAX_RECALL {
+            return Err(tool_args::invalid(
                 RECALL,
-                format!("`limit` must be 1 to {MAX_RECALL}"),
+                format!("`limit` must be at most {MAX_RECALL}, got {limit}"),
             ));
         }
         let user = user_of(&ctx.network, &self.default_user);

@@ -46,7 +46,8 @@ impl FileTool for EditFile {
                 "new_string": {"type": "string", "description": "The replacement text."},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
             },
-            "required": ["file_path", "old_string", "new_string"]
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
         })
     }
 

@@ -10,7 +10,7 @@ use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{args, AtLeast, FileTool};
+use super::{AtLeast, FileTool};
 use crate::filesystem::backend::{Backend, ExecuteResponse, FsError};
 
 /// The longest `execute` timeout, in seconds.
@@ -45,14 +45,15 @@ impl FileTool for Execute {
                 "command": {"type": "string", "description": "The shell command to run."},
                 "timeout": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Seconds before the command is killed. Default 120."}
             },
-            "required": ["command"]
+            "required": ["command"],
+            "additionalProperties": false
         })
     }
 
     async fn run(backend: &dyn Backend, args: ExecuteArgs<'_>) -> Result<ToolOutput, ToolError> {
         let timeout = args.timeout.map_or(DEFAULT_TIMEOUT_SECS, AtLeast::get) as u64;
         if timeout > MAX_TIMEOUT_SECS {
-            return Err(args::invalid(
+            return Err(lc_agent::tool_args::invalid(
                 Self::NAME,
                 format!("`timeout` must be at most {MAX_TIMEOUT_SECS} seconds, got {timeout}"),
             ));

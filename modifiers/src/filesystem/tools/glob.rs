@@ -41,7 +41,8 @@ impl FileTool for Glob {
                 "pattern": {"type": "string", "description": "Glob pattern, e.g. \"*.rs\" or \"src/**/*.py\"."},
                 "path": {"type": "string", "description": "Directory to search in. Default \"/\"."}
             },
-            "required": ["pattern"]
+            "required": ["pattern"],
+            "additionalProperties": false
         })
     }
 

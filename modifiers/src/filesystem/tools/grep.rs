@@ -65,7 +65,8 @@ impl FileTool for Grep {
                 "context": {"type": "integer", "minimum": 0, "description": "Lines of context around matches in content mode. Default 0."},
                 "max_count": {"type": "integer", "minimum": 1, "description": "Stop after this many matching lines. Default 1000."}
             },
-            "required": ["pattern"]
+            "required": ["pattern"],
+            "additionalProperties": false
         })
     }
 

@@ -39,7 +39,8 @@ impl FileTool for Ls {
             "properties": {
                 "path": {"type": "string", "description": "Absolute directory path, e.g. \"/src\". Default \"/\"."},
                 "recursive": {"type": "boolean", "description": "List all descendants. Default false."}
-            }
+            },
+            "additionalProperties": false
         })
     }
 

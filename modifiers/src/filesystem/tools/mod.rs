@@ -1,11 +1,12 @@
 //! The seven file tools, one type each: [`Ls`], [`ReadFile`], [`WriteFile`],
 //! [`EditFile`], [`Glob`], [`Grep`], [`Execute`]. Each holds its backend
-//! (given directly or as a factory) and implements [`lc_agent::Tool`].
+//! (given directly or as a factory) and is a [`lc_agent::TypedTool`] (so a
+//! [`lc_agent::Tool`]).
 //!
 //! ```text
 //!  Tool::call(args, ctx) ─┐                      run_tool(backend, name, args)
 //!                         ▼                         │ (by name, no network)
-//!     args::parse ─▶ <Tool>Args (typed, fields in order; spec wording)
+//!     lc_agent::tool_args::parse ─▶ <Tool>Args (typed, fields in order; the core's wording)
 //!                         ▼
 //!     FileTool::run ─▶ path::normalize ─▶ dyn Backend ─▶ format_* ─▶ ToolOutput
 //! ```
@@ -13,11 +14,17 @@
 //! A call reads its arguments once (the object check included) and
 //! compiles a glob pattern once; everything the model reads is formatted
 //! here, so every backend prints the same text. Argument errors and
-//! backend errors alike come back as `Error: ...` results the model reads.
+//! backend errors alike come back as `Error: ...` results the model reads;
+//! argument errors are worded by the core ([`lc_agent::tool_args`]), which
+//! is the spec's wording (`Invalid arguments for <tool>: <reason>`).
+//!
+//! Which tools are offered to a model is one rule, [`is_offered`]: every
+//! file tool, and `execute` only when the backend can run commands.
 
 use std::future::Future;
 use std::sync::Arc;
 
+use lc_agent::tool_args;
 use lc_agent::{Tool, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
@@ -25,7 +32,8 @@ use serde_json::Value;
 use super::backend::{Backend, BackendSource, FsError};
 
 /// Declares a file tool: the type holding its backend, its constructor and
-/// its [`Tool`] impl (name, description and schema from [`FileTool`]).
+/// its [`lc_agent::TypedTool`] impl (name, description, arguments and schema
+/// from [`FileTool`]).
 macro_rules! file_tool {
     ($(#[$doc:meta])* $tool:ident) => {
         $(#[$doc])*
@@ -43,11 +51,9 @@ macro_rules! file_tool {
             }
         }
 
-        #[::async_trait::async_trait]
-        impl ::lc_agent::Tool for $tool {
-            fn name(&self) -> &str {
-                <$tool as $crate::filesystem::tools::FileTool>::NAME
-            }
+        impl ::lc_agent::TypedTool for $tool {
+            const NAME: &'static str = <$tool as $crate::filesystem::tools::FileTool>::NAME;
+            type Args<'a> = <$tool as $crate::filesystem::tools::FileTool>::Args<'a>;
 
             fn description(&self) -> &str {
                 <$tool as $crate::filesystem::tools::FileTool>::DESCRIPTION
@@ -59,17 +65,16 @@ macro_rules! file_tool {
 
             async fn call(
                 &self,
-                args: ::serde_json::Value,
+                args: Self::Args<'_>,
                 ctx: &::lc_agent::ToolContext,
             ) -> Result<::lc_agent::ToolOutput, ::lc_agent::ToolError> {
                 let backend = self.backend.resolve(&ctx.network);
-                Ok($crate::filesystem::tools::call::<$tool>(backend.as_ref(), &args).await)
+                <$tool as $crate::filesystem::tools::FileTool>::run(backend.as_ref(), args).await
             }
         }
     };
 }
 
-pub mod args;
 mod edit_file;
 mod execute;
 mod glob;
@@ -78,11 +83,11 @@ mod ls;
 mod read_file;
 mod write_file;
 
-pub use args::AtLeast;
 pub use edit_file::{EditFile, EditFileArgs};
 pub use execute::{format_execute, Execute, ExecuteArgs, MAX_TIMEOUT_SECS};
 pub use glob::{Glob, GlobArgs};
 pub use grep::{format_grep, Grep, GrepArgs};
+pub(crate) use lc_agent::tool_args::AtLeast;
 pub use ls::{format_ls, Ls, LsArgs};
 pub use read_file::{format_read, ReadFile, ReadFileArgs, MAX_LINE_CHARS, MAX_READ_CHARS};
 pub use write_file::{WriteFile, WriteFileArgs};
@@ -114,7 +119,8 @@ pub trait FileTool {
     const NAME: &'static str;
     /// The description the model reads.
     const DESCRIPTION: &'static str;
-    /// The arguments, borrowed from the model's JSON (see [`args`]).
+    /// The arguments, borrowed from the model's JSON (read by
+    /// [`lc_agent::tool_args`]).
     type Args<'a>: Deserialize<'a> + Send;
 
     /// The JSON schema of the arguments.
@@ -136,7 +142,7 @@ impl From<FsError> for ToolError {
 
 /// Reads the arguments and runs `T`: always a result, errors included.
 async fn call<T: FileTool>(backend: &dyn Backend, args: &Value) -> ToolOutput {
-    let result = match args::parse::<T::Args<'_>>(T::NAME, args) {
+    let result = match tool_args::parse::<T::Args<'_>>(T::NAME, args) {
         Ok(args) => T::run(backend, args).await,
         Err(e) => Err(e),
     };
@@ -166,13 +172,32 @@ pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// Whether the tool named `tool` is offered to a model whose file tools
+/// run on `backend`: the one rule (the filesystem modifier's requests,
+/// [`offered`], `DeepAgent::offered_tools` and the MCP server all ask it).
+/// Every tool is offered except `execute` on a backend that cannot run
+/// commands (it stays callable, and a call gets a clear error).
+///
+/// ```
+/// use lc_agent::RunnableNetwork;
+/// use lc_agent_modifiers::filesystem::{tools, LocalShellBackend, StateBackend};
+///
+/// let files = StateBackend::new(RunnableNetwork::new());
+/// assert!(tools::is_offered("read_file", &files));
+/// assert!(!tools::is_offered("execute", &files));
+/// let shell = LocalShellBackend::new(std::env::temp_dir()).unwrap();
+/// assert!(tools::is_offered("execute", &shell));
+/// ```
+pub fn is_offered(tool: &str, backend: &dyn Backend) -> bool {
+    tool != Execute::NAME || backend.supports_execute()
+}
+
 /// The tools to offer a model over `backend` (resolved as `resolved`): the
-/// six file tools, plus `execute` when the backend can run commands.
+/// seven tools as [`is_offered`] says (the six file tools, plus `execute`
+/// when the backend can run commands).
 pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec<Arc<dyn Tool>> {
     let mut tools = all(backend);
-    if !resolved.supports_execute() {
-        tools.retain(|t| t.name() != Execute::NAME);
-    }
+    tools.retain(|t| is_offered(t.name(), resolved));
     tools
 }
 
@@ -214,4 +239,93 @@ fn cap_lines(mut lines: Vec<String>, footer: impl Fn(usize) -> String) -> String
         lines.push(footer(more));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    // The file tools' arguments read by the core: the spec's wording.
+    fn reason<'a, T: Deserialize<'a>>(tool: &str, args: &'a Value) -> String {
+        match tool_args::parse::<T>(tool, args) {
+            Ok(_) => "ok".to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_first_mistake_in_declared_order_whatever_the_key_order() {
+        let args = json!({"limit": 0, "offset": "x"});
+        assert_eq!(
+            reason::<ReadFileArgs>("read_file", &args),
+            "Invalid arguments for read_file: missing required argument `file_path`"
+        );
+        let args = json!({"max_count": 0, "context": -1, "output_mode": "lines", "pattern": "x"});
+        assert_eq!(
+            reason::<GrepArgs>("grep", &args),
+            "Invalid arguments for grep: `output_mode` must be one of \"files_with_matches\", \"content\", \"count\", got \"lines\""
+        );
+        let args = json!({"max_count": 0, "context": -1, "pattern": "x"});
+        assert_eq!(
+            reason::<GrepArgs>("grep", &args),
+            "Invalid arguments for grep: `context` must be at least 0, got -1"
+        );
+    }
+
+    #[test]
+    fn types_nulls_and_numbers() {
+        let cases = [
+            ("ls", json!({"path": null, "recursive": null}), "ok"),
+            (
+                "ls",
+                json!({"path": ["/"]}),
+                "`path` must be a string, got [\"/\"]",
+            ),
+            (
+                "ls",
+                json!({"recursive": 1}),
+                "`recursive` must be a boolean, got 1",
+            ),
+            ("execute", json!({"command": "x", "timeout": 2.0}), "ok"),
+            (
+                "execute",
+                json!({"command": "x", "timeout": 2.5}),
+                "`timeout` must be an integer, got 2.5",
+            ),
+            (
+                "execute",
+                json!({"command": "x", "timeout": u64::MAX}),
+                "`timeout` must be an integer, got 18446744073709551615",
+            ),
+            (
+                "execute",
+                json!({"command": 5, "timeout": 0}),
+                "`command` must be a string, got 5",
+            ),
+            (
+                "execute",
+                json!({"command": "x", "timeout": 0}),
+                "`timeout` must be at least 1, got 0",
+            ),
+        ];
+        for (tool, args, expected) in cases {
+            let got = match tool {
+                "ls" => reason::<LsArgs>(tool, &args),
+                _ => reason::<ExecuteArgs>(tool, &args),
+            };
+            let prefix = format!("Invalid arguments for {tool}: ");
+            assert_eq!(got.trim_start_matches(&prefix), expected, "{tool} {args}");
+        }
+    }
+
+    #[test]
+    fn the_arguments_must_be_an_object() {
+        assert_eq!(reason::<LsArgs>("ls", &Value::Null), "ok");
+        assert_eq!(
+            reason::<LsArgs>("ls", &json!([1])),
+            "Invalid arguments for ls: expected a JSON object, got [1]"
+        );
+    }
 }

@@ -50,7 +50,8 @@ impl FileTool for ReadFile {
                 "offset": {"type": "integer", "minimum": 0, "description": "0-based index of the first line to read. Default 0."},
                 "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 500."}
             },
-            "required": ["file_path"]
+            "required": ["file_path"],
+            "additionalProperties": false
         })
     }
 

@@ -42,7 +42,8 @@ impl FileTool for WriteFile {
                 "content": {"type": "string", "description": "The full file content."},
                 "overwrite": {"type": "boolean", "description": "Replace the file if it exists. Default false."}
             },
-            "required": ["file_path", "content"]
+            "required": ["file_path", "content"],
+            "additionalProperties": false
         })
     }
 

@@ -1,0 +1,91 @@
+//! # Resume: a saved session rebuilds the same agent, from its blueprint
+//!
+//! Shows how an agent is composed (`lc_agent_modifiers::compose`): a
+//! caller's blueprint and overrides (here a directory workspace with a
+//! shell, as `lc-agent run --root DIR --shell` gives) become the session's
+//! stored blueprint; a second "process" loads the session from its
+//! `ListConfig` and `Blueprint::resolve` rebuilds the same agent without
+//! being told anything (the model writes into the same directory, and
+//! `execute` still waits for approval); an override on resume replaces the
+//! stored setting and says so.
+//!
+//! Needs: nothing (a scripted, offline model; files in a temporary
+//! directory).
+//!
+//! Run: `cargo run --example resume`
+
+use std::sync::Arc;
+
+use lc_agent::{ChatModel, HumanNode, ListConfig, ScriptedChatModel, Turn};
+use lc_agent_modifiers::approvals::pending_approvals;
+use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides};
+use lc_agent_modifiers::workspace::Workspace;
+use serde_json::json;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("(offline: a ScriptedChatModel replays fixed answers)");
+    let dir = tempfile::tempdir()?;
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work)?;
+    let sessions = ListConfig::json(dir.path().join("sessions"));
+    let list = sessions.open()?.user("default")?;
+    let context = AgentContext::new(sessions.clone(), "default");
+
+    // First process: the caller's flags become the session's blueprint.
+    let model = ScriptedChatModel::new([
+        Turn::call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/notes.txt", "content": "first run\n"}),
+        ),
+        Turn::text("Wrote /notes.txt."),
+    ]);
+    let overrides = Overrides::none().workspace(Workspace::directory(&work).shell(true));
+    let blueprint = Blueprint::resolve(None, None, &overrides)?.main_model_or(|| "scripted".into());
+    let main: Arc<dyn ChatModel> = Arc::new(model);
+    let agent = blueprint.builder(|_, _| Ok(main.clone()), &context)?;
+    let net = agent.build()?;
+    blueprint.store_in(&net)?;
+    {
+        let _scope = net.enter();
+        HumanNode::new("Start the notes.");
+    }
+    println!("first run: {}", net.invoke().await?.text());
+    list.save(&net).await?;
+
+    // Second process: only the session id. The stored blueprint wins.
+    let loaded = list.load(net.id()).await?;
+    let resumed = Blueprint::resolve(Some(&loaded), None, &Overrides::none())?;
+    println!("workspace on resume: {}", resumed.spec.backend.describe());
+    let model = ScriptedChatModel::new([
+        Turn::call("x1", "execute", json!({"command": "ls"})),
+        Turn::text("Listed."),
+    ]);
+    let main: Arc<dyn ChatModel> = Arc::new(model);
+    resumed
+        .builder(|_, _| Ok(main.clone()), &context)?
+        .attach(&loaded)?;
+    {
+        let _scope = loaded.enter();
+        HumanNode::new("What is there?");
+    }
+    loaded.invoke().await?;
+    for pending in pending_approvals(&loaded) {
+        println!(
+            "waits for approval: {} {}",
+            pending.tool_call.name, pending.tool_call.arguments
+        );
+    }
+    println!(
+        "the file is on disk: {:?}",
+        std::fs::read_to_string(work.join("notes.txt"))?
+    );
+
+    // A caller's override on resume replaces the stored setting, and says so.
+    let other = Overrides::none().workspace(Workspace::directory(dir.path()));
+    for change in Blueprint::resolve(Some(&loaded), None, &other)?.overridden {
+        println!("note: {change}");
+    }
+    Ok(())
+}

@@ -4,8 +4,9 @@
 //! ```text
 //!  AgentArgs (--agent FILE, --root/--shell, --skills, --mcp, --memory, model, store, user)
 //!     │ Blueprint::resolve(session?, --agent, flags)   the stored blueprint wins; a flag
-//!     │                                                given on resume replaces its setting
-//!     ▼                                                (a `note:` line on stderr says so)
+//!     │                                                given on resume replaces its setting,
+//!     ▼                                                `--agent` the whole blueprint (a `note:`
+//!                                                      line on stderr says so)
 //!  Agent { net, list, mcp, memory }   blueprint stored in the session, checkpoint per node
 //!     │ turn(text) / finish(): invoke, ask the approvals it needs, until an answer
 //!     ▼ close(): disconnect MCP, wait for memory summaries, save
@@ -146,13 +147,19 @@ impl Agent {
             }
             None => None,
         };
-        let blueprint = Blueprint::resolve(
-            loaded.as_ref(),
-            args.caller_spec()?.as_ref(),
-            &args.overrides()?,
-        )
-        .map_err(|e| CliError::failed(e.to_string()))?
-        .main_model_or(|| args.model.name());
+        // `--agent` given on resume replaces the stored blueprint as a whole.
+        let caller = args.caller_spec()?;
+        let replaced = loaded.is_some() && caller.is_some();
+        if let (true, Some(path)) = (replaced, &args.agent) {
+            eprintln!(
+                "note: --agent: the session's blueprint is replaced by {}",
+                path.display()
+            );
+        }
+        let stored = if replaced { None } else { loaded.as_ref() };
+        let blueprint = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
+            .map_err(|e| CliError::failed(e.to_string()))?
+            .main_model_or(|| args.model.name());
         for change in &blueprint.overridden {
             eprintln!("note: {}: {change}", AgentArgs::flag_of(change.setting));
         }

@@ -31,7 +31,8 @@ use crate::interrupt::Interrupt;
 /// `lc-agent chat` arguments.
 #[derive(Debug, Args)]
 pub(crate) struct ChatArgs {
-    /// The session to resume (its id, or a unique prefix of it).
+    /// The session to resume (its id, or a unique prefix of it); its agent
+    /// comes from the session, and flags given replace those settings.
     #[arg(long)]
     pub(crate) session: Option<String>,
     /// The agent, its model and where the session goes.

@@ -210,3 +210,47 @@ fn a_resumed_session_is_the_same_agent_with_or_without_the_flags() {
     let spec = &setup.exported(&id)["metadata"]["agent_spec"];
     assert_eq!(spec["backend"]["root"], other.display().to_string());
 }
+
+#[test]
+fn agent_given_on_resume_replaces_the_whole_blueprint_and_says_so() {
+    let setup = Setup::new();
+    let write = |tag: &str| {
+        json!([
+            {"tool_calls": [{"id": format!("{tag}-w"), "name": "write_file",
+                "arguments": {"file_path": format!("/{tag}.txt"), "content": "x\n"}}]},
+            {"content": "done."}
+        ])
+    };
+    let root = [
+        "--root".to_string(),
+        setup.path("work").display().to_string(),
+    ];
+    let first = setup.lc_agent(&["run", "Write."], write("first"), &root);
+    assert!(first.status.success());
+    let id = setup.session_id(&first);
+    let blueprint = setup.path("agent.toml");
+    std::fs::write(&blueprint, "name = \"plain\"\n").unwrap();
+    let resumed = setup.lc_agent(
+        &["chat", "--session", &id],
+        write("second"),
+        &["--agent".to_string(), blueprint.display().to_string()],
+    );
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "note: --agent: the session's blueprint is replaced by {}",
+            blueprint.display()
+        )),
+        "{stderr}"
+    );
+    // The new blueprint names no directory: the session's own files.
+    assert!(!setup.path("work/second.txt").exists());
+    let saved = setup.exported(&id);
+    assert!(
+        saved["files"].get("/second.txt").is_some(),
+        "{}",
+        saved["files"]
+    );
+    assert_eq!(saved["metadata"]["agent_spec"]["name"], "plain");
+}

@@ -61,7 +61,8 @@
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
 //!   modifier.rs       NetworkModifier and how a hook runs
-//!   hold.rs           held nodes: work that waits to be released (approvals)
+//!   hold.rs           held nodes: work that waits to be released (approvals), and
+//!                     sub-network nodes that wait on held work inside (settle)
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
 //! routing.rs          model routing: step -> model name, in the metadata

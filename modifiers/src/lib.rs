@@ -20,7 +20,8 @@
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
-//!   sub-network in the graph ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//!   sub-network in the graph, under its parent's safeguards (approvals,
+//!   eviction, offered tools, summaries) ([`SubAgentModifier`](subagents::SubAgentModifier)).
 //! - [`supervisor`]: a supervisor network whose chat model calls named route
 //!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.

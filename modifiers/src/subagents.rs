@@ -20,6 +20,20 @@
 //! are the parent's), and route their model through the step
 //! `subagent:<name>`. A depth limit stops a sub-agent from spawning
 //! sub-agents without end.
+//!
+//! **A sub-agent never escapes its parent's safeguards.** It is composed
+//! from the same blueprint: the modifiers of the parent that guard a run
+//! copy themselves into each task's network
+//! ([`NetworkModifier::for_sub_network`]) — the approvals (a sub-agent's
+//! `write_file` or `execute` waits for the decision its parent's
+//! `interrupt_on` asks for), the file tools' eviction of huge results and
+//! their offered-tools rule (no `execute` without a sandbox), the
+//! summaries, the checkpoints, and this modifier itself (a task resumed
+//! from a saved session starts tasks and has its own tools again). A
+//! sub-agent may get more tools of its own ([`SubAgent::tool`]); it never
+//! gets fewer safeguards. When a call inside waits, the task's node waits
+//! too and the parent's `invoke` stops; see [`crate::approvals`] for how
+//! the nested call is listed, decided and resumed.
 
 use std::sync::Arc;
 
@@ -379,10 +393,9 @@ impl SubAgentModifier {
         if let Some(model) = &agent.model {
             builder = builder.route_model(agent.step(), model.clone());
         }
+        // The sub-agent's own tools come from the modifier (see `tools`),
+        // so a task resumed from a saved session has them again.
         let inner = builder.build();
-        for tool in &agent.tools {
-            inner.add_tool_shared(tool.clone());
-        }
         {
             let _scope = inner.enter();
             SystemNode::new(agent.instructions.clone());
@@ -442,9 +455,24 @@ impl NetworkModifier for SubAgentModifier {
         Ok(())
     }
 
-    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(TaskTool {
+    /// Sub-networks (a task's own, a route's) start tasks the same way;
+    /// a task network loaded from a saved session gets its modifier back
+    /// this way.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    /// `task`, and in a sub-agent's own network its own tools.
+    fn tools(&self, network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(TaskTool {
             agents: self.agents.clone(),
-        })]
+        })];
+        let name = network.name();
+        let own = name
+            .strip_prefix("subagent:")
+            .and_then(|name| self.agents.by_name.get(name))
+            .map(|agent| agent.tools.clone());
+        tools.extend(own.unwrap_or_default());
+        tools
     }
 }

@@ -112,7 +112,13 @@ impl NodeLogic for NetworkNode {
         } else {
             self.network.set_input(ctx.input);
         }
-        self.network.invoke().await
+        let answer = self.network.invoke().await?;
+        if !self.network.held().is_empty() {
+            // Work inside waits (a nested call for a decision): this node
+            // waits with it, and the outer run stops here too.
+            ctx.node.hold(crate::run::HELD_INSIDE);
+        }
+        Ok(answer)
     }
 
     fn in_conversation(&self) -> bool {

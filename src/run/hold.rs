@@ -8,12 +8,24 @@
 //!  net.held()             ─▶ the waiting nodes (also after a reload)
 //!  node.release()         ─▶ the next invoke runs it
 //! ```
+//!
+//! A sub-network node whose inner network stopped with held work holds
+//! itself ([`HELD_INSIDE`]): the outer `invoke` stops too (not an error),
+//! and the nodes below it (a `task`'s tool result) wait. Once something
+//! inside can go on again (a decision released a nested call), the next
+//! outer `invoke` releases it ([`settle`]) and runs it again: its inner
+//! network runs only what it had not run.
 
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
+use crate::nodes::NetworkNode;
 
 /// The node metadata key that holds a node back (its value says why).
 pub const HELD_KEY: &str = "held";
+
+/// The reason a sub-network node holds itself: its inner network holds
+/// work (a nested call waiting for a decision, say).
+pub const HELD_INSIDE: &str = "sub-network";
 
 impl NodeRef {
     /// Holds the node back: `invoke` leaves it (and the nodes below it)
@@ -42,6 +54,24 @@ impl RunnableNetwork {
             .filter(|n| n.held().is_some() && !n.is_invoked())
             .collect()
     }
+}
+
+/// Releases the sub-network nodes held for [`HELD_INSIDE`] whose inner
+/// networks can go on (something released inside, at any depth); returns
+/// whether `network` has work that may run.
+pub(crate) fn settle(network: &RunnableNetwork) -> bool {
+    for node in network.held() {
+        if node.held().as_deref() != Some(HELD_INSIDE) {
+            continue;
+        }
+        let Some(sub) = node.downcast::<NetworkNode>() else {
+            continue;
+        };
+        if settle(sub.network()) {
+            node.release();
+        }
+    }
+    !ready(network.pending()).is_empty()
 }
 
 /// The nodes of a pending order that may run: not held, and below no held

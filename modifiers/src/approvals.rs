@@ -44,6 +44,8 @@ use lc_agent::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::delegation;
+
 /// The tool node metadata key recording an approval and its decision.
 pub const APPROVAL_KEY: &str = "approval";
 
@@ -253,17 +255,7 @@ impl NetworkModifier for ApprovalModifier {
         if node.downcast::<ChatNode>().is_none() {
             return Ok(());
         }
-        let mut calls: Vec<NodeRef> = Vec::new();
-        // A task's tool node sits below its sub-network: look one level
-        // further for calls wired that way.
-        for child in network.children(node.id()) {
-            if child.downcast::<ToolNode>().is_some() {
-                calls.push(child);
-            } else {
-                calls.extend(network.children(child.id()));
-            }
-        }
-        for call in calls {
+        for call in delegation::turn_calls(network, node) {
             let Some(tool) = call.downcast::<ToolNode>() else {
                 continue;
             };
@@ -276,7 +268,7 @@ impl NetworkModifier for ApprovalModifier {
             write_record(&call, "pending", &decisions.0, None);
             call.hold(HOLD_REASON);
             // A sub-agent's or a route's work waits for the decision too.
-            if let Some(served) = served_by(network, &call) {
+            if let Some(served) = delegation::waiting_delegate(network, &call) {
                 served.hold(HOLD_REASON);
             }
         }
@@ -380,7 +372,7 @@ pub fn decide(
         name: Some(call.name.clone()),
         status,
     };
-    let served = served_by(network, &node);
+    let served = delegation::waiting_delegate(network, &node);
     if let (Some(served), false) = (&served, matches!(decision, Decision::Approve)) {
         // The sub-network was built for the call as asked and never ran:
         // rejected or answered, nothing runs it; edited, its modifier
@@ -434,15 +426,6 @@ pub fn decide(
         }
     }
     Ok(())
-}
-
-/// The sub-network a modifier put before a call (a task's sub-agent, a
-/// supervisor's route) while it has not run.
-fn served_by(network: &RunnableNetwork, call: &NodeRef) -> Option<NodeRef> {
-    network
-        .parents(call.id())
-        .into_iter()
-        .find(|p| !p.is_invoked() && p.downcast::<NetworkNode>().is_some())
 }
 
 fn record_decision(node: &NodeRef, status: &str, pending: &ApprovalRecord, detail: Option<Value>) {

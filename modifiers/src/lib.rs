@@ -22,6 +22,9 @@
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph, under its parent's safeguards (approvals,
 //!   eviction, offered tools, summaries) ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//! - `delegation.rs`: how a sub-network answers a tool call (wired before
+//!   the call, found by the call's id, its last answer as the result), for
+//!   sub-agents, routes and approvals.
 //! - [`supervisor`]: a supervisor network whose chat model calls named route
 //!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.
@@ -91,6 +94,7 @@
 pub mod approvals;
 pub mod checkpoint;
 pub mod deep_agent;
+mod delegation;
 pub mod filesystem;
 pub mod mcp;
 #[cfg(feature = "memory")]

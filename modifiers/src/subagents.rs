@@ -40,11 +40,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, ChatRequest, HumanNode, Message, NetworkModifier, NetworkNode, NodeRef, Result,
+    ChatNode, ChatRequest, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result,
     RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::delegation::{last_answer, run_before, serving, unwired_calls};
 
 /// The tool's name.
 pub const TASK: &str = "task";
@@ -236,70 +238,6 @@ impl Tool for TaskTool {
             "(the sub-agent finished without a report)".to_string()
         })))
     }
-}
-
-/// The sub-network a modifier put before this tool call (its node carries
-/// the call's id under `key`).
-pub(crate) fn serving(ctx: &ToolContext, key: &str) -> Option<RunnableNetwork> {
-    served_by(&ctx.network, ctx.node_id, &ctx.tool_call_id, key)
-        .and_then(|p| p.downcast::<NetworkNode>().map(|n| n.network().clone()))
-}
-
-/// The node among `node_id`'s parents that serves the call `call_id`.
-fn served_by(
-    network: &RunnableNetwork,
-    node_id: lc_agent::NodeId,
-    call_id: &str,
-    key: &str,
-) -> Option<NodeRef> {
-    network
-        .parents(node_id)
-        .into_iter()
-        .find(|p| p.metadata_value(key).as_ref().and_then(Value::as_str) == Some(call_id))
-}
-
-/// The calls of the tool `name` that have not run, wait for nobody and have
-/// no sub-network before them yet: a call a person edited (the approval
-/// took the old sub-network away), or one of a session saved by a program
-/// without the modifier.
-pub(crate) fn unwired_calls(network: &RunnableNetwork, key: &str) -> Vec<NodeRef> {
-    network
-        .pending()
-        .into_iter()
-        .filter(|node| {
-            node.held().is_none()
-                && node.downcast::<ToolNode>().is_some_and(|tool| {
-                    served_by(network, node.id(), &tool.tool_call.id, key).is_none()
-                })
-        })
-        .collect()
-}
-
-/// Puts a sub-network node between a tool node and its parent (the chat
-/// node that asked), naming it and marking which call it serves.
-pub(crate) fn run_before(
-    network: &RunnableNetwork,
-    tool_node: &NodeRef,
-    logic: NetworkNode,
-    name: String,
-    key: &str,
-) -> Result<()> {
-    let Some(tool) = tool_node.downcast::<ToolNode>() else {
-        return Ok(());
-    };
-    let sub = network.add(logic, &tool_node.parents())?;
-    sub.set_name(name);
-    sub.set_metadata(key, json!(tool.tool_call.id));
-    network.set_parents(tool_node.id(), &[sub.id()])
-}
-
-/// The last non-empty AI text of a network's conversation (nested
-/// sub-networks' own answers are not part of it).
-pub(crate) fn last_answer(network: &RunnableNetwork) -> Option<String> {
-    network.history().iter_rev().find_map(|m| match m {
-        Message::Ai { content, .. } if !content.trim().is_empty() => Some(content.clone()),
-        _ => None,
-    })
 }
 
 impl SubAgentModifier {

@@ -56,7 +56,8 @@
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
 //! nodes/              the built-in kinds: human, system, chat, tool, network
-//!                     (plain, isolated, routed), summary (insert_summary), generic
+//!                     (NetworkInput: conversation, isolated, routed), summary
+//!                     (insert_summary), generic
 //! kinds.rs            the kind registry: create a node by kind name, load one
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
@@ -177,7 +178,9 @@ pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, StreamDelta, Usage};
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::{NodeContext, NodeId, NodeLogic, NodeRef};
-pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
+pub use nodes::{
+    ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
+};
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

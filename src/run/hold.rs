@@ -60,7 +60,8 @@ impl RunnableNetwork {
 /// networks can go on (something released inside, at any depth); returns
 /// whether `network` has work that may run.
 pub(crate) fn settle(network: &RunnableNetwork) -> bool {
-    for node in network.held() {
+    let pending = network.pending();
+    for node in &pending {
         if node.held().as_deref() != Some(HELD_INSIDE) {
             continue;
         }
@@ -71,7 +72,8 @@ pub(crate) fn settle(network: &RunnableNetwork) -> bool {
             node.release();
         }
     }
-    !ready(network.pending()).is_empty()
+    // `ready` reads the holds as they are now (after the releases above).
+    !ready(pending).is_empty()
 }
 
 /// The nodes of a pending order that may run: not held, and below no held

@@ -57,23 +57,20 @@ impl RunnableNetwork {
 }
 
 /// Releases the sub-network nodes held for [`HELD_INSIDE`] whose inner
-/// networks can go on (something released inside, at any depth); returns
-/// whether `network` has work that may run.
-pub(crate) fn settle(network: &RunnableNetwork) -> bool {
-    let pending = network.pending();
-    for node in &pending {
+/// networks can go on (something released inside, at any depth).
+pub(crate) fn settle(network: &RunnableNetwork) {
+    for node in network.pending_unordered() {
         if node.held().as_deref() != Some(HELD_INSIDE) {
             continue;
         }
         let Some(sub) = node.downcast::<NetworkNode>() else {
             continue;
         };
-        if settle(sub.network()) {
+        settle(sub.network());
+        if !ready(sub.network().pending()).is_empty() {
             node.release();
         }
     }
-    // `ready` reads the holds as they are now (after the releases above).
-    !ready(pending).is_empty()
 }
 
 /// The nodes of a pending order that may run: not held, and below no held

@@ -79,16 +79,19 @@ impl RunnableNetwork {
             // them: later waves of the pass leave them for a later invoke.
             let mut waiting: HashSet<NodeId> = HashSet::new();
             for wave in waves(&order) {
-                let wave: Vec<NodeRef> = wave
-                    .into_iter()
-                    .filter(|n| {
-                        let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
-                        if waits {
-                            waiting.insert(n.id());
-                        }
-                        !waits
-                    })
-                    .collect();
+                let wave: Vec<NodeRef> = if waiting.is_empty() {
+                    wave
+                } else {
+                    wave.into_iter()
+                        .filter(|n| {
+                            let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
+                            if waits {
+                                waiting.insert(n.id());
+                            }
+                            !waits
+                        })
+                        .collect()
+                };
                 let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
                 if let Some(limit) = limit {
                     if turns + model_turns > limit {
@@ -96,12 +99,18 @@ impl RunnableNetwork {
                     }
                 }
                 turns += model_turns;
-                let results = if let [node] = wave.as_slice() {
-                    vec![self.run_node(node, modifiers).await]
-                } else {
+                if let [node] = wave.as_slice() {
+                    match self.run_node(node, modifiers).await? {
+                        Some(message) => last = Some(message),
+                        None => {
+                            waiting.insert(node.id());
+                        }
+                    }
+                    continue;
+                }
+                let results =
                     futures::future::join_all(wave.iter().map(|n| self.run_node(n, modifiers)))
-                        .await
-                };
+                        .await;
                 for (node, r) in wave.iter().zip(results) {
                     match r? {
                         Some(message) => last = Some(message),

@@ -21,7 +21,9 @@ use serde_json::{Map, Value};
 use crate::error::{NetworkError, Result};
 use crate::network::RunnableNetwork;
 use crate::node::{NodeLogic, NodeRef};
-use crate::nodes::{ChatNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
+use crate::nodes::{
+    ChatNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
+};
 
 /// Builds a node kind's logic from its saved fields.
 pub(crate) type Loader =
@@ -62,14 +64,8 @@ fn load_network_node(mut fields: Map<String, Value>) -> Result<Arc<dyn NodeLogic
         .remove("network")
         .ok_or_else(|| NetworkError::Format("a `network` node has no `network` field".into()))?;
     let inner = RunnableNetwork::from_value(inner)?;
-    let flag = |name: &str| fields.get(name) == Some(&Value::Bool(true));
-    Ok(if flag("isolated") {
-        Arc::new(NetworkNode::isolated(inner))
-    } else if flag("routed") {
-        Arc::new(NetworkNode::routed(inner))
-    } else {
-        Arc::new(NetworkNode::logic(inner))
-    })
+    let input = NetworkInput::from_fields(&fields);
+    Ok(Arc::new(NetworkNode::with_input(inner, input)))
 }
 
 fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {

@@ -61,12 +61,14 @@
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
 //! nodes/              the built-in kinds: human, system, chat, tool, network
-//!                     (plain, isolated, routed), summary (insert_summary), generic
+//!                     (NetworkInput: conversation, isolated, routed), summary
+//!                     (insert_summary), generic
 //! kinds.rs            the kind registry: create a node by kind name, load one
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
 //!   modifier.rs       NetworkModifier and how a hook runs
-//!   hold.rs           held nodes: work that waits to be released (approvals)
+//!   hold.rs           held nodes: work that waits to be released (approvals), and
+//!                     sub-network nodes that wait on held work inside (settle)
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
 //! routing.rs          model routing: step -> model name, in the metadata
@@ -213,11 +215,13 @@ pub use network::{
     DEFAULT_STEP_LIMIT,
 };
 pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
-pub use nodes::{ChatNode, GenericNode, HumanNode, NetworkNode, SummaryNode, SystemNode, ToolNode};
+pub use nodes::{
+    ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
+};
 pub use routing::{CHAT_STEP, MODEL_ROUTES_KEY};
 pub use run::{
     current_modifier, ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, DEFAULT_MODIFIER_IDS,
-    HELD_KEY,
+    HELD_INSIDE, HELD_KEY,
 };
 pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};

@@ -16,6 +16,22 @@
 //! decision. Approved, the sub-network runs; rejected or answered, the
 //! unrun sub-network is taken out of the graph; edited, it is taken out and
 //! its modifier builds one for the new arguments at the next `invoke`.
+//!
+//! Sub-networks (a sub-agent's task, a supervisor's route) inherit the
+//! modifier ([`NetworkModifier::for_sub_network`]): a call made inside one
+//! waits for the same decision as at the top. The sub-network node then
+//! waits too, and the outer `invoke` stops; [`pending_approvals`] on the
+//! outer network lists the nested call (with the sub-network nodes it runs
+//! inside, [`PendingApproval::within`]), [`decide`] on the outer network
+//! decides it, and the next outer `invoke` goes on inside the sub-network
+//! where it stopped:
+//!
+//! ```text
+//!  outer: chat ─▶ NetworkNode (held: "sub-network") ─▶ task tool node (waits)
+//!                   └─ inner: chat ─▶ write_file (held: "approval")
+//!  decide(&outer, write_file node, Approve) ─▶ invoke(): inner runs on, the
+//!  task tool node reads the sub-agent's answer, the outer chat goes on
+//! ```
 
 use std::sync::Arc;
 
@@ -27,6 +43,8 @@ use lc_agent::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+use crate::delegation;
 
 /// The tool node metadata key recording an approval and its decision.
 pub const APPROVAL_KEY: &str = "approval";
@@ -119,6 +137,9 @@ pub struct PendingApproval {
     pub tool_call: ToolCall,
     /// The decisions allowed for it.
     pub allowed: Vec<DecisionKind>,
+    /// The sub-network nodes the call runs inside, outermost first (empty
+    /// for a call of the network itself); [`decide`] finds it without them.
+    pub within: Vec<NodeId>,
 }
 
 /// Errors of [`decide`].
@@ -224,21 +245,17 @@ impl NetworkModifier for ApprovalModifier {
         10
     }
 
+    /// Sub-agents and routes wait for the same decisions (a sub-network
+    /// never escapes an approval its outer network asks for).
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(self.clone()))
+    }
+
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
         if node.downcast::<ChatNode>().is_none() {
             return Ok(());
         }
-        let mut calls: Vec<NodeRef> = Vec::new();
-        // A task's tool node sits below its sub-network: look one level
-        // further for calls wired that way.
-        for child in network.children(node.id()) {
-            if child.downcast::<ToolNode>().is_some() {
-                calls.push(child);
-            } else {
-                calls.extend(network.children(child.id()));
-            }
-        }
-        for call in calls {
+        for call in delegation::turn_calls(network, node) {
             let Some(tool) = call.downcast::<ToolNode>() else {
                 continue;
             };
@@ -251,7 +268,7 @@ impl NetworkModifier for ApprovalModifier {
             write_record(&call, "pending", &decisions.0, None);
             call.hold(HOLD_REASON);
             // A sub-agent's or a route's work waits for the decision too.
-            if let Some(served) = served_by(network, &call) {
+            if let Some(served) = delegation::waiting_delegate(network, &call) {
                 served.hold(HOLD_REASON);
             }
         }
@@ -276,33 +293,61 @@ fn pending_record(node: &NodeRef) -> Option<ApprovalRecord> {
     (record.status == "pending" && node.held().is_some() && !node.is_invoked()).then_some(record)
 }
 
-/// The tool calls of a network waiting for a decision (also in a session
-/// loaded by another process).
+/// The tool calls of a network waiting for a decision, those inside its
+/// waiting sub-networks (sub-agents, routes) included, in graph order
+/// (also in a session loaded by another process).
 pub fn pending_approvals(network: &RunnableNetwork) -> Vec<PendingApproval> {
-    network
-        .held()
-        .into_iter()
-        .filter_map(|node| {
-            let record = pending_record(&node)?;
-            let tool = node.downcast::<ToolNode>()?;
-            Some(PendingApproval {
-                node_id: node.id(),
-                tool_call: tool.tool_call.clone(),
-                allowed: record.allowed,
-            })
-        })
-        .collect()
+    let mut out = Vec::new();
+    collect_pending(network, &mut Vec::new(), &mut out);
+    out
 }
 
-/// Applies a person's decision to a pending call; the next `invoke` goes on.
+fn collect_pending(
+    network: &RunnableNetwork,
+    within: &mut Vec<NodeId>,
+    out: &mut Vec<PendingApproval>,
+) {
+    for node in network.held() {
+        if let Some(sub) = node.downcast::<NetworkNode>() {
+            within.push(node.id());
+            collect_pending(sub.network(), within, out);
+            within.pop();
+            continue;
+        }
+        let (Some(record), Some(tool)) = (pending_record(&node), node.downcast::<ToolNode>())
+        else {
+            continue;
+        };
+        out.push(PendingApproval {
+            node_id: node.id(),
+            tool_call: tool.tool_call.clone(),
+            allowed: record.allowed,
+            within: within.clone(),
+        });
+    }
+}
+
+/// The network that holds the node `id`: `network` itself or one of its
+/// waiting sub-networks, at any depth.
+fn holder_of(network: &RunnableNetwork, id: NodeId) -> Option<(RunnableNetwork, NodeRef)> {
+    if let Some(node) = network.node(id) {
+        return Some((network.clone(), node));
+    }
+    network.held().iter().find_map(|node| {
+        node.downcast::<NetworkNode>()
+            .and_then(|sub| holder_of(sub.network(), id))
+    })
+}
+
+/// Applies a person's decision to a pending call (of `network` or of one
+/// of its waiting sub-networks); the next `invoke` of `network` goes on.
 pub fn decide(
     network: &RunnableNetwork,
     node_id: NodeId,
     decision: Decision,
 ) -> std::result::Result<(), ApprovalError> {
-    let node = network
-        .node(node_id)
-        .ok_or(ApprovalError::NotPending(node_id))?;
+    let (network, node) = holder_of(network, node_id).ok_or(ApprovalError::NotPending(node_id))?;
+    let network = &network;
     let record = pending_record(&node).ok_or(ApprovalError::NotPending(node_id))?;
     let call = node
         .downcast::<ToolNode>()
@@ -327,7 +372,7 @@ pub fn decide(
         name: Some(call.name.clone()),
         status,
     };
-    let served = served_by(network, &node);
+    let served = delegation::waiting_delegate(network, &node);
     if let (Some(served), false) = (&served, matches!(decision, Decision::Approve)) {
         // The sub-network was built for the call as asked and never ran:
         // rejected or answered, nothing runs it; edited, its modifier
@@ -381,15 +426,6 @@ pub fn decide(
         }
     }
     Ok(())
-}
-
-/// The sub-network a modifier put before a call (a task's sub-agent, a
-/// supervisor's route) while it has not run.
-fn served_by(network: &RunnableNetwork, call: &NodeRef) -> Option<NodeRef> {
-    network
-        .parents(call.id())
-        .into_iter()
-        .find(|p| !p.is_invoked() && p.downcast::<NetworkNode>().is_some())
 }
 
 fn record_decision(node: &NodeRef, status: &str, pending: &ApprovalRecord, detail: Option<Value>) {

@@ -28,7 +28,11 @@
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
-//!   sub-network in the graph ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//!   sub-network in the graph, under its parent's safeguards (approvals,
+//!   eviction, offered tools, summaries) ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//! - `delegation.rs`: how a sub-network answers a tool call (wired before
+//!   the call, found by the call's id, its last answer as the result), for
+//!   sub-agents, routes and approvals.
 //! - [`supervisor`]: a supervisor network whose chat model calls named route
 //!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.
@@ -97,6 +101,7 @@
 pub mod approvals;
 pub mod compose;
 pub mod deep_agent;
+mod delegation;
 pub mod filesystem;
 pub mod mcp;
 #[cfg(feature = "memory")]

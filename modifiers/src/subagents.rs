@@ -20,17 +20,33 @@
 //! are the parent's), and route their model through the step
 //! `subagent:<name>`. A depth limit stops a sub-agent from spawning
 //! sub-agents without end.
+//!
+//! **A sub-agent never escapes its parent's safeguards.** It is composed
+//! from the same blueprint: the modifiers of the parent that guard a run
+//! copy themselves into each task's network
+//! ([`NetworkModifier::for_sub_network`]) — the approvals (a sub-agent's
+//! `write_file` or `execute` waits for the decision its parent's
+//! `interrupt_on` asks for), the file tools' eviction of huge results and
+//! their offered-tools rule (no `execute` without a sandbox), the
+//! summaries, the checkpoints, and this modifier itself (a task resumed
+//! from a saved session starts tasks and has its own tools again). A
+//! sub-agent may get more tools of its own ([`SubAgent::tool`]); it never
+//! gets fewer safeguards. When a call inside waits, the task's node waits
+//! too and the parent's `invoke` stops; see [`crate::approvals`] for how
+//! the nested call is listed, decided and resumed.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, ChatRequest, HumanNode, Message, NetworkModifier, NetworkNode, NodeRef, Result,
+    ChatNode, ChatRequest, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result,
     RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use crate::delegation::{last_answer, run_before, serving, unwired_calls};
 
 /// The tool's name.
 pub const TASK: &str = "task";
@@ -218,70 +234,6 @@ impl TypedTool for TaskTool {
     }
 }
 
-/// The sub-network a modifier put before this tool call (its node carries
-/// the call's id under `key`).
-pub(crate) fn serving(ctx: &ToolContext, key: &str) -> Option<RunnableNetwork> {
-    served_by(&ctx.network, ctx.node_id, &ctx.tool_call_id, key)
-        .and_then(|p| p.downcast::<NetworkNode>().map(|n| n.network().clone()))
-}
-
-/// The node among `node_id`'s parents that serves the call `call_id`.
-fn served_by(
-    network: &RunnableNetwork,
-    node_id: lc_agent::NodeId,
-    call_id: &str,
-    key: &str,
-) -> Option<NodeRef> {
-    network
-        .parents(node_id)
-        .into_iter()
-        .find(|p| p.metadata_value(key).as_ref().and_then(Value::as_str) == Some(call_id))
-}
-
-/// The calls of the tool `name` that have not run, wait for nobody and have
-/// no sub-network before them yet: a call a person edited (the approval
-/// took the old sub-network away), or one of a session saved by a program
-/// without the modifier.
-pub(crate) fn unwired_calls(network: &RunnableNetwork, key: &str) -> Vec<NodeRef> {
-    network
-        .pending()
-        .into_iter()
-        .filter(|node| {
-            node.held().is_none()
-                && node.downcast::<ToolNode>().is_some_and(|tool| {
-                    served_by(network, node.id(), &tool.tool_call.id, key).is_none()
-                })
-        })
-        .collect()
-}
-
-/// Puts a sub-network node between a tool node and its parent (the chat
-/// node that asked), naming it and marking which call it serves.
-pub(crate) fn run_before(
-    network: &RunnableNetwork,
-    tool_node: &NodeRef,
-    logic: NetworkNode,
-    name: String,
-    key: &str,
-) -> Result<()> {
-    let Some(tool) = tool_node.downcast::<ToolNode>() else {
-        return Ok(());
-    };
-    let sub = network.add(logic, &tool_node.parents())?;
-    sub.set_name(name);
-    sub.set_metadata(key, json!(tool.tool_call.id));
-    network.set_parents(tool_node.id(), &[sub.id()])
-}
-
-/// The last non-empty AI text of a network's conversation (nested
-/// sub-networks' own answers are not part of it).
-pub(crate) fn last_answer(network: &RunnableNetwork) -> Option<String> {
-    network.history().iter_rev().find_map(|m| match m {
-        Message::Ai { content, .. } if !content.trim().is_empty() => Some(content.clone()),
-        _ => None,
-    })
-}
-
 impl SubAgentModifier {
     /// Puts a sub-network before a `task` call that has not run.
     fn wire(&self, network: &RunnableNetwork, child: &NodeRef) -> Result<()> {
@@ -373,10 +325,9 @@ impl SubAgentModifier {
         if let Some(model) = &agent.model {
             builder = builder.route_model(agent.step(), model.clone());
         }
+        // The sub-agent's own tools come from the modifier (see `tools`),
+        // so a task resumed from a saved session has them again.
         let inner = builder.build();
-        for tool in &agent.tools {
-            inner.add_tool_shared(tool.clone());
-        }
         {
             let _scope = inner.enter();
             SystemNode::new(agent.instructions.clone());
@@ -436,9 +387,24 @@ impl NetworkModifier for SubAgentModifier {
         Ok(())
     }
 
-    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(TaskTool {
+    /// Sub-networks (a task's own, a route's) start tasks the same way;
+    /// a task network loaded from a saved session gets its modifier back
+    /// this way.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    /// `task`, and in a sub-agent's own network its own tools.
+    fn tools(&self, network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(TaskTool {
             agents: self.agents.clone(),
-        })]
+        })];
+        let name = network.name();
+        let own = name
+            .strip_prefix("subagent:")
+            .and_then(|name| self.agents.by_name.get(name))
+            .map(|agent| agent.tools.clone());
+        tools.extend(own.unwrap_or_default());
+        tools
     }
 }

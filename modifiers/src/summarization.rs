@@ -426,6 +426,15 @@ impl NetworkModifier for SummarizationModifier {
         100
     }
 
+    /// A sub-agent's (or a route's) conversation is summarized by the same
+    /// rules; its request overhead is its own.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(SummarizationModifier {
+            overhead: Arc::new(Mutex::new(0)),
+            ..self.clone()
+        }))
+    }
+
     async fn on_chat_request(
         &self,
         network: &RunnableNetwork,

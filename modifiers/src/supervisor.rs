@@ -184,7 +184,7 @@ impl TypedTool for RouteTool {
         _args: Self::Args<'_>,
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
-        let Some(routed) = crate::subagents::serving(ctx, ROUTE_CALL_KEY) else {
+        let Some(routed) = crate::delegation::serving(ctx, ROUTE_CALL_KEY) else {
             let looping = ctx
                 .network
                 .node(ctx.node_id)
@@ -199,7 +199,7 @@ impl TypedTool for RouteTool {
                 "the route did not run (attach the supervisor's modifier)".to_string()
             }));
         };
-        let answer = crate::subagents::last_answer(&routed);
+        let answer = crate::delegation::last_answer(&routed);
         Ok(ToolOutput::ok(answer.unwrap_or_else(|| {
             "(the route finished without an answer)".to_string()
         })))
@@ -241,7 +241,7 @@ impl SupervisorModifier {
         }
         let logic = NetworkNode::routed(inner);
         let name = format!("route:{}", route.name);
-        crate::subagents::run_before(network, child, logic, name, ROUTE_CALL_KEY)
+        crate::delegation::run_before(network, child, logic, name, ROUTE_CALL_KEY)
     }
 }
 
@@ -261,7 +261,7 @@ impl NetworkModifier for SupervisorModifier {
     /// another supervisor's route).
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
         // Route calls a person edited have lost their sub-network.
-        for call in crate::subagents::unwired_calls(network, ROUTE_CALL_KEY) {
+        for call in crate::delegation::unwired_calls(network, ROUTE_CALL_KEY) {
             self.wire(network, &call)?;
         }
         let Some(leaf) = network.current_leaf() else {

@@ -240,6 +240,16 @@ impl RunnableNetwork {
         topological(&g, &ids)
     }
 
+    /// Nodes that have not run yet, in no particular order (cheaper than
+    /// [`pending`](Self::pending) when the order does not matter).
+    pub(crate) fn pending_unordered(&self) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        g.pending
+            .values()
+            .filter_map(|id| g.nodes.get(id).cloned())
+            .collect()
+    }
+
     /// The node ran: it leaves the pending set.
     pub(crate) fn mark_pending_done(&self, node: &NodeRef) {
         self.0.graph.lock().mark_done(node);

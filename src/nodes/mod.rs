@@ -10,6 +10,6 @@ mod tool;
 pub use chat::ChatNode;
 pub use generic::GenericNode;
 pub use message::{HumanNode, SystemNode};
-pub use network::NetworkNode;
+pub use network::{NetworkInput, NetworkNode};
 pub use summary::SummaryNode;
 pub use tool::ToolNode;

@@ -9,17 +9,61 @@ use crate::message::Message;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeLogic, NodeRef};
 
+/// What a sub-network sees of the outer network, and where its answer
+/// goes. Saved as a flag on the node: nothing for
+/// [`Conversation`](NetworkInput::Conversation), `"isolated": true`,
+/// `"routed": true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetworkInput {
+    /// It sees the outer conversation (the node's ancestors) before its own
+    /// roots, and its final answer joins the outer conversation.
+    #[default]
+    Conversation,
+    /// A sub-agent's task: it sees none of the outer conversation, only
+    /// its own nodes, and answers through the node that asked for it (a
+    /// tool result), not into the outer conversation.
+    Isolated,
+    /// A supervisor's route: it sees the conversation its outer network
+    /// started from (not the outer network's own turns) and, like an
+    /// isolated one, answers through the node that asked for it.
+    Routed,
+}
+
+impl NetworkInput {
+    /// The saved flag of this input (`None` for the conversation).
+    fn flag(self) -> Option<&'static str> {
+        match self {
+            NetworkInput::Conversation => None,
+            NetworkInput::Isolated => Some("isolated"),
+            NetworkInput::Routed => Some("routed"),
+        }
+    }
+
+    /// The input a saved node's fields name (`"isolated": true`,
+    /// `"routed": true`, or neither).
+    pub(crate) fn from_fields(fields: &Map<String, Value>) -> Self {
+        let flag = |name: &str| fields.get(name) == Some(&Value::Bool(true));
+        if flag("isolated") {
+            NetworkInput::Isolated
+        } else if flag("routed") {
+            NetworkInput::Routed
+        } else {
+            NetworkInput::Conversation
+        }
+    }
+}
+
 /// Runs an inner network (kind `network`).
 ///
-/// The inner network sees the outer conversation (this node's ancestors)
-/// before its own roots, borrows the outer network's models and tools when
-/// it has none of a name, and its final output becomes this node's output.
-/// It saves nested, as a whole network document under `"network"`.
+/// What the inner network sees is its [`NetworkInput`]: by default the
+/// outer conversation (this node's ancestors) before its own roots. It
+/// borrows the outer network's models and tools when it has none of a
+/// name, and its final output becomes this node's output. It saves nested,
+/// as a whole network document under `"network"`.
 #[derive(Debug, Clone)]
 pub struct NetworkNode {
     network: RunnableNetwork,
-    isolated: bool,
-    routed: bool,
+    input: NetworkInput,
 }
 
 impl NetworkNode {
@@ -32,49 +76,45 @@ impl NetworkNode {
         NodeRef::create(Self::logic(inner))
     }
 
-    /// The node's logic around `inner`, to add explicitly.
+    /// The node's logic around `inner`, to add explicitly (it sees the
+    /// outer conversation).
     pub fn logic(inner: RunnableNetwork) -> Self {
+        Self::with_input(inner, NetworkInput::Conversation)
+    }
+
+    /// The logic around `inner` with this input.
+    pub fn with_input(inner: RunnableNetwork, input: NetworkInput) -> Self {
         NetworkNode {
             network: inner,
-            isolated: false,
-            routed: false,
+            input,
         }
     }
 
-    /// The logic of an *isolated* sub-network (a sub-agent's task): it
-    /// sees none of the outer conversation, only its own nodes, and its
-    /// answer does not join the outer conversation either (the node that
-    /// asked for it reads it, e.g. as a tool result). It still borrows the
-    /// outer network's models and tools. Saved with `"isolated": true`.
+    /// The logic of an *isolated* sub-network (a sub-agent's task, see
+    /// [`NetworkInput::Isolated`]). Saved with `"isolated": true`.
     pub fn isolated(inner: RunnableNetwork) -> Self {
-        NetworkNode {
-            network: inner,
-            isolated: true,
-            routed: false,
-        }
+        Self::with_input(inner, NetworkInput::Isolated)
     }
 
-    /// The logic of a *routed* sub-network (a supervisor's route): it sees
-    /// the conversation its outer network started from (not the outer
-    /// network's own turns), and, like an isolated one, answers through
-    /// the node that asked for it (the route's tool result). Saved with
-    /// `"routed": true`.
+    /// The logic of a *routed* sub-network (a supervisor's route, see
+    /// [`NetworkInput::Routed`]). Saved with `"routed": true`.
     pub fn routed(inner: RunnableNetwork) -> Self {
-        NetworkNode {
-            network: inner,
-            isolated: false,
-            routed: true,
-        }
+        Self::with_input(inner, NetworkInput::Routed)
+    }
+
+    /// What the sub-network sees.
+    pub fn input(&self) -> NetworkInput {
+        self.input
     }
 
     /// Whether the sub-network is isolated (see [`NetworkNode::isolated`]).
     pub fn is_isolated(&self) -> bool {
-        self.isolated
+        self.input == NetworkInput::Isolated
     }
 
     /// Whether the sub-network is routed (see [`NetworkNode::routed`]).
     pub fn is_routed(&self) -> bool {
-        self.routed
+        self.input == NetworkInput::Routed
     }
 
     /// The inner network.
@@ -105,28 +145,29 @@ impl NodeLogic for NetworkNode {
                 }
             }
         }
-        if self.isolated {
-            self.network.set_input(History::new());
-        } else if self.routed {
-            self.network.set_input(ctx.network.input());
-        } else {
-            self.network.set_input(ctx.input);
+        self.network.set_input(match self.input {
+            NetworkInput::Conversation => ctx.input,
+            NetworkInput::Isolated => History::new(),
+            NetworkInput::Routed => ctx.network.input(),
+        });
+        let answer = self.network.invoke().await?;
+        if !self.network.held().is_empty() {
+            // Work inside waits (a nested call for a decision): this node
+            // waits with it, and the outer run stops here too.
+            ctx.node.hold(crate::run::HELD_INSIDE);
         }
-        self.network.invoke().await
+        Ok(answer)
     }
 
     fn in_conversation(&self) -> bool {
-        !self.isolated && !self.routed
+        self.input == NetworkInput::Conversation
     }
 
     fn save(&self) -> Result<Map<String, Value>> {
         let mut map = Map::new();
         map.insert("network".into(), self.network.to_value()?);
-        if self.isolated {
-            map.insert("isolated".into(), Value::Bool(true));
-        }
-        if self.routed {
-            map.insert("routed".into(), Value::Bool(true));
+        if let Some(flag) = self.input.flag() {
+            map.insert(flag.into(), Value::Bool(true));
         }
         Ok(map)
     }

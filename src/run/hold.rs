@@ -8,12 +8,24 @@
 //!  net.held()             ─▶ the waiting nodes (also after a reload)
 //!  node.release()         ─▶ the next invoke runs it
 //! ```
+//!
+//! A sub-network node whose inner network stopped with held work holds
+//! itself ([`HELD_INSIDE`]): the outer `invoke` stops too (not an error),
+//! and the nodes below it (a `task`'s tool result) wait. Once something
+//! inside can go on again (a decision released a nested call), the next
+//! outer `invoke` releases it ([`settle`]) and runs it again: its inner
+//! network runs only what it had not run.
 
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
+use crate::nodes::NetworkNode;
 
 /// The node metadata key that holds a node back (its value says why).
 pub const HELD_KEY: &str = "held";
+
+/// The reason a sub-network node holds itself: its inner network holds
+/// work (a nested call waiting for a decision, say).
+pub const HELD_INSIDE: &str = "sub-network";
 
 impl NodeRef {
     /// Holds the node back: `invoke` leaves it (and the nodes below it)
@@ -41,6 +53,23 @@ impl RunnableNetwork {
             .into_iter()
             .filter(|n| n.held().is_some() && !n.is_invoked())
             .collect()
+    }
+}
+
+/// Releases the sub-network nodes held for [`HELD_INSIDE`] whose inner
+/// networks can go on (something released inside, at any depth).
+pub(crate) fn settle(network: &RunnableNetwork) {
+    for node in network.pending_unordered() {
+        if node.held().as_deref() != Some(HELD_INSIDE) {
+            continue;
+        }
+        let Some(sub) = node.downcast::<NetworkNode>() else {
+            continue;
+        };
+        settle(sub.network());
+        if !ready(sub.network().pending()).is_empty() {
+            node.release();
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Running a network: begin hooks, passes over pending nodes, end hooks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,6 +39,9 @@ impl RunnableNetwork {
         self.emit(&NetworkEvent::InvokeStarted);
         let modifiers = self.modifiers();
         let mut result = async {
+            // Sub-network nodes that waited on work inside, which can go
+            // on now (a nested call was decided), run again.
+            super::hold::settle(self);
             for m in modifiers.iter() {
                 hook(m, m.on_begin_invoke(self)).await?;
             }
@@ -72,7 +75,23 @@ impl RunnableNetwork {
             if order.is_empty() {
                 break;
             }
+            // Nodes that held themselves this pass, and the nodes below
+            // them: later waves of the pass leave them for a later invoke.
+            let mut waiting: HashSet<NodeId> = HashSet::new();
             for wave in waves(&order) {
+                let wave: Vec<NodeRef> = if waiting.is_empty() {
+                    wave
+                } else {
+                    wave.into_iter()
+                        .filter(|n| {
+                            let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
+                            if waits {
+                                waiting.insert(n.id());
+                            }
+                            !waits
+                        })
+                        .collect()
+                };
                 let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
                 if let Some(limit) = limit {
                     if turns + model_turns > limit {
@@ -81,13 +100,23 @@ impl RunnableNetwork {
                 }
                 turns += model_turns;
                 if let [node] = wave.as_slice() {
-                    last = Some(self.run_node(node, modifiers).await?);
-                } else {
-                    let results =
-                        futures::future::join_all(wave.iter().map(|n| self.run_node(n, modifiers)))
-                            .await;
-                    for r in results {
-                        last = Some(r?);
+                    match self.run_node(node, modifiers).await? {
+                        Some(message) => last = Some(message),
+                        None => {
+                            waiting.insert(node.id());
+                        }
+                    }
+                    continue;
+                }
+                let results =
+                    futures::future::join_all(wave.iter().map(|n| self.run_node(n, modifiers)))
+                        .await;
+                for (node, r) in wave.iter().zip(results) {
+                    match r? {
+                        Some(message) => last = Some(message),
+                        None => {
+                            waiting.insert(node.id());
+                        }
                     }
                 }
             }
@@ -104,7 +133,14 @@ impl RunnableNetwork {
         }
     }
 
-    async fn run_node(&self, node: &NodeRef, modifiers: &Modifiers) -> Result<Arc<Message>> {
+    /// Runs one node; `None` when the node held itself instead of
+    /// finishing (a sub-network whose inner network waits, see
+    /// [`super::HELD_INSIDE`]): it stays pending, with no output.
+    async fn run_node(
+        &self,
+        node: &NodeRef,
+        modifiers: &Modifiers,
+    ) -> Result<Option<Arc<Message>>> {
         for m in modifiers.iter() {
             hook(m, m.on_pre_invoke(self, node)).await?;
         }
@@ -134,6 +170,9 @@ impl RunnableNetwork {
                 });
             }
         };
+        if node.held().is_some() {
+            return Ok(None);
+        }
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
         let history = crate::node::speak(&*logic, input, message.clone());
         node.record_output(message.clone(), Some(history), |m| {
@@ -148,7 +187,7 @@ impl RunnableNetwork {
         for m in modifiers.iter() {
             hook(m, m.on_post_invoke(self, node)).await?;
         }
-        Ok(message)
+        Ok(Some(message))
     }
 }
 

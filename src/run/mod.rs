@@ -13,7 +13,8 @@
 //! [`NetworkModifier`] (modifier.rs) is the hook trait; every hook runs
 //! with its modifier recorded as the author of the nodes it adds. A held
 //! node (hold.rs) waits, with everything below it, for someone outside the
-//! run to release it.
+//! run to release it; a sub-network node whose inner network holds work
+//! holds itself, so the wait reaches the outermost run.
 
 mod chat_loop;
 mod hold;
@@ -24,7 +25,7 @@ mod tool_loop;
 use std::sync::Arc;
 
 pub use chat_loop::ChatLoop;
-pub use hold::HELD_KEY;
+pub use hold::{HELD_INSIDE, HELD_KEY};
 pub(crate) use modifier::hook;
 pub use modifier::{current_modifier, InvokeOutcome, NetworkModifier};
 pub use tool_loop::ToolLoop;

@@ -130,6 +130,18 @@ impl NetworkModifier for FilesystemModifier {
         &self.id
     }
 
+    /// Sub-networks (sub-agents, routes) get the same rules: their huge
+    /// results are evicted, and `execute` is offered only over a backend
+    /// that runs commands.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(FilesystemModifier {
+            id: self.id.clone(),
+            backend: self.backend.clone(),
+            token_limit: self.token_limit,
+            never_evict: self.never_evict.clone(),
+        }))
+    }
+
     async fn on_post_invoke(
         &self,
         network: &RunnableNetwork,

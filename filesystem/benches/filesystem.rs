@@ -1,6 +1,6 @@
 //! Filesystem benchmarks, with their reference tools (`rg`, `tail | head`).
 //!
-//! Run: `cargo bench -p lc-agent-modifiers --bench filesystem`
+//! Run: `cargo bench -p lc-agent-filesystem --bench filesystem`
 //! (data is generated deterministically into `target/lc-bench-data` on the
 //! first run, ~1.3 GB; set `LC_BENCH_DIR` to put it elsewhere).
 //!
@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lc_agent::{FileData, RunnableNetwork};
-use lc_agent_modifiers::filesystem::{
+use lc_agent_filesystem::{
     run_tool, Backend, FilesystemBackend, GlobPattern, GrepMode, GrepQuery, StateBackend,
 };
 use serde_json::json;

@@ -22,7 +22,7 @@ use super::path;
 ///
 /// ```
 /// use lc_agent::RunnableNetwork;
-/// use lc_agent_modifiers::filesystem::{run_tool, CompositeBackend, InMemoryStore, StateBackend, StoreBackend};
+/// use lc_agent_filesystem::{run_tool, CompositeBackend, InMemoryStore, StateBackend, StoreBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

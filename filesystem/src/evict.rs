@@ -13,7 +13,7 @@ pub const DEFAULT_TOKEN_LIMIT: usize = 20_000;
 /// `_`; ids over 100 chars become `call-` + the SHA-256 hex of the id.
 ///
 /// ```
-/// use lc_agent_modifiers::filesystem::evict::file_name_for;
+/// use lc_agent_filesystem::evict::file_name_for;
 ///
 /// assert_eq!(file_name_for("call_1/../x"), "call_1____x");
 /// assert!(file_name_for(&"a".repeat(101)).starts_with("call-"));

@@ -36,11 +36,6 @@ impl IgnoreRules {
         }
     }
 
-    /// Whether there are no rules at all.
-    pub fn is_empty(&self) -> bool {
-        self.by_dir.is_empty()
-    }
-
     /// Whether the `.gitignore` files above `vpath` ignore it (the deepest
     /// file that has an opinion wins; its parents are not checked).
     pub fn is_ignored(&self, vpath: &str, is_dir: bool) -> bool {

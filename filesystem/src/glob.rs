@@ -26,7 +26,7 @@ impl GlobPattern {
     /// a leading `/` anchors it at the search directory; `..` is refused.
     ///
     /// ```
-    /// use lc_agent_modifiers::filesystem::GlobPattern;
+    /// use lc_agent_filesystem::GlobPattern;
     ///
     /// let rs = GlobPattern::new("*.rs").unwrap();
     /// assert!(rs.is_match("src/a/b.rs"));

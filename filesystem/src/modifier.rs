@@ -15,7 +15,7 @@ use super::tools::{self, FILE_TOOL_NAMES};
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
-/// use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
+/// use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

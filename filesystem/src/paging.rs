@@ -37,13 +37,6 @@ fn finish_line(buf: &mut Vec<u8>) -> String {
 ///
 /// Lines end at `\n` (a `\r` before it is dropped); a final newline does not
 /// start another line.
-///
-/// ```
-/// use lc_agent_modifiers::filesystem::paging::page;
-///
-/// let p = page(&b"a\r\nb\nc\n"[..], 1, 1).unwrap();
-/// assert_eq!((p.lines, p.total), (vec!["b".to_string()], 3));
-/// ```
 pub fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Result<ReadPage> {
     let end = offset.saturating_add(limit);
     let mut line = 0usize;
@@ -113,6 +106,12 @@ pub fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_drops_carriage_returns_and_counts_every_line() {
+        let p = page(&b"a\r\nb\nc\n"[..], 1, 1).unwrap();
+        assert_eq!((p.lines, p.total), (vec!["b".to_string()], 3));
+    }
 
     #[test]
     fn paging_counts_lines() {

@@ -21,7 +21,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// Errors name the argument exactly as given.
 ///
 /// ```
-/// use lc_agent_modifiers::filesystem::path::normalize;
+/// use lc_agent_filesystem::path::normalize;
 ///
 /// assert_eq!(normalize("//a///b/").unwrap(), "/a/b");
 /// assert_eq!(normalize("notes.txt").unwrap(), "/notes.txt");

@@ -34,7 +34,7 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// container or VM for untrusted agents.
 ///
 /// ```
-/// use lc_agent_modifiers::filesystem::{run_tool, LocalShellBackend};
+/// use lc_agent_filesystem::{run_tool, LocalShellBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

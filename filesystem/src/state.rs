@@ -17,7 +17,7 @@ use super::{map_backend, path};
 ///
 /// ```
 /// use lc_agent::RunnableNetwork;
-/// use lc_agent_modifiers::filesystem::{Backend, StateBackend};
+/// use lc_agent_filesystem::{Backend, StateBackend};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let net = RunnableNetwork::new();

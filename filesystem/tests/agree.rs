@@ -3,7 +3,7 @@
 //! StateBackend, FilesystemBackend, StoreBackend and a CompositeBackend.
 
 use lc_agent::RunnableNetwork;
-use lc_agent_modifiers::filesystem::{
+use lc_agent_filesystem::{
     run_tool, Backend, CompositeBackend, FilesystemBackend, InMemoryStore, StateBackend,
     StoreBackend,
 };

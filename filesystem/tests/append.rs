@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use lc_agent::RunnableNetwork;
-use lc_agent_modifiers::filesystem::{
+use lc_agent_filesystem::{
     Backend, CompositeBackend, FilesystemBackend, FsError, InMemoryStore, StateBackend,
     StoreBackend,
 };

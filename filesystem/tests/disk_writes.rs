@@ -7,10 +7,8 @@ mod common;
 use std::os::unix::fs::{symlink, PermissionsExt};
 
 use lc_agent::RunnableNetwork;
-use lc_agent_modifiers::filesystem::atomic::TEMP_PREFIX;
-use lc_agent_modifiers::filesystem::{
-    run_tool, Backend, FileOpError, FilesystemBackend, StateBackend,
-};
+use lc_agent_filesystem::TEMP_PREFIX;
+use lc_agent_filesystem::{run_tool, Backend, FileOpError, FilesystemBackend, StateBackend};
 use serde_json::{json, Value};
 
 async fn call(backend: &dyn Backend, tool: &str, args: Value) -> String {

@@ -4,7 +4,7 @@
 //! snapshotted (ids are the script's own; no timestamps are printed).
 
 use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_modifiers::filesystem::{FilesystemModifier, LocalShellBackend};
+use lc_agent_filesystem::{FilesystemModifier, LocalShellBackend};
 use serde_json::json;
 
 fn script() -> Vec<Turn> {

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use lc_agent::ToolStatus;
-use lc_agent_modifiers::filesystem::{run_tool, LocalShellBackend};
+use lc_agent_filesystem::{run_tool, LocalShellBackend};
 use serde_json::json;
 
 async fn exec(shell: &LocalShellBackend, args: serde_json::Value) -> (String, ToolStatus) {

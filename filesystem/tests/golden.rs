@@ -3,7 +3,7 @@
 mod common;
 
 use lc_agent::RunnableNetwork;
-use lc_agent_modifiers::filesystem::StateBackend;
+use lc_agent_filesystem::StateBackend;
 
 fn assert_clean(failures: Vec<String>) {
     assert!(
@@ -23,13 +23,13 @@ async fn golden_state_backend() {
 #[tokio::test]
 async fn golden_filesystem_backend() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = lc_agent_modifiers::filesystem::FilesystemBackend::new(dir.path()).unwrap();
+    let backend = lc_agent_filesystem::FilesystemBackend::new(dir.path()).unwrap();
     assert_clean(common::run_table(&backend, "").await);
 }
 
 #[tokio::test]
 async fn golden_composite_route_to_disk() {
-    use lc_agent_modifiers::filesystem::{CompositeBackend, FilesystemBackend};
+    use lc_agent_filesystem::{CompositeBackend, FilesystemBackend};
     let dir = tempfile::tempdir().unwrap();
     let net = RunnableNetwork::new();
     let composite = CompositeBackend::new(StateBackend::factory())
@@ -43,14 +43,14 @@ async fn golden_composite_route_to_disk() {
 
 #[tokio::test]
 async fn golden_store_backend_in_memory() {
-    use lc_agent_modifiers::filesystem::{InMemoryStore, StoreBackend};
+    use lc_agent_filesystem::{InMemoryStore, StoreBackend};
     let backend = StoreBackend::new(InMemoryStore::new(), ["user-42", "filesystem"]);
     assert_clean(common::run_table(&backend, "").await);
 }
 
 #[tokio::test]
 async fn golden_composite_route_to_store() {
-    use lc_agent_modifiers::filesystem::{CompositeBackend, InMemoryStore, StoreBackend};
+    use lc_agent_filesystem::{CompositeBackend, InMemoryStore, StoreBackend};
     let net = RunnableNetwork::new();
     let composite = CompositeBackend::new(StateBackend::factory())
         .route("/ws", StoreBackend::new(InMemoryStore::new(), ["n"]))

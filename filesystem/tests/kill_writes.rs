@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lc_agent_modifiers::filesystem::{run_tool, FilesystemBackend};
+use lc_agent_filesystem::{run_tool, FilesystemBackend};
 use serde_json::json;
 
 /// Set in the child's environment: `<root>` and `write` or `edit`.

@@ -8,8 +8,8 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, NodeRef,
     RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
 };
-use lc_agent_modifiers::filesystem::evict::file_name_for;
-use lc_agent_modifiers::filesystem::{
+use lc_agent_filesystem::evict::file_name_for;
+use lc_agent_filesystem::{
     Backend, FilesystemBackend, FilesystemModifier, LocalShellBackend, StateBackend,
 };
 use parking_lot::Mutex;

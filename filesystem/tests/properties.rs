@@ -18,8 +18,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use lc_agent::RunnableNetwork;
-use lc_agent_modifiers::filesystem::path::normalize;
-use lc_agent_modifiers::filesystem::{run_tool, Backend, FilesystemBackend, StateBackend};
+use lc_agent_filesystem::path::normalize;
+use lc_agent_filesystem::{run_tool, Backend, FilesystemBackend, StateBackend};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};
@@ -264,7 +264,7 @@ fn check_answer(tool: &str, p: &str, out: &str, host: &str) -> Result<(), TestCa
         let mut named = v.as_str();
         while named != "/" {
             scrubbed = scrubbed.replace(named, "");
-            named = lc_agent_modifiers::filesystem::path::parent(named);
+            named = lc_agent_filesystem::path::parent(named);
         }
     }
     prop_assert!(

@@ -12,7 +12,7 @@ mod redis_server;
 mod tls;
 
 use lc_agent::RedisConnector;
-use lc_agent_modifiers::filesystem::{run_tool, RedisStore, StoreBackend};
+use lc_agent_filesystem::{run_tool, RedisStore, StoreBackend};
 use serde_json::json;
 
 async fn command_calls(url: &str, command: &str) -> u64 {
@@ -137,9 +137,9 @@ async fn two_servers_editing_one_file_lose_no_update() {
         return;
     };
     let url = server.url();
-    let a: std::sync::Arc<dyn lc_agent_modifiers::filesystem::Backend> =
+    let a: std::sync::Arc<dyn lc_agent_filesystem::Backend> =
         std::sync::Arc::new(StoreBackend::redis(&url, ["user-7", "memories"]));
-    let b: std::sync::Arc<dyn lc_agent_modifiers::filesystem::Backend> =
+    let b: std::sync::Arc<dyn lc_agent_filesystem::Backend> =
         std::sync::Arc::new(StoreBackend::redis(&url, ["user-7", "memories"]));
     let rounds = 60;
     let lines = common::two_editors(a, b, rounds).await;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lc_agent_modifiers::filesystem::{run_tool, Backend, FileOpError, FilesystemBackend};
+use lc_agent_filesystem::{run_tool, Backend, FileOpError, FilesystemBackend};
 use serde_json::{json, Value};
 
 struct Sandbox {

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use lc_agent_modifiers::filesystem::{Backend, InMemoryStore, StoreBackend};
+use lc_agent_filesystem::{Backend, InMemoryStore, StoreBackend};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_editors_on_one_in_memory_store_lose_nothing() {

@@ -46,7 +46,7 @@ use super::path;
 /// **Non-virtual mode confines nothing**; use it only for trusted agents.
 ///
 /// ```
-/// use lc_agent_modifiers::filesystem::{run_tool, FilesystemBackend};
+/// use lc_agent_filesystem::{run_tool, FilesystemBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -15,11 +15,11 @@ use std::path::{Component, Path, PathBuf};
 use cap_std::fs::Dir;
 
 use super::{is_escape, map_err, Disk};
-use crate::filesystem::atomic::{write_atomically, Commit};
-use crate::filesystem::backend::{FsError, FsResult};
-use crate::filesystem::edit::plan_edit;
-use crate::filesystem::encoding::{self, classify, decode_utf16, encode_utf16, Encoding};
-use crate::filesystem::path;
+use crate::atomic::{write_atomically, Commit};
+use crate::backend::{FsError, FsResult};
+use crate::edit::plan_edit;
+use crate::encoding::{self, classify, decode_utf16, encode_utf16, Encoding};
+use crate::path;
 
 /// Maps an I/O error of a write: a name too long for the filesystem is an
 /// invalid path there (nothing can be created under it).

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::FileTool;
-use crate::filesystem::backend::{Backend, FsError};
-use crate::filesystem::path;
+use crate::backend::{Backend, FsError};
+use crate::path;
 
 file_tool! {
     /// The `edit_file` tool: replaces exact text in a file.

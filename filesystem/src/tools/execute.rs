@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::filesystem::backend::{Backend, ExecuteResponse, FsError};
+use crate::backend::{Backend, ExecuteResponse, FsError};
 
 /// The longest `execute` timeout, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 3600;

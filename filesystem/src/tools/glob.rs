@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{cap_lines, FileTool};
-use crate::filesystem::backend::Backend;
-use crate::filesystem::glob::GlobPattern;
-use crate::filesystem::{atomic, path};
+use crate::backend::Backend;
+use crate::glob::GlobPattern;
+use crate::{atomic, path};
 
 file_tool! {
     /// The `glob` tool: the files whose path matches a glob pattern.

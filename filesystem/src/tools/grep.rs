@@ -11,10 +11,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::filesystem::backend::{Backend, FileMatches, GrepMode, GrepQuery};
-use crate::filesystem::glob::GlobPattern;
-use crate::filesystem::grep::invalid_regex_note;
-use crate::filesystem::{atomic, path};
+use crate::backend::{Backend, FileMatches, GrepMode, GrepQuery};
+use crate::glob::GlobPattern;
+use crate::grep::invalid_regex_note;
+use crate::{atomic, path};
 
 /// Matching lines reported when the call gives no `max_count`.
 const DEFAULT_MAX_COUNT: usize = 1000;

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{cap_lines, FileTool};
-use crate::filesystem::backend::{Backend, LsEntry};
-use crate::filesystem::{atomic, path};
+use crate::backend::{Backend, LsEntry};
+use crate::{atomic, path};
 
 file_tool! {
     /// The `ls` tool: the entries of a directory, one absolute path per line.

@@ -39,12 +39,12 @@ macro_rules! file_tool {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $tool {
-            backend: $crate::filesystem::backend::BackendSource,
+            backend: $crate::backend::BackendSource,
         }
 
         impl $tool {
             /// The tool over `backend` (a backend or a factory).
-            pub fn new(backend: impl Into<$crate::filesystem::backend::BackendSource>) -> Self {
+            pub fn new(backend: impl Into<$crate::backend::BackendSource>) -> Self {
                 Self {
                     backend: backend.into(),
                 }
@@ -52,15 +52,15 @@ macro_rules! file_tool {
         }
 
         impl ::lc_agent::TypedTool for $tool {
-            const NAME: &'static str = <$tool as $crate::filesystem::tools::FileTool>::NAME;
-            type Args<'a> = <$tool as $crate::filesystem::tools::FileTool>::Args<'a>;
+            const NAME: &'static str = <$tool as $crate::tools::FileTool>::NAME;
+            type Args<'a> = <$tool as $crate::tools::FileTool>::Args<'a>;
 
             fn description(&self) -> &str {
-                <$tool as $crate::filesystem::tools::FileTool>::DESCRIPTION
+                <$tool as $crate::tools::FileTool>::DESCRIPTION
             }
 
             fn parameters(&self) -> ::serde_json::Value {
-                <$tool as $crate::filesystem::tools::FileTool>::parameters()
+                <$tool as $crate::tools::FileTool>::parameters()
             }
 
             async fn call(
@@ -69,7 +69,7 @@ macro_rules! file_tool {
                 ctx: &::lc_agent::ToolContext,
             ) -> Result<::lc_agent::ToolOutput, ::lc_agent::ToolError> {
                 let backend = self.backend.resolve(&ctx.network);
-                <$tool as $crate::filesystem::tools::FileTool>::run(backend.as_ref(), args).await
+                <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args).await
             }
         }
     };
@@ -84,12 +84,12 @@ mod read_file;
 mod write_file;
 
 pub use edit_file::{EditFile, EditFileArgs};
-pub use execute::{format_execute, Execute, ExecuteArgs, MAX_TIMEOUT_SECS};
+pub use execute::{Execute, ExecuteArgs};
 pub use glob::{Glob, GlobArgs};
-pub use grep::{format_grep, Grep, GrepArgs};
+pub use grep::{Grep, GrepArgs};
 pub(crate) use lc_agent::tool_args::AtLeast;
-pub use ls::{format_ls, Ls, LsArgs};
-pub use read_file::{format_read, ReadFile, ReadFileArgs, MAX_LINE_CHARS, MAX_READ_CHARS};
+pub use ls::{Ls, LsArgs};
+pub use read_file::{ReadFile, ReadFileArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
 
 /// Lines listed by `ls`, `glob` and `grep` before the footer.
@@ -153,11 +153,11 @@ async fn call<T: FileTool>(backend: &dyn Backend, args: &Value) -> ToolOutput {
 ///
 /// ```
 /// use lc_agent::Tool;
-/// use lc_agent_modifiers::filesystem::{tools, StateBackend};
+/// use lc_agent_filesystem::{all_tools, StateBackend, TOOL_NAMES};
 ///
-/// let all = tools::all(StateBackend::factory());
+/// let all = all_tools(StateBackend::factory());
 /// let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
-/// assert_eq!(names, tools::TOOL_NAMES);
+/// assert_eq!(names, TOOL_NAMES);
 /// ```
 pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
     let backend = backend.into();
@@ -180,13 +180,13 @@ pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
 ///
 /// ```
 /// use lc_agent::RunnableNetwork;
-/// use lc_agent_modifiers::filesystem::{tools, LocalShellBackend, StateBackend};
+/// use lc_agent_filesystem::{is_offered, LocalShellBackend, StateBackend};
 ///
 /// let files = StateBackend::new(RunnableNetwork::new());
-/// assert!(tools::is_offered("read_file", &files));
-/// assert!(!tools::is_offered("execute", &files));
+/// assert!(is_offered("read_file", &files));
+/// assert!(!is_offered("execute", &files));
 /// let shell = LocalShellBackend::new(std::env::temp_dir()).unwrap();
-/// assert!(tools::is_offered("execute", &shell));
+/// assert!(is_offered("execute", &shell));
 /// ```
 pub fn is_offered(tool: &str, backend: &dyn Backend) -> bool {
     tool != Execute::NAME || backend.supports_execute()
@@ -206,7 +206,7 @@ pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec
 ///
 /// ```
 /// use lc_agent::RunnableNetwork;
-/// use lc_agent_modifiers::filesystem::{run_tool, StateBackend};
+/// use lc_agent_filesystem::{run_tool, StateBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::filesystem::backend::{Backend, FsError, ReadPage};
-use crate::filesystem::path;
+use crate::backend::{Backend, FsError, ReadPage};
+use crate::path;
 
 /// Chars of one line `read_file` prints before cutting it.
 pub const MAX_LINE_CHARS: usize = 2000;

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::FileTool;
-use crate::filesystem::backend::Backend;
-use crate::filesystem::path;
+use crate::backend::Backend;
+use crate::path;
 
 file_tool! {
     /// The `write_file` tool: creates a file (or replaces it with `overwrite`).

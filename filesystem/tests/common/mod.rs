@@ -2,7 +2,7 @@
 //! a helper that finds the temp files of atomic writes on disk.
 #![allow(dead_code)]
 
-use lc_agent_modifiers::filesystem::{run_tool, Backend};
+use lc_agent_filesystem::{run_tool, Backend};
 use serde_json::{json, Value};
 
 /// The fixture files (path, content).
@@ -314,7 +314,7 @@ pub fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         let name = entry.file_name();
         if name
             .to_string_lossy()
-            .starts_with(lc_agent_modifiers::filesystem::atomic::TEMP_PREFIX)
+            .starts_with(lc_agent_filesystem::TEMP_PREFIX)
         {
             found.push(entry.path());
         } else if entry.file_type().unwrap().is_dir() {
@@ -332,7 +332,7 @@ pub async fn two_editors(
     b: std::sync::Arc<dyn Backend>,
     rounds: usize,
 ) -> Vec<String> {
-    use lc_agent_modifiers::filesystem::run_tool;
+    use lc_agent_filesystem::run_tool;
     use serde_json::json;
 
     let out = run_tool(
@@ -390,17 +390,4 @@ pub fn assert_no_lost_update(lines: &[String], rounds: usize) {
         let expected: Vec<String> = (0..rounds).map(|i| format!("{name}-{i}")).collect();
         assert_eq!(mine, expected.iter().collect::<Vec<_>>());
     }
-}
-
-/// Every tool result of a network, in order: (status, text).
-pub fn tool_results(net: &lc_agent::RunnableNetwork) -> Vec<(lc_agent::ToolStatus, String)> {
-    net.nodes()
-        .iter()
-        .filter_map(|n| match n.output().as_deref() {
-            Some(lc_agent::Message::Tool {
-                content, status, ..
-            }) => Some((*status, content.clone())),
-            _ => None,
-        })
-        .collect()
 }

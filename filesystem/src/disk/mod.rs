@@ -38,7 +38,7 @@ use super::path;
 ///
 /// Writes never tear a file: `write_file`, `edit_file` and uploads write a
 /// temp file next to the target, fsync it and rename it over the target
-/// (see [`super::atomic`]), so a process killed mid-write leaves the old or
+/// (see `atomic.rs`), so a process killed mid-write leaves the old or
 /// the new bytes.
 ///
 /// With `virtual_mode(false)` paths are still taken below `root_dir`, but

@@ -25,7 +25,7 @@ use lc_agent::{
     ChatModel, FnTool, HumanNode, JsonNetworkList, NetworkList, OpenAiChatModel, RunnableNetwork,
     ScriptedChatModel, SystemNode, ToolCall, ToolError, ToolNode, ToolOutput, Turn,
 };
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
+use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 
 fn word_count_tool() -> FnTool {

@@ -112,12 +112,14 @@
 //! invocation, tools, the scripted model, the JSON session list — builds
 //! with neither an HTTP nor a Redis client.
 //!
-//! Beside this crate: `lc-agent-modifiers` (`modifiers/`) holds the
-//! filesystem modifier with its backends and file tools, the checkpoint
-//! modifier, and the agent layer (todos, sub-agents, supervisor, approvals,
-//! summarization, token counting, skills, long-term memory (feature
-//! `memory`, tantivy), the `DeepAgent` preset, the `AgentSpec` blueprint)
-//! and MCP (`McpTools`, the file tools as an MCP server; feature `mcp`);
+//! Beside this crate: `lc-agent-filesystem` (`filesystem/`) holds the seven
+//! file tools over pluggable, confined backends, the filesystem modifier
+//! and the eviction of large tool results; `lc-agent-modifiers`
+//! (`modifiers/`) is the agent layer (todos, sub-agents, supervisor,
+//! approvals, summarization, token counting, skills, long-term memory
+//! (feature `memory`, tantivy), the `DeepAgent` preset, the `AgentSpec`
+//! blueprint) and MCP (`McpTools`, the file tools as an MCP server; feature
+//! `mcp`);
 //! `lc-agent-cli` (`cli/`) is the `lc-agent` binary (`run`, `chat`,
 //! `tool`, `sessions`, `mcp`, `serve`); `lc-agent-server` (`server/`)
 //! serves the agent over HTTP (OpenAI-compatible chat completions, tool

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lc_agent::{openai_tools, FnTool, RunnableNetwork, Tool, ToolExecutor, ToolOutput};
-use lc_agent_modifiers::filesystem::{tools, FilesystemBackend, StateBackend};
+use lc_agent_filesystem::{all_tools, FilesystemBackend, StateBackend, TOOL_NAMES};
 use serde_json::json;
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
@@ -16,13 +16,13 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
 async fn file_tools_over_a_directory_with_bad_calls_as_per_call_errors() {
     let dir = tempfile::tempdir().unwrap();
     let backend = FilesystemBackend::new(dir.path()).unwrap();
-    let executor = ToolExecutor::from_shared(tools::all(backend));
+    let executor = ToolExecutor::from_shared(all_tools(backend));
     let defs = executor.openai_tools();
     let names: Vec<&str> = defs
         .iter()
         .map(|d| d["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, tools::TOOL_NAMES);
+    assert_eq!(names, TOOL_NAMES);
     assert!(defs.iter().all(|d| d["type"] == "function"
         && d["function"]["parameters"]["type"] == "object"
         && !d["function"]["description"].as_str().unwrap().is_empty()));
@@ -147,7 +147,7 @@ async fn a_panicking_tool_is_an_error_entry() {
 async fn with_network_the_tools_work_on_the_sessions_files() {
     let net = RunnableNetwork::new();
     let executor =
-        ToolExecutor::from_shared(tools::all(StateBackend::factory())).with_network(net.clone());
+        ToolExecutor::from_shared(all_tools(StateBackend::factory())).with_network(net.clone());
     let results = executor
         .execute_openai(&[call(
             "w",

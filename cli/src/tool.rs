@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
+use lc_agent_filesystem::TOOL_NAMES;
+use lc_agent_filesystem::{run_tool, Backend, StateBackend};
 use lc_agent_modifiers::deep_agent::DeepAgent;
-use lc_agent_modifiers::filesystem::tools::TOOL_NAMES;
-use lc_agent_modifiers::filesystem::{run_tool, Backend, StateBackend};
 use lc_agent_modifiers::workspace::Workspace;
 
 use crate::args::WorkspaceArgs;

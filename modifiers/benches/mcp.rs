@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, Criterion};
 use lc_agent::{RunnableNetwork, Tool, ToolContext};
-use lc_agent_modifiers::filesystem::{FilesystemBackend, ReadFile};
+use lc_agent_filesystem::{FilesystemBackend, ReadFile};
 use lc_agent_modifiers::mcp::{FileToolServer, McpConfig, McpServerConfig, McpTools};
 use serde_json::json;
 

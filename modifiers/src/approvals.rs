@@ -185,7 +185,7 @@ struct ApprovalRecord {
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 /// use lc_agent_modifiers::approvals::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
-/// use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
+/// use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

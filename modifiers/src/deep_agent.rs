@@ -23,15 +23,15 @@ use lc_agent::{
 };
 
 use crate::approvals::{ApprovalModifier, Decisions};
-use crate::filesystem::tools::Execute;
-use crate::filesystem::{
-    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
-};
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
 use crate::todos::TodoListModifier;
 use crate::workspace::{Workspace, WorkspaceError};
+use lc_agent_filesystem::Execute;
+use lc_agent_filesystem::{
+    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
+};
 
 /// The name the preset registers its main model under.
 pub const MAIN_MODEL: &str = "main";
@@ -253,7 +253,7 @@ impl DeepAgentBuilder {
 
     /// The tools the agent offers its model on `net` (built or attached
     /// by this builder): the network's tools as
-    /// [`tools::is_offered`](crate::filesystem::tools::is_offered) says
+    /// [`is_offered`](lc_agent_filesystem::is_offered) says
     /// (without `execute` when the backend cannot run commands, as the
     /// model's requests leave it out). [`lc_agent::openai_tools`] turns
     /// them into OpenAI definitions.
@@ -261,7 +261,7 @@ impl DeepAgentBuilder {
         let backend = self.backend_for(net);
         net.tools()
             .into_iter()
-            .filter(|t| crate::filesystem::tools::is_offered(t.name(), backend.as_ref()))
+            .filter(|t| lc_agent_filesystem::is_offered(t.name(), backend.as_ref()))
             .collect()
     }
 

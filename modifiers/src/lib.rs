@@ -1,9 +1,11 @@
 //! The agent layer of lc-agent: modifiers, the deep agent, its blueprint and
-//! how an agent is composed; the file tools and their backends.
+//! how an agent is composed. The file tools, their backends and the
+//! filesystem modifier live in their own crate, `lc-agent-filesystem`
+//! ([`lc_agent_filesystem`]); this crate puts them on agents.
 //!
 //! A modifier watches a network run and grows it; the ones here give chat
-//! nodes file tools, a plan, sub-agents, approvals, summaries, skills,
-//! memory and MCP tools, and [`deep_agent`] puts them on one network:
+//! nodes a plan, sub-agents, approvals, summaries, skills, memory and MCP
+//! tools, and [`deep_agent`] puts them on one network with the file tools:
 //!
 //! ```text
 //!  Blueprint (compose.rs) ─▶ AgentSpec (spec.rs) ─▶ DeepAgentBuilder ─▶ RunnableNetwork
@@ -65,44 +67,15 @@
 //!   - `memory/store.rs`: `MemoryStore`, a backend plus the index that follows it (rebuilt when stale).
 //!   - `memory/modifier.rs`: `MemoryModifier`: memories in the prompt, turns stored, background summaries.
 //!   - `memory/tools.rs`: the `remember` and `recall` tools; `user_of` (the session's user).
-//! - [`filesystem`]: the filesystem modifier, its tools and backends (its
-//!   module docs draw how they connect):
-//!   - [`filesystem::modifier`]: `FilesystemModifier`, offers the tools, adds the prompt section, evicts.
-//!   - [`filesystem::prompt`]: the system-prompt section about the file tools.
-//!   - [`filesystem::evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
-//!   - [`filesystem::tools`]: the seven tools, one type each (`TypedTool`s: their
-//!     arguments are read, and argument errors worded, by the core's `lc_agent::tool_args`),
-//!     `run_tool`, and `is_offered`, the one rule for which tools a model is offered.
-//!     - `tools/ls.rs`: `Ls` and `format_ls`.
-//!     - `tools/read_file.rs`: `ReadFile` and `format_read`.
-//!     - `tools/write_file.rs`: `WriteFile`.
-//!     - `tools/edit_file.rs`: `EditFile`.
-//!     - `tools/glob.rs`: `Glob`.
-//!     - `tools/grep.rs`: `Grep` and `format_grep`.
-//!     - `tools/execute.rs`: `Execute` and `format_execute`.
-//!   - [`filesystem::path`]: virtual paths: normalisation and the rejection rules.
-//!   - [`filesystem::backend`]: the `Backend` trait, what it returns, `FsError`.
-//!   - [`filesystem::state`]: `StateBackend`, files in the network's `files`.
-//!   - [`filesystem::store`]: `StoreBackend` over a `Store` (in memory or Redis).
-//!   - `filesystem/map_backend.rs`: the shared logic of map-backed backends (state, store).
-//!   - [`filesystem::disk`]: `FilesystemBackend`, a directory confined with cap-std
-//!     (`disk/write.rs`: how it writes, through in-root links, atomically).
-//!   - [`filesystem::atomic`]: crash-safe writes: temp file, fsync, rename (never a torn file).
-//!   - [`filesystem::shell`]: `LocalShellBackend`, a directory plus `execute`.
-//!   - [`filesystem::composite`]: `CompositeBackend`, routes paths by prefix.
-//!   - [`filesystem::glob`]: `GlobPattern`, the `glob` tool's patterns.
-//!   - [`filesystem::gitignore`]: `IgnoreRules`, `.gitignore` files.
-//!   - [`filesystem::grep`]: `GrepEngine`, the regex search, and the invalid-regex note.
-//!   - [`filesystem::encoding`]: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes.
-//!   - [`filesystem::paging`]: `page`, the streaming line window of `read_file`.
-//!   - [`filesystem::edit`]: `plan_edit`, where `edit_file` replaces (CRLF-aware).
+//! - The file tools, their backends and `FilesystemModifier` are the
+//!   `lc-agent-filesystem` crate ([`lc_agent_filesystem`]; its crate docs draw
+//!   how they connect).
 #![deny(missing_docs)]
 
 pub mod approvals;
 pub mod compose;
 pub mod deep_agent;
 mod delegation;
-pub mod filesystem;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;

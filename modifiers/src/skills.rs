@@ -26,7 +26,7 @@ use lc_agent::{ChatRequest, NetworkModifier, NodeRef, Result, RunnableNetwork};
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use crate::filesystem::{path, Backend, BackendSource, FsError};
+use lc_agent_filesystem::{path, Backend, BackendSource, FsError};
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -199,7 +199,7 @@ pub async fn load_skills(backend: &dyn Backend, root: &str) -> (Vec<Skill>, Vec<
         let text = match (download.content, download.error) {
             (Some(bytes), _) => String::from_utf8_lossy(&bytes).into_owned(),
             // A folder without SKILL.md is not a skill.
-            (None, Some(crate::filesystem::FileOpError::FileNotFound)) => continue,
+            (None, Some(lc_agent_filesystem::FileOpError::FileNotFound)) => continue,
             (None, error) => {
                 errors.push(SkillError::Read {
                     path: file.clone(),
@@ -248,7 +248,7 @@ pub fn skills_section(skills: &[Skill]) -> Option<String> {
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
-/// use lc_agent_modifiers::filesystem::{Backend, StateBackend};
+/// use lc_agent_filesystem::{Backend, StateBackend};
 /// use lc_agent_modifiers::skills::SkillsModifier;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::filesystem::{BackendSource, StateBackend};
 use crate::tokens::{counter_for_model, ContextWindows, TokenCounter};
+use lc_agent_filesystem::{BackendSource, StateBackend};
 
 /// The model-routing step of summary requests.
 pub const SUMMARY_STEP: &str = "summary";

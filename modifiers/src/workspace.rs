@@ -33,7 +33,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::Decisions;
-use crate::filesystem::{
+use lc_agent_filesystem::{
     Backend, BackendSource, FilesystemBackend, LocalShellBackend, StateBackend,
 };
 

@@ -9,10 +9,10 @@ use lc_agent::{
     HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,
     ToolStatus, Turn,
 };
+use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::approvals::{
     decide, pending_approvals, ApprovalError, ApprovalModifier, Decision, DecisionKind, Decisions,
 };
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 
 fn attach(net: &RunnableNetwork, model: &ScriptedChatModel) {

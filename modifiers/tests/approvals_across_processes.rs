@@ -12,10 +12,10 @@ use std::process::Command;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent::{JsonNetworkList, NetworkList, RedisNetworkList};
+use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::approvals::{
     decide, pending_approvals, ApprovalModifier, Decision, Decisions,
 };
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 
 const PHASE: &str = "LC_APPROVAL_PHASE";

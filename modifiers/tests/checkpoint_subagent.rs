@@ -13,7 +13,7 @@ use lc_agent::{
     ScriptedChatModel, ToolCall, Turn,
 };
 use lc_agent::{JsonNetworkList, NetworkList};
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
+use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
 use serde_json::json;
 

@@ -419,7 +419,7 @@ async fn a_server_that_cannot_start_is_reported_and_the_run_goes_on() {
 /// token serves anyone on this machine.
 #[tokio::test]
 async fn our_file_tool_server_over_http_checks_the_bearer_token() {
-    use lc_agent_modifiers::filesystem::FilesystemBackend;
+    use lc_agent_filesystem::FilesystemBackend;
     use lc_agent_modifiers::mcp::FileToolServer;
 
     let dir = tempfile::tempdir().unwrap();

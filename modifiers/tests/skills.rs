@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork, Turn,
 };
+use lc_agent_filesystem::{Backend, FilesystemBackend, StateBackend};
 use lc_agent_modifiers::deep_agent::DeepAgent;
-use lc_agent_modifiers::filesystem::{Backend, FilesystemBackend, StateBackend};
 use lc_agent_modifiers::skills::{load_skills, SkillError, SkillsModifier};
 use lc_agent_modifiers::spec::AgentSpec;
 use parking_lot::Mutex;

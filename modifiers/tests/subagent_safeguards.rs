@@ -16,11 +16,9 @@ use lc_agent::{
     NetworkEvent, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel, SummaryNode, ToolNode,
     ToolOutput, ToolStatus, Turn,
 };
+use lc_agent_filesystem::{BackendSource, FilesystemModifier, LocalShellBackend, StateBackend};
 use lc_agent_modifiers::approvals::{
     decide, pending_approvals, ApprovalModifier, Decision, Decisions,
-};
-use lc_agent_modifiers::filesystem::{
-    BackendSource, FilesystemModifier, LocalShellBackend, StateBackend,
 };
 use lc_agent_modifiers::subagents::{SubAgent, SubAgentModifier};
 use lc_agent_modifiers::summarization::{SummarizationConfig, SummarizationModifier, SUMMARY_STEP};

@@ -12,7 +12,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, NetworkEvent,
     RunnableNetwork, SummaryNode, SystemNode, ToolCall, ToolOutput, Turn,
 };
-use lc_agent_modifiers::filesystem::{run_tool, StateBackend};
+use lc_agent_filesystem::{run_tool, StateBackend};
 use lc_agent_modifiers::summarization::{
     SummarizationConfig, SummarizationModifier, SUMMARY_HEADING, SUMMARY_STEP,
 };
@@ -436,8 +436,8 @@ async fn fraction_of_the_context_window_triggers_with_the_real_tokenizer() {
 
 #[tokio::test]
 async fn a_deep_agent_writes_the_history_file_through_its_backend() {
+    use lc_agent_filesystem::FilesystemBackend;
     use lc_agent_modifiers::deep_agent::DeepAgent;
-    use lc_agent_modifiers::filesystem::FilesystemBackend;
 
     let dir = tempfile::tempdir().unwrap();
     let main = Recorder::new([

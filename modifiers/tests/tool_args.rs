@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use lc_agent::{
     HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolNode, ToolStatus, Turn,
 };
-use lc_agent_modifiers::filesystem::{FilesystemModifier, StateBackend};
+use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_modifiers::subagents::SubAgentModifier;
 use lc_agent_modifiers::supervisor::{Route, Supervisor};
 use lc_agent_modifiers::todos::{todos_of, TodoListModifier};

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The tool types, their descriptions, schemas and output strings are the
-//! ones a network's [`FilesystemModifier`](crate::filesystem::FilesystemModifier)
-//! offers; nothing is re-implemented here. A [`LocalShellBackend`](crate::filesystem::LocalShellBackend)
+//! ones a network's [`FilesystemModifier`](lc_agent_filesystem::FilesystemModifier)
+//! offers; nothing is re-implemented here. A [`LocalShellBackend`](lc_agent_filesystem::LocalShellBackend)
 //! adds `execute`, which runs without asking anyone: serve it only to
 //! clients you trust with a shell in that directory.
 
@@ -33,7 +33,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::error::McpError;
-use crate::filesystem::{run_tool, tools, Backend, FileTool};
+use lc_agent_filesystem::{offered_tools, run_tool, Backend, Execute, FileTool};
 
 /// The path the HTTP transport answers on.
 pub const MCP_HTTP_PATH: &str = "/mcp";
@@ -62,7 +62,7 @@ impl FileToolServer {
     /// when the backend runs commands.
     ///
     /// ```
-    /// use lc_agent_modifiers::filesystem::FilesystemBackend;
+    /// use lc_agent_filesystem::FilesystemBackend;
     /// use lc_agent_modifiers::mcp::FileToolServer;
     ///
     /// let dir = tempfile::tempdir().unwrap();
@@ -75,7 +75,7 @@ impl FileToolServer {
 
     /// The file tools over a shared backend.
     pub fn shared(backend: Arc<dyn Backend>) -> Self {
-        let tools = tools::offered(backend.clone(), backend.as_ref())
+        let tools = offered_tools(backend.clone(), backend.as_ref())
             .iter()
             .map(|tool| {
                 let schema = match tool.parameters() {
@@ -226,7 +226,7 @@ impl ServerHandler for FileToolServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         if !self.tools.iter().any(|t| t.name == request.name) {
-            let message = if request.name == tools::Execute::NAME {
+            let message = if request.name == Execute::NAME {
                 "`execute` needs a server started with a shell (--shell)".to_string()
             } else {
                 format!(

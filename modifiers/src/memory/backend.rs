@@ -6,7 +6,7 @@
 //!  entries_from("alice", 2) ─▶ [e2, ...]          what the index has not seen
 //! ```
 //!
-//! A sibling of the filesystem's [`Store`](crate::filesystem::Store), not
+//! A sibling of the filesystem's [`Store`](lc_agent_filesystem::Store), not
 //! an implementation of it: `Store` keeps file records by path and reads
 //! whole namespaces, while memory is a log the search index follows from
 //! where it stopped, so the one operation it needs is "this user's

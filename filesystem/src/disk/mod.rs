@@ -1,0 +1,639 @@
+//! [`FilesystemBackend`]: files in a real directory, confined with cap-std.
+//!
+//! This file holds the backend, its walk, reads, search and listing;
+//! `write.rs` holds how it writes (links, parents, atomic commit).
+
+mod write;
+
+use std::ffi::OsString;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cap_fs_ext::DirExt;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use super::backend::{
+    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
+    LsEntry, ReadPage,
+};
+use super::encoding::{self, classify, decode_utf16, Encoding};
+use super::gitignore::IgnoreRules;
+use super::glob::GlobPattern;
+use super::grep::GrepEngine;
+use super::paging::page;
+use super::path;
+
+/// Files in a directory on disk.
+///
+/// In **virtual mode** (the default) the directory is the whole world:
+/// `/` is `root_dir`, and every open goes through a [`cap_std::fs::Dir`]
+/// handle on it, so the kernel (openat2 `RESOLVE_BENEATH`, or cap-std's
+/// own component-by-component resolution) refuses any path that would
+/// leave it — through `..`, an absolute symlink, a symlink to outside in the
+/// middle of a path, or a directory swapped for such a symlink while an
+/// operation runs. Nothing is checked first and opened later.
+///
+/// Writes never tear a file: `write_file`, `edit_file` and uploads write a
+/// temp file next to the target, fsync it and rename it over the target
+/// (see `atomic.rs`), so a process killed mid-write leaves the old or
+/// the new bytes.
+///
+/// With `virtual_mode(false)` paths are still taken below `root_dir`, but
+/// the handle is the host's `/`: symlinks may lead anywhere on the host.
+/// **Non-virtual mode confines nothing**; use it only for trusted agents.
+///
+/// ```
+/// use lc_agent_filesystem::{run_tool, FilesystemBackend};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let backend = FilesystemBackend::new(dir.path()).unwrap();
+/// run_tool(&backend, "write_file", &json!({"file_path": "/a/b.txt", "content": "hi"})).await;
+/// let out = run_tool(&backend, "ls", &json!({"path": "/a"})).await.unwrap();
+/// assert_eq!(out.content, "/a/b.txt");
+/// let out = run_tool(&backend, "read_file", &json!({"file_path": "/../etc/passwd"})).await.unwrap();
+/// assert_eq!(out.content, "Error: Path traversal not allowed: /../etc/passwd");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct FilesystemBackend {
+    disk: Arc<Disk>,
+}
+
+impl std::fmt::Debug for FilesystemBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilesystemBackend")
+            .field("root", &self.disk.root_path)
+            .field("virtual_mode", &self.disk.virtual_mode)
+            .finish()
+    }
+}
+
+/// Configures a [`FilesystemBackend`].
+#[derive(Debug, Clone)]
+pub struct FilesystemBackendBuilder {
+    root: PathBuf,
+    virtual_mode: bool,
+}
+
+impl FilesystemBackendBuilder {
+    /// Confine every path to the root (default true).
+    pub fn virtual_mode(mut self, on: bool) -> Self {
+        self.virtual_mode = on;
+        self
+    }
+
+    /// Opens the root directory (it must exist).
+    pub fn build(self) -> io::Result<FilesystemBackend> {
+        let root_path = std::fs::canonicalize(&self.root)?;
+        if !root_path.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "root is not a directory",
+            ));
+        }
+        let (dir, base) = if self.virtual_mode {
+            (
+                Dir::open_ambient_dir(&root_path, ambient_authority())?,
+                PathBuf::from("."),
+            )
+        } else {
+            let base = root_path
+                .strip_prefix("/")
+                .unwrap_or(&root_path)
+                .to_path_buf();
+            (Dir::open_ambient_dir("/", ambient_authority())?, base)
+        };
+        Ok(FilesystemBackend {
+            disk: Arc::new(Disk {
+                root: dir,
+                base,
+                root_path,
+                virtual_mode: self.virtual_mode,
+            }),
+        })
+    }
+}
+
+impl FilesystemBackend {
+    /// A backend on `root_dir` in virtual mode.
+    pub fn new(root_dir: impl AsRef<Path>) -> io::Result<Self> {
+        Self::builder(root_dir).build()
+    }
+
+    /// A builder for `root_dir`.
+    pub fn builder(root_dir: impl AsRef<Path>) -> FilesystemBackendBuilder {
+        FilesystemBackendBuilder {
+            root: root_dir.as_ref().to_path_buf(),
+            virtual_mode: true,
+        }
+    }
+
+    /// The root directory on the host (canonical).
+    pub fn root_dir(&self) -> &Path {
+        &self.disk.root_path
+    }
+
+    /// Whether paths are confined to the root.
+    pub fn virtual_mode(&self) -> bool {
+        self.disk.virtual_mode
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Disk) -> FsResult<T> + Send + 'static,
+    ) -> FsResult<T> {
+        let disk = self.disk.clone();
+        tokio::task::spawn_blocking(move || f(&disk))
+            .await
+            .map_err(|e| FsError::Io {
+                path: "/".to_string(),
+                reason: format!("worker failed: {e}"),
+            })?
+    }
+}
+
+/// What a walk found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    LinkFile,
+    LinkDir,
+}
+
+struct Found {
+    vpath: String,
+    rel: PathBuf,
+    kind: Kind,
+}
+
+struct Disk {
+    root: Dir,
+    base: PathBuf,
+    root_path: PathBuf,
+    virtual_mode: bool,
+}
+
+fn is_escape(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EXDEV)
+        || (e.kind() == io::ErrorKind::PermissionDenied
+            && e.to_string().contains("outside of the filesystem"))
+}
+
+/// Maps an I/O error to the model-facing error; `missing` builds the
+/// not-found error (which one depends on the tool).
+fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError {
+    let v = vpath.to_string();
+    if is_escape(&e) {
+        FsError::Escapes(v)
+    } else if e.raw_os_error() == Some(libc::ELOOP) {
+        FsError::SymlinkLoop(v)
+    } else if e.kind() == io::ErrorKind::NotFound
+        || matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ENAMETOOLONG))
+    {
+        // A name too long for the filesystem names no file that exists.
+        missing(v)
+    } else if e.kind() == io::ErrorKind::PermissionDenied {
+        FsError::PermissionDenied(v)
+    } else {
+        FsError::Io {
+            path: v,
+            reason: e.kind().to_string(),
+        }
+    }
+}
+
+fn read_head(file: &std::fs::File) -> io::Result<Vec<u8>> {
+    let mut head = vec![0u8; encoding::BINARY_SNIFF_BYTES];
+    let filled = encoding::read_head_into(file, &mut head)?;
+    head.truncate(filled);
+    Ok(head)
+}
+
+impl Disk {
+    fn rel(&self, vpath: &str) -> PathBuf {
+        let mut rel = self.base.clone();
+        for c in path::components(vpath) {
+            rel.push(c);
+        }
+        rel
+    }
+
+    /// Opens a directory following in-root symlinks.
+    fn open_dir(&self, vpath: &str, missing: fn(String) -> FsError) -> FsResult<Dir> {
+        let rel = self.rel(vpath);
+        self.root.open_dir(&rel).map_err(|e| {
+            // ENOTDIR also comes from a file in the middle of the path
+            // (`/a.txt/x`): that path is missing, not a file.
+            let is_file = || self.root.metadata(&rel).is_ok_and(|md| !md.is_dir());
+            if e.raw_os_error() == Some(libc::ENOTDIR) && is_file() {
+                FsError::NotADirectory(vpath.to_string())
+            } else {
+                map_err(e, vpath, missing)
+            }
+        })
+    }
+
+    /// Loads the `.gitignore` files of the directories above `dir`.
+    fn ancestor_rules(&self, dir: &str) -> IgnoreRules {
+        let mut rules = IgnoreRules::default();
+        let mut chain = vec![];
+        let mut current = dir;
+        while current != "/" {
+            current = path::parent(current);
+            chain.push(current);
+        }
+        for d in chain.into_iter().rev() {
+            if let Ok(mut f) = self.root.open(self.rel(&path::join(d, ".gitignore"))) {
+                let mut text = String::new();
+                if f.read_to_string(&mut text).is_ok() {
+                    rules.add(d, &text);
+                }
+            }
+        }
+        rules
+    }
+
+    /// Walks below `start` (already opened), skipping `.git` directories,
+    /// symlinks that escape, dangle or loop, and (with `rules`) ignored
+    /// paths. Symlinked directories are reported, never entered.
+    fn walk(&self, start: &str, first: Dir, rules: Option<&mut IgnoreRules>) -> Vec<Found> {
+        let mut out = Vec::new();
+        self.walk_each(start, first, rules, &mut |found| out.push(found));
+        out
+    }
+
+    /// Walks below `start`, handing each entry to `visit` as soon as it is
+    /// found (so a search can run while the walk goes on).
+    fn walk_each(
+        &self,
+        start: &str,
+        first: Dir,
+        mut rules: Option<&mut IgnoreRules>,
+        visit: &mut dyn FnMut(Found),
+    ) {
+        let mut stack: Vec<(String, PathBuf, Option<Dir>)> =
+            vec![(start.to_string(), self.rel(start), Some(first))];
+        while let Some((vdir, rdir, handle)) = stack.pop() {
+            let dir = match handle {
+                Some(d) => d,
+                None => match self.root.open_dir_nofollow(&rdir) {
+                    Ok(d) => d,
+                    Err(_) => continue,
+                },
+            };
+            let Ok(entries) = dir.entries() else {
+                continue;
+            };
+            let entries: Vec<(OsString, cap_std::fs::FileType)> = entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+                .collect();
+            if let Some(rules) = rules.as_deref_mut() {
+                if entries
+                    .iter()
+                    .any(|(n, t)| n == ".gitignore" && t.is_file())
+                {
+                    if let Ok(mut f) = dir.open(".gitignore") {
+                        let mut text = String::new();
+                        if f.read_to_string(&mut text).is_ok() {
+                            rules.add(&vdir, &text);
+                        }
+                    }
+                }
+            }
+            for (name, ft) in entries {
+                let Some(name) = name.to_str() else {
+                    tracing::debug!("skipping a file name that is not UTF-8");
+                    continue;
+                };
+                let vpath = path::join(&vdir, name);
+                let rel = rdir.join(name);
+                let kind = if ft.is_dir() {
+                    Kind::Dir
+                } else if ft.is_file() {
+                    Kind::File
+                } else if ft.is_symlink() {
+                    match self.root.metadata(&rel) {
+                        Ok(md) if md.is_dir() => Kind::LinkDir,
+                        Ok(md) if md.is_file() => Kind::LinkFile,
+                        _ => continue,
+                    }
+                } else {
+                    continue;
+                };
+                let is_dir = matches!(kind, Kind::Dir | Kind::LinkDir);
+                if is_dir && name == ".git" {
+                    continue;
+                }
+                if let Some(rules) = rules.as_deref() {
+                    if rules.is_ignored(&vpath, is_dir) {
+                        continue;
+                    }
+                }
+                if kind == Kind::Dir {
+                    stack.push((vpath.clone(), rel.clone(), None));
+                }
+                visit(Found { vpath, rel, kind });
+            }
+        }
+    }
+
+    fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
+        if path::in_git_dir(dir) {
+            return Err(FsError::DirectoryNotFound(dir.to_string()));
+        }
+        let handle = self.open_dir(dir, FsError::DirectoryNotFound)?;
+        if recursive {
+            return Ok(self
+                .walk(dir, handle, None)
+                .into_iter()
+                .map(|f| LsEntry {
+                    is_dir: matches!(f.kind, Kind::Dir | Kind::LinkDir),
+                    path: f.vpath,
+                })
+                .collect());
+        }
+        let entries = handle
+            .entries()
+            .map_err(|e| map_err(e, dir, FsError::DirectoryNotFound))?;
+        let mut out = Vec::new();
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            let Ok(ft) = entry.file_type() else {
+                continue;
+            };
+            let vpath = path::join(dir, name);
+            let is_dir = if ft.is_symlink() {
+                self.root
+                    .metadata(self.rel(&vpath))
+                    .is_ok_and(|m| m.is_dir())
+            } else {
+                ft.is_dir()
+            };
+            if is_dir && name == ".git" {
+                continue;
+            }
+            out.push(LsEntry {
+                path: vpath,
+                is_dir,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Checks a search root: `Ok(true)` for a file, `Ok(false)` for a directory.
+    fn search_root(&self, target: &str) -> FsResult<bool> {
+        if path::in_git_dir(target) {
+            return Err(FsError::PathNotFound(target.to_string()));
+        }
+        let md = self
+            .root
+            .metadata(self.rel(target))
+            .map_err(|e| map_err(e, target, FsError::PathNotFound))?;
+        Ok(!md.is_dir())
+    }
+
+    fn glob(&self, glob: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
+        if self.search_root(dir)? {
+            return Err(FsError::NotADirectory(dir.to_string()));
+        }
+        let handle = self.open_dir(dir, FsError::PathNotFound)?;
+        let mut rules = self.ancestor_rules(dir);
+        Ok(self
+            .walk(dir, handle, Some(&mut rules))
+            .into_iter()
+            .filter(|f| matches!(f.kind, Kind::File | Kind::LinkFile))
+            .filter(|f| path::relative_to(&f.vpath, dir).is_some_and(|r| glob.is_match(r)))
+            .map(|f| f.vpath)
+            .collect())
+    }
+
+    fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
+        let glob = query.glob.as_ref();
+        let engine = GrepEngine::new(query)?;
+        if self.search_root(target)? {
+            let name = target.rsplit('/').next().unwrap_or_default();
+            if glob.is_some_and(|g| !g.is_match(name)) {
+                return Ok(Vec::new());
+            }
+            let mut searcher = engine.searcher();
+            return Ok(self
+                .search_one(&engine, &mut searcher, target, &self.rel(target))
+                .into_iter()
+                .collect());
+        }
+        let handle = self.open_dir(target, FsError::PathNotFound)?;
+        let mut rules = self.ancestor_rules(target);
+        Ok(self.search_files(&engine, |send| {
+            self.walk_each(target, handle, Some(&mut rules), &mut |f| {
+                let wanted = matches!(f.kind, Kind::File | Kind::LinkFile)
+                    && glob.is_none_or(|g| {
+                        path::relative_to(&f.vpath, target).is_some_and(|r| g.is_match(r))
+                    });
+                if wanted {
+                    send(f.vpath, f.rel);
+                }
+            });
+        }))
+    }
+
+    /// Searches the files `produce` hands over, on worker threads that start
+    /// while it is still producing (each file opened through the root
+    /// handle). Results come in no particular order; the tools sort them.
+    fn search_files(
+        &self,
+        engine: &GrepEngine,
+        produce: impl FnOnce(&mut dyn FnMut(String, PathBuf)),
+    ) -> Vec<FileMatches> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (tx, rx) = std::sync::mpsc::channel::<(String, PathBuf)>();
+        let rx = parking_lot::Mutex::new(rx);
+        std::thread::scope(|s| {
+            let work = || {
+                let mut searcher = engine.searcher();
+                let mut found = Vec::new();
+                loop {
+                    let next = rx.lock().recv();
+                    let Ok((vpath, rel)) = next else {
+                        break;
+                    };
+                    found.extend(self.search_one(engine, &mut searcher, &vpath, &rel));
+                }
+                found
+            };
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            produce(&mut |vpath, rel| {
+                // Workers only stop once the sender is gone: sending cannot fail.
+                let _ = tx.send((vpath, rel));
+            });
+            drop(tx);
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    }
+
+    /// Searches one file; unreadable files are skipped.
+    fn search_one(
+        &self,
+        engine: &GrepEngine,
+        searcher: &mut grep_searcher::Searcher,
+        vpath: &str,
+        rel: &std::path::Path,
+    ) -> Option<FileMatches> {
+        let file = self.root.open(rel).ok()?;
+        match engine.search_file(searcher, vpath, &file.into_std()) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file");
+                None
+            }
+        }
+    }
+
+    /// Opens a file for reading (directories are refused).
+    fn open_file(&self, vpath: &str) -> FsResult<(std::fs::File, u64)> {
+        self.open_file_at(&self.rel(vpath), vpath)
+    }
+
+    /// Opens the file at `rel` (relative to the root handle) for reading;
+    /// errors name `vpath`.
+    fn open_file_at(&self, rel: &Path, vpath: &str) -> FsResult<(std::fs::File, u64)> {
+        let file = self
+            .root
+            .open(rel)
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+        let md = file
+            .metadata()
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+        if md.is_dir() {
+            return Err(FsError::IsDirectoryUseLs(vpath.to_string()));
+        }
+        Ok((file.into_std(), md.len()))
+    }
+
+    fn read(&self, vpath: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
+        let (file, size) = self.open_file(vpath)?;
+        let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
+        let head = read_head(&file).map_err(io_err)?;
+        match classify(&head) {
+            Encoding::Binary => Err(FsError::Binary {
+                path: vpath.to_string(),
+                size,
+            }),
+            enc @ (Encoding::Utf16Le | Encoding::Utf16Be) => {
+                let mut bytes = Vec::new();
+                BufReader::new(file)
+                    .read_to_end(&mut bytes)
+                    .map_err(io_err)?;
+                let text = decode_utf16(&bytes, enc == Encoding::Utf16Le);
+                page(text.as_bytes(), offset, limit).map_err(io_err)
+            }
+            Encoding::Utf8 => {
+                page(BufReader::with_capacity(1 << 20, file), offset, limit).map_err(io_err)
+            }
+        }
+    }
+
+    fn download(&self, vpath: &str) -> FsResult<Vec<u8>> {
+        let (file, _) = self.open_file(vpath)?;
+        let mut bytes = Vec::new();
+        BufReader::new(file)
+            .read_to_end(&mut bytes)
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+        Ok(bytes)
+    }
+
+    fn delete(&self, vpath: &str) -> FsResult<()> {
+        let rel = self.rel(vpath);
+        if self.root.symlink_metadata(&rel).is_ok_and(|m| m.is_dir()) {
+            return Err(FsError::IsDirectory(vpath.to_string()));
+        }
+        self.root
+            .remove_file(rel)
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))
+    }
+}
+
+#[async_trait]
+impl Backend for FilesystemBackend {
+    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
+        let dir = dir.to_string();
+        self.run(move |d| d.ls(&dir, recursive)).await
+    }
+
+    async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
+        let file = file.to_string();
+        self.run(move |d| d.read(&file, offset, limit)).await
+    }
+
+    async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
+        let (file, content) = (file.to_string(), content.to_string());
+        self.run(move |d| d.write_bytes(&file, content.as_bytes(), overwrite))
+            .await
+    }
+
+    async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
+        self.run(move |d| d.edit(&file, &old, &new, replace_all))
+            .await
+    }
+
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
+        let (pattern, dir) = (pattern.clone(), dir.to_string());
+        self.run(move |d| d.glob(&pattern, &dir)).await
+    }
+
+    async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
+        let (query, target) = (query.clone(), target.to_string());
+        self.run(move |d| d.grep(&query, &target)).await
+    }
+
+    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
+        let result = self
+            .run(move |d| {
+                Ok(files
+                    .into_iter()
+                    .map(|(given, bytes)| {
+                        let error = path::normalize(&given)
+                            .and_then(|v| d.write_bytes(&v, &bytes, true))
+                            .err()
+                            .map(|e| e.code());
+                        FileUploadResponse { path: given, error }
+                    })
+                    .collect())
+            })
+            .await;
+        result.unwrap_or_default()
+    }
+
+    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
+        let result = self
+            .run(move |d| {
+                Ok(paths
+                    .into_iter()
+                    .map(|given| {
+                        let result = path::normalize(&given).and_then(|v| d.download(&v));
+                        FileDownloadResponse::from_result(given, result)
+                    })
+                    .collect())
+            })
+            .await;
+        result.unwrap_or_default()
+    }
+
+    async fn delete(&self, file: &str) -> FsResult<()> {
+        let file = file.to_string();
+        self.run(move |d| d.delete(&file)).await
+    }
+}

@@ -1,0 +1,140 @@
+//! The file tools of lc-agent: `ls`, `read_file`, `write_file`,
+//! `edit_file`, `glob`, `grep` and `execute` over pluggable, confined
+//! backends, and the filesystem modifier that offers them to a network's
+//! chat nodes and evicts large tool results to files. `lc-agent tool`, the
+//! MCP file-tool server and the HTTP server's tool endpoints run the tools
+//! directly; the agent layer (`lc-agent-modifiers`) puts them on agents.
+//! The crate depends only on the core (`lc-agent`).
+//!
+//! ```text
+//!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
+//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
+//!    │ on_post_invoke: evict.rs                    (TypedTools, exact output text;
+//!    │                                              is_offered: which are offered)
+//!    │                                                   │ path.rs: virtual paths
+//!    └──────────────────────────────────────────▶ dyn Backend (backend.rs)
+//!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
+//!       ├─ StoreBackend      key-value store   (store.rs) ┘ ops on a path map
+//!       ├─ FilesystemBackend a directory, cap-std (disk/; writes: atomic.rs)
+//!       ├─ LocalShellBackend disk + execute    (shell.rs)
+//!       └─ CompositeBackend  routes by prefix  (composite.rs)
+//!                 │ every backend uses the same helpers:
+//!                 ▼
+//!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
+//!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
+//! ```
+//!
+//! A tool call reads its typed arguments once (the core's
+//! `lc_agent::tool_args`, which words every argument error), checks the
+//! path, compiles a glob pattern once, asks the backend, and formats the
+//! answer; backends return unsorted, uncapped data. Because every backend
+//! uses the same helpers (`globset`, `ignore`'s gitignore matcher,
+//! `grep-searcher`/`grep-regex`) and the tools format every answer, all
+//! backends print the same text for the same files.
+//!
+//! The behaviour is specified in `filesystem-tools.md` (shared spec);
+//! decisions the spec leaves open:
+//! - `read_file` counts lines like `cat -n`: a final newline does not start
+//!   another line (`"a\nb\n"` has 2 lines).
+//! - grep's `max_count` applies in every output mode: the first
+//!   `max_count` matching lines in (path, line) order are taken, and
+//!   `files_with_matches`/`count` report the files/counts among them.
+//! - `execute`'s `[Output truncated: <n> bytes]` names the total number of
+//!   bytes the command wrote.
+//! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go
+//!   through a temp file in the target's directory, fsynced, then renamed
+//!   over the target, and the directory fsynced (`atomic.rs`): a killed
+//!   writer leaves the old or the new bytes, and a finished write survives
+//!   a power cut. Names starting with `.lc-agent-tmp-` are reserved for those
+//!   temp files; `ls`, `glob` and `grep` never show them, on any backend
+//!   (a file with such a name can still be read by its path).
+//! - A write through a dangling symlink whose target is inside the root
+//!   creates the target (and its missing directories), as a write through
+//!   any in-root link writes its target. A dangling link in the middle of
+//!   a path is what `ls` shows it as, a file:
+//!   `Cannot create <path>: <link> is a file`.
+//! - A path component too long for the filesystem (`ENAMETOOLONG`) names
+//!   nothing that exists: reads, `ls`, `glob`, `grep` and `edit_file` give
+//!   their not-found error; `write_file` gives `Invalid path` (nothing can be
+//!   created there). A path below a file is missing too (`ls /a.txt/x`:
+//!   `Directory not found`).
+//! - grep's `^`/`$` match at every line start/end (`$` also before
+//!   `\r\n`), as ripgrep does. Only `.gitignore` files are ignore rules:
+//!   `.git/info/exclude` and global git excludes are never read.
+//!
+//! ## Layout
+//!
+//! Modules are private; what they offer is re-exported here (one path to
+//! each item), except [`path`] and [`evict`], whose functions are used by
+//! name from outside.
+//!
+//! - `modifier.rs`: [`FilesystemModifier`], offers the tools, adds the prompt section, evicts.
+//! - `prompt.rs`: the system-prompt section about the file tools.
+//! - [`evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
+//! - `tools/`: the seven tools, one type each ([`TypedTool`](lc_agent::TypedTool)s: their
+//!   arguments are read, and argument errors worded, by the core's `lc_agent::tool_args`),
+//!   [`run_tool`], [`all_tools`], [`offered_tools`] and [`is_offered`], the one rule for
+//!   which tools a model is offered.
+//!   - `tools/ls.rs`: [`Ls`] and `format_ls`.
+//!   - `tools/read_file.rs`: [`ReadFile`] and `format_read`.
+//!   - `tools/write_file.rs`: [`WriteFile`].
+//!   - `tools/edit_file.rs`: [`EditFile`].
+//!   - `tools/glob.rs`: [`Glob`].
+//!   - `tools/grep.rs`: [`Grep`] and `format_grep`.
+//!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
+//! - [`path`]: virtual paths: normalisation and the rejection rules.
+//! - `backend.rs`: the [`Backend`] trait, what it returns, [`FsError`].
+//! - `state.rs`: [`StateBackend`], files in the network's `files`.
+//! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
+//! - `map_backend.rs`: the shared logic of map-backed backends (state, store).
+//! - `disk/`: [`FilesystemBackend`], a directory confined with cap-std
+//!   (`disk/write.rs`: how it writes, through in-root links, atomically).
+//! - `atomic.rs`: crash-safe writes: temp file, fsync, rename (never a torn file).
+//! - `shell.rs`: [`LocalShellBackend`], a directory plus `execute`.
+//! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
+//! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
+//! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
+//! - `grep.rs`: `GrepEngine`, the regex search, and the invalid-regex note.
+//! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes.
+//! - `paging.rs`: `page`, the streaming line window of `read_file`.
+//! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware).
+#![deny(missing_docs)]
+
+mod atomic;
+mod backend;
+mod composite;
+mod disk;
+mod edit;
+mod encoding;
+pub mod evict;
+mod gitignore;
+mod glob;
+mod grep;
+mod map_backend;
+mod modifier;
+mod paging;
+pub mod path;
+mod prompt;
+mod shell;
+mod state;
+mod store;
+mod tools;
+
+pub use atomic::TEMP_PREFIX;
+pub use backend::{
+    Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
+    FileOpError, FileUploadResponse, FsError, FsResult, GrepLine, GrepMode, GrepQuery, LsEntry,
+    ReadPage,
+};
+pub use composite::CompositeBackend;
+pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
+pub use glob::GlobPattern;
+pub use modifier::FilesystemModifier;
+pub use shell::LocalShellBackend;
+pub use state::StateBackend;
+pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
+pub use tools::{
+    all as all_tools, is_offered, offered as offered_tools, run_tool, EditFile, EditFileArgs,
+    Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs, ReadFile,
+    ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
+};

@@ -1,0 +1,69 @@
+//! [`EditFile`]: replaces exact text in a file.
+//!
+//! ```text
+//!  EditFileArgs { file_path, old_string, new_string, replace_all = false }
+//!    empty old_string? identical strings? -> path -> Backend::edit (edit.rs plans it)
+//!    -> "Successfully replaced <n> occurrence(s) in <path>"
+//! ```
+
+use lc_agent::{ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::FileTool;
+use crate::backend::{Backend, FsError};
+use crate::path;
+
+file_tool! {
+    /// The `edit_file` tool: replaces exact text in a file.
+    EditFile
+}
+
+/// The arguments of `edit_file`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EditFileArgs<'a> {
+    /// The file to edit.
+    pub file_path: &'a str,
+    /// The exact text to replace (not empty).
+    pub old_string: &'a str,
+    /// The replacement.
+    pub new_string: &'a str,
+    /// Replace every occurrence (default false: exactly one must exist).
+    pub replace_all: Option<bool>,
+}
+
+impl FileTool for EditFile {
+    const NAME: &'static str = "edit_file";
+    const DESCRIPTION: &'static str = "Replace the exact text `old_string` by `new_string` in a file. `old_string` must occur exactly once unless `replace_all` is true (default false); include surrounding lines to make it unique. Line endings of CRLF files are kept.";
+    type Args<'a> = EditFileArgs<'a>;
+
+    fn parameters() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file to edit."},
+                "old_string": {"type": "string", "description": "The exact text to replace (not empty)."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(backend: &dyn Backend, args: EditFileArgs<'_>) -> Result<ToolOutput, ToolError> {
+        let (old, new) = (args.old_string, args.new_string);
+        if old.is_empty() {
+            return Err(FsError::EmptyOldString.into());
+        }
+        if old == new {
+            return Err(FsError::IdenticalStrings.into());
+        }
+        let file = path::normalize(args.file_path)?;
+        let replace_all = args.replace_all.unwrap_or(false);
+        let n = backend.edit(&file, old, new, replace_all).await?;
+        Ok(ToolOutput::ok(format!(
+            "Successfully replaced {n} occurrence(s) in {file}"
+        )))
+    }
+}

@@ -1,0 +1,331 @@
+//! The seven file tools, one type each: [`Ls`], [`ReadFile`], [`WriteFile`],
+//! [`EditFile`], [`Glob`], [`Grep`], [`Execute`]. Each holds its backend
+//! (given directly or as a factory) and is a [`lc_agent::TypedTool`] (so a
+//! [`lc_agent::Tool`]).
+//!
+//! ```text
+//!  Tool::call(args, ctx) ─┐                      run_tool(backend, name, args)
+//!                         ▼                         │ (by name, no network)
+//!     lc_agent::tool_args::parse ─▶ <Tool>Args (typed, fields in order; the core's wording)
+//!                         ▼
+//!     FileTool::run ─▶ path::normalize ─▶ dyn Backend ─▶ format_* ─▶ ToolOutput
+//! ```
+//!
+//! A call reads its arguments once (the object check included) and
+//! compiles a glob pattern once; everything the model reads is formatted
+//! here, so every backend prints the same text. Argument errors and
+//! backend errors alike come back as `Error: ...` results the model reads;
+//! argument errors are worded by the core ([`lc_agent::tool_args`]), which
+//! is the spec's wording (`Invalid arguments for <tool>: <reason>`).
+//!
+//! Which tools are offered to a model is one rule, [`is_offered`]: every
+//! file tool, and `execute` only when the backend can run commands.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use lc_agent::tool_args;
+use lc_agent::{Tool, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::backend::{Backend, BackendSource, FsError};
+
+/// Declares a file tool: the type holding its backend, its constructor and
+/// its [`lc_agent::TypedTool`] impl (name, description, arguments and schema
+/// from [`FileTool`]).
+macro_rules! file_tool {
+    ($(#[$doc:meta])* $tool:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $tool {
+            backend: $crate::backend::BackendSource,
+        }
+
+        impl $tool {
+            /// The tool over `backend` (a backend or a factory).
+            pub fn new(backend: impl Into<$crate::backend::BackendSource>) -> Self {
+                Self {
+                    backend: backend.into(),
+                }
+            }
+        }
+
+        impl ::lc_agent::TypedTool for $tool {
+            const NAME: &'static str = <$tool as $crate::tools::FileTool>::NAME;
+            type Args<'a> = <$tool as $crate::tools::FileTool>::Args<'a>;
+
+            fn description(&self) -> &str {
+                <$tool as $crate::tools::FileTool>::DESCRIPTION
+            }
+
+            fn parameters(&self) -> ::serde_json::Value {
+                <$tool as $crate::tools::FileTool>::parameters()
+            }
+
+            async fn call(
+                &self,
+                args: Self::Args<'_>,
+                ctx: &::lc_agent::ToolContext,
+            ) -> Result<::lc_agent::ToolOutput, ::lc_agent::ToolError> {
+                let backend = self.backend.resolve(&ctx.network);
+                <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args).await
+            }
+        }
+    };
+}
+
+mod edit_file;
+mod execute;
+mod glob;
+mod grep;
+mod ls;
+mod read_file;
+mod write_file;
+
+pub use edit_file::{EditFile, EditFileArgs};
+pub use execute::{Execute, ExecuteArgs};
+pub use glob::{Glob, GlobArgs};
+pub use grep::{Grep, GrepArgs};
+pub(crate) use lc_agent::tool_args::AtLeast;
+pub use ls::{Ls, LsArgs};
+pub use read_file::{ReadFile, ReadFileArgs};
+pub use write_file::{WriteFile, WriteFileArgs};
+
+/// Lines listed by `ls`, `glob` and `grep` before the footer.
+pub const MAX_LIST_LINES: usize = 1000;
+
+/// The seven tool names, in the order they are offered.
+pub const TOOL_NAMES: [&str; 7] = [
+    Ls::NAME,
+    ReadFile::NAME,
+    WriteFile::NAME,
+    EditFile::NAME,
+    Glob::NAME,
+    Grep::NAME,
+    Execute::NAME,
+];
+
+/// The names of the file tools that are never evicted (all but `execute`).
+pub const FILE_TOOL_NAMES: [&str; 6] = {
+    let [ls, read_file, write_file, edit_file, glob, grep, _execute] = TOOL_NAMES;
+    [ls, read_file, write_file, edit_file, glob, grep]
+};
+
+/// What each file tool defines: its name, what the model reads about it,
+/// its typed arguments, and how one call runs on a backend.
+pub trait FileTool {
+    /// The function name the model calls.
+    const NAME: &'static str;
+    /// The description the model reads.
+    const DESCRIPTION: &'static str;
+    /// The arguments, borrowed from the model's JSON (read by
+    /// [`lc_agent::tool_args`]).
+    type Args<'a>: Deserialize<'a> + Send;
+
+    /// The JSON schema of the arguments.
+    fn parameters() -> Value;
+
+    /// Runs one call. `Err` is an error result the model reads.
+    fn run<'a>(
+        backend: &'a dyn Backend,
+        args: Self::Args<'a>,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a;
+}
+
+/// Backend errors are results the model reads, with the spec's text.
+impl From<FsError> for ToolError {
+    fn from(e: FsError) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
+/// Reads the arguments and runs `T`: always a result, errors included.
+async fn call<T: FileTool>(backend: &dyn Backend, args: &Value) -> ToolOutput {
+    let result = match tool_args::parse::<T::Args<'_>>(T::NAME, args) {
+        Ok(args) => T::run(backend, args).await,
+        Err(e) => Err(e),
+    };
+    result.unwrap_or_else(|e| ToolOutput::error(e.to_string()))
+}
+
+/// All seven tools over `backend`, in the order they are offered.
+///
+/// ```
+/// use lc_agent::Tool;
+/// use lc_agent_filesystem::{all_tools, StateBackend, TOOL_NAMES};
+///
+/// let all = all_tools(StateBackend::factory());
+/// let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
+/// assert_eq!(names, TOOL_NAMES);
+/// ```
+pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
+    let backend = backend.into();
+    vec![
+        Arc::new(Ls::new(backend.clone())),
+        Arc::new(ReadFile::new(backend.clone())),
+        Arc::new(WriteFile::new(backend.clone())),
+        Arc::new(EditFile::new(backend.clone())),
+        Arc::new(Glob::new(backend.clone())),
+        Arc::new(Grep::new(backend.clone())),
+        Arc::new(Execute::new(backend)),
+    ]
+}
+
+/// Whether the tool named `tool` is offered to a model whose file tools
+/// run on `backend`: the one rule (the filesystem modifier's requests,
+/// [`offered`], `DeepAgent::offered_tools` and the MCP server all ask it).
+/// Every tool is offered except `execute` on a backend that cannot run
+/// commands (it stays callable, and a call gets a clear error).
+///
+/// ```
+/// use lc_agent::RunnableNetwork;
+/// use lc_agent_filesystem::{is_offered, LocalShellBackend, StateBackend};
+///
+/// let files = StateBackend::new(RunnableNetwork::new());
+/// assert!(is_offered("read_file", &files));
+/// assert!(!is_offered("execute", &files));
+/// let shell = LocalShellBackend::new(std::env::temp_dir()).unwrap();
+/// assert!(is_offered("execute", &shell));
+/// ```
+pub fn is_offered(tool: &str, backend: &dyn Backend) -> bool {
+    tool != Execute::NAME || backend.supports_execute()
+}
+
+/// The tools to offer a model over `backend` (resolved as `resolved`): the
+/// seven tools as [`is_offered`] says (the six file tools, plus `execute`
+/// when the backend can run commands).
+pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec<Arc<dyn Tool>> {
+    let mut tools = all(backend);
+    tools.retain(|t| is_offered(t.name(), resolved));
+    tools
+}
+
+/// Runs one file tool against a backend and returns what the model sees.
+/// `None` when `name` is not one of the seven tools.
+///
+/// ```
+/// use lc_agent::RunnableNetwork;
+/// use lc_agent_filesystem::{run_tool, StateBackend};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let backend = StateBackend::new(RunnableNetwork::new());
+/// let out = run_tool(&backend, "write_file", &json!({"file_path": "a.txt", "content": "hi"})).await.unwrap();
+/// assert_eq!(out.content, "Successfully wrote to /a.txt");
+/// let out = run_tool(&backend, "read_file", &json!({"file_path": "/a.txt"})).await.unwrap();
+/// assert_eq!(out.content, "     1\thi");
+/// # });
+/// ```
+pub async fn run_tool(backend: &dyn Backend, name: &str, args: &Value) -> Option<ToolOutput> {
+    Some(match name {
+        Ls::NAME => call::<Ls>(backend, args).await,
+        ReadFile::NAME => call::<ReadFile>(backend, args).await,
+        WriteFile::NAME => call::<WriteFile>(backend, args).await,
+        EditFile::NAME => call::<EditFile>(backend, args).await,
+        Glob::NAME => call::<Glob>(backend, args).await,
+        Grep::NAME => call::<Grep>(backend, args).await,
+        Execute::NAME => call::<Execute>(backend, args).await,
+        _ => return None,
+    })
+}
+
+/// Caps a sorted list at [`MAX_LIST_LINES`], then a footer naming how many
+/// more there are.
+fn cap_lines(mut lines: Vec<String>, footer: impl Fn(usize) -> String) -> String {
+    if lines.len() > MAX_LIST_LINES {
+        let more = lines.len() - MAX_LIST_LINES;
+        lines.truncate(MAX_LIST_LINES);
+        lines.push(footer(more));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    // The file tools' arguments read by the core: the spec's wording.
+    fn reason<'a, T: Deserialize<'a>>(tool: &str, args: &'a Value) -> String {
+        match tool_args::parse::<T>(tool, args) {
+            Ok(_) => "ok".to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_first_mistake_in_declared_order_whatever_the_key_order() {
+        let args = json!({"limit": 0, "offset": "x"});
+        assert_eq!(
+            reason::<ReadFileArgs>("read_file", &args),
+            "Invalid arguments for read_file: missing required argument `file_path`"
+        );
+        let args = json!({"max_count": 0, "context": -1, "output_mode": "lines", "pattern": "x"});
+        assert_eq!(
+            reason::<GrepArgs>("grep", &args),
+            "Invalid arguments for grep: `output_mode` must be one of \"files_with_matches\", \"content\", \"count\", got \"lines\""
+        );
+        let args = json!({"max_count": 0, "context": -1, "pattern": "x"});
+        assert_eq!(
+            reason::<GrepArgs>("grep", &args),
+            "Invalid arguments for grep: `context` must be at least 0, got -1"
+        );
+    }
+
+    #[test]
+    fn types_nulls_and_numbers() {
+        let cases = [
+            ("ls", json!({"path": null, "recursive": null}), "ok"),
+            (
+                "ls",
+                json!({"path": ["/"]}),
+                "`path` must be a string, got [\"/\"]",
+            ),
+            (
+                "ls",
+                json!({"recursive": 1}),
+                "`recursive` must be a boolean, got 1",
+            ),
+            ("execute", json!({"command": "x", "timeout": 2.0}), "ok"),
+            (
+                "execute",
+                json!({"command": "x", "timeout": 2.5}),
+                "`timeout` must be an integer, got 2.5",
+            ),
+            (
+                "execute",
+                json!({"command": "x", "timeout": u64::MAX}),
+                "`timeout` must be an integer, got 18446744073709551615",
+            ),
+            (
+                "execute",
+                json!({"command": 5, "timeout": 0}),
+                "`command` must be a string, got 5",
+            ),
+            (
+                "execute",
+                json!({"command": "x", "timeout": 0}),
+                "`timeout` must be at least 1, got 0",
+            ),
+        ];
+        for (tool, args, expected) in cases {
+            let got = match tool {
+                "ls" => reason::<LsArgs>(tool, &args),
+                _ => reason::<ExecuteArgs>(tool, &args),
+            };
+            let prefix = format!("Invalid arguments for {tool}: ");
+            assert_eq!(got.trim_start_matches(&prefix), expected, "{tool} {args}");
+        }
+    }
+
+    #[test]
+    fn the_arguments_must_be_an_object() {
+        assert_eq!(reason::<LsArgs>("ls", &Value::Null), "ok");
+        assert_eq!(
+            reason::<LsArgs>("ls", &json!([1])),
+            "Invalid arguments for ls: expected a JSON object, got [1]"
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! [`ReadFile`]: a window of a text file, numbered like `cat -n`.
+//!
+//! ```text
+//!  ReadFileArgs { file_path, offset = 0, limit = 500 } -> Backend::read -> ReadPage
+//!    -> format_read: "{n:>6}\t{line}", long lines cut at 2000 chars,
+//!       output stopped at 50,000 chars, paging footer
+//! ```
+
+use lc_agent::{ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{AtLeast, FileTool};
+use crate::backend::{Backend, FsError, ReadPage};
+use crate::path;
+
+/// Chars of one line `read_file` prints before cutting it.
+pub const MAX_LINE_CHARS: usize = 2000;
+/// Chars of `read_file` output before it stops at a whole line.
+pub const MAX_READ_CHARS: usize = 50_000;
+/// Lines read when the call gives no `limit`.
+const DEFAULT_LIMIT: usize = 500;
+
+file_tool! {
+    /// The `read_file` tool: a window of a text file, numbered like `cat -n`.
+    ReadFile
+}
+
+/// The arguments of `read_file`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReadFileArgs<'a> {
+    /// The file.
+    pub file_path: &'a str,
+    /// 0-based index of the first line (default 0).
+    pub offset: Option<AtLeast<0>>,
+    /// Number of lines (default 500).
+    pub limit: Option<AtLeast<1>>,
+}
+
+impl FileTool for ReadFile {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file. Lines are numbered like `cat -n`. `offset` is the 0-based index of the first line to show (default 0) and `limit` the number of lines (default 500); a footer tells you which offset to use to read more. Always read a file before editing it.";
+    type Args<'a> = ReadFileArgs<'a>;
+
+    fn parameters() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file, e.g. \"/src/main.rs\"."},
+                "offset": {"type": "integer", "minimum": 0, "description": "0-based index of the first line to read. Default 0."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read. Default 500."}
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(backend: &dyn Backend, args: ReadFileArgs<'_>) -> Result<ToolOutput, ToolError> {
+        let offset = args.offset.map_or(0, AtLeast::get);
+        let limit = args.limit.map_or(DEFAULT_LIMIT, AtLeast::get);
+        let file = path::normalize(args.file_path)?;
+        let page = backend.read(&file, offset, limit).await?;
+        Ok(ToolOutput::ok(format_read(&page)?))
+    }
+}
+
+/// Formats a read window (`cat -n` lines, truncation, paging footer).
+pub fn format_read(page: &ReadPage) -> Result<String, FsError> {
+    if page.blank {
+        return Ok("System reminder: File exists but has empty contents".to_string());
+    }
+    if page.offset >= page.total {
+        return Err(FsError::OffsetPastEnd {
+            offset: page.offset,
+            total: page.total,
+        });
+    }
+    let mut out = String::new();
+    let mut chars = 0usize;
+    let mut shown = 0usize;
+    for (i, line) in page.lines.iter().enumerate() {
+        let n = page.offset + i + 1;
+        let formatted = match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => {
+                let more = line[cut..].chars().count();
+                format!(
+                    "{n:>6}\t{} ... [line truncated, {more} more chars]",
+                    &line[..cut]
+                )
+            }
+            None => format!("{n:>6}\t{line}"),
+        };
+        let added = formatted.chars().count() + usize::from(shown > 0);
+        if chars + added > MAX_READ_CHARS && shown > 0 {
+            let (a, b) = (page.offset + 1, page.offset + shown);
+            out.push_str(&format!(
+                "\n[Output truncated at 50,000 chars. Showing lines {a}-{b} of {}. Use offset={b} to read more.]",
+                page.total
+            ));
+            return Ok(out);
+        }
+        if shown > 0 {
+            out.push('\n');
+        }
+        out.push_str(&formatted);
+        chars += added;
+        shown += 1;
+    }
+    let last = page.offset + shown;
+    if last < page.total {
+        out.push_str(&format!(
+            "\n[Showing lines {}-{last} of {}. Use offset={last} to read more.]",
+            page.offset + 1,
+            page.total
+        ));
+    }
+    Ok(out)
+}

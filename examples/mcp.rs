@@ -19,8 +19,8 @@
 use std::process::ExitCode;
 
 use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, Tool, Turn};
+use lc_agent_deepagent::mcp::{FileToolServer, McpConfig, McpTools};
 use lc_agent_filesystem::FilesystemBackend;
-use lc_agent_modifiers::mcp::{FileToolServer, McpConfig, McpTools};
 use serde_json::json;
 
 #[tokio::main]

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use lc_agent_modifiers::memory::{MemoryEntry, MemoryKind, MemoryQuery, MemoryStore};
+use lc_agent_deepagent::memory::{MemoryEntry, MemoryKind, MemoryQuery, MemoryStore};
 
 const ENTRIES: usize = 100_000;
 const OTHERS: usize = 20_000;

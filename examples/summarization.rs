@@ -18,9 +18,9 @@
 //! Run: `cargo run --example summarization`
 
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn};
-use lc_agent_modifiers::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_modifiers::summarization::{SummarizationConfig, SUMMARY_STEP};
-use lc_agent_modifiers::tokens::{counter_for_model, ContextWindows};
+use lc_agent_deepagent::deep_agent::{DeepAgent, DeepAgentBuilder};
+use lc_agent_deepagent::summarization::{SummarizationConfig, SUMMARY_STEP};
+use lc_agent_deepagent::tokens::{counter_for_model, ContextWindows};
 use serde_json::json;
 
 fn agent(

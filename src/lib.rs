@@ -114,8 +114,8 @@
 //!
 //! Beside this crate: `lc-agent-filesystem` (`filesystem/`) holds the seven
 //! file tools over pluggable, confined backends, the filesystem modifier
-//! and the eviction of large tool results; `lc-agent-modifiers`
-//! (`modifiers/`) is the agent layer (todos, sub-agents, supervisor,
+//! and the eviction of large tool results; `lc-agent-deepagent`
+//! (`deepagent/`) is the agent layer (todos, sub-agents, supervisor,
 //! approvals, summarization, token counting, skills, long-term memory
 //! (feature `memory`, tantivy), the `DeepAgent` preset, the `AgentSpec`
 //! blueprint) and MCP (`McpTools`, the file tools as an MCP server; feature

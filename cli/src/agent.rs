@@ -22,11 +22,11 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent::{HumanNode, RunnableNetwork};
+use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides, Setting};
+use lc_agent_deepagent::mcp::{McpConfig, McpTools};
+use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
+use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_filesystem::TOOL_NAMES;
-use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides, Setting};
-use lc_agent_modifiers::mcp::{McpConfig, McpTools};
-use lc_agent_modifiers::memory::{MemoryModifier, USER_KEY};
-use lc_agent_modifiers::spec::AgentSpec;
 use serde_json::Value;
 
 use crate::args::{find_session, ModelArgs, StoreArgs, WorkspaceArgs};

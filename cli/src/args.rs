@@ -15,7 +15,7 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{ChatModel, ListConfig, OpenAiChatModel, ScriptedChatModel, ToolCall, Turn};
 use lc_agent::{ListError, NetworkList, SessionId};
-use lc_agent_modifiers::workspace::Workspace;
+use lc_agent_deepagent::workspace::Workspace;
 use serde::Deserialize;
 use serde_json::Value;
 

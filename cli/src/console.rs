@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use lc_agent::{NetworkEvent, RunnableNetwork};
-use lc_agent_modifiers::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
 
 use crate::error::{CliError, CliResult};
 

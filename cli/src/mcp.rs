@@ -19,9 +19,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use lc_agent_modifiers::mcp::server::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
-use lc_agent_modifiers::mcp::FileToolServer;
-use lc_agent_modifiers::workspace::Workspace;
+use lc_agent_deepagent::mcp::server::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
+use lc_agent_deepagent::mcp::FileToolServer;
+use lc_agent_deepagent::workspace::Workspace;
 
 use crate::error::{CliError, CliResult};
 use lc_agent::error_chain;
@@ -69,7 +69,7 @@ pub(crate) async fn run(args: McpArgs) -> CliResult {
         .map_err(|e| CliError::usage(e.to_string()))?
         .ok_or_else(|| CliError::usage("--root: give a directory"))?;
     let server = FileToolServer::shared(backend);
-    let failed = |e: lc_agent_modifiers::mcp::McpError| CliError::failed(error_chain(&e));
+    let failed = |e: lc_agent_deepagent::mcp::McpError| CliError::failed(error_chain(&e));
     match &args.http {
         None => server.serve_stdio().await.map_err(failed),
         Some(text) => {

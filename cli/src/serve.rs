@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use lc_agent_modifiers::mcp::McpConfig;
-use lc_agent_modifiers::spec::AgentSpec;
+use lc_agent_deepagent::mcp::McpConfig;
+use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
 
 use crate::agent::connect;

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use lc_agent::{ListError, ListQuery, RedisNetworkList, SessionInfo};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
-use lc_agent_modifiers::todos::{todos_of, TodoStatus};
+use lc_agent_deepagent::todos::{todos_of, TodoStatus};
 
 use crate::args::{find_session, StoreArgs};
 use crate::error::{CliError, CliResult};
@@ -419,7 +419,7 @@ mod tests {
     fn show_lists_the_todos() {
         let net = RunnableNetwork::new();
         net.set_metadata(
-            lc_agent_modifiers::todos::TODOS_KEY,
+            lc_agent_deepagent::todos::TODOS_KEY,
             json!([
                 {"content": "Read the code", "status": "completed"},
                 {"content": "Fix the bug", "status": "in_progress"},

@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
+use lc_agent_deepagent::deep_agent::DeepAgent;
+use lc_agent_deepagent::workspace::Workspace;
 use lc_agent_filesystem::TOOL_NAMES;
 use lc_agent_filesystem::{run_tool, Backend, StateBackend};
-use lc_agent_modifiers::deep_agent::DeepAgent;
-use lc_agent_modifiers::workspace::Workspace;
 
 use crate::args::WorkspaceArgs;
 use crate::error::{CliError, CliResult};

@@ -3,7 +3,7 @@
 //! backends, and the filesystem modifier that offers them to a network's
 //! chat nodes and evicts large tool results to files. `lc-agent tool`, the
 //! MCP file-tool server and the HTTP server's tool endpoints run the tools
-//! directly; the agent layer (`lc-agent-modifiers`) puts them on agents.
+//! directly; the agent layer (`lc-agent-deepagent`) puts them on agents.
 //! The crate depends only on the core (`lc-agent`).
 //!
 //! ```text

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
-use lc_agent_modifiers::spec::AgentSpec;
-use lc_agent_modifiers::workspace::Workspace;
+use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::workspace::Workspace;
 
 /// The user of requests when the server runs without tokens.
 pub const ANONYMOUS_USER: &str = "default";
@@ -243,7 +243,7 @@ impl ServerConfig {
     }
 
     /// Another modifier on every session's agent, shared by all of them:
-    /// MCP tools (`lc_agent_modifiers::mcp::McpTools`, connected once),
+    /// MCP tools (`lc_agent_deepagent::mcp::McpTools`, connected once),
     /// say. Its tools are offered by `/v1/tools` and run by the agent.
     #[must_use]
     pub fn modifier_shared(mut self, modifier: Arc<dyn lc_agent::NetworkModifier>) -> Self {

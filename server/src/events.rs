@@ -28,7 +28,7 @@
 //!   messages before it verbatim.
 
 use lc_agent::{InvokeOutcome, NetworkEvent, RunnableNetwork, StreamDelta, ToolStatus};
-use lc_agent_modifiers::approvals::PendingApproval;
+use lc_agent_deepagent::approvals::PendingApproval;
 use serde_json::{json, Value};
 
 fn node_fields(net: &RunnableNetwork, node_id: lc_agent::NodeId) -> Value {

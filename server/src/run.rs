@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use lc_agent::{revision_of, NetworkList};
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork};
-use lc_agent_modifiers::approvals::{pending_approvals, PendingApproval};
-use lc_agent_modifiers::deep_agent::DeepAgentBuilder;
+use lc_agent_deepagent::approvals::{pending_approvals, PendingApproval};
+use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 

@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use lc_agent::{ListError, RunnableNetwork};
 use lc_agent::{Lists, NetworkList};
-use lc_agent_modifiers::compose::{AgentContext, Blueprint, Overrides};
-use lc_agent_modifiers::deep_agent::DeepAgentBuilder;
-use lc_agent_modifiers::workspace::Workspace;
+use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
+use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
+use lc_agent_deepagent::workspace::Workspace;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -179,7 +179,7 @@ impl AppState {
         user: &str,
         session: Option<&RunnableNetwork>,
     ) -> Result<(DeepAgentBuilder, Blueprint), ApiError> {
-        let internal = |e: lc_agent_modifiers::spec::SpecError| ApiError::Internal(e.to_string());
+        let internal = |e: lc_agent_deepagent::spec::SpecError| ApiError::Internal(e.to_string());
         let overrides = Overrides::none().workspace(self.workspace_of(user)?);
         let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?

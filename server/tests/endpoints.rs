@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use lc_agent::Turn;
-use lc_agent_modifiers::workspace::Workspace;
+use lc_agent_deepagent::workspace::Workspace;
 use serde_json::{json, Value};
 
 #[tokio::test]

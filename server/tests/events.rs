@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use lc_agent::Turn;
-use lc_agent_modifiers::summarization::SummarizationConfig;
+use lc_agent_deepagent::summarization::SummarizationConfig;
 use serde_json::{json, Value};
 
 /// Sends `content` to the session and returns the run's events.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use lc_agent::ListConfig;
 use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_modifiers::approvals::DecisionKind;
-use lc_agent_modifiers::spec::{AgentSpec, ModelSpec};
+use lc_agent_deepagent::approvals::DecisionKind;
+use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
 use lc_agent_server::{serve, AppState, ServerConfig, Tokens};
 use serde_json::{json, Value};
 

@@ -1,7 +1,7 @@
 //! [`RedisConnector`]: where Redis is — one server (`redis://`, `rediss://`,
 //! `redis+unix://`) or a Redis Cluster — and the one connection every
 //! Redis path of the workspace uses ([`RedisNetworkList`](super::RedisNetworkList),
-//! and `RedisStore` in `lc-agent-modifiers`).
+//! and `RedisStore` in `lc-agent-deepagent`).
 //!
 //! ```text
 //!  RedisConnector (clones share it)

@@ -1,0 +1,395 @@
+//! [`McpConfig`]: which MCP servers to use, in the `mcpServers` format that
+//! desktop MCP clients write.
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "time":  {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
+//!   "files": {"command": "lc-agent", "args": ["mcp", "--root", "."],
+//!             "env": {"RUST_LOG": "warn"}},
+//!   "remote": {"url": "http://127.0.0.1:8931/mcp",
+//!              "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}
+//! }}
+//! ```
+//!
+//! An entry has `command` (with optional `args` and `env`) for a server
+//! spawned over stdio, or `url` (with optional `headers`) for streamable
+//! HTTP. Secrets stay out of the file (and out of a saved
+//! [`AgentSpec`](crate::spec::AgentSpec)): `${NAME}` in an argument, an
+//! `env` value, the URL or a header is replaced with the environment
+//! variable `NAME` when the server is started ([`McpServerConfig::resolve`]).
+//! This part is plain data and builds without the `mcp` feature.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use indexmap::IndexMap;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// The default time a tool call may take, in seconds.
+pub const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
+
+/// The least time a server gets to start and list its tools, in seconds
+/// (more when the call timeout is longer).
+pub const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
+
+/// A set of MCP servers by name: the `mcpServers` object.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpConfig {
+    /// Server name -> how to reach it (in the file's order).
+    #[serde(default)]
+    pub mcp_servers: IndexMap<String, McpServerConfig>,
+}
+
+/// How to reach one MCP server: spawn `command`, or connect to `url`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerConfig {
+    /// The program to spawn (stdio transport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment variables for it (values may be `${NAME}` references).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The working directory of the spawned program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The streamable HTTP endpoint (instead of `command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers sent with every request (values may be `${NAME}` references).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How long one tool call may take, in seconds (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+}
+
+/// A server entry with its references resolved: what to connect to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpEndpoint {
+    /// Spawn a program and talk over its stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read MCP config {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not an `mcpServers` configuration.
+    #[error("invalid MCP config: {0}")]
+    Json(#[from] serde_json::Error),
+    /// An entry has neither or both of `command` and `url`, or a bad value.
+    #[error("MCP server `{server}`: {reason}")]
+    Invalid {
+        /// The entry.
+        server: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `${NAME}` reference to a variable that is not set.
+    #[error("MCP server `{server}`: `{field}` refers to ${{{variable}}}, which is not set")]
+    MissingVariable {
+        /// The entry.
+        server: String,
+        /// Where the reference is.
+        field: String,
+        /// The variable.
+        variable: String,
+    },
+}
+
+impl McpConfig {
+    /// Reads the `mcpServers` JSON text.
+    ///
+    /// ```
+    /// use lc_agent_deepagent::mcp::McpConfig;
+    ///
+    /// let config = McpConfig::from_json(r#"{"mcpServers": {
+    ///     "time": {"command": "mcp-server-time"},
+    ///     "web": {"url": "http://127.0.0.1:3001/mcp"}}}"#).unwrap();
+    /// assert_eq!(config.mcp_servers.len(), 2);
+    /// assert!(McpConfig::from_json(r#"{"mcpServers": {"x": {}}}"#).is_err());
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = serde_json::from_str(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads an `mcpServers` JSON file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_json(&text)
+    }
+
+    /// Checks every entry's shape (references are resolved later, when a
+    /// server starts).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, server) in &self.mcp_servers {
+            server.check(name)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the servers of `other`; an entry of the same name is replaced.
+    pub fn merge(&mut self, other: McpConfig) {
+        self.mcp_servers.extend(other.mcp_servers);
+    }
+
+    /// Whether there are no servers.
+    pub fn is_empty(&self) -> bool {
+        self.mcp_servers.is_empty()
+    }
+}
+
+impl McpServerConfig {
+    /// A server spawned as `command args...`.
+    pub fn stdio(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            command: Some(command.into()),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// A streamable HTTP server at `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds an environment variable for the spawned program.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// Adds an HTTP header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the call timeout in seconds.
+    pub fn with_timeout(mut self, seconds: f64) -> Self {
+        self.timeout = Some(seconds);
+        self
+    }
+
+    /// The call timeout.
+    pub fn call_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT_SECS))
+    }
+
+    /// How long starting the server and listing its tools may take: the
+    /// call timeout, at least [`MIN_CONNECT_TIMEOUT_SECS`].
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        self.call_timeout()
+            .max(std::time::Duration::from_secs_f64(MIN_CONNECT_TIMEOUT_SECS))
+    }
+
+    fn check(&self, name: &str) -> Result<(), ConfigError> {
+        let invalid = |reason: &str| ConfigError::Invalid {
+            server: name.to_string(),
+            reason: reason.to_string(),
+        };
+        match (&self.command, &self.url) {
+            (Some(_), Some(_)) => return Err(invalid("has both `command` and `url`; give one")),
+            (None, None) => return Err(invalid("needs `command` (stdio) or `url` (HTTP)")),
+            (Some(c), None) if c.trim().is_empty() => return Err(invalid("`command` is empty")),
+            _ => {}
+        }
+        if let Some(t) = self.timeout {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(invalid("`timeout` must be a positive number of seconds"));
+            }
+        }
+        Ok(())
+    }
+
+    /// What to connect to, with every `${NAME}` replaced from the
+    /// environment.
+    ///
+    /// ```
+    /// use lc_agent_deepagent::mcp::{McpEndpoint, McpServerConfig};
+    ///
+    /// std::env::set_var("DOC_MCP_TOKEN", "s3cret");
+    /// let server = McpServerConfig::http("http://127.0.0.1:9/mcp")
+    ///     .with_header("Authorization", "Bearer ${DOC_MCP_TOKEN}");
+    /// let McpEndpoint::Http { headers, .. } = server.resolve("web").unwrap() else { panic!() };
+    /// assert_eq!(headers["Authorization"], "Bearer s3cret");
+    /// ```
+    pub fn resolve(&self, name: &str) -> Result<McpEndpoint, ConfigError> {
+        self.check(name)?;
+        let expand = |field: &str, value: &str| expand(name, field, value);
+        let map = |field: &str, values: &BTreeMap<String, String>| {
+            values
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand(&format!("{field}.{k}"), v)?)))
+                .collect::<Result<BTreeMap<_, _>, ConfigError>>()
+        };
+        match (&self.command, &self.url) {
+            (Some(command), _) => Ok(McpEndpoint::Stdio {
+                command: expand("command", command)?,
+                args: self
+                    .args
+                    .iter()
+                    .map(|a| expand("args", a))
+                    .collect::<Result<_, _>>()?,
+                env: map("env", &self.env)?,
+                cwd: self.cwd.clone(),
+            }),
+            (None, Some(url)) => Ok(McpEndpoint::Http {
+                url: expand("url", url)?,
+                headers: map("headers", &self.headers)?,
+            }),
+            (None, None) => Err(ConfigError::Invalid {
+                server: name.to_string(),
+                reason: "needs `command` (stdio) or `url` (HTTP)".to_string(),
+            }),
+        }
+    }
+}
+
+static REFERENCE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}").ok());
+
+/// Replaces each `${NAME}` in `value` with the variable's value.
+fn expand(server: &str, field: &str, value: &str) -> Result<String, ConfigError> {
+    let Some(re) = REFERENCE.as_ref() else {
+        return Ok(value.to_string());
+    };
+    let mut out = String::with_capacity(value.len());
+    let mut last = 0;
+    for caps in re.captures_iter(value) {
+        let (Some(whole), Some(var)) = (caps.get(0), caps.get(1)) else {
+            continue;
+        };
+        out.push_str(&value[last..whole.start()]);
+        let resolved = std::env::var(var.as_str()).map_err(|_| ConfigError::MissingVariable {
+            server: server.to_string(),
+            field: field.to_string(),
+            variable: var.as_str().to_string(),
+        })?;
+        out.push_str(&resolved);
+        last = whole.end();
+    }
+    out.push_str(&value[last..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn desktop_format_reads_and_round_trips() {
+        let text = r#"{"mcpServers": {
+            "a": {"command": "srv", "args": ["-v"], "env": {"K": "v"}},
+            "b": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": "y"}, "timeout": 2.5}}}"#;
+        let config = McpConfig::from_json(text).unwrap();
+        let names: Vec<_> = config.mcp_servers.keys().cloned().collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(config.mcp_servers["b"].call_timeout().as_secs_f64(), 2.5);
+        let again = serde_json::to_string(&config).unwrap();
+        assert_eq!(McpConfig::from_json(&again).unwrap(), config);
+    }
+
+    #[test]
+    fn bad_entries_say_which_and_why() {
+        let both = r#"{"mcpServers": {"x": {"command": "a", "url": "http://h"}}}"#;
+        assert_eq!(
+            McpConfig::from_json(both).unwrap_err().to_string(),
+            "MCP server `x`: has both `command` and `url`; give one"
+        );
+        let timeout = r#"{"mcpServers": {"x": {"command": "a", "timeout": -1}}}"#;
+        assert!(McpConfig::from_json(timeout)
+            .unwrap_err()
+            .to_string()
+            .contains("timeout"));
+        assert!(McpConfig::from_json("[1]").is_err());
+    }
+
+    #[test]
+    fn references_resolve_or_name_the_missing_variable() {
+        std::env::set_var("LC_MCP_TEST_VALUE", "42");
+        let server = McpServerConfig::stdio("srv", ["--n=${LC_MCP_TEST_VALUE}"])
+            .with_env("A", "${LC_MCP_TEST_VALUE}-$x-${LC_MCP_TEST_VALUE}");
+        let McpEndpoint::Stdio { args, env, .. } = server.resolve("s").unwrap() else {
+            panic!("stdio expected")
+        };
+        assert_eq!(args, ["--n=42"]);
+        assert_eq!(env["A"], "42-$x-42");
+        let missing = McpServerConfig::stdio("srv", ["${LC_MCP_TEST_NOT_SET}"]);
+        assert_eq!(
+            missing.resolve("s").unwrap_err().to_string(),
+            "MCP server `s`: `args` refers to ${LC_MCP_TEST_NOT_SET}, which is not set"
+        );
+    }
+
+    #[test]
+    fn a_saved_agent_spec_keeps_references_never_secrets() {
+        use crate::spec::AgentSpec;
+        std::env::set_var("LC_MCP_TEST_SECRET", "hunter2");
+        let spec = AgentSpec::from_toml(
+            "[models.main]\nmodel = \"m\"\n\
+             [mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n\
+             headers = { Authorization = \"Bearer ${LC_MCP_TEST_SECRET}\" }\n",
+        )
+        .unwrap();
+        let net = lc_agent::RunnableNetwork::new();
+        spec.store_in(&net).unwrap();
+        let saved = net.to_json().unwrap();
+        assert!(saved.contains("Bearer ${LC_MCP_TEST_SECRET}"));
+        assert!(!saved.contains("hunter2"));
+        let loaded = lc_agent::RunnableNetwork::from_json(&saved).unwrap();
+        let again = AgentSpec::from_network(&loaded).unwrap().unwrap();
+        assert_eq!(again, spec);
+        let config = again.mcp_config().unwrap();
+        let McpEndpoint::Http { headers, .. } = config.mcp_servers["web"].resolve("web").unwrap()
+        else {
+            panic!("http expected")
+        };
+        assert_eq!(headers["Authorization"], "Bearer hunter2");
+    }
+}

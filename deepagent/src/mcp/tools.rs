@@ -1,0 +1,175 @@
+//! [`McpTools`]: the tools of a set of MCP servers, offered to a network
+//! as a modifier.
+//!
+//! ```text
+//!  McpConfig ─▶ McpTools ── on_begin_invoke: connect the servers not connected
+//!                  │     └─ tools(): every server's tools as McpTool
+//!                  │         (a name two servers share, or a reserved one,
+//!                  │          becomes `<server>_<name>`)
+//!                  └─ ServerConnection per server (stdio or streamable HTTP)
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::{NetworkModifier, RunnableNetwork, Tool};
+
+use super::config::McpConfig;
+use super::connection::ServerConnection;
+use super::error::McpError;
+use super::tool::McpTool;
+
+/// The modifier id of [`McpTools`].
+pub const MCP_MODIFIER_ID: &str = "mcp";
+
+/// MCP servers' tools for a network (see the [module docs](self)).
+///
+/// ```no_run
+/// use lc_agent_deepagent::mcp::{McpConfig, McpTools};
+///
+/// # async fn demo(net: lc_agent::RunnableNetwork) -> Result<(), Box<dyn std::error::Error>> {
+/// let mcp = McpTools::new(McpConfig::from_file("mcp.json")?);
+/// for failure in mcp.connect().await {
+///     eprintln!("warning: {failure}");
+/// }
+/// net.add_modifier(mcp)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpTools {
+    servers: Arc<[Arc<ServerConnection>]>,
+    reserved: Arc<HashSet<String>>,
+}
+
+impl McpTools {
+    /// The servers of `config`, not connected yet (the first
+    /// [`connect`](Self::connect) or `invoke` connects them).
+    pub fn new(config: McpConfig) -> Self {
+        Self {
+            servers: config
+                .mcp_servers
+                .into_iter()
+                .map(|(name, server)| Arc::new(ServerConnection::new(name, server)))
+                .collect(),
+            reserved: Arc::new(HashSet::new()),
+        }
+    }
+
+    /// Names other tools of the network use: an MCP tool of such a name is
+    /// offered as `<server>_<name>`.
+    pub fn reserve_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let mut reserved = (*self.reserved).clone();
+        reserved.extend(names.into_iter().map(Into::into));
+        self.reserved = Arc::new(reserved);
+        self
+    }
+
+    /// The servers.
+    pub fn servers(&self) -> &[Arc<ServerConnection>] {
+        &self.servers
+    }
+
+    /// Connects every server that is not connected (concurrently) and
+    /// lists its tools; returns the failures (the other servers work).
+    pub async fn connect(&self) -> Vec<McpError> {
+        let tries = self.servers.iter().map(|s| async move {
+            if s.is_connected().await {
+                Ok(())
+            } else {
+                s.connect().await
+            }
+        });
+        futures::future::join_all(tries)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect()
+    }
+
+    /// Closes every connection (spawned servers stop).
+    pub async fn disconnect(&self) {
+        for server in self.servers.iter() {
+            server.disconnect().await;
+        }
+    }
+
+    /// Every server's tools, under the names the model sees.
+    pub fn tool_list(&self) -> Vec<Arc<McpTool>> {
+        let lists: Vec<_> = self.servers.iter().map(|s| (s, s.tools())).collect();
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for (_, tools) in &lists {
+            for tool in tools.iter() {
+                *count.entry(tool.name.as_str()).or_default() += 1;
+            }
+        }
+        let mut out = Vec::new();
+        for (server, tools) in &lists {
+            for tool in tools.iter() {
+                let clash = count.get(tool.name.as_str()).copied().unwrap_or(0) > 1
+                    || self.reserved.contains(&tool.name);
+                let name = if clash {
+                    function_name(&format!("{}_{}", server.name(), tool.name))
+                } else {
+                    function_name(&tool.name)
+                };
+                out.push(Arc::new(McpTool::new(
+                    name,
+                    tool.clone(),
+                    (*server).clone(),
+                )));
+            }
+        }
+        out
+    }
+}
+
+/// A name a chat API accepts as a function name: `[A-Za-z0-9_-]`, at most
+/// 64 characters.
+fn function_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+#[async_trait]
+impl NetworkModifier for McpTools {
+    fn id(&self) -> &str {
+        MCP_MODIFIER_ID
+    }
+
+    async fn on_begin_invoke(&self, _network: &RunnableNetwork) -> lc_agent::Result<()> {
+        for failure in self.connect().await {
+            tracing::warn!("{}", lc_agent::error_chain(&failure));
+        }
+        Ok(())
+    }
+
+    fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
+        self.tool_list()
+            .into_iter()
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_names_are_api_safe() {
+        assert_eq!(
+            function_name("time_get current.time"),
+            "time_get_current_time"
+        );
+        assert_eq!(function_name(&"x".repeat(80)).len(), 64);
+    }
+}

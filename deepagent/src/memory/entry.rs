@@ -1,0 +1,180 @@
+//! What memory holds: [`MemoryEntry`] (`{id, user, kind, text, tags,
+//! created_at}`), its [`MemoryKind`], and what a search asks
+//! ([`MemoryQuery`]) and gets ([`MemoryHit`]).
+
+use chrono::{DateTime, SubsecRound, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// One finished turn of a conversation: what the user said and the answer.
+    Turn,
+    /// A rolling summary of conversations.
+    Summary,
+    /// A lasting fact (the `remember` tool, or the application).
+    Fact,
+}
+
+impl MemoryKind {
+    /// The name stored and shown (`turn`, `summary`, `fact`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Turn => "turn",
+            MemoryKind::Summary => "summary",
+            MemoryKind::Fact => "fact",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "turn" => Some(MemoryKind::Turn),
+            "summary" => Some(MemoryKind::Summary),
+            "fact" => Some(MemoryKind::Fact),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One memory of one user.
+///
+/// ```
+/// use lc_agent_deepagent::memory::{MemoryEntry, MemoryKind};
+/// let e = MemoryEntry::new("alice", MemoryKind::Fact, "Prefers tabs").with_tags(["style"]);
+/// assert_eq!((e.user.as_str(), e.tags.len()), ("alice", 1));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryEntry {
+    /// A unique id (uuid v4).
+    pub id: String,
+    /// Whose memory it is (the rules of session user names).
+    pub user: String,
+    /// What it records.
+    pub kind: MemoryKind,
+    /// The text searched and shown.
+    pub text: String,
+    /// Labels (`session:<id>` on turns and summaries; any on facts).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// When it was recorded (to the microsecond).
+    pub created_at: DateTime<Utc>,
+}
+
+impl MemoryEntry {
+    /// A new entry with a fresh id, recorded now.
+    pub fn new(user: impl Into<String>, kind: MemoryKind, text: impl Into<String>) -> Self {
+        Self {
+            id: uuid::Uuid::new_v4().to_string(),
+            user: user.into(),
+            kind,
+            text: text.into(),
+            tags: Vec::new(),
+            created_at: Utc::now().trunc_subsecs(6),
+        }
+    }
+
+    /// The same entry with these tags.
+    #[must_use]
+    pub fn with_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> Self {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same entry recorded at `at` (importing older memories; kept to
+    /// the microsecond).
+    #[must_use]
+    pub fn created_at(mut self, at: DateTime<Utc>) -> Self {
+        self.created_at = at.trunc_subsecs(6);
+        self
+    }
+}
+
+/// The tag of the turns and summaries of one session.
+pub fn session_tag(session: uuid::Uuid) -> String {
+    format!("session:{session}")
+}
+
+/// What to search for (see [`MemoryStore::search`](super::MemoryStore::search)).
+///
+/// ```
+/// use lc_agent_deepagent::memory::{MemoryKind, MemoryQuery};
+/// let q = MemoryQuery::new("which database").limit(3).kind(MemoryKind::Fact);
+/// assert_eq!(q.limit, 3);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryQuery {
+    /// Words to match (natural language; no query syntax). Empty: the
+    /// most recent entries.
+    pub text: String,
+    /// At most this many hits (default 5).
+    pub limit: usize,
+    /// Only these kinds (empty: every kind).
+    pub kinds: Vec<MemoryKind>,
+    /// Only entries with this tag.
+    pub tag: Option<String>,
+    /// No entries with this tag.
+    pub exclude_tag: Option<String>,
+}
+
+impl MemoryQuery {
+    /// The `limit` when none is given.
+    pub const DEFAULT_LIMIT: usize = 5;
+
+    /// A query for `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            limit: Self::DEFAULT_LIMIT,
+            kinds: Vec::new(),
+            tag: None,
+            exclude_tag: None,
+        }
+    }
+
+    /// At most `limit` hits.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Only entries of `kind` (call again to allow several).
+    #[must_use]
+    pub fn kind(mut self, kind: MemoryKind) -> Self {
+        self.kinds.push(kind);
+        self
+    }
+
+    /// Only entries tagged `tag`.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tag = Some(tag.into());
+        self
+    }
+
+    /// No entries tagged `tag`.
+    #[must_use]
+    pub fn exclude_tag(mut self, tag: impl Into<String>) -> Self {
+        self.exclude_tag = Some(tag.into());
+        self
+    }
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryHit {
+    /// The entry.
+    pub entry: MemoryEntry,
+    /// Relevance combined with recency (higher is better; comparable
+    /// within one search only).
+    pub score: f32,
+}

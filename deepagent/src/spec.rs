@@ -1,0 +1,393 @@
+//! [`AgentSpec`]: a serializable blueprint of a deep agent — model names,
+//! instructions, backend, sub-agents, approvals, routes, memory; never secrets —
+//! that builds the agent and re-attaches it to a loaded session.
+//!
+//! ```text
+//!  agent.toml / agent.json ─▶ AgentSpec ─▶ DeepAgentBuilder ─▶ build() | attach(&loaded)
+//!                                 │
+//!                                 └─ store_in(&net): metadata["agent_spec"], saved with the
+//!                                    session, so any process can resume it (from_network)
+//! ```
+//!
+//! Models are named, not embedded: each entry says which model to ask
+//! for (and optionally where); the key comes from `OPENAI_API_KEY` when
+//! the agent is built, or a caller resolves names its own way.
+//!
+//! ```toml
+//! name = "refactorer"
+//! instructions = "You are a careful refactoring assistant."
+//! backend = { kind = "directory", root = "./repo", shell = true }
+//!
+//! [models.main]
+//! model = "qwen2.5-coder"
+//! base_url = "http://127.0.0.1:8000/v1"
+//!
+//! [[subagents]]
+//! name = "researcher"
+//! description = "Finds facts in the code base"
+//!
+//! [interrupt_on]
+//! execute = ["approve", "reject"]
+//!
+//! [mcp_servers.time]
+//! command = "mcp-server-time"
+//! [mcp_servers.web]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ${WEB_TOKEN}" }
+//!
+//! [skills]
+//! dir = "./skills"
+//!
+//! [summarization]
+//! every_human_turns = 8
+//! context_windows = { models = { "qwen2.5-coder" = 32768 } }
+//!
+//! [memory]            # long-term memory (feature `memory`), all fields optional
+//! top_k = 5
+//! summary_every = 8
+//! ```
+//!
+//! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
+//! named here and connected by the caller ([`AgentSpec::mcp_config`], then
+//! `McpTools` of the `mcp` feature); their secrets stay `${VAR}` references.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lc_agent::{ChatModel, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork};
+use serde::{Deserialize, Serialize};
+
+use crate::approvals::{DecisionKind, Decisions};
+use crate::compose::AgentContext;
+use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
+use crate::mcp::{McpConfig, McpServerConfig};
+use crate::subagents::SubAgent;
+use crate::summarization::SummarizationConfig;
+use crate::workspace::{Workspace, WorkspaceError};
+
+/// The session metadata key holding the agent's blueprint.
+pub const AGENT_SPEC_KEY: &str = "agent_spec";
+
+/// A model by name: what to ask the server for, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// The model name the server serves.
+    pub model: String,
+    /// The OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, else OpenAI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// A named sub-agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubAgentSpec {
+    /// The name the model asks for.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// Its system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// A model name of [`AgentSpec::models`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Long-term memory (the `memory` feature; see
+/// `lc_agent_deepagent::memory`): in `dir`, else beside the sessions (in
+/// Redis when they are in Redis, else `$LC_AGENT_HOME/memory`). The user is
+/// the session's `metadata["user"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// The store's directory (default: `$LC_AGENT_HOME/memory`, else the
+    /// user's data directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// Memories put in each request (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+    /// A summary every this many turns (default 8; 0: never), by the
+    /// `summary` step's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_every: Option<usize>,
+}
+
+/// Where the agent's skills are (see [`crate::skills`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsSpec {
+    /// A directory on disk, mounted at `/skills`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// Paths of the agent's backend that hold skill folders.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<String>,
+}
+
+/// The blueprint of a deep agent (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// The session name.
+    #[serde(default)]
+    pub name: String,
+    /// The agent's instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Models by the name the agent uses for them; `main` is required.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Where the file tools work (a shell workspace holds `execute` for
+    /// approval unless it says `execute_approval = false`; an
+    /// `interrupt_on.execute` entry replaces that rule).
+    #[serde(default)]
+    pub backend: Workspace,
+    /// Named sub-agents (the general-purpose one is always there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubAgentSpec>,
+    /// Tools whose calls wait for a person, with the decisions allowed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interrupt_on: BTreeMap<String, Vec<DecisionKind>>,
+    /// Step -> model name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routes: BTreeMap<String, String>,
+    /// Model turns allowed in one `invoke`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_limit: Option<usize>,
+    /// MCP servers whose tools the agent gets (never secrets: `${VAR}`
+    /// references are resolved when a server starts).
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub mcp_servers: indexmap::IndexMap<String, McpServerConfig>,
+    /// Skills listed in the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<SkillsSpec>,
+    /// Summaries of long conversations (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarization: Option<SummarizationConfig>,
+    /// Long-term memory, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySpec>,
+}
+
+/// Errors of reading or using a blueprint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The TOML text is not a blueprint.
+    #[error("invalid agent spec (TOML): {0}")]
+    Toml(#[from] toml::de::Error),
+    /// The JSON text is not a blueprint.
+    #[error("invalid agent spec (JSON): {0}")]
+    Json(#[from] serde_json::Error),
+    /// No `main` model, or a name that no entry defines.
+    #[error("agent spec: {0}")]
+    Invalid(String),
+    /// A model could not be made.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The blueprint file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workspace (or the skills directory) could not be opened.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// Attaching failed.
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+    /// The memory store could not be opened.
+    #[cfg(feature = "memory")]
+    #[error("agent spec memory: {0}")]
+    Memory(#[from] crate::memory::MemoryError),
+}
+
+impl AgentSpec {
+    /// Reads a blueprint from TOML.
+    pub fn from_toml(text: &str) -> Result<Self, SpecError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Reads a blueprint from JSON.
+    pub fn from_json(text: &str) -> Result<Self, SpecError> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Reads a blueprint file: TOML unless its name ends in `.json`.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, SpecError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if path.extension().is_some_and(|e| e == "json") {
+            Self::from_json(&text)
+        } else {
+            Self::from_toml(&text)
+        }
+    }
+
+    /// The blueprint stored in a session, if any.
+    pub fn from_network(network: &RunnableNetwork) -> Option<Result<Self, SpecError>> {
+        let value = network.metadata_value(AGENT_SPEC_KEY)?;
+        Some(serde_json::from_value(value).map_err(SpecError::from))
+    }
+
+    /// Stores the blueprint in the session's metadata (saved with it).
+    pub fn store_in(&self, network: &RunnableNetwork) -> Result<(), SpecError> {
+        network.set_metadata(AGENT_SPEC_KEY, serde_json::to_value(self)?);
+        Ok(())
+    }
+
+    /// The agent, with models made by `resolve` (see
+    /// [`AgentSpec::openai_models`] for the usual one), in the default
+    /// [`AgentContext`] (memory without a `dir` in the user's data
+    /// directory).
+    pub fn builder(
+        &self,
+        resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+    ) -> Result<DeepAgentBuilder, SpecError> {
+        self.builder_in(resolve, &AgentContext::default())
+    }
+
+    /// The agent, with models made by `resolve`, where `context` says
+    /// (see [`crate::compose`]).
+    pub fn builder_in(
+        &self,
+        resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
+        context: &AgentContext,
+    ) -> Result<DeepAgentBuilder, SpecError> {
+        if !self.models.contains_key(MAIN_MODEL) {
+            return Err(SpecError::Invalid(format!(
+                "no `{MAIN_MODEL}` model: add [models.{MAIN_MODEL}] with its `model` name"
+            )));
+        }
+        let known = |name: &str| -> Result<(), SpecError> {
+            if self.models.contains_key(name) {
+                Ok(())
+            } else {
+                Err(SpecError::Invalid(format!(
+                    "no model named `{name}` in [models]"
+                )))
+            }
+        };
+        let mut agent = DeepAgent::builder().name(self.name.clone());
+        for (name, spec) in &self.models {
+            agent = agent.model_shared(name.clone(), resolve(name, spec)?);
+        }
+        if let Some(instructions) = &self.instructions {
+            agent = agent.instructions(instructions.clone());
+        }
+        agent = agent.workspace(&self.backend)?;
+        for sub in &self.subagents {
+            let mut agent_sub = SubAgent::new(sub.name.clone(), sub.description.clone());
+            if let Some(instructions) = &sub.instructions {
+                agent_sub = agent_sub.instructions(instructions.clone());
+            }
+            if let Some(model) = &sub.model {
+                known(model)?;
+                agent_sub = agent_sub.model(model.clone());
+            }
+            agent = agent.subagent(agent_sub);
+        }
+        for (tool, decisions) in &self.interrupt_on {
+            agent = agent.interrupt_on(tool.clone(), Decisions::only(decisions.iter().copied()));
+        }
+        for (step, model) in &self.routes {
+            known(model)?;
+            agent = agent.route_model(step.clone(), model.clone());
+        }
+        if let Some(limit) = self.step_limit {
+            agent = agent.step_limit(limit);
+        }
+        if let Some(skills) = &self.skills {
+            if let Some(dir) = &skills.dir {
+                agent = agent.skills_dir(dir.clone());
+            }
+            for route in &skills.routes {
+                agent = agent.skills(route.clone());
+            }
+        }
+        if let Some(config) = &self.summarization {
+            agent = agent.summarization(config.clone());
+        }
+        if let Some(memory) = &self.memory {
+            agent = with_memory(agent, memory, context)?;
+        }
+        Ok(agent)
+    }
+
+    /// The MCP servers, as an `mcpServers` configuration (checked).
+    ///
+    /// ```
+    /// use lc_agent_deepagent::spec::AgentSpec;
+    ///
+    /// let spec = AgentSpec::from_toml("[mcp_servers.time]\ncommand = \"mcp-server-time\"").unwrap();
+    /// assert_eq!(spec.mcp_config().unwrap().mcp_servers.len(), 1);
+    /// ```
+    pub fn mcp_config(&self) -> Result<McpConfig, SpecError> {
+        let config = McpConfig {
+            mcp_servers: self.mcp_servers.clone(),
+        };
+        config
+            .validate()
+            .map_err(|e| SpecError::Invalid(e.to_string()))?;
+        Ok(config)
+    }
+
+    /// The usual resolver: an OpenAI-compatible model per entry (key from
+    /// `OPENAI_API_KEY`, endpoint from the entry or `OPENAI_BASE_URL`).
+    pub fn openai_models(_name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
+        let mut builder = OpenAiChatModel::builder().model(spec.model.clone());
+        if let Some(url) = &spec.base_url {
+            builder = builder.base_url(url.clone());
+        }
+        Ok(Arc::new(builder.build()?))
+    }
+}
+
+/// The memory of a blueprint: in its `dir`, else beside the sessions (in
+/// Redis when they are in Redis, else the default directory).
+#[cfg(feature = "memory")]
+fn with_memory(
+    agent: DeepAgentBuilder,
+    spec: &MemorySpec,
+    context: &AgentContext,
+) -> Result<DeepAgentBuilder, SpecError> {
+    use crate::memory::{MemoryModifier, MemoryStore};
+    let store = match (&spec.dir, &context.sessions) {
+        (Some(dir), _) => MemoryStore::open(dir)?,
+        (None, lc_agent::ListConfig::Redis { url, .. }) => MemoryStore::redis(url.clone())?,
+        (None, _) => MemoryStore::open_default()?,
+    };
+    let mut memory = MemoryModifier::new(store);
+    if let Some(user) = &context.user {
+        memory = memory.default_user(user.clone());
+    }
+    if let Some(k) = spec.top_k {
+        memory = memory.top_k(k);
+    }
+    if let Some(n) = spec.summary_every {
+        memory = memory.summary_every(n);
+    }
+    Ok(agent.memory(memory))
+}
+
+#[cfg(not(feature = "memory"))]
+fn with_memory(
+    _agent: DeepAgentBuilder,
+    _spec: &MemorySpec,
+    _context: &AgentContext,
+) -> Result<DeepAgentBuilder, SpecError> {
+    Err(SpecError::Invalid(
+        "`memory` needs lc-agent-deepagent built with the `memory` feature".to_string(),
+    ))
+}

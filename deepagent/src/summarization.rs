@@ -1,0 +1,548 @@
+//! Summarization: a long conversation keeps fitting its model's context
+//! window. Nothing is deleted: a summary is a node, and requests below it
+//! send the system messages, the summary and the messages after its cut
+//! point (see [`lc_agent::history`]).
+//!
+//! ```text
+//!  chat node about to run ─▶ on_pre_invoke: triggers?
+//!     tokens of the next request ≥ fraction × context window (0.85)
+//!     tokens of the next request ≥ an absolute limit
+//!     human turns since the last summary ≥ N (8)
+//!        │ yes
+//!        ▼
+//!  old = messages since the last cut, except the newest 6 (an AI message
+//!        and its tool results are never split)
+//!  `summary` step model(previous summary + old) ──fails──▶ nothing changes; retried
+//!        │ ok                                              at the next trigger
+//!        ▼
+//!  backend.append("/conversation_history/<session-id>.md", old)   (read_file reads it)
+//!  parents ─▶ SummaryNode(kept) ─▶ chat node      NetworkEvent::SummaryWritten
+//! ```
+//!
+//! The summary model is the route of step [`SUMMARY_STEP`] (see
+//! [`lc_agent::routing`]), else the network's chat model. Each summary
+//! rolls the previous one forward, so its request is as small as the
+//! messages it adds.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lc_agent::CHAT_STEP;
+use lc_agent::{
+    ChatNode, ChatRequest, History, Message, NetworkModifier, NodeRef, Result, RunnableNetwork,
+};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::tokens::{counter_for_model, ContextWindows, TokenCounter};
+use lc_agent_filesystem::{BackendSource, StateBackend};
+
+/// The model-routing step of summary requests.
+pub const SUMMARY_STEP: &str = "summary";
+
+/// The modifier's id.
+pub const SUMMARIZATION_ID: &str = "summarization";
+
+/// Where the older history is written: `<dir>/<session-id>.md`.
+pub const HISTORY_DIR: &str = "/conversation_history";
+
+/// The system prompt of a summary request.
+pub const SUMMARY_PROMPT: &str = "You write the running summary of a conversation between a \
+user and an AI agent, so that the agent can continue the work without the older messages. \
+Keep: the user's goals and requests, decisions and their reasons, facts learned (file paths, \
+names, numbers, errors), what was done with which tools and what came of it, and what is still \
+open. Leave out pleasantries and repetition. Write plain prose and short lists, at most a few \
+hundred words. Answer with the updated summary only.";
+
+/// The text that opens a summary in requests.
+pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation";
+
+/// Characters of one message a summary request shows at most (the
+/// history file keeps everything).
+const MESSAGE_CAP: usize = 4_000;
+
+/// How summaries are triggered and what they keep (serializable: it is
+/// part of an agent blueprint).
+///
+/// ```
+/// use lc_agent_deepagent::summarization::SummarizationConfig;
+///
+/// let config = SummarizationConfig::default().every_human_turns(None).trigger_tokens(50_000);
+/// assert_eq!(config.trigger_fraction, Some(0.85));
+/// assert_eq!(config.keep_messages, 6);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SummarizationConfig {
+    /// Summarize when the next request would reach this fraction of the
+    /// model's context window (`None`: never by fraction).
+    pub trigger_fraction: Option<f64>,
+    /// Summarize when the next request would reach this many tokens.
+    pub trigger_tokens: Option<usize>,
+    /// Summarize every this many human turns (`None`: never by turns).
+    pub every_human_turns: Option<usize>,
+    /// The newest messages kept verbatim (more when that would split an
+    /// AI message from its tool results).
+    pub keep_messages: usize,
+    /// Context windows per model.
+    pub context_windows: ContextWindows,
+    /// Count tokens approximately even where the real tokenizer is built
+    /// in.
+    pub approximate_tokens: bool,
+    /// The folder of the history files.
+    pub history_dir: String,
+}
+
+impl Default for SummarizationConfig {
+    fn default() -> Self {
+        Self {
+            trigger_fraction: Some(0.85),
+            trigger_tokens: None,
+            every_human_turns: Some(8),
+            keep_messages: 6,
+            context_windows: ContextWindows::default(),
+            approximate_tokens: false,
+            history_dir: HISTORY_DIR.to_string(),
+        }
+    }
+}
+
+impl SummarizationConfig {
+    /// Sets [`SummarizationConfig::trigger_fraction`].
+    #[must_use]
+    pub fn trigger_fraction(mut self, fraction: impl Into<Option<f64>>) -> Self {
+        self.trigger_fraction = fraction.into();
+        self
+    }
+
+    /// Sets [`SummarizationConfig::trigger_tokens`].
+    #[must_use]
+    pub fn trigger_tokens(mut self, tokens: impl Into<Option<usize>>) -> Self {
+        self.trigger_tokens = tokens.into();
+        self
+    }
+
+    /// Sets [`SummarizationConfig::every_human_turns`].
+    #[must_use]
+    pub fn every_human_turns(mut self, turns: impl Into<Option<usize>>) -> Self {
+        self.every_human_turns = turns.into();
+        self
+    }
+
+    /// Sets [`SummarizationConfig::keep_messages`].
+    #[must_use]
+    pub fn keep_messages(mut self, n: usize) -> Self {
+        self.keep_messages = n;
+        self
+    }
+
+    /// Sets the context window of a model (name or prefix).
+    #[must_use]
+    pub fn context_window(mut self, model: impl Into<String>, tokens: usize) -> Self {
+        self.context_windows = self.context_windows.with(model, tokens);
+        self
+    }
+
+    /// Sets every context window at once (from a file, say).
+    #[must_use]
+    pub fn context_windows(mut self, windows: ContextWindows) -> Self {
+        self.context_windows = windows;
+        self
+    }
+}
+
+/// Why a summary could not be written (the conversation stays as it was;
+/// the next trigger tries again).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummaryError {
+    /// No route for the `summary` step and no chat model.
+    #[error("no model for the `summary` step and no chat model")]
+    NoModel,
+    /// The summary model is not registered.
+    #[error("no chat model named `{0}` is registered for summaries")]
+    UnknownModel(String),
+    /// The summary model failed.
+    #[error("the summary model failed: {0}")]
+    Model(#[from] lc_agent::ModelError),
+    /// The summary model answered with no text.
+    #[error("the summary model `{0}` answered with no text")]
+    Empty(String),
+}
+
+/// Why a summary was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// The request reached the fraction of the context window.
+    Fraction,
+    /// The request reached the absolute token limit.
+    Tokens,
+    /// Enough human turns since the last summary.
+    Turns,
+}
+
+/// Summarizes the conversation before a chat node when a trigger fires
+/// (see the [module docs](self)).
+///
+/// ```
+/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, SummaryNode};
+/// use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// // An offline stand-in: it answers each turn, and writes the summary.
+/// let model = ScriptedChatModel::new(["one", "two", "The user counted.", "three"]);
+/// let net = RunnableNetwork::builder().default_node("chat").chat_model("m").model("m", model).build();
+/// let config = SummarizationConfig::default().every_human_turns(2).keep_messages(1);
+/// net.add_modifier(SummarizationModifier::new(config))?;
+/// for text in ["1", "2", "3"] {
+///     { let _scope = net.enter(); HumanNode::new(text); }
+///     net.invoke().await?;
+/// }
+/// assert!(net.nodes().iter().any(|n| n.kind() == SummaryNode::KIND));
+/// assert_eq!(net.history().latest_summary().unwrap().kept, 1);
+/// # Ok::<(), lc_agent::NetworkError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct SummarizationModifier {
+    config: Arc<SummarizationConfig>,
+    backend: BackendSource,
+    counter: Option<Arc<dyn TokenCounter>>,
+    /// Tokens of the latest request beyond its messages (system sections
+    /// and tool specs), seen in `on_chat_request`: the next request's
+    /// estimate adds them.
+    overhead: Arc<Mutex<usize>>,
+}
+
+impl std::fmt::Debug for SummarizationModifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SummarizationModifier")
+            .field("config", &self.config)
+            .field("backend", &self.backend)
+            .field("counter", &self.counter)
+            .finish()
+    }
+}
+
+impl Default for SummarizationModifier {
+    fn default() -> Self {
+        Self::new(SummarizationConfig::default())
+    }
+}
+
+impl SummarizationModifier {
+    /// A summarizer with this configuration, writing the history file to
+    /// the session's own files ([`StateBackend`]).
+    pub fn new(config: SummarizationConfig) -> Self {
+        Self {
+            config: Arc::new(config),
+            backend: StateBackend::factory().into(),
+            counter: None,
+            overhead: Arc::new(Mutex::new(0)),
+        }
+    }
+
+    /// Writes the history file through this backend (the file tools' own,
+    /// so that `read_file` finds it).
+    #[must_use]
+    pub fn backend(mut self, backend: impl Into<BackendSource>) -> Self {
+        self.backend = backend.into();
+        self
+    }
+
+    /// Counts tokens with this counter (default: the one for the model,
+    /// see [`counter_for_model`]).
+    #[must_use]
+    pub fn counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SummarizationConfig {
+        &self.config
+    }
+
+    /// The path of a session's history file.
+    pub fn history_path(&self, network: &RunnableNetwork) -> String {
+        format!(
+            "{}/{}.md",
+            self.config.history_dir.trim_end_matches('/'),
+            network.session().id()
+        )
+    }
+
+    fn counter_for(&self, model: &str) -> Arc<dyn TokenCounter> {
+        match &self.counter {
+            Some(c) => c.clone(),
+            None if self.config.approximate_tokens => Arc::new(crate::tokens::ApproxCounter),
+            None => counter_for_model(model),
+        }
+    }
+
+    /// Which trigger fires for a request of `input` to `model`, and the
+    /// estimated tokens.
+    fn trigger(
+        &self,
+        input: &History,
+        recent: &[(usize, &Message)],
+        model: &str,
+    ) -> (Option<Trigger>, usize) {
+        let config = &self.config;
+        let after = input.latest_summary().map_or(0, |s| s.position);
+        let humans = recent
+            .iter()
+            .filter(|(pos, m)| *pos > after && matches!(m, Message::Human { .. }))
+            .count();
+        let counter = self.counter_for(model);
+        let tokens =
+            counter.count_request(&ChatRequest::new(input.clone())) + *self.overhead.lock();
+        let window = config.context_windows.window_for(model);
+        let trigger = if config.trigger_tokens.is_some_and(|limit| tokens >= limit) {
+            Some(Trigger::Tokens)
+        } else if config
+            .trigger_fraction
+            .is_some_and(|f| tokens as f64 >= f * window as f64)
+        {
+            Some(Trigger::Fraction)
+        } else if config
+            .every_human_turns
+            .is_some_and(|n| n > 0 && humans >= n)
+        {
+            Some(Trigger::Turns)
+        } else {
+            None
+        };
+        (trigger, tokens)
+    }
+
+    /// Asks the summary model; the summary text and what the node records.
+    async fn summarize(
+        &self,
+        network: &RunnableNetwork,
+        previous: Option<&str>,
+        old: &[(usize, &Message)],
+    ) -> std::result::Result<(String, Map<String, Value>), SummaryError> {
+        let name = network
+            .model_for_step(SUMMARY_STEP)
+            .ok_or(SummaryError::NoModel)?;
+        let model = network
+            .model(&name)
+            .ok_or_else(|| SummaryError::UnknownModel(name.clone()))?;
+        let mut ask = String::new();
+        if let Some(previous) = previous {
+            ask.push_str("The summary so far:\n\n");
+            ask.push_str(strip_heading(previous));
+            ask.push_str("\n\nThe conversation that followed:\n\n");
+        } else {
+            ask.push_str("The conversation:\n\n");
+        }
+        for (_, m) in old {
+            ask.push_str(&transcript_line(m, Some(MESSAGE_CAP)));
+        }
+        let request = ChatRequest::new(History::from_messages([
+            Message::system(SUMMARY_PROMPT),
+            Message::human(ask),
+        ]));
+        let response = model.complete(&request).await?;
+        let text = response.content.trim();
+        if text.is_empty() {
+            return Err(SummaryError::Empty(name));
+        }
+        let mut meta = Map::new();
+        meta.insert("chat_model_name".into(), json!(name));
+        if let Some(usage) = response.usage {
+            meta.insert("token_usage".into(), json!(usage));
+        }
+        Ok((format!("{SUMMARY_HEADING}:\n\n{text}"), meta))
+    }
+}
+
+/// The model a chat node will ask (its own, its step's route, the
+/// network's).
+fn model_of(network: &RunnableNetwork, chat: &ChatNode) -> String {
+    chat.chat_model_name
+        .clone()
+        .or_else(|| network.model_for_step(chat.step.as_deref().unwrap_or(CHAT_STEP)))
+        .unwrap_or_default()
+}
+
+/// The summary text without its heading.
+fn strip_heading(summary: &str) -> &str {
+    summary
+        .strip_prefix(SUMMARY_HEADING)
+        .and_then(|s| s.strip_prefix(":"))
+        .map_or(summary, str::trim_start)
+}
+
+/// One message as a markdown transcript entry.
+fn transcript_line(m: &Message, cap: Option<usize>) -> String {
+    let text = m.text();
+    let text = match cap {
+        Some(cap) if text.chars().count() > cap => {
+            let cut: String = text.chars().take(cap).collect();
+            format!("{cut} [... {} more characters]", text.chars().count() - cap)
+        }
+        _ => text.to_string(),
+    };
+    let gap = if text.is_empty() { "" } else { " " };
+    let mut out = match m {
+        Message::Tool { name, .. } => {
+            format!(
+                "**tool** `{}`:{gap}{text}\n",
+                name.as_deref().unwrap_or("?")
+            )
+        }
+        other => format!("**{}**:{gap}{text}\n", other.role()),
+    };
+    for call in m.tool_calls() {
+        out.push_str(&format!("  - calls `{}` {}\n", call.name, call.arguments));
+    }
+    out.push('\n');
+    out
+}
+
+/// Where the kept messages start: an index into `recent` that keeps at
+/// least `keep` messages and never leaves a tool result without the AI
+/// message before it. `None` when nothing would be left to summarize.
+fn plan_cut(recent: &[(usize, &Message)], keep: usize) -> Option<usize> {
+    let mut cut = recent.len().checked_sub(keep)?;
+    while cut > 0 && matches!(recent[cut].1, Message::Tool { .. }) {
+        cut -= 1;
+    }
+    (cut > 0).then_some(cut)
+}
+
+#[async_trait]
+impl NetworkModifier for SummarizationModifier {
+    fn id(&self) -> &str {
+        SUMMARIZATION_ID
+    }
+
+    /// Late, so that it sees the system sections of the other modifiers.
+    fn priority(&self) -> i32 {
+        100
+    }
+
+    /// A sub-agent's (or a route's) conversation is summarized by the same
+    /// rules; its request overhead is its own.
+    fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
+        Some(Arc::new(SummarizationModifier {
+            overhead: Arc::new(Mutex::new(0)),
+            ..self.clone()
+        }))
+    }
+
+    async fn on_chat_request(
+        &self,
+        network: &RunnableNetwork,
+        node: &NodeRef,
+        request: &mut ChatRequest,
+    ) -> Result<()> {
+        let model = node
+            .downcast::<ChatNode>()
+            .map(|chat| model_of(network, chat))
+            .unwrap_or_default();
+        let counter = self.counter_for(&model);
+        let sections: usize = request
+            .system
+            .iter()
+            .map(|s| counter.count(s) + crate::tokens::MESSAGE_OVERHEAD)
+            .sum();
+        let tools = counter.count_request(&ChatRequest {
+            tools: request.tools.clone(),
+            ..ChatRequest::default()
+        });
+        *self.overhead.lock() = sections + tools;
+        Ok(())
+    }
+
+    async fn on_pre_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        let Some(chat) = node.downcast::<ChatNode>() else {
+            return Ok(());
+        };
+        if node.is_invoked() || chat.step.as_deref() == Some(SUMMARY_STEP) {
+            return Ok(());
+        }
+        let model = model_of(network, chat);
+        let input = network.input_of(node);
+        let recent = input.since_cut();
+        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model) else {
+            return Ok(());
+        };
+        let Some(first_kept) = plan_cut(&recent, self.config.keep_messages) else {
+            tracing::debug!(?trigger, "a summary is due, but every message is kept");
+            return Ok(());
+        };
+        let old = &recent[..first_kept];
+        let kept = input.len() + 1 - recent[first_kept].0;
+        let previous = input.latest_summary();
+        let summarized = self
+            .summarize(network, previous.as_ref().map(|s| s.message.text()), old)
+            .await;
+        let (text, mut meta) = match summarized {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(error = %e, ?trigger, "the summary failed; the conversation stays as it is and the next trigger retries");
+                return Ok(());
+            }
+        };
+        let path = self.history_path(network);
+        let mut chunk = format!(
+            "## Messages {} to {}\n\n",
+            old.first().map_or(0, |m| m.0),
+            old.last().map_or(0, |m| m.0)
+        );
+        for (_, m) in old {
+            chunk.push_str(&transcript_line(m, None));
+        }
+        let backend = self.backend.resolve(network);
+        if let Err(e) = backend.append(&path, &chunk).await {
+            tracing::warn!(error = %e, path, "the history file could not be written; no summary this time");
+            return Ok(());
+        }
+        meta.insert("trigger".into(), json!(trigger));
+        meta.insert("tokens_before".into(), json!(tokens));
+        meta.insert("history_file".into(), json!(path));
+        network.insert_summary(node, text, kept, meta)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lc_agent::ToolCall;
+
+    #[test]
+    fn the_cut_never_splits_a_tool_call_from_its_results() {
+        let msgs = [
+            Message::human("q"),
+            Message::ai_with_tools(
+                "",
+                vec![
+                    ToolCall::new("a", "ls", json!({})),
+                    ToolCall::new("b", "ls", json!({})),
+                ],
+            ),
+            Message::tool("1", "a"),
+            Message::tool("2", "b"),
+            Message::ai("done"),
+        ];
+        let recent: Vec<(usize, &Message)> =
+            msgs.iter().enumerate().map(|(i, m)| (i + 1, m)).collect();
+        // Keeping 2 would start at a tool result: back to its AI message.
+        assert_eq!(plan_cut(&recent, 2), Some(1));
+        assert_eq!(plan_cut(&recent, 1), Some(4));
+        assert_eq!(plan_cut(&recent, 5), None);
+        assert_eq!(plan_cut(&recent, 3), Some(1));
+    }
+
+    #[test]
+    fn headings_are_stripped_before_rolling_forward() {
+        assert_eq!(strip_heading(&format!("{SUMMARY_HEADING}:\n\nabc")), "abc");
+        assert_eq!(strip_heading("plain"), "plain");
+    }
+}

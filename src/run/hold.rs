@@ -60,12 +60,12 @@ impl RunnableNetwork {
 /// networks can go on (something released inside, at any depth).
 pub(crate) fn settle(network: &RunnableNetwork) {
     for node in network.pending_unordered() {
-        if node.held().as_deref() != Some(HELD_INSIDE) {
-            continue;
-        }
         let Some(sub) = node.downcast::<NetworkNode>() else {
             continue;
         };
+        if node.held().as_deref() != Some(HELD_INSIDE) {
+            continue;
+        }
         settle(sub.network());
         if !ready(sub.network().pending()).is_empty() {
             node.release();

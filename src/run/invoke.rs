@@ -170,7 +170,9 @@ impl RunnableNetwork {
                 });
             }
         };
-        if node.held().is_some() {
+        // Only a sub-network holds itself while it runs (work inside waits);
+        // the kind check spares every other node the metadata lookup.
+        if node.downcast::<crate::nodes::NetworkNode>().is_some() && node.held().is_some() {
             return Ok(None);
         }
         let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -3,9 +3,10 @@
 //! repeated, omitted, or one of them overridden. The real binary, a
 //! scripted model (offline), and `lc-agent mcp` itself as the MCP server.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
@@ -52,30 +53,16 @@ impl Setup {
         .collect()
     }
 
-    /// `lc-agent <command> --script S --sessions DIR <extra>`.
+    /// `lc-agent <command> --script S --sessions DIR <extra>`; `chat` reads
+    /// one turn, then the end of stdin ends it.
     fn lc_agent(&self, command: &[&str], script: Value, extra: &[String]) -> Output {
-        let script_path = self.path(&format!("script-{}.json", uuid_like()));
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-            .args(command)
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--sessions")
-            .arg(self.path("sessions"))
-            .args(extra)
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .env("LC_AGENT_HOME", self.path("home"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // `chat` reads one turn, then the end of stdin ends it.
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"Use every tool again.\n").unwrap();
-        drop(stdin);
-        child.wait_with_output().unwrap()
+        common::lc_agent(
+            self.dir.path(),
+            command,
+            &script.to_string(),
+            extra,
+            "Use every tool again.\n",
+        )
     }
 
     /// The id of the one session `run` saved.
@@ -103,12 +90,6 @@ impl Setup {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     }
-}
-
-fn uuid_like() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::SeqCst).to_string()
 }
 
 /// A turn that uses the workspace, a skill, an MCP tool and memory.

@@ -2,7 +2,8 @@
 //! (`--script`, offline), a directory, approvals answered on stdin or with
 //! `--yes`, the session saved where `lc-agent sessions` finds it.
 
-use std::io::Write;
+mod common;
+
 use std::process::{Command, Output, Stdio};
 
 /// Runs `lc-agent <command> --script <script> --sessions <dir>/sessions
@@ -14,31 +15,7 @@ fn lc_agent(
     extra: &[&str],
     stdin: &str,
 ) -> Output {
-    let script_path = dir.join(format!("{}-script.json", command[0]));
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .args(command)
-        .arg("--script")
-        .arg(&script_path)
-        .arg("--sessions")
-        .arg(dir.join("sessions"))
-        .args(extra)
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        // `--memory` keeps its store under the home directory.
-        .env("LC_AGENT_HOME", dir.join("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::lc_agent(dir, command, &script.to_string(), extra, stdin)
 }
 
 fn run(dir: &std::path::Path, script: serde_json::Value, extra: &[&str], stdin: &str) -> Output {

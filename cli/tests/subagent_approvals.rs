@@ -4,37 +4,25 @@
 //! reads the rejection), `y` runs it. One scripted model (offline) serves
 //! the agent and its sub-agent in turn.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Output;
 
 /// Runs `lc-agent run TASK --script <script> --sessions <dir>/sessions
 /// --root <work> --shell` with this stdin.
 fn run(dir: &std::path::Path, work: &std::path::Path, script: &str, stdin: &str) -> Output {
-    let script_path = dir.join("script.json");
-    std::fs::write(&script_path, script).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .args(["run", "Make the file with a sub-agent.", "--script"])
-        .arg(&script_path)
-        .arg("--sessions")
-        .arg(dir.join("sessions"))
-        .arg("--root")
-        .arg(work)
-        .arg("--shell")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env("LC_AGENT_HOME", dir.join("home"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let extra = [
+        std::ffi::OsStr::new("--root"),
+        work.as_os_str(),
+        "--shell".as_ref(),
+    ];
+    common::lc_agent(
+        dir,
+        &["run", "Make the file with a sub-agent."],
+        script,
+        &extra,
+        stdin,
+    )
 }
 
 /// The agent starts a task; the sub-agent runs `execute`, then answers

@@ -62,7 +62,8 @@ impl ModelArgs {
         match (&self.script, &self.model) {
             (Some(_), _) => "scripted".to_string(),
             (None, Some(name)) => name.clone(),
-            (None, None) => std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "default".into()),
+            (None, None) => std::env::var(OpenAiChatModel::MODEL_ENV)
+                .unwrap_or_else(|_| OpenAiChatModel::DEFAULT_MODEL.to_string()),
         }
     }
 }

@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lc_agent::{ListError, ListQuery, RedisNetworkList, SessionInfo};
+use lc_agent::{ListError, ListQuery, SessionInfo};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
 use lc_agent_deepagent::todos::{todos_of, TodoStatus};
 
@@ -104,13 +104,9 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Does the subcommand, writing to `out`.
 async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let list = args.store.open(&args.user)?;
+    let lists = args.store.config().open()?;
+    let list = lists.user(&args.user)?;
     let list = list.as_ref();
-    let prefix = args
-        .store
-        .prefix
-        .clone()
-        .unwrap_or_else(|| lc_agent::DEFAULT_REDIS_PREFIX.to_string());
     match args.command {
         SessionsCommand::List { offset, limit } => {
             let page = list
@@ -147,12 +143,10 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Migrate => {
-            let Some(url) = &args.store.redis else {
+            let Some(redis) = lists.redis() else {
                 return Err("migrate moves Redis keys: give --redis URL".into());
             };
-            let done = redis_list(url, &prefix, &args.user)?
-                .migrate_legacy_keys()
-                .await?;
+            let done = redis.migrate_legacy_keys().await?;
             writeln!(
                 out,
                 "migrated {} session(s) of {} user(s); {} legacy copies dropped (already stored at the same or a newer revision)",
@@ -161,14 +155,6 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-fn redis_list(url: &str, prefix: &str, user: &str) -> Result<RedisNetworkList, ListError> {
-    RedisNetworkList::builder()
-        .url(url)
-        .prefix(prefix)
-        .user(user)
-        .build()
 }
 
 fn print_page(

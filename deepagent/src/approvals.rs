@@ -232,6 +232,11 @@ impl ApprovalModifier {
         Arc::make_mut(&mut self.rules).insert(tool.into(), decisions);
         self
     }
+
+    /// Whether calls of `tool` have a rule.
+    pub fn rules_on(&self, tool: &str) -> bool {
+        self.rules.contains_key(tool)
+    }
 }
 
 #[async_trait]

@@ -62,8 +62,6 @@ pub struct DeepAgentBuilder {
     instructions: Option<String>,
     subagents: SubAgentModifier,
     approvals: Option<ApprovalModifier>,
-    /// Tools with an `interrupt_on` rule of the caller's.
-    ruled: Vec<String>,
     /// What a shell workspace holds `execute` for, unless ruled otherwise.
     execute_rule: Option<Decisions>,
     routes: Vec<(String, String)>,
@@ -149,8 +147,6 @@ impl DeepAgentBuilder {
 
     /// Calls of `tool` wait for a person's decision.
     pub fn interrupt_on(mut self, tool: impl Into<String>, decisions: Decisions) -> Self {
-        let tool = tool.into();
-        self.ruled.push(tool.clone());
         self.approvals = Some(
             self.approvals
                 .take()
@@ -277,12 +273,14 @@ impl DeepAgentBuilder {
     /// The approval rules: the caller's, and the workspace's for `execute`
     /// unless the caller ruled on it.
     fn approvals(&self) -> Option<ApprovalModifier> {
+        let execute = <Execute as TypedTool>::NAME;
+        let ruled = self.approvals.as_ref().is_some_and(|a| a.rules_on(execute));
         match &self.execute_rule {
-            Some(rule) if !self.ruled.iter().any(|t| t == <Execute as TypedTool>::NAME) => Some(
+            Some(rule) if !ruled => Some(
                 self.approvals
                     .clone()
                     .unwrap_or_default()
-                    .interrupt_on(<Execute as TypedTool>::NAME, rule.clone()),
+                    .interrupt_on(execute, rule.clone()),
             ),
             _ => self.approvals.clone(),
         }

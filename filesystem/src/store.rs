@@ -386,6 +386,18 @@ fn contended(file: &str) -> FsError {
     ))
 }
 
+/// Waits a little after losing a race, longer each time (up to ~1 ms) and
+/// jittered, so two writers of one file stop colliding in lockstep: without
+/// it, the writer that lost once tends to lose every retry to the one
+/// already on its next write.
+async fn back_off(attempt: usize) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    let ceiling = 1u64 << attempt.min(10);
+    tokio::time::sleep(std::time::Duration::from_micros(jitter % ceiling + 1)).await;
+}
+
 /// Files in a [`Store`] under a namespace (e.g. `["user-42", "filesystem"]`).
 #[derive(Clone)]
 pub struct StoreBackend {
@@ -456,7 +468,7 @@ impl StoreBackend {
     }
 
     async fn put_text(&self, file: &str, text: &str, overwrite: bool) -> FsResult<()> {
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
             let keys = self.key_map().await?;
             map_backend::check_write(&keys, file, overwrite)?;
             let current = self.store.get_versioned(&self.namespace, file).await?;
@@ -474,6 +486,7 @@ impl StoreBackend {
             {
                 return Ok(());
             }
+            back_off(attempt).await;
         }
         Err(contended(file))
     }
@@ -504,7 +517,7 @@ impl Backend for StoreBackend {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
             let Some((mut data, version)) = self.store.get_versioned(&self.namespace, file).await?
             else {
                 return Err(self.missing(file).await);
@@ -518,6 +531,7 @@ impl Backend for StoreBackend {
             {
                 return Ok(n);
             }
+            back_off(attempt).await;
         }
         Err(contended(file))
     }

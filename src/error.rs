@@ -133,6 +133,15 @@ pub enum ModelError {
         #[source]
         source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
     },
+    /// The request does not fit the model's context window (said by the
+    /// server, or found before sending).
+    #[error("{}", overflow_text(*tokens, *window))]
+    ContextOverflow {
+        /// The request's size in tokens, when known.
+        tokens: Option<usize>,
+        /// How many tokens the model reads at most, when known.
+        window: Option<usize>,
+    },
     /// A scripted model ran out of turns.
     #[error("scripted model `{name}` has no more turns (played {played})")]
     ScriptExhausted {
@@ -144,6 +153,20 @@ pub enum ModelError {
     /// Any other failure.
     #[error("{0}")]
     Other(String),
+}
+
+/// The text of [`ModelError::ContextOverflow`].
+fn overflow_text(tokens: Option<usize>, window: Option<usize>) -> String {
+    let size = match (tokens, window) {
+        (Some(tokens), Some(window)) => format!(": it has {tokens} tokens and {window} fit"),
+        (Some(tokens), None) => format!(": it has {tokens} tokens"),
+        (None, Some(window)) => format!(" of {window} tokens"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "the request does not fit the model's context window{size} \
+         (shorten the conversation, turn summaries on, or use a model with a larger window)"
+    )
 }
 
 /// Errors of tools. The tool node turns them into an `Error: ...` tool

@@ -6,6 +6,7 @@
 //!    NodeAdded ... NodeInvoked | NodeFailed
 //!    ToolCallStarted ─▶ ToolCallFinished (status, duration)
 //!    Delta ... (streaming)      EmptyAnswer (a model said nothing)
+//!                               AnswerCutOff (a model hit its output limit)
 //!    SummaryWritten (a summary node joined the conversation)
 //!  InvokeFinished (outcome, duration)
 //! ```
@@ -89,6 +90,15 @@ pub enum NetworkEvent {
     /// a streamed tool call this way). The run goes on; the chat node
     /// records `metadata["empty_answer"] = true`.
     EmptyAnswer {
+        /// The chat node.
+        node_id: NodeId,
+    },
+    /// A model stopped because it reached its output limit (finish reason
+    /// `length`): the answer is cut off. The run goes on; the chat node
+    /// records `metadata["cut_off"] = true`, and
+    /// [`RunnableNetwork::continue_cut_off`](crate::RunnableNetwork::continue_cut_off)
+    /// asks the model to go on.
+    AnswerCutOff {
         /// The chat node.
         node_id: NodeId,
     },

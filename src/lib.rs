@@ -210,7 +210,8 @@ pub use message::{Message, ToolCall, ToolStatus};
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, StreamDelta, Usage,
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, StreamDelta, ToolChoice,
+    ToolChoiceError, Usage,
 };
 pub use network::{
     scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::model::ToolChoice;
 use crate::network::RunnableNetwork;
 
 /// Model routing: which model each step of an agent uses.
@@ -68,9 +69,59 @@ impl RunnableNetwork {
     }
 
     fn own_routes(&self) -> Map<String, Value> {
-        match self.metadata_value(MODEL_ROUTES_KEY) {
+        self.own_map(MODEL_ROUTES_KEY)
+    }
+
+    fn own_map(&self, key: &str) -> Map<String, Value> {
+        match self.metadata_value(key) {
             Some(Value::Object(routes)) => routes,
             _ => Map::new(),
+        }
+    }
+
+    /// Chat nodes of `step` that name no tool choice of their own answer
+    /// with `choice` (saved in the network's metadata under
+    /// [`ToolChoice::ROUTES_KEY`], like the model routes; `None` removes
+    /// the route).
+    ///
+    /// ```
+    /// use lc_agent::{RunnableNetwork, ToolChoice};
+    ///
+    /// let net = RunnableNetwork::builder().build();
+    /// net.set_tool_choice_route("chat", Some(ToolChoice::Required));
+    /// assert_eq!(net.tool_choice_for_step("chat"), Some(ToolChoice::Required));
+    /// assert_eq!(net.tool_choice_for_step("summary"), None);
+    /// ```
+    pub fn set_tool_choice_route(&self, step: impl Into<String>, choice: Option<ToolChoice>) {
+        let mut routes = self.own_map(ToolChoice::ROUTES_KEY);
+        let step = step.into();
+        match choice {
+            Some(choice) => {
+                routes.insert(step, Value::String(choice.to_string()));
+            }
+            None => {
+                routes.shift_remove(&step);
+            }
+        }
+        self.set_metadata(ToolChoice::ROUTES_KEY, Value::Object(routes));
+    }
+
+    /// The tool choice of chat nodes of `step` that name none: the route
+    /// here, else in an outer network (a route that does not parse is
+    /// ignored with a warning).
+    pub fn tool_choice_for_step(&self, step: &str) -> Option<ToolChoice> {
+        let own = self
+            .metadata_value(ToolChoice::ROUTES_KEY)
+            .and_then(|routes| routes.get(step)?.as_str().map(str::to_string));
+        match own {
+            Some(text) => match text.parse() {
+                Ok(choice) => Some(choice),
+                Err(error) => {
+                    tracing::warn!(step, %error, "ignoring the tool-choice route");
+                    None
+                }
+            },
+            None => self.outer()?.tool_choice_for_step(step),
         }
     }
 }

@@ -357,8 +357,11 @@ async fn request_maps_every_message_kind_and_tools() {
             "user"
         ]
     );
-    // An assistant turn with only tool calls sends `content: null`.
-    assert_eq!(body["messages"][3]["content"], Value::Null);
+    // An assistant turn with only tool calls sends `content: ""`, never
+    // `null` (llama-cpp-python answers `null` with HTTP 500).
+    assert_eq!(body["messages"][3]["content"], "");
+    // Tools go with `tool_choice: auto` unless the request says otherwise.
+    assert_eq!(body["tool_choice"], "auto");
     // The dangling `call_c` got a synthetic error result.
     assert_eq!(body["messages"][7]["tool_call_id"], "call_c");
     snapshot("openai_request_full", &body);
@@ -803,20 +806,38 @@ async fn streaming_requests_are_retried_too() {
 }
 
 #[tokio::test]
-async fn gives_up_after_four_server_errors() {
-    let server = MockServer::start(vec![Reply::raw(500, "internal failure, try later")]).await;
+async fn gives_up_after_four_unavailable_answers() {
+    let server = MockServer::start(vec![Reply::raw(503, "overloaded, try later")]).await;
     let model = server.model().build().unwrap();
 
     let error = model.complete(&ask("hi")).await.unwrap_err();
 
     match &error {
         ModelError::Http { status, body } => {
-            assert_eq!(*status, 500);
-            assert_eq!(body, "internal failure, try later");
+            assert_eq!(*status, 503);
+            assert_eq!(body, "overloaded, try later");
         }
         other => panic!("expected Http, got {other:?}"),
     }
     assert_eq!(server.requests(), 4, "1 try + 3 retries");
+}
+
+#[tokio::test]
+async fn a_500_is_retried_at_most_once_and_its_body_is_the_error() {
+    // llama-cpp-python answers a request it cannot validate with 500 and a
+    // JSON body; asking four times only waits longer for the same answer.
+    let body = r#"{"error":{"message":"1 validation error for ChatCompletionRequestAssistantMessage","type":"internal_server_error"}}"#;
+    let server = MockServer::start(vec![Reply::raw(500, body)]).await;
+    let model = server.model().build().unwrap();
+
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+
+    assert!(
+        matches!(&error, ModelError::Http { status: 500, body: b } if b.contains("validation error")),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("validation error"), "{error}");
+    assert_eq!(server.requests(), 2, "1 try + 1 retry");
 }
 
 #[tokio::test]
@@ -1136,4 +1157,337 @@ proptest::proptest! {
         proptest::prop_assert_eq!(cut_answer.unwrap(), whole_answer);
         proptest::prop_assert_eq!(cut_deltas, whole_deltas);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Real servers' quirks (each found against llama-cpp-python, LiteLLM, vLLM
+// or llama.cpp; the real-server tests are in `tests/real_model.rs`).
+
+/// llama-cpp-python repeats the call's id and whole name in every chunk of
+/// a streamed tool call; the name must not become `get_weatherget_weather…`.
+#[tokio::test]
+async fn a_name_and_id_repeated_in_every_chunk_count_once() {
+    let repeated = |arguments: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call__0", "type": "function",
+                "function": {"name": "get_weather", "arguments": arguments}}]}),
+            Value::Null,
+        )
+    };
+    let server = MockServer::start(vec![Reply::sse(&[
+        chunk(json!({"role": "assistant", "content": null}), Value::Null),
+        repeated("{\"ci"),
+        repeated("ty\": \"Par"),
+        repeated("is\"}"),
+        chunk(json!({}), json!("tool_calls")),
+        "[DONE]".into(),
+    ])])
+    .await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Paris?");
+    request.tools = vec![weather_tool()];
+
+    let (answer, deltas) = stream_collect(&model, &request).await;
+
+    let answer = answer.unwrap();
+    assert_eq!(answer.tool_calls.len(), 1);
+    assert_eq!(answer.tool_calls[0].name, "get_weather");
+    assert_eq!(answer.tool_calls[0].id, "call__0");
+    assert_eq!(answer.tool_calls[0].arguments, r#"{"city": "Paris"}"#);
+    let names: Vec<_> = deltas
+        .iter()
+        .filter_map(|d| match d {
+            StreamDelta::ToolCall { name: Some(n), .. } => Some(n.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["get_weather"], "the name is reported once");
+    let ids = deltas
+        .iter()
+        .filter(|d| matches!(d, StreamDelta::ToolCall { id: Some(_), .. }))
+        .count();
+    assert_eq!(ids, 1, "the id is reported once");
+}
+
+#[tokio::test]
+async fn the_tool_choice_goes_with_the_tools() {
+    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let model = server.model().build().unwrap();
+    let with = |choice: Option<lc_agent::ToolChoice>| {
+        let mut request = ask("hi");
+        request.tools = vec![weather_tool()];
+        request.tool_choice = choice;
+        request
+    };
+
+    model.complete(&with(None)).await.unwrap();
+    model
+        .complete(&with(Some(lc_agent::ToolChoice::Required)))
+        .await
+        .unwrap();
+    model
+        .complete(&with(Some(lc_agent::ToolChoice::None)))
+        .await
+        .unwrap();
+    model
+        .complete(&with(Some(lc_agent::ToolChoice::Tool(
+            "get_weather".into(),
+        ))))
+        .await
+        .unwrap();
+    let mut no_tools = ask("hi");
+    no_tools.tool_choice = Some(lc_agent::ToolChoice::Required);
+    model.complete(&no_tools).await.unwrap();
+
+    assert_eq!(server.body(0)["tool_choice"], "auto");
+    assert_eq!(server.body(1)["tool_choice"], "required");
+    assert_eq!(server.body(2)["tool_choice"], "none");
+    assert_eq!(
+        server.body(3)["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_weather"}})
+    );
+    assert!(
+        server.body(4).get("tool_choice").is_none() && server.body(4).get("tools").is_none(),
+        "no tools, no choice: {}",
+        server.body(4)
+    );
+}
+
+/// A chat node's own tool choice, else its step's route, reaches the model.
+#[tokio::test]
+async fn chat_nodes_send_their_tool_choice() {
+    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let net = lc_agent::RunnableNetwork::builder()
+        .chat_model("remote")
+        .model("remote", server.model().build().unwrap())
+        .tool(lc_agent::FnTool::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object"}),
+            |_args, _ctx| async { Ok(lc_agent::ToolOutput::ok("sunny")) },
+        ))
+        .build();
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("one");
+        lc_agent::ChatNode::with_tool_choice(lc_agent::ToolChoice::Tool("get_weather".into()));
+    }
+    net.invoke().await.unwrap();
+    net.set_tool_choice_route("chat", Some(lc_agent::ToolChoice::Required));
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("two");
+        lc_agent::ChatNode::new();
+    }
+    net.invoke().await.unwrap();
+
+    assert_eq!(
+        server.body(0)["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_weather"}})
+    );
+    assert_eq!(server.body(1)["tool_choice"], "required");
+    // The choice is saved with the node and loads back.
+    let again = lc_agent::RunnableNetwork::from_json(&net.to_json().unwrap()).unwrap();
+    assert_eq!(again.to_json().unwrap(), net.to_json().unwrap());
+    assert_eq!(
+        again.tool_choice_for_step("chat"),
+        Some(lc_agent::ToolChoice::Required)
+    );
+}
+
+/// llama-cpp-python will not stream with `tool_choice: auto`; the model
+/// asks unstreamed instead (reporting the answer as deltas), and from then
+/// on asks that way at once.
+#[tokio::test]
+async fn a_server_that_will_not_stream_with_tools_is_asked_unstreamed_from_then_on() {
+    let refusal = r#"{"error":{"message":"Automatic streaming tool choice is not supported","type":"internal_server_error"}}"#;
+    let call = json!({
+        "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]
+    });
+    let server = MockServer::start(vec![
+        Reply::raw(500, refusal),
+        Reply::json(completion(call, "tool_calls")),
+        Reply::json(text_completion("Cold.")),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Oslo?");
+    request.tools = vec![weather_tool()];
+
+    let (answer, deltas) = stream_collect(&model, &request).await;
+    let answer = answer.unwrap();
+    assert_eq!(answer.tool_calls[0].name, "get_weather");
+    assert!(
+        matches!(&deltas[..], [StreamDelta::ToolCall { name: Some(n), .. }] if n == "get_weather"),
+        "{deltas:?}"
+    );
+    assert_eq!(server.requests(), 2, "the refusal is not retried");
+    assert_eq!(server.body(0)["stream"], true);
+    assert!(server.body(1).get("stream").is_none());
+
+    // A clone shares what was learned: no second refusal.
+    let clone = model.clone();
+    let (answer, _) = stream_collect(&clone, &request).await;
+    assert_eq!(answer.unwrap().content, "Cold.");
+    assert_eq!(server.requests(), 3);
+    assert!(server.body(2).get("stream").is_none());
+}
+
+/// A prompt that does not fit is a `ContextOverflow` with the sizes the
+/// server gave, not retried, and the window is remembered.
+#[tokio::test]
+async fn a_prompt_that_does_not_fit_is_a_context_overflow() {
+    let body = r#"{"error":{"message":"Requested tokens (2620) exceed context window of 2048","type":"internal_server_error"}}"#;
+    let server = MockServer::start(vec![Reply::raw(500, body)]).await;
+    let model = server.model().build().unwrap();
+
+    let error = model.complete(&ask("a long story")).await.unwrap_err();
+
+    assert!(
+        matches!(
+            error,
+            ModelError::ContextOverflow {
+                tokens: Some(2620),
+                window: Some(2048)
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("2620 tokens and 2048 fit"),
+        "{error}"
+    );
+    assert_eq!(server.requests(), 1, "asking again cannot help");
+    assert_eq!(model.context_window().await, Some(2048));
+}
+
+/// llama-cpp-python answers a streamed prompt that does not fit with HTTP
+/// 200 and an empty event stream.
+#[tokio::test]
+async fn an_empty_stream_says_the_server_ended_without_an_answer() {
+    let server = MockServer::start(vec![Reply::sse(&[]), Reply::sse(&["[DONE]".into()])]).await;
+    let model = server.model().context_window(50).build().unwrap();
+    let long = ask(&"word ".repeat(400));
+
+    for _ in 0..2 {
+        let (result, _) = stream_collect(&model, &long).await;
+        let error = result.unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("ended the stream without an answer"),
+            "{text}"
+        );
+        assert!(
+            text.contains("larger than the model's context window (50 tokens)"),
+            "{text}"
+        );
+    }
+}
+
+/// `finish_reason: length` flags the node and emits an event; the caller
+/// may ask the model to go on.
+#[tokio::test]
+async fn a_cut_off_answer_is_flagged_and_can_be_continued() {
+    let server = MockServer::start(vec![
+        Reply::json(completion(
+            json!({"role": "assistant", "content": "The first half of"}),
+            "length",
+        )),
+        Reply::json(text_completion("the answer.")),
+    ])
+    .await;
+    let net = lc_agent::RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("remote")
+        .model("remote", server.model().build().unwrap())
+        .build();
+    let mut events = net.subscribe();
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("Tell me.");
+    }
+    net.invoke().await.unwrap();
+    let chat = net.current_leaf().unwrap();
+    assert_eq!(chat.metadata_value("cut_off"), Some(json!(true)));
+    let got: Vec<lc_agent::NetworkEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert!(got.contains(&lc_agent::NetworkEvent::AnswerCutOff { node_id: chat.id() }));
+
+    let human = net.continue_cut_off().unwrap().expect("a continue turn");
+    assert_eq!(human.parents(), vec![chat.id()]);
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "the answer.");
+    let sent = server.body(1);
+    let last = sent["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"], lc_agent::ChatNode::CONTINUE_PROMPT);
+    // A complete answer has nothing to continue.
+    assert!(net.continue_cut_off().unwrap().is_none());
+}
+
+/// Servers that say their window: llama.cpp's `/props`, vLLM's
+/// `/v1/models`, Ollama's `/api/show`; each is asked once.
+#[tokio::test]
+async fn the_window_is_asked_of_the_server_once() {
+    use axum::routing::get;
+    async fn serve(app: Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/v1")
+    }
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    let llama_cpp = serve(Router::new().route(
+        "/props",
+        get(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { axum::Json(json!({"default_generation_settings": {"n_ctx": 4096}})) }
+        }),
+    ))
+    .await;
+    let vllm = serve(Router::new().route(
+        "/v1/models",
+        get(|| async {
+            axum::Json(json!({"object": "list", "data": [
+                {"id": "other", "max_model_len": 1},
+                {"id": "m", "max_model_len": 8192}]}))
+        }),
+    ))
+    .await;
+    let ollama = serve(Router::new().route(
+        "/api/show",
+        post(|| async {
+            axum::Json(json!({"parameters": "num_ctx 16384", "model_info": {"llama.context_length": 131072}}))
+        }),
+    ))
+    .await;
+    let silent = serve(Router::new()).await;
+    let model = |url: &str| {
+        OpenAiChatModel::builder()
+            .model("m")
+            .base_url(url)
+            .build()
+            .unwrap()
+    };
+
+    let first = model(&llama_cpp);
+    assert_eq!(first.context_window().await, Some(4096));
+    assert_eq!(first.clone().context_window().await, Some(4096));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(model(&vllm).context_window().await, Some(8192));
+    assert_eq!(model(&ollama).context_window().await, Some(16384));
+    assert_eq!(model(&silent).context_window().await, None);
+    let configured = OpenAiChatModel::builder()
+        .model("m")
+        .base_url(&llama_cpp)
+        .context_window(1000)
+        .build()
+        .unwrap();
+    assert_eq!(configured.context_window().await, Some(1000));
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "configured: not asked"
+    );
 }

@@ -111,6 +111,7 @@ fn build(
             3 => NodeRef::detached(ChatNode {
                 chat_model_name: Some(spec.text.clone()),
                 step: (spec.text.len() % 2 == 1).then(|| format!("step:{}", spec.text)),
+                tool_choice: (spec.text.len() % 3 == 0).then_some(lc_agent::ToolChoice::Required),
             }),
             _ => NodeRef::detached(ToolNode {
                 tool_call: ToolCall::new("call_1", &spec.text, json!({"q": spec.text})),

@@ -272,8 +272,8 @@ impl NetworkModifier for SupervisorModifier {
         if asks {
             network.add(
                 ChatNode {
-                    chat_model_name: None,
                     step: Some(SUPERVISOR_STEP.to_string()),
+                    ..ChatNode::default()
                 },
                 &[leaf.id()],
             )?;

@@ -7,6 +7,7 @@
 //!  ToolCallStarted / Finished       ─▶ tool_call_started / tool_call_finished
 //!                                      {node_id, tool_call_id, name[, status, duration_ms]}
 //!  EmptyAnswer                      ─▶ empty_answer             {node_id, kind, name}
+//!  AnswerCutOff                     ─▶ answer_cut_off           {node_id, kind, name}
 //!  SummaryWritten                   ─▶ summary_written          {node_id, kind, name, kept, summarized}
 //!  InvokeStarted / InvokeFinished   ─▶ run_started / run_finished
 //!                                      {outcome, duration_ms[, error | held]}
@@ -79,6 +80,7 @@ pub fn event_json(net: &RunnableNetwork, event: &NetworkEvent) -> Option<(&'stat
             }),
         ),
         NetworkEvent::EmptyAnswer { node_id } => ("empty_answer", node_fields(net, *node_id)),
+        NetworkEvent::AnswerCutOff { node_id } => ("answer_cut_off", node_fields(net, *node_id)),
         NetworkEvent::SummaryWritten {
             node_id,
             kept,

@@ -231,9 +231,10 @@ impl BuiltinFields {
                 .map(|tool_call| Arc::new(ToolNode { tool_call }) as Arc<dyn NodeLogic>),
             (true, ChatNode::KIND, false, false, _) => Some(Arc::new(ChatNode {
                 chat_model_name: self.chat_model_name.take().flatten(),
-                // A chat node with a step has a key this reader does not
-                // know, so it loads through the registry.
+                // A chat node with a step or a tool choice has a key this
+                // reader does not know, so it loads through the registry.
                 step: None,
+                tool_choice: None,
             })),
             _ => None,
         };

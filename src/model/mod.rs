@@ -4,6 +4,9 @@
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod scripted;
+mod tool_choice;
+
+pub use tool_choice::{ToolChoice, ToolChoiceError};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +32,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// The chat node making the request, when there is one.
     pub node_id: Option<NodeId>,
+    /// Whether and which tool the model must call; `None` leaves it to
+    /// the provider's default ([`ToolChoice::Auto`] when tools are
+    /// offered).
+    pub tool_choice: Option<ToolChoice>,
 }
 
 impl ChatRequest {
@@ -80,6 +87,19 @@ impl ChatResponse {
             content: content.into(),
             ..Self::default()
         }
+    }
+
+    /// Whether the model stopped because it reached its output limit
+    /// (`finish_reason` `length`, or `max_tokens` as some providers say):
+    /// the answer is cut off.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
+    }
+
+    /// Whether the answer has neither text (beyond whitespace) nor tool
+    /// calls.
+    pub fn is_empty(&self) -> bool {
+        self.content.trim().is_empty() && self.tool_calls.is_empty()
     }
 
     /// The answer as an AI message.
@@ -141,6 +161,14 @@ pub trait ChatModel: Send + Sync {
         let response = self.complete(request).await?;
         replay_as_deltas([response.content.as_str()], &[], on_delta);
         Ok(response)
+    }
+
+    /// How many tokens (prompt and answer together) the model reads at
+    /// most, when the model knows: configured, or learned from its server.
+    /// `None` (the default) leaves it to the caller's table of known
+    /// models.
+    async fn context_window(&self) -> Option<usize> {
+        None
     }
 }
 

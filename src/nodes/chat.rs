@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
-use crate::model::ChatRequest;
+use crate::model::{ChatRequest, ToolChoice};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
 /// Calls a chat model with the conversation so far (kind `chat`).
@@ -16,8 +16,13 @@ use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 /// a sub-network, else the outer network's). The
 /// request carries every tool of the network and its modifiers, and each
 /// modifier may adjust it ([`crate::NetworkModifier::on_chat_request`]).
+/// The tool choice is the node's own, else the route of its step
+/// ([`RunnableNetwork::set_tool_choice_route`](crate::RunnableNetwork::set_tool_choice_route)),
+/// else the provider's default.
 /// Token usage, the model name and the finish reason go to the node's
-/// metadata.
+/// metadata; an answer cut off by the output limit is flagged
+/// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
+/// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatNode {
     /// The model to use; `None` means the route of the node's step, else
@@ -28,11 +33,21 @@ pub struct ChatNode {
     /// `None` is [`crate::routing::CHAT_STEP`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// Whether and which tool the model must call this turn; `None` is
+    /// the route of the step, else the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
 }
 
 impl ChatNode {
     /// The kind name (`__node_type__`).
     pub const KIND: &'static str = "chat";
+
+    /// What the human turn added by
+    /// [`RunnableNetwork::continue_cut_off`](crate::RunnableNetwork::continue_cut_off)
+    /// says.
+    pub const CONTINUE_PROMPT: &'static str = "Your previous answer was cut off at the output \
+limit. Continue exactly where it stopped, without repeating what you already wrote.";
 
     /// A chat node using the network's model, attached to the active
     /// network.
@@ -46,7 +61,7 @@ impl ChatNode {
     pub fn with_model(name: impl Into<String>) -> NodeRef {
         NodeRef::create(ChatNode {
             chat_model_name: Some(name.into()),
-            step: None,
+            ..ChatNode::default()
         })
     }
 
@@ -54,8 +69,18 @@ impl ChatNode {
     /// attached to the active network.
     pub fn for_step(step: impl Into<String>) -> NodeRef {
         NodeRef::create(ChatNode {
-            chat_model_name: None,
             step: Some(step.into()),
+            ..ChatNode::default()
+        })
+    }
+
+    /// A chat node using the network's model that must answer with this
+    /// tool choice (e.g. [`ToolChoice::Required`] or a named tool),
+    /// attached to the active network.
+    pub fn with_tool_choice(choice: ToolChoice) -> NodeRef {
+        NodeRef::create(ChatNode {
+            tool_choice: Some(choice),
+            ..ChatNode::default()
         })
     }
 }
@@ -72,12 +97,11 @@ impl NodeLogic for ChatNode {
 
     async fn invoke(&self, ctx: NodeContext) -> Result<Message> {
         let net = &ctx.network;
+        let step = self.step.as_deref().unwrap_or(crate::routing::CHAT_STEP);
         let name = self
             .chat_model_name
             .clone()
-            .or_else(|| {
-                net.model_for_step(self.step.as_deref().unwrap_or(crate::routing::CHAT_STEP))
-            })
+            .or_else(|| net.model_for_step(step))
             .ok_or(NetworkError::NoChatModel)?;
         let model = net
             .model(&name)
@@ -88,6 +112,10 @@ impl NodeLogic for ChatNode {
             system: Vec::new(),
             tools: net.tools().iter().map(|t| t.spec()).collect(),
             node_id: Some(node_id),
+            tool_choice: self
+                .tool_choice
+                .clone()
+                .or_else(|| net.tool_choice_for_step(step)),
         };
         for m in net.modifiers().iter() {
             crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
@@ -100,7 +128,16 @@ impl NodeLogic for ChatNode {
             model.complete(&request).await?
         };
         record(&ctx.node, &name, &response);
-        if response.content.trim().is_empty() && response.tool_calls.is_empty() {
+        if response.is_cut_off() {
+            tracing::warn!(
+                node = %node_id,
+                model = %name,
+                "the answer was cut off: the model reached its output limit"
+            );
+            ctx.node.set_metadata("cut_off", json!(true));
+            net.emit(&NetworkEvent::AnswerCutOff { node_id });
+        }
+        if response.is_empty() {
             // Not an error (the network stays valid and the run goes on),
             // but never silent: some servers drop a streamed tool call
             // and answer with nothing.
@@ -113,6 +150,31 @@ impl NodeLogic for ChatNode {
 
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)
+    }
+}
+
+impl crate::RunnableNetwork {
+    /// When the newest leaf is a chat answer cut off by the output limit
+    /// (`metadata["cut_off"]`), adds a human turn below it asking the
+    /// model to go on ([`ChatNode::CONTINUE_PROMPT`]) and returns it; the next
+    /// [`invoke`](crate::RunnableNetwork::invoke) answers it. `None` when
+    /// the newest answer is complete.
+    pub fn continue_cut_off(&self) -> Result<Option<NodeRef>> {
+        let Some(leaf) = self.current_leaf() else {
+            return Ok(None);
+        };
+        let cut_off = leaf.kind() == ChatNode::KIND
+            && leaf.metadata_value("cut_off") == Some(serde_json::Value::Bool(true));
+        if !cut_off {
+            return Ok(None);
+        }
+        let human = self.add(
+            crate::nodes::HumanNode {
+                text: ChatNode::CONTINUE_PROMPT.to_string(),
+            },
+            &[leaf.id()],
+        )?;
+        Ok(Some(human))
     }
 }
 

@@ -5,10 +5,12 @@
 mod redact;
 mod stream;
 mod transport;
+mod window;
 mod wire;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +21,7 @@ use crate::error::ModelError;
 use crate::message::Message;
 use redact::ApiKey;
 use transport::Transport;
-use wire::{StreamOptions, WireMessage, WireRequest, WireTool};
+use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_MAX_RETRIES: u32 = 3;
@@ -53,20 +55,41 @@ impl OpenAiChatModel {
 /// # Behaviour
 ///
 /// - **Messages** go out in protocol order ([`ChatRequest::messages`]):
-///   `system`, `user`, `assistant` (with `tool_calls`; `content` is `null`
-///   when it is empty and there are calls; blank arguments are sent as
-///   `{}`) and `tool` (with `tool_call_id`). `tools` is omitted when there
-///   are none.
+///   `system`, `user`, `assistant` (with `tool_calls`; `content` is always
+///   a string, `""` beside calls, as some servers refuse `null`; blank
+///   arguments are sent as `{}`) and `tool` (with `tool_call_id`). `tools`
+///   is omitted when there are none; when there are, `tool_choice` goes
+///   with them: the request's ([`ChatRequest::tool_choice`]), else `auto`
+///   (llama-cpp-python's function-calling format leaves the tools out of
+///   the prompt without it).
+/// - **Streaming refused**: a server that will not stream with this tool
+///   choice (llama-cpp-python: `Automatic streaming tool choice is not
+///   supported`) gets the same request unstreamed, and this model (and its
+///   clones) asks that way from then on; the answer is still reported as
+///   deltas.
+/// - **Streamed tool calls** are joined by their index: a name or id a
+///   server repeats in every chunk (llama-cpp-python does) counts once.
+/// - **Context window** ([`ChatModel::context_window`]): the one set with
+///   [`OpenAiChatModelBuilder::context_window`], else what the server says
+///   (llama.cpp's `/props`, `/v1/models` metadata as vLLM, llama.cpp and
+///   LM Studio give it, Ollama's `/api/show`; asked once), else what an
+///   error said when a prompt did not fit. Such an error becomes
+///   [`ModelError::ContextOverflow`] with the sizes the server gave; an
+///   empty event stream (what llama-cpp-python sends for a prompt that does
+///   not fit) is an error saying the server ended without an answer, and
+///   how the prompt compares to the window.
 /// - **Lenient reading**: unknown fields, missing optional fields,
 ///   `content: null`, unknown finish reasons and tool-call arguments that
 ///   are not valid JSON are all accepted; the arguments are kept as the raw
 ///   text the model produced (`""` included) and the tool node turns bad
 ///   ones into an error result the model reads. A body that is not JSON at
 ///   all is a [`ModelError::InvalidResponse`].
-/// - **Retries**: HTTP 429, 5xx and connection failures are retried with
-///   exponential backoff and jitter (honouring `Retry-After` in seconds, up
-///   to 60 s), `max_retries` times (3 by default); other 4xx and timeouts are
-///   not retried.
+/// - **Retries**: only what can succeed: HTTP 429, 502-504 and dropped
+///   connections are retried with exponential backoff and jitter
+///   (honouring `Retry-After` in seconds, up to 60 s), `max_retries` times
+///   (3 by default); a 500 at most once; other 4xx, timeouts and "not
+///   supported" answers are not retried. The server's error body is part
+///   of the error ([`ModelError::Http`]).
 /// - **Timeout** (120 s by default): the limit for a whole non-streamed
 ///   request; when streaming, the limit for the response to start and then
 ///   for each next event.
@@ -98,6 +121,8 @@ impl OpenAiChatModel {
 ///   from and to messages, tool calls, tool specs, usage and answers.
 /// - `stream.rs` — a server-sent event stream assembled into deltas and
 ///   one answer.
+/// - `window.rs` — the context window: asked of the server, read from its
+///   errors.
 /// - `redact.rs` — the API key, and error text without it.
 ///
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
@@ -145,6 +170,20 @@ pub struct OpenAiChatModel {
     model: String,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    context_window: Option<usize>,
+    learned: Arc<Learned>,
+}
+
+/// What this model learned about its server (shared by clones).
+#[derive(Default)]
+struct Learned {
+    /// The window the server reported, once asked (`None` inside: it did
+    /// not say).
+    probed: tokio::sync::OnceCell<Option<usize>>,
+    /// The window an error gave (0: none did).
+    from_errors: AtomicUsize,
+    /// The server refused to stream a request with tools and `auto`.
+    no_streaming_with_tools: AtomicBool,
 }
 
 impl fmt::Debug for OpenAiChatModel {
@@ -158,6 +197,7 @@ impl fmt::Debug for OpenAiChatModel {
             .field("retry_base_delay", &self.transport.retry_base_delay)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
+            .field("context_window", &self.context_window)
             .finish_non_exhaustive()
     }
 }
@@ -188,6 +228,7 @@ pub struct OpenAiChatModelBuilder {
     retry_base_delay: Duration,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    context_window: Option<usize>,
 }
 
 impl Default for OpenAiChatModelBuilder {
@@ -201,6 +242,7 @@ impl Default for OpenAiChatModelBuilder {
             retry_base_delay: DEFAULT_RETRY_BASE_DELAY,
             temperature: None,
             max_tokens: None,
+            context_window: None,
         }
     }
 }
@@ -263,6 +305,14 @@ impl OpenAiChatModelBuilder {
         self
     }
 
+    /// How many tokens the model reads at most (prompt and answer), when
+    /// you know better than the server: it wins over what the server says
+    /// (see [`ChatModel::context_window`]).
+    pub fn context_window(mut self, tokens: usize) -> Self {
+        self.context_window = Some(tokens).filter(|n| *n > 0);
+        self
+    }
+
     /// Builds the model, reading [`OpenAiChatModel::MODEL_ENV`], [`OpenAiChatModel::BASE_URL_ENV`] and
     /// [`OpenAiChatModel::API_KEY_ENV`] for whatever was not set explicitly.
     ///
@@ -316,6 +366,8 @@ impl OpenAiChatModelBuilder {
             model,
             temperature: self.temperature,
             max_tokens: self.max_tokens,
+            context_window: self.context_window,
+            learned: Arc::default(),
         })
     }
 }
@@ -394,6 +446,10 @@ impl OpenAiChatModel {
             model: &self.model,
             messages: messages.iter().map(|m| WireMessage::from(&**m)).collect(),
             tools: request.tools.iter().map(WireTool::from).collect(),
+            tool_choice: WireToolChoice::for_request(
+                request.tool_choice.as_ref(),
+                !request.tools.is_empty(),
+            ),
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             stream,
@@ -404,14 +460,89 @@ impl OpenAiChatModel {
     }
 }
 
+impl OpenAiChatModel {
+    /// The window known without asking the server: configured, else
+    /// learned from an error, else the server's answer if it was asked.
+    fn known_window(&self) -> Option<usize> {
+        self.context_window
+            .or_else(|| {
+                let learned = self.learned.from_errors.load(Ordering::Relaxed);
+                (learned > 0).then_some(learned)
+            })
+            .or_else(|| self.learned.probed.get().copied().flatten())
+    }
+
+    /// `error`, read for a prompt that does not fit: such an error becomes
+    /// [`ModelError::ContextOverflow`], and the window it gives is kept.
+    fn overflow_or(&self, error: ModelError) -> ModelError {
+        let ModelError::Http { body, .. } = &error else {
+            return error;
+        };
+        let Some(overflow) = window::overflow_in(body) else {
+            return error;
+        };
+        if let Some(window) = overflow.window {
+            self.learned.from_errors.store(window, Ordering::Relaxed);
+        }
+        ModelError::ContextOverflow {
+            tokens: overflow.tokens,
+            window: overflow.window.or_else(|| self.known_window()),
+        }
+    }
+
+    /// Posts `body` and reads the whole answer.
+    async fn complete_body(&self, body: &WireRequest<'_>) -> Result<ChatResponse, ModelError> {
+        let response = self
+            .transport
+            .post(body)
+            .await
+            .map_err(|e| self.overflow_or(e))?;
+        let text = self.transport.text(response, false).await?;
+        wire::parse_completion(&text, self.transport.api_key.as_ref())
+    }
+
+    /// The request unstreamed, its answer reported as deltas.
+    async fn complete_as_stream(
+        &self,
+        request: &ChatRequest,
+        messages: &[Cow<'_, Message>],
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let answer = self
+            .complete_body(&self.body(request, messages, false))
+            .await?;
+        replay_as_deltas([answer.content.as_str()], &answer.tool_calls, on_delta);
+        Ok(answer)
+    }
+
+    /// Why an event stream that ended with nothing at all may have: how
+    /// the prompt compares to the window, as far as known.
+    fn empty_stream_hint(&self, body: &WireRequest<'_>) -> String {
+        let bytes = serde_json::to_vec(body).map_or(0, |b| b.len());
+        let tokens = window::rough_tokens(bytes);
+        match self.known_window() {
+            Some(window) if tokens >= window => format!(
+                "; the prompt (about {tokens} tokens) is larger than the model's \
+                 context window ({window} tokens)"
+            ),
+            Some(window) => format!(
+                "; the prompt is about {tokens} tokens and the model's context window \
+                 {window}, so it should fit"
+            ),
+            None => format!(
+                "; servers do this when the prompt (about {tokens} tokens) does not fit \
+                 the model's context window, which this server does not report"
+            ),
+        }
+    }
+}
+
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let messages = request.messages();
-        let body = self.body(request, &messages, false);
-        let response = self.transport.post(&body).await?;
-        let text = self.transport.text(response, false).await?;
-        wire::parse_completion(&text, self.transport.api_key.as_ref())
+        self.complete_body(&self.body(request, &messages, false))
+            .await
     }
 
     async fn stream(
@@ -421,7 +552,34 @@ impl ChatModel for OpenAiChatModel {
     ) -> Result<ChatResponse, ModelError> {
         let messages = request.messages();
         let body = self.body(request, &messages, true);
-        let response = self.transport.post(&body).await?;
+        let auto_tools = body
+            .tool_choice
+            .as_ref()
+            .is_some_and(WireToolChoice::is_auto);
+        if auto_tools && self.learned.no_streaming_with_tools.load(Ordering::Relaxed) {
+            return self.complete_as_stream(request, &messages, on_delta).await;
+        }
+        let response = match self.transport.post(&body).await {
+            Ok(response) => response,
+            Err(ModelError::Http { status, body: text })
+                if !request.tools.is_empty() && transport::refuses_a_feature(&text) =>
+            {
+                tracing::warn!(
+                    model = %self.model,
+                    status,
+                    error = %text,
+                    "the server refused to stream with tools; asking without streaming \
+                     from now on"
+                );
+                if auto_tools {
+                    self.learned
+                        .no_streaming_with_tools
+                        .store(true, Ordering::Relaxed);
+                }
+                return self.complete_as_stream(request, &messages, on_delta).await;
+            }
+            Err(error) => return Err(self.overflow_or(error)),
+        };
         if !transport::is_event_stream(&response) {
             // Some servers ignore `stream: true` and answer in one piece.
             let text = self.transport.text(response, true).await?;
@@ -429,6 +587,27 @@ impl ChatModel for OpenAiChatModel {
             replay_as_deltas([answer.content.as_str()], &answer.tool_calls, on_delta);
             return Ok(answer);
         }
-        stream::read_stream(&self.transport, response, on_delta).await
+        stream::read_stream(&self.transport, response, on_delta, &|| {
+            self.empty_stream_hint(&body)
+        })
+        .await
+    }
+
+    async fn context_window(&self) -> Option<usize> {
+        if let Some(window) = self.known_window() {
+            return Some(window);
+        }
+        let probed = *self
+            .learned
+            .probed
+            .get_or_init(|| async {
+                let key = self.transport.api_key.as_ref().map(|k| k.0.as_str());
+                let window =
+                    window::probe(self.transport.client(), &self.base_url, key, &self.model).await;
+                tracing::debug!(model = %self.model, ?window, "context window from the server");
+                window
+            })
+            .await;
+        probed
     }
 }

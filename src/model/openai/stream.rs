@@ -22,20 +22,27 @@ use crate::model::{ChatResponse, DeltaSink, StreamDelta, Usage};
 
 /// Reads the server-sent events of `response`, reporting deltas as they
 /// arrive, and returns the whole answer.
+///
+/// `no_answer_hint` adds to the error for a stream that ended with
+/// nothing at all (why a server may do that).
 pub(super) async fn read_stream(
     transport: &Transport,
     response: reqwest::Response,
     on_delta: DeltaSink<'_>,
+    no_answer_hint: &(dyn Fn() -> String + Sync),
 ) -> Result<ChatResponse, ModelError> {
     let key = transport.api_key.as_ref();
     let mut events = transport.events(response);
     let mut state = StreamState::default();
     loop {
         let Some(data) = events.next().await? else {
-            return state.finish_without_done();
+            return state.finish_without_done(no_answer_hint);
         };
         let data = data.trim();
         if data == "[DONE]" {
+            if state.chunks == 0 {
+                return Err(no_answer(no_answer_hint));
+            }
             return Ok(state.finish());
         }
         if data.is_empty() {
@@ -52,9 +59,24 @@ pub(super) async fn read_stream(
     }
 }
 
+/// The error for a stream that brought no chunk at all, or nothing of an
+/// answer.
+fn no_answer(hint: &(dyn Fn() -> String + Sync)) -> ModelError {
+    ModelError::InvalidResponse {
+        message: format!(
+            "the server ended the stream without an answer (no text, no tool call, \
+             no finish reason){}",
+            hint()
+        ),
+        source: None,
+    }
+}
+
 /// What the stream said so far.
 #[derive(Default)]
 struct StreamState {
+    /// Chunks read so far.
+    chunks: usize,
     content: String,
     calls: BTreeMap<usize, PartialCall>,
     usage: Option<Usage>,
@@ -72,6 +94,7 @@ struct PartialCall {
 
 impl StreamState {
     fn apply(&mut self, chunk: WireChunk, on_delta: DeltaSink<'_>) {
+        self.chunks += 1;
         if self.model.is_none() {
             self.model = non_empty(chunk.model);
         }
@@ -107,9 +130,15 @@ impl StreamState {
         let name = non_empty(function.name);
         let arguments = arguments_text(function.arguments);
         let partial = self.calls.entry(index).or_default();
-        if let (true, Some(id)) = (partial.id.is_empty(), &id) {
+        // Likewise an id: the first one counts, and is reported once.
+        let id = id.filter(|_| partial.id.is_empty());
+        if let Some(id) = &id {
             partial.id.clone_from(id);
         }
+        // A name arrives once per call. Some servers (llama-cpp-python)
+        // repeat the whole name in every fragment: a repeat is not appended,
+        // and not reported again.
+        let name = name.filter(|name| *name != partial.name);
         if let Some(name) = &name {
             partial.name.push_str(name);
         }
@@ -161,10 +190,15 @@ impl StreamState {
 
     /// The stream closed without `[DONE]`: fine when the answer said it
     /// was finished, a cut-off answer otherwise.
-    fn finish_without_done(self) -> Result<ChatResponse, ModelError> {
+    fn finish_without_done(
+        self,
+        no_answer_hint: &(dyn Fn() -> String + Sync),
+    ) -> Result<ChatResponse, ModelError> {
         if self.finish_reason.is_some() {
             tracing::debug!("event stream ended without [DONE] after a finish reason");
             Ok(self.finish())
+        } else if self.content.is_empty() && self.calls.is_empty() {
+            Err(no_answer(no_answer_hint))
         } else {
             Err(ModelError::InvalidResponse {
                 message:

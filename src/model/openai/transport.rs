@@ -5,10 +5,14 @@
 //! It hands back the body as text or, for a streamed answer, the data of
 //! each server-sent event ([`Events`]).
 //!
-//! - **Retries**: HTTP 429, 5xx and connection failures, up to
-//!   `max_retries` times, after exponential backoff with jitter or as long
-//!   as `Retry-After` (in seconds) says, never more than 60 s. Other 4xx
-//!   and timeouts fail at once.
+//! - **Retries**: only what can succeed when tried again: HTTP 429, 502,
+//!   503 and 504 and dropped connections, up to `max_retries` times; a 500
+//!   at most once (it is usually the server refusing this very request);
+//!   each after exponential backoff with jitter or as long as
+//!   `Retry-After` (in seconds) says, never more than 60 s. Other 4xx,
+//!   timeouts, a server saying a feature is not supported and a prompt
+//!   that does not fit fail at once. Every retry is logged (a warning naming the status, the wait
+//!   and the attempt).
 //! - **Timeouts**: a non-streamed request has reqwest's whole-request
 //!   timeout; a streamed one is limited while waiting for the response,
 //!   then for each next event.
@@ -66,6 +70,11 @@ impl Transport {
         })
     }
 
+    /// The HTTP client (for requests other than chat completions).
+    pub(super) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
     /// Posts `body`, retrying what is worth retrying; returns a response
     /// with a success status.
     pub(super) async fn post(
@@ -81,10 +90,19 @@ impl Transport {
             "chat completion request"
         );
         let mut attempt = 0;
+        let mut retried_once = false;
         loop {
             match self.post_once(body).await {
                 Ok(response) => return Ok(response),
-                Err(failure) if failure.retryable && attempt < self.max_retries => {
+                Err(failure)
+                    if attempt < self.max_retries
+                        && match failure.retry {
+                            Retry::Always => true,
+                            Retry::Once => !retried_once,
+                            Retry::Never => false,
+                        } =>
+                {
+                    retried_once |= failure.retry == Retry::Once;
                     let delay = self.retry_delay(attempt, failure.retry_after);
                     attempt += 1;
                     tracing::warn!(
@@ -129,12 +147,20 @@ impl Transport {
         }
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
+        let retry = match status.as_u16() {
+            _ if refuses_a_feature(&text) || super::window::overflow_in(&text).is_some() => {
+                Retry::Never
+            }
+            429 | 502..=504 => Retry::Always,
+            500 => Retry::Once,
+            _ => Retry::Never,
+        };
         Err(Failure {
             error: ModelError::Http {
                 status: status.as_u16(),
                 body: excerpt(self.api_key.as_ref(), text.trim(), MAX_ERROR_BODY_CHARS),
             },
-            retryable: status.as_u16() == 429 || status.is_server_error(),
+            retry,
             retry_after,
         })
     }
@@ -197,7 +223,7 @@ impl Transport {
         } else {
             Failure {
                 error: self.connect_error(error),
-                retryable: true,
+                retry: Retry::Always,
                 retry_after: None,
             }
         }
@@ -284,18 +310,36 @@ pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
 /// One failed attempt, and whether it is worth another.
 struct Failure {
     error: ModelError,
-    retryable: bool,
+    retry: Retry,
     retry_after: Option<Duration>,
+}
+
+/// Whether a failed attempt is worth another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Up to `max_retries` times (429, 502-504, dropped connections).
+    Always,
+    /// At most once per request (500).
+    Once,
+    /// Never: trying again gets the same answer.
+    Never,
 }
 
 impl Failure {
     fn fatal(error: ModelError) -> Self {
         Self {
             error,
-            retryable: false,
+            retry: Retry::Never,
             retry_after: None,
         }
     }
+}
+
+/// Whether an error body says the server does not support something the
+/// request asked for (asking again cannot help).
+pub(super) fn refuses_a_feature(body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    body.contains("not supported") || body.contains("unsupported")
 }
 
 /// `Retry-After` in (possibly fractional) seconds; the HTTP-date form is

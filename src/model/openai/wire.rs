@@ -19,7 +19,7 @@ use super::non_empty;
 use super::redact::{excerpt, ApiKey, MAX_EXCERPT_CHARS};
 use crate::error::ModelError;
 use crate::message::{Message, ToolCall};
-use crate::model::{ChatResponse, Usage};
+use crate::model::{ChatResponse, ToolChoice, Usage};
 use crate::tool::ToolSpec;
 
 /// Parses `text` as JSON; a [`ModelError::InvalidResponse`] that quotes
@@ -107,6 +107,8 @@ pub(super) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tool_choice: Option<WireToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<u32>,
@@ -114,6 +116,50 @@ pub(super) struct WireRequest<'a> {
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stream_options: Option<StreamOptions>,
+}
+
+/// `tool_choice`: `"auto"`, `"required"`, `"none"`, or
+/// `{"type": "function", "function": {"name": ...}}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Named {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: WireToolName<'a>,
+    },
+}
+
+#[derive(Serialize)]
+pub(super) struct WireToolName<'a> {
+    name: &'a str,
+}
+
+impl<'a> WireToolChoice<'a> {
+    /// The choice sent for `choice` when tools are offered: the request's
+    /// own, else `auto` (some servers, llama-cpp-python's function-calling
+    /// format among them, leave the tools out of the prompt without it).
+    /// Nothing is sent when no tools are.
+    pub(super) fn for_request(choice: Option<&'a ToolChoice>, has_tools: bool) -> Option<Self> {
+        if !has_tools {
+            return None;
+        }
+        Some(match choice {
+            None | Some(ToolChoice::Auto) => WireToolChoice::Mode("auto"),
+            Some(ToolChoice::Required) => WireToolChoice::Mode("required"),
+            Some(ToolChoice::None) => WireToolChoice::Mode("none"),
+            Some(ToolChoice::Tool(name)) => WireToolChoice::Named {
+                kind: "function",
+                function: WireToolName { name },
+            },
+        })
+    }
+
+    /// Whether the model decides (`auto`).
+    pub(super) fn is_auto(&self) -> bool {
+        matches!(self, WireToolChoice::Mode("auto"))
+    }
 }
 
 #[derive(Serialize)]
@@ -131,7 +177,7 @@ pub(super) enum WireMessage<'a> {
         content: &'a str,
     },
     Assistant {
-        content: Option<&'a str>,
+        content: &'a str,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireToolCallOut<'a>>,
     },
@@ -150,7 +196,9 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                 content,
                 tool_calls,
             } => WireMessage::Assistant {
-                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
+                // Always a string, `""` beside tool calls: several servers
+                // (llama-cpp-python among them) refuse `null`.
+                content,
                 tool_calls: tool_calls.iter().map(WireToolCallOut::from).collect(),
             },
             Message::Tool {

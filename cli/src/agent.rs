@@ -72,7 +72,10 @@ impl AgentArgs {
     /// The settings the flags give, on top of any blueprint (directories
     /// made absolute, so a session resumed elsewhere finds them).
     fn overrides(&self) -> CliResult<Overrides> {
-        let mut overrides = Overrides::none().memory(self.memory);
+        let mut overrides = Overrides::none()
+            .memory(self.memory)
+            .summaries(self.model.summaries())
+            .context_window(self.model.context_window());
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
                 .absolute()
@@ -105,12 +108,15 @@ impl AgentArgs {
     }
 
     /// The flag that sets `setting`.
-    fn flag_of(setting: Setting) -> &'static str {
+    fn flag_of(&self, setting: Setting) -> &'static str {
         match setting {
             Setting::Workspace => "--root",
             Setting::Skills => "--skills",
             Setting::McpServers => "--mcp",
             Setting::Memory => "--memory",
+            Setting::Summaries if self.model.no_summaries => "--no-summaries",
+            Setting::Summaries => "summaries (on unless --no-summaries)",
+            Setting::ContextWindow => "--context-window",
             _ => "a flag",
         }
     }
@@ -134,7 +140,6 @@ impl Agent {
         resume: Option<&str>,
         name: &str,
     ) -> CliResult<Self> {
-        let main = args.model.open(false)?;
         let list = args.store.open(&args.user)?;
         let loaded = match resume {
             Some(prefix) => {
@@ -161,8 +166,11 @@ impl Agent {
             .map_err(|e| CliError::failed(e.to_string()))?
             .main_model_or(|| args.model.name());
         for change in &blueprint.overridden {
-            eprintln!("note: {}: {change}", AgentArgs::flag_of(change.setting));
+            eprintln!("note: {}: {change}", args.flag_of(change.setting));
         }
+        let main = args
+            .model
+            .open_with(false, blueprint.main_model().and_then(|m| m.context_window))?;
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
             .builder(move |_, _| Ok(main.clone()), &context)

@@ -32,12 +32,41 @@ pub(crate) struct ModelArgs {
     /// `{"content", "tool_calls": [{"id", "name", "arguments"}], "delay_ms"}`.
     #[arg(long)]
     pub(crate) script: Option<PathBuf>,
+    /// How many tokens the model reads at most (default: what its server
+    /// says, else the table of known models); summaries keep the
+    /// conversation inside it. Recorded in the session's blueprint.
+    #[arg(long, value_name = "TOKENS", env = "LC_AGENT_CONTEXT_WINDOW", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) context_window: Option<u64>,
+    /// No summaries of long conversations (on by default: older turns are
+    /// summarized when a request nears the context window).
+    #[arg(long)]
+    pub(crate) no_summaries: bool,
 }
 
 impl ModelArgs {
     /// The model: scripted (replayed over and over when `cycled`), or the
     /// OpenAI-compatible one of `OPENAI_*`.
     pub(crate) fn open(&self, cycled: bool) -> CliResult<Arc<dyn ChatModel>> {
+        self.open_with(cycled, self.context_window())
+    }
+
+    /// [`ModelArgs::context_window`] as a number of tokens.
+    pub(crate) fn context_window(&self) -> Option<usize> {
+        self.context_window
+            .and_then(|tokens| usize::try_from(tokens).ok())
+    }
+
+    /// Whether summaries are on (`--no-summaries` turns them off).
+    pub(crate) fn summaries(&self) -> bool {
+        !self.no_summaries
+    }
+
+    /// The model, with this context window (a resumed session's).
+    pub(crate) fn open_with(
+        &self,
+        cycled: bool,
+        context_window: Option<usize>,
+    ) -> CliResult<Arc<dyn ChatModel>> {
         match &self.script {
             Some(path) => {
                 let model = script_model(path)?;
@@ -47,6 +76,9 @@ impl ModelArgs {
                 let mut builder = OpenAiChatModel::builder();
                 if let Some(name) = &self.model {
                     builder = builder.model(name.clone());
+                }
+                if let Some(tokens) = context_window {
+                    builder = builder.context_window(tokens);
                 }
                 Ok(Arc::new(
                     builder

@@ -77,7 +77,8 @@ fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> 
         .sessions(args.store.config())
         .tokens(tokens)
         .body_limit(args.body_limit)
-        .request_timeout(Duration::from_secs(args.timeout));
+        .request_timeout(Duration::from_secs(args.timeout))
+        .summaries(args.model.summaries());
     if let Some(workspace) = args.workspace.workspace() {
         config = config.workspace(workspace);
     }

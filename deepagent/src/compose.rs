@@ -32,6 +32,7 @@ use lc_agent::{ChatModel, ListConfig, RunnableNetwork};
 use crate::deep_agent::DeepAgentBuilder;
 use crate::mcp::McpConfig;
 use crate::spec::{AgentSpec, MemorySpec, ModelSpec, SpecError};
+use crate::summarization::SummarizationConfig;
 use crate::workspace::Workspace;
 
 /// What a caller sets on top of (or instead of) a blueprint: the CLI's
@@ -48,6 +49,12 @@ pub struct Overrides {
     pub mcp: McpConfig,
     /// Turns long-term memory on (with the blueprint's settings, if any).
     pub memory: bool,
+    /// Turns summaries of long conversations on (`Some(true)`: with the
+    /// blueprint's settings, else the defaults) or off (`Some(false)`).
+    pub summaries: Option<bool>,
+    /// How many tokens the main model reads at most (recorded on the
+    /// blueprint's `main` model).
+    pub context_window: Option<usize>,
 }
 
 impl Overrides {
@@ -77,6 +84,20 @@ impl Overrides {
         self
     }
 
+    /// Turns summaries on or off (`None`: as the blueprint says).
+    #[must_use]
+    pub fn summaries(mut self, on: impl Into<Option<bool>>) -> Self {
+        self.summaries = on.into();
+        self
+    }
+
+    /// Sets the main model's context window.
+    #[must_use]
+    pub fn context_window(mut self, tokens: impl Into<Option<usize>>) -> Self {
+        self.context_window = tokens.into();
+        self
+    }
+
     /// Turns memory on.
     #[must_use]
     pub fn memory(mut self, on: bool) -> Self {
@@ -97,6 +118,10 @@ pub enum Setting {
     McpServers,
     /// [`Overrides::memory`].
     Memory,
+    /// [`Overrides::summaries`].
+    Summaries,
+    /// [`Overrides::context_window`].
+    ContextWindow,
 }
 
 impl std::fmt::Display for Setting {
@@ -106,6 +131,8 @@ impl std::fmt::Display for Setting {
             Setting::Skills => "skills",
             Setting::McpServers => "MCP servers",
             Setting::Memory => "memory",
+            Setting::Summaries => "summaries",
+            Setting::ContextWindow => "context window",
         })
     }
 }
@@ -160,6 +187,9 @@ pub struct Blueprint {
     pub stored: bool,
     /// The stored settings the overrides replaced (empty unless `stored`).
     pub overridden: Vec<Override>,
+    /// The context window to put on the main model
+    /// ([`Blueprint::main_model_or`]).
+    context_window: Option<usize>,
 }
 
 impl Blueprint {
@@ -220,25 +250,58 @@ impl Blueprint {
             note(Setting::Memory, "off".into(), "on".into());
             spec.memory = Some(MemorySpec::default());
         }
+        let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+        match overrides.summaries {
+            Some(true) if spec.summarization.is_none() => {
+                note(Setting::Summaries, on_off(false), on_off(true));
+                spec.summarization = Some(SummarizationConfig::default());
+            }
+            Some(false) if spec.summarization.is_some() => {
+                note(Setting::Summaries, on_off(true), on_off(false));
+                spec.summarization = None;
+            }
+            _ => {}
+        }
         Ok(Self {
             spec,
             stored: from_session,
             overridden,
+            context_window: overrides.context_window,
         })
     }
 
     /// Makes sure the blueprint names a main model (`model` when it has
-    /// none), so it can be stored and built.
+    /// none), so it can be stored and built; the context window of the
+    /// overrides goes on it.
     #[must_use]
     pub fn main_model_or(mut self, model: impl FnOnce() -> String) -> Self {
-        self.spec
+        let main = self
+            .spec
             .models
             .entry(crate::deep_agent::MAIN_MODEL.to_string())
             .or_insert_with(|| ModelSpec {
                 model: model(),
                 base_url: None,
+                context_window: None,
             });
+        if let Some(tokens) = self.context_window {
+            if self.stored && main.context_window != Some(tokens) {
+                self.overridden.push(Override {
+                    setting: Setting::ContextWindow,
+                    was: main
+                        .context_window
+                        .map_or_else(|| "unset".to_string(), |n| format!("{n} tokens")),
+                    now: format!("{tokens} tokens"),
+                });
+            }
+            main.context_window = Some(tokens);
+        }
         self
+    }
+
+    /// The main model's spec (after [`Blueprint::main_model_or`]).
+    pub fn main_model(&self) -> Option<&ModelSpec> {
+        self.spec.models.get(crate::deep_agent::MAIN_MODEL)
     }
 
     /// The agent, with models made by `resolve`, in `context`.

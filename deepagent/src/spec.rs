@@ -78,6 +78,10 @@ pub struct ModelSpec {
     /// The OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, else OpenAI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// How many tokens the model reads at most (default: what its server
+    /// says, else the table of known models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<usize>,
 }
 
 /// A named sub-agent.
@@ -349,6 +353,9 @@ impl AgentSpec {
         let mut builder = OpenAiChatModel::builder().model(spec.model.clone());
         if let Some(url) = &spec.base_url {
             builder = builder.base_url(url.clone());
+        }
+        if let Some(tokens) = spec.context_window {
+            builder = builder.context_window(tokens);
         }
         Ok(Arc::new(builder.build()?))
     }

@@ -19,6 +19,17 @@
 //!  parents ─▶ SummaryNode(kept) ─▶ chat node      NetworkEvent::SummaryWritten
 //! ```
 //!
+//! The context window of a model is, in order: the blueprint's entry for
+//! it ([`ContextWindows`]), what the model says
+//! ([`ChatModel::context_window`](lc_agent::ChatModel::context_window):
+//! configured, or learned from its server), the table of well-known
+//! models, the default. A request that still does not fit after the
+//! summary (a huge message, a window smaller than the system prompt and
+//! tools) fails before it is sent with
+//! [`ModelError::ContextOverflow`](lc_agent::ModelError::ContextOverflow),
+//! saying how many tokens it has and how many fit — unless the window is
+//! only the default guess, when the server decides.
+//!
 //! The summary model is the route of step [`SUMMARY_STEP`] (see
 //! [`lc_agent::routing`]), else the network's chat model. Each summary
 //! rolls the previous one forward, so its request is as small as the
@@ -282,6 +293,20 @@ impl SummarizationModifier {
         }
     }
 
+    /// [`Self::counter_for`], with a tokenizer's first load (a fraction of
+    /// a second of CPU) off the async threads, so that nothing else waits
+    /// on it (a Ctrl-C, the other tasks of a server).
+    async fn counter_loaded(&self, model: &str) -> Arc<dyn TokenCounter> {
+        if self.counter.is_some() || self.config.approximate_tokens {
+            return self.counter_for(model);
+        }
+        let name = model.to_string();
+        match tokio::task::spawn_blocking(move || counter_for_model(&name)).await {
+            Ok(counter) => counter,
+            Err(_) => Arc::new(crate::tokens::ApproxCounter),
+        }
+    }
+
     /// Which trigger fires for a request of `input` to `model`, and the
     /// estimated tokens.
     fn trigger(
@@ -289,6 +314,7 @@ impl SummarizationModifier {
         input: &History,
         recent: &[(usize, &Message)],
         model: &str,
+        window: usize,
     ) -> (Option<Trigger>, usize) {
         let config = &self.config;
         let after = input.latest_summary().map_or(0, |s| s.position);
@@ -299,7 +325,6 @@ impl SummarizationModifier {
         let counter = self.counter_for(model);
         let tokens =
             counter.count_request(&ChatRequest::new(input.clone())) + *self.overhead.lock();
-        let window = config.context_windows.window_for(model);
         let trigger = if config.trigger_tokens.is_some_and(|limit| tokens >= limit) {
             Some(Trigger::Tokens)
         } else if config
@@ -316,6 +341,24 @@ impl SummarizationModifier {
             None
         };
         (trigger, tokens)
+    }
+
+    /// The context window of the model registered as `model`, and whether
+    /// it is known (not the default guess): see the [module docs](self).
+    async fn window(&self, network: &RunnableNetwork, model: &str) -> (usize, bool) {
+        let windows = &self.config.context_windows;
+        if let Some(window) = windows.own_window(model) {
+            return (window, true);
+        }
+        if let Some(chat_model) = network.model(model) {
+            if let Some(window) = chat_model.context_window().await {
+                return (window, true);
+            }
+        }
+        match ContextWindows::known_window(model) {
+            Some(window) => (window, true),
+            None => (windows.default_window(), false),
+        }
     }
 
     /// Asks the summary model; the summary text and what the node records.
@@ -445,7 +488,7 @@ impl NetworkModifier for SummarizationModifier {
             .downcast::<ChatNode>()
             .map(|chat| model_of(network, chat))
             .unwrap_or_default();
-        let counter = self.counter_for(&model);
+        let counter = self.counter_loaded(&model).await;
         let sections: usize = request
             .system
             .iter()
@@ -456,6 +499,15 @@ impl NetworkModifier for SummarizationModifier {
             ..ChatRequest::default()
         });
         *self.overhead.lock() = sections + tools;
+        let (window, known) = self.window(network, &model).await;
+        let tokens = counter.count_request(request);
+        if known && tokens > window {
+            return Err(lc_agent::ModelError::ContextOverflow {
+                tokens: Some(tokens),
+                window: Some(window),
+            }
+            .into());
+        }
         Ok(())
     }
 
@@ -469,7 +521,10 @@ impl NetworkModifier for SummarizationModifier {
         let model = model_of(network, chat);
         let input = network.input_of(node);
         let recent = input.since_cut();
-        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model) else {
+        let (window, _) = self.window(network, &model).await;
+        // Loaded here, off the async threads; `trigger` finds it cached.
+        self.counter_loaded(&model).await;
+        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model, window) else {
             return Ok(());
         };
         let Some(first_kept) = plan_cut(&recent, self.config.keep_messages) else {

@@ -370,13 +370,30 @@ impl ContextWindows {
 
     /// The window of `model`, in tokens.
     pub fn window_for(&self, model: &str) -> usize {
+        self.own_window(model)
+            .or_else(|| Self::known_window(model))
+            .unwrap_or(self.default_window())
+    }
+
+    /// The window your entries give `model` (exact name, then the longest
+    /// matching prefix), if any.
+    pub fn own_window(&self, model: &str) -> Option<usize> {
         let name = normalize(model);
         if let Some(n) = self.models.get(&name) {
-            return *n;
+            return Some(*n);
         }
-        let own = longest_prefix(self.models.iter().map(|(k, v)| (k.as_str(), *v)), &name);
-        own.or_else(|| longest_prefix(KNOWN_CONTEXT_WINDOWS.iter().copied(), &name))
-            .unwrap_or(self.default.unwrap_or(DEFAULT_CONTEXT_WINDOW))
+        longest_prefix(self.models.iter().map(|(k, v)| (k.as_str(), *v)), &name)
+    }
+
+    /// The window [`KNOWN_CONTEXT_WINDOWS`] gives `model`, if any.
+    pub fn known_window(model: &str) -> Option<usize> {
+        longest_prefix(KNOWN_CONTEXT_WINDOWS.iter().copied(), &normalize(model))
+    }
+
+    /// The window of a model nothing names: yours, else
+    /// [`DEFAULT_CONTEXT_WINDOW`].
+    pub fn default_window(&self) -> usize {
+        self.default.unwrap_or(DEFAULT_CONTEXT_WINDOW)
     }
 }
 

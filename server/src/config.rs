@@ -143,6 +143,7 @@ pub struct ServerConfig {
     pub(crate) shutdown_grace: Duration,
     pub(crate) cors_origins: Vec<String>,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
+    pub(crate) summaries: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -176,7 +177,18 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             cors_origins: Vec::new(),
             modifiers: Vec::new(),
+            summaries: true,
         }
+    }
+
+    /// Whether sessions summarize long conversations (default on: older
+    /// turns are summarized when a request nears the model's context
+    /// window, so a long chat keeps fitting). Applies to every session the
+    /// server runs, whatever its stored blueprint says.
+    #[must_use]
+    pub fn summaries(mut self, on: bool) -> Self {
+        self.summaries = on;
+        self
     }
 
     /// The model id `/v1/models` lists (default `lc-agent`).

@@ -180,7 +180,9 @@ impl AppState {
         session: Option<&RunnableNetwork>,
     ) -> Result<(DeepAgentBuilder, Blueprint), ApiError> {
         let internal = |e: lc_agent_deepagent::spec::SpecError| ApiError::Internal(e.to_string());
-        let overrides = Overrides::none().workspace(self.workspace_of(user)?);
+        let overrides = Overrides::none()
+            .workspace(self.workspace_of(user)?)
+            .summaries(self.config.summaries);
         let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());

@@ -154,6 +154,7 @@ pub fn approval_spec(tool: &str) -> AgentSpec {
             ModelSpec {
                 model: "scripted".into(),
                 base_url: None,
+                context_window: None,
             },
         )]),
         interrupt_on: BTreeMap::from([(

@@ -1363,27 +1363,96 @@ async fn a_prompt_that_does_not_fit_is_a_context_overflow() {
     assert_eq!(model.context_window().await, Some(2048));
 }
 
-/// llama-cpp-python answers a streamed prompt that does not fit with HTTP
-/// 200 and an empty event stream.
+/// llama-cpp-python answers HTTP 200 and then sends nothing at all when it
+/// fails while streaming (a prompt that does not fit, `tool_choice: auto`
+/// with tools): asked again unstreamed, it says why or answers.
 #[tokio::test]
-async fn an_empty_stream_says_the_server_ended_without_an_answer() {
-    let server = MockServer::start(vec![Reply::sse(&[]), Reply::sse(&["[DONE]".into()])]).await;
-    let model = server.model().context_window(50).build().unwrap();
-    let long = ask(&"word ".repeat(400));
+async fn an_empty_stream_is_asked_again_unstreamed() {
+    let overflow = r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 3020 tokens (3010 in the messages, 10 in the completion).","code":"context_length_exceeded"}}"#;
+    let server = MockServer::start(vec![
+        Reply::sse(&[]),
+        Reply::raw(400, overflow),
+        Reply::sse(&["[DONE]".into()]),
+        Reply::json(text_completion("Fine.")),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
 
-    for _ in 0..2 {
-        let (result, _) = stream_collect(&model, &long).await;
-        let error = result.unwrap_err();
-        let text = error.to_string();
-        assert!(
-            text.contains("ended the stream without an answer"),
-            "{text}"
-        );
-        assert!(
-            text.contains("larger than the model's context window (50 tokens)"),
-            "{text}"
-        );
-    }
+    let (result, _) = stream_collect(&model, &ask(&"word ".repeat(3000))).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ModelError::ContextOverflow {
+                tokens: Some(3020),
+                window: Some(2048)
+            }
+        ),
+        "{error:?}"
+    );
+    let (result, deltas) = stream_collect(&model, &ask("hi")).await;
+    assert_eq!(result.unwrap().content, "Fine.");
+    assert_eq!(deltas, vec![StreamDelta::Text("Fine.".into())]);
+    assert_eq!(server.requests(), 4);
+    assert!(server.body(1).get("stream").is_none());
+    assert!(server.body(3).get("stream").is_none());
+    // Without tools nothing is remembered: the next request streams.
+    stream_collect(&model, &ask("again")).await.0.unwrap();
+    assert_eq!(server.body(4)["stream"], true);
+}
+
+/// `tool_choice: auto` streamed to llama-cpp-python: an empty stream; the
+/// model asks unstreamed and keeps doing so for requests with tools.
+#[tokio::test]
+async fn an_empty_stream_with_auto_tools_is_remembered() {
+    let server = MockServer::start(vec![
+        Reply::sse(&[]),
+        Reply::json(text_completion("One.")),
+        Reply::json(text_completion("Two.")),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather?");
+    request.tools = vec![weather_tool()];
+
+    assert_eq!(
+        stream_collect(&model, &request).await.0.unwrap().content,
+        "One."
+    );
+    assert_eq!(
+        stream_collect(&model, &request).await.0.unwrap().content,
+        "Two."
+    );
+    assert_eq!(server.requests(), 3);
+    assert_eq!(server.body(0)["stream"], true);
+    assert!(
+        server.body(2).get("stream").is_none(),
+        "asked unstreamed at once"
+    );
+}
+
+/// A stream that starts and then ends with nothing of an answer says the
+/// server ended without one, and how the prompt compares to the window.
+#[tokio::test]
+async fn a_stream_that_ends_without_an_answer_says_so() {
+    let role_only = [chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let server = MockServer::start(vec![Reply::sse(&role_only)]).await;
+    let model = server.model().context_window(50).build().unwrap();
+
+    let (result, _) = stream_collect(&model, &ask(&"word ".repeat(400))).await;
+    let text = result.unwrap_err().to_string();
+    assert!(
+        text.contains("ended the stream without an answer"),
+        "{text}"
+    );
+    assert!(
+        text.contains("larger than the model's context window (50 tokens)"),
+        "{text}"
+    );
+    assert_eq!(server.requests(), 1);
 }
 
 /// `finish_reason: length` flags the node and emits an event; the caller
@@ -1490,4 +1559,44 @@ async fn the_window_is_asked_of_the_server_once() {
         1,
         "configured: not asked"
     );
+}
+
+/// A forced tool choice is for the turn that makes the call: the turn
+/// after the tool results decides for itself (a forced call repeated
+/// would never end).
+#[tokio::test]
+async fn a_forced_choice_is_not_inherited_by_the_next_turn() {
+    let call = json!({
+        "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{}"}}]
+    });
+    let server = MockServer::start(vec![
+        Reply::json(completion(call, "tool_calls")),
+        Reply::json(text_completion("Sunny.")),
+    ])
+    .await;
+    let net = lc_agent::RunnableNetwork::builder()
+        .chat_model("remote")
+        .model("remote", server.model().build().unwrap())
+        .tool(lc_agent::FnTool::new(
+            "get_weather",
+            "Weather.",
+            json!({"type": "object"}),
+            |_args, _ctx| async { Ok(lc_agent::ToolOutput::ok("sunny")) },
+        ))
+        .build();
+    {
+        let _scope = net.enter();
+        lc_agent::HumanNode::new("Weather?");
+        lc_agent::ChatNode::with_tool_choice(lc_agent::ToolChoice::Tool("get_weather".into()));
+    }
+
+    assert_eq!(net.invoke().await.unwrap().text(), "Sunny.");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(
+        server.body(0)["tool_choice"]["function"]["name"],
+        "get_weather"
+    );
+    assert_eq!(server.body(1)["tool_choice"], "auto");
 }

@@ -56,7 +56,16 @@ impl NetworkModifier for ToolLoop {
             )?;
             ids.push(tool.id());
         }
-        network.add(chat.clone(), &ids)?;
+        // The next turn uses the same model and step; a tool choice was
+        // for the turn that made these calls (a forced call repeated would
+        // never end).
+        network.add(
+            ChatNode {
+                tool_choice: None,
+                ..chat.clone()
+            },
+            &ids,
+        )?;
         Ok(())
     }
 }

@@ -63,10 +63,12 @@ impl OpenAiChatModel {
 ///   (llama-cpp-python's function-calling format leaves the tools out of
 ///   the prompt without it).
 /// - **Streaming refused**: a server that will not stream with this tool
-///   choice (llama-cpp-python: `Automatic streaming tool choice is not
-///   supported`) gets the same request unstreamed, and this model (and its
-///   clones) asks that way from then on; the answer is still reported as
-///   deltas.
+///   choice (an error saying it is not supported, or, as llama-cpp-python
+///   does for `auto`, an empty event stream) gets the same request
+///   unstreamed, and with `auto` this model (and its clones) asks that way
+///   from then on; the answer is still reported as deltas. Any other empty
+///   stream is asked again unstreamed once too, so the server says what
+///   went wrong.
 /// - **Streamed tool calls** are joined by their index: a name or id a
 ///   server repeats in every chunk (llama-cpp-python does) counts once.
 /// - **Context window** ([`ChatModel::context_window`]): the one set with
@@ -74,10 +76,9 @@ impl OpenAiChatModel {
 ///   (llama.cpp's `/props`, `/v1/models` metadata as vLLM, llama.cpp and
 ///   LM Studio give it, Ollama's `/api/show`; asked once), else what an
 ///   error said when a prompt did not fit. Such an error becomes
-///   [`ModelError::ContextOverflow`] with the sizes the server gave; an
-///   empty event stream (what llama-cpp-python sends for a prompt that does
-///   not fit) is an error saying the server ended without an answer, and
-///   how the prompt compares to the window.
+///   [`ModelError::ContextOverflow`] with the sizes the server gave; a
+///   stream that ends without an answer is an error saying so, and how the
+///   prompt compares to the window.
 /// - **Lenient reading**: unknown fields, missing optional fields,
 ///   `content: null`, unknown finish reasons and tool-call arguments that
 ///   are not valid JSON are all accepted; the arguments are kept as the raw
@@ -587,10 +588,39 @@ impl ChatModel for OpenAiChatModel {
             replay_as_deltas([answer.content.as_str()], &answer.tool_calls, on_delta);
             return Ok(answer);
         }
-        stream::read_stream(&self.transport, response, on_delta, &|| {
-            self.empty_stream_hint(&body)
-        })
-        .await
+        let hint = || self.empty_stream_hint(&body);
+        if let Some(answer) =
+            stream::read_stream(&self.transport, response, &mut *on_delta, &hint).await?
+        {
+            return Ok(answer);
+        }
+        // Not a single chunk: the server failed after answering 200. Asked
+        // unstreamed, it says why (a prompt that does not fit) or answers
+        // (a tool choice it cannot stream, remembered).
+        tracing::warn!(
+            model = %self.model,
+            "the server ended the stream without an answer; asking again without streaming"
+        );
+        let answer = self
+            .complete_as_stream(request, &messages, on_delta)
+            .await
+            .map_err(|error| match error {
+                ModelError::ContextOverflow { .. } => error,
+                other => ModelError::InvalidResponse {
+                    message: format!(
+                        "the server ended the stream without an answer{}, and asked again \
+                         without streaming it failed: {other}",
+                        hint()
+                    ),
+                    source: Some(Arc::new(other)),
+                },
+            })?;
+        if auto_tools {
+            self.learned
+                .no_streaming_with_tools
+                .store(true, Ordering::Relaxed);
+        }
+        Ok(answer)
     }
 
     async fn context_window(&self) -> Option<usize> {

@@ -21,29 +21,36 @@ use crate::message::ToolCall;
 use crate::model::{ChatResponse, DeltaSink, StreamDelta, Usage};
 
 /// Reads the server-sent events of `response`, reporting deltas as they
-/// arrive, and returns the whole answer.
+/// arrive, and returns the whole answer; `None` when the stream ended
+/// without a single chunk (llama-cpp-python does that when it fails after
+/// answering 200: a prompt that does not fit, a tool choice it cannot
+/// stream), so the caller may ask again unstreamed and get the real
+/// answer or error.
 ///
 /// `no_answer_hint` adds to the error for a stream that ended with
-/// nothing at all (why a server may do that).
+/// nothing of an answer (why a server may do that).
 pub(super) async fn read_stream(
     transport: &Transport,
     response: reqwest::Response,
     on_delta: DeltaSink<'_>,
     no_answer_hint: &(dyn Fn() -> String + Sync),
-) -> Result<ChatResponse, ModelError> {
+) -> Result<Option<ChatResponse>, ModelError> {
     let key = transport.api_key.as_ref();
     let mut events = transport.events(response);
     let mut state = StreamState::default();
     loop {
         let Some(data) = events.next().await? else {
-            return state.finish_without_done(no_answer_hint);
+            if state.chunks == 0 {
+                return Ok(None);
+            }
+            return state.finish_without_done(no_answer_hint).map(Some);
         };
         let data = data.trim();
         if data == "[DONE]" {
             if state.chunks == 0 {
-                return Err(no_answer(no_answer_hint));
+                return Ok(None);
             }
-            return Ok(state.finish());
+            return Ok(Some(state.finish()));
         }
         if data.is_empty() {
             continue;

@@ -1,0 +1,145 @@
+//! Summaries with a real model server: llama-cpp-python serving
+//! SmolLM2-135M-Instruct with a 2,048-token window (see
+//! `tests/support/llama.rs` of the core). A long chat goes past the window
+//! and keeps answering; a message that cannot fit is a clear error before
+//! it is sent. Assertions are on behaviour, never on the model's wording.
+
+#[path = "../../tests/support/llama.rs"]
+mod llama;
+
+use std::sync::OnceLock;
+
+use lc_agent::{
+    HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode,
+    SystemNode,
+};
+use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
+
+fn server() -> Option<&'static llama::LlamaServer> {
+    static SERVER: OnceLock<Option<llama::LlamaServer>> = OnceLock::new();
+    SERVER
+        .get_or_init(|| llama::LlamaServer::start("deepagent real_model", 2048))
+        .as_ref()
+}
+
+fn chat(server: &llama::LlamaServer, window: Option<usize>) -> RunnableNetwork {
+    let mut builder = OpenAiChatModel::builder()
+        .model("smollm2")
+        .base_url(server.base_url())
+        .max_tokens(24)
+        .temperature(0.0);
+    if let Some(tokens) = window {
+        builder = builder.context_window(tokens);
+    }
+    let net = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("smollm2")
+        .model("smollm2", builder.build().unwrap())
+        .build();
+    net.add_modifier(SummarizationModifier::new(
+        SummarizationConfig::default().every_human_turns(None),
+    ))
+    .unwrap();
+    {
+        let _scope = net.enter();
+        SystemNode::new("You are a helpful assistant. Answer in one sentence.");
+    }
+    net
+}
+
+/// About 200 tokens of a user's message.
+fn long_turn(n: usize) -> String {
+    format!(
+        "Question {n}: tell me one thing about the river. {}",
+        "The river runs past the old mill and the green fields towards the sea. ".repeat(12)
+    )
+}
+
+fn summaries(net: &RunnableNetwork) -> usize {
+    net.nodes()
+        .iter()
+        .filter(|n| n.kind() == SummaryNode::KIND)
+        .count()
+}
+
+async fn say(net: &RunnableNetwork, text: &str) -> Result<String, NetworkError> {
+    {
+        let _scope = net.enter();
+        HumanNode::new(text);
+    }
+    net.invoke().await.map(|reply| reply.text().to_string())
+}
+
+/// Twelve turns of about 200 tokens each, with the window given (as
+/// `--context-window 2048` does): summaries keep every request inside it.
+#[tokio::test]
+async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
+    let Some(server) = server() else { return };
+    let net = chat(server, Some(2048));
+
+    for n in 0..12 {
+        if let Err(e) = say(&net, &long_turn(n)).await {
+            panic!("turn {n} failed: {e}\n{}", server.log());
+        }
+    }
+
+    assert!(summaries(&net) >= 1, "the conversation was summarized");
+    let words: usize = net
+        .nodes()
+        .iter()
+        .filter(|n| n.kind() == "human")
+        .map(|n| n.output().map_or(0, |m| m.text().split_whitespace().count()))
+        .sum();
+    assert!(words > 2048, "the chat is longer than the window ({words} words)");
+}
+
+/// llama-cpp-python does not say its window: the first turn that does not
+/// fit fails with the server's sizes, the model learns the window, and the
+/// next `invoke` summarizes and answers.
+#[tokio::test]
+async fn a_window_learned_from_the_server_unsticks_the_chat() {
+    let Some(server) = server() else { return };
+    let net = chat(server, None);
+
+    let mut failed = 0;
+    for n in 0..14 {
+        match say(&net, &long_turn(n)).await {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(
+                    e.to_string().contains("does not fit the model's context window"),
+                    "{e}"
+                );
+                failed += 1;
+                // The failed chat node runs again, now with a summary.
+                net.invoke().await.unwrap_or_else(|e| panic!("after learning: {e}"));
+            }
+        }
+    }
+
+    assert_eq!(failed, 1, "one turn failed, the window was learned from it");
+    assert!(summaries(&net) >= 1);
+}
+
+/// A message larger than the whole window fails before it is sent, with
+/// its size and the window.
+#[tokio::test]
+async fn a_message_that_cannot_fit_fails_before_it_is_sent() {
+    let Some(server) = server() else { return };
+    let net = chat(server, Some(2048));
+
+    let error = say(&net, &"word ".repeat(3000)).await.unwrap_err();
+
+    let NetworkError::NodeFailed { source, .. } = &error else {
+        panic!("expected NodeFailed, got {error:?}");
+    };
+    let Some(NetworkError::Model(ModelError::ContextOverflow {
+        tokens: Some(tokens),
+        window: Some(2048),
+    })) = source.downcast_ref::<NetworkError>()
+    else {
+        panic!("expected ContextOverflow, got {error:?}");
+    };
+    assert!(*tokens > 2048, "{tokens}");
+    assert!(error.to_string().contains("and 2048 fit"), "{error}");
+}

@@ -122,14 +122,20 @@ pub fn current_modifier() -> Option<Arc<str>> {
 }
 
 /// Runs one modifier hook with the modifier recorded as the author of any
-/// node it adds; its errors name the modifier.
+/// node it adds; its errors name the modifier, except a request that does
+/// not fit the model's context window
+/// ([`ModelError::ContextOverflow`](crate::ModelError::ContextOverflow)):
+/// that is the model's limit whichever hook measured it, and the user is
+/// told so in those words.
 pub(crate) async fn hook(
     modifier: &Arc<dyn NetworkModifier>,
     fut: impl Future<Output = Result<()>>,
 ) -> Result<()> {
     let id: Arc<str> = Arc::from(modifier.id());
     CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
-        e @ (NetworkError::StepLimit { .. } | NetworkError::Modifier { .. }) => e,
+        e @ (NetworkError::StepLimit { .. }
+        | NetworkError::Modifier { .. }
+        | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
         other => NetworkError::Modifier {
             modifier: modifier.id().to_string(),
             message: other.to_string(),

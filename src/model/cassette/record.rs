@@ -17,7 +17,7 @@ use crate::model::{ChatModel, ChatRequest, ChatResponse, DeltaSink, StreamDelta}
 /// Wraps any [`ChatModel`] and appends each request and what the model did
 /// with it — the streamed deltas in order, the answer or the error — to a
 /// cassette, one JSON line per exchange (the format is described on
-/// [`ReplayChatModel`](crate::ReplayChatModel)). [`ReplayChatModel`] plays
+/// [`ReplayChatModel`](crate::ReplayChatModel)). It plays
 /// the cassette back offline.
 ///
 /// Answers pass through unchanged. A line is written (and flushed) when

@@ -168,12 +168,8 @@ fn a_recorded_chat_replays_and_a_turn_more_exhausts_the_cassette() {
         &format!("{turns}And then?\n"),
     );
     let stderr = text(&more.stderr);
-    let cassette = dir.path().join("chat.jsonl");
     assert!(
-        stderr.contains(&format!(
-            "the cassette {} has no more recorded answers (it recorded 3)",
-            cassette.display()
-        )) || stderr.contains("chat.jsonl has no more recorded answers (it recorded 3)"),
+        stderr.contains("the cassette chat.jsonl has no more recorded answers (it recorded 3)"),
         "{stderr}"
     );
 }

@@ -150,9 +150,84 @@ pub enum ModelError {
         /// How many turns it played.
         played: usize,
     },
+    /// Recording to or replaying from a cassette failed (see
+    /// [`CassetteError`]).
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
     /// Any other failure.
     #[error("{0}")]
     Other(String),
+}
+
+/// Errors of cassettes: the JSON-lines files that
+/// [`RecordingChatModel`](crate::RecordingChatModel) writes and
+/// [`ReplayChatModel`](crate::ReplayChatModel) plays back. Each names the
+/// file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CassetteError {
+    /// The cassette could not be read (missing, unreadable).
+    #[error("cannot read the cassette {}: {source}", path.display())]
+    Read {
+        /// The cassette.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The cassette could not be written.
+    #[error("cannot write the cassette {}: {source}", path.display())]
+    Write {
+        /// The cassette.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// A line of the file is not a recorded exchange.
+    #[error("{} is not a cassette (line {line}: {reason})", path.display())]
+    NotACassette {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A line was written in a format version this program does not read.
+    #[error("the cassette {} has format `{found}` on line {line}; this lc-agent reads `{expected}` (record it again)", path.display())]
+    Version {
+        /// The cassette.
+        path: std::path::PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The version found.
+        found: String,
+        /// The version this program reads.
+        expected: String,
+    },
+    /// A request differs from every recorded one still to play.
+    #[error("the request differs from the one recorded in the cassette {} (answer {answer} of {recorded}; compared: {compared}):\n{diff}\n(record the run again, or compare less)", path.display())]
+    Mismatch {
+        /// The cassette.
+        path: std::path::PathBuf,
+        /// The 1-based number of the recorded answer it was compared with.
+        answer: usize,
+        /// How many answers the cassette recorded.
+        recorded: usize,
+        /// The parts of the request compared (e.g. `messages, tools, tool_choice`).
+        compared: String,
+        /// What differs, one line per difference (recorded, then now).
+        diff: String,
+    },
+    /// Every recorded answer was played.
+    #[error("the cassette {} has no more recorded answers (it recorded {recorded})", path.display())]
+    Exhausted {
+        /// The cassette.
+        path: std::path::PathBuf,
+        /// How many answers it recorded.
+        recorded: usize,
+    },
 }
 
 /// The text of [`ModelError::ContextOverflow`].

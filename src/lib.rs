@@ -84,6 +84,11 @@
 //!                     transport.rs (sending, retries), wire.rs (JSON types),
 //!                     stream.rs (SSE assembly), redact.rs (keeping the key out)
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
+//!   cassette/         a real run once, offline forever: RecordingChatModel (record.rs) wraps
+//!                     any model and appends each exchange to a JSON-lines cassette
+//!                     (exchange.rs: the versioned line), secrets erased (redact.rs);
+//!                     ReplayChatModel (replay.rs) plays it back, comparing requests
+//!                     (Match) and naming what differs (diff.rs)
 //! event.rs            NetworkEvent
 //! files.rs            Files, FileData: the agent's virtual files
 //! format/             the saved format `lc-agent/1`
@@ -101,7 +106,7 @@
 //!   redis/            RedisNetworkList (mod.rs): keys.rs (hash-tagged layout), save.rs
 //!                     (the save transaction), migrate.rs (legacy keys), connection.rs
 //!                     (RedisConnector: one server, TLS or Cluster, via the redis crate)
-//! error.rs            NetworkError, ModelError, ToolError
+//! error.rs            NetworkError, ModelError, ToolError, CassetteError
 //! ```
 //!
 //! # Cargo features
@@ -185,7 +190,7 @@ mod tool_executor;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub use error::{error_chain, ModelError, NetworkError, Result, ToolError};
+pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{now_rfc3339, FileData, Files};
 pub use format::{FORMAT, NODE_TYPE_KEY};
@@ -210,8 +215,8 @@ pub use message::{Message, ToolCall, ToolStatus};
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, StreamDelta, ToolChoice,
-    ToolChoiceError, Usage,
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, Match, RecordingChatModel,
+    ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError, Usage, CASSETTE_FORMAT,
 };
 pub use network::{
     scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,

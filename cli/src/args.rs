@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!  ModelArgs      --model NAME | --script FILE.json         ─▶ the main ChatModel
+//!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
 //!  WorkspaceArgs  --root DIR [--shell]                      ─▶ Workspace (where the file tools work)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
 //! ```
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{ChatModel, ListConfig, OpenAiChatModel, ScriptedChatModel, ToolCall, Turn};
 use lc_agent::{ListError, NetworkList, SessionId};
+use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
 use lc_agent_deepagent::workspace::Workspace;
 use serde::Deserialize;
 use serde_json::Value;
@@ -41,6 +43,22 @@ pub(crate) struct ModelArgs {
     /// summarized when a request nears the context window).
     #[arg(long)]
     pub(crate) no_summaries: bool,
+    /// Record every request to the model and its answer (streamed pieces
+    /// and errors too) in this cassette, JSON lines with secrets erased
+    /// (replaced if it exists); `--replay FILE` plays it back offline.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "replay")]
+    pub(crate) record: Option<PathBuf>,
+    /// Answer from this cassette (written by `--record`) instead of a
+    /// model: no server, no key. A request that differs from the recorded
+    /// one fails, saying what differs. The model's name is the recorded
+    /// one unless `--model` gives it.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "script")]
+    pub(crate) replay: Option<PathBuf>,
+    /// With `--replay`, compare only these parts of a request
+    /// (comma-separated: messages, conversation (all but system messages),
+    /// tools, tool_names, tool_choice; default: messages,tools,tool_choice).
+    #[arg(long, value_name = "PARTS", requires = "replay", value_delimiter = ',')]
+    pub(crate) replay_match: Option<Vec<Match>>,
 }
 
 impl ModelArgs {
@@ -61,12 +79,43 @@ impl ModelArgs {
         !self.no_summaries
     }
 
-    /// The model, with this context window (a resumed session's).
+    /// The model, with this context window (a resumed session's; a
+    /// replayed model has the recorded one), recorded with `--record`.
     pub(crate) fn open_with(
         &self,
         cycled: bool,
         context_window: Option<usize>,
     ) -> CliResult<Arc<dyn ChatModel>> {
+        let model = self.open_model(cycled, context_window)?;
+        match &self.record {
+            Some(path) => Ok(Arc::new(
+                RecordingChatModel::create(model, path)
+                    .map_err(|e| CliError::usage(format!("--record: {e}")))?
+                    .named(self.name()),
+            )),
+            None => Ok(model),
+        }
+    }
+
+    /// The cassette of `--replay`.
+    fn replay_model(&self, path: &Path) -> CliResult<ReplayChatModel> {
+        let model =
+            ReplayChatModel::open(path).map_err(|e| CliError::usage(format!("--replay: {e}")))?;
+        Ok(match &self.replay_match {
+            Some(parts) => model.matching(parts.iter().copied()),
+            None => model,
+        })
+    }
+
+    /// The model to answer: replayed, scripted or OpenAI-compatible.
+    fn open_model(
+        &self,
+        cycled: bool,
+        context_window: Option<usize>,
+    ) -> CliResult<Arc<dyn ChatModel>> {
+        if let Some(path) = &self.replay {
+            return Ok(Arc::new(self.replay_model(path)?));
+        }
         match &self.script {
             Some(path) => {
                 let model = script_model(path)?;
@@ -89,8 +138,17 @@ impl ModelArgs {
         }
     }
 
-    /// The model's name, as a blueprint records it.
+    /// The model's name, as a blueprint records it (a replayed model's
+    /// is the recorded one unless `--model` gives it).
     pub(crate) fn name(&self) -> String {
+        if let (Some(path), None) = (&self.replay, &self.model) {
+            if let Some(name) = ReplayChatModel::open(path)
+                .ok()
+                .and_then(|replay| replay.model_name().map(str::to_string))
+            {
+                return name;
+            }
+        }
         match (&self.script, &self.model) {
             (Some(_), _) => "scripted".to_string(),
             (None, Some(name)) => name.clone(),

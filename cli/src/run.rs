@@ -4,7 +4,14 @@
 //! lc-agent run "Rename foo to bar" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!              [--agent FILE.toml] [--mcp FILE.json] [--skills DIR] [--yes]
 //!              [--sessions DIR | --redis URL] [--user NAME] [--memory]
+//!              [--record FILE.jsonl | --replay FILE.jsonl [--replay-match PARTS]]
 //! ```
+//!
+//! `--record FILE` writes every request to the model and its answer to a
+//! cassette (JSON lines, secrets erased); `--replay FILE` answers from it
+//! instead of a model (no server, no key), and fails naming what differs
+//! when a request is not the recorded one (the same flags on `chat` and
+//! `serve`).
 //!
 //! `--mcp` adds the tools of the MCP servers of an `mcpServers` JSON file
 //! (as desktop MCP clients write it) to those of the blueprint's

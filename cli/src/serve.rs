@@ -4,7 +4,7 @@
 //! ```text
 //! lc-agent serve [--addr 127.0.0.1:8080] [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
-//!                [--timeout SECS] [--mcp FILE.json]
+//!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or

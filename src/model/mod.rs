@@ -1,11 +1,13 @@
 //! Chat models: the [`ChatModel`] trait, its request and response, and the
 //! [`ChatModelRegistry`] that finds models by name.
 
+mod cassette;
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod scripted;
 mod tool_choice;
 
+pub use cassette::{Match, RecordingChatModel, ReplayChatModel, CASSETTE_FORMAT};
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 
 use std::collections::HashMap;

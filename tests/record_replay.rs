@@ -8,9 +8,6 @@
 //! decides — text, tool calls and their ids, finish reasons, usage — is in
 //! the cassette and comes back exactly.
 
-// `floor_char_boundary` in the shared support file is newer than the MSRV
-// (tests only).
-#[allow(clippy::incompatible_msrv)]
 #[path = "support/llama.rs"]
 mod llama;
 #[path = "support/stable.rs"]

@@ -119,7 +119,10 @@ impl LlamaServer {
             let _ = f.read_to_string(&mut text);
         }
         let start = text.len().saturating_sub(4000);
-        text[text.floor_char_boundary(start)..].to_string()
+        let start = (start..=text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        text[start..].to_string()
     }
 
     fn wait_ready(&mut self) {

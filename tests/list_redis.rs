@@ -53,7 +53,7 @@ async fn conformance_suite() {
 }
 
 #[tokio::test]
-async fn keys_layout_and_delete_removes_every_trace() {
+async fn keys_layout_and_delete_leaves_only_a_tombstone() {
     let Some(server) = RedisServer::start("keys_layout") else {
         return;
     };
@@ -91,7 +91,18 @@ async fn keys_layout_and_delete_removes_every_trace() {
         .query_async(&mut conn)
         .await
         .expect("keys");
-    assert!(keys.is_empty(), "left behind: {keys:?}");
+    // Only the tombstone stays: a delete is final.
+    assert_eq!(
+        keys,
+        [format!("app:user:{{alice}}:rev:{id}")],
+        "left behind"
+    );
+    let tombstone: String = redis::cmd("GET")
+        .arg(&keys[0])
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(tombstone, "deleted");
 }
 
 #[tokio::test]

@@ -69,6 +69,7 @@ impl From<ListError> for ApiError {
         match e {
             ListError::NotFound { id } => ApiError::NotFound(format!("session {id} not found")),
             e @ ListError::Conflict { .. } => ApiError::Conflict(e.to_string()),
+            e @ ListError::Deleted { .. } => ApiError::NotFound(e.to_string()),
             other => ApiError::Store(other),
         }
     }

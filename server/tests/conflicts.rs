@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lc_agent::{ChatModel, ChatRequest, ChatResponse, ModelError};
+use lc_agent::{ChatModel, ChatRequest, ChatResponse, ListConfig, ModelError};
 use lc_agent_server::AppState;
 use serde_json::{json, Value};
 
@@ -146,4 +146,64 @@ async fn a_request_over_the_timeout_gets_408_and_its_run_still_finishes_and_save
     }
     assert!(answered, "the cut request's run did not save its answer");
     let _ = server.stop().await;
+}
+
+#[path = "../../tests/support/redis.rs"]
+mod redis_server;
+
+/// Server A runs a turn of a session; server B (same store) deletes the
+/// session meanwhile. The delete is final: A's save is refused (its run
+/// ends with a 404 error naming the delete) and the session stays gone.
+async fn a_delete_on_one_server_is_final_for_the_other(
+    store: impl Fn(&std::path::Path) -> ListConfig,
+) {
+    let a =
+        start_with(|dir| config(SlowModel(Duration::from_millis(800)), dir).sessions(store(dir)))
+            .await;
+    let b = start_with(|_| {
+        config(SlowModel(Duration::from_millis(1)), a.dir.path()).sessions(store(a.dir.path()))
+    })
+    .await;
+
+    let id = new_session(&a.url, ALICE).await;
+    let slow = post(
+        &format!("{}/api/sessions/{id}/messages", a.url),
+        ALICE,
+        json!({"content": "on a"}),
+    )
+    .await;
+    assert_eq!(slow.status(), 200);
+    let deleted = delete(&format!("{}/api/sessions/{id}", b.url), ALICE).await;
+    assert_eq!(deleted.status(), 204);
+
+    let events = sse_events(&slow.text().await.unwrap());
+    let (name, data) = events.last().unwrap();
+    assert_eq!(name, "error", "{events:?}");
+    assert_eq!(data["status"], 404, "{data}");
+    assert!(
+        data["message"].as_str().unwrap().contains("was deleted"),
+        "{data}"
+    );
+    for server in [&a.url, &b.url] {
+        let gone = get(&format!("{server}/api/sessions/{id}"), ALICE).await;
+        assert_eq!(gone.status(), 404);
+        let listed: Value = get_json(&format!("{server}/api/sessions"), ALICE).await;
+        assert!(!listed.to_string().contains(&id), "{listed}");
+    }
+    let _ = b.stop().await;
+    let _ = a.stop().await;
+}
+
+#[tokio::test]
+async fn a_delete_is_final_on_the_json_list() {
+    a_delete_on_one_server_is_final_for_the_other(|dir| ListConfig::json(dir.join("shared"))).await;
+}
+
+#[tokio::test]
+async fn a_delete_is_final_on_redis() {
+    let Some(redis) = redis_server::RedisServer::start("a_delete_is_final_on_redis") else {
+        return;
+    };
+    let url = redis.url();
+    a_delete_on_one_server_is_final_for_the_other(move |_| ListConfig::redis(url.clone())).await;
 }

@@ -50,6 +50,13 @@ pub enum ListError {
         /// The id that was asked for.
         id: Uuid,
     },
+    /// The session was deleted: a delete is final, so a copy that was
+    /// loaded (or running) before the delete cannot save it again.
+    #[error("session {id} was deleted; it cannot be saved again (start a new session)")]
+    Deleted {
+        /// The deleted session's id.
+        id: Uuid,
+    },
     /// A stored session (or its index entry) cannot be read.
     #[error("corrupt session at {location}: {reason}")]
     Corrupt {
@@ -126,6 +133,16 @@ pub type ListResult<T> = std::result::Result<T, ListError>;
 /// and changes nothing. [`save_force`](NetworkList::save_force) overrides
 /// the check (the caller's copy wins and gets a revision above the stored
 /// one). A failed save leaves the network's metadata as it was.
+///
+/// # A delete is final
+///
+/// [`delete`](NetworkList::delete) leaves a tombstone: a copy of the
+/// session that is still running somewhere (another process, another
+/// server on the same Redis) cannot bring it back; its next
+/// [`save`](NetworkList::save) — or [`save_force`](NetworkList::save_force)
+/// — fails with [`ListError::Deleted`]. The tombstone is a few bytes per
+/// deleted session (a file under `<root>/<user>/.deleted/`, or the
+/// session's revision key in Redis, which expires with the list's TTL).
 ///
 /// ```
 /// use lc_agent::{JsonNetworkList, ListError, ListQuery, NetworkList};

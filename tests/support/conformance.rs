@@ -150,12 +150,29 @@ async fn missing_and_delete(list: &dyn NetworkList) {
     let page = list.list(&ListQuery::default()).await.expect("list");
     assert_eq!(page.total, 0);
     assert!(page.sessions.is_empty() && page.errors.is_empty());
-    // A deleted session can be saved again (it starts over as a new entry).
-    list.save(&net).await.expect("save after delete");
+    // A delete is final: a copy still held elsewhere cannot bring the
+    // session back, not even by force, and nothing is written.
+    assert!(matches!(
+        list.save(&net).await,
+        Err(ListError::Deleted { id }) if id == net.id()
+    ));
+    assert!(matches!(
+        list.save_force(&net).await,
+        Err(ListError::Deleted { .. })
+    ));
+    assert_eq!(
+        list.stored_revision(net.id()).await.expect("revision"),
+        None
+    );
     assert_eq!(
         list.list(&ListQuery::default()).await.expect("list").total,
-        1
+        0
     );
+    assert!(!list.delete(net.id()).await.expect("delete a deleted one"));
+    // Deleting an id that never existed leaves no tombstone.
+    let never = named("never saved");
+    assert!(!list.delete(never.id()).await.expect("delete unsaved"));
+    list.save(&never).await.expect("save a new session");
     wipe(list).await;
 }
 

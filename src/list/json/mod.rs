@@ -27,6 +27,8 @@ use index::{
 };
 
 const LOCK_DIR: &str = ".locks";
+/// Tombstones of deleted sessions (an empty file per id): a delete is final.
+const DELETED_DIR: &str = ".deleted";
 
 /// [`JsonNetworkList`]: sessions as JSON files in a directory.
 ///
@@ -304,15 +306,30 @@ impl NetworkList for JsonNetworkList {
             let lock_dir = dir.join(LOCK_DIR);
             if !lock_dir.exists() {
                 // Never saved through a list: no lock needed for a missing file.
-                return match fs::remove_file(session_path(&dir, id)) {
-                    Ok(()) => Ok(true),
+                return match fs::metadata(session_path(&dir, id)) {
+                    Ok(_) => {
+                        bury(&dir, id)?;
+                        fs::remove_file(session_path(&dir, id))?;
+                        Ok(true)
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
                     Err(e) => Err(e.into()),
                 };
             }
             let mut lock = open_lock(&lock_dir.join(format!("{id}.lock")))?;
             let _guard = lock.write()?;
-            match fs::remove_file(session_path(&dir, id)) {
+            let path = session_path(&dir, id);
+            if let Err(e) = fs::metadata(&path) {
+                return if e.kind() == io::ErrorKind::NotFound {
+                    Ok(false)
+                } else {
+                    Err(e.into())
+                };
+            }
+            // The tombstone first: a crash between the two leaves a
+            // session that cannot be saved again, never one that comes back.
+            bury(&dir, id)?;
+            match fs::remove_file(&path) {
                 Ok(()) => {
                     sync_dir(&dir)?;
                     append_index(&dir, &IndexLine::Del(id))?;
@@ -339,6 +356,23 @@ impl NetworkList for JsonNetworkList {
     }
 }
 
+/// Writes the tombstone of `id` (durably) under `<dir>/.deleted/`.
+fn bury(dir: &Path, id: Uuid) -> io::Result<()> {
+    let graves = dir.join(DELETED_DIR);
+    fs::create_dir_all(&graves)?;
+    File::create(graves.join(id.to_string()))?.sync_all()?;
+    sync_dir(&graves)
+}
+
+/// Whether `id` was deleted (it has a tombstone).
+fn is_buried(dir: &Path, id: Uuid) -> io::Result<bool> {
+    match fs::metadata(dir.join(DELETED_DIR).join(id.to_string())) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn save_blocking(
     dir: &Path,
     user: &str,
@@ -351,6 +385,9 @@ fn save_blocking(
     fs::create_dir_all(&lock_dir)?;
     let mut lock = open_lock(&lock_dir.join(format!("{id}.lock")))?;
     let _guard = lock.write()?;
+    if is_buried(dir, id)? {
+        return Err(ListError::Deleted { id });
+    }
     let path = session_path(dir, id);
     match fs::read(&path) {
         Ok(bytes) => match info_from_json(&bytes, user, Utc::now()) {

@@ -322,6 +322,30 @@ impl RedisNetworkList {
     }
 }
 
+/// The delete: removes the session's keys and, when there was a session,
+/// leaves its tombstone in the revision key (`deleted`, with the list's
+/// TTL), so a copy still running elsewhere cannot save it again. KEYS:
+/// entry, info, timeline, rev. ARGV: id, TTL in ms (0: none). Returns how
+/// many of the session's keys and fields were removed.
+const DELETE_LUA: &str = r#"
+local n = redis.call('DEL', KEYS[1]) + redis.call('HDEL', KEYS[2], ARGV[1])
+  + redis.call('ZREM', KEYS[3], ARGV[1])
+if n > 0 then
+  local ttl = tonumber(ARGV[2])
+  if ttl > 0 then
+    redis.call('SET', KEYS[4], 'deleted', 'PX', ttl)
+  else
+    redis.call('SET', KEYS[4], 'deleted')
+  end
+end
+return n
+"#;
+
+fn delete_script() -> &'static ::redis::Script {
+    static S: std::sync::OnceLock<::redis::Script> = std::sync::OnceLock::new();
+    S.get_or_init(|| ::redis::Script::new(DELETE_LUA))
+}
+
 #[async_trait]
 impl NetworkList for RedisNetworkList {
     fn user(&self) -> &str {
@@ -352,8 +376,14 @@ impl NetworkList for RedisNetworkList {
             })
             .await;
         match result {
-            Ok(Ok(())) => Ok(stamped.info),
-            Ok(Err(found)) => {
+            Ok(save::Outcome::Saved) => Ok(stamped.info),
+            Ok(save::Outcome::Deleted) => {
+                stamped.restore(network);
+                Err(ListError::Deleted {
+                    id: stamped.info.id,
+                })
+            }
+            Ok(save::Outcome::Conflict(found)) => {
                 stamped.restore(network);
                 Err(ListError::Conflict {
                     id: stamped.info.id,
@@ -408,20 +438,36 @@ impl NetworkList for RedisNetworkList {
     async fn delete(&self, id: Uuid) -> ListResult<bool> {
         let field = id.to_string();
         let keys = &self.keys;
-        let mut pipe = ::redis::pipe();
-        pipe.atomic()
-            .del(keys.entry(&field))
-            .hdel(&keys.info, &field)
-            .zrem(&keys.timeline, &field)
-            .del(keys.rev(&field));
-        let (a, b, c, _): (u64, u64, u64, u64) = self
+        let mut call = ::redis::cmd("EVALSHA");
+        call.arg(delete_script().get_hash())
+            .arg(4)
+            .arg(keys.entry(&field))
+            .arg(&keys.info)
+            .arg(&keys.timeline)
+            .arg(keys.rev(&field))
+            .arg(&field)
+            .arg(self.ttl.map_or(0, |t| t.as_millis() as u64));
+        let removed: u64 = self
             .connector
             .run("delete", |mut conn| {
-                let pipe = &pipe;
-                async move { pipe.query_async(&mut conn).await }
+                let call = &call;
+                async move {
+                    match call.query_async(&mut conn).await {
+                        Err(e)
+                            if e.kind()
+                                == ::redis::ErrorKind::Server(
+                                    ::redis::ServerErrorKind::NoScript,
+                                ) =>
+                        {
+                            delete_script().load_async(&mut conn).await?;
+                            call.query_async(&mut conn).await
+                        }
+                        other => other,
+                    }
+                }
             })
             .await?;
-        Ok(a + b + c > 0)
+        Ok(removed > 0)
     }
 
     async fn list(&self, query: &ListQuery) -> ListResult<ListPage> {

@@ -6,6 +6,7 @@
 //!  SET pending:<id>:<nonce> <json> PX 60000        the network, as sent
 //!  EVALSHA commit(pending, entry:<id>, info, timeline, rev:<id>;
 //!                 id, expected, revision, info, µs, ttl)
+//!    rev:<id> is the tombstone ─▶ DEL pending ───────────────▶ Deleted
 //!    stored revision > expected ─▶ DEL pending ──────────────▶ Conflict
 //!    else RENAME pending → entry:<id> (no copy; a pending key that
 //!         expired fails it) ▸ HSET info ▸ ZADD
@@ -47,9 +48,15 @@ const PENDING_MS: u64 = 60_000;
 /// The check and commit. KEYS: pending, entry, info, timeline, rev.
 /// ARGV: id, expected revision, new revision, info JSON, score, TTL in ms
 /// (0: none), the prefix of entry keys. Returns the stored revision when
-/// it is newer than expected (nothing written), else -1.
+/// it is newer than expected (nothing written), -2 when the session was
+/// deleted (its revision key holds the tombstone; nothing written), else
+/// -1.
 const COMMIT_LUA: &str = r#"
 local raw = redis.pcall('GET', KEYS[5])
+if raw == 'deleted' then
+  redis.call('DEL', KEYS[1])
+  return -2
+end
 local stored = nil
 if type(raw) ~= 'table' then stored = tonumber(raw) end
 if not stored then
@@ -159,12 +166,23 @@ impl SaveWrite<'_> {
     }
 }
 
-/// Reads the replies of the save pipeline: `Ok(())` when written,
-/// `Err(stored)` when the stored revision is newer.
-fn outcome(replies: &[Value]) -> Result<Result<(), u64>, RedisError> {
+/// How a save ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Written.
+    Saved,
+    /// Refused: the stored revision is this one, newer than expected.
+    Conflict(u64),
+    /// Refused: the session was deleted.
+    Deleted,
+}
+
+/// Reads the replies of the save pipeline.
+fn outcome(replies: &[Value]) -> Result<Outcome, RedisError> {
     match replies.last() {
-        Some(Value::Int(n)) if *n >= 0 => Ok(Err(n.unsigned_abs())),
-        Some(Value::Int(_)) => Ok(Ok(())),
+        Some(Value::Int(n)) if *n >= 0 => Ok(Outcome::Conflict(n.unsigned_abs())),
+        Some(Value::Int(-2)) => Ok(Outcome::Deleted),
+        Some(Value::Int(_)) => Ok(Outcome::Saved),
         other => Err(RedisError::from((
             ErrorKind::UnexpectedReturnType,
             "Unexpected reply from redis",
@@ -173,13 +191,12 @@ fn outcome(replies: &[Value]) -> Result<Result<(), u64>, RedisError> {
     }
 }
 
-/// Sends the save pipeline: `Ok(Ok(()))` when written, `Ok(Err(stored))`
-/// when refused because the stored revision is newer. A server that lost
-/// the script (restarted) gets it again and the save is sent once more.
+/// Sends the save pipeline and says how it ended. A server that lost the
+/// script (restarted) gets it again and the save is sent once more.
 pub(crate) async fn run<C: ConnectionLike + Send>(
     conn: &mut C,
     pipe: &Pipeline,
-) -> Result<Result<(), u64>, RedisError> {
+) -> Result<Outcome, RedisError> {
     let replies: Vec<Value> = match pipe.query_async(conn).await {
         Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
             commit_script().load_async(conn).await?;
@@ -239,8 +256,18 @@ mod tests {
 
     #[test]
     fn replies_decide_the_outcome() {
-        assert_eq!(outcome(&[Value::Okay, Value::Int(-1)]).ok(), Some(Ok(())));
-        assert_eq!(outcome(&[Value::Okay, Value::Int(7)]).ok(), Some(Err(7)));
+        assert_eq!(
+            outcome(&[Value::Okay, Value::Int(-1)]).ok(),
+            Some(Outcome::Saved)
+        );
+        assert_eq!(
+            outcome(&[Value::Okay, Value::Int(7)]).ok(),
+            Some(Outcome::Conflict(7))
+        );
+        assert_eq!(
+            outcome(&[Value::Okay, Value::Int(-2)]).ok(),
+            Some(Outcome::Deleted)
+        );
         assert!(outcome(&[Value::Okay, Value::Nil]).is_err());
         assert!(outcome(&[]).is_err());
     }

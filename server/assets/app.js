@@ -661,10 +661,11 @@ function graphSource(graph, full, ids) {
       const label = (n.kind === n.name ? n.kind : n.kind + " · " + n.name) + (n.excerpt ? ": " + n.excerpt : n.state === "ran" ? "" : " (" + n.state + ")");
       const openable = full && n.inner && n.inner.nodes.length;
       if (openable && state.expanded.has(n.id)) {
-        lines.push("  subgraph " + mid + ' ["⊟ ' + mermaidText(label) + '"]');
+        lines.push("  subgraph " + mid + ' ["⊟ ' + mermaidText(n.kind + " · " + n.name) + '"]');
+        lines.push("  direction TB");
         walk(n.inner, mid + "_", depth + 1);
         lines.push("  end");
-        lines.push("  class " + mid + " sub");
+        lines.push("  style " + mid + " fill:#f4f6ff,stroke:#6b7cff");
       } else {
         lines.push("  " + mid + '["' + (openable ? "⊞ " : "") + mermaidText(label) + '"]:::' + n.state);
       }
@@ -677,7 +678,6 @@ function graphSource(graph, full, ids) {
   lines.push("  classDef failed fill:#fde8e8,stroke:#b42318,color:#5a0d0d");
   lines.push("  classDef held fill:#fff4d6,stroke:#b7791f,color:#4a3300");
   lines.push("  classDef pending fill:#f1f1f4,stroke:#888,stroke-dasharray:4 3,color:#333");
-  lines.push("  classDef sub fill:#f6f8ff,stroke:#6b7cff");
   return lines.join("\n");
 }
 
@@ -706,7 +706,7 @@ async function renderGraph(box, graph, full) {
       e.stopPropagation();
       if (node.inner && node.inner.nodes.length) {
         if (state.expanded.has(node.id)) state.expanded.delete(node.id); else state.expanded.add(node.id);
-        renderGraph(box, state.view && state.view.graph, true);
+        renderGraph(box, state.view && state.view.graph, true).then(fit);
       }
       showNode(node.id);
     };

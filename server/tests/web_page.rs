@@ -1011,3 +1011,75 @@ async fn screenshots() {
         let _ = server.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
+    if !browser_available() {
+        return;
+    }
+    let model = scripted(vec![
+        call(
+            "t1",
+            "task",
+            json!({"description": "Write /a.md.", "subagent_type": "general-purpose"}),
+        ),
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/a.md", "content": "from the sub-agent"}),
+        ),
+        Turn::text("Wrote /a.md."),
+        Turn::text("The sub-agent wrote /a.md."),
+    ]);
+    let server = start(model).await;
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.send("Have /a.md written.").await;
+    wait_text(&p.c, "#messages .msg.ai", "The sub-agent wrote /a.md.").await;
+    p.until(
+        "no run going",
+        "!document.body.classList.contains('running')",
+    )
+    .await;
+    // The sub-agent's answer is not a bubble of the main conversation: it
+    // sits inside the task call, with the sub-agent's own calls.
+    let top = p
+        .js("return [...document.querySelectorAll('#messages > .msg.ai')].map(m => m.textContent.trim())")
+        .await;
+    assert_eq!(top, json!(["The sub-agent wrote /a.md."]));
+    let nested = p
+        .js("const t = [...document.querySelectorAll('#messages > details.tool')].find(d => d.dataset.name === 'task'); const s = t && t.querySelector('details.subagent'); return s ? [s.querySelector('summary').textContent, s.querySelector('.sub-messages').textContent] : null")
+        .await;
+    let nested = nested
+        .as_array()
+        .expect("the sub-agent's work under its task");
+    assert!(
+        nested[1].as_str().unwrap().contains("Wrote /a.md."),
+        "{nested:?}"
+    );
+    assert!(
+        nested[1].as_str().unwrap().contains("write_file /a.md"),
+        "{nested:?}"
+    );
+
+    // In the full graph the sub-agent is one box until opened.
+    p.click("#open-graph").await;
+    p.until(
+        "the full graph",
+        "document.querySelectorAll('#graph-full g.node.clickable').length >= 5",
+    )
+    .await;
+    let closed = p
+        .js("return document.querySelectorAll('#graph-full g.node').length")
+        .await;
+    p.js("const n = [...document.querySelectorAll('#graph-full g.node.clickable')].find(g => g.textContent.includes('⊞')); n.dispatchEvent(new MouseEvent('click', {bubbles: true})); return 0")
+        .await;
+    p.until(
+        "the sub-agent opened",
+        &format!("document.querySelectorAll('#graph-full g.node').length > {closed} && document.querySelectorAll('#graph-full g.cluster').length === 1"),
+    )
+    .await;
+    wait_text(&p.c, "#node-detail", "network").await;
+    p.screenshot("subagent-graph").await;
+    let _ = server.stop().await;
+}

@@ -1083,3 +1083,27 @@ async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
     p.screenshot("subagent-graph").await;
     let _ = server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_says_so_in_plain_words_and_stays_on_the_page() {
+    if !browser_available() {
+        return;
+    }
+    // A script with no turns: the model call fails.
+    let server = start(scripted(vec![])).await;
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.send("hello").await;
+    let text = wait_text(&p.c, "#messages .msg.error", "The run failed").await;
+    assert!(text.contains("you can send the message again"), "{text}");
+    p.until(
+        "no run going",
+        "!document.body.classList.contains('running')",
+    )
+    .await;
+    // Still there after the page reloaded the session, and the box works.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_text(&p.c, "#messages .msg.error", "The run failed").await;
+    wait_text(&p.c, "#messages .msg.human", "hello").await;
+    let _ = server.stop().await;
+}

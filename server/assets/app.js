@@ -1,25 +1,45 @@
-// The lc-agent web page: a session list, a chat with streamed answers and
-// collapsible tool calls, and a panel with approvals, todos, files and the
-// graph. Plain JavaScript, no build step; it talks to the session API
-// (/api/sessions...) and reads the server-sent events of each run.
+// The lc-agent web page: a session list (search, paging, rename, delete),
+// a chat with Markdown answers, tool calls summed up in one line, a step
+// line while a run goes on, Stop, inline approvals with the four decisions,
+// and a side panel with todos, files and the graph (full view: zoom, pan,
+// node details, sub-agents). Plain JavaScript, no build step; it talks to
+// the session API (/api/sessions...) and reads each run's server-sent
+// events. Every text from the server reaches the page as text
+// (textContent) except answers, which go through marked and DOMPurify.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, running: false, graphs: 0 };
+const state = {
+  session: null,      // the open session's id
+  view: null,         // its last GET /api/sessions/{id}
+  running: false,     // a run of this page is going on
+  queue: [],          // messages typed during a run, sent after it
+  graphs: 0,          // mermaid render counter (unique ids)
+  sessionsShown: 0,   // how many list entries are on the page
+  expanded: new Set(),// sub-network node ids open in the full graph
+  notes: [],          // what the last run said (stopped, errors): kept past a refresh
+  zoom: { scale: 1, x: 0, y: 0 },
+};
+const PAGE = 30;
+const narrow = () => window.matchMedia("(max-width: 900px)").matches;
 
-// The token: from ?token= once (then kept in this browser), or typed in.
-(function initToken() {
-  const params = new URLSearchParams(location.search);
-  if (params.has("token")) {
-    localStorage.setItem("lc-agent-token", params.get("token"));
-    history.replaceState(null, "", location.pathname);
-  }
-  $("token").value = localStorage.getItem("lc-agent-token") || "";
-  $("token").addEventListener("change", () => {
-    localStorage.setItem("lc-agent-token", $("token").value.trim());
-    loadSessions();
-  });
-})();
+// ---------------------------------------------------------------- basics
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+
+function button(label, cls, onclick) {
+  const b = el("button", cls, label);
+  b.type = "button";
+  if (onclick) b.addEventListener("click", onclick);
+  return b;
+}
+
+function status(text) { $("status").textContent = text || ""; }
 
 function headers(json) {
   const h = {};
@@ -29,151 +49,764 @@ function headers(json) {
   return h;
 }
 
-function status(text) { $("status").textContent = text || ""; }
+// An HTTP failure, in the user's words, with what to do.
+class ApiFailure extends Error {
+  constructor(status, message) { super(plainError(status, message)); this.status = status; this.raw = message; }
+}
+
+function plainError(status, message) {
+  const m = message || "";
+  switch (status) {
+    case 0: return "Cannot reach the server. Check that `lc-agent serve` is still running, then try again.";
+    case 401: return "The server wants a token: paste yours (LC_AGENT_TOKEN) into the token box at the top.";
+    case 403: return "This session belongs to another user.";
+    case 404: return "This session no longer exists (it was deleted).";
+    case 408: return "The server gave up waiting (request timeout). Try again; a long run may need a larger --request-timeout.";
+    case 409: return /in progress/.test(m)
+      ? "This session is busy with another run. Wait for it to finish (or stop it), then send again."
+      : "This session was changed elsewhere meanwhile. The page reloaded it; send again if needed.";
+    case 413: return "That is too large for the server (body limit). Send a shorter message.";
+    case 502: return m.replace(/^the run failed: /, "The run failed: ") + " — you can send the message again.";
+    case 503: return "The session store cannot be reached (" + m + "). Try again shortly.";
+    default: return m || ("The server answered " + status + ".");
+  }
+}
 
 async function api(method, path, body) {
-  const r = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
-  if (!r.ok) {
-    let message = r.status + " " + r.statusText;
-    try { message = (await r.json()).error.message; } catch (_) { /* not JSON */ }
-    throw new Error(message);
-  }
+  let r;
+  try {
+    r = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (_) { throw new ApiFailure(0, ""); }
+  if (!r.ok) throw new ApiFailure(r.status, await errorText(r));
   return r.status === 204 ? null : r.json();
 }
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
+async function errorText(r) {
+  try { return (await r.json()).error.message; } catch (_) { return r.status + " " + r.statusText; }
 }
 
-async function loadSessions() {
-  try {
-    const page = await api("GET", "/api/sessions");
-    const list = $("sessions");
-    list.replaceChildren();
-    for (const s of page.sessions) {
-      const li = el("li", s.id === state.session ? "active" : "", s.name || s.id);
-      li.dataset.id = s.id;
-      li.title = s.id;
-      li.onclick = () => openSession(s.id);
-      list.append(li);
+// ------------------------------------------------------------ Markdown
+
+// Answers are Markdown: marked makes HTML, DOMPurify keeps only safe
+// markup (no scripts, handlers, styles, forms, frames); links open in a
+// new tab; images become links (an answer cannot make the page fetch).
+if (window.DOMPurify) {
+  window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A" && node.getAttribute("href")) {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
     }
-    status("");
-  } catch (e) { status(e.message); }
+  });
+  // Only a code block's language class is kept (highlight.js reads it).
+  window.DOMPurify.addHook("uponSanitizeAttribute", (node, data) => {
+    if (data.attrName === "class" && !/^language-[\w+-]+$/.test(data.attrValue)) data.keepAttr = false;
+  });
+}
+const PURIFY = {
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed", "svg", "math", "img"],
+  FORBID_ATTR: ["style", "id"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#|\/)/i,
+};
+
+const escapeHtml = (t) => String(t).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+if (window.marked) {
+  window.marked.use({ renderer: { image(token) { return '<a href="' + escapeHtml(token.href || "") + '">image: ' + escapeHtml(token.text || token.href || "") + "</a>"; } } });
 }
 
-async function newSession() {
-  try {
-    const s = await api("POST", "/api/sessions", { name: "Session " + new Date().toLocaleString() });
-    await loadSessions();
-    await openSession(s.id);
-  } catch (e) { status(e.message); }
+function markdown(target, text) {
+  if (!window.marked || !window.DOMPurify) { target.textContent = text; target.classList.add("plain"); return; }
+  const html = window.marked.parse(text, { gfm: true, breaks: false, async: false });
+  target.innerHTML = window.DOMPurify.sanitize(html, PURIFY);
+  for (const table of target.querySelectorAll("table")) {
+    const wrap = el("div", "table-wrap");
+    table.replaceWith(wrap);
+    wrap.append(table);
+  }
+  for (const code of target.querySelectorAll("pre > code")) {
+    const pre = code.parentElement;
+    const lang = ((code.className.match(/language-([\w+-]+)/) || [])[1]) || "";
+    if (window.hljs) {
+      try { window.hljs.highlightElement(code); } catch (_) { /* unknown language */ }
+    }
+    const copy = button("Copy", "copy small", async () => {
+      try { await navigator.clipboard.writeText(code.textContent); copy.textContent = "Copied"; }
+      catch (_) { copy.textContent = "Select and copy"; }
+      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+    });
+    copy.setAttribute("aria-label", "Copy the code" + (lang ? " (" + lang + ")" : ""));
+    pre.classList.add("code");
+    pre.prepend(copy);
+  }
 }
 
-async function openSession(id) {
-  state.session = id;
-  for (const li of $("sessions").children) li.classList.toggle("active", li.dataset.id === id);
-  await refresh();
+function aiBubble(text) {
+  const d = el("div", "msg ai");
+  d.dataset.raw = text;
+  markdown(d, text);
+  return d;
 }
 
-async function refresh() {
-  if (!state.session) return;
-  try {
-    const s = await api("GET", "/api/sessions/" + state.session);
-    $("session-name").textContent = s.name || s.id;
-    renderMessages(s.messages);
-    renderTodos(s.todos);
-    renderFiles(s.files);
-    renderApprovals(s.pending_approvals);
-    await renderGraph(s.mermaid);
-  } catch (e) { status(e.message); }
+// ---------------------------------------------------------- tool calls
+
+function parseArgs(args) {
+  if (args && typeof args === "object") return args;
+  if (!args) return {};
+  try { return JSON.parse(args); } catch (_) { return null; }
 }
 
-function toolCallBox(call) {
+function pretty(args) {
+  const parsed = parseArgs(args);
+  return parsed === null ? String(args) : JSON.stringify(parsed, null, 2);
+}
+
+function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+function countLines(text) {
+  const t = (text || "").replace(/\n$/, "");
+  return t ? t.split("\n").length : 0;
+}
+
+// One line that says what a call did: `read_file /src/main.rs — 120 lines`.
+function toolSummary(name, args, result, failed) {
+  const a = parseArgs(args) || {};
+  const path = a.file_path || a.path || a.pattern_path || "";
+  let what = name;
+  if (name === "grep" && a.pattern !== undefined) what += ' "' + a.pattern + '"' + (a.path ? " in " + a.path : "");
+  else if (name === "execute" && a.command) what += " `" + a.command + "`";
+  else if (name === "task" && a.description) what += " — " + a.description;
+  else if (name === "glob" && a.pattern) what += " " + a.pattern;
+  else if (path) what += " " + path;
+  else {
+    const first = Object.values(a).find((v) => typeof v === "string");
+    if (first) what += " " + first;
+  }
+  if (what.length > 110) what = what.slice(0, 109) + "…";
+  if (result === undefined || result === null) return what;
+  if (failed) return what + " — error: " + (result.replace(/^Error:\s*/, "").split("\n")[0].slice(0, 120));
+  const lines = countLines(result);
+  switch (name) {
+    case "read_file": return what + " — " + plural(lines, "line");
+    case "write_file": return what + " — " + plural(countLines(a.content), "line") + " written";
+    case "edit_file": return what + " — edited";
+    case "grep": return what + " — " + (/^no match/i.test(result) ? "no matches" : plural(lines, "match"));
+    case "ls": case "glob": return what + " — " + plural(lines, "entry").replace("entrys", "entries");
+    case "write_todos": return what.replace(/ .*/, "") + " — " + plural((a.todos || []).length, "item");
+    default: return what + " — " + (lines > 1 ? plural(lines, "line") : result.slice(0, 80));
+  }
+}
+
+function toolBox(call) {
   const d = el("details", "tool");
   d.dataset.callId = call.id;
-  const summary = el("summary", "", "⚙ " + call.name);
-  d.append(summary, el("pre", "args", call.arguments));
+  d.dataset.name = call.name;
+  d.dataset.args = call.arguments || "";
+  const summary = el("summary");
+  summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-line", toolSummary(call.name, call.arguments)));
+  d.append(summary);
+  if (call.arguments && call.arguments !== "{}") d.append(el("div", "label", "arguments"), el("pre", "args", pretty(call.arguments)));
+  return d;
+}
+
+function finishToolBox(d, content, failed) {
+  d.classList.remove("live");
+  d.classList.toggle("error", failed);
+  d.querySelector(".tool-line").textContent = toolSummary(d.dataset.name, d.dataset.args, content, failed);
+  for (const old of d.querySelectorAll(":scope > .result, :scope > .label.result-label")) old.remove();
+  d.append(el("div", "label result-label", failed ? "error" : "result"), el("pre", "result", content));
+}
+
+// --------------------------------------------------------------- messages
+
+// Renders a view's messages into `box` (a sub-agent's work nests under its
+// `task` call).
+function renderMessageList(box, messages, lastAi) {
+  const calls = new Map();
+  const subs = [];
+  for (const m of messages) {
+    if (m.role === "system") continue;
+    if (m.kind === "network") { subs.push(m); continue; }
+    if (m.role === "human") box.append(el("div", "msg human", m.content));
+    if (m.role === "ai") {
+      if (m.content) {
+        const b = aiBubble(m.content);
+        if (m.token_usage) b.append(el("div", "meta", usageText(m)));
+        box.append(b);
+      }
+      if (m.cut_off) box.append(cutOffNotice(m === lastAi));
+      if (m.empty_answer) box.append(el("div", "msg notice", "The model gave an empty answer (no text, no tool call). Send the message again or rephrase it."));
+      if (m.error) box.append(el("div", "msg error", "This step failed: " + m.error));
+      for (const call of m.tool_calls || []) {
+        const d = toolBox(call);
+        calls.set(call.id, d);
+        box.append(d);
+      }
+    }
+    if (m.role === "tool") {
+      const d = calls.get(m.tool_call_id) || box.appendChild(toolBox({ id: m.tool_call_id, name: m.name || "tool", arguments: "" }));
+      finishToolBox(d, m.content, m.status === "error");
+    }
+  }
+  for (const s of subs) {
+    const host = calls.get(s.serves);
+    const inner = el("details", "subagent");
+    inner.append(el("summary", "", "sub-agent's work (" + plural((s.inner || []).filter((m) => m.role !== "system").length, "message") + ")"));
+    const list = el("div", "sub-messages");
+    renderMessageList(list, s.inner || [], null);
+    inner.append(list);
+    (host || box).append(inner);
+  }
+}
+
+function usageText(m) {
+  const u = m.token_usage;
+  return (m.chat_model_name ? m.chat_model_name + " · " : "") + u.prompt_tokens + " in · " + u.completion_tokens + " out";
+}
+
+function cutOffNotice(canContinue) {
+  const d = el("div", "msg notice cut-off");
+  d.append(el("span", "", "The answer was cut off: the model reached its output limit. "));
+  if (canContinue) d.append(button("Continue", "small primary continue", () => continueAnswer()));
   return d;
 }
 
 function renderMessages(messages) {
   const box = $("messages");
   box.replaceChildren();
-  const calls = new Map();
-  for (const m of messages) {
-    if (m.role === "system") continue;
-    if (m.role === "human") box.append(el("div", "msg human", m.content));
-    if (m.role === "ai") {
-      if (m.content) box.append(el("div", "msg ai", m.content));
-      for (const call of m.tool_calls || []) {
-        const d = toolCallBox(call);
-        calls.set(call.id, d);
-        box.append(d);
-      }
-    }
-    if (m.role === "tool") {
-      const d = calls.get(m.tool_call_id) || box.appendChild(toolCallBox({ id: m.tool_call_id, name: m.name || "tool", arguments: "" }));
-      const err = m.status === "error";
-      d.querySelector("summary").classList.toggle("status-error", err);
-      d.append(el("pre", "result", m.content));
-    }
-  }
+  const lastAi = [...messages].reverse().find((m) => m.role === "ai" && m.kind !== "network");
+  renderMessageList(box, messages, lastAi);
+  if (!messages.some((m) => m.role === "human")) box.append(el("p", "empty hello", "Ask the agent something to start."));
+  box.append(...state.notes);
   box.scrollTop = box.scrollHeight;
 }
+
+// ---------------------------------------------------------------- sessions
+
+function sessionUrl(id) {
+  const url = new URL(location.href);
+  if (id) url.searchParams.set("session", id); else url.searchParams.delete("session");
+  return url.pathname + url.search;
+}
+
+async function loadSessions(more) {
+  try {
+    const q = $("search").value.trim();
+    const offset = more ? state.sessionsShown : 0;
+    const page = await api("GET", "/api/sessions?limit=" + PAGE + "&offset=" + offset + (q ? "&q=" + encodeURIComponent(q) : ""));
+    const list = $("sessions");
+    if (!more) list.replaceChildren();
+    for (const s of page.sessions) {
+      const li = el("li", s.id === state.session ? "active" : "");
+      li.dataset.id = s.id;
+      const b = button("", "session-link", () => { openSession(s.id, true); if (narrow()) setDrawer("sidebar", false); });
+      b.append(el("span", "session-title", s.name || s.id), el("span", "session-time", when(s.updated_at)));
+      b.title = s.name + " — " + s.id;
+      if (s.id === state.session) b.setAttribute("aria-current", "true");
+      li.append(b);
+      list.append(li);
+    }
+    state.sessionsShown = list.children.length;
+    $("more-sessions").hidden = state.sessionsShown >= page.total;
+    $("sessions-count").textContent = page.total === 0 ? (q ? "No session matches." : "No sessions yet.") : state.sessionsShown + " of " + page.total;
+    status("");
+  } catch (e) { status(e.message); }
+}
+
+function when(t) {
+  const d = new Date(t);
+  if (isNaN(d)) return "";
+  const same = d.toDateString() === new Date().toDateString();
+  return same ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString();
+}
+
+async function newSession() {
+  try {
+    const s = await api("POST", "/api/sessions", {});
+    await openSession(s.id, true);
+    await loadSessions();
+    $("input").focus();
+    return s.id;
+  } catch (e) { status(e.message); return null; }
+}
+
+async function openSession(id, push) {
+  if (state.running && id !== state.session) { status("A run is going on: stop it or wait before switching sessions."); return; }
+  if (id !== state.session) state.notes = [];
+  state.session = id;
+  state.expanded.clear();
+  $("notice").hidden = true;
+  const url = sessionUrl(id);
+  if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
+  for (const li of $("sessions").children) {
+    const on = li.dataset.id === id;
+    li.classList.toggle("active", on);
+    li.firstChild.toggleAttribute("aria-current", on);
+  }
+  $("rename").disabled = $("delete").disabled = !id;
+  await refresh();
+}
+
+// The session closes (deleted here or elsewhere): a notice says so.
+function closeSession(notice) {
+  state.session = null;
+  state.view = null;
+  state.queue = [];
+  renderQueue();
+  history.replaceState(null, "", sessionUrl(null));
+  $("session-name").textContent = "No session";
+  $("usage").textContent = "";
+  $("rename").disabled = $("delete").disabled = true;
+  $("messages").replaceChildren();
+  renderApprovals([]);
+  renderTodos([]);
+  renderFiles({});
+  $("graph").replaceChildren();
+  if (notice) { $("notice").textContent = notice; $("notice").hidden = false; }
+  loadSessions();
+}
+
+async function refresh() {
+  if (!state.session) return;
+  const id = state.session;
+  try {
+    const s = await api("GET", "/api/sessions/" + id);
+    if (state.session !== id) return;
+    state.view = s;
+    $("session-name").textContent = s.name || s.id;
+    document.title = (s.name || "session") + " · lc-agent";
+    $("usage").textContent = s.usage && s.usage.total_tokens ? s.usage.total_tokens.toLocaleString() + " tokens" : "";
+    renderMessages(s.messages);
+    renderTodos(s.todos);
+    renderFiles(s.files);
+    renderApprovals(s.pending_approvals);
+    await renderGraph($("graph"), s.graph, false);
+    if (!$("graph-view").hidden) await renderGraph($("graph-full"), s.graph, true);
+  } catch (e) {
+    if (e.status === 404 || e.status === 403) closeSession(e.message);
+    else status(e.message);
+  }
+}
+
+// Watches the open session while no run goes on: a change made elsewhere
+// shows up, a deletion closes it with a notice.
+async function watch() {
+  if (!state.session || state.running || document.hidden) return;
+  const id = state.session;
+  try {
+    const s = await api("GET", "/api/sessions/" + id);
+    if (state.session !== id || state.running) return;
+    if (!state.view || s.revision !== state.view.revision) await refresh();
+  } catch (e) {
+    if (state.session === id && (e.status === 404 || e.status === 403)) closeSession("This session was deleted (in another window or by another client), so it was closed.");
+  }
+}
+
+function startRename() {
+  $("rename-input").value = $("session-name").textContent;
+  $("rename-form").hidden = false;
+  $("session-name").hidden = true;
+  $("rename-input").focus();
+  $("rename-input").select();
+}
+
+function endRename() {
+  $("rename-form").hidden = true;
+  $("session-name").hidden = false;
+}
+
+async function rename(event) {
+  event.preventDefault();
+  const name = $("rename-input").value.trim();
+  if (!name || !state.session) return endRename();
+  try {
+    const r = await api("PATCH", "/api/sessions/" + state.session, { name });
+    $("session-name").textContent = r.name;
+    endRename();
+    $("session-name").focus();
+    await loadSessions();
+  } catch (e) { status(e.message); }
+}
+
+function confirmDialog(text, yes) {
+  return new Promise((resolve) => {
+    const box = $("confirm");
+    const back = document.activeElement;
+    $("confirm-text").textContent = text;
+    $("confirm-yes").textContent = yes;
+    box.hidden = false;
+    $("confirm-no").focus();
+    const done = (answer) => {
+      box.hidden = true;
+      $("confirm-yes").onclick = $("confirm-no").onclick = box.onkeydown = null;
+      if (back) back.focus();
+      resolve(answer);
+    };
+    $("confirm-yes").onclick = () => done(true);
+    $("confirm-no").onclick = () => done(false);
+    box.onkeydown = (e) => { if (e.key === "Escape") done(false); };
+  });
+}
+
+async function deleteSession() {
+  if (!state.session) return;
+  const name = $("session-name").textContent;
+  if (!(await confirmDialog('Delete the session "' + name + '"? Its messages and graph are gone for good.', "Delete"))) return;
+  try {
+    await api("DELETE", "/api/sessions/" + state.session);
+    closeSession('Deleted "' + name + '".');
+  } catch (e) { status(e.message); }
+}
+
+// ------------------------------------------------------------ side panel
 
 function renderTodos(todos) {
   const ul = $("todos");
   ul.replaceChildren();
   if (!todos.length) ul.append(el("li", "empty", "none"));
-  for (const t of todos) ul.append(el("li", t.status, t.content));
+  const mark = { completed: "✓ ", in_progress: "▸ ", pending: "○ " };
+  for (const t of todos) {
+    const li = el("li", t.status, (mark[t.status] || "") + t.content);
+    ul.append(li);
+  }
 }
 
 function renderFiles(files) {
   const ul = $("files");
   ul.replaceChildren();
+  $("file-view").hidden = true;
   const paths = Object.keys(files);
   if (!paths.length) ul.append(el("li", "empty", "none"));
   for (const path of paths) {
-    const li = el("li", "", path);
-    li.onclick = () => {
+    const li = el("li");
+    li.append(button(path, "file-link", () => {
       const v = $("file-view");
       v.hidden = false;
       const text = files[path].content;
       v.textContent = text === null ? "(not shown: binary or larger than 64 KiB)" : text;
-    };
+    }));
     ul.append(li);
   }
+}
+
+function setDrawer(id, open) {
+  const toggle = id === "sidebar" ? $("toggle-sessions") : $("toggle-panel");
+  document.body.classList.toggle(id + "-open", open);
+  document.body.classList.toggle(id + "-closed", !open);
+  toggle.setAttribute("aria-expanded", String(open));
+  if (open && narrow()) {
+    setDrawer(id === "sidebar" ? "panel" : "sidebar", false);
+    const first = $(id).querySelector("button, input");
+    if (first) first.focus();
+  }
+}
+
+function drawerOpen(id) {
+  return narrow() ? document.body.classList.contains(id + "-open") : !document.body.classList.contains(id + "-closed");
+}
+
+// -------------------------------------------------------------- approvals
+
+// Line diff of two texts (longest common subsequence; small inputs).
+function lineDiff(a, b) {
+  const x = a.split("\n"), y = b.split("\n");
+  if (x.length * y.length > 250000) return [...x.map((l) => ["-", l]), ...y.map((l) => ["+", l])];
+  const n = x.length, m = y.length;
+  const dp = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) dp[i][j] = x[i] === y[j] ? dp[i + 1][j + 1] + 1 : Math.max(dp[i + 1][j], dp[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
+    else if (dp[i + 1][j] >= dp[i][j + 1]) out.push(["-", x[i++]]);
+    else out.push(["+", y[j++]]);
+  }
+  while (i < n) out.push(["-", x[i++]]);
+  while (j < m) out.push(["+", y[j++]]);
+  return out;
+}
+
+function diffView(oldText, newText) {
+  const pre = el("pre", "diff");
+  pre.setAttribute("aria-label", "Changes: lines starting with minus go, plus lines come");
+  for (const [sign, line] of lineDiff(oldText, newText)) {
+    pre.append(el("span", sign === "-" ? "del" : sign === "+" ? "add" : "same", sign + " " + line + "\n"));
+  }
+  return pre;
+}
+
+// What a call would do, shown so a person can judge it.
+function callPreview(name, args) {
+  const a = parseArgs(args);
+  const box = el("div", "preview");
+  if (a && name === "write_file" && typeof a.content === "string") {
+    box.append(el("div", "file-head", (a.file_path || "(no path)") + " — " + plural(countLines(a.content), "line")));
+    box.append(el("pre", "file-body", a.content));
+  } else if (a && name === "edit_file" && typeof a.old_string === "string") {
+    box.append(el("div", "file-head", (a.file_path || "(no path)") + (a.replace_all ? " — every occurrence" : "")));
+    box.append(diffView(a.old_string, String(a.new_string ?? "")));
+  } else {
+    box.append(el("pre", "args", pretty(args)));
+  }
+  return box;
+}
+
+// The form to edit a call's arguments: one field per argument.
+function editForm(p) {
+  const args = parseArgs(p.tool_call.arguments) || {};
+  const form = el("form", "decision-form edit-form");
+  for (const [key, value] of Object.entries(args)) {
+    const id = "arg-" + p.node_id + "-" + key;
+    const label = el("label", "", key);
+    label.htmlFor = id;
+    const isText = typeof value === "string";
+    const field = el(isText && !value.includes("\n") && value.length < 80 ? "input" : "textarea");
+    field.id = id;
+    field.name = key;
+    field.dataset.json = isText ? "" : "1";
+    field.value = isText ? value : JSON.stringify(value, null, 2);
+    if (field.tagName === "TEXTAREA") field.rows = Math.min(12, Math.max(2, countLines(field.value)));
+    form.append(label, field);
+  }
+  if (!Object.keys(args).length) {
+    const field = el("textarea");
+    field.name = "";
+    field.dataset.json = "raw";
+    field.value = pretty(p.tool_call.arguments);
+    field.setAttribute("aria-label", "Arguments (JSON)");
+    form.append(field);
+  }
+  const go = el("button", "primary", "Run with these arguments");
+  go.type = "submit";
+  form.append(go, button("Cancel", "", () => form.remove()));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    let edited = {};
+    try {
+      for (const f of form.querySelectorAll("input, textarea")) {
+        if (f.dataset.json === "raw") edited = JSON.parse(f.value);
+        else edited[f.name] = f.dataset.json ? JSON.parse(f.value) : f.value;
+      }
+    } catch (err) { status("An argument is not valid JSON: " + err.message); return; }
+    decide(p.node_id, "edit", { arguments: edited });
+  });
+  return form;
+}
+
+function textForm(p, kind, label, go) {
+  const form = el("form", "decision-form " + kind + "-form");
+  const id = kind + "-" + p.node_id;
+  const l = el("label", "", label);
+  l.htmlFor = id;
+  const field = el("textarea");
+  field.id = id;
+  field.rows = 2;
+  if (kind === "respond") field.required = true;
+  const b = el("button", kind === "reject" ? "danger" : "primary", go);
+  b.type = "submit";
+  form.append(l, field, b, button("Cancel", "", () => form.remove()));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = field.value.trim();
+    if (kind === "respond" && !text) return;
+    decide(p.node_id, kind, text ? { message: text } : {});
+  });
+  return form;
 }
 
 function renderApprovals(pending) {
   const box = $("approvals");
   box.replaceChildren();
-  if (!pending.length) { box.append(el("p", "empty", "none")); return; }
+  box.hidden = !pending.length;
+  if (!pending.length) return;
+  box.append(el("h3", "", pending.length === 1 ? "A call waits for your decision" : pending.length + " calls wait for your decision"));
   for (const p of pending) {
     const div = el("div", "approval");
-    div.append(el("strong", "", p.tool_call.name), el("code", "", p.tool_call.arguments));
-    for (const kind of ["approve", "reject"]) {
-      if (!p.allowed.includes(kind)) continue;
-      const b = el("button", kind, kind === "approve" ? "Approve" : "Reject");
-      b.type = "button";
-      b.onclick = () => decide(p.node_id, kind);
-      div.append(b);
-    }
+    div.dataset.nodeId = p.node_id;
+    div.append(el("strong", "tool-name", p.tool_call.name), callPreview(p.tool_call.name, p.tool_call.arguments));
+    const row = el("div", "decisions");
+    const open = (form) => {
+      for (const f of div.querySelectorAll(".decision-form")) f.remove();
+      div.append(form);
+      const first = form.querySelector("input, textarea");
+      if (first) first.focus();
+    };
+    if (p.allowed.includes("approve")) row.append(button("Approve", "approve primary", () => decide(p.node_id, "approve")));
+    if (p.allowed.includes("edit")) row.append(button("Edit arguments", "edit", () => open(editForm(p))));
+    if (p.allowed.includes("reject")) row.append(button("Reject…", "reject danger", () => open(textForm(p, "reject", "Why? (the model reads this; optional)", "Reject the call"))));
+    if (p.allowed.includes("respond")) row.append(button("Answer instead…", "respond", () => open(textForm(p, "respond", "Your answer, given to the model as the call's result", "Send the answer"))));
+    div.append(row);
     box.append(div);
   }
 }
 
-async function renderGraph(text) {
-  const box = $("graph");
-  if (!window.mermaid || !text) { box.textContent = text || ""; return; }
+async function decide(nodeId, decision, extra) {
+  await run("/api/sessions/" + state.session + "/approvals", { decisions: [Object.assign({ node_id: nodeId, decision }, extra || {})] });
+}
+
+// -------------------------------------------------------------------- graph
+
+function mermaidText(text) {
+  return String(text).replace(/#/g, "#35;").replace(/"/g, "#quot;").replace(/</g, "#lt;").replace(/>/g, "#gt;").replace(/[\r\n]+/g, " ");
+}
+
+// Mermaid source of a graph JSON; `ids` maps mermaid ids to node ids.
+function graphSource(graph, full, ids) {
+  const lines = ["flowchart TD"];
+  const edges = [];
+  const walk = (g, prefix, depth) => {
+    const local = new Map();
+    g.nodes.forEach((n, i) => local.set(n.id, prefix + i));
+    g.nodes.forEach((n) => {
+      const mid = local.get(n.id);
+      ids.set(mid, n);
+      const label = (n.kind === n.name ? n.kind : n.kind + " · " + n.name) + (n.excerpt ? ": " + n.excerpt : n.state === "ran" ? "" : " (" + n.state + ")");
+      const openable = full && n.inner && n.inner.nodes.length;
+      if (openable && state.expanded.has(n.id)) {
+        lines.push("  subgraph " + mid + ' ["⊟ ' + mermaidText(n.kind + " · " + n.name) + '"]');
+        lines.push("  direction TB");
+        walk(n.inner, mid + "_", depth + 1);
+        lines.push("  end");
+        lines.push("  style " + mid + " fill:#f4f6ff,stroke:#6b7cff");
+      } else {
+        lines.push("  " + mid + '["' + (openable ? "⊞ " : "") + mermaidText(label) + '"]:::' + n.state);
+      }
+      for (const p of n.parents) if (local.has(p)) edges.push("  " + local.get(p) + " --> " + mid);
+    });
+  };
+  walk(graph, "n", 0);
+  lines.push(...edges);
+  lines.push("  classDef ran fill:#e6f4ea,stroke:#2f8f46,color:#123");
+  lines.push("  classDef failed fill:#fde8e8,stroke:#b42318,color:#5a0d0d");
+  lines.push("  classDef held fill:#fff4d6,stroke:#b7791f,color:#4a3300");
+  lines.push("  classDef pending fill:#f1f1f4,stroke:#888,stroke-dasharray:4 3,color:#333");
+  return lines.join("\n");
+}
+
+async function renderGraph(box, graph, full) {
+  if (!graph) { box.replaceChildren(); return; }
+  const ids = new Map();
+  const text = graphSource(graph, full, ids);
+  if (!window.mermaid) { box.replaceChildren(el("pre", "", text)); return; }
   try {
     const { svg } = await window.mermaid.render("graph-svg-" + (++state.graphs), text);
-    box.innerHTML = svg;
-  } catch (e) { box.replaceChildren(el("pre", "", text)); }
+    box.innerHTML = svg; // mermaid's own output (securityLevel strict; labels escaped above)
+  } catch (e) { box.replaceChildren(el("pre", "", text)); return; }
+  if (!full) return;
+  const svg = box.querySelector("svg");
+  const vb = svg && svg.viewBox && svg.viewBox.baseVal;
+  if (vb && vb.width) { svg.style.width = vb.width + "px"; svg.style.height = vb.height + "px"; svg.removeAttribute("width"); }
+  for (const g of box.querySelectorAll("g.node, g.cluster")) {
+    const m = /(?:flowchart-)?(n[\d_]*\d)(?:-\d+)?$/.exec(g.id || "");
+    const node = m && ids.get(m[1]);
+    if (!node) continue;
+    g.classList.add("clickable");
+    g.setAttribute("tabindex", "0");
+    g.setAttribute("role", "button");
+    g.setAttribute("aria-label", node.kind + " " + node.name + ", " + node.state);
+    const open = (e) => {
+      e.stopPropagation();
+      if (node.inner && node.inner.nodes.length) {
+        if (state.expanded.has(node.id)) state.expanded.delete(node.id); else state.expanded.add(node.id);
+        renderGraph(box, state.view && state.view.graph, true).then(fit);
+      }
+      showNode(node.id);
+    };
+    g.addEventListener("click", open);
+    g.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(e); } });
+  }
+  applyZoom();
 }
+
+async function showNode(nodeId) {
+  const box = $("node-detail");
+  try {
+    const n = await api("GET", "/api/sessions/" + state.session + "/nodes/" + nodeId);
+    box.replaceChildren(el("h3", "", n.kind + " · " + n.name), el("p", "state " + n.state, n.state));
+    const section = (title, value) => {
+      const d = el("details");
+      d.open = title !== "input";
+      d.append(el("summary", "", title));
+      // A message's text reads as text; the rest as JSON.
+      if (value && typeof value.content === "string") {
+        const rest = Object.assign({}, value);
+        delete rest.content;
+        d.append(el("pre", "content", value.content || "(no text)"), el("pre", "", JSON.stringify(rest, null, 2)));
+      } else {
+        d.append(el("pre", "", typeof value === "string" ? value : JSON.stringify(value, null, 2)));
+      }
+      box.append(d);
+    };
+    section("output", n.output);
+    section("input", n.input);
+    section("metadata", n.metadata);
+  } catch (e) { box.replaceChildren(el("p", "msg error", e.message)); }
+}
+
+function applyZoom() {
+  const z = state.zoom;
+  $("graph-full").style.transform = "translate(" + z.x + "px," + z.y + "px) scale(" + z.scale + ")";
+}
+
+// Scales the graph to fit the canvas (never above its natural size).
+function fit() {
+  const svg = $("graph-full").querySelector("svg");
+  const canvas = $("graph-canvas");
+  if (!svg) return;
+  const w = parseFloat(svg.style.width) || svg.getBoundingClientRect().width;
+  const h = parseFloat(svg.style.height) || svg.getBoundingClientRect().height;
+  // The width fits; a tall graph pans down (text stays readable).
+  const scale = Math.min(1, (canvas.clientWidth - 32) / w, Math.max((canvas.clientHeight - 32) / h, 0.6));
+  state.zoom = { scale: Math.max(0.2, scale), x: Math.max(0, (canvas.clientWidth - w * scale) / 2 - 16), y: 0 };
+  applyZoom();
+}
+
+function zoom(factor) {
+  state.zoom.scale = Math.min(4, Math.max(0.2, state.zoom.scale * factor));
+  applyZoom();
+}
+
+async function openGraph() {
+  if (!state.view) return;
+  $("graph-view").hidden = false;
+  document.body.classList.add("modal-open");
+  state.zoom = { scale: 1, x: 0, y: 0 };
+  await renderGraph($("graph-full"), state.view.graph, true);
+  fit();
+  $("graph-close").focus();
+}
+
+function closeGraph() {
+  $("graph-view").hidden = true;
+  document.body.classList.remove("modal-open");
+  $("open-graph").focus();
+}
+
+(function panAndZoom() {
+  const canvas = $("graph-canvas");
+  let drag = null;
+  canvas.addEventListener("wheel", (e) => { e.preventDefault(); zoom(e.deltaY < 0 ? 1.1 : 1 / 1.1); }, { passive: false });
+  canvas.addEventListener("pointerdown", (e) => {
+    if (e.target.closest(".clickable")) return;
+    drag = { x: e.clientX - state.zoom.x, y: e.clientY - state.zoom.y };
+    canvas.setPointerCapture(e.pointerId);
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    if (!drag) return;
+    state.zoom.x = e.clientX - drag.x;
+    state.zoom.y = e.clientY - drag.y;
+    applyZoom();
+  });
+  canvas.addEventListener("pointerup", () => { drag = null; });
+  canvas.addEventListener("keydown", (e) => {
+    const step = 40;
+    const moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
+    if (e.target !== canvas) return;
+    if (moves[e.key]) { state.zoom.x += moves[e.key][0]; state.zoom.y += moves[e.key][1]; applyZoom(); e.preventDefault(); }
+    if (e.key === "+" || e.key === "=") zoom(1.2);
+    if (e.key === "-") zoom(1 / 1.2);
+  });
+})();
+
+// ------------------------------------------------------------------- runs
 
 // Reads a server-sent event stream from a fetch response.
 async function readEvents(response, onEvent) {
@@ -198,75 +831,215 @@ async function readEvents(response, onEvent) {
   }
 }
 
+function step(text) {
+  $("step").hidden = !text;
+  $("step-text").textContent = text || "";
+}
+
+function setRunning(on) {
+  state.running = on;
+  $("stop").hidden = !on;
+  $("stop").disabled = false;
+  $("send").textContent = on ? "Queue" : "Send";
+  $("send").title = on ? "The agent is working: this message is sent when the run ends" : "";
+  document.body.classList.toggle("running", on);
+  for (const b of $("approvals").querySelectorAll("button")) b.disabled = on;
+}
+
 // Posts to a run endpoint and shows its events as they come.
 async function run(path, body) {
-  if (state.running) return;
-  state.running = true;
-  $("send").disabled = true;
-  status("running…");
+  if (state.running) return false;
+  setRunning(true);
+  step("Sending…");
   const box = $("messages");
-  let live = null;
+  const hello = box.querySelector(".hello");
+  if (hello) hello.remove();
+  state.notes = [];
+  const note = (cls, text) => { const n = el("div", "msg " + cls, text); state.notes.push(n); box.append(n); box.scrollTop = box.scrollHeight; return n; };
+  let live = null, liveText = "", paint = 0;
+  const tools = new Map();
+  const flush = () => { paint = 0; if (live) { markdown(live, liveText); box.scrollTop = box.scrollHeight; } };
+  let ok = true;
   try {
-    const r = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(body) });
-    if (!r.ok) {
-      let message = r.status + "";
-      try { message = (await r.json()).error.message; } catch (_) { /* not JSON */ }
-      throw new Error(message);
-    }
+    let r;
+    try { r = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(body) }); }
+    catch (_) { throw new ApiFailure(0, ""); }
+    if (!r.ok) throw new ApiFailure(r.status, await errorText(r));
+    step("Thinking…");
     await readEvents(r, (name, data) => {
       if (name === "text") {
         if (!live || live.dataset.node !== data.node_id) {
           live = el("div", "msg ai streaming");
           live.dataset.node = data.node_id;
+          liveText = "";
           box.append(live);
         }
-        live.textContent += data.text;
+        liveText += data.text;
+        if (!paint) paint = setTimeout(flush, 40);
         // How many streamed pieces this page showed (tests read it).
         document.body.dataset.deltas = String(Number(document.body.dataset.deltas || 0) + 1);
-        box.scrollTop = box.scrollHeight;
+        step("Writing…");
+      } else if (name === "node_added") {
+        if (data.kind === "summary") step("Summarizing the conversation so far…");
+        else if (data.kind === "chat") step("Thinking…");
+      } else if (name === "summary_written") {
+        note("notice", "The conversation so far was summarized (" + plural(data.summarized, "message") + ") to fit the model's window.");
       } else if (name === "tool_call_started") {
-        const d = toolCallBox({ id: data.tool_call_id, name: data.name, arguments: "" });
+        const d = toolBox({ id: data.tool_call_id, name: data.name, arguments: "" });
         d.classList.add("live");
+        tools.set(data.tool_call_id, d);
         box.append(d);
+        step("Calling " + data.name + "…");
       } else if (name === "tool_call_finished") {
-        status(data.name + " " + data.status + " (" + data.duration_ms.toFixed(1) + " ms)");
+        const d = tools.get(data.tool_call_id);
+        if (d) {
+          d.classList.remove("live");
+          d.classList.toggle("error", data.status === "error");
+          d.querySelector(".tool-line").textContent = data.name + (data.status === "error" ? " — error" : " — done") + " (" + Math.round(data.duration_ms) + " ms)";
+        }
+        step("Thinking…");
+      } else if (name === "answer_cut_off") {
+        flush();
+        box.append(cutOffNotice(false));
+      } else if (name === "empty_answer") {
+        box.append(el("div", "msg notice", "The model gave an empty answer (no text, no tool call); the run goes on."));
+      } else if (name === "node_failed") {
+        step("A step failed: " + data.error);
       } else if (name === "approval_needed") {
+        step("Waiting for your approval");
         renderApprovals(data.pending);
+      } else if (name === "stopped") {
+        note("notice stopped", "Stopped. What ran is kept; send a message to go on.");
       } else if (name === "error") {
-        box.append(el("div", "msg error", data.message));
+        ok = false;
+        note("error", plainError(data.status, data.message));
       }
     });
+    if (paint) { clearTimeout(paint); flush(); }
     status("");
   } catch (e) {
-    box.append(el("div", "msg error", e.message));
-    status(e.message);
+    ok = false;
+    note("error", e.message);
   } finally {
-    state.running = false;
-    $("send").disabled = false;
+    step("");
+    setRunning(false);
   }
   await refresh();
   await loadSessions();
+  sendQueued();
+  return ok;
+}
+
+async function stopRun() {
+  if (!state.running || !state.session) return;
+  $("stop").disabled = true;
+  step("Stopping…");
+  try { await api("POST", "/api/sessions/" + state.session + "/stop"); }
+  catch (e) { status(e.message); }
+}
+
+async function continueAnswer() {
+  if (!state.session) return;
+  await run("/api/sessions/" + state.session + "/continue", {});
+}
+
+// ----------------------------------------------------------------- composer
+
+function renderQueue() {
+  const ul = $("queue");
+  ul.replaceChildren();
+  state.queue.forEach((text, i) => {
+    const li = el("li", "queued");
+    li.append(el("span", "queued-label", "queued"), el("span", "queued-text", text));
+    li.append(button("×", "small", () => { state.queue.splice(i, 1); renderQueue(); }));
+    li.lastChild.setAttribute("aria-label", "Remove this queued message");
+    ul.append(li);
+  });
+}
+
+// Sends the next queued message once nothing runs and no call waits.
+function sendQueued() {
+  if (state.running || !state.queue.length || !state.session) return;
+  if (state.view && state.view.pending_approvals.length) {
+    status("Queued messages wait until the pending calls are decided.");
+    return;
+  }
+  const text = state.queue.shift();
+  renderQueue();
+  sendNow(text);
+}
+
+async function sendNow(text) {
+  $("messages").append(el("div", "msg human", text));
+  $("messages").scrollTop = $("messages").scrollHeight;
+  await run("/api/sessions/" + state.session + "/messages", { content: text });
 }
 
 async function send(event) {
   event.preventDefault();
   const text = $("input").value.trim();
   if (!text) return;
-  if (!state.session) await newSession();
-  if (!state.session) return;
   $("input").value = "";
-  $("messages").append(el("div", "msg human", text));
-  await run("/api/sessions/" + state.session + "/messages", { content: text });
+  if (!state.session && !(await newSession())) { $("input").value = text; return; }
+  // Never dropped: during a run (or while calls wait) it is queued.
+  if (state.running || (state.view && state.view.pending_approvals.length)) {
+    state.queue.push(text);
+    renderQueue();
+    sendQueued();
+    return;
+  }
+  await sendNow(text);
 }
 
-async function decide(nodeId, decision) {
-  await run("/api/sessions/" + state.session + "/approvals", { decisions: [{ node_id: nodeId, decision }] });
-}
+// -------------------------------------------------------------------- start
 
-$("composer").addEventListener("submit", send);
-$("input").addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); }
-});
-$("new-session").addEventListener("click", newSession);
-if (window.mermaid) window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
-loadSessions();
+(function start() {
+  const params = new URLSearchParams(location.search);
+  if (params.has("token")) {
+    localStorage.setItem("lc-agent-token", params.get("token"));
+    params.delete("token");
+    history.replaceState(null, "", location.pathname + (params.toString() ? "?" + params : ""));
+  }
+  $("token").value = localStorage.getItem("lc-agent-token") || "";
+  $("token").addEventListener("change", () => {
+    localStorage.setItem("lc-agent-token", $("token").value.trim());
+    loadSessions();
+    refresh();
+  });
+  if (window.mermaid) window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", flowchart: { htmlLabels: false }, themeVariables: { fontSize: "13px" } });
+  if (narrow()) { setDrawer("sidebar", false); setDrawer("panel", false); }
+  $("composer").addEventListener("submit", send);
+  $("input").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }
+  });
+  $("new-session").addEventListener("click", () => { newSession(); if (narrow()) setDrawer("sidebar", false); });
+  $("stop").addEventListener("click", stopRun);
+  $("rename").addEventListener("click", startRename);
+  $("rename-form").addEventListener("submit", rename);
+  $("rename-cancel").addEventListener("click", endRename);
+  $("rename-input").addEventListener("keydown", (e) => { if (e.key === "Escape") endRename(); });
+  $("delete").addEventListener("click", deleteSession);
+  $("more-sessions").addEventListener("click", () => loadSessions(true));
+  let searching = 0;
+  $("search").addEventListener("input", () => { clearTimeout(searching); searching = setTimeout(() => loadSessions(), 250); });
+  $("toggle-sessions").addEventListener("click", () => setDrawer("sidebar", !drawerOpen("sidebar")));
+  $("toggle-panel").addEventListener("click", () => setDrawer("panel", !drawerOpen("panel")));
+  $("open-graph").addEventListener("click", openGraph);
+  $("graph-close").addEventListener("click", closeGraph);
+  $("graph-view").addEventListener("keydown", (e) => { if (e.key === "Escape") closeGraph(); });
+  $("zoom-in").addEventListener("click", () => zoom(1.25));
+  $("zoom-out").addEventListener("click", () => zoom(0.8));
+  $("zoom-reset").addEventListener("click", fit);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && narrow()) { setDrawer("sidebar", false); setDrawer("panel", false); }
+  });
+  window.addEventListener("popstate", () => {
+    const id = new URLSearchParams(location.search).get("session");
+    if (id && id !== state.session) openSession(id, false);
+  });
+  setInterval(watch, 5000);
+  document.addEventListener("visibilitychange", watch);
+  const open = params.get("session");
+  loadSessions();
+  if (open) openSession(open, false);
+})();

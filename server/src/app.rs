@@ -2,10 +2,10 @@
 //! timeout, CORS when configured).
 //!
 //! ```text
-//!  /                         the web page (web.rs)      /assets/*  its files
+//!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
 //!  /v1/models, /v1/chat/completions                     openai.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
-//!  /api/sessions[/{id}[/messages|/approvals]]           sessions.rs
+//!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
 //!  ── RequestBodyLimit (413) ── Timeout (408) ── CORS (off unless origins are named)
 //! ```
 
@@ -29,6 +29,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let mut app = Router::new()
         .route("/", get(web::index))
         .route("/assets/:name", get(web::asset))
+        .route("/favicon.ico", get(web::favicon))
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/tools", get(tools_api::list))
@@ -36,8 +37,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route(
             "/api/sessions/:id",
-            get(sessions::show).delete(sessions::delete),
+            get(sessions::show)
+                .patch(sessions::rename)
+                .delete(sessions::delete),
         )
+        .route("/api/sessions/:id/nodes/:node_id", get(sessions::node))
+        .route(
+            "/api/sessions/:id/continue",
+            post(sessions::continue_cut_off),
+        )
+        .route("/api/sessions/:id/stop", post(sessions::stop))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
@@ -56,7 +65,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         app = app.layer(
             CorsLayer::new()
                 .allow_origin(AllowOrigin::list(origins))
-                .allow_methods([Method::GET, Method::POST, Method::DELETE])
+                .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
                 .allow_headers([
                     axum::http::header::AUTHORIZATION,
                     axum::http::header::CONTENT_TYPE,

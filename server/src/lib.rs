@@ -27,10 +27,12 @@
 //! error.rs      ApiError: status codes and OpenAI-shaped error bodies
 //! run.rs        Session: one run of a session (claim, load, commit, run, stream)
 //! events.rs     a run's NetworkEvents as SSE JSON
+//! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
 //! tools_api.rs  /v1/tools, /v1/tools/execute
-//! sessions.rs   /api/sessions: list, create, show, delete, messages, approvals
-//! web.rs        the embedded web page (assets/: index.html, app.js, style.css, mermaid)
+//! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
+//!               messages, approvals, continue a cut-off answer, stop a run
+//! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
 //! app.rs        the router and its layers
 //! serve.rs      check_bind, serve with a graceful shutdown
 //! ```
@@ -55,6 +57,7 @@ mod auth;
 pub mod config;
 pub mod error;
 pub mod events;
+mod graph;
 pub mod openai;
 mod run;
 pub mod serve;

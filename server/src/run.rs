@@ -5,14 +5,21 @@
 //! ```text
 //!  Session::open(user, id) ─▶ claim (409 if running here) ─▶ load (404 / 403) ─▶ attach agent
 //!  .human(text) / decide(..) ─▶ .commit()   save at the loaded revision (409 if saved elsewhere)
-//!  .run()      ─▶ invoke (streaming on) ─▶ save ─▶ RunEnd {answer, pending, revision, error}
+//!  .run()      ─▶ invoke (streaming on) ─▶ save ─▶ RunEnd {answer, pending, revision, error, stopped}
 //!  .stream()   ─▶ the same, its events as they happen (Item::Event ... Item::End)
 //! ```
+//!
+//! A stop ([`AppState::stop`], `POST /api/sessions/{id}/stop`) ends the
+//! run at once: the node in flight is dropped (a model call or a tool call
+//! cut short leaves no output), the nodes this run added that never ran are
+//! taken out again, and the session is saved with everything that ran. The
+//! next message goes on from there.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use lc_agent::{revision_of, NetworkList};
-use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork};
+use lc_agent::{HumanNode, NetworkEvent, NodeId, RunnableNetwork};
 use lc_agent_deepagent::approvals::{pending_approvals, PendingApproval};
 use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
 use tokio::sync::mpsc;
@@ -40,6 +47,9 @@ pub(crate) struct RunEnd {
     pub(crate) revision: u64,
     /// What failed, with the status a plain request would get.
     pub(crate) error: Option<(u16, String)>,
+    /// Someone stopped the run: the nodes it added that had not run were
+    /// taken out (how many).
+    pub(crate) stopped: Option<usize>,
 }
 
 /// What a streamed run yields.
@@ -48,6 +58,9 @@ pub(crate) enum Item {
     Event(NetworkEvent),
     /// Calls wait for a decision (sent before the end).
     Approvals(Vec<PendingApproval>),
+    /// Someone stopped the run; this many nodes that had not run were taken
+    /// out (sent before the end).
+    Stopped(usize),
     /// The run is over (saved).
     End(RunEnd),
 }
@@ -60,7 +73,7 @@ impl Session {
         id: Uuid,
     ) -> Result<Self, ApiError> {
         let list = state.list(user)?;
-        let claim = state.claim(id, &list)?;
+        let claim = state.claim(user, id, &list)?;
         let (net, agent) = state.open(user, &list, id).await?;
         claim.track(&net);
         Ok(Self {
@@ -75,7 +88,7 @@ impl Session {
     pub(crate) fn create(state: &Arc<AppState>, user: &str, name: &str) -> Result<Self, ApiError> {
         let list = state.list(user)?;
         let net = state.new_session(user, name)?;
-        let claim = state.claim(net.id(), &list)?;
+        let claim = state.claim(user, net.id(), &list)?;
         claim.track(&net);
         let (agent, _) = state.agent_for(user, Some(&net))?;
         Ok(Self {
@@ -102,7 +115,12 @@ impl Session {
     /// saves.
     async fn run(&self) -> RunEnd {
         self.net.set_streaming(true);
-        let outcome = self.net.invoke().await;
+        let before: HashSet<NodeId> = self.net.nodes().iter().map(|n| n.id()).collect();
+        let outcome = tokio::select! {
+            outcome = self.net.invoke() => Some(outcome),
+            () = self.claim.stopped() => None,
+        };
+        let stopped = outcome.is_none().then(|| self.drop_unrun(&before));
         let saved = self.list.save(&self.net).await;
         let pending = pending_approvals(&self.net);
         let mut end = RunEnd {
@@ -110,17 +128,40 @@ impl Session {
             pending,
             revision: revision_of(&self.net),
             error: None,
+            stopped,
         };
         match outcome {
-            Ok(reply) if end.pending.is_empty() => end.answer = reply.text().to_string(),
-            Ok(_) => {}
-            Err(e) => end.error = Some((502, format!("the run failed: {e}"))),
+            Some(Ok(reply)) if end.pending.is_empty() => end.answer = reply.text().to_string(),
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => end.error = Some((502, format!("the run failed: {e}"))),
         }
         if let Err(e) = saved {
             let e = ApiError::from(e);
             end.error = Some((e.status().as_u16(), e.to_string()));
         }
         end
+    }
+
+    /// After a stop: takes out the nodes added since `before` that never
+    /// ran (newest first, so each is a leaf when it goes); how many.
+    fn drop_unrun(&self, before: &HashSet<NodeId>) -> usize {
+        let unrun: Vec<NodeId> = self
+            .net
+            .nodes()
+            .iter()
+            .filter(|n| !before.contains(&n.id()) && !n.is_invoked())
+            .map(|n| n.id())
+            .collect();
+        let mut removed = 0;
+        for id in unrun.into_iter().rev() {
+            match self.net.remove_node(id) {
+                Ok(_) => removed += 1,
+                Err(e) => {
+                    tracing::warn!(node = %id, error = %e, "a stopped run's pending node stays")
+                }
+            }
+        }
+        removed
     }
 
     /// Runs in a task of its own (it finishes and saves even when the
@@ -133,6 +174,9 @@ impl Session {
         });
         tokio::spawn(async move {
             let end = self.run().await;
+            if let Some(removed) = end.stopped {
+                let _ = tx.send(Item::Stopped(removed));
+            }
             if !end.pending.is_empty() {
                 let _ = tx.send(Item::Approvals(end.pending.clone()));
             }

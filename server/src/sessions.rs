@@ -2,13 +2,20 @@
 //! a message or decisions and watch the run as server-sent events.
 //!
 //! ```text
-//!  GET    /api/sessions                 a page of SessionInfo (newest first)
-//!  POST   /api/sessions {name?}         a new session (201)
-//!  GET    /api/sessions/{id}            messages, Mermaid, files, todos, pending approvals
+//!  GET    /api/sessions?offset=&limit=&q=  a page of SessionInfo (newest first; q: names containing it)
+//!  POST   /api/sessions {name?}         a new session (201), named by its first message unless named
+//!  GET    /api/sessions/{id}            messages, graph, Mermaid, files, todos, pending approvals, usage
+//!  PATCH  /api/sessions/{id} {name}     renames it (409 while it runs)
 //!  DELETE /api/sessions/{id}            204 (404 when there is none)
+//!  GET    /api/sessions/{id}/nodes/{node_id}   one node: input, output, metadata (any depth)
 //!  POST   /api/sessions/{id}/messages   {content}                       ─▶ SSE (see events.rs)
 //!  POST   /api/sessions/{id}/approvals  {decisions: [{node_id, decision, arguments?, message?}]} ─▶ SSE
+//!  POST   /api/sessions/{id}/continue   asks a cut-off answer to go on  ─▶ SSE (400 when none is cut off)
+//!  POST   /api/sessions/{id}/stop       ends the run going on here (202; 409 when none is)
 //! ```
+//!
+//! A stopped run ends its stream with `stopped {removed}` then `done`
+//! (`"stopped": true`); see run.rs for what a stop keeps.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,8 +26,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
 use axum::Json;
 use futures::Stream;
-use lc_agent::RunnableNetwork;
 use lc_agent::{revision_of, ListQuery};
+use lc_agent::{NetworkNode, RunnableNetwork, ToolNode};
 use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
 use lc_agent_deepagent::todos::todos_of;
 use lc_agent_filesystem::Backend;
@@ -31,17 +38,28 @@ use uuid::Uuid;
 use crate::auth::User;
 use crate::error::ApiError;
 use crate::events::{event_json, pending_json};
+use crate::graph::{graph_json, node_json};
 use crate::run::{Item, Session};
 use crate::state::AppState;
 
-/// `?offset=&limit=` of the listing.
+/// `?offset=&limit=&q=` of the listing.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Page {
     #[serde(default)]
     offset: usize,
     #[serde(default)]
     limit: Option<usize>,
+    /// Only sessions whose name contains this (any case).
+    #[serde(default)]
+    q: Option<String>,
 }
+
+/// The name of a session created without one; its first message names it.
+pub const DEFAULT_NAME: &str = "New session";
+/// The longest name a first message gives its session.
+const TITLE_CHARS: usize = 60;
+/// Sessions read per store request while searching.
+const SEARCH_BATCH: usize = 500;
 
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
@@ -49,15 +67,65 @@ pub(crate) async fn list(
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.list(&user)?;
-    let query = ListQuery::default()
-        .offset(page.offset)
-        .limit(page.limit.unwrap_or(50).min(500));
-    let page = list.list(&query).await?;
-    Ok(Json(json!({
-        "sessions": page.sessions,
-        "total": page.total,
-        "errors": page.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    })))
+    let limit = page.limit.unwrap_or(50).min(500);
+    let needle = page
+        .q
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .map(str::to_lowercase);
+    let Some(needle) = needle else {
+        let query = ListQuery::default().offset(page.offset).limit(limit);
+        let page = list.list(&query).await?;
+        return Ok(Json(json!({
+            "sessions": page.sessions,
+            "total": page.total,
+            "errors": page.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })));
+    };
+    // A search reads the listing (names are in it, networks are not
+    // loaded) and pages through the matches.
+    let mut matches = Vec::new();
+    let mut errors = Vec::new();
+    let mut offset = 0;
+    loop {
+        let batch = list
+            .list(&ListQuery::default().offset(offset).limit(SEARCH_BATCH))
+            .await?;
+        let read = batch.sessions.len();
+        errors.extend(batch.errors.iter().map(ToString::to_string));
+        matches.extend(
+            batch
+                .sessions
+                .into_iter()
+                .filter(|s| s.name.to_lowercase().contains(&needle)),
+        );
+        offset += read;
+        if read == 0 || offset >= batch.total {
+            break;
+        }
+    }
+    let total = matches.len();
+    let sessions: Vec<_> = matches.into_iter().skip(page.offset).take(limit).collect();
+    Ok(Json(
+        json!({"sessions": sessions, "total": total, "errors": errors}),
+    ))
+}
+
+/// A session's name from its first message: the first line, cut at
+/// [`TITLE_CHARS`] characters.
+fn title_of(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() > TITLE_CHARS {
+        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line.to_string()
+    }
 }
 
 /// `POST /api/sessions` body.
@@ -75,7 +143,9 @@ pub(crate) async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     let name = body
         .and_then(|Json(b)| b.name)
-        .unwrap_or_else(|| "New session".to_string());
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| DEFAULT_NAME.to_string());
     let session = Session::create(&state, &user, &name)?;
     session.commit().await?;
     Ok((StatusCode::CREATED, Json(view(&session.net))))
@@ -91,9 +161,33 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
             let mut m = serde_json::to_value(&*output).ok()?;
             m["node_id"] = json!(node.id());
             m["kind"] = json!(node.kind());
+            let meta = node.metadata();
+            for key in SHOWN_METADATA {
+                if let Some(v) = meta.get(*key) {
+                    m[*key] = v.clone();
+                }
+            }
+            if let Some(inner) = node.downcast::<NetworkNode>().map(|n| n.network().clone()) {
+                // A sub-agent's work: shown under the call it serves.
+                m["inner"] = view(&inner)["messages"].take();
+                m["serves"] = json!(net
+                    .children(node.id())
+                    .iter()
+                    .find_map(|c| c.downcast::<ToolNode>().map(|t| t.tool_call.id.clone())));
+            }
             Some(m)
         })
         .collect();
+    let usage = messages.iter().fold(
+        json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
+        |mut sum, m| {
+            for key in ["prompt_tokens", "completion_tokens", "total_tokens"] {
+                let add = m["token_usage"][key].as_u64().unwrap_or(0);
+                sum[key] = json!(sum[key].as_u64().unwrap_or(0) + add);
+            }
+            sum
+        },
+    );
     let files: serde_json::Map<String, Value> = net
         .files()
         .into_iter()
@@ -110,6 +204,8 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
         "revision": revision_of(net),
         "messages": messages,
         "mermaid": net.to_mermaid(),
+        "graph": graph_json(net),
+        "usage": usage,
         "files": files,
         "todos": todos_of(net),
         "pending_approvals": pending_approvals(net).iter().map(pending_json).collect::<Vec<_>>(),
@@ -156,6 +252,97 @@ async fn directory_files(backend: &dyn Backend) -> Value {
     Value::Object(files)
 }
 
+/// The node metadata a message of the view carries: the model, its token
+/// usage, whether the answer was cut off or empty, and a failure.
+const SHOWN_METADATA: &[&str] = &[
+    "chat_model_name",
+    "token_usage",
+    "finish_reason",
+    "cut_off",
+    "empty_answer",
+    "error",
+];
+
+/// `PATCH /api/sessions/{id}` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rename {
+    name: String,
+}
+
+pub(crate) async fn rename(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+    Json(body): Json<Rename>,
+) -> Result<Json<Value>, ApiError> {
+    let name = body.name.trim();
+    if name.is_empty() {
+        return Err(ApiError::BadRequest("`name` is empty".to_string()));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "`name` is longer than {MAX_NAME_CHARS} characters"
+        )));
+    }
+    let list = state.list(&user)?;
+    let _claim = state.claim(&user, id, &list)?;
+    let net = state.load(&user, &list, id).await?;
+    net.set_name(name);
+    let saved = list.save(&net).await?;
+    Ok(Json(
+        json!({"id": id, "name": net.name(), "revision": saved.revision}),
+    ))
+}
+
+/// The longest name a rename accepts.
+pub const MAX_NAME_CHARS: usize = 200;
+
+pub(crate) async fn node(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path((id, node_id)): Path<(Uuid, Uuid)>,
+) -> Result<Json<Value>, ApiError> {
+    let list = state.list(&user)?;
+    let net = state.load(&user, &list, id).await?;
+    node_json(&net, node_id)
+        .map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("session {id} has no node {node_id}")))
+}
+
+pub(crate) async fn stop(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+) -> Result<impl IntoResponse, ApiError> {
+    if state.stop(&user, id) {
+        Ok((StatusCode::ACCEPTED, Json(json!({"stopping": true}))))
+    } else {
+        Err(ApiError::Conflict(format!(
+            "no run of session {id} is going on in this server"
+        )))
+    }
+}
+
+pub(crate) async fn continue_cut_off(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let session = Session::open(&state, &user, id).await?;
+    let added = session
+        .net
+        .continue_cut_off()
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    if added.is_none() {
+        return Err(ApiError::BadRequest(
+            "the newest answer is complete: there is nothing to continue".to_string(),
+        ));
+    }
+    session.commit().await?;
+    Ok(sse(session))
+}
+
 /// Files of a directory a session view lists.
 pub const MAX_LISTED_FILES: usize = 200;
 /// The largest file whose text a session view includes.
@@ -167,7 +354,7 @@ pub(crate) async fn delete(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let list = state.list(&user)?;
-    let _claim = state.claim(id, &list)?;
+    let _claim = state.claim(&user, id, &list)?;
     if list.delete(id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -192,6 +379,9 @@ pub(crate) async fn message(
         return Err(ApiError::BadRequest("`content` is empty".to_string()));
     }
     let session = Session::open(&state, &user, id).await?;
+    if session.net.name() == DEFAULT_NAME {
+        session.net.set_name(title_of(&body.content));
+    }
     session.human(&body.content);
     session.commit().await?;
     Ok(sse(session))
@@ -271,6 +461,7 @@ fn sse(session: Session) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
                     json!({"pending": pending.iter().map(pending_json).collect::<Vec<_>>()}),
                     false,
                 ),
+                Item::Stopped(removed) => ("stopped", json!({"removed": removed}), false),
                 Item::End(end) => match end.error {
                     Some((status, message)) => (
                         "error",
@@ -282,6 +473,7 @@ fn sse(session: Session) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
                         json!({
                             "answer": end.answer,
                             "revision": end.revision,
+                            "stopped": end.stopped.is_some(),
                             "pending_approvals": end.pending.iter().map(pending_json).collect::<Vec<_>>(),
                         }),
                         true,

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  request (User) ─▶ list(user)  the user's list of the server's ListConfig (opened once)
-//!                 ─▶ claim(id)   one run per session in this process (else 409)
+//!                 ─▶ claim(id)   one run per session in this process (else 409); stop(id) ends it
 //!                 ─▶ load + agent_for(user, net).attach(net)   Blueprint::resolve: the AgentSpec
 //!                    stored in the session wins, else the server's; the server's workspace
 //!                    (per user with tokens) always applies
@@ -24,6 +24,7 @@ use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
 use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
 use lc_agent_deepagent::workspace::Workspace;
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::ServerConfig;
@@ -51,17 +52,22 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// A session being run here, for a shutdown to save.
+/// A session being run here, for a shutdown to save and a person to stop.
 #[derive(Clone)]
 struct Running {
     network: Option<RunnableNetwork>,
     list: Arc<dyn NetworkList>,
+    /// Whose run it is (only they may stop it).
+    user: String,
+    /// Rung by [`AppState::stop`]; the run ends at once and saves what ran.
+    stop: Arc<Notify>,
 }
 
 /// This process's claim on running a session; released on drop.
 pub(crate) struct Claim {
     state: Arc<AppState>,
     id: Uuid,
+    stop: Arc<Notify>,
 }
 
 impl Claim {
@@ -70,6 +76,12 @@ impl Claim {
         if let Some(r) = self.state.running.lock().get_mut(&self.id) {
             r.network = Some(network.clone());
         }
+    }
+
+    /// Resolves once someone asks this run to stop (also when they asked
+    /// before the run began).
+    pub(crate) async fn stopped(&self) {
+        self.stop.notified().await;
     }
 }
 
@@ -99,6 +111,7 @@ impl AppState {
     /// run of it goes on here.
     pub(crate) fn claim(
         self: &Arc<Self>,
+        user: &str,
         id: Uuid,
         list: &Arc<dyn NetworkList>,
     ) -> Result<Claim, ApiError> {
@@ -108,17 +121,34 @@ impl AppState {
                 "a run of session {id} is in progress; try again when it ends"
             )));
         }
+        let stop = Arc::new(Notify::new());
         running.insert(
             id,
             Running {
                 network: None,
                 list: list.clone(),
+                user: user.to_string(),
+                stop: stop.clone(),
             },
         );
         Ok(Claim {
             state: self.clone(),
             id,
+            stop,
         })
+    }
+
+    /// Asks the run of `user`'s session `id` going on in this process to
+    /// stop; `false` when there is none (finished, never started, another
+    /// process runs it, or it is another user's).
+    pub(crate) fn stop(&self, user: &str, id: Uuid) -> bool {
+        match self.running.lock().get(&id) {
+            Some(r) if r.user == user => {
+                r.stop.notify_one();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Loads `user`'s session `id`: 404 when nobody has it, 403 when

@@ -1,6 +1,8 @@
 //! The web page, served from files embedded in the binary (no build step):
-//! `index.html`, `app.js`, `style.css`, and a pinned `mermaid` build with
-//! its license (`assets/`).
+//! `index.html`, `app.js`, `style.css`, `favicon.svg`, and pinned builds of
+//! the libraries it uses, each with its license (`assets/vendor/`, see its
+//! README): mermaid (the graph), marked (Markdown), DOMPurify (sanitizes
+//! the HTML Markdown makes), highlight.js (code blocks).
 
 use axum::extract::Path;
 use axum::http::header;
@@ -15,6 +17,7 @@ pub(crate) async fn index() -> Html<&'static str> {
 
 /// The embedded files: name, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
+    ("favicon.svg", SVG, include_bytes!("../assets/favicon.svg")),
     (
         "app.js",
         "text/javascript; charset=utf-8",
@@ -35,7 +38,52 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         "text/plain; charset=utf-8",
         include_bytes!("../assets/vendor/mermaid-LICENSE"),
     ),
+    (
+        "marked-18.2.1.umd.js",
+        JS,
+        include_bytes!("../assets/vendor/marked-18.2.1.umd.js"),
+    ),
+    (
+        "marked-LICENSE",
+        TEXT,
+        include_bytes!("../assets/vendor/marked-LICENSE"),
+    ),
+    (
+        "purify-3.4.18.min.js",
+        JS,
+        include_bytes!("../assets/vendor/purify-3.4.18.min.js"),
+    ),
+    (
+        "dompurify-LICENSE",
+        TEXT,
+        include_bytes!("../assets/vendor/dompurify-LICENSE"),
+    ),
+    (
+        "highlight-11.12.0.min.js",
+        JS,
+        include_bytes!("../assets/vendor/highlight-11.12.0.min.js"),
+    ),
+    (
+        "highlight-github-11.12.0.min.css",
+        CSS,
+        include_bytes!("../assets/vendor/highlight-github-11.12.0.min.css"),
+    ),
+    (
+        "highlight-LICENSE",
+        TEXT,
+        include_bytes!("../assets/vendor/highlight-LICENSE"),
+    ),
 ];
+
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+const SVG: &str = "image/svg+xml";
+
+/// `/favicon.ico`: the page's icon (an SVG, which browsers take there too).
+pub(crate) async fn favicon() -> Response {
+    asset(Path("favicon.svg".to_string())).await
+}
 
 /// One embedded file.
 pub(crate) async fn asset(Path(name): Path<String>) -> Response {

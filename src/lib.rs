@@ -206,6 +206,8 @@ pub use list::{
     CREATED_AT_KEY, DEFAULT_PAGE_SIZE, DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
 };
 pub use message::{Message, ToolCall, ToolStatus};
+#[cfg(feature = "anthropic")]
+pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 #[cfg(feature = "openai")]
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};

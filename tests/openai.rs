@@ -284,7 +284,8 @@ async fn plain_text_answer() {
         Some(Usage {
             prompt_tokens: 12,
             completion_tokens: 5,
-            total_tokens: 17
+            total_tokens: 17,
+            ..Usage::default()
         })
     );
     assert_eq!(server.requests(), 1);
@@ -557,7 +558,8 @@ async fn tolerates_unknown_fields_and_missing_optional_ones() {
         Some(Usage {
             prompt_tokens: 3,
             completion_tokens: 4,
-            total_tokens: 7
+            total_tokens: 7,
+            ..Usage::default()
         })
     );
 
@@ -639,7 +641,8 @@ async fn streaming_assembles_split_tool_calls() {
         Some(Usage {
             prompt_tokens: 20,
             completion_tokens: 9,
-            total_tokens: 29
+            total_tokens: 29,
+            ..Usage::default()
         })
     );
 

@@ -236,11 +236,23 @@ async fn tool_choices_map_to_the_apis_words() {
             "prompt caching off"
         );
     }
+    let mut request = ChatRequest::new(History::from_messages([
+        Message::system("One."),
+        Message::system("Two."),
+        Message::human("x"),
+    ]));
+    request.system = vec!["Three.".into()];
+    model.complete(&request).await.unwrap();
+    assert_eq!(
+        server.body(4)["system"],
+        "One.\n\nTwo.\n\nThree.",
+        "one string without cache markers"
+    );
     // No tools, no choice.
     let mut request = ask("time?");
     request.tool_choice = Some(ToolChoice::Required);
     model.complete(&request).await.unwrap();
-    assert!(server.body(4).get("tool_choice").is_none());
+    assert!(server.body(5).get("tool_choice").is_none());
 }
 
 // ---------------------------------------------------------------------------
@@ -390,6 +402,59 @@ async fn a_tool_call_without_argument_pieces_gets_an_empty_object() {
         arguments, answer.tool_calls[1].arguments,
         "the deltas say it"
     );
+}
+
+/// LiteLLM's proxy in front of llama-cpp-python opens a block for every
+/// piece of a call's arguments, each repeating the id and name: one call.
+#[tokio::test]
+async fn blocks_repeating_a_calls_id_continue_that_call() {
+    let mut events = vec![json!({"type": "message_start", "message": {"model": "smollm2"}})];
+    for (index, piece) in ["{", "\"word\"", ": \"hi\"", "}", ""].iter().enumerate() {
+        events.push(
+            json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "tool_use", "id": "call__0_lookup", "name": "lookup", "input": {}}}),
+        );
+        if !piece.is_empty() {
+            events.push(
+                json!({"type": "content_block_delta", "index": index, "delta":
+                {"type": "input_json_delta", "partial_json": piece}}),
+            );
+        }
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(
+        json!({"type": "content_block_start", "index": 5, "content_block":
+        {"type": "tool_use", "id": "call__1_lookup", "name": "lookup", "input": {}}}),
+    );
+    events.push(json!({"type": "content_block_stop", "index": 5}));
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}));
+    events.push(json!({"type": "message_stop"}));
+    let server = server(vec![Reply::sse_typed(&events)]).await;
+    let model = model(&server).build().unwrap();
+
+    let (answer, deltas) = stream_collect(&model, &ask("hi?")).await;
+    let answer = answer.unwrap();
+
+    assert_eq!(
+        answer.tool_calls,
+        vec![
+            ToolCall {
+                id: "call__0_lookup".into(),
+                name: "lookup".into(),
+                arguments: r#"{"word": "hi"}"#.into(),
+            },
+            ToolCall {
+                id: "call__1_lookup".into(),
+                name: "lookup".into(),
+                arguments: "{}".into(),
+            },
+        ]
+    );
+    let names = deltas
+        .iter()
+        .filter(|d| matches!(d, StreamDelta::ToolCall { name: Some(_), .. }))
+        .count();
+    assert_eq!(names, 2, "each name reported once: {deltas:?}");
 }
 
 #[tokio::test]

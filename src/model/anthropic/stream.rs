@@ -11,10 +11,16 @@
 //! skipped, as are block and event types this client does not know; an
 //! `error` event ends the answer with that error.
 //!
+//! A tool call is one `tool_use` block, except from a gateway that
+//! translates another provider's stream chunk by chunk: LiteLLM's proxy in
+//! front of llama-cpp-python opens a new block for every piece of the
+//! arguments, each repeating the call's id and name. A block that repeats
+//! the id of the call before it continues that call.
+//!
 //! A stream that closes without `message_stop` is accepted once a stop
 //! reason came, and is a cut-off answer otherwise.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use super::wire::{finish_reason, generated_call_id, input_text, BlockDelta, BlockIn, WireEvent};
 use super::wire::{WireMessageIn, WireUsage};
@@ -37,14 +43,14 @@ pub(super) async fn read_stream(
     let mut state = StreamState::default();
     loop {
         let Some(data) = events.next().await? else {
-            return state.finish_without_stop();
+            return state.finish_without_stop(on_delta);
         };
         let data = data.trim();
         if data.is_empty() {
             continue;
         }
         match decode::<WireEvent>(data, key)? {
-            WireEvent::MessageStop => return Ok(state.finish()),
+            WireEvent::MessageStop => return Ok(state.finish(on_delta)),
             WireEvent::Error { error } => {
                 return Err(ModelError::Other(format!(
                     "the model endpoint reported an error mid-stream: {}",
@@ -62,8 +68,11 @@ struct StreamState {
     /// Whether `message_start` came.
     started: bool,
     content: String,
-    /// Tool calls by their block's index.
-    calls: BTreeMap<usize, PartialCall>,
+    /// Tool calls, in order.
+    calls: Vec<PartialCall>,
+    /// Content block index -> the tool call it holds (a position in
+    /// `calls`).
+    blocks: HashMap<usize, usize>,
     usage: Option<WireUsage>,
     stop_reason: Option<String>,
     model: Option<String>,
@@ -71,8 +80,6 @@ struct StreamState {
 
 /// A tool call being assembled from its block's events.
 struct PartialCall {
-    /// The call's position among the answer's calls.
-    ordinal: usize,
     id: String,
     name: String,
     /// The `input` its start gave (used when no pieces follow).
@@ -90,8 +97,16 @@ impl StreamState {
             } => match content_block {
                 BlockIn::Text { text } => self.text(text, on_delta),
                 BlockIn::ToolUse { id, name, input } => {
+                    let id = non_empty(Some(id));
+                    if let Some(last) = self.calls.len().checked_sub(1) {
+                        if id.as_deref() == Some(self.calls[last].id.as_str()) {
+                            // The same call again (a gateway's quirk).
+                            self.blocks.insert(index, last);
+                            return;
+                        }
+                    }
                     let ordinal = self.calls.len();
-                    let id = non_empty(Some(id)).unwrap_or_else(generated_call_id);
+                    let id = id.unwrap_or_else(generated_call_id);
                     on_delta(StreamDelta::ToolCall {
                         index: ordinal,
                         id: Some(id.clone()),
@@ -105,27 +120,27 @@ impl StreamState {
                         serde_json::Value::Null => String::new(),
                         other => input_text(other),
                     };
-                    self.calls.insert(
-                        index,
-                        PartialCall {
-                            ordinal,
-                            id,
-                            name,
-                            start_input,
-                            arguments: String::new(),
-                        },
-                    );
+                    self.blocks.insert(index, ordinal);
+                    self.calls.push(PartialCall {
+                        id,
+                        name,
+                        start_input,
+                        arguments: String::new(),
+                    });
                 }
                 BlockIn::Other => {}
             },
             WireEvent::ContentBlockDelta { index, delta } => match delta {
                 BlockDelta::TextDelta { text } => self.text(text, on_delta),
                 BlockDelta::InputJsonDelta { partial_json } => {
-                    if let Some(call) = self.calls.get_mut(&index) {
+                    let ordinal = self.blocks.get(&index).copied();
+                    if let Some((ordinal, call)) =
+                        ordinal.and_then(|n| Some((n, self.calls.get_mut(n)?)))
+                    {
                         if !partial_json.is_empty() {
                             call.arguments.push_str(&partial_json);
                             on_delta(StreamDelta::ToolCall {
-                                index: call.ordinal,
+                                index: ordinal,
                                 id: None,
                                 name: None,
                                 arguments: partial_json,
@@ -135,11 +150,6 @@ impl StreamState {
                 }
                 BlockDelta::Other => {}
             },
-            WireEvent::ContentBlockStop { index } => {
-                if let Some(call) = self.calls.get_mut(&index) {
-                    call.close(on_delta);
-                }
-            }
             WireEvent::MessageDelta { delta, usage } => {
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
@@ -150,7 +160,8 @@ impl StreamState {
                         .update(&usage);
                 }
             }
-            WireEvent::MessageStop
+            WireEvent::ContentBlockStop
+            | WireEvent::MessageStop
             | WireEvent::Ping
             | WireEvent::Error { .. }
             | WireEvent::Unknown => {}
@@ -172,13 +183,26 @@ impl StreamState {
         }
     }
 
-    fn finish(mut self) -> ChatResponse {
-        let mut calls: Vec<PartialCall> = std::mem::take(&mut self.calls).into_values().collect();
-        calls.sort_by_key(|call| call.ordinal);
-        let tool_calls = calls
+    /// The whole answer; a call whose arguments never came in pieces gets
+    /// the input its start gave, else `{}` (reported as a delta).
+    fn finish(self, on_delta: DeltaSink<'_>) -> ChatResponse {
+        let tool_calls = self
+            .calls
             .into_iter()
-            .map(|mut call| {
-                call.close(&mut |_| {});
+            .enumerate()
+            .map(|(index, mut call)| {
+                if call.arguments.is_empty() {
+                    call.arguments = match std::mem::take(&mut call.start_input) {
+                        input if input.is_empty() => "{}".to_string(),
+                        input => input,
+                    };
+                    on_delta(StreamDelta::ToolCall {
+                        index,
+                        id: None,
+                        name: None,
+                        arguments: call.arguments.clone(),
+                    });
+                }
                 ToolCall {
                     id: call.id,
                     name: call.name,
@@ -197,10 +221,10 @@ impl StreamState {
 
     /// The stream closed without `message_stop`: fine when the answer said
     /// why it stopped, an error otherwise.
-    fn finish_without_stop(self) -> Result<ChatResponse, ModelError> {
+    fn finish_without_stop(self, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ModelError> {
         if self.stop_reason.is_some() {
             tracing::debug!("event stream ended without message_stop after a stop reason");
-            return Ok(self.finish());
+            return Ok(self.finish(on_delta));
         }
         let message = if !self.started {
             "the server ended the stream without an answer (no message_start)"
@@ -214,26 +238,5 @@ impl StreamState {
             message: message.into(),
             source: None,
         })
-    }
-}
-
-impl PartialCall {
-    /// The block ended: a call whose arguments never came in pieces gets
-    /// the input its start gave, else `{}` (reported as a delta).
-    fn close(&mut self, on_delta: DeltaSink<'_>) {
-        if !self.arguments.is_empty() {
-            return;
-        }
-        let arguments = match std::mem::take(&mut self.start_input) {
-            input if input.is_empty() => "{}".to_string(),
-            input => input,
-        };
-        self.arguments.clone_from(&arguments);
-        on_delta(StreamDelta::ToolCall {
-            index: self.ordinal,
-            id: None,
-            name: None,
-            arguments,
-        });
     }
 }

@@ -32,8 +32,8 @@ use crate::tool::ToolSpec;
 pub(super) struct WireRequest<'a> {
     pub(super) model: &'a str,
     pub(super) max_tokens: u32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(super) system: Vec<TextBlock<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) system: Option<System<'a>>,
     pub(super) messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<WireTool<'a>>,
@@ -75,9 +75,23 @@ impl<'a> WireRequest<'a> {
                 _ => None,
             })
             .collect();
-        if let Some(last) = system.last_mut() {
-            last.cache_control = cache;
-        }
+        let system = match system.last_mut() {
+            None => None,
+            Some(last) if cache.is_some() => {
+                last.cache_control = cache;
+                Some(System::Blocks(system))
+            }
+            // Without a cache marker, one string: what every gateway
+            // passes on (LiteLLM hands a list on as a list, which
+            // llama-cpp-python refuses in a system message).
+            Some(_) => Some(System::Text(
+                system
+                    .iter()
+                    .map(|block| block.text)
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+            )),
+        };
         let mut tools: Vec<WireTool<'a>> = request.tools.iter().map(WireTool::from).collect();
         if let Some(last) = tools.last_mut() {
             last.cache_control = cache;
@@ -121,6 +135,15 @@ pub(super) struct CacheControl {
 
 impl CacheControl {
     const EPHEMERAL: Self = Self { kind: "ephemeral" };
+}
+
+/// The system prompt: text blocks (the last one marked for caching), or
+/// one string.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum System<'a> {
+    Blocks(Vec<TextBlock<'a>>),
+    Text(String),
 }
 
 /// A text block of the system prompt.
@@ -477,10 +500,7 @@ pub(super) enum WireEvent {
         index: usize,
         delta: BlockDelta,
     },
-    ContentBlockStop {
-        #[serde(default)]
-        index: usize,
-    },
+    ContentBlockStop,
     MessageDelta {
         #[serde(default)]
         delta: MessageDeltaBody,

@@ -212,8 +212,8 @@ pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, StreamDelta, ToolChoice,
-    ToolChoiceError, Usage,
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, Provider, ProviderError,
+    StreamDelta, ToolChoice, ToolChoiceError, Usage,
 };
 pub use network::{
     scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,

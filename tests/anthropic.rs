@@ -599,7 +599,13 @@ async fn a_prompt_that_does_not_fit_is_a_context_overflow_and_teaches_the_window
 #[test]
 fn configuration_from_the_environment_and_its_errors() {
     // The only test of this file that touches the environment.
-    for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"] {
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ] {
         std::env::remove_var(name);
     }
     let error = AnthropicChatModel::from_env().unwrap_err().to_string();
@@ -608,6 +614,14 @@ fn configuration_from_the_environment_and_its_errors() {
     std::env::set_var("ANTHROPIC_API_KEY", KEY);
     let model = AnthropicChatModel::from_env().unwrap();
     assert_eq!(model.model_name(), AnthropicChatModel::DEFAULT_MODEL);
+    assert_eq!(
+        lc_agent::Provider::Anthropic.default_model(),
+        AnthropicChatModel::DEFAULT_MODEL
+    );
+    assert_eq!(
+        lc_agent::Provider::from_env(),
+        lc_agent::Provider::Anthropic
+    );
     assert_eq!(model.base_url(), AnthropicChatModel::DEFAULT_BASE_URL);
     assert!(!format!("{model:?}").contains(KEY));
 

@@ -77,7 +77,10 @@ async fn a_plain_answer_not_streamed_and_streamed() {
         usage.prompt_tokens > 0 && usage.completion_tokens > 0,
         "{usage:?}"
     );
-    assert!(usage.completion_tokens <= 24, "max_tokens was sent: {usage:?}");
+    assert!(
+        usage.completion_tokens <= 24,
+        "max_tokens was sent: {usage:?}"
+    );
 
     let mut text = String::new();
     let streamed = model

@@ -7,9 +7,11 @@ pub mod anthropic;
 mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
+mod provider;
 pub mod scripted;
 mod tool_choice;
 
+pub use provider::{Provider, ProviderError};
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 
 use std::collections::HashMap;

@@ -165,10 +165,12 @@ impl LiteLlm {
             }
             let ready = TcpStream::connect(("127.0.0.1", self.port)).is_ok_and(|mut s| {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                s.write_all(b"GET /health/liveliness HTTP/1.0\r\n\r\n").is_ok() && {
-                    let mut head = [0u8; 12];
-                    s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
-                }
+                s.write_all(b"GET /health/liveliness HTTP/1.0\r\n\r\n")
+                    .is_ok()
+                    && {
+                        let mut head = [0u8; 12];
+                        s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+                    }
             });
             if ready {
                 return;

@@ -100,35 +100,28 @@ impl Provider {
         base_url: Option<String>,
         context_window: Option<usize>,
     ) -> Result<Arc<dyn ChatModel>, ModelError> {
+        // The builders share these settings' names, not a trait.
+        #[allow(unused_macros)]
+        macro_rules! build {
+            ($builder:expr) => {{
+                let mut builder = $builder;
+                if let Some(model) = model {
+                    builder = builder.model(model);
+                }
+                if let Some(url) = base_url {
+                    builder = builder.base_url(url);
+                }
+                if let Some(tokens) = context_window {
+                    builder = builder.context_window(tokens);
+                }
+                Ok(Arc::new(builder.build()?))
+            }};
+        }
         match self {
             #[cfg(feature = "openai")]
-            Provider::OpenAi => {
-                let mut builder = crate::OpenAiChatModel::builder();
-                if let Some(model) = model {
-                    builder = builder.model(model);
-                }
-                if let Some(url) = base_url {
-                    builder = builder.base_url(url);
-                }
-                if let Some(tokens) = context_window {
-                    builder = builder.context_window(tokens);
-                }
-                Ok(Arc::new(builder.build()?))
-            }
+            Provider::OpenAi => build!(crate::OpenAiChatModel::builder()),
             #[cfg(feature = "anthropic")]
-            Provider::Anthropic => {
-                let mut builder = crate::AnthropicChatModel::builder();
-                if let Some(model) = model {
-                    builder = builder.model(model);
-                }
-                if let Some(url) = base_url {
-                    builder = builder.base_url(url);
-                }
-                if let Some(tokens) = context_window {
-                    builder = builder.context_window(tokens);
-                }
-                Ok(Arc::new(builder.build()?))
-            }
+            Provider::Anthropic => build!(crate::AnthropicChatModel::builder()),
             #[allow(unreachable_patterns)]
             other => {
                 let _ = (model, base_url, context_window);

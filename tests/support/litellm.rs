@@ -5,7 +5,8 @@
 //! translates each Messages request into a chat completion and the answer
 //! back, streamed or not.
 //!
-//! Include with `#[path = "support/litellm.rs"] mod litellm;`. The proxy
+//! Include with `#[path = "support/litellm.rs"] mod litellm;`, beside
+//! `#[path = "support/llama.rs"] mod llama;` (whose helpers it uses). The proxy
 //! is `LC_AGENT_LITELLM` (the `litellm` executable), else `litellm` on the
 //! `PATH`, else the virtual environment `.ci/run` makes
 //! (`$XDG_CACHE_HOME/lc-agent/litellm-venv`, default `~/.cache/...`; LiteLLM
@@ -25,11 +26,11 @@
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::llama::{free_port, log_tail, wait_until_ok};
 
 /// The `litellm` executable, if one is installed.
 pub fn executable() -> Option<PathBuf> {
@@ -149,35 +150,13 @@ impl LiteLlm {
 
     /// The proxy's output so far (for failure messages).
     pub fn log(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(&self.log) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let start = text.len().saturating_sub(4000);
-        text[text.floor_char_boundary(start)..].to_string()
+        log_tail(&self.log)
     }
 
     fn wait_ready(&mut self) {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(180) {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("LiteLLM exited ({status}):\n{}", self.log());
-            }
-            let ready = TcpStream::connect(("127.0.0.1", self.port)).is_ok_and(|mut s| {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                s.write_all(b"GET /health/liveliness HTTP/1.0\r\n\r\n")
-                    .is_ok()
-                    && {
-                        let mut head = [0u8; 12];
-                        s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
-                    }
-            });
-            if ready {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        panic!("LiteLLM did not start in 180 s:\n{}", self.log());
+        let log = self.log.clone();
+        let (child, port) = (&mut self.child, self.port);
+        wait_until_ok(child, port, "/health/liveliness", "LiteLLM", 180, &log);
     }
 }
 
@@ -190,10 +169,4 @@ impl Drop for LiteLlm {
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.config);
     }
-}
-
-/// A port nothing listens on.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
 }

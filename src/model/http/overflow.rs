@@ -67,6 +67,7 @@ pub(crate) fn overflow_in(body: &str) -> Option<Overflow> {
 /// A rough size of a request body in tokens (about four bytes per token
 /// for English text and JSON), for messages that need an order of
 /// magnitude, never for a decision.
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
 pub(crate) fn rough_tokens(body_bytes: usize) -> usize {
     body_bytes.div_ceil(4)
 }

@@ -53,6 +53,7 @@ pub(crate) enum Auth {
     /// `Authorization: Bearer <key>` (OpenAI and the servers copying it).
     Bearer,
     /// The key alone in this header (Anthropic's `x-api-key`).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
     Header(&'static str),
 }
 
@@ -99,12 +100,14 @@ impl Transport {
     }
 
     /// Sends the key as `auth` says (default: a bearer token).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
     pub(crate) fn with_auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
         self
     }
 
     /// Sends this header with every request (e.g. an API version).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
     pub(crate) fn with_header(mut self, name: &'static str, value: &'static str) -> Self {
         self.headers.insert(
             HeaderName::from_static(name),
@@ -114,6 +117,7 @@ impl Transport {
     }
 
     /// The HTTP client (for requests other than chat completions).
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
     pub(crate) fn client(&self) -> &reqwest::Client {
         &self.client
     }

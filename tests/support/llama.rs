@@ -136,10 +136,10 @@ pub fn log_tail(path: &std::path::Path) -> String {
     if let Ok(mut f) = std::fs::File::open(path) {
         let _ = f.read_to_string(&mut text);
     }
-    let mut start = text.len().saturating_sub(4000);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
+    let start = text.len().saturating_sub(4000);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
     text[start..].to_string()
 }
 

@@ -81,8 +81,15 @@
 //! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
-//!                     transport.rs (sending, retries), wire.rs (JSON types),
-//!                     stream.rs (SSE assembly), redact.rs (keeping the key out)
+//!                     wire.rs (JSON types), stream.rs (SSE assembly), window.rs
+//!                     (the context window asked of the server)
+//!   anthropic/        AnthropicChatModel (Messages API): mod.rs (config, the ChatModel
+//!                     impl), wire.rs (JSON types, roles merged, cache markers),
+//!                     stream.rs (message/content-block events assembled)
+//!   http/             what both share: transport.rs (sending, retries, timeouts),
+//!                     redact.rs (keeping the key out), overflow.rs (prompt too long)
+//!   provider.rs       Provider: openai | anthropic, by name or from the environment
+//!   tool_choice.rs    ToolChoice: auto, required, none, a named tool
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
 //!   cassette/         a real run once, offline forever: RecordingChatModel (record.rs) wraps
 //!                     any model and appends each exchange to a JSON-lines cassette
@@ -111,9 +118,10 @@
 //!
 //! # Cargo features
 //!
-//! One per integration, both on by default: `openai` ([`OpenAiChatModel`],
-//! reqwest) and `redis` ([`RedisNetworkList`], [`ListConfig::Redis`], the
-//! `redis` crate with TLS and Cluster). Without them the core — graph,
+//! One per integration, all on by default: `openai` ([`OpenAiChatModel`],
+//! reqwest), `anthropic` ([`AnthropicChatModel`], the same HTTP client)
+//! and `redis` ([`RedisNetworkList`], [`ListConfig::Redis`], the `redis`
+//! crate with TLS and Cluster). Without them the core — graph,
 //! invocation, tools, the scripted model, the JSON session list — builds
 //! with neither an HTTP nor a Redis client.
 //!
@@ -211,12 +219,15 @@ pub use list::{
     CREATED_AT_KEY, DEFAULT_PAGE_SIZE, DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
 };
 pub use message::{Message, ToolCall, ToolStatus};
+#[cfg(feature = "anthropic")]
+pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 #[cfg(feature = "openai")]
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, Match, RecordingChatModel,
-    ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError, Usage, CASSETTE_FORMAT,
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, Match, Provider,
+    ProviderError, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError,
+    Usage, CASSETTE_FORMAT,
 };
 pub use network::{
     scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,

@@ -1,22 +1,20 @@
 //! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
 //! that answers with protocol-shaped responses and records what it got.
 
-use std::convert::Infallible;
+#[path = "support/mock_model.rs"]
+mod mock_model;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use futures::StreamExt;
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, History, Message, ModelError, StreamDelta, ToolCall,
     ToolSpec, Usage,
 };
 use lc_agent::{OpenAiChatModel, OpenAiChatModelBuilder};
+use mock_model::{MockServer, Reply};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -25,139 +23,12 @@ const KEY: &str = "sk-test-5f2b9c1e-do-not-leak";
 // ---------------------------------------------------------------------------
 // The mock server.
 
-/// One canned answer.
-#[derive(Clone)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    /// How long the server waits before answering at all.
-    delay: Duration,
-    /// Body pieces, each sent after its pause (several pieces = a body
-    /// that arrives in several network writes).
-    pieces: Vec<(Duration, Bytes)>,
-}
-
-impl Reply {
-    fn json(body: Value) -> Self {
-        Self::raw(200, body.to_string())
-    }
-
-    fn raw(status: u16, body: impl Into<String>) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type", "application/json".into())],
-            delay: Duration::ZERO,
-            pieces: vec![(Duration::ZERO, Bytes::from(body.into()))],
-        }
-    }
-
-    /// An event stream of these `data:` payloads, cut into small network
-    /// writes that do not respect event boundaries.
-    fn sse(events: &[String]) -> Self {
-        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        let pieces = text
-            .as_bytes()
-            .chunks(37)
-            .map(|c| (Duration::from_millis(2), Bytes::copy_from_slice(c)))
-            .collect();
-        Self {
-            status: 200,
-            headers: vec![("content-type", "text/event-stream".into())],
-            delay: Duration::ZERO,
-            pieces,
-        }
-    }
-
-    /// An event stream of these `data:` payloads, cut into network writes
-    /// at these byte offsets (anywhere: inside a line, a UTF-8 character or
-    /// the blank line between events).
-    fn sse_cut(events: &[String], cuts: &[usize]) -> Self {
-        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        let bytes = text.as_bytes();
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut pieces = Vec::new();
-        let mut start = 0;
-        for cut in cuts.into_iter().chain([bytes.len()]) {
-            pieces.push((Duration::ZERO, Bytes::copy_from_slice(&bytes[start..cut])));
-            start = cut;
-        }
-        Self {
-            status: 200,
-            headers: vec![("content-type", "text/event-stream".into())],
-            delay: Duration::ZERO,
-            pieces,
-        }
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    /// Waits this long before answering.
-    fn after(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    /// Appends a body piece sent after `pause`.
-    fn then(mut self, pause: Duration, piece: &str) -> Self {
-        self.pieces
-            .push((pause, Bytes::copy_from_slice(piece.as_bytes())));
-        self
-    }
-}
-
-/// What the server received.
-struct Seen {
-    body: Value,
-    authorization: Option<String>,
-}
-
-struct ServerState {
-    replies: Vec<Reply>,
-    seen: Mutex<Vec<Seen>>,
-}
-
-/// A server answering request `n` with `replies[n]` (the last reply
-/// repeats).
-struct MockServer {
-    base_url: String,
-    state: Arc<ServerState>,
+/// A server at `/v1/chat/completions`.
+async fn openai_server(replies: Vec<Reply>) -> MockServer {
+    MockServer::start("/v1", "/chat/completions", replies).await
 }
 
 impl MockServer {
-    async fn start(replies: Vec<Reply>) -> Self {
-        let state = Arc::new(ServerState {
-            replies,
-            seen: Mutex::new(Vec::new()),
-        });
-        let app = Router::new()
-            .route("/v1/chat/completions", post(handle))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Self {
-            base_url: format!("http://{addr}/v1"),
-            state,
-        }
-    }
-
-    fn requests(&self) -> usize {
-        self.state.seen.lock().len()
-    }
-
-    fn body(&self, n: usize) -> Value {
-        self.state.seen.lock()[n].body.clone()
-    }
-
-    fn authorization(&self, n: usize) -> Option<String> {
-        self.state.seen.lock()[n].authorization.clone()
-    }
-
     /// A model pointed at this server, with fast retries.
     fn model(&self) -> OpenAiChatModelBuilder {
         OpenAiChatModel::builder()
@@ -166,34 +37,6 @@ impl MockServer {
             .api_key(KEY)
             .retry_base_delay(Duration::from_millis(1))
     }
-}
-
-async fn handle(
-    State(state): State<Arc<ServerState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let n = {
-        let mut seen = state.seen.lock();
-        seen.push(Seen {
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-            authorization: headers
-                .get("authorization")
-                .map(|v| v.to_str().unwrap().to_string()),
-        });
-        seen.len() - 1
-    };
-    let reply = state.replies[n.min(state.replies.len() - 1)].clone();
-    tokio::time::sleep(reply.delay).await;
-    let pieces = futures::stream::iter(reply.pieces).then(|(pause, piece)| async move {
-        tokio::time::sleep(pause).await;
-        Ok::<_, Infallible>(piece)
-    });
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    for (name, value) in reply.headers {
-        response = response.header(name, value);
-    }
-    response.body(Body::from_stream(pieces)).unwrap()
 }
 
 // ---------------------------------------------------------------------------
@@ -270,7 +113,7 @@ async fn stream_collect(
 
 #[tokio::test]
 async fn plain_text_answer() {
-    let server = MockServer::start(vec![Reply::json(text_completion("Hello there!"))]).await;
+    let server = openai_server(vec![Reply::json(text_completion("Hello there!"))]).await;
     let model = server.model().build().unwrap();
 
     let answer = model.complete(&ask("Hi")).await.unwrap();
@@ -284,7 +127,8 @@ async fn plain_text_answer() {
         Some(Usage {
             prompt_tokens: 12,
             completion_tokens: 5,
-            total_tokens: 17
+            total_tokens: 17,
+            ..Usage::default()
         })
     );
     assert_eq!(server.requests(), 1);
@@ -294,7 +138,7 @@ async fn plain_text_answer() {
 
 #[tokio::test]
 async fn request_maps_every_message_kind_and_tools() {
-    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let server = openai_server(vec![Reply::json(text_completion("ok"))]).await;
     let model = server
         .model()
         .temperature(0.5)
@@ -378,7 +222,7 @@ async fn several_tool_calls_in_one_turn() {
             {"id": "call_3", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
         ]
     });
-    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let server = openai_server(vec![Reply::json(completion(message, "tool_calls"))]).await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Paris and Rome, and the time?");
     request.tools = vec![weather_tool()];
@@ -418,7 +262,7 @@ async fn reused_tool_call_ids_pair_each_call_with_its_own_turn() {
             "tool_calls",
         ))
     };
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         call(1),
         call(2),
         call(3),
@@ -491,7 +335,7 @@ async fn tool_call_arguments_are_kept_raw() {
             {"id": "call_obj", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
         ]
     });
-    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let server = openai_server(vec![Reply::json(completion(message, "tool_calls"))]).await;
     let answer = server
         .model()
         .build()
@@ -541,7 +385,7 @@ async fn tolerates_unknown_fields_and_missing_optional_ones() {
         "usage": {"prompt_tokens": 3, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 0}}
     });
     let minimal = json!({"choices": [{"message": {"content": null, "tool_calls": null}}]});
-    let server = MockServer::start(vec![Reply::json(body), Reply::json(minimal)]).await;
+    let server = openai_server(vec![Reply::json(body), Reply::json(minimal)]).await;
     let model = server.model().build().unwrap();
 
     let answer = model.complete(&ask("a")).await.unwrap();
@@ -557,7 +401,8 @@ async fn tolerates_unknown_fields_and_missing_optional_ones() {
         Some(Usage {
             prompt_tokens: 3,
             completion_tokens: 4,
-            total_tokens: 7
+            total_tokens: 7,
+            ..Usage::default()
         })
     );
 
@@ -567,7 +412,7 @@ async fn tolerates_unknown_fields_and_missing_optional_ones() {
 
 #[tokio::test]
 async fn malformed_json_is_an_invalid_response() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::raw(200, "{\"choices\": [ this is not json"),
         Reply::json(json!({"choices": []})),
         Reply::json(json!({"error": {"message": "model overloaded"}})),
@@ -608,7 +453,7 @@ fn split_tool_call_stream() -> Vec<String> {
 
 #[tokio::test]
 async fn streaming_assembles_split_tool_calls() {
-    let server = MockServer::start(vec![Reply::sse(&split_tool_call_stream())]).await;
+    let server = openai_server(vec![Reply::sse(&split_tool_call_stream())]).await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Paris and the time?");
     request.tools = vec![weather_tool()];
@@ -639,7 +484,8 @@ async fn streaming_assembles_split_tool_calls() {
         Some(Usage {
             prompt_tokens: 20,
             completion_tokens: 9,
-            total_tokens: 29
+            total_tokens: 29,
+            ..Usage::default()
         })
     );
 
@@ -676,7 +522,7 @@ async fn streaming_text_without_done_after_finish_reason() {
         chunk(json!({"content": "lo", "unknown": 1}), Value::Null),
         chunk(json!({}), json!("stop")),
     ];
-    let server = MockServer::start(vec![Reply::sse(&events)]).await;
+    let server = openai_server(vec![Reply::sse(&events)]).await;
     let model = server.model().build().unwrap();
 
     let (answer, deltas) = stream_collect(&model, &ask("hi")).await;
@@ -704,7 +550,7 @@ async fn streaming_failures() {
         chunk(json!({"content": "Hel"}), Value::Null),
         json!({"error": {"message": "upstream died"}}).to_string(),
     ];
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::sse(&cut_off),
         Reply::sse(&malformed),
         Reply::sse(&server_error),
@@ -737,7 +583,7 @@ async fn streaming_from_a_server_that_does_not_stream() {
         "content": "Sure.",
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
     });
-    let server = MockServer::start(vec![Reply::json(completion(message, "tool_calls"))]).await;
+    let server = openai_server(vec![Reply::json(completion(message, "tool_calls"))]).await;
     let model = server.model().build().unwrap();
 
     let (answer, deltas) = stream_collect(&model, &ask("hi")).await;
@@ -762,7 +608,7 @@ async fn streaming_from_a_server_that_does_not_stream() {
 
 #[tokio::test]
 async fn retries_429_honouring_retry_after() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::raw(429, r#"{"error": {"message": "slow down"}}"#).header("retry-after", "0"),
         Reply::json(text_completion("made it")),
     ])
@@ -789,7 +635,7 @@ async fn retries_429_honouring_retry_after() {
 
 #[tokio::test]
 async fn streaming_requests_are_retried_too() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::raw(503, "busy"),
         Reply::sse(&[
             chunk(json!({"content": "ok"}), json!("stop")),
@@ -807,7 +653,7 @@ async fn streaming_requests_are_retried_too() {
 
 #[tokio::test]
 async fn gives_up_after_four_unavailable_answers() {
-    let server = MockServer::start(vec![Reply::raw(503, "overloaded, try later")]).await;
+    let server = openai_server(vec![Reply::raw(503, "overloaded, try later")]).await;
     let model = server.model().build().unwrap();
 
     let error = model.complete(&ask("hi")).await.unwrap_err();
@@ -827,7 +673,7 @@ async fn a_500_is_retried_at_most_once_and_its_body_is_the_error() {
     // llama-cpp-python answers a request it cannot validate with 500 and a
     // JSON body; asking four times only waits longer for the same answer.
     let body = r#"{"error":{"message":"1 validation error for ChatCompletionRequestAssistantMessage","type":"internal_server_error"}}"#;
-    let server = MockServer::start(vec![Reply::raw(500, body)]).await;
+    let server = openai_server(vec![Reply::raw(500, body)]).await;
     let model = server.model().build().unwrap();
 
     let error = model.complete(&ask("hi")).await.unwrap_err();
@@ -842,7 +688,7 @@ async fn a_500_is_retried_at_most_once_and_its_body_is_the_error() {
 
 #[tokio::test]
 async fn max_retries_is_configurable() {
-    let server = MockServer::start(vec![Reply::raw(502, "bad gateway")]).await;
+    let server = openai_server(vec![Reply::raw(502, "bad gateway")]).await;
     let model = server.model().max_retries(0).build().unwrap();
 
     let error = model.complete(&ask("hi")).await.unwrap_err();
@@ -853,7 +699,7 @@ async fn max_retries_is_configurable() {
 
 #[tokio::test]
 async fn client_errors_are_not_retried() {
-    let server = MockServer::start(vec![Reply::raw(
+    let server = openai_server(vec![Reply::raw(
         400,
         r#"{"error": {"message": "Invalid schema for function 'f'"}}"#,
     )])
@@ -927,7 +773,7 @@ async fn connect_error_keeps_the_http_clients_error_as_its_source() {
 
 #[tokio::test]
 async fn slow_server_times_out() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::json(text_completion("late")).after(Duration::from_secs(5))
     ])
     .await;
@@ -954,7 +800,7 @@ async fn stalled_stream_times_out() {
     let stalled = Reply::sse(&[])
         .then(Duration::ZERO, &first)
         .then(Duration::from_secs(5), "data: [DONE]\n\n");
-    let server = MockServer::start(vec![stalled]).await;
+    let server = openai_server(vec![stalled]).await;
     let model = server
         .model()
         .timeout(Duration::from_millis(300))
@@ -976,7 +822,7 @@ async fn stalled_stream_times_out() {
 async fn api_key_stays_out_of_debug_and_errors() {
     // A server that echoes the key back, as OpenAI's 401 does.
     let echo = format!(r#"{{"error": {{"message": "Incorrect API key provided: {KEY}"}}}}"#);
-    let server = MockServer::start(vec![Reply::raw(401, echo)]).await;
+    let server = openai_server(vec![Reply::raw(401, echo)]).await;
     let builder = server.model();
     assert!(!format!("{builder:?}").contains(KEY));
     let model = builder.build().unwrap();
@@ -1017,7 +863,7 @@ fn builder_rejects_bad_configuration() {
 /// base URL and key explicitly, so the builder never reads it).
 #[tokio::test]
 async fn environment_fallbacks_and_keyless_local_servers() {
-    let server = MockServer::start(vec![Reply::json(text_completion("hi"))]).await;
+    let server = openai_server(vec![Reply::json(text_completion("hi"))]).await;
 
     std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url));
     std::env::set_var("OPENAI_API_KEY", "sk-from-env");
@@ -1079,7 +925,7 @@ async fn environment_fallbacks_and_keyless_local_servers() {
 /// is neither an error nor silent: the node says so and an event reports it.
 #[tokio::test]
 async fn a_streamed_answer_that_lost_its_tool_call_is_flagged() {
-    let server = MockServer::start(vec![Reply::sse(&[
+    let server = openai_server(vec![Reply::sse(&[
         chunk(json!({"role": "assistant", "content": null}), Value::Null),
         chunk(json!({}), json!("tool_calls")),
         "[DONE]".to_string(),
@@ -1138,7 +984,7 @@ proptest::proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let events = stream_of(&texts);
         let (whole, cut) = runtime.block_on(async {
-            let server = MockServer::start(vec![
+            let server = openai_server(vec![
                 Reply::sse_cut(&events, &[]),
                 Reply::sse_cut(&events, &cuts),
             ])
@@ -1174,7 +1020,7 @@ async fn a_name_and_id_repeated_in_every_chunk_count_once() {
             Value::Null,
         )
     };
-    let server = MockServer::start(vec![Reply::sse(&[
+    let server = openai_server(vec![Reply::sse(&[
         chunk(json!({"role": "assistant", "content": null}), Value::Null),
         repeated("{\"ci"),
         repeated("ty\": \"Par"),
@@ -1211,7 +1057,7 @@ async fn a_name_and_id_repeated_in_every_chunk_count_once() {
 
 #[tokio::test]
 async fn the_tool_choice_goes_with_the_tools() {
-    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let server = openai_server(vec![Reply::json(text_completion("ok"))]).await;
     let model = server.model().build().unwrap();
     let with = |choice: Option<lc_agent::ToolChoice>| {
         let mut request = ask("hi");
@@ -1256,7 +1102,7 @@ async fn the_tool_choice_goes_with_the_tools() {
 /// A chat node's own tool choice, else its step's route, reaches the model.
 #[tokio::test]
 async fn chat_nodes_send_their_tool_choice() {
-    let server = MockServer::start(vec![Reply::json(text_completion("ok"))]).await;
+    let server = openai_server(vec![Reply::json(text_completion("ok"))]).await;
     let net = lc_agent::RunnableNetwork::builder()
         .chat_model("remote")
         .model("remote", server.model().build().unwrap())
@@ -1306,7 +1152,7 @@ async fn a_server_that_will_not_stream_with_tools_is_asked_unstreamed_from_then_
         "tool_calls": [{"id": "call_1", "type": "function",
             "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]
     });
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::raw(500, refusal),
         Reply::json(completion(call, "tool_calls")),
         Reply::json(text_completion("Cold.")),
@@ -1340,7 +1186,7 @@ async fn a_server_that_will_not_stream_with_tools_is_asked_unstreamed_from_then_
 #[tokio::test]
 async fn a_prompt_that_does_not_fit_is_a_context_overflow() {
     let body = r#"{"error":{"message":"Requested tokens (2620) exceed context window of 2048","type":"internal_server_error"}}"#;
-    let server = MockServer::start(vec![Reply::raw(500, body)]).await;
+    let server = openai_server(vec![Reply::raw(500, body)]).await;
     let model = server.model().build().unwrap();
 
     let error = model.complete(&ask("a long story")).await.unwrap_err();
@@ -1369,7 +1215,7 @@ async fn a_prompt_that_does_not_fit_is_a_context_overflow() {
 #[tokio::test]
 async fn an_empty_stream_is_asked_again_unstreamed() {
     let overflow = r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 3020 tokens (3010 in the messages, 10 in the completion).","code":"context_length_exceeded"}}"#;
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::sse(&[]),
         Reply::raw(400, overflow),
         Reply::sse(&["[DONE]".into()]),
@@ -1405,7 +1251,7 @@ async fn an_empty_stream_is_asked_again_unstreamed() {
 /// model asks unstreamed and keeps doing so for requests with tools.
 #[tokio::test]
 async fn an_empty_stream_with_auto_tools_is_remembered() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::sse(&[]),
         Reply::json(text_completion("One.")),
         Reply::json(text_completion("Two.")),
@@ -1439,7 +1285,7 @@ async fn a_stream_that_ends_without_an_answer_says_so() {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    let server = MockServer::start(vec![Reply::sse(&role_only)]).await;
+    let server = openai_server(vec![Reply::sse(&role_only)]).await;
     let model = server.model().context_window(50).build().unwrap();
 
     let (result, _) = stream_collect(&model, &ask(&"word ".repeat(400))).await;
@@ -1459,7 +1305,7 @@ async fn a_stream_that_ends_without_an_answer_says_so() {
 /// may ask the model to go on.
 #[tokio::test]
 async fn a_cut_off_answer_is_flagged_and_can_be_continued() {
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::json(completion(
             json!({"role": "assistant", "content": "The first half of"}),
             "length",
@@ -1571,7 +1417,7 @@ async fn a_forced_choice_is_not_inherited_by_the_next_turn() {
         "tool_calls": [{"id": "call_1", "type": "function",
             "function": {"name": "get_weather", "arguments": "{}"}}]
     });
-    let server = MockServer::start(vec![
+    let server = openai_server(vec![
         Reply::json(completion(call, "tool_calls")),
         Reply::json(text_completion("Sunny.")),
     ])

@@ -162,15 +162,18 @@ impl Agent {
             );
         }
         let stored = if replaced { None } else { loaded.as_ref() };
-        let blueprint = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
+        let mut blueprint = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
             .map_err(|e| CliError::failed(e.to_string()))?
             .main_model_or(|| args.model.name());
         for change in &blueprint.overridden {
             eprintln!("note: {}: {change}", args.flag_of(change.setting));
         }
-        let main = args
-            .model
-            .open_with(false, blueprint.main_model().and_then(|m| m.context_window))?;
+        let provider = args.model.record_provider(&mut blueprint.spec);
+        let main = args.model.open_with(
+            false,
+            blueprint.main_model().and_then(|m| m.context_window),
+            provider,
+        )?;
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
             .builder(move |_, _| Ok(main.clone()), &context)

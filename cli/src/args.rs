@@ -2,7 +2,7 @@
 //! struct flattened where it is used, and what each group opens:
 //!
 //! ```text
-//!  ModelArgs      --model NAME | --script FILE.json         ─▶ the main ChatModel
+//!  ModelArgs      [--provider P] --model NAME | --script F  ─▶ the main ChatModel
 //!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
 //!  WorkspaceArgs  --root DIR [--shell]                      ─▶ Workspace (where the file tools work)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::{ChatModel, ListConfig, OpenAiChatModel, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Turn};
 use lc_agent::{ListError, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
+use lc_agent_deepagent::deep_agent::MAIN_MODEL;
+use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_deepagent::workspace::Workspace;
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,10 +28,17 @@ use crate::error::{CliError, CliResult};
 /// The chat model.
 #[derive(Debug, Args)]
 pub(crate) struct ModelArgs {
-    /// The model name (default `OPENAI_MODEL`); the server is
-    /// `OPENAI_BASE_URL`, the key `OPENAI_API_KEY`.
+    /// The model name (default `OPENAI_MODEL`, or `ANTHROPIC_MODEL` with
+    /// `--provider anthropic`); the server is `OPENAI_BASE_URL` /
+    /// `ANTHROPIC_BASE_URL`, the key `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
     #[arg(long, conflicts_with = "script")]
     pub(crate) model: Option<String>,
+    /// The model's provider: `openai` (any OpenAI-compatible server) or
+    /// `anthropic` (the Messages API). Default: the one the session's
+    /// blueprint recorded, else `anthropic` when only `ANTHROPIC_API_KEY`
+    /// is set, else `openai`. Recorded in the session's blueprint.
+    #[arg(long, value_name = "openai|anthropic", env = "LC_AGENT_PROVIDER")]
+    pub(crate) provider: Option<Provider>,
     /// Replay this scripted model (offline): a JSON list of turns
     /// `{"content", "tool_calls": [{"id", "name", "arguments"}], "delay_ms"}`.
     #[arg(long)]
@@ -62,10 +71,31 @@ pub(crate) struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// The model: scripted (replayed over and over when `cycled`), or the
-    /// OpenAI-compatible one of `OPENAI_*`.
-    pub(crate) fn open(&self, cycled: bool) -> CliResult<Arc<dyn ChatModel>> {
-        self.open_with(cycled, self.context_window())
+    /// The provider: `--provider`, else `recorded` (a blueprint's), else
+    /// the one the environment configures ([`Provider::from_env`]).
+    pub(crate) fn provider(&self, recorded: Option<Provider>) -> Provider {
+        self.provider
+            .or(recorded)
+            .unwrap_or_else(Provider::from_env)
+    }
+
+    /// The provider of `spec`'s main model ([`ModelArgs::provider`]),
+    /// recorded on it, so a resumed session asks the same provider; a
+    /// `note:` on stderr when `--provider` replaces a recorded one.
+    /// A scripted model has no provider: nothing is recorded.
+    pub(crate) fn record_provider(&self, spec: &mut AgentSpec) -> Provider {
+        let recorded = spec.models.get(MAIN_MODEL).and_then(|m| m.provider);
+        let provider = self.provider(recorded);
+        if self.script.is_some() {
+            return provider;
+        }
+        if let Some(was) = recorded.filter(|was| *was != provider) {
+            eprintln!("note: --provider: the session's model was asked of {was}, now {provider}");
+        }
+        if let Some(main) = spec.models.get_mut(MAIN_MODEL) {
+            main.provider = Some(provider);
+        }
+        provider
     }
 
     /// [`ModelArgs::context_window`] as a number of tokens.
@@ -79,14 +109,17 @@ impl ModelArgs {
         !self.no_summaries
     }
 
-    /// The model, with this context window (a resumed session's; a
-    /// replayed model has the recorded one), recorded with `--record`.
+    /// The model: replayed (`--replay`), scripted (over and over when
+    /// `cycled`), or this provider's (see [`ModelArgs::provider`]), with
+    /// this context window (a resumed session's; a replayed model has the
+    /// recorded one); recorded with `--record`.
     pub(crate) fn open_with(
         &self,
         cycled: bool,
         context_window: Option<usize>,
+        provider: Provider,
     ) -> CliResult<Arc<dyn ChatModel>> {
-        let model = self.open_model(cycled, context_window)?;
+        let model = self.open_model(cycled, context_window, provider)?;
         match &self.record {
             Some(path) => Ok(Arc::new(
                 RecordingChatModel::create(model, path)
@@ -107,11 +140,12 @@ impl ModelArgs {
         })
     }
 
-    /// The model to answer: replayed, scripted or OpenAI-compatible.
+    /// The model to answer: replayed, scripted or the provider's.
     fn open_model(
         &self,
         cycled: bool,
         context_window: Option<usize>,
+        provider: Provider,
     ) -> CliResult<Arc<dyn ChatModel>> {
         if let Some(path) = &self.replay {
             return Ok(Arc::new(self.replay_model(path)?));
@@ -121,20 +155,9 @@ impl ModelArgs {
                 let model = script_model(path)?;
                 Ok(Arc::new(if cycled { model.cycled() } else { model }))
             }
-            None => {
-                let mut builder = OpenAiChatModel::builder();
-                if let Some(name) = &self.model {
-                    builder = builder.model(name.clone());
-                }
-                if let Some(tokens) = context_window {
-                    builder = builder.context_window(tokens);
-                }
-                Ok(Arc::new(
-                    builder
-                        .build()
-                        .map_err(|e| CliError::usage(e.to_string()))?,
-                ))
-            }
+            None => provider
+                .open(self.model.clone(), None, context_window)
+                .map_err(|e| CliError::usage(e.to_string())),
         }
     }
 
@@ -152,8 +175,7 @@ impl ModelArgs {
         match (&self.script, &self.model) {
             (Some(_), _) => "scripted".to_string(),
             (None, Some(name)) => name.clone(),
-            (None, None) => std::env::var(OpenAiChatModel::MODEL_ENV)
-                .unwrap_or_else(|_| OpenAiChatModel::DEFAULT_MODEL.to_string()),
+            (None, None) => self.provider(None).default_model(),
         }
     }
 }

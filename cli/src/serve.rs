@@ -8,7 +8,9 @@
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
-//! `--model`); `--script` replays a scripted model offline, over and over.
+//! `--model`), or with `--provider anthropic` (or only `ANTHROPIC_API_KEY`
+//! set, or the blueprint's `provider`) `ANTHROPIC_*`; `--script` replays a
+//! scripted model offline, over and over.
 //! `LC_AGENT_TOKEN` (`user:token,...`) turns on bearer tokens, and is
 //! required to bind a non-loopback address. The first line on stderr is
 //! `listening on http://ADDR` (the real port when `--addr` ends in `:0`).
@@ -69,11 +71,18 @@ pub(crate) struct ServeArgs {
     pub(crate) mcp: Option<PathBuf>,
 }
 
-fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
+fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
     let usage = |e: &dyn std::fmt::Display| CliError::usage(e.to_string());
     let tokens = Tokens::from_env().map_err(|e| usage(&e))?;
     check_bind(args.addr, &tokens).map_err(|e| usage(&e))?;
-    let mut config = ServerConfig::new(args.model.open(true)?)
+    let provider = match spec.as_mut() {
+        Some(spec) => args.model.record_provider(spec),
+        None => args.model.provider(None),
+    };
+    let model = args
+        .model
+        .open_with(true, args.model.context_window(), provider)?;
+    let mut config = ServerConfig::new(model)
         .sessions(args.store.config())
         .tokens(tokens)
         .body_limit(args.body_limit)

@@ -281,6 +281,7 @@ impl Blueprint {
             .entry(crate::deep_agent::MAIN_MODEL.to_string())
             .or_insert_with(|| ModelSpec {
                 model: model(),
+                provider: None,
                 base_url: None,
                 context_window: None,
             });

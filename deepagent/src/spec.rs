@@ -10,8 +10,24 @@
 //! ```
 //!
 //! Models are named, not embedded: each entry says which model to ask
-//! for (and optionally where); the key comes from `OPENAI_API_KEY` when
-//! the agent is built, or a caller resolves names its own way.
+//! for, from which provider (`openai`, the default, or `anthropic`) and
+//! optionally where; the key comes from the provider's variable
+//! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) when the agent is built, or a
+//! caller resolves names its own way. Each step can use a model of its
+//! own provider (`routes`).
+//!
+//! ```toml
+//! [models.main]
+//! model = "claude-sonnet-4-5"
+//! provider = "anthropic"
+//!
+//! [models.summary]
+//! model = "qwen2.5:7b"
+//! base_url = "http://127.0.0.1:11434/v1"
+//!
+//! [routes]
+//! summary = "summary"
+//! ```
 //!
 //! ```toml
 //! name = "refactorer"
@@ -55,7 +71,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lc_agent::{ChatModel, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork};
+use lc_agent::{ChatModel, ModelError, NetworkError, Provider, RunnableNetwork};
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::{DecisionKind, Decisions};
@@ -75,7 +91,13 @@ pub const AGENT_SPEC_KEY: &str = "agent_spec";
 pub struct ModelSpec {
     /// The model name the server serves.
     pub model: String,
-    /// The OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, else OpenAI).
+    /// The protocol it is asked in (default: OpenAI-compatible). Recorded
+    /// in a session's blueprint, so a resumed session asks the same
+    /// provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
+    /// The endpoint (default: the provider's variable, `OPENAI_BASE_URL` or
+    /// `ANTHROPIC_BASE_URL`, else the provider's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     /// How many tokens the model reads at most (default: what its server
@@ -347,17 +369,24 @@ impl AgentSpec {
         Ok(config)
     }
 
-    /// The usual resolver: an OpenAI-compatible model per entry (key from
-    /// `OPENAI_API_KEY`, endpoint from the entry or `OPENAI_BASE_URL`).
+    /// The usual resolver: each entry's model from its provider
+    /// ([`ModelSpec::open`]; OpenAI-compatible unless it says
+    /// `provider = "anthropic"`).
     pub fn openai_models(_name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
-        let mut builder = OpenAiChatModel::builder().model(spec.model.clone());
-        if let Some(url) = &spec.base_url {
-            builder = builder.base_url(url.clone());
-        }
-        if let Some(tokens) = spec.context_window {
-            builder = builder.context_window(tokens);
-        }
-        Ok(Arc::new(builder.build()?))
+        spec.open()
+    }
+}
+
+impl ModelSpec {
+    /// The model this entry names, from its provider (key from the
+    /// provider's variable, endpoint from the entry or the provider's
+    /// variable).
+    pub fn open(&self) -> Result<Arc<dyn ChatModel>, SpecError> {
+        Ok(self.provider.unwrap_or_default().open(
+            Some(self.model.clone()),
+            self.base_url.clone(),
+            self.context_window,
+        )?)
     }
 }
 

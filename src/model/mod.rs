@@ -2,12 +2,18 @@
 //! [`ChatModelRegistry`] that finds models by name.
 
 mod cassette;
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
+mod provider;
 pub mod scripted;
 mod tool_choice;
 
 pub use cassette::{Match, RecordingChatModel, ReplayChatModel, CASSETTE_FORMAT};
+pub use provider::{Provider, ProviderError};
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 
 use std::collections::HashMap;
@@ -64,6 +70,18 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Both together.
     pub total_tokens: u64,
+    /// Of the prompt's tokens, those read from the provider's prompt
+    /// cache (Anthropic reports them; 0 when not reported).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Of the prompt's tokens, those written to the provider's prompt
+    /// cache (Anthropic reports them; 0 when not reported).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a model answered.

@@ -114,39 +114,66 @@ impl LlamaServer {
 
     /// The server's output so far (for failure messages).
     pub fn log(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(&self.log) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let start = text.len().saturating_sub(4000);
-        let start = (start..=text.len())
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(text.len());
-        text[start..].to_string()
+        log_tail(&self.log)
     }
 
     fn wait_ready(&mut self) {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(120) {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("llama-cpp-python exited ({status}):\n{}", self.log());
-            }
-            let ready =
-                std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok_and(|mut s| {
-                    use std::io::Write;
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                    s.write_all(b"GET /v1/models HTTP/1.0\r\n\r\n").is_ok() && {
-                        let mut head = [0u8; 12];
-                        s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
-                    }
-                });
-            if ready {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("llama-cpp-python did not start in 120 s:\n{}", self.log());
+        let log = self.log.clone();
+        wait_until_ok(
+            &mut self.child,
+            self.port,
+            "/v1/models",
+            "llama-cpp-python",
+            120,
+            &log,
+        );
     }
+}
+
+/// The last 4,000 bytes of a server's log file (for failure messages).
+pub fn log_tail(path: &std::path::Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_string(&mut text);
+    }
+    let start = text.len().saturating_sub(4000);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].to_string()
+}
+
+/// Waits until `GET path` on the loopback `port` answers 200, for at most
+/// `seconds`; panics (with the log) when `child` exits or time runs out.
+pub fn wait_until_ok(
+    child: &mut Child,
+    port: u16,
+    path: &str,
+    what: &str,
+    seconds: u64,
+    log: &std::path::Path,
+) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited ({status}):\n{}", log_tail(log));
+        }
+        let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| {
+            use std::io::Write;
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+                .is_ok()
+                && {
+                    let mut head = [0u8; 12];
+                    s.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+                }
+        });
+        if ready {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{what} did not start in {seconds} s:\n{}", log_tail(log));
 }
 
 impl Drop for LlamaServer {

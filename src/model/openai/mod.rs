@@ -2,30 +2,27 @@
 //!
 //! (The full description is on the [`OpenAiChatModel`] docs.)
 
-mod redact;
 mod stream;
-mod transport;
 mod window;
 mod wire;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::http::overflow::{rough_tokens, LearnedWindow};
+use super::http::redact::ApiKey;
+use super::http::transport::{self, Transport};
+use super::http::{config_error, endpoint, env_var, non_empty};
+use super::http::{DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::Message;
-use redact::ApiKey;
-use transport::Transport;
 use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
-
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-const DEFAULT_MAX_RETRIES: u32 = 3;
-const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 
 impl OpenAiChatModel {
     /// The endpoint used when neither the builder nor [`Self::BASE_URL_ENV`] names
@@ -116,15 +113,16 @@ impl OpenAiChatModel {
 ///
 /// - `mod.rs` — [`OpenAiChatModel`], its builder and the environment it
 ///   reads, and the [`ChatModel`] impl that ties the parts together.
-/// - `transport.rs` — sending: retries, backoff, `Retry-After`, timeouts,
-///   and the HTTP client's failures as [`ModelError`]s.
 /// - `wire.rs` — the protocol's JSON as Rust types, and their conversions
 ///   from and to messages, tool calls, tool specs, usage and answers.
 /// - `stream.rs` — a server-sent event stream assembled into deltas and
 ///   one answer.
-/// - `window.rs` — the context window: asked of the server, read from its
-///   errors.
-/// - `redact.rs` — the API key, and error text without it.
+/// - `window.rs` — the context window, asked of the server.
+/// - shared with the other providers (`model/http/`): `transport.rs`
+///   (sending: retries, backoff, `Retry-After`, timeouts, the HTTP
+///   client's failures as [`ModelError`]s), `redact.rs` (the API key, and
+///   error text without it), `overflow.rs` (a prompt that does not fit,
+///   read from the server's errors).
 ///
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint.
 ///
@@ -181,8 +179,8 @@ struct Learned {
     /// The window the server reported, once asked (`None` inside: it did
     /// not say).
     probed: tokio::sync::OnceCell<Option<usize>>,
-    /// The window an error gave (0: none did).
-    from_errors: AtomicUsize,
+    /// The window an error gave.
+    from_errors: LearnedWindow,
     /// The server refused to stream a request with tools and `auto`.
     no_streaming_with_tools: AtomicBool,
 }
@@ -353,7 +351,7 @@ impl OpenAiChatModelBuilder {
             .unwrap_or_else(|| OpenAiChatModel::DEFAULT_BASE_URL.to_string())
             .trim_end_matches('/')
             .to_string();
-        let endpoint = parse_endpoint(&base_url)?;
+        let endpoint = endpoint(&base_url, "chat/completions")?;
         let transport = Transport::new(
             endpoint,
             api_key,
@@ -370,42 +368,6 @@ impl OpenAiChatModelBuilder {
             context_window: self.context_window,
             learned: Arc::default(),
         })
-    }
-}
-
-/// `value` trimmed, or `None` when nothing is left: for settings, and for
-/// names and ids a server may send blank.
-fn non_empty(value: Option<String>) -> Option<String> {
-    value
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
-fn env_var(name: &str) -> Option<String> {
-    non_empty(std::env::var(name).ok())
-}
-
-fn parse_endpoint(base_url: &str) -> Result<reqwest::Url, ModelError> {
-    let invalid = |why: &dyn fmt::Display| format!("invalid base URL `{base_url}`: {why}");
-    let endpoint = reqwest::Url::parse(&format!("{base_url}/chat/completions")).map_err(|e| {
-        ModelError::Config {
-            message: invalid(&e),
-            source: Some(Arc::new(e)),
-        }
-    })?;
-    match endpoint.scheme() {
-        "http" | "https" => Ok(endpoint),
-        other => Err(config_error(invalid(&format_args!(
-            "scheme `{other}` is not http or https"
-        )))),
-    }
-}
-
-/// A configuration error with no underlying error.
-fn config_error(message: String) -> ModelError {
-    ModelError::Config {
-        message,
-        source: None,
     }
 }
 
@@ -466,29 +428,16 @@ impl OpenAiChatModel {
     /// learned from an error, else the server's answer if it was asked.
     fn known_window(&self) -> Option<usize> {
         self.context_window
-            .or_else(|| {
-                let learned = self.learned.from_errors.load(Ordering::Relaxed);
-                (learned > 0).then_some(learned)
-            })
+            .or_else(|| self.learned.from_errors.get())
             .or_else(|| self.learned.probed.get().copied().flatten())
     }
 
     /// `error`, read for a prompt that does not fit: such an error becomes
     /// [`ModelError::ContextOverflow`], and the window it gives is kept.
     fn overflow_or(&self, error: ModelError) -> ModelError {
-        let ModelError::Http { body, .. } = &error else {
-            return error;
-        };
-        let Some(overflow) = window::overflow_in(body) else {
-            return error;
-        };
-        if let Some(window) = overflow.window {
-            self.learned.from_errors.store(window, Ordering::Relaxed);
-        }
-        ModelError::ContextOverflow {
-            tokens: overflow.tokens,
-            window: overflow.window.or_else(|| self.known_window()),
-        }
+        self.learned
+            .from_errors
+            .overflow_or(error, self.known_window())
     }
 
     /// Posts `body` and reads the whole answer.
@@ -520,7 +469,7 @@ impl OpenAiChatModel {
     /// the prompt compares to the window, as far as known.
     fn empty_stream_hint(&self, body: &WireRequest<'_>) -> String {
         let bytes = serde_json::to_vec(body).map_or(0, |b| b.len());
-        let tokens = window::rough_tokens(bytes);
+        let tokens = rough_tokens(bytes);
         match self.known_window() {
             Some(window) if tokens >= window => format!(
                 "; the prompt (about {tokens} tokens) is larger than the model's \

@@ -10,14 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use super::non_empty;
-use super::redact::{excerpt, MAX_ERROR_BODY_CHARS};
-use super::transport::Transport;
 use super::wire::{
     arguments_text, decode, generated_call_id, WireChunk, WireContent, WireToolCallDelta,
 };
 use crate::error::ModelError;
 use crate::message::ToolCall;
+use crate::model::http::non_empty;
+use crate::model::http::redact::{excerpt, MAX_ERROR_BODY_CHARS};
+use crate::model::http::transport::Transport;
 use crate::model::{ChatResponse, DeltaSink, StreamDelta, Usage};
 
 /// Reads the server-sent events of `response`, reporting deltas as they

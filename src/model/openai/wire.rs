@@ -9,31 +9,18 @@
 //! list of text parts, and tool-call arguments stay the raw text the model
 //! produced. Only a body that is not JSON at all is an error.
 
-use std::sync::Arc;
-
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::non_empty;
-use super::redact::{excerpt, ApiKey, MAX_EXCERPT_CHARS};
 use crate::error::ModelError;
 use crate::message::{Message, ToolCall};
+pub(super) use crate::model::http::decode;
+use crate::model::http::non_empty;
+use crate::model::http::null_as_default;
+use crate::model::http::redact::{excerpt, ApiKey, MAX_EXCERPT_CHARS};
+use crate::model::http::transport::Outgoing;
 use crate::model::{ChatResponse, ToolChoice, Usage};
 use crate::tool::ToolSpec;
-
-/// Parses `text` as JSON; a [`ModelError::InvalidResponse`] that quotes
-/// the start of `text` (and keeps the parser's error as its source)
-/// otherwise.
-pub(super) fn decode<T: DeserializeOwned>(
-    text: &str,
-    key: Option<&ApiKey>,
-) -> Result<T, ModelError> {
-    serde_json::from_str(text).map_err(|error| ModelError::InvalidResponse {
-        message: format!("{error} in `{}`", excerpt(key, text, MAX_EXCERPT_CHARS)),
-        source: Some(Arc::new(error)),
-    })
-}
 
 /// Reads a non-streamed answer.
 pub(super) fn parse_completion(
@@ -87,16 +74,6 @@ pub(super) fn arguments_text(arguments: Option<Value>) -> String {
     }
 }
 
-/// Reads `null` as the type's default (serde's `default` covers only a
-/// missing field).
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
 // ---------------------------------------------------------------------------
 // The protocol: what is sent.
 
@@ -116,6 +93,20 @@ pub(super) struct WireRequest<'a> {
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stream_options: Option<StreamOptions>,
+}
+
+impl Outgoing for WireRequest<'_> {
+    fn model(&self) -> &str {
+        self.model
+    }
+
+    fn stream(&self) -> bool {
+        self.stream
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        (self.messages.len(), self.tools.len())
+    }
 }
 
 /// `tool_choice`: `"auto"`, `"required"`, `"none"`, or
@@ -368,6 +359,7 @@ impl From<WireUsage> for Usage {
             total_tokens: usage
                 .total_tokens
                 .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
+            ..Usage::default()
         }
     }
 }

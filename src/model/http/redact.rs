@@ -9,17 +9,17 @@ use std::fmt;
 /// error reported in the middle of a stream).
 ///
 /// [`ModelError::Http`]: crate::error::ModelError::Http
-pub(super) const MAX_ERROR_BODY_CHARS: usize = 2000;
+pub(crate) const MAX_ERROR_BODY_CHARS: usize = 2000;
 /// How much of a malformed body is quoted in
 /// [`ModelError::InvalidResponse`].
 ///
 /// [`ModelError::InvalidResponse`]: crate::error::ModelError::InvalidResponse
-pub(super) const MAX_EXCERPT_CHARS: usize = 200;
+pub(crate) const MAX_EXCERPT_CHARS: usize = 200;
 
-/// An API key; its `Debug` never shows it. It is only ever sent in the
-/// `Authorization` header.
+/// An API key; its `Debug` never shows it. It is only ever sent in its
+/// header (`Authorization`, or a provider's own such as `x-api-key`).
 #[derive(Clone)]
-pub(super) struct ApiKey(pub(super) String);
+pub(crate) struct ApiKey(pub(crate) String);
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -28,7 +28,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// `text` with every occurrence of the API key replaced by `***`.
-pub(super) fn redact(key: Option<&ApiKey>, text: &str) -> String {
+pub(crate) fn redact(key: Option<&ApiKey>, text: &str) -> String {
     match key {
         Some(ApiKey(key)) if !key.is_empty() => text.replace(key.as_str(), "***"),
         _ => text.to_string(),
@@ -37,7 +37,7 @@ pub(super) fn redact(key: Option<&ApiKey>, text: &str) -> String {
 
 /// `text` cut to `max` characters (marked with `…` when cut), then
 /// redacted.
-pub(super) fn excerpt(key: Option<&ApiKey>, text: &str, max: usize) -> String {
+pub(crate) fn excerpt(key: Option<&ApiKey>, text: &str, max: usize) -> String {
     let short = match text.char_indices().nth(max) {
         Some((end, _)) => Cow::Owned(format!("{}…", &text[..end])),
         None => Cow::Borrowed(text),
@@ -46,7 +46,7 @@ pub(super) fn excerpt(key: Option<&ApiKey>, text: &str, max: usize) -> String {
 }
 
 /// An error and its causes on one line, redacted.
-pub(super) fn describe(key: Option<&ApiKey>, error: &dyn std::error::Error) -> String {
+pub(crate) fn describe(key: Option<&ApiKey>, error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

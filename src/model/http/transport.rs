@@ -1,12 +1,15 @@
-//! Getting an answer over HTTP: [`Transport`] posts a request to the
-//! endpoint, retries what is worth retrying, applies the timeouts, and
+//! Getting an answer over HTTP, for every provider: [`Transport`] posts a
+//! request ([`Outgoing`]) to the endpoint with the provider's key header
+//! ([`Auth`]) and fixed headers, retries what is worth retrying, applies
+//! the timeouts, and
 //! turns the HTTP client's failures into [`ModelError`]s (with the API key
 //! erased from their text and the client's error kept as their source).
 //! It hands back the body as text or, for a streamed answer, the data of
 //! each server-sent event ([`Events`]).
 //!
 //! - **Retries**: only what can succeed when tried again: HTTP 429, 502,
-//!   503 and 504 and dropped connections, up to `max_retries` times; a 500
+//!   503, 504 and 529 (Anthropic's "overloaded") and dropped connections,
+//!   up to `max_retries` times; a 500
 //!   at most once (it is usually the server refusing this very request);
 //!   each after exponential backoff with jitter or as long as
 //!   `Retry-After` (in seconds) says, never more than 60 s. Other 4xx,
@@ -24,29 +27,53 @@ use std::time::Duration;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
 use super::redact::{describe, excerpt, ApiKey, MAX_ERROR_BODY_CHARS};
-use super::wire::WireRequest;
 use crate::error::ModelError;
 
 /// No wait between two attempts is longer than this, whatever
 /// `Retry-After` says.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
-/// Sends chat completion requests to one endpoint; clones share the HTTP
-/// connection pool.
+/// A request body a [`Transport`] sends: its JSON, and what the logs say
+/// of it.
+pub(crate) trait Outgoing: serde::Serialize + Sync {
+    /// The model asked.
+    fn model(&self) -> &str;
+    /// Whether the answer is asked as an event stream.
+    fn stream(&self) -> bool;
+    /// How many messages and tools the request carries (for the logs).
+    fn counts(&self) -> (usize, usize);
+}
+
+/// How the API key is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// `Authorization: Bearer <key>` (OpenAI and the servers copying it).
+    Bearer,
+    /// The key alone in this header (Anthropic's `x-api-key`).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+    Header(&'static str),
+}
+
+/// Sends model requests to one endpoint; clones share the HTTP connection
+/// pool.
 #[derive(Clone)]
-pub(super) struct Transport {
+pub(crate) struct Transport {
     client: reqwest::Client,
-    pub(super) endpoint: reqwest::Url,
-    pub(super) api_key: Option<ApiKey>,
-    pub(super) timeout: Duration,
-    pub(super) max_retries: u32,
-    pub(super) retry_base_delay: Duration,
+    pub(crate) endpoint: reqwest::Url,
+    pub(crate) api_key: Option<ApiKey>,
+    auth: Auth,
+    headers: HeaderMap,
+    pub(crate) timeout: Duration,
+    pub(crate) max_retries: u32,
+    pub(crate) retry_base_delay: Duration,
 }
 
 impl Transport {
     /// A transport to `endpoint`, with its own HTTP client.
-    pub(super) fn new(
+    pub(crate) fn new(
         endpoint: reqwest::Url,
         api_key: Option<ApiKey>,
         timeout: Duration,
@@ -64,30 +91,48 @@ impl Transport {
             client,
             endpoint,
             api_key,
+            auth: Auth::Bearer,
+            headers: HeaderMap::new(),
             timeout,
             max_retries,
             retry_base_delay,
         })
     }
 
+    /// Sends the key as `auth` says (default: a bearer token).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+    pub(crate) fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sends this header with every request (e.g. an API version).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
+    pub(crate) fn with_header(mut self, name: &'static str, value: &'static str) -> Self {
+        self.headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+        self
+    }
+
     /// The HTTP client (for requests other than chat completions).
-    pub(super) fn client(&self) -> &reqwest::Client {
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
+    pub(crate) fn client(&self) -> &reqwest::Client {
         &self.client
     }
 
     /// Posts `body`, retrying what is worth retrying; returns a response
     /// with a success status.
-    pub(super) async fn post(
-        &self,
-        body: &WireRequest<'_>,
-    ) -> Result<reqwest::Response, ModelError> {
+    pub(crate) async fn post(&self, body: &impl Outgoing) -> Result<reqwest::Response, ModelError> {
+        let (messages, tools) = body.counts();
         tracing::debug!(
-            model = %body.model,
+            model = %body.model(),
             endpoint = %self.endpoint,
-            messages = body.messages.len(),
-            tools = body.tools.len(),
-            stream = body.stream,
-            "chat completion request"
+            messages,
+            tools,
+            stream = body.stream(),
+            "model request"
         );
         let mut attempt = 0;
         let mut retried_once = false;
@@ -106,12 +151,12 @@ impl Transport {
                     let delay = self.retry_delay(attempt, failure.retry_after);
                     attempt += 1;
                     tracing::warn!(
-                        model = %body.model,
+                        model = %body.model(),
                         attempt,
                         max_retries = self.max_retries,
                         delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                         error = %failure.error,
-                        "chat completion failed; retrying"
+                        "model request failed; retrying"
                     );
                     tokio::time::sleep(delay).await;
                 }
@@ -122,8 +167,8 @@ impl Transport {
 
     /// One attempt. Non-streamed requests use reqwest's whole-request
     /// timeout; streamed ones limit only the wait for the response here.
-    async fn post_once(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, Failure> {
-        if body.stream {
+    async fn post_once(&self, body: &impl Outgoing) -> Result<reqwest::Response, Failure> {
+        if body.stream() {
             tokio::time::timeout(self.timeout, self.send(body))
                 .await
                 .unwrap_or_else(|_| Err(Failure::fatal(ModelError::Timeout(self.timeout))))
@@ -132,12 +177,19 @@ impl Transport {
         }
     }
 
-    async fn send(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, Failure> {
-        let mut request = self.client.post(self.endpoint.clone()).json(body);
+    async fn send(&self, body: &impl Outgoing) -> Result<reqwest::Response, Failure> {
+        let mut request = self
+            .client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .json(body);
         if let Some(key) = &self.api_key {
-            request = request.bearer_auth(&key.0);
+            request = match self.auth {
+                Auth::Bearer => request.bearer_auth(&key.0),
+                Auth::Header(name) => request.header(name, &key.0),
+            };
         }
-        if !body.stream {
+        if !body.stream() {
             request = request.timeout(self.timeout);
         }
         let response = request.send().await.map_err(|e| self.send_failure(e))?;
@@ -148,10 +200,10 @@ impl Transport {
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
         let retry = match status.as_u16() {
-            _ if refuses_a_feature(&text) || super::window::overflow_in(&text).is_some() => {
+            _ if refuses_a_feature(&text) || super::overflow::overflow_in(&text).is_some() => {
                 Retry::Never
             }
-            429 | 502..=504 => Retry::Always,
+            429 | 502..=504 | 529 => Retry::Always,
             500 => Retry::Once,
             _ => Retry::Never,
         };
@@ -183,7 +235,7 @@ impl Transport {
     /// The whole body of `response` as text. The body of a streamed
     /// request (from a server that answered in one piece) is read within
     /// the timeout, as such a request has no whole-request timeout.
-    pub(super) async fn text(
+    pub(crate) async fn text(
         &self,
         response: reqwest::Response,
         streamed: bool,
@@ -200,7 +252,7 @@ impl Transport {
     }
 
     /// The server-sent events of a streamed `response`.
-    pub(super) fn events(
+    pub(crate) fn events(
         &self,
         response: reqwest::Response,
     ) -> Events<'_, impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin>
@@ -276,7 +328,7 @@ impl Transport {
 
 /// The server-sent events of one streamed response, each awaited for at
 /// most the timeout.
-pub(super) struct Events<'a, S> {
+pub(crate) struct Events<'a, S> {
     events: S,
     transport: &'a Transport,
 }
@@ -286,7 +338,7 @@ where
     S: Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin,
 {
     /// The data of the next event; `None` once the stream has closed.
-    pub(super) async fn next(&mut self) -> Result<Option<String>, ModelError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<String>, ModelError> {
         let timeout = self.transport.timeout;
         match tokio::time::timeout(timeout, self.events.next()).await {
             Err(_) => Err(ModelError::Timeout(timeout)),
@@ -299,7 +351,7 @@ where
 
 /// Whether `response` is an event stream (a response without a
 /// content type is taken for one).
-pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -317,7 +369,7 @@ struct Failure {
 /// Whether a failed attempt is worth another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Retry {
-    /// Up to `max_retries` times (429, 502-504, dropped connections).
+    /// Up to `max_retries` times (429, 502-504, 529, dropped connections).
     Always,
     /// At most once per request (500).
     Once,
@@ -337,7 +389,7 @@ impl Failure {
 
 /// Whether an error body says the server does not support something the
 /// request asked for (asking again cannot help).
-pub(super) fn refuses_a_feature(body: &str) -> bool {
+pub(crate) fn refuses_a_feature(body: &str) -> bool {
     let body = body.to_ascii_lowercase();
     body.contains("not supported") || body.contains("unsupported")
 }

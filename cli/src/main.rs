@@ -28,6 +28,7 @@
 //!                — a flag shared by run/chat/serve is added there, once
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
+//! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
 //! console.rs     what the terminal shows: streamed answer, progress lines, approval questions
 //! error.rs       CliError (kind = exit code) and exit
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
@@ -43,12 +44,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agent;
+mod approve;
 mod args;
 mod chat;
+mod commands;
 mod console;
 mod error;
+mod input;
 mod interrupt;
+mod logging;
 mod mcp;
+mod prices;
 mod run;
 mod serve;
 mod sessions;
@@ -64,6 +70,9 @@ mod tool;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How much stderr says, and in colour or not.
+    #[command(flatten)]
+    log: logging::LogArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,7 +97,10 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    logging::init(&cli.log);
+    console::set_color(cli.log.color());
+    let result = match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Tool(args) => tool::run(args).await,

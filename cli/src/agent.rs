@@ -139,6 +139,8 @@ pub(crate) struct Agent {
     pub(crate) list: Arc<dyn NetworkList>,
     /// What the terminal shows of it.
     pub(crate) screen: Screen,
+    /// The main model's name, as the blueprint records it.
+    pub(crate) model_name: String,
     mcp: Option<McpTools>,
     memory: Option<MemoryModifier>,
     /// Which calls are approved without asking.
@@ -233,12 +235,16 @@ impl Agent {
         // at most the node in flight.
         net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
             .map_err(|e| CliError::failed(e.to_string()))?;
+        let model_name = blueprint
+            .main_model()
+            .map_or_else(|| args.model.name(), |m| m.model.clone());
         let screen = show_progress_with(&net, look.unwrap_or_else(Look::detect));
         screen.set_context_window(window);
         Ok(Self {
             net,
             list,
             screen,
+            model_name,
             mcp,
             memory: builder.memory_modifier().cloned(),
             policy: Mutex::new(Policy {

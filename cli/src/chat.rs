@@ -113,10 +113,7 @@ fn resume_line_of(id: &str) -> String {
 /// last turns of a resumed session.
 fn banner(agent: &Agent, resumed: bool) {
     let color = agent.screen.look().color;
-    let model = agent
-        .net
-        .resolved_chat_model_name()
-        .unwrap_or_else(|| "?".to_string());
+    let model = &agent.model_name;
     let id = agent.net.id().to_string();
     eprintln!(
         "{} · session {} · model {} · /help lists the commands",
@@ -141,11 +138,11 @@ fn last_turns(agent: &Agent, turns: usize) {
         .history()
         .to_vec()
         .into_iter()
-        .cloned()
         .filter(|m| {
             matches!(m, Message::Human { .. })
                 || matches!(m, Message::Ai { content, .. } if !content.trim().is_empty())
         })
+        .cloned()
         .collect();
     let humans: Vec<usize> = messages
         .iter()
@@ -183,9 +180,7 @@ async fn converse(
     let interactive = input.interactive();
     if args.session.is_some() && !agent.net.pending().is_empty() {
         eprintln!("finishing the interrupted run");
-        if let Err(e) = step(agent, None, input, interrupt).await {
-            return Err(e);
-        }
+        step(agent, None, input, interrupt).await?;
     }
     let prompt = if interactive {
         paint(agent.screen.look().color, "1;36", "› ")

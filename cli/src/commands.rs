@@ -37,7 +37,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "`/resume ID` continues another session (an id prefix is enough)",
     ),
     ("/new", "starts a new session"),
-    ("/compact", "summarize the conversation now"),
+    (
+        "/compact",
+        "summarize now (not yet: summaries come by themselves near the context window)",
+    ),
     (
         "/undo",
         "go back to before your last message (the undone turn stays in the graph)",
@@ -195,8 +198,9 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
 fn model(agent: &Agent, name: &str) -> Action {
     let current = agent
         .net
-        .resolved_chat_model_name()
-        .unwrap_or_else(|| "(none)".to_string());
+        .chat_model_name()
+        .filter(|n| n != lc_agent_deepagent::deep_agent::MAIN_MODEL)
+        .unwrap_or_else(|| agent.model_name.clone());
     if name.is_empty() {
         out(&format!("model: {current}\n"));
         return Action::Stay;

@@ -25,7 +25,9 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 /// How much the logs say; global flags of every subcommand.
@@ -77,10 +79,15 @@ pub(crate) fn init(args: &LogArgs) {
         _ => EnvFilter::new(args.default_filter()),
     };
     let color = args.color() && std::io::stderr().is_terminal();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .event_format(Line { color })
+        // A closed stderr (a reader that went away) is not worth a word:
+        // the subscriber's own complaint would panic in eprintln!.
+        .log_internal_errors(false);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(layer)
         .try_init();
 }
 

@@ -10,7 +10,8 @@ mod llama;
 use std::sync::OnceLock;
 
 use lc_agent::{
-    HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode, SystemNode,
+    HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode,
+    SystemNode,
 };
 use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
 
@@ -87,15 +88,9 @@ async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
         .nodes()
         .iter()
         .filter(|n| n.kind() == "human")
-        .map(|n| {
-            n.output()
-                .map_or(0, |m| m.text().split_whitespace().count())
-        })
+        .map(|n| n.output().map_or(0, |m| m.text().split_whitespace().count()))
         .sum();
-    assert!(
-        words > 2048,
-        "the chat is longer than the window ({words} words)"
-    );
+    assert!(words > 2048, "the chat is longer than the window ({words} words)");
 }
 
 /// llama-cpp-python does not say its window: the first turn that does not
@@ -112,15 +107,12 @@ async fn a_window_learned_from_the_server_unsticks_the_chat() {
             Ok(_) => {}
             Err(e) => {
                 assert!(
-                    e.to_string()
-                        .contains("does not fit the model's context window"),
+                    e.to_string().contains("does not fit the model's context window"),
                     "{e}"
                 );
                 failed += 1;
                 // The failed chat node runs again, now with a summary.
-                net.invoke()
-                    .await
-                    .unwrap_or_else(|e| panic!("after learning: {e}"));
+                net.invoke().await.unwrap_or_else(|e| panic!("after learning: {e}"));
             }
         }
     }

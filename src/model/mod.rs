@@ -1,9 +1,9 @@
 //! Chat models: the [`ChatModel`] trait, its request and response, and the
 //! [`ChatModelRegistry`] that finds models by name.
 
-mod cassette;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+mod cassette;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http;
 #[cfg(feature = "openai")]

@@ -124,12 +124,14 @@ pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileOpError, FileUploadResponse, FsError, FsResult, GrepLine, GrepMode, GrepQuery, LsEntry,
-    ReadPage,
+    PageLine, ReadPage,
 };
 pub use composite::CompositeBackend;
 pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
 pub use glob::GlobPattern;
+pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;
+pub use paging::{MAX_LINE_CHARS, MAX_READ_CHARS, READ_SCAN_BUDGET};
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};

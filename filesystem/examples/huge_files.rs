@@ -32,10 +32,26 @@ fn calls() -> Vec<(&'static str, &'static str, Value)> {
             "read_file",
             json!({"file_path": "/huge.txt", "offset": 100000, "limit": 2}),
         ),
-        ("big", "read_file", json!({"file_path": "/huge.txt", "limit": 3})),
-        ("big", "grep", json!({"pattern": "no such text", "path": "/"})),
-        ("long", "read_file", json!({"file_path": "/oneline.txt", "limit": 3})),
-        ("long", "grep", json!({"pattern": "no such text", "path": "/"})),
+        (
+            "big",
+            "read_file",
+            json!({"file_path": "/huge.txt", "limit": 3}),
+        ),
+        (
+            "big",
+            "grep",
+            json!({"pattern": "no such text", "path": "/"}),
+        ),
+        (
+            "long",
+            "read_file",
+            json!({"file_path": "/oneline.txt", "limit": 3}),
+        ),
+        (
+            "long",
+            "grep",
+            json!({"pattern": "no such text", "path": "/"}),
+        ),
     ]
 }
 

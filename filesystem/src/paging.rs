@@ -143,9 +143,7 @@ impl Pager {
                     rest.len()
                 } else {
                     // The `need`-th newline ends the skipped region.
-                    let at = memchr::memchr_iter(b'\n', rest)
-                        .nth(need - 1)
-                        .unwrap_or(0);
+                    let at = memchr::memchr_iter(b'\n', rest).nth(need - 1).unwrap_or(0);
                     self.line += need;
                     at + 1
                 };
@@ -158,7 +156,9 @@ impl Pager {
                 let segment = &rest[..newline.unwrap_or(rest.len())];
                 let keep = segment.len().min(KEEP_BYTES - self.current.len());
                 let (kept, tail) = segment.split_at(keep);
-                let tail_taken = tail.len().min(usize::try_from(self.budget).unwrap_or(usize::MAX));
+                let tail_taken = tail
+                    .len()
+                    .min(usize::try_from(self.budget).unwrap_or(usize::MAX));
                 let seen = &rest[..keep + tail_taken];
                 if !self.saw(seen) {
                     return Fed::Binary;
@@ -330,7 +330,10 @@ mod tests {
                 5,
             ));
             assert_eq!(p.lines[0].text, format!("{}é", "a".repeat(1999)));
-            assert_eq!((p.lines[0].more_chars, p.lines[0].more_exact), (10_000, true));
+            assert_eq!(
+                (p.lines[0].more_chars, p.lines[0].more_exact),
+                (10_000, true)
+            );
             assert_eq!(p.lines[1], PageLine::whole("next"));
             assert_eq!(p.total, Some(2));
         }

@@ -139,6 +139,15 @@ async fn edges_composite_route_to_disk() {
     plant_disk(dir.path());
     odd_names(&*composite, "/ws").await;
     assert_clean(common::edges::check_uploads(&*composite, "/ws", true).await);
+    // A write straight to the backend is refused too, naming the routed path.
+    let err = composite
+        .write("/ws/evil\nx.txt", "x", false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Invalid path: /ws/evil\\nx.txt (file names cannot contain control characters)"
+    );
     // The default route (the network's files) keeps text only.
     assert_clean(common::edges::check_uploads(&*composite, "", false).await);
 }
@@ -155,4 +164,19 @@ async fn edges_composite_route_to_store() {
     plant_store(&store, &["n"]).await;
     odd_names(&*composite, "/ws").await;
     assert_clean(common::edges::check_uploads(&*composite, "/ws", false).await);
+    let err = composite
+        .upload_files(vec![("/ws/x.bin".into(), vec![0xFF, 0x00])])
+        .await;
+    assert_eq!(
+        err[0].error,
+        Some(lc_agent_filesystem::FileOpError::InvalidPath)
+    );
+    let err = composite
+        .write("/ws/tab\tx.txt", "x", false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Invalid path: /ws/tab\\tx.txt (file names cannot contain control characters)"
+    );
 }

@@ -66,7 +66,10 @@ impl FileTool for ReadFile {
 fn format_line(n: usize, line: &PageLine) -> String {
     match (line.more_chars, line.more_exact) {
         (0, true) => format!("{n:>6}\t{}", line.text),
-        (more, true) => format!("{n:>6}\t{} ... [line truncated, {more} more chars]", line.text),
+        (more, true) => format!(
+            "{n:>6}\t{} ... [line truncated, {more} more chars]",
+            line.text
+        ),
         (more, false) => format!(
             "{n:>6}\t{} ... [line truncated, over {more} more chars]",
             line.text

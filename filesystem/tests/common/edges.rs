@@ -39,7 +39,10 @@ pub fn fixture() -> Vec<(String, String)> {
             "/two_mib.txt".into(),
             format!("{}\nend\n", "a".repeat(TWO_MIB)),
         ),
-        ("/over.txt".into(), format!("{}\nlast\n", "x".repeat(over_len()))),
+        (
+            "/over.txt".into(),
+            format!("{}\nlast\n", "x".repeat(over_len())),
+        ),
         (
             "/counted.txt".into(),
             format!("{}\n", "y".repeat(999)).repeat(counted_lines()),
@@ -142,18 +145,40 @@ pub struct Upload {
 /// Uploads every backend must keep exactly (text) or keep exactly / refuse
 /// with `invalid_path` (other bytes; directory backends keep them).
 pub fn uploads() -> Vec<Upload> {
-    let png: Vec<u8> = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 0xFF, 0xD8]
-        .into_iter()
-        .chain((0..=255u8).rev())
-        .collect();
+    let png: Vec<u8> = [
+        0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 0xFF, 0xD8,
+    ]
+    .into_iter()
+    .chain((0..=255u8).rev())
+    .collect();
     let mut utf16 = vec![0xFF, 0xFE];
     utf16.extend("héllo\r\n".encode_utf16().flat_map(u16::to_le_bytes));
     vec![
-        Upload { path: "/up/image.png", bytes: png, text: false },
-        Upload { path: "/up/latin1.txt", bytes: b"caf\xe9\n".to_vec(), text: false },
-        Upload { path: "/up/utf16.txt", bytes: utf16, text: false },
-        Upload { path: "/up/text.txt", bytes: "héllo\r\nwörld\n\0nul".as_bytes().to_vec(), text: true },
-        Upload { path: "/up/empty.txt", bytes: Vec::new(), text: true },
+        Upload {
+            path: "/up/image.png",
+            bytes: png,
+            text: false,
+        },
+        Upload {
+            path: "/up/latin1.txt",
+            bytes: b"caf\xe9\n".to_vec(),
+            text: false,
+        },
+        Upload {
+            path: "/up/utf16.txt",
+            bytes: utf16,
+            text: false,
+        },
+        Upload {
+            path: "/up/text.txt",
+            bytes: "héllo\r\nwörld\n\0nul".as_bytes().to_vec(),
+            text: true,
+        },
+        Upload {
+            path: "/up/empty.txt",
+            bytes: Vec::new(),
+            text: true,
+        },
     ]
 }
 
@@ -164,10 +189,15 @@ pub async fn check_uploads(backend: &dyn Backend, prefix: &str, keeps_binary: bo
     for up in uploads() {
         let path = format!("{prefix}{}", up.path);
         let kept = up.text || keeps_binary;
-        let result = backend.upload_files(vec![(path.clone(), up.bytes.clone())]).await;
+        let result = backend
+            .upload_files(vec![(path.clone(), up.bytes.clone())])
+            .await;
         let expected = (!kept).then_some(FileOpError::InvalidPath);
         if result[0].error != expected {
-            failures.push(format!("upload {path}: {:?}, expected {expected:?}", result[0].error));
+            failures.push(format!(
+                "upload {path}: {:?}, expected {expected:?}",
+                result[0].error
+            ));
         }
         let back = backend.download_files(vec![path.clone()]).await.remove(0);
         let expected = if kept { Some(up.bytes.clone()) } else { None };
@@ -179,14 +209,20 @@ pub async fn check_uploads(backend: &dyn Backend, prefix: &str, keeps_binary: bo
             ));
         }
         if !kept && back.error != Some(FileOpError::FileNotFound) {
-            failures.push(format!("download {path}: {:?}, expected file_not_found", back.error));
+            failures.push(format!(
+                "download {path}: {:?}, expected file_not_found",
+                back.error
+            ));
         }
     }
     // A name with a control character is refused on every backend.
     let odd = format!("{prefix}/up/evil\nname.txt");
     let result = backend.upload_files(vec![(odd, b"x".to_vec())]).await;
     if result[0].error != Some(FileOpError::InvalidPath) {
-        failures.push(format!("upload with a newline in the name: {:?}", result[0].error));
+        failures.push(format!(
+            "upload with a newline in the name: {:?}",
+            result[0].error
+        ));
     }
     failures
 }

@@ -78,6 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 model: "scripted".into(),
                 base_url: None,
                 context_window: None,
+                provider: None,
             },
         )]),
         interrupt_on: BTreeMap::from([(

@@ -255,6 +255,7 @@ fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
                 model: "scripted".into(),
                 base_url: None,
                 context_window: None,
+                provider: None,
             },
         )]),
         interrupt_on: BTreeMap::from([(tool.to_string(), decisions)]),
@@ -853,6 +854,7 @@ impl ChatModel for CutOffFirst {
             prompt_tokens: 100,
             completion_tokens: 20,
             total_tokens: 120,
+            ..Usage::default()
         });
         Ok(response)
     }

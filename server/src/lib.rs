@@ -23,8 +23,12 @@
 //! lib.rs        this map
 //! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN); sessions are a ListConfig, files a Workspace
 //! state.rs      AppState: session lists per user, run claims, building a session's agent
-//! auth.rs       User: the bearer token's user (401 otherwise)
-//! error.rs      ApiError: status codes and OpenAI-shaped error bodies
+//! auth.rs       User: the bearer token's user (401 otherwise); ?token= only for event streams
+//! error.rs      ApiError: status codes and OpenAI-shaped error bodies (one shape everywhere;
+//!               internals logged, never sent)
+//! guard.rs      Host / Origin / content-type / size checks, security headers (CSP, frames)
+//! access.rs     request ids, the request span, one access-log line per request
+//! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
 //! run.rs        Session: one run of a session (claim, load, commit, run, stream)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
@@ -34,7 +38,7 @@
 //!               messages, approvals, continue a cut-off answer, stop a run
 //! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
 //! app.rs        the router and its layers
-//! serve.rs      check_bind, serve with a graceful shutdown
+//! serve.rs      check_bind, serve: connection limit, header/idle timeouts, graceful shutdown
 //! ```
 //!
 //! ```no_run
@@ -52,12 +56,15 @@
 //! ```
 #![deny(missing_docs)]
 
+mod access;
 mod app;
 mod auth;
+mod body;
 pub mod config;
 pub mod error;
 pub mod events;
 mod graph;
+pub mod guard;
 pub mod openai;
 mod run;
 pub mod serve;

@@ -172,15 +172,7 @@ pub(crate) async fn completions(
             }
         };
         if let Some((status, message)) = end.error {
-            let error = match status {
-                409 => ApiError::Conflict(message),
-                _ => ApiError::Internal(message),
-            };
-            let mut response = error.into_response();
-            if status == 502 {
-                *response.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
-            }
-            response
+            ApiError::from_status(status, message).into_response()
         } else {
             Json(json!({
                 "id": completion_id,
@@ -256,18 +248,29 @@ fn stream(
                         ..
                     })) if !text.is_empty() => {
                         streamed.push_str(&text);
-                        let event = Event::default().data(chunk(json!({"content": text}), None).to_string());
+                        let event = Event::default()
+                            .data(chunk(json!({"content": text}), None).to_string());
                         return Some((Ok(event), (rx, root, chunk, None, false, streamed)));
                     }
                     Some(Item::End(end)) => {
                         let data = match &end.error {
-                            Some((status, message)) => json!({"error": {"message": message, "type": "server_error", "code": status}}),
+                            Some((status, message)) => {
+                                ApiError::from_status(*status, message.clone()).body()
+                            }
                             None => {
                                 // Text that did not stream (a waiting call's
                                 // note) goes out in the last chunk.
                                 let answer = answer_text(&end, root.id());
-                                let rest = if streamed.ends_with(&answer) { String::new() } else { answer };
-                                let delta = if rest.is_empty() { json!({}) } else { json!({"content": rest}) };
+                                let rest = if streamed.ends_with(&answer) {
+                                    String::new()
+                                } else {
+                                    answer
+                                };
+                                let delta = if rest.is_empty() {
+                                    json!({})
+                                } else {
+                                    json!({"content": rest})
+                                };
                                 chunk(delta, Some("stop"))
                             }
                         };

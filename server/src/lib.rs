@@ -28,6 +28,7 @@
 //!               internals logged, never sent)
 //! guard.rs      Host / Origin / content-type / size checks, security headers (CSP, frames)
 //! access.rs     request ids, the request span, one access-log line per request
+//! logging.rs    init_logging: the `lc-agent serve` subscriber (RUST_LOG, text or JSON lines)
 //! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
 //! run.rs        Session: one run of a session (claim, load, commit, run, stream)
 //! events.rs     a run's NetworkEvents as SSE JSON
@@ -65,6 +66,7 @@ pub mod error;
 pub mod events;
 mod graph;
 pub mod guard;
+pub mod logging;
 pub mod openai;
 mod run;
 pub mod serve;

@@ -347,4 +347,14 @@ impl ServerConfig {
         self.session_cache = sessions;
         self
     }
+
+    /// Opens the session lists: the store, with the retention and the
+    /// session cache.
+    pub(crate) fn lists(&self) -> Result<lc_agent::Lists, lc_agent::ListError> {
+        let mut lists = self.sessions.open()?.cache(self.session_cache);
+        if let Some(retention) = self.retention {
+            lists = lists.retention(retention);
+        }
+        Ok(lists)
+    }
 }

@@ -35,6 +35,7 @@
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
 //! tools_api.rs  /v1/tools, /v1/tools/execute
+//! unsaved.rs    Unsaved: the list a `store: false` completion saves into (nothing is kept)
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
 //! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
@@ -73,6 +74,7 @@ pub mod serve;
 mod sessions;
 mod state;
 pub mod tools_api;
+mod unsaved;
 mod web;
 
 pub use app::router;

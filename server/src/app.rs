@@ -6,6 +6,7 @@
 //!  /v1/models, /v1/chat/completions                     openai.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
+//!  /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]                runs/http.rs
 //!  ── RequestBodyLimit (413) ── Timeout (408) ── CORS (off unless origins are named)
 //! ```
 
@@ -21,7 +22,7 @@ use tower_http::timeout::TimeoutLayer;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::{openai, sessions, tools_api, web};
+use crate::{openai, runs, sessions, tools_api, web};
 
 /// The server's routes over `state`.
 pub fn router(state: Arc<AppState>) -> Router {
@@ -49,6 +50,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/sessions/:id/stop", post(sessions::stop))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
+        .route(
+            "/api/sessions/:id/runs",
+            get(runs::http::of_session).post(runs::http::create),
+        )
+        .route("/api/runs/:id", get(runs::http::show))
+        .route("/api/runs/:id/cancel", post(runs::http::cancel))
+        .route("/api/runs/:id/events", get(runs::http::events))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))

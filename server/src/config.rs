@@ -144,6 +144,7 @@ pub struct ServerConfig {
     pub(crate) cors_origins: Vec<String>,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
+    pub(crate) runs: crate::runs::RunSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -156,6 +157,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("body_limit", &self.body_limit)
             .field("request_timeout", &self.request_timeout)
             .field("cors_origins", &self.cors_origins)
+            .field("runs", &self.runs)
             .finish_non_exhaustive()
     }
 }
@@ -178,7 +180,17 @@ impl ServerConfig {
             cors_origins: Vec::new(),
             modifiers: Vec::new(),
             summaries: true,
+            runs: crate::runs::RunSettings::default(),
         }
+    }
+
+    /// How the server takes and keeps runs: how many at once, per user,
+    /// how long each may take, the lease, how long finished runs are kept
+    /// (see [`RunSettings`](crate::runs::RunSettings)).
+    #[must_use]
+    pub fn runs(mut self, settings: crate::runs::RunSettings) -> Self {
+        self.runs = settings;
+        self
     }
 
     /// Whether sessions summarize long conversations (default on: older

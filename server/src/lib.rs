@@ -12,8 +12,9 @@
 //! ```text
 //!  client ─▶ router (body limit, timeout, CORS) ─▶ User (bearer token)
 //!     ├─ openai.rs     /v1/models, /v1/chat/completions ─┐
-//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ run.rs Session: claim ▸ load ▸ attach
-//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)┘      agent ▸ commit ▸ invoke ▸ save
+//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ runs/: submit (reserve ▸ load ▸ input ▸
+//!     ├─ runs/http.rs  /api/runs/..., /api/sessions/{id}/runs ┘  save ▸ queue) ─▶ any server's worker:
+//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)        invoke, checkpoint per node, events
 //!     └─ web.rs        /, /assets/*  (embedded page)             (state.rs: lists, claims, agents)
 //! ```
 //!
@@ -25,7 +26,8 @@
 //! state.rs      AppState: session lists per user, run claims, building a session's agent
 //! auth.rs       User: the bearer token's user (401 otherwise)
 //! error.rs      ApiError: status codes and OpenAI-shaped error bodies
-//! run.rs        Session: one run of a session (claim, load, commit, run, stream)
+//! runs/         durable runs: records, numbered events, the queue (in process, or a Redis
+//!               Stream with leases), the dispatcher and worker, the run endpoints (runs/mod.rs)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
@@ -59,7 +61,7 @@ pub mod error;
 pub mod events;
 mod graph;
 pub mod openai;
-mod run;
+pub mod runs;
 pub mod serve;
 mod sessions;
 mod state;
@@ -70,5 +72,6 @@ pub use app::router;
 pub use auth::User;
 pub use config::{ConfigError, ServerConfig, Tokens, ANONYMOUS_USER};
 pub use error::ApiError;
+pub use runs::RunSettings;
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

@@ -4,8 +4,10 @@
 //! ```text
 //!  check_bind(addr, tokens)   a non-loopback address needs tokens
 //!  serve(listener, state, shutdown)
-//!    ─▶ axum::serve ... shutdown fires ─▶ no new connections; running requests finish
-//!    ─▶ after the grace period: save_running() saves what still runs, and return
+//!    ─▶ axum::serve ... shutdown fires ─▶ no new connections, no more runs taken from the
+//!       queue; running requests and runs finish
+//!    ─▶ after the grace period: runs still going are handed back (queued again, for another
+//!       server or the next start), save_running() saves what still runs, and return
 //! ```
 
 use std::future::Future;
@@ -55,6 +57,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let app = router(state.clone());
+    state.start_runs();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
@@ -67,11 +70,25 @@ pub async fn serve(
         _ = rx => {}
     }
     tracing::info!(running = state.running(), "shutting down");
-    match tokio::time::timeout(grace, &mut server).await {
+    // No more runs from the queue; the ones going on get the grace period.
+    state.runs.stop_taking();
+    let finished = async {
+        let result = (&mut server).await;
+        while state.runs.executing() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        result
+    };
+    match tokio::time::timeout(grace, finished).await {
         Ok(result) => result?,
         Err(_) => {
+            let handed = state.runs.hand_back().await;
             let saved = state.save_running().await;
-            tracing::warn!(saved, "grace period over: saved the sessions still running");
+            tracing::warn!(
+                handed,
+                saved,
+                "grace period over: runs still going were handed back (queued again), sessions saved"
+            );
         }
     }
     Ok(())

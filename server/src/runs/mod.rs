@@ -265,8 +265,8 @@ async fn dispatch(state: Weak<AppState>) {
                 Err(e) => tracing::warn!(error = %e, "cannot look for abandoned runs"),
             }
         }
+        let store = runs.store.clone();
         if delivery.is_none() {
-            let store = runs.store.clone();
             let consumer = runs.consumer.clone();
             drop(app);
             match store.claim(&consumer, Duration::from_millis(1000)).await {
@@ -276,9 +276,23 @@ async fn dispatch(state: Weak<AppState>) {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
+        } else {
+            drop(app);
         }
         let Some(delivery) = delivery else { continue };
-        let Some(app) = state.upgrade() else { return };
+        let app = match state.upgrade() {
+            Some(app) if !app.runs.draining.load(Ordering::SeqCst) => app,
+            _ => {
+                // Taken while the server was stopping: back to the queue
+                // at once, for another server (or the next start).
+                if let Err(e) = store.enqueue(delivery.run).await {
+                    tracing::warn!(run = %delivery.run, error = %e, "cannot give a run back (its lease will expire)");
+                    return;
+                }
+                let _ = store.ack(&delivery).await;
+                return;
+            }
+        };
         tokio::spawn(async move {
             worker::execute(app, delivery).await;
             drop(permit);

@@ -5,7 +5,17 @@
 //! lc-agent serve [--addr 127.0.0.1:8080] [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
 //!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
+//!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
+//!                [--run-retention SECS] [--grace SECS]
 //! ```
+//!
+//! Every message, decision and completion is a run (queued, taken by any
+//! server on the same sessions store, checkpointed after every node; see
+//! `lc_agent_server::runs`): `--max-runs` is how many this server runs at
+//! once, `--max-user-runs` how many one user may have queued or running,
+//! `--run-lease` how soon another server takes over a run whose server
+//! died (Redis), `--grace` how long a shutdown waits before handing its
+//! runs back.
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
 //! `--model`); `--script` replays a scripted model offline, over and over.
@@ -29,7 +39,7 @@ use std::time::Duration;
 use clap::Args;
 use lc_agent_deepagent::mcp::McpConfig;
 use lc_agent_deepagent::spec::AgentSpec;
-use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
+use lc_agent_server::{check_bind, serve, AppState, RunSettings, ServerConfig, Tokens};
 
 use crate::agent::connect;
 use crate::args::{ModelArgs, StoreArgs, WorkspaceArgs};
@@ -67,6 +77,27 @@ pub(crate) struct ServeArgs {
     /// JSON file).
     #[arg(long, value_name = "FILE.json")]
     pub(crate) mcp: Option<PathBuf>,
+    /// Runs this server executes at once (more wait in the queue).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_runs: u64,
+    /// Queued and running runs one user may have (more get 429 with
+    /// Retry-After).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_user_runs: u64,
+    /// Seconds a run may take once a server took it (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) run_limit: u64,
+    /// Seconds after which a run whose server stopped renewing its lease
+    /// (it died) is taken over by another server on the same Redis.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub(crate) run_lease: f64,
+    /// Seconds finished runs and their events are kept.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) run_retention: u64,
+    /// Seconds a shutdown waits for runs to finish before handing them
+    /// back to the queue.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) grace: f64,
 }
 
 fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
@@ -78,7 +109,15 @@ fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> 
         .tokens(tokens)
         .body_limit(args.body_limit)
         .request_timeout(Duration::from_secs(args.timeout))
-        .summaries(args.model.summaries());
+        .summaries(args.model.summaries())
+        .shutdown_grace(seconds("--grace", args.grace)?)
+        .runs(RunSettings {
+            max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),
+            per_user: usize::try_from(args.max_user_runs).unwrap_or(usize::MAX),
+            time_limit: (args.run_limit > 0).then(|| Duration::from_secs(args.run_limit)),
+            lease: seconds("--run-lease", args.run_lease)?,
+            keep: Duration::from_secs(args.run_retention),
+        });
     if let Some(workspace) = args.workspace.workspace() {
         config = config.workspace(workspace);
     }
@@ -89,6 +128,17 @@ fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> 
         config = config.cors_origin(origin.clone());
     }
     Ok(config)
+}
+
+/// A positive number of seconds, or a usage error naming the flag.
+fn seconds(flag: &str, secs: f64) -> CliResult<Duration> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(CliError::usage(format!(
+            "{flag}: give a positive number of seconds, not {secs}"
+        )))
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM. Both handlers are installed before this

@@ -484,6 +484,7 @@ async fn runs_left_running_by_a_killed_process_resume_when_the_server_starts_aga
     let mut run = lc_agent_server::runs::Run::new(net.id(), "alice", "message");
     run.status = lc_agent_server::runs::RunStatus::Running;
     run.attempts = 1;
+    run.prepared = true;
     std::fs::create_dir_all(sessions.join(".runs")).unwrap();
     std::fs::write(
         sessions.join(".runs").join(format!("{}.json", run.id)),

@@ -153,7 +153,7 @@ async fn a_run_whose_server_stopped_renewing_its_lease_is_taken_over_and_resumed
     list.save(&net).await.unwrap();
     let run = Run::new(net.id(), "alice", "message");
     store.create(&run, 10).await.unwrap();
-    store.enqueue(run.id).await.unwrap();
+    store.prepared(run.id).await.unwrap();
     let taken = store
         .claim("dead-server", Duration::from_millis(500))
         .await

@@ -41,6 +41,9 @@ use crate::error::ApiError;
 use crate::events::pending_json;
 use crate::state::AppState;
 
+/// The session metadata key naming the run whose input it holds last.
+pub const RUN_KEY: &str = "run";
+
 /// A refused request: an [`ApiError`], or an answer of its own (409 with
 /// the session's run, 429 with Retry-After).
 pub(crate) type Refusal = Response;
@@ -172,8 +175,14 @@ pub(crate) async fn submit(
             Target::New(net) => net,
         };
         prepare(&net)?;
+        // The session names its run: a server that finds the run not
+        // marked prepared (this one died) knows from the session whether
+        // the input was saved.
+        net.set_metadata(RUN_KEY, json!(run.id));
         list.save(&net).await.map_err(refuse)?;
-        runs.store.enqueue(run.id).await.map_err(refuse)
+        runs.store.prepared(run.id).await.map_err(refuse)?;
+        runs.wake(run.id);
+        Ok(())
     }
     .await;
     if let Err(refusal) = prepared {
@@ -199,8 +208,10 @@ async fn resume(
         .await
         .map_err(refuse)?;
     prepare(&net)?;
+    net.set_metadata(RUN_KEY, json!(waiting.id));
     list.save(&net).await.map_err(refuse)?;
     let after = runs.store.last_seq(waiting.id).await.map_err(refuse)?;
+    // Queued again (and on the queue) in one step.
     let Some(run) = runs
         .store
         .transition(waiting.id, &[RunStatus::Waiting], RunStatus::Queued)
@@ -209,7 +220,6 @@ async fn resume(
     else {
         return Err(busy(state, waiting.session, waiting.id).await);
     };
-    runs.store.enqueue(run.id).await.map_err(refuse)?;
     Ok(Submitted { run, after })
 }
 

@@ -191,8 +191,22 @@ impl RunStore for LocalRuns {
             }
             inner.active.insert(run.session, run.id);
             inner.runs.insert(run.id, run.clone());
+            inner.queue.push_back(run.id);
         }
+        self.queued.notify_one();
         self.write(run)
+    }
+
+    async fn prepared(&self, id: Uuid) -> RunResult<()> {
+        let run = {
+            let mut inner = self.inner.lock();
+            let Some(run) = inner.runs.get_mut(&id) else {
+                return Err(RunError::NotFound(id));
+            };
+            run.prepared = true;
+            run.clone()
+        };
+        self.write(&run)
     }
 
     async fn abandon(&self, run: &Run) -> RunResult<()> {
@@ -257,8 +271,15 @@ impl RunStore for LocalRuns {
                 return Ok(None);
             }
             run.status = to;
-            run.clone()
+            let run = run.clone();
+            if to == RunStatus::Queued {
+                inner.queue.push_back(id);
+            }
+            run
         };
+        if to == RunStatus::Queued {
+            self.queued.notify_one();
+        }
         self.write(&run)?;
         Ok(Some(run))
     }

@@ -259,6 +259,8 @@ async fn dispatch(state: Weak<AppState>) {
                 Ok(d) => {
                     if let Some(d) = &d {
                         tracing::warn!(run = %d.run, server = %runs.consumer, "took over a run whose server stopped renewing its lease");
+                        // A dead server leaves several: look again at once.
+                        last_reclaim = tokio::time::Instant::now() - lease;
                     }
                     delivery = d;
                 }

@@ -135,6 +135,11 @@ pub struct Run {
     /// The server running it (or that ran it last).
     #[serde(default)]
     pub server: Option<String>,
+    /// Its input is saved in the session: a server may run it. (A run
+    /// whose server died before that is failed after a while, never run
+    /// without its input.)
+    #[serde(default)]
+    pub prepared: bool,
 }
 
 impl Run {
@@ -155,6 +160,7 @@ impl Run {
             pending: Vec::new(),
             attempts: 0,
             server: None,
+            prepared: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! works and taken over (`XAUTOCLAIM`) when it stops renewing.
 //!
 //! ```text
-//!  <prefix>:run:<id>              hash     json (the record), status, cancel
+//!  <prefix>:run:<id>              hash     json (the record), status, prepared, cancel
 //!  <prefix>:run:<id>:events       stream   ids 0-<seq>: event, data   (XADD MAXLEN ~ cap)
 //!  <prefix>:runs:active:<session> string   the session's active run (SET NX: one at a time)
 //!  <prefix>:runs:session:<session> zset    run ids by creation time
@@ -14,7 +14,11 @@
 //!  <prefix>:runs:queue            stream   run: <id>; group <prefix>:workers
 //! ```
 //!
-//! A server takes a run with `XREADGROUP ... >` (a connection of its own,
+//! A new run's record is written first; then one script takes the
+//! session's slot (`SET` unless held) and queues the run (`XADD`), so a
+//! server that dies between two steps never leaves a held session without
+//! a queued run (the scripts touch several keys: one Redis server, not a
+//! Cluster). A server takes a run with `XREADGROUP ... >` (a connection of its own,
 //! blocking at most a second), renews its lease with `XCLAIM ... JUSTID`
 //! (idle time back to 0) while it runs it, and `XACK`s and `XDEL`s the
 //! entry when the run ends or waits. An entry idle longer than the lease
@@ -93,13 +97,26 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
 const TRANSITION: &str = r"
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return false end
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   if ARGV[i] == status then
     redis.call('HSET', KEYS[1], 'status', ARGV[1])
+    if ARGV[1] == 'queued' then
+      redis.call('XADD', KEYS[2], '*', 'run', ARGV[2])
+    end
     return redis.call('HGET', KEYS[1], 'json')
   end
 end
 return ''
+";
+
+/// The session's slot and the run's queue entry, together (KEYS: the
+/// slot, the queue; ARGV: the run): the holder when the slot is taken.
+const RESERVE: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder then return holder end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
+return false
 ";
 
 impl RedisRuns {
@@ -229,30 +246,6 @@ impl RedisRuns {
 #[async_trait]
 impl RunStore for RedisRuns {
     async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
-        let active = self.active_key(run.session);
-        let id = run.id.to_string();
-        let taken: Option<String> = self
-            .redis
-            .run("reserve the session", |mut conn| {
-                let c = cmd("SET")
-                    .arg(&active)
-                    .arg(&id)
-                    .arg("NX")
-                    .arg("GET")
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        if let Some(holder) = taken {
-            let holder = holder
-                .parse()
-                .map_err(|_| RunError::Store(format!("{active} holds `{holder}`")))?;
-            return Err(RunError::Busy {
-                session: run.session,
-                run: holder,
-            });
-        }
         let busy = self.busy_key(&run.user);
         let count: usize = self
             .redis
@@ -263,14 +256,15 @@ impl RunStore for RedisRuns {
             .await
             .map_err(store)?;
         if count >= per_user {
-            let _ = self.abandon(run).await;
             return Err(RunError::UserFull {
                 user: run.user.clone(),
                 limit: per_user,
             });
         }
+        // The record first, so that a session's active run always has one.
         let json = Self::json(run)?;
         let score = run.created_at.timestamp_micros();
+        let id = run.id.to_string();
         let (key, session, user) = (
             self.run_key(run.id),
             self.session_key(run.session),
@@ -290,6 +284,44 @@ impl RunStore for RedisRuns {
                 p.cmd("ZADD").arg(&user).arg(score).arg(&id).ignore();
                 p.cmd("SADD").arg(&busy).arg(&id).ignore();
                 async move { p.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        // The session's slot and the queue entry in one step.
+        let (active, queue) = (self.active_key(run.session), self.queue_key());
+        let holder: Option<String> = self
+            .redis
+            .run("reserve the session and queue the run", |mut conn| {
+                let c = cmd("EVAL")
+                    .arg(RESERVE)
+                    .arg(2)
+                    .arg(&active)
+                    .arg(&queue)
+                    .arg(&id)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        if let Some(holder) = holder {
+            let _ = self.abandon(run).await;
+            let holder = holder
+                .parse()
+                .map_err(|_| RunError::Store(format!("{active} holds `{holder}`")))?;
+            return Err(RunError::Busy {
+                session: run.session,
+                run: holder,
+            });
+        }
+        Ok(())
+    }
+
+    async fn prepared(&self, id: Uuid) -> RunResult<()> {
+        let key = self.run_key(id);
+        self.redis
+            .run("mark the run prepared", |mut conn| {
+                let c = cmd("HSET").arg(&key).arg("prepared").arg(1).clone();
+                async move { c.query_async::<()>(&mut conn).await }
             })
             .await
             .map_err(store)
@@ -329,16 +361,25 @@ impl RunStore for RedisRuns {
 
     async fn get(&self, id: Uuid) -> RunResult<Option<Run>> {
         let key = self.run_key(id);
-        let (json, status): (Option<String>, Option<String>) = self
+        let (json, status, prepared): (Option<String>, Option<String>, Option<String>) = self
             .redis
             .run("read the run", |mut conn| {
-                let c = cmd("HMGET").arg(&key).arg("json").arg("status").clone();
+                let c = cmd("HMGET")
+                    .arg(&key)
+                    .arg("json")
+                    .arg("status")
+                    .arg("prepared")
+                    .clone();
                 async move { c.query_async(&mut conn).await }
             })
             .await
             .map_err(store)?;
         match json {
-            Some(json) => Ok(Some(Self::record(&json, status.as_deref())?)),
+            Some(json) => {
+                let mut run = Self::record(&json, status.as_deref())?;
+                run.prepared |= prepared.is_some();
+                Ok(Some(run))
+            }
             None => Ok(None),
         }
     }
@@ -388,12 +429,17 @@ impl RunStore for RedisRuns {
         from: &[RunStatus],
         to: RunStatus,
     ) -> RunResult<Option<Run>> {
-        let key = self.run_key(id);
+        let (key, queue) = (self.run_key(id), self.queue_key());
         let json: Option<String> = self
             .redis
             .run("change the run's status", |mut conn| {
                 let mut c = cmd("EVAL");
-                c.arg(TRANSITION).arg(1).arg(&key).arg(to.as_str());
+                c.arg(TRANSITION)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(&queue)
+                    .arg(to.as_str())
+                    .arg(id.to_string());
                 for s in from {
                     c.arg(s.as_str());
                 }

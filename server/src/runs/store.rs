@@ -58,10 +58,14 @@ pub struct Delivery {
 /// for a cancel ([`request_cancel`](Self::request_cancel)).
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
-    /// Writes a new queued run and makes it its session's active run:
-    /// [`RunError::Busy`] when the session has one,
-    /// [`RunError::UserFull`] when the user has `per_user` active runs.
+    /// Writes a new queued run, makes it its session's active run and
+    /// queues it, in one step (a server that dies after it leaves a run
+    /// that any server finds): [`RunError::Busy`] when the session has an
+    /// active run, [`RunError::UserFull`] when the user has `per_user`.
+    /// A server runs it only once it is [`prepared`](Self::prepared).
     async fn create(&self, run: &Run, per_user: usize) -> RunResult<()>;
+    /// Marks a run's input as saved in its session (see [`Run::prepared`]).
+    async fn prepared(&self, id: Uuid) -> RunResult<()>;
     /// Forgets a run whose creation could not finish (and frees its session).
     async fn abandon(&self, run: &Run) -> RunResult<()>;
     /// A run.
@@ -74,8 +78,9 @@ pub trait RunStore: Send + Sync + 'static {
     async fn of_user(&self, user: &str, limit: usize) -> RunResult<Vec<Run>>;
     /// Writes the record (its owner does, while it runs it).
     async fn put(&self, run: &Run) -> RunResult<()>;
-    /// Sets the status to `to` when it is one of `from`; the record after,
-    /// or `None` when the status was another.
+    /// Sets the status to `to` when it is one of `from` (and, for
+    /// `queued`, queues the run in the same step); the record after, or
+    /// `None` when the status was another.
     async fn transition(
         &self,
         id: Uuid,

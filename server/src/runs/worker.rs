@@ -111,6 +111,10 @@ enum Ending {
 pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
     let runs = &state.runs;
     let id = delivery.run;
+    if !wait_prepared(&state, &delivery).await {
+        let _ = runs.store.ack(&delivery).await;
+        return;
+    }
     let taken = runs
         .store
         .transition(
@@ -194,6 +198,60 @@ pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
     runs.wake(id);
     runs.forget_waker(id);
 }
+
+/// Waits until the run's input is saved in its session; `false` when
+/// there is nothing to run: the request was refused (the run is gone), or
+/// the server that took it died before saving the input (after a lease
+/// the session says so: it does not name the run), and the run is failed.
+async fn wait_prepared(state: &Arc<AppState>, delivery: &Delivery) -> bool {
+    let runs = &state.runs;
+    let id = delivery.run;
+    let patience = runs.settings.lease;
+    loop {
+        let waker = runs.waker(id);
+        let notified = waker.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        match runs.store.get(id).await {
+            Ok(Some(run)) if run.prepared || !run.status.is_active() => return true,
+            Ok(Some(mut run))
+                if (chrono::Utc::now() - run.created_at)
+                    .to_std()
+                    .unwrap_or_default()
+                    >= patience =>
+            {
+                let saved = match state.list(&run.user) {
+                    Ok(list) => list
+                        .load(run.session)
+                        .await
+                        .ok()
+                        .and_then(|net| net.metadata_value(super::http::RUN_KEY))
+                        .is_some_and(|named| named == serde_json::json!(id)),
+                    Err(_) => false,
+                };
+                if saved {
+                    let _ = runs.store.prepared(id).await;
+                    return true;
+                }
+                tracing::warn!(run = %id, "a run whose input was never saved (its server stopped first) is failed");
+                finish(&mut run, RunStatus::Failed, Some(NOT_SAVED.to_string()));
+                let _ = runs.store.settle(&run, runs.settings.keep).await;
+                runs.wake(id);
+                return false;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::warn!(run = %id, error = %e, "cannot read a run");
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+    }
+}
+
+/// The error of a run whose server died before it saved the input.
+pub const NOT_SAVED: &str =
+    "the server that took this run stopped before its input was saved (nothing of it ran): send it again";
 
 /// Runs the session of `run` to its end, updating `run`; whether it was
 /// handed back instead (then `run` is queued again).

@@ -35,7 +35,7 @@ use uuid::Uuid;
 
 use crate::auth::User;
 use crate::error::ApiError;
-use crate::runs::http::{add_message, event_stream, refuse, submit, Target};
+use crate::runs::http::{add_message, event_stream, refuse, submit, Refusal, Target};
 use crate::runs::Run;
 use crate::state::AppState;
 
@@ -164,7 +164,7 @@ pub(crate) async fn completions(
     User(user): User,
     headers: HeaderMap,
     raw: axum::body::Bytes,
-) -> Result<Response, Response> {
+) -> Result<Response, Refusal> {
     let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
         refuse(ApiError::BadRequest(format!(
             "the body is not a chat completion request: {e}"
@@ -332,6 +332,7 @@ async fn whole(
             return refuse(ApiError::Internal(format!(
                 "run {id} ended without a result"
             )))
+            .into_response()
         }
         Err(_) => {
             let body = json!({

@@ -59,10 +59,13 @@ pub async fn serve(
     let app = router(state.clone());
     state.start_runs();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = tx.send(());
-    });
+    // Small writes (SSE events) go out at once, not after a delayed ACK.
+    let server = axum::serve(listener, app)
+        .tcp_nodelay(true)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = tx.send(());
+        });
     let grace = state.config.shutdown_grace;
     let mut server = std::pin::pin!(std::future::IntoFuture::into_future(server));
     tokio::select! {

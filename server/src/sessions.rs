@@ -341,7 +341,7 @@ pub(crate) async fn continue_cut_off(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
-) -> Result<Response, Response> {
+) -> Result<Response, runs::http::Refusal> {
     let submitted = runs::http::submit(
         &state,
         &user,
@@ -395,7 +395,7 @@ pub(crate) async fn message(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<NewMessage>,
-) -> Result<Response, Response> {
+) -> Result<Response, runs::http::Refusal> {
     let submitted = runs::http::submit_message(&state, &user, id, body.content).await?;
     Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
 }
@@ -412,7 +412,7 @@ pub(crate) async fn approvals(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<Decisions>,
-) -> Result<Response, Response> {
+) -> Result<Response, runs::http::Refusal> {
     let submitted = runs::http::submit_decisions(&state, &user, id, body.decisions).await?;
     Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
 }

@@ -45,12 +45,24 @@ use crate::state::AppState;
 pub const RUN_KEY: &str = "run";
 
 /// A refused request: an [`ApiError`], or an answer of its own (409 with
-/// the session's run, 429 with Retry-After).
-pub(crate) type Refusal = Response;
+/// the session's run, 429 with Retry-After). Boxed: it travels in `Err`.
+pub(crate) struct Refusal(Box<Response>);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
+impl From<Response> for Refusal {
+    fn from(r: Response) -> Self {
+        Self(Box::new(r))
+    }
+}
 
 /// The answer of an [`ApiError`].
 pub(crate) fn refuse(e: impl Into<ApiError>) -> Refusal {
-    e.into().into_response()
+    e.into().into_response().into()
 }
 
 impl From<RunError> for ApiError {
@@ -59,6 +71,9 @@ impl From<RunError> for ApiError {
             RunError::NotFound(id) => ApiError::NotFound(format!("run {id} not found")),
             RunError::Busy { .. } | RunError::UserFull { .. } => ApiError::Conflict(e.to_string()),
             RunError::Store(m) => ApiError::Internal(m),
+            RunError::NotPrepared(id) => {
+                ApiError::Conflict(format!("run {id} is not prepared yet"))
+            }
         }
     }
 }
@@ -68,7 +83,9 @@ fn conflict(message: String, extra: Value) -> Refusal {
     if let (Some(e), Some(x)) = (error.as_object_mut(), extra.as_object()) {
         e.extend(x.clone());
     }
-    (StatusCode::CONFLICT, Json(json!({ "error": error }))).into_response()
+    (StatusCode::CONFLICT, Json(json!({ "error": error })))
+        .into_response()
+        .into()
 }
 
 /// Seconds a client is told to wait when its queue is full.
@@ -82,7 +99,7 @@ fn too_many(message: String) -> Refusal {
         .into_response();
     r.headers_mut()
         .insert("retry-after", HeaderValue::from(RETRY_AFTER_SECS));
-    r
+    r.into()
 }
 
 /// The 409 of a session whose run `holder` is active.

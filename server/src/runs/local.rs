@@ -204,6 +204,7 @@ impl RunStore for LocalRuns {
                 return Err(RunError::NotFound(id));
             };
             run.prepared = true;
+            run.prepared_at = Some(chrono::Utc::now());
             run.clone()
         };
         self.write(&run)
@@ -236,7 +237,7 @@ impl RunStore for LocalRuns {
             .filter(|r| r.session == session)
             .cloned()
             .collect();
-        runs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         runs.truncate(limit);
         Ok(runs)
     }
@@ -246,7 +247,7 @@ impl RunStore for LocalRuns {
             .filter(|r| r.user == user)
             .cloned()
             .collect();
-        runs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         runs.truncate(limit);
         Ok(runs)
     }
@@ -270,6 +271,9 @@ impl RunStore for LocalRuns {
             if !from.contains(&run.status) {
                 return Ok(None);
             }
+            if to == RunStatus::Running && !run.prepared {
+                return Err(RunError::NotPrepared(id));
+            }
             run.status = to;
             let run = run.clone();
             if to == RunStatus::Queued {
@@ -280,7 +284,10 @@ impl RunStore for LocalRuns {
         if to == RunStatus::Queued {
             self.queued.notify_one();
         }
-        self.write(&run)?;
+        if to != RunStatus::Running {
+            // (A run taken is written by its server right after.)
+            self.write(&run)?;
+        }
         Ok(Some(run))
     }
 

@@ -140,6 +140,13 @@ pub struct Run {
     /// without its input.)
     #[serde(default)]
     pub prepared: bool,
+    /// When its input was saved.
+    #[serde(default)]
+    pub prepared_at: Option<DateTime<Utc>>,
+    /// How long it waited, after its input was saved, for a server to
+    /// take it (the queue's own latency; the last time it was taken).
+    #[serde(default)]
+    pub queue_ms: Option<f64>,
 }
 
 impl Run {
@@ -161,6 +168,8 @@ impl Run {
             attempts: 0,
             server: None,
             prepared: false,
+            prepared_at: None,
+            queue_ms: None,
         }
     }
 }

@@ -97,13 +97,15 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
 const TRANSITION: &str = r"
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return false end
+local prepared = redis.call('HGET', KEYS[1], 'prepared')
 for i = 3, #ARGV do
   if ARGV[i] == status then
+    if ARGV[1] == 'running' and not prepared then return 'unprepared' end
     redis.call('HSET', KEYS[1], 'status', ARGV[1])
     if ARGV[1] == 'queued' then
       redis.call('XADD', KEYS[2], '*', 'run', ARGV[2])
     end
-    return redis.call('HGET', KEYS[1], 'json')
+    return {redis.call('HGET', KEYS[1], 'json'), prepared or ''}
   end
 end
 return ''
@@ -320,7 +322,11 @@ impl RunStore for RedisRuns {
         let key = self.run_key(id);
         self.redis
             .run("mark the run prepared", |mut conn| {
-                let c = cmd("HSET").arg(&key).arg("prepared").arg(1).clone();
+                let c = cmd("HSET")
+                    .arg(&key)
+                    .arg("prepared")
+                    .arg(chrono::Utc::now().timestamp_micros())
+                    .clone();
                 async move { c.query_async::<()>(&mut conn).await }
             })
             .await
@@ -378,6 +384,9 @@ impl RunStore for RedisRuns {
             Some(json) => {
                 let mut run = Self::record(&json, status.as_deref())?;
                 run.prepared |= prepared.is_some();
+                if let Some(at) = prepared.and_then(|p| p.parse::<i64>().ok()) {
+                    run.prepared_at = chrono::DateTime::from_timestamp_micros(at);
+                }
                 Ok(Some(run))
             }
             None => Ok(None),
@@ -430,7 +439,7 @@ impl RunStore for RedisRuns {
         to: RunStatus,
     ) -> RunResult<Option<Run>> {
         let (key, queue) = (self.run_key(id), self.queue_key());
-        let json: Option<String> = self
+        let reply: Value = self
             .redis
             .run("change the run's status", |mut conn| {
                 let mut c = cmd("EVAL");
@@ -447,10 +456,23 @@ impl RunStore for RedisRuns {
             })
             .await
             .map_err(store)?;
-        match json.as_deref() {
-            None => Err(RunError::NotFound(id)),
-            Some("") => Ok(None),
-            Some(json) => Ok(Some(Self::record(json, Some(to.as_str()))?)),
+        match reply {
+            Value::Nil => Err(RunError::NotFound(id)),
+            ref v if text(v).as_deref() == Some("unprepared") => Err(RunError::NotPrepared(id)),
+            Value::Array(parts) => {
+                let json = parts.first().and_then(text).unwrap_or_default();
+                let mut run = Self::record(&json, Some(to.as_str()))?;
+                if let Some(at) = parts
+                    .get(1)
+                    .and_then(text)
+                    .and_then(|p| p.parse::<i64>().ok())
+                {
+                    run.prepared = true;
+                    run.prepared_at = chrono::DateTime::from_timestamp_micros(at);
+                }
+                Ok(Some(run))
+            }
+            _ => Ok(None),
         }
     }
 

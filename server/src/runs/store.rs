@@ -33,6 +33,10 @@ pub enum RunError {
     /// No such run.
     #[error("run {0} not found")]
     NotFound(Uuid),
+    /// The run cannot start yet: its input is not saved (see
+    /// [`Run::prepared`](super::Run::prepared)).
+    #[error("run {0} is not prepared yet")]
+    NotPrepared(Uuid),
     /// The store cannot be reached or read.
     #[error("run store: {0}")]
     Store(String),
@@ -80,7 +84,8 @@ pub trait RunStore: Send + Sync + 'static {
     async fn put(&self, run: &Run) -> RunResult<()>;
     /// Sets the status to `to` when it is one of `from` (and, for
     /// `queued`, queues the run in the same step); the record after, or
-    /// `None` when the status was another.
+    /// `None` when the status was another. `running` needs the run
+    /// prepared ([`RunError::NotPrepared`] otherwise).
     async fn transition(
         &self,
         id: Uuid,

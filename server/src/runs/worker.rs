@@ -111,33 +111,16 @@ enum Ending {
 pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
     let runs = &state.runs;
     let id = delivery.run;
-    if !wait_prepared(&state, &delivery).await {
+    let Some(mut run) = take(&state, &delivery).await else {
         let _ = runs.store.ack(&delivery).await;
         return;
-    }
-    let taken = runs
-        .store
-        .transition(
-            id,
-            &[RunStatus::Queued, RunStatus::Running],
-            RunStatus::Running,
-        )
-        .await;
-    let mut run = match taken {
-        Ok(Some(run)) => run,
-        Ok(None) | Err(super::RunError::NotFound(_)) => {
-            // Cancelled while queued, or over (its server died after
-            // settling it, before the ack): nothing to run.
-            let _ = runs.store.ack(&delivery).await;
-            return;
-        }
-        Err(e) => {
-            tracing::error!(run = %id, error = %e, "cannot take a run (it stays queued)");
-            return;
-        }
     };
     run.attempts += 1;
-    run.started_at.get_or_insert_with(chrono::Utc::now);
+    let now = chrono::Utc::now();
+    run.started_at.get_or_insert(now);
+    if let Some(ready) = run.prepared_at {
+        run.queue_ms = Some((now - ready).num_microseconds().unwrap_or(0).max(0) as f64 / 1000.0);
+    }
     run.server = Some(runs.consumer.clone());
     if let Err(e) = runs.store.put(&run).await {
         tracing::error!(run = %id, error = %e, "cannot write a run's record");
@@ -199,54 +182,79 @@ pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
     runs.forget_waker(id);
 }
 
-/// Waits until the run's input is saved in its session; `false` when
-/// there is nothing to run: the request was refused (the run is gone), or
-/// the server that took it died before saving the input (after a lease
-/// the session says so: it does not name the run), and the run is failed.
-async fn wait_prepared(state: &Arc<AppState>, delivery: &Delivery) -> bool {
+/// Takes the run (status `running`) once its input is saved in its
+/// session; `None` when there is nothing to run: it was cancelled or is
+/// over, the request was refused (the run is gone), or the server that
+/// took the request died before saving the input (after a lease the
+/// session says so: it does not name the run), and the run is failed.
+async fn take(state: &Arc<AppState>, delivery: &Delivery) -> Option<Run> {
     let runs = &state.runs;
     let id = delivery.run;
-    let patience = runs.settings.lease;
+    let since = tokio::time::Instant::now();
     loop {
         let waker = runs.waker(id);
         let notified = waker.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        match runs.store.get(id).await {
-            Ok(Some(run)) if run.prepared || !run.status.is_active() => return true,
-            Ok(Some(mut run))
-                if (chrono::Utc::now() - run.created_at)
-                    .to_std()
-                    .unwrap_or_default()
-                    >= patience =>
-            {
-                let saved = match state.list(&run.user) {
-                    Ok(list) => list
-                        .load(run.session)
-                        .await
-                        .ok()
-                        .and_then(|net| net.metadata_value(super::http::RUN_KEY))
-                        .is_some_and(|named| named == serde_json::json!(id)),
-                    Err(_) => false,
-                };
-                if saved {
-                    let _ = runs.store.prepared(id).await;
-                    return true;
-                }
-                tracing::warn!(run = %id, "a run whose input was never saved (its server stopped first) is failed");
-                finish(&mut run, RunStatus::Failed, Some(NOT_SAVED.to_string()));
-                let _ = runs.store.settle(&run, runs.settings.keep).await;
-                runs.wake(id);
-                return false;
+        let taken = runs
+            .store
+            .transition(
+                id,
+                &[RunStatus::Queued, RunStatus::Running],
+                RunStatus::Running,
+            )
+            .await;
+        match taken {
+            Ok(Some(run)) => return Some(run),
+            // Cancelled while queued, or over (its server died after
+            // settling it, before the ack), or gone: nothing to run.
+            Ok(None) | Err(super::RunError::NotFound(_)) => return None,
+            Err(super::RunError::NotPrepared(_)) if since.elapsed() >= runs.settings.lease => {
+                return never_prepared(state, id).await;
             }
-            Ok(Some(_)) => {}
-            Ok(None) => return false,
+            Err(super::RunError::NotPrepared(_)) => {}
             Err(e) => {
-                tracing::warn!(run = %id, error = %e, "cannot read a run");
+                tracing::warn!(run = %id, error = %e, "cannot take a run");
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
         let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
     }
+}
+
+/// A run still not prepared after a lease: when the session names it, its
+/// input was saved (the server died just after): it is taken; otherwise
+/// it is failed, saying so.
+async fn never_prepared(state: &Arc<AppState>, id: Uuid) -> Option<Run> {
+    let runs = &state.runs;
+    let mut run = runs.store.get(id).await.ok().flatten()?;
+    let saved = match state.list(&run.user) {
+        Ok(list) => list
+            .load(run.session)
+            .await
+            .ok()
+            .and_then(|net| net.metadata_value(super::http::RUN_KEY))
+            .is_some_and(|named| named == json!(id)),
+        Err(_) => false,
+    };
+    if saved {
+        runs.store.prepared(id).await.ok()?;
+        return runs
+            .store
+            .transition(
+                id,
+                &[RunStatus::Queued, RunStatus::Running],
+                RunStatus::Running,
+            )
+            .await
+            .ok()
+            .flatten();
+    }
+    tracing::warn!(run = %id, "a run whose input was never saved (its server stopped first) is failed");
+    finish(&mut run, RunStatus::Failed, Some(NOT_SAVED.to_string()));
+    let _ = runs.store.settle(&run, runs.settings.keep).await;
+    runs.wake(id);
+    None
 }
 
 /// The error of a run whose server died before it saved the input.

@@ -111,6 +111,19 @@ end
 return ''
 ";
 
+/// A run leaving `running` (KEYS: record, events, the session's slot, the
+/// user's busy set; ARGV: json, status, id, seconds kept, "1" when final).
+const SETTLE: &str = r"
+redis.call('HSET', KEYS[1], 'json', ARGV[1], 'status', ARGV[2])
+redis.call('SREM', KEYS[4], ARGV[3])
+if ARGV[5] == '1' then
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+  if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
+end
+return 1
+";
+
 /// The session's slot and the run's queue entry, together (KEYS: the
 /// slot, the queue; ARGV: the run): the holder when the slot is taken.
 const RESERVE: &str = r"
@@ -486,37 +499,28 @@ impl RunStore for RedisRuns {
         );
         let id = run.id.to_string();
         let secs = keep.as_secs().max(1);
-        let last = run.status.is_final();
+        let last = if run.status.is_final() { "1" } else { "" };
+        // One script: a client that sees the run over finds its session free.
         self.redis
             .run("settle the run", |mut conn| {
-                let mut p = ::redis::pipe();
-                p.cmd("HSET")
+                let c = cmd("EVAL")
+                    .arg(SETTLE)
+                    .arg(4)
                     .arg(&key)
-                    .arg("json")
+                    .arg(&events)
+                    .arg(&active)
+                    .arg(&busy)
                     .arg(&json)
-                    .arg("status")
                     .arg(run.status.as_str())
-                    .ignore();
-                p.cmd("SREM").arg(&busy).arg(&id).ignore();
-                if last {
-                    p.cmd("EXPIRE").arg(&key).arg(secs).ignore();
-                    p.cmd("EXPIRE").arg(&events).arg(secs).ignore();
-                }
-                let (active, id) = (active.clone(), id.clone());
-                async move {
-                    p.query_async::<()>(&mut conn).await?;
-                    if last {
-                        let holder: Option<String> =
-                            cmd("GET").arg(&active).query_async(&mut conn).await?;
-                        if holder.as_deref() == Some(id.as_str()) {
-                            cmd("DEL").arg(&active).query_async::<()>(&mut conn).await?;
-                        }
-                    }
-                    Ok(())
-                }
+                    .arg(&id)
+                    .arg(secs)
+                    .arg(last)
+                    .clone();
+                async move { c.query_async::<Value>(&mut conn).await }
             })
             .await
-            .map_err(store)
+            .map_err(store)?;
+        Ok(())
     }
 
     async fn request_cancel(&self, id: Uuid) -> RunResult<()> {

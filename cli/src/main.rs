@@ -20,6 +20,8 @@
 //!   `[--user NAME] [--sessions DIR | --redis URL]` inspects saved sessions.
 //! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
 //!   serves the agent over HTTP and a web page (see `serve.rs`).
+//! - `lc-agent runs list | show <run> [--events] | cancel <run>`
+//!   `[--user NAME] [--sessions DIR | --redis URL]` inspects the server's runs.
 //!
 //! `run` and `chat` save the session after every node; Ctrl-C stops a run
 //! and keeps what ran (`interrupt.rs`, exit code 130).
@@ -42,7 +44,7 @@
 //! prices.rs      the price table of the footer (built in + $LC_AGENT_HOME/prices.toml)
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
-//! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs   one file per subcommand
+//! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
 //! ```
 //!
 //! Which workspace, which sessions and which agent are decided in the
@@ -66,6 +68,7 @@ mod logging;
 mod mcp;
 mod prices;
 mod run;
+mod runs;
 mod serve;
 mod sessions;
 mod tool;
@@ -103,6 +106,8 @@ enum Command {
     /// Serve the agent over HTTP: OpenAI-compatible chat completions,
     /// tool endpoints, the session API and a web page.
     Serve(serve::ServeArgs),
+    /// List, show or cancel the runs of `lc-agent serve` (its sessions store).
+    Runs(runs::RunsArgs),
 }
 
 #[tokio::main]
@@ -120,6 +125,7 @@ async fn main() -> ExitCode {
         Command::Sessions(args) => sessions::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Runs(args) => runs::run(args).await,
     };
     error::exit(result)
 }

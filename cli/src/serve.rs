@@ -7,7 +7,17 @@
 //!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
 //!                [--allow-host HOST]... [--max-connections N] [--header-timeout SECS]
 //!                [--retention 30d] [--session-cache N] [--log-format text|json]
+//!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
+//!                [--run-retention SECS] [--grace SECS]
 //! ```
+//!
+//! Every message, decision and completion is a run (queued, taken by any
+//! server on the same sessions store, checkpointed after every node; see
+//! `lc_agent_server::runs`): `--max-runs` is how many this server runs at
+//! once, `--max-user-runs` how many one user may have queued or running,
+//! `--run-lease` how soon another server takes over a run whose server
+//! died (Redis), `--grace` how long a shutdown waits before handing its
+//! runs back.
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
 //! `--model`), or with `--provider anthropic` (or only `ANTHROPIC_API_KEY`
@@ -42,7 +52,7 @@ use clap::Args;
 use lc_agent_deepagent::mcp::McpConfig;
 use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_server::logging::{init_logging, LogFormat, LoggingError};
-use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
+use lc_agent_server::{check_bind, serve, AppState, RunSettings, ServerConfig, Tokens};
 
 use crate::agent::connect;
 use crate::args::{ModelArgs, StoreArgs, WorkspaceArgs};
@@ -101,6 +111,27 @@ pub(crate) struct ServeArgs {
     /// The form of the log lines on stderr (RUST_LOG filters them).
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub(crate) log_format: String,
+    /// Runs this server executes at once (more wait in the queue).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_runs: u64,
+    /// Queued and running runs one user may have (more get 429 with
+    /// Retry-After).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_user_runs: u64,
+    /// Seconds a run may take once a server took it (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) run_limit: u64,
+    /// Seconds after which a run whose server stopped renewing its lease
+    /// (it died) is taken over by another server on the same Redis.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub(crate) run_lease: f64,
+    /// Seconds finished runs and their events are kept.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) run_retention: u64,
+    /// Seconds a shutdown waits for runs to finish before handing them
+    /// back to the queue.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) grace: f64,
 }
 
 /// `30d`, `12h`, `90m`, `45s` or plain seconds.
@@ -149,7 +180,15 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .max_connections(args.max_connections)
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)
-        .summaries(args.model.summaries());
+        .summaries(args.model.summaries())
+        .shutdown_grace(seconds("--grace", args.grace)?)
+        .runs(RunSettings {
+            max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),
+            per_user: usize::try_from(args.max_user_runs).unwrap_or(usize::MAX),
+            time_limit: (args.run_limit > 0).then(|| Duration::from_secs(args.run_limit)),
+            lease: seconds("--run-lease", args.run_lease)?,
+            keep: Duration::from_secs(args.run_retention),
+        });
     if let Some(age) = args.retention {
         config = config.retention(age);
     }
@@ -166,6 +205,17 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         config = config.cors_origin(origin.clone());
     }
     Ok(config)
+}
+
+/// A positive number of seconds, or a usage error naming the flag.
+fn seconds(flag: &str, secs: f64) -> CliResult<Duration> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(CliError::usage(format!(
+            "{flag}: give a positive number of seconds, not {secs}"
+        )))
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM. Both handlers are installed before this

@@ -62,7 +62,9 @@ function plainError(status, message) {
     case 403: return "This session belongs to another user.";
     case 404: return "This session no longer exists (it was deleted).";
     case 408: return "The server gave up waiting (request timeout). Try again; a long run may need a larger --request-timeout.";
-    case 409: return /in progress/.test(m)
+    case 409: return /waits for decisions/.test(m)
+      ? "A tool call waits for your decision: approve or reject it first, then send your message."
+      : /in progress/.test(m)
       ? "This session is busy with another run. Wait for it to finish (or stop it), then send again."
       : "This session was changed elsewhere meanwhile. The page reloaded it; send again if needed.";
     case 413: return "That is too large for the server (body limit). Send a shorter message.";
@@ -821,12 +823,13 @@ async function readEvents(response, onEvent) {
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
       const block = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      let name = "message", data = "";
+      let name = "message", data = "", id = null;
       for (const line of block.split("\n")) {
         if (line.startsWith("event:")) name = line.slice(6).trim();
         else if (line.startsWith("data:")) data += line.slice(5).trimStart();
+        else if (line.startsWith("id:")) id = Number(line.slice(3).trim());
       }
-      if (data) onEvent(name, JSON.parse(data));
+      if (data) onEvent(name, JSON.parse(data), id);
     }
   }
 }
@@ -866,7 +869,28 @@ async function run(path, body) {
     catch (_) { throw new ApiFailure(0, ""); }
     if (!r.ok) throw new ApiFailure(r.status, await errorText(r));
     step("Thinking…");
-    await readEvents(r, (name, data) => {
+    // Every event of a run has a number: a stream cut short (a server
+    // that stopped, a network that dropped) is picked up where it ended,
+    // from whichever server answers (GET /api/runs/{id}/events).
+    let lastSeq = 0, ended = false;
+    const onEvent = (name, data, id) => {
+      if (id) lastSeq = id;
+      if (name === "done" || name === "error") ended = true;
+      handle(name, data);
+    };
+    await readEvents(r, onEvent);
+    for (let tries = 0; !ended && tries < 30; tries++) {
+      step("The connection dropped: reattaching to the run…");
+      await new Promise((ok) => setTimeout(ok, 1000));
+      try {
+        const runs = await api("GET", "/api/sessions/" + state.session + "/runs?limit=1");
+        const current = runs.runs && runs.runs[0];
+        if (!current) break;
+        const again = await fetch("/api/runs/" + current.id + "/events?after=" + lastSeq, { headers: headers(false) });
+        if (again.ok) await readEvents(again, onEvent);
+      } catch (_) { /* the server is not back yet: try again */ }
+    }
+    function handle(name, data) {
       if (name === "text") {
         if (!live || live.dataset.node !== data.node_id) {
           live = el("div", "msg ai streaming");
@@ -910,11 +934,13 @@ async function run(path, body) {
         renderApprovals(data.pending);
       } else if (name === "stopped") {
         note("notice stopped", "Stopped. What ran is kept; send a message to go on.");
+      } else if (name === "handed_back") {
+        step("This server is stopping: the run goes on elsewhere…");
       } else if (name === "error") {
         ok = false;
         note("error", plainError(data.status, data.message));
       }
-    });
+    }
     if (paint) { clearTimeout(paint); flush(); }
     status("");
   } catch (e) {

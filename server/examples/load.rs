@@ -1,8 +1,11 @@
 //! Load figures of the server: requests per second and p50/p99 latency of
 //! `POST /v1/tools/execute` and of a chat turn through
 //! `POST /v1/chat/completions` (the scripted instant model, so the figures
-//! are the server's own cost: routing, JSON, building the agent, saving the
-//! session twice with fsync), at 1, 16 and 64 concurrent clients; then the
+//! are the server's own cost: routing, JSON, building the agent, the run's
+//! record and queue, saving the session after every node), at 1, 16 and 64
+//! concurrent clients; background runs (`"background": true`, then their
+//! events) at 1 and 16 clients, with the queue's own latency (`queue_ms`
+//! of each run: from its input saved to a server taking it); then the
 //! memory an idle session holds in the server; then what a turn costs as
 //! its session grows: the median turn at 1, 100 and 1,000 turns of one
 //! session, with the session cache (the default) and without it.
@@ -135,6 +138,95 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
     Ok(())
 }
 
+/// `clients` loops of background runs for `secs`; prints runs/s, the
+/// end-to-end latency and the queue's own latency.
+async fn background(
+    base: &str,
+    clients: usize,
+    secs: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let http = reqwest::Client::new();
+    let mut sessions = Vec::new();
+    for _ in 0..clients {
+        let session: Value = http
+            .post(format!("{base}/api/sessions"))
+            .json(&json!({}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        sessions.push(session["id"].as_str().unwrap_or_default().to_string());
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for sid in sessions {
+        let (http, base) = (http.clone(), base.to_string());
+        tasks.push(tokio::spawn(async move {
+            let (mut total, mut queue, mut failures) = (Vec::new(), Vec::new(), 0usize);
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let posted = http
+                    .post(format!("{base}/api/sessions/{sid}/runs"))
+                    .json(&json!({"content": "hello", "background": true}))
+                    .send()
+                    .await;
+                let Ok(posted) = posted else {
+                    failures += 1;
+                    continue;
+                };
+                let Ok(run) = posted.json::<Value>().await else {
+                    failures += 1;
+                    continue;
+                };
+                let id = run["id"].as_str().unwrap_or_default().to_string();
+                let events = match http
+                    .get(format!("{base}/api/runs/{id}/events"))
+                    .send()
+                    .await
+                {
+                    Ok(r) => r.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if events {
+                    total.push(t.elapsed());
+                } else {
+                    failures += 1;
+                }
+                if let Ok(r) = http.get(format!("{base}/api/runs/{id}")).send().await {
+                    if let Ok(run) = r.json::<Value>().await {
+                        if let Some(ms) = run["queue_ms"].as_f64() {
+                            queue.push(Duration::from_secs_f64(ms / 1000.0));
+                        }
+                    }
+                }
+            }
+            (total, queue, failures)
+        }));
+    }
+    let (mut total, mut queue, mut failures) = (Vec::new(), Vec::new(), 0);
+    for t in tasks {
+        let (a, b, f) = t.await?;
+        total.extend(a);
+        queue.extend(b);
+        failures += f;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    total.sort();
+    queue.sort();
+    println!(
+        "{:<28} {clients:>3} clients  {:>8.0} runs/s p50 {:>8.3} ms  p99 {:>8.3} ms  queue p50 {:>6.3} ms  p99 {:>6.3} ms  ({} ok, {failures} failed)",
+        "background runs (202 + SSE)",
+        total.len() as f64 / elapsed,
+        percentile(&total, 0.50).as_secs_f64() * 1000.0,
+        percentile(&total, 0.99).as_secs_f64() * 1000.0,
+        percentile(&queue, 0.50).as_secs_f64() * 1000.0,
+        percentile(&queue, 0.99).as_secs_f64() * 1000.0,
+        total.len(),
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs: f64 = std::env::args()
@@ -193,6 +285,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             secs,
         )
         .await;
+    }
+
+    // Background runs: each client has a session of its own, posts a run
+    // with `background: true` (202), follows its events to the end, and
+    // reads the record's `queue_ms` (from its input saved to a server
+    // taking it: the queue's own latency).
+    for clients in [1, 16] {
+        background(&base, clients, secs).await?;
     }
 
     // Idle sessions live in the store, not in the server: create 1000 and

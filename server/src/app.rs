@@ -7,6 +7,7 @@
 //!  /v1/models, /v1/chat/completions                     openai.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
+//!  /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]                runs/http.rs
 //!
 //!  outermost ─▶ access::log (request id, span, one line per request)
 //!            ─▶ guard::security_headers (CSP, X-Frame-Options, nosniff, no referrer)
@@ -31,7 +32,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
 use crate::state::AppState;
-use crate::{access, openai, sessions, tools_api, web};
+use crate::{access, openai, runs, sessions, tools_api, web};
 
 /// The server's routes over `state` (the `Host` check knows only the
 /// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
@@ -71,6 +72,13 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/stop", post(sessions::stop))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
+        .route(
+            "/api/sessions/:id/runs",
+            get(runs::http::of_session).post(runs::http::create),
+        )
+        .route("/api/runs/:id", get(runs::http::show))
+        .route("/api/runs/:id/cancel", post(runs::http::cancel))
+        .route("/api/runs/:id/events", get(runs::http::events))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))

@@ -152,6 +152,7 @@ pub struct ServerConfig {
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
+    pub(crate) runs: crate::runs::RunSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -170,6 +171,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_connections", &self.max_connections)
             .field("retention", &self.retention)
             .field("session_cache", &self.session_cache)
+            .field("runs", &self.runs)
             .finish_non_exhaustive()
     }
 }
@@ -201,7 +203,17 @@ impl ServerConfig {
             session_cache: 64,
             modifiers: Vec::new(),
             summaries: true,
+            runs: crate::runs::RunSettings::default(),
         }
+    }
+
+    /// How the server takes and keeps runs: how many at once, per user,
+    /// how long each may take, the lease, how long finished runs are kept
+    /// (see [`RunSettings`](crate::runs::RunSettings)).
+    #[must_use]
+    pub fn runs(mut self, settings: crate::runs::RunSettings) -> Self {
+        self.runs = settings;
+        self
     }
 
     /// Whether sessions summarize long conversations (default on: older

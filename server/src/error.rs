@@ -73,6 +73,10 @@ pub enum ApiError {
     Status(StatusCode, String),
 }
 
+/// What a client is told when the session store cannot be reached (503).
+pub(crate) const STORE_UNAVAILABLE: &str =
+    "the session store cannot be reached right now; try again shortly";
+
 impl ApiError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
@@ -100,9 +104,7 @@ impl ApiError {
     /// the server's insides.
     pub fn public_message(&self) -> String {
         match self {
-            ApiError::Store(ListError::Unavailable { .. }) => {
-                "the session store cannot be reached right now; try again shortly".to_string()
-            }
+            ApiError::Store(ListError::Unavailable { .. }) => STORE_UNAVAILABLE.to_string(),
             ApiError::Store(ListError::Corrupt { id: Some(id), .. }) => {
                 format!("session {id} is stored in a form that cannot be read; the server's log says why (delete it, or ask the operator)")
             }

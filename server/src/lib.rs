@@ -12,8 +12,9 @@
 //! ```text
 //!  client ─▶ router (body limit, timeout, CORS) ─▶ User (bearer token)
 //!     ├─ openai.rs     /v1/models, /v1/chat/completions ─┐
-//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ run.rs Session: claim ▸ load ▸ attach
-//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)┘      agent ▸ commit ▸ invoke ▸ save
+//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ runs/: submit (reserve ▸ load ▸ input ▸
+//!     ├─ runs/http.rs  /api/runs/..., /api/sessions/{id}/runs ┘  save ▸ queue) ─▶ any server's worker:
+//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)        invoke, checkpoint per node, events
 //!     └─ web.rs        /, /assets/*  (embedded page)             (state.rs: lists, claims, agents)
 //! ```
 //!
@@ -30,12 +31,12 @@
 //! access.rs     request ids, the request span, one access-log line per request
 //! logging.rs    init_logging: the `lc-agent serve` subscriber (RUST_LOG, text or JSON lines)
 //! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
-//! run.rs        Session: one run of a session (claim, load, commit, run, stream)
+//! runs/         durable runs: records, numbered events, the queue (in process, or a Redis
+//!               Stream with leases), the dispatcher and worker, the run endpoints (runs/mod.rs)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
 //! tools_api.rs  /v1/tools, /v1/tools/execute
-//! unsaved.rs    Unsaved: the list a `store: false` completion saves into (nothing is kept)
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
 //! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
@@ -69,17 +70,17 @@ mod graph;
 pub mod guard;
 pub mod logging;
 pub mod openai;
-mod run;
+pub mod runs;
 pub mod serve;
 mod sessions;
 mod state;
 pub mod tools_api;
-mod unsaved;
 mod web;
 
 pub use app::router;
 pub use auth::User;
 pub use config::{ConfigError, ServerConfig, Tokens, ANONYMOUS_USER};
 pub use error::ApiError;
+pub use runs::RunSettings;
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

@@ -8,27 +8,39 @@
 //!  {model, messages, stream?, session?}   (or header x-lc-agent-session)
 //!    no session ─▶ a new session from the messages (system, user, assistant)
 //!    session    ─▶ that saved session + the last user message
-//!  ─▶ run (Session) ─▶ chat.completion | chat.completion.chunk ... [DONE]
-//!     both carry "session": <id> (and the header) to continue it next time
-//!  store: false ─▶ the same run, nothing saved, no session named
+//!  ─▶ a run (runs/) ─▶ chat.completion | chat.completion.chunk ... [DONE]
+//!     both carry "session": <id> and "run": <id> (and the headers x-lc-agent-session,
+//!     x-lc-agent-run) to continue it next time
 //! ```
+//!
+//! A retry never starts a second run: a request with the same
+//! `Idempotency-Key`, or the OpenAI SDK's retry of the same body
+//! (`x-stainless-retry-count` > 0), reattaches to the run the first try
+//! started (for an hour). A non-streamed run that outlasts the request
+//! timeout answers `408` with `{"run", "session"}` before the timeout; the
+//! run goes on, and the SDK's own retry of 408 waits for it again.
+//!
+//! `"store": false` runs the agent the same way on a session of its own
+//! (a copy of a named session), removed when the run ends: nothing is
+//! kept and the answer names no session.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lc_agent::{ChatNode, HumanNode, Message, NetworkEvent, StreamDelta, SystemNode};
+use lc_agent::{ChatNode, HumanNode, Message, RunnableNetwork, SystemNode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::auth::User;
 use crate::error::ApiError;
-use crate::run::{Item, RunEnd, Session};
+use crate::runs::http::{add_message, event_stream, refuse, submit, Refusal, Target};
+use crate::runs::Run;
 use crate::state::AppState;
 
 /// The header naming (in) or reporting (out) the session of a completion.
@@ -101,201 +113,374 @@ fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, Ap
     }
 }
 
+/// The header naming (out) the run of a completion.
+pub const RUN_HEADER: &str = "x-lc-agent-run";
+
+/// How long a completion's request is remembered, so that a retry of it
+/// (an `Idempotency-Key`, or the OpenAI SDK's retry of the same body)
+/// reattaches to its run instead of starting another.
+const REMEMBER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// FNV-1a, 64 bits: the same request reads the same on every server.
+fn fingerprint(user: &str, body: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in user.as_bytes().iter().chain([0u8].iter()).chain(body) {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// The run an earlier try of this request started, if this is a retry
+/// of it: the same `Idempotency-Key`, or (no key) the SDK's retry
+/// (`x-stainless-retry-count` > 0) of the same body. Else remembers this
+/// request as run `id`.
+async fn earlier_try(
+    state: &AppState,
+    user: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    id: Uuid,
+) -> Result<Option<Run>, ApiError> {
+    let store = &state.runs.store;
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let retry = headers
+        .get("x-stainless-retry-count")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let slot = match key {
+        Some(key) => format!("key:{}", fingerprint("", key.as_bytes())),
+        None => format!("body:{}", fingerprint(user, body)),
+    };
+    if key.is_none() && retry == 0 {
+        // A first try: the same body sent again later is a new request.
+        store.forget(user, &slot).await?;
+    }
+    let Some(earlier) = store.remember(user, &slot, id, REMEMBER).await? else {
+        return Ok(None);
+    };
+    Ok(store.get(earlier).await?.filter(|r| r.user == user))
+}
+
 pub(crate) async fn completions(
     State(state): State<Arc<AppState>>,
     User(user): User,
     headers: HeaderMap,
-    Json(body): Json<Completion>,
-) -> Result<Response, ApiError> {
+    raw: axum::body::Bytes,
+) -> Result<Response, Refusal> {
+    let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
+        let message = format!("the body is not a chat completion request: {e}");
+        refuse(match e.classify() {
+            // JSON, but not of a completion's shape.
+            serde_json::error::Category::Data => ApiError::Unprocessable(message),
+            _ => ApiError::BadRequest(message),
+        })
+    })?;
     let Some(last) = body.messages.last() else {
-        return Err(ApiError::BadRequest("`messages` is empty".to_string()));
+        return Err(refuse(ApiError::BadRequest(
+            "`messages` is empty".to_string(),
+        )));
     };
     if last.role != "user" {
-        return Err(ApiError::BadRequest(format!(
+        return Err(refuse(ApiError::BadRequest(format!(
             "the last message must be the user's, got `{}`",
             last.role
-        )));
+        ))));
     }
-    let session = match session_of(&headers, &body)? {
-        Some(id) => {
-            let session = Session::open(&state, &user, id).await?;
-            session.human(&last.text()?);
-            session
-        }
+    let text = last.text().map_err(refuse)?;
+    let session = session_of(&headers, &body).map_err(refuse)?;
+    let keep = body.store != Some(false);
+    let new_id = Uuid::new_v4();
+    let (run, after) = match earlier_try(&state, &user, &headers, &raw, new_id)
+        .await
+        .map_err(refuse)?
+    {
+        // The same request again: its run, from the start.
+        Some(run) => (run, 0),
         None => {
-            let title: String = last.text()?.chars().take(60).collect();
-            let session = Session::create(&state, &user, &title)?;
-            {
-                let _scope = session.net.enter();
-                for m in &body.messages {
-                    let text = m.text()?;
-                    match m.role.as_str() {
-                        "system" | "developer" => {
-                            SystemNode::new(text);
-                        }
-                        "user" => {
-                            HumanNode::new(text);
-                        }
-                        "assistant" => ChatNode::new().set_output(Message::ai(text)),
-                        // The agent runs its tools itself; a client's tool
-                        // messages have nothing to answer here.
-                        "tool" | "function" => {}
-                        other => {
-                            return Err(ApiError::BadRequest(format!(
-                                "unknown message role `{other}`"
-                            )))
-                        }
-                    }
+            let submitted = match (session, keep) {
+                (Some(id), true) => {
+                    submit(
+                        &state,
+                        &user,
+                        Target::Session(id),
+                        "completion",
+                        Some(new_id),
+                        |net| add_message(net, &text),
+                    )
+                    .await?
                 }
-            }
-            session
+                (Some(id), false) => {
+                    // The named session is read, and the run goes on a copy.
+                    let list = state.list(&user).map_err(refuse)?;
+                    let saved = state.load(&user, &list, id).await.map_err(refuse)?;
+                    let net = copy_of(&saved).map_err(refuse)?;
+                    submit(
+                        &state,
+                        &user,
+                        Target::Ephemeral(net),
+                        "completion",
+                        Some(new_id),
+                        |net| add_message(net, &text),
+                    )
+                    .await?
+                }
+                (None, keep) => {
+                    let title: String = text.chars().take(60).collect();
+                    let net = state.new_session(&user, &title).map_err(refuse)?;
+                    add_messages(&net, &body.messages).map_err(refuse)?;
+                    let target = if keep {
+                        Target::New(net)
+                    } else {
+                        Target::Ephemeral(net)
+                    };
+                    submit(
+                        &state,
+                        &user,
+                        target,
+                        "completion",
+                        Some(new_id),
+                        |_| Ok(()),
+                    )
+                    .await?
+                }
+            };
+            (submitted.run, submitted.after)
         }
     };
-    let keep = body.store != Some(false);
-    let mut session = session;
-    if !keep {
-        session.list = Arc::new(crate::unsaved::Unsaved { user: user.clone() });
-    }
-    session.commit().await?;
-    let id = session.net.id();
     let model = body
         .model
         .clone()
         .unwrap_or_else(|| state.config.model_name.clone());
-    let completion_id = format!("chatcmpl-{}", Uuid::new_v4().simple());
-    let created = chrono::Utc::now().timestamp();
+    let completion_id = format!("chatcmpl-{}", run.id.simple());
+    let created = run.created_at.timestamp();
     let mut response = if body.stream {
-        stream(session, completion_id, model, created, keep).into_response()
+        stream(state, &run, after, completion_id, model, created).into_response()
     } else {
-        // The run goes on in its own task (a timeout or a client that
-        // goes away does not cut it short; it still saves).
-        let mut rx = session.stream();
-        let end = loop {
-            match rx.recv().await {
-                Some(Item::End(end)) => break end,
-                Some(_) => continue,
-                None => {
-                    return Err(ApiError::Internal(
-                        "the run ended without a result".to_string(),
-                    ))
-                }
-            }
-        };
-        if let Some((status, message)) = end.error {
-            ApiError::from_status(status, message).into_response()
-        } else {
-            Json(json!({
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": model,
-                "session": keep.then_some(id),
-                "choices": [{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": answer_text(&end, id)},
-                    "finish_reason": "stop",
-                }],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }))
-            .into_response()
-        }
+        whole(state, &run, after, completion_id, model, created).await
     };
-    if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
-        if keep {
-            response.headers_mut().insert(SESSION_HEADER, value);
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&run.session.to_string()) {
+        if !run.ephemeral {
+            headers.insert(SESSION_HEADER, value);
         }
+    }
+    if let Ok(value) = HeaderValue::from_str(&run.id.to_string()) {
+        headers.insert(RUN_HEADER, value);
     }
     Ok(response)
 }
 
-/// The answer, or what waits for a decision.
-fn answer_text(end: &RunEnd, id: Uuid) -> String {
-    if end.pending.is_empty() {
-        return end.answer.clone();
+/// A copy of `saved` under a new id, for a `store: false` run.
+fn copy_of(saved: &RunnableNetwork) -> Result<RunnableNetwork, ApiError> {
+    let internal = |e: lc_agent::NetworkError| {
+        tracing::error!(error = %lc_agent::error_chain(&e), "copying a session failed");
+        ApiError::Internal("the session could not be copied".to_string())
+    };
+    let mut value = saved.to_value().map_err(internal)?;
+    value["id"] = json!(Uuid::new_v4());
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove(lc_agent::REVISION_KEY);
     }
-    let calls: Vec<String> = end
-        .pending
+    RunnableNetwork::from_value(value).map_err(internal)
+}
+
+/// The request's messages as a new session's first nodes.
+fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), ApiError> {
+    let _scope = net.enter();
+    for m in messages {
+        let text = m.text()?;
+        match m.role.as_str() {
+            "system" | "developer" => {
+                SystemNode::new(text);
+            }
+            "user" => {
+                HumanNode::new(text);
+            }
+            "assistant" => ChatNode::new().set_output(Message::ai(text)),
+            // The agent runs its tools itself; a client's tool messages
+            // have nothing to answer here.
+            "tool" | "function" => {}
+            other => {
+                return Err(ApiError::BadRequest(format!(
+                    "unknown message role `{other}`"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The answer of a `done` event, or what waits for a decision.
+fn answer_text(done: &Value, session: Uuid) -> String {
+    let pending = done["pending_approvals"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if pending.is_empty() {
+        return done["answer"].as_str().unwrap_or("").to_string();
+    }
+    let calls: Vec<String> = pending
         .iter()
-        .map(|p| format!("{} {}", p.tool_call.name, p.tool_call.arguments))
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["tool_call"]["name"].as_str().unwrap_or("?"),
+                p["tool_call"]["arguments"]
+            )
+        })
         .collect();
     format!(
-        "Waiting for approval: {}. Decide with POST /api/sessions/{id}/approvals.",
+        "Waiting for approval: {}. Decide with POST /api/sessions/{session}/approvals.",
         calls.join("; ")
     )
 }
 
-fn stream(
-    session: Session,
+/// The run's usage, as OpenAI reports it.
+async fn usage_of(state: &AppState, run: Uuid) -> Value {
+    match state.runs.store.get(run).await {
+        Ok(Some(run)) => json!(run.usage),
+        _ => json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
+    }
+}
+
+/// A non-streamed answer: waits for the run's end, or answers 408 with
+/// the run and session to reattach to before the request's timeout (the
+/// run goes on; the same request again reattaches).
+async fn whole(
+    state: Arc<AppState>,
+    run: &Run,
+    after: u64,
     completion_id: String,
     model: String,
     created: i64,
-    keep: bool,
+) -> Response {
+    use futures::StreamExt as _;
+    let patience = state.config.request_timeout.mul_f64(0.9);
+    let mut events = Box::pin(event_stream(state.clone(), run.id, after));
+    let end = tokio::time::timeout(patience, async {
+        let mut end = None;
+        while let Some(e) = events.next().await {
+            if e.is_end() {
+                end = Some(e);
+            }
+        }
+        end
+    })
+    .await;
+    let (session, id) = (run.session, run.id);
+    let named = (!run.ephemeral).then_some(session);
+    let end = match end {
+        Ok(Some(end)) => end,
+        Ok(None) => {
+            return refuse(ApiError::Internal(format!(
+                "run {id} ended without a result"
+            )))
+            .into_response()
+        }
+        Err(_) => {
+            let body = json!({
+                "error": {
+                    "message": format!("the run is still going on: the same request again (same body or Idempotency-Key) waits for it, or follow GET /api/runs/{id}/events"),
+                    "type": "timeout", "code": 408, "run": id, "session": named,
+                },
+                "run": id, "session": named,
+            });
+            return (StatusCode::REQUEST_TIMEOUT, Json(body)).into_response();
+        }
+    };
+    if end.event == "error" {
+        let status = end.data["status"].as_u64().unwrap_or(500);
+        let message = end.data["message"]
+            .as_str()
+            .unwrap_or("the run failed")
+            .to_string();
+        let status = u16::try_from(status).unwrap_or(500);
+        return ApiError::from_status(status, message).into_response();
+    }
+    Json(json!({
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "session": named,
+        "run": id,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": answer_text(&end.data, session)},
+            "finish_reason": "stop",
+        }],
+        "usage": usage_of(&state, id).await,
+    }))
+    .into_response()
+}
+
+fn stream(
+    state: Arc<AppState>,
+    run: &Run,
+    after: u64,
+    completion_id: String,
+    model: String,
+    created: i64,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let id = keep.then_some(session.net.id());
-    let root = session.net.clone();
+    let (session, id) = (run.session, run.id);
+    let named = (!run.ephemeral).then_some(session);
     let chunk = move |delta: Value, finish: Option<&str>| {
         json!({
             "id": completion_id, "object": "chat.completion.chunk", "created": created,
-            "model": model, "session": id,
+            "model": model, "session": named, "run": id,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         })
     };
-    let rx = session.stream();
-    let first = chunk(json!({"role": "assistant", "content": ""}), None);
-    let state = (rx, root, chunk, Some(first), false, String::new());
-    let events = futures::stream::unfold(
-        state,
-        |(mut rx, root, chunk, first, over, mut streamed)| async move {
-            if let Some(first) = first {
-                let event = Event::default().data(first.to_string());
-                return Some((Ok(event), (rx, root, chunk, None, over, streamed)));
+    let first = futures::stream::once({
+        let first = chunk(json!({"role": "assistant", "content": ""}), None);
+        async move { Ok(Event::default().data(first.to_string())) }
+    });
+    let mut streamed = String::new();
+    let body = event_stream(state, id, after).filter_map(move |e| {
+        let out = match e.event.as_str() {
+            "text" => {
+                let text = e.data["text"].as_str().unwrap_or("").to_string();
+                streamed.push_str(&text);
+                (!text.is_empty()).then(|| chunk(json!({"content": text}), None))
             }
-            if over {
-                return None;
+            "error" => {
+                let status = e.data["status"]
+                    .as_u64()
+                    .and_then(|s| u16::try_from(s).ok())
+                    .unwrap_or(500);
+                let message = e.data["message"]
+                    .as_str()
+                    .unwrap_or("the run failed")
+                    .to_string();
+                Some(ApiError::from_status(status, message).body())
             }
-            loop {
-                match rx.recv().await {
-                    None => return None,
-                    Some(Item::Event(NetworkEvent::Delta {
-                        delta: StreamDelta::Text(text),
-                        ..
-                    })) if !text.is_empty() => {
-                        streamed.push_str(&text);
-                        let event = Event::default()
-                            .data(chunk(json!({"content": text}), None).to_string());
-                        return Some((Ok(event), (rx, root, chunk, None, false, streamed)));
-                    }
-                    Some(Item::End(end)) => {
-                        let data = match &end.error {
-                            Some((status, message)) => {
-                                ApiError::from_status(*status, message.clone()).body()
-                            }
-                            None => {
-                                // Text that did not stream (a waiting call's
-                                // note) goes out in the last chunk.
-                                let answer = answer_text(&end, root.id());
-                                let rest = if streamed.ends_with(&answer) {
-                                    String::new()
-                                } else {
-                                    answer
-                                };
-                                let delta = if rest.is_empty() {
-                                    json!({})
-                                } else {
-                                    json!({"content": rest})
-                                };
-                                chunk(delta, Some("stop"))
-                            }
-                        };
-                        let event = Event::default().data(data.to_string());
-                        return Some((Ok(event), (rx, root, chunk, None, true, streamed)));
-                    }
-                    Some(_) => continue,
-                }
+            "done" => {
+                // Text that did not stream (a waiting call's note) goes
+                // out in the last chunk.
+                let answer = answer_text(&e.data, session);
+                let rest = if streamed.ends_with(&answer) {
+                    String::new()
+                } else {
+                    answer
+                };
+                let delta = if rest.is_empty() {
+                    json!({})
+                } else {
+                    json!({"content": rest})
+                };
+                Some(chunk(delta, Some("stop")))
             }
-        },
-    )
-    .chain(futures::stream::once(async {
+            _ => None,
+        };
+        futures::future::ready(out.map(|v| Ok(Event::default().data(v.to_string()))))
+    });
+    let events = first.chain(body).chain(futures::stream::once(async {
         Ok(Event::default().data("[DONE]"))
     }));
     Sse::new(events).keep_alive(KeepAlive::default())

@@ -8,8 +8,10 @@
 //!           ─▶ HTTP/1 or HTTP/2; headers must arrive within header_timeout (a kept-alive
 //!              connection may idle that long before its next request), then closed;
 //!              a body may pause body_timeout between pieces
-//!    ... shutdown fires ─▶ no new connections; running requests finish
-//!    ─▶ after the grace period: save_running() saves what still runs, and return
+//!    ... shutdown fires ─▶ no new connections, no more runs taken from the queue;
+//!       running requests and runs finish
+//!    ─▶ after the grace period: runs still going are handed back (queued again, for another
+//!       server or the next start), save_running() saves what still runs, and return
 //! ```
 
 use std::future::Future;
@@ -76,6 +78,7 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let local = listener.local_addr()?;
     let router = app(state.clone(), Some(local));
+    state.start_runs();
     let config = &state.config;
     let mut builder = Builder::new(TokioExecutor::new());
     builder
@@ -132,11 +135,24 @@ pub async fn serve(
     }
     drop(listener);
     tracing::info!(running = state.running(), "shutting down");
-    match tokio::time::timeout(state.config.shutdown_grace, graceful.shutdown()).await {
+    // No more runs from the queue; the ones going on get the grace period.
+    state.runs.stop_taking();
+    let finished = async {
+        graceful.shutdown().await;
+        while state.runs.executing() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    match tokio::time::timeout(state.config.shutdown_grace, finished).await {
         Ok(()) => {}
         Err(_) => {
+            let handed = state.runs.hand_back().await;
             let saved = state.save_running().await;
-            tracing::warn!(saved, "grace period over: saved the sessions still running");
+            tracing::warn!(
+                handed,
+                saved,
+                "grace period over: runs still going were handed back (queued again), sessions saved"
+            );
         }
     }
     Ok(())

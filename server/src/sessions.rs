@@ -11,24 +11,25 @@
 //!  POST   /api/sessions/{id}/messages   {content}                       ─▶ SSE (see events.rs)
 //!  POST   /api/sessions/{id}/approvals  {decisions: [{node_id, decision, arguments?, message?}]} ─▶ SSE
 //!  POST   /api/sessions/{id}/continue   asks a cut-off answer to go on  ─▶ SSE (400 when none is cut off)
-//!  POST   /api/sessions/{id}/stop       ends the run going on here (202; 409 when none is)
+//!  POST   /api/sessions/{id}/stop       cancels the session's run, on any server (202; 409 when none)
 //! ```
 //!
-//! A stopped run ends its stream with `stopped {removed}` then `done`
-//! (`"stopped": true`); see run.rs for what a stop keeps.
+//! Messages, decisions and continues are runs (runs/http.rs): the SSE
+//! streams are the run's events (`id:` is their number, so
+//! `GET /api/runs/{run}/events` with `Last-Event-ID` picks up where a
+//! dropped stream ended). A stopped run ends its stream with
+//! `stopped {removed}` then `done` (`"stopped": true`); see runs/worker.rs
+//! for what a stop keeps.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures::Stream;
 use lc_agent::{revision_of, ListQuery};
 use lc_agent::{NetworkNode, RunnableNetwork, ToolNode};
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent_deepagent::approvals::pending_approvals;
 use lc_agent_deepagent::todos::todos_of;
 use lc_agent_filesystem::Backend;
 use serde::Deserialize;
@@ -38,9 +39,9 @@ use uuid::Uuid;
 use crate::auth::User;
 use crate::body::OptionalJson;
 use crate::error::ApiError;
-use crate::events::{event_json, pending_json};
+use crate::events::pending_json;
 use crate::graph::{graph_json, node_json};
-use crate::run::{Item, Session};
+use crate::runs;
 use crate::state::AppState;
 
 /// `?offset=&limit=&q=` of the listing.
@@ -115,7 +116,7 @@ pub(crate) async fn list(
 
 /// A session's name from its first message: the first line, cut at
 /// [`TITLE_CHARS`] characters.
-fn title_of(text: &str) -> String {
+pub(crate) fn title_of(text: &str) -> String {
     let line = text
         .lines()
         .map(str::trim)
@@ -147,9 +148,10 @@ pub(crate) async fn create(
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| DEFAULT_NAME.to_string());
-    let session = Session::create(&state, &user, &name)?;
-    session.commit().await?;
-    Ok((StatusCode::CREATED, Json(view(&session.net))))
+    let list = state.list(&user)?;
+    let net = state.new_session(&user, &name)?;
+    list.save(&net).await?;
+    Ok((StatusCode::CREATED, Json(view(&net))))
 }
 
 /// What the page shows of a session.
@@ -316,12 +318,23 @@ pub(crate) async fn stop(
     User(user): User,
     Path(id): Path<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
-    if state.stop(&user, id) {
-        Ok((StatusCode::ACCEPTED, Json(json!({"stopping": true}))))
-    } else {
-        Err(ApiError::Conflict(format!(
-            "no run of session {id} is going on in this server"
-        )))
+    // The session's active run, on whichever server runs it.
+    let active = state.runs.store.active_of(id).await?;
+    let run = match active {
+        Some(run) => state.runs.store.get(run).await?,
+        None => None,
+    };
+    match run {
+        Some(run) if run.user == user && !run.status.is_final() => {
+            let run = runs::http::cancel_run(&state, run).await?;
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(json!({"stopping": true, "run": run.id})),
+            ))
+        }
+        _ => Err(ApiError::Conflict(format!(
+            "no run of session {id} is going on"
+        ))),
     }
 }
 
@@ -329,19 +342,27 @@ pub(crate) async fn continue_cut_off(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let session = Session::open(&state, &user, id).await?;
-    let added = session
-        .net
-        .continue_cut_off()
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    if added.is_none() {
-        return Err(ApiError::BadRequest(
-            "the newest answer is complete: there is nothing to continue".to_string(),
-        ));
-    }
-    session.commit().await?;
-    Ok(sse(session))
+) -> Result<Response, runs::http::Refusal> {
+    let submitted = runs::http::submit(
+        &state,
+        &user,
+        runs::http::Target::Session(id),
+        "continue",
+        None,
+        |net| {
+            let added = net
+                .continue_cut_off()
+                .map_err(|e| runs::http::refuse(ApiError::Internal(e.to_string())))?;
+            if added.is_none() {
+                return Err(runs::http::refuse(ApiError::BadRequest(
+                    "the newest answer is complete: there is nothing to continue".to_string(),
+                )));
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
 }
 
 /// Files of a directory a session view lists.
@@ -375,38 +396,16 @@ pub(crate) async fn message(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<NewMessage>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    if body.content.trim().is_empty() {
-        return Err(ApiError::BadRequest("`content` is empty".to_string()));
-    }
-    let session = Session::open(&state, &user, id).await?;
-    if session.net.name() == DEFAULT_NAME {
-        session.net.set_name(title_of(&body.content));
-    }
-    session.human(&body.content);
-    session.commit().await?;
-    Ok(sse(session))
-}
-
-/// One decision of `POST /api/sessions/{id}/approvals`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DecisionIn {
-    node_id: Uuid,
-    decision: DecisionKind,
-    /// The new arguments of an `edit`.
-    #[serde(default)]
-    arguments: Option<Value>,
-    /// The reason of a `reject`, the result of a `respond`.
-    #[serde(default)]
-    message: Option<String>,
+) -> Result<Response, runs::http::Refusal> {
+    let submitted = runs::http::submit_message(&state, &user, id, body.content).await?;
+    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
 }
 
 /// `POST /api/sessions/{id}/approvals` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Decisions {
-    decisions: Vec<DecisionIn>,
+    decisions: Vec<runs::http::DecisionIn>,
 }
 
 pub(crate) async fn approvals(
@@ -414,76 +413,7 @@ pub(crate) async fn approvals(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<Decisions>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    if body.decisions.is_empty() {
-        return Err(ApiError::BadRequest("`decisions` is empty".to_string()));
-    }
-    let session = Session::open(&state, &user, id).await?;
-    for d in body.decisions {
-        let decision =
-            match d.decision {
-                DecisionKind::Approve => Decision::Approve,
-                DecisionKind::Edit => Decision::Edit(d.arguments.ok_or_else(|| {
-                    ApiError::BadRequest("an `edit` needs `arguments`".to_string())
-                })?),
-                DecisionKind::Reject => {
-                    Decision::Reject(d.message.unwrap_or_else(|| "rejected".to_string()))
-                }
-                DecisionKind::Respond => Decision::Respond(d.message.ok_or_else(|| {
-                    ApiError::BadRequest("a `respond` needs `message`".to_string())
-                })?),
-            };
-        // A refused decision changes nothing: the loaded copy is dropped
-        // unsaved.
-        decide(&session.net, d.node_id, decision)
-            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    }
-    session.commit().await?;
-    Ok(sse(session))
-}
-
-/// The run's events as SSE, ending with `done` or `error`.
-fn sse(session: Session) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let net = session.net.clone();
-    let rx = session.stream();
-    let stream = futures::stream::unfold((rx, net, false), |(mut rx, net, over)| async move {
-        if over {
-            return None;
-        }
-        loop {
-            let item = rx.recv().await?;
-            let (name, data, last) = match item {
-                Item::Event(e) => match event_json(&net, &e) {
-                    Some((name, data)) => (name, data, false),
-                    None => continue,
-                },
-                Item::Approvals(pending) => (
-                    "approval_needed",
-                    json!({"pending": pending.iter().map(pending_json).collect::<Vec<_>>()}),
-                    false,
-                ),
-                Item::Stopped(removed) => ("stopped", json!({"removed": removed}), false),
-                Item::End(end) => match end.error {
-                    Some((status, message)) => (
-                        "error",
-                        json!({"message": message, "status": status, "revision": end.revision}),
-                        true,
-                    ),
-                    None => (
-                        "done",
-                        json!({
-                            "answer": end.answer,
-                            "revision": end.revision,
-                            "stopped": end.stopped.is_some(),
-                            "pending_approvals": end.pending.iter().map(pending_json).collect::<Vec<_>>(),
-                        }),
-                        true,
-                    ),
-                },
-            };
-            let event = Event::default().event(name).data(data.to_string());
-            return Some((Ok(event), (rx, net, last)));
-        }
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+) -> Result<Response, runs::http::Refusal> {
+    let submitted = runs::http::submit_decisions(&state, &user, id, body.decisions).await?;
+    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  request (User) ─▶ list(user)  the user's list of the server's ListConfig (opened once)
-//!                 ─▶ claim(id)   one run per session in this process (else 409); stop(id) ends it
+//!                 ─▶ claim(id)   one run per session in this process (else 409)
+//!                 ─▶ runs        the run store and queue (runs/): records, events, dispatcher
 //!                 ─▶ load + agent_for(user, net).attach(net)   Blueprint::resolve: the AgentSpec
 //!                    stored in the session wins, else the server's; the server's workspace
 //!                    (per user with tokens) always applies
@@ -24,17 +25,19 @@ use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
 use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
 use lc_agent_deepagent::workspace::Workspace;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::runs::Runs;
 
 /// The state every request shares (see the [module docs](self)).
 pub struct AppState {
     pub(crate) config: ServerConfig,
     lists: Lists,
     running: Mutex<HashMap<Uuid, Running>>,
+    /// The runs: records, events, the queue and this server's dispatcher.
+    pub runs: Runs,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -52,22 +55,17 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// A session being run here, for a shutdown to save and a person to stop.
+/// A session being run (or renamed, deleted) here, for a shutdown to save.
 #[derive(Clone)]
 struct Running {
     network: Option<RunnableNetwork>,
     list: Arc<dyn NetworkList>,
-    /// Whose run it is (only they may stop it).
-    user: String,
-    /// Rung by [`AppState::stop`]; the run ends at once and saves what ran.
-    stop: Arc<Notify>,
 }
 
-/// This process's claim on running a session; released on drop.
+/// This process's claim on a session; released on drop.
 pub(crate) struct Claim {
     state: Arc<AppState>,
     id: Uuid,
-    stop: Arc<Notify>,
 }
 
 impl Claim {
@@ -76,12 +74,6 @@ impl Claim {
         if let Some(r) = self.state.running.lock().get_mut(&self.id) {
             r.network = Some(network.clone());
         }
-    }
-
-    /// Resolves once someone asks this run to stop (also when they asked
-    /// before the run began).
-    pub(crate) async fn stopped(&self) {
-        self.stop.notified().await;
     }
 }
 
@@ -95,11 +87,24 @@ impl AppState {
     /// The state of a server with this configuration (opens the Redis
     /// client when sessions live in Redis).
     pub fn new(config: ServerConfig) -> Result<Arc<Self>, ListError> {
-        Ok(Arc::new(Self {
-            lists: config.lists()?,
+        let lists = config.lists()?;
+        let store = crate::runs::open_store(&config.sessions, &lists, config.runs.keep)
+            .map_err(|e| ListError::Config(e.to_string()))?;
+        let state = Arc::new(Self {
+            runs: Runs::new(store, config.runs.clone()),
+            lists,
             config,
             running: Mutex::new(HashMap::new()),
-        }))
+        });
+        // Runs are taken from the queue as soon as there is a runtime.
+        state.runs.start(&state);
+        Ok(state)
+    }
+
+    /// Starts taking queued runs (done by [`AppState::new`] inside a tokio
+    /// runtime, and by `serve`; once).
+    pub fn start_runs(self: &Arc<Self>) {
+        self.runs.start(self);
     }
 
     /// The session list of `user`.
@@ -121,34 +126,18 @@ impl AppState {
                 "a run of session {id} is in progress; try again when it ends"
             )));
         }
-        let stop = Arc::new(Notify::new());
+        let _ = user;
         running.insert(
             id,
             Running {
                 network: None,
                 list: list.clone(),
-                user: user.to_string(),
-                stop: stop.clone(),
             },
         );
         Ok(Claim {
             state: self.clone(),
             id,
-            stop,
         })
-    }
-
-    /// Asks the run of `user`'s session `id` going on in this process to
-    /// stop; `false` when there is none (finished, never started, another
-    /// process runs it, or it is another user's).
-    pub(crate) fn stop(&self, user: &str, id: Uuid) -> bool {
-        match self.running.lock().get(&id) {
-            Some(r) if r.user == user => {
-                r.stop.notify_one();
-                true
-            }
-            _ => false,
-        }
     }
 
     /// Loads `user`'s session `id`: 404 when nobody has it, 403 when

@@ -25,7 +25,6 @@ use uuid::Uuid;
 
 use crate::auth::User;
 use crate::error::ApiError;
-use crate::run::Session;
 use crate::state::AppState;
 
 pub(crate) async fn list(
@@ -66,11 +65,13 @@ pub(crate) async fn execute(
     let started = Instant::now();
     let results = match body.session {
         Some(id) => {
-            let session = Session::open(&state, &user, id).await?;
-            let executor = ToolExecutor::from_shared(session.agent.offered_tools(&session.net))
-                .with_network(session.net.clone());
+            let list = state.list(&user)?;
+            let _claim = state.claim(&user, id, &list)?;
+            let (net, agent) = state.open(&user, &list, id).await?;
+            let executor =
+                ToolExecutor::from_shared(agent.offered_tools(&net)).with_network(net.clone());
             let results = executor.execute_openai(&body.tool_calls).await;
-            session.commit().await?;
+            list.save(&net).await?;
             results
         }
         None => {

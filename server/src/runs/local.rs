@@ -1,0 +1,458 @@
+//! [`LocalRuns`]: runs of one server process, for the JSON session list —
+//! records and events in memory and, beside the sessions, in files
+//! (`<sessions>/.runs/<id>.json`, `<id>.events.jsonl`), so runs left queued
+//! or running by a process that was killed are queued again when the
+//! server starts next.
+//!
+//! ```text
+//!  create ─▶ record file + active map (one run per session) ─▶ queue (VecDeque + Notify)
+//!  claim  ─▶ pop the queue            renew / reclaim / ack: nothing to do in one process
+//!  open(dir) ─▶ read the records: queued and running ones are queued again, waiting ones wait
+//! ```
+//!
+//! `lc-agent runs cancel` writes `<id>.cancel` next to the record; the
+//! server running the run sees it within a second.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use super::record::{Run, RunEvent, RunStatus};
+use super::store::{Delivery, RunError, RunResult, RunStore};
+
+/// Runs of one process, kept in files under a directory when it has one
+/// (see the [module docs](self)).
+#[derive(Debug)]
+pub struct LocalRuns {
+    dir: Option<PathBuf>,
+    inner: Mutex<Inner>,
+    queued: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    runs: HashMap<Uuid, Run>,
+    cancel: HashSet<Uuid>,
+    active: HashMap<Uuid, Uuid>,
+    events: HashMap<Uuid, Vec<RunEvent>>,
+    queue: VecDeque<Uuid>,
+    keys: HashMap<(String, String), (Uuid, Instant)>,
+    expires: HashMap<Uuid, Instant>,
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> RunError {
+    RunError::Store(format!("{what} {}: {e}", path.display()))
+}
+
+impl LocalRuns {
+    /// Runs kept in memory only (lost when the process ends).
+    pub fn in_memory() -> Self {
+        Self {
+            dir: None,
+            inner: Mutex::new(Inner::default()),
+            queued: Notify::new(),
+        }
+    }
+
+    /// Runs kept in `dir` too: reads the runs there; those left queued or
+    /// running are queued again, finished ones older than `keep` are
+    /// removed.
+    pub fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
+        let mut inner = Inner::default();
+        let entries = std::fs::read_dir(&dir).map_err(|e| io("cannot read", &dir, e))?;
+        let mut requeue = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_record = path.extension().is_some_and(|e| e == "json")
+                && !path.to_string_lossy().ends_with(".tmp.json");
+            if !is_record {
+                continue;
+            }
+            let run: Run = match std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+            {
+                Some(run) => run,
+                None => {
+                    tracing::warn!(path = %path.display(), "an unreadable run record is skipped");
+                    continue;
+                }
+            };
+            if run.status.is_final() {
+                let ended = run.finished_at.unwrap_or(run.created_at);
+                let age = (chrono::Utc::now() - ended).to_std().unwrap_or_default();
+                if age >= keep {
+                    remove_files(&dir, run.id);
+                    continue;
+                }
+                inner.expires.insert(run.id, Instant::now() + (keep - age));
+            }
+            if run.status.is_active() {
+                inner.active.insert(run.session, run.id);
+            }
+            if matches!(run.status, RunStatus::Queued | RunStatus::Running) {
+                requeue.push((run.created_at, run.id));
+            }
+            if dir.join(format!("{}.cancel", run.id)).exists() {
+                inner.cancel.insert(run.id);
+            }
+            inner.runs.insert(run.id, run);
+        }
+        requeue.sort();
+        if !requeue.is_empty() {
+            tracing::info!(runs = requeue.len(), dir = %dir.display(), "runs left by the last process are queued again");
+        }
+        inner.queue = requeue.into_iter().map(|(_, id)| id).collect();
+        Ok(Self {
+            dir: Some(dir),
+            inner: Mutex::new(inner),
+            queued: Notify::new(),
+        })
+    }
+
+    fn write(&self, run: &Run) -> RunResult<()> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let path = dir.join(format!("{}.json", run.id));
+        let tmp = dir.join(format!("{}.tmp.json", run.id));
+        let bytes = serde_json::to_vec(run).map_err(|e| RunError::Store(e.to_string()))?;
+        std::fs::write(&tmp, bytes).map_err(|e| io("cannot write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io("cannot write", &path, e))
+    }
+
+    fn sweep(&self) {
+        let now = Instant::now();
+        let expired: Vec<Uuid> = {
+            let mut inner = self.inner.lock();
+            let gone: Vec<Uuid> = inner
+                .expires
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in &gone {
+                inner.expires.remove(id);
+                inner.runs.remove(id);
+                inner.events.remove(id);
+                inner.cancel.remove(id);
+            }
+            inner.keys.retain(|_, (_, until)| *until > now);
+            gone
+        };
+        if let Some(dir) = &self.dir {
+            for id in expired {
+                remove_files(dir, id);
+            }
+        }
+    }
+}
+
+fn remove_files(dir: &Path, id: Uuid) {
+    for name in [
+        format!("{id}.json"),
+        format!("{id}.events.jsonl"),
+        format!("{id}.cancel"),
+    ] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+}
+
+#[async_trait]
+impl RunStore for LocalRuns {
+    async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
+        self.sweep();
+        {
+            let mut inner = self.inner.lock();
+            if let Some(holder) = inner.active.get(&run.session) {
+                return Err(RunError::Busy {
+                    session: run.session,
+                    run: *holder,
+                });
+            }
+            let mine = inner
+                .runs
+                .values()
+                .filter(|r| {
+                    r.user == run.user && matches!(r.status, RunStatus::Queued | RunStatus::Running)
+                })
+                .count();
+            if mine >= per_user {
+                return Err(RunError::UserFull {
+                    user: run.user.clone(),
+                    limit: per_user,
+                });
+            }
+            inner.active.insert(run.session, run.id);
+            inner.runs.insert(run.id, run.clone());
+            inner.queue.push_back(run.id);
+        }
+        self.queued.notify_one();
+        self.write(run)
+    }
+
+    async fn prepared(&self, id: Uuid) -> RunResult<()> {
+        let run = {
+            let mut inner = self.inner.lock();
+            let Some(run) = inner.runs.get_mut(&id) else {
+                return Err(RunError::NotFound(id));
+            };
+            run.prepared = true;
+            run.prepared_at = Some(chrono::Utc::now());
+            run.clone()
+        };
+        self.write(&run)
+    }
+
+    async fn abandon(&self, run: &Run) -> RunResult<()> {
+        {
+            let mut inner = self.inner.lock();
+            inner.runs.remove(&run.id);
+            if inner.active.get(&run.session) == Some(&run.id) {
+                inner.active.remove(&run.session);
+            }
+        }
+        if let Some(dir) = &self.dir {
+            remove_files(dir, run.id);
+        }
+        Ok(())
+    }
+
+    async fn get(&self, id: Uuid) -> RunResult<Option<Run>> {
+        Ok(self.inner.lock().runs.get(&id).cloned())
+    }
+
+    async fn active_of(&self, session: Uuid) -> RunResult<Option<Uuid>> {
+        Ok(self.inner.lock().active.get(&session).copied())
+    }
+
+    async fn of_session(&self, session: Uuid, limit: usize) -> RunResult<Vec<Run>> {
+        let mut runs: Vec<Run> = (self.inner.lock().runs.values())
+            .filter(|r| r.session == session)
+            .cloned()
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+        runs.truncate(limit);
+        Ok(runs)
+    }
+
+    async fn of_user(&self, user: &str, limit: usize) -> RunResult<Vec<Run>> {
+        let mut runs: Vec<Run> = (self.inner.lock().runs.values())
+            .filter(|r| r.user == user)
+            .cloned()
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+        runs.truncate(limit);
+        Ok(runs)
+    }
+
+    async fn put(&self, run: &Run) -> RunResult<()> {
+        self.inner.lock().runs.insert(run.id, run.clone());
+        self.write(run)
+    }
+
+    async fn transition(
+        &self,
+        id: Uuid,
+        from: &[RunStatus],
+        to: RunStatus,
+    ) -> RunResult<Option<Run>> {
+        let run = {
+            let mut inner = self.inner.lock();
+            let Some(run) = inner.runs.get_mut(&id) else {
+                return Err(RunError::NotFound(id));
+            };
+            if !from.contains(&run.status) {
+                return Ok(None);
+            }
+            if to == RunStatus::Running && !run.prepared {
+                return Err(RunError::NotPrepared(id));
+            }
+            run.status = to;
+            let run = run.clone();
+            if to == RunStatus::Queued {
+                inner.queue.push_back(id);
+            }
+            run
+        };
+        if to == RunStatus::Queued {
+            self.queued.notify_one();
+        }
+        if to != RunStatus::Running {
+            // (A run taken is written by its server right after.)
+            self.write(&run)?;
+        }
+        Ok(Some(run))
+    }
+
+    async fn settle(&self, run: &Run, keep: Duration) -> RunResult<()> {
+        {
+            let mut inner = self.inner.lock();
+            inner.runs.insert(run.id, run.clone());
+            if run.status.is_final() {
+                if inner.active.get(&run.session) == Some(&run.id) {
+                    inner.active.remove(&run.session);
+                }
+                inner.expires.insert(run.id, Instant::now() + keep);
+            }
+        }
+        self.write(run)
+    }
+
+    async fn request_cancel(&self, id: Uuid) -> RunResult<()> {
+        self.inner.lock().cancel.insert(id);
+        if let Some(dir) = &self.dir {
+            let path = dir.join(format!("{id}.cancel"));
+            std::fs::write(&path, b"").map_err(|e| io("cannot write", &path, e))?;
+        }
+        Ok(())
+    }
+
+    async fn cancel_requested(&self, id: Uuid) -> RunResult<bool> {
+        if self.inner.lock().cancel.contains(&id) {
+            return Ok(true);
+        }
+        // `lc-agent runs cancel` (another process) leaves a file.
+        let asked = self
+            .dir
+            .as_ref()
+            .is_some_and(|dir| dir.join(format!("{id}.cancel")).exists());
+        if asked {
+            self.inner.lock().cancel.insert(id);
+        }
+        Ok(asked)
+    }
+
+    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()> {
+        if let Some(dir) = &self.dir {
+            let path = dir.join(format!("{id}.events.jsonl"));
+            let mut lines = Vec::new();
+            for e in events {
+                serde_json::to_writer(&mut lines, e).map_err(|e| RunError::Store(e.to_string()))?;
+                lines.push(b'\n');
+            }
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(&lines))
+                .map_err(|e| io("cannot write", &path, e))?;
+        }
+        let mut inner = self.inner.lock();
+        let list = inner.events.entry(id).or_default();
+        list.extend(events.iter().cloned());
+        Ok(())
+    }
+
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>> {
+        {
+            let inner = self.inner.lock();
+            if let Some(list) = inner.events.get(&id) {
+                return Ok(list
+                    .iter()
+                    .filter(|e| e.seq > after)
+                    .take(max)
+                    .cloned()
+                    .collect());
+            }
+        }
+        // After a restart: read them back from the file.
+        let Some(dir) = &self.dir else {
+            return Ok(Vec::new());
+        };
+        let path = dir.join(format!("{id}.events.jsonl"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(Vec::new());
+        };
+        let list: Vec<RunEvent> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let out = list
+            .iter()
+            .filter(|e| e.seq > after)
+            .take(max)
+            .cloned()
+            .collect();
+        self.inner.lock().events.entry(id).or_insert(list);
+        Ok(out)
+    }
+
+    async fn last_seq(&self, id: Uuid) -> RunResult<u64> {
+        let _ = self.events(id, u64::MAX, 0).await?;
+        Ok(self
+            .inner
+            .lock()
+            .events
+            .get(&id)
+            .and_then(|l| l.last())
+            .map_or(0, |e| e.seq))
+    }
+
+    async fn remember(
+        &self,
+        user: &str,
+        key: &str,
+        run: Uuid,
+        ttl: Duration,
+    ) -> RunResult<Option<Uuid>> {
+        let mut inner = self.inner.lock();
+        let now = Instant::now();
+        let slot = (user.to_string(), key.to_string());
+        match inner.keys.get(&slot) {
+            Some((id, until)) if *until > now => Ok(Some(*id)),
+            _ => {
+                inner.keys.insert(slot, (run, now + ttl));
+                Ok(None)
+            }
+        }
+    }
+
+    async fn forget(&self, user: &str, key: &str) -> RunResult<()> {
+        self.inner
+            .lock()
+            .keys
+            .remove(&(user.to_string(), key.to_string()));
+        Ok(())
+    }
+
+    async fn enqueue(&self, id: Uuid) -> RunResult<()> {
+        self.inner.lock().queue.push_back(id);
+        self.queued.notify_one();
+        Ok(())
+    }
+
+    async fn claim(&self, _consumer: &str, wait: Duration) -> RunResult<Option<Delivery>> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.queued.notified();
+            if let Some(run) = self.inner.lock().queue.pop_front() {
+                return Ok(Some(Delivery {
+                    run,
+                    tag: run.to_string(),
+                }));
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn reclaim(&self, _consumer: &str, _idle: Duration) -> RunResult<Option<Delivery>> {
+        Ok(None)
+    }
+
+    async fn renew(&self, _consumer: &str, _delivery: &Delivery) -> RunResult<()> {
+        Ok(())
+    }
+
+    async fn ack(&self, _delivery: &Delivery) -> RunResult<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,803 @@
+//! [`RedisRuns`]: runs of a deployment in Redis, shared by every server on
+//! it — records, a capped event stream per run, and the run queue: a
+//! Redis Stream with one consumer group, leases renewed while a server
+//! works and taken over (`XAUTOCLAIM`) when it stops renewing.
+//!
+//! ```text
+//!  <prefix>:run:<id>              hash     json (the record), status, prepared, cancel
+//!  <prefix>:run:<id>:events       stream   ids 0-<seq>: event, data   (XADD MAXLEN ~ cap)
+//!  <prefix>:runs:active:<session> string   the session's active run (SET NX: one at a time)
+//!  <prefix>:runs:session:<session> zset    run ids by creation time
+//!  <prefix>:runs:user:<user>      zset     run ids by creation time
+//!  <prefix>:runs:busy:<user>      set      the user's queued and running runs (per-user limit)
+//!  <prefix>:runs:key:<user>:<key> string   the run of an idempotency key (EX ttl)
+//!  <prefix>:runs:queue            stream   run: <id>; group <prefix>:workers
+//! ```
+//!
+//! A new run's record is written first; then one script takes the
+//! session's slot (`SET` unless held) and queues the run (`XADD`), so a
+//! server that dies between two steps never leaves a held session without
+//! a queued run (the scripts touch several keys: one Redis server, not a
+//! Cluster). A server takes a run with `XREADGROUP ... >` (a connection of its own,
+//! blocking at most a second), renews its lease with `XCLAIM ... JUSTID`
+//! (idle time back to 0) while it runs it, and `XACK`s and `XDEL`s the
+//! entry when the run ends or waits. An entry idle longer than the lease
+//! belongs to a server that died: `XAUTOCLAIM` gives it to another, which
+//! resumes the session from its last checkpoint.
+
+use std::time::Duration;
+
+use ::redis::{cmd, Value};
+use async_trait::async_trait;
+use lc_agent::{ListError, RedisConnector};
+use uuid::Uuid;
+
+use super::record::{Run, RunEvent, RunStatus};
+use super::store::{Delivery, RunError, RunResult, RunStore};
+
+/// The longest event stream kept per run (older events are trimmed).
+pub const EVENTS_CAP: usize = 10_000;
+
+/// Runs in Redis (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct RedisRuns {
+    redis: RedisConnector,
+    /// A connection of its own for the blocking queue read.
+    blocking: RedisConnector,
+    prefix: String,
+}
+
+fn store(e: ListError) -> RunError {
+    RunError::Store(e.to_string())
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+fn items(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) | Value::Set(a) => a,
+        Value::Map(m) => m.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        Value::Nil => Vec::new(),
+        other => vec![other],
+    }
+}
+
+/// `[[id, [field, value, ...]], ...]` of a stream reply.
+fn entries(v: Value) -> Vec<(String, Vec<(String, String)>)> {
+    items(v)
+        .into_iter()
+        .filter_map(|entry| {
+            let mut parts = items(entry).into_iter();
+            let id = text(&parts.next()?)?;
+            let fields = items(parts.next().unwrap_or(Value::Nil));
+            let pairs = fields
+                .chunks(2)
+                .filter_map(|kv| Some((text(kv.first()?)?, text(kv.get(1)?)?)))
+                .collect();
+            Some((id, pairs))
+        })
+        .collect()
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+const TRANSITION: &str = r"
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return false end
+local prepared = redis.call('HGET', KEYS[1], 'prepared')
+for i = 3, #ARGV do
+  if ARGV[i] == status then
+    if ARGV[1] == 'running' and not prepared then return 'unprepared' end
+    redis.call('HSET', KEYS[1], 'status', ARGV[1])
+    if ARGV[1] == 'queued' then
+      redis.call('XADD', KEYS[2], '*', 'run', ARGV[2])
+    end
+    return {redis.call('HGET', KEYS[1], 'json'), prepared or ''}
+  end
+end
+return ''
+";
+
+/// A run leaving `running` (KEYS: record, events, the session's slot, the
+/// user's busy set; ARGV: json, status, id, seconds kept, "1" when final).
+const SETTLE: &str = r"
+redis.call('HSET', KEYS[1], 'json', ARGV[1], 'status', ARGV[2])
+redis.call('SREM', KEYS[4], ARGV[3])
+if ARGV[5] == '1' then
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+  if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
+end
+return 1
+";
+
+/// The session's slot and the run's queue entry, together (KEYS: the
+/// slot, the queue; ARGV: the run): the holder when the slot is taken.
+const RESERVE: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder then return holder end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
+return false
+";
+
+impl RedisRuns {
+    /// Runs under `prefix` on the Redis of `redis`; `url` opens the
+    /// connection the queue blocks on.
+    pub fn new(redis: RedisConnector, url: &str, prefix: &str) -> RunResult<Self> {
+        let blocking = RedisConnector::builder()
+            .url(url)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(store)?;
+        Ok(Self {
+            redis,
+            blocking,
+            prefix: prefix.to_string(),
+        })
+    }
+
+    fn run_key(&self, id: Uuid) -> String {
+        format!("{}:run:{id}", self.prefix)
+    }
+
+    fn events_key(&self, id: Uuid) -> String {
+        format!("{}:run:{id}:events", self.prefix)
+    }
+
+    fn active_key(&self, session: Uuid) -> String {
+        format!("{}:runs:active:{session}", self.prefix)
+    }
+
+    fn session_key(&self, session: Uuid) -> String {
+        format!("{}:runs:session:{session}", self.prefix)
+    }
+
+    fn user_key(&self, user: &str) -> String {
+        format!("{}:runs:user:{user}", self.prefix)
+    }
+
+    fn busy_key(&self, user: &str) -> String {
+        format!("{}:runs:busy:{user}", self.prefix)
+    }
+
+    fn queue_key(&self) -> String {
+        format!("{}:runs:queue", self.prefix)
+    }
+
+    fn group(&self) -> String {
+        format!("{}:workers", self.prefix)
+    }
+
+    fn record(json: &str, status: Option<&str>) -> RunResult<Run> {
+        let mut run: Run = serde_json::from_str(json)
+            .map_err(|e| RunError::Store(format!("a run record cannot be read: {e}")))?;
+        if let Some(status) = status.and_then(RunStatus::parse) {
+            run.status = status;
+        }
+        Ok(run)
+    }
+
+    fn json(run: &Run) -> RunResult<String> {
+        serde_json::to_string(run).map_err(|e| RunError::Store(e.to_string()))
+    }
+
+    async fn ensure_group(&self) -> RunResult<()> {
+        let (queue, group) = (self.queue_key(), self.group());
+        let made: Result<(), ListError> = self
+            .redis
+            .run("create the run queue", |mut conn| {
+                let c = cmd("XGROUP")
+                    .arg("CREATE")
+                    .arg(&queue)
+                    .arg(&group)
+                    .arg("0")
+                    .arg("MKSTREAM")
+                    .clone();
+                async move {
+                    match c.query_async::<Value>(&mut conn).await {
+                        Ok(_) => Ok(()),
+                        Err(e) if e.to_string().contains("BUSYGROUP") => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await;
+        made.map_err(store)
+    }
+
+    async fn runs_of(&self, key: String, limit: usize) -> RunResult<Vec<Run>> {
+        let ids: Vec<String> = self
+            .redis
+            .run("list runs", |mut conn| {
+                let c = cmd("ZREVRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(limit.saturating_sub(1) as i64 * 2 + 1)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        let mut runs = Vec::new();
+        let mut gone = Vec::new();
+        for id in ids {
+            let Ok(uuid) = id.parse::<Uuid>() else {
+                continue;
+            };
+            match self.get(uuid).await? {
+                Some(run) if runs.len() < limit => runs.push(run),
+                Some(_) => {}
+                None => gone.push(id),
+            }
+        }
+        if !gone.is_empty() {
+            // Expired records: drop them from the index too.
+            let _ = self
+                .redis
+                .run("forget expired runs", |mut conn| {
+                    let c = cmd("ZREM").arg(&key).arg(&gone).clone();
+                    async move { c.query_async::<Value>(&mut conn).await }
+                })
+                .await;
+        }
+        Ok(runs)
+    }
+}
+
+#[async_trait]
+impl RunStore for RedisRuns {
+    async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
+        let busy = self.busy_key(&run.user);
+        let count: usize = self
+            .redis
+            .run("count the user's runs", |mut conn| {
+                let c = cmd("SCARD").arg(&busy).clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        if count >= per_user {
+            return Err(RunError::UserFull {
+                user: run.user.clone(),
+                limit: per_user,
+            });
+        }
+        // The record first, so that a session's active run always has one.
+        let json = Self::json(run)?;
+        let score = run.created_at.timestamp_micros();
+        let id = run.id.to_string();
+        let (key, session, user) = (
+            self.run_key(run.id),
+            self.session_key(run.session),
+            self.user_key(&run.user),
+        );
+        self.redis
+            .run("write the run", |mut conn| {
+                let mut p = ::redis::pipe();
+                p.cmd("HSET")
+                    .arg(&key)
+                    .arg("json")
+                    .arg(&json)
+                    .arg("status")
+                    .arg(run.status.as_str())
+                    .ignore();
+                p.cmd("ZADD").arg(&session).arg(score).arg(&id).ignore();
+                p.cmd("ZADD").arg(&user).arg(score).arg(&id).ignore();
+                p.cmd("SADD").arg(&busy).arg(&id).ignore();
+                async move { p.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        // The session's slot and the queue entry in one step.
+        let (active, queue) = (self.active_key(run.session), self.queue_key());
+        let holder: Option<String> = self
+            .redis
+            .run("reserve the session and queue the run", |mut conn| {
+                let c = cmd("EVAL")
+                    .arg(RESERVE)
+                    .arg(2)
+                    .arg(&active)
+                    .arg(&queue)
+                    .arg(&id)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        if let Some(holder) = holder {
+            let _ = self.abandon(run).await;
+            let holder = holder
+                .parse()
+                .map_err(|_| RunError::Store(format!("{active} holds `{holder}`")))?;
+            return Err(RunError::Busy {
+                session: run.session,
+                run: holder,
+            });
+        }
+        Ok(())
+    }
+
+    async fn prepared(&self, id: Uuid) -> RunResult<()> {
+        let key = self.run_key(id);
+        self.redis
+            .run("mark the run prepared", |mut conn| {
+                let c = cmd("HSET")
+                    .arg(&key)
+                    .arg("prepared")
+                    .arg(chrono::Utc::now().timestamp_micros())
+                    .clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn abandon(&self, run: &Run) -> RunResult<()> {
+        let (key, active, busy, session, user) = (
+            self.run_key(run.id),
+            self.active_key(run.session),
+            self.busy_key(&run.user),
+            self.session_key(run.session),
+            self.user_key(&run.user),
+        );
+        let id = run.id.to_string();
+        self.redis
+            .run("forget the run", |mut conn| {
+                let mut p = ::redis::pipe();
+                p.cmd("DEL").arg(&key).ignore();
+                p.cmd("SREM").arg(&busy).arg(&id).ignore();
+                p.cmd("ZREM").arg(&session).arg(&id).ignore();
+                p.cmd("ZREM").arg(&user).arg(&id).ignore();
+                let (active, id) = (active.clone(), id.clone());
+                async move {
+                    p.query_async::<()>(&mut conn).await?;
+                    // Frees the session only if this run holds it.
+                    let holder: Option<String> =
+                        cmd("GET").arg(&active).query_async(&mut conn).await?;
+                    if holder.as_deref() == Some(id.as_str()) {
+                        cmd("DEL").arg(&active).query_async::<()>(&mut conn).await?;
+                    }
+                    Ok(())
+                }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn get(&self, id: Uuid) -> RunResult<Option<Run>> {
+        let key = self.run_key(id);
+        let (json, status, prepared): (Option<String>, Option<String>, Option<String>) = self
+            .redis
+            .run("read the run", |mut conn| {
+                let c = cmd("HMGET")
+                    .arg(&key)
+                    .arg("json")
+                    .arg("status")
+                    .arg("prepared")
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        match json {
+            Some(json) => {
+                let mut run = Self::record(&json, status.as_deref())?;
+                run.prepared |= prepared.is_some();
+                if let Some(at) = prepared.and_then(|p| p.parse::<i64>().ok()) {
+                    run.prepared_at = chrono::DateTime::from_timestamp_micros(at);
+                }
+                Ok(Some(run))
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn active_of(&self, session: Uuid) -> RunResult<Option<Uuid>> {
+        let key = self.active_key(session);
+        let holder: Option<String> = self
+            .redis
+            .run("read the session's run", |mut conn| {
+                let c = cmd("GET").arg(&key).clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(holder.and_then(|h| h.parse().ok()))
+    }
+
+    async fn of_session(&self, session: Uuid, limit: usize) -> RunResult<Vec<Run>> {
+        self.runs_of(self.session_key(session), limit).await
+    }
+
+    async fn of_user(&self, user: &str, limit: usize) -> RunResult<Vec<Run>> {
+        self.runs_of(self.user_key(user), limit).await
+    }
+
+    async fn put(&self, run: &Run) -> RunResult<()> {
+        let json = Self::json(run)?;
+        let key = self.run_key(run.id);
+        self.redis
+            .run("write the run", |mut conn| {
+                let c = cmd("HSET")
+                    .arg(&key)
+                    .arg("json")
+                    .arg(&json)
+                    .arg("status")
+                    .arg(run.status.as_str())
+                    .clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn transition(
+        &self,
+        id: Uuid,
+        from: &[RunStatus],
+        to: RunStatus,
+    ) -> RunResult<Option<Run>> {
+        let (key, queue) = (self.run_key(id), self.queue_key());
+        let reply: Value = self
+            .redis
+            .run("change the run's status", |mut conn| {
+                let mut c = cmd("EVAL");
+                c.arg(TRANSITION)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(&queue)
+                    .arg(to.as_str())
+                    .arg(id.to_string());
+                for s in from {
+                    c.arg(s.as_str());
+                }
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        match reply {
+            Value::Nil => Err(RunError::NotFound(id)),
+            ref v if text(v).as_deref() == Some("unprepared") => Err(RunError::NotPrepared(id)),
+            Value::Array(parts) => {
+                let json = parts.first().and_then(text).unwrap_or_default();
+                let mut run = Self::record(&json, Some(to.as_str()))?;
+                if let Some(at) = parts
+                    .get(1)
+                    .and_then(text)
+                    .and_then(|p| p.parse::<i64>().ok())
+                {
+                    run.prepared = true;
+                    run.prepared_at = chrono::DateTime::from_timestamp_micros(at);
+                }
+                Ok(Some(run))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn settle(&self, run: &Run, keep: Duration) -> RunResult<()> {
+        let json = Self::json(run)?;
+        let (key, events, active, busy) = (
+            self.run_key(run.id),
+            self.events_key(run.id),
+            self.active_key(run.session),
+            self.busy_key(&run.user),
+        );
+        let id = run.id.to_string();
+        let secs = keep.as_secs().max(1);
+        let last = if run.status.is_final() { "1" } else { "" };
+        // One script: a client that sees the run over finds its session free.
+        self.redis
+            .run("settle the run", |mut conn| {
+                let c = cmd("EVAL")
+                    .arg(SETTLE)
+                    .arg(4)
+                    .arg(&key)
+                    .arg(&events)
+                    .arg(&active)
+                    .arg(&busy)
+                    .arg(&json)
+                    .arg(run.status.as_str())
+                    .arg(&id)
+                    .arg(secs)
+                    .arg(last)
+                    .clone();
+                async move { c.query_async::<Value>(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
+    async fn request_cancel(&self, id: Uuid) -> RunResult<()> {
+        let key = self.run_key(id);
+        self.redis
+            .run("cancel the run", |mut conn| {
+                let c = cmd("HSET").arg(&key).arg("cancel").arg(1).clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn cancel_requested(&self, id: Uuid) -> RunResult<bool> {
+        let key = self.run_key(id);
+        let flag: Option<String> = self
+            .redis
+            .run("read the run's cancel", |mut conn| {
+                let c = cmd("HGET").arg(&key).arg("cancel").clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(flag.is_some())
+    }
+
+    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let key = self.events_key(id);
+        let mut lines = Vec::with_capacity(events.len());
+        for e in events {
+            lines.push((
+                format!("0-{}", e.seq),
+                e.event.clone(),
+                serde_json::to_string(&e.data).map_err(|e| RunError::Store(e.to_string()))?,
+            ));
+        }
+        self.redis
+            .run("append the run's events", |mut conn| {
+                let mut p = ::redis::pipe();
+                for (seq, name, data) in &lines {
+                    p.cmd("XADD")
+                        .arg(&key)
+                        .arg("MAXLEN")
+                        .arg("~")
+                        .arg(EVENTS_CAP)
+                        .arg(seq)
+                        .arg("event")
+                        .arg(name)
+                        .arg("data")
+                        .arg(data)
+                        .ignore();
+                }
+                async move { p.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>> {
+        let key = self.events_key(id);
+        let reply: Value = self
+            .redis
+            .run("read the run's events", |mut conn| {
+                let c = cmd("XRANGE")
+                    .arg(&key)
+                    .arg(format!("0-{}", after.saturating_add(1)))
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(max.max(1))
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(entries(reply)
+            .into_iter()
+            .filter_map(|(id, fields)| {
+                let seq = id.strip_prefix("0-")?.parse().ok()?;
+                Some(RunEvent {
+                    seq,
+                    event: field(&fields, "event")?.to_string(),
+                    data: serde_json::from_str(field(&fields, "data")?).ok()?,
+                })
+            })
+            .take(max)
+            .collect())
+    }
+
+    async fn last_seq(&self, id: Uuid) -> RunResult<u64> {
+        let key = self.events_key(id);
+        let reply: Value = self
+            .redis
+            .run("read the run's last event", |mut conn| {
+                let c = cmd("XREVRANGE")
+                    .arg(&key)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(entries(reply)
+            .first()
+            .and_then(|(id, _)| id.strip_prefix("0-")?.parse().ok())
+            .unwrap_or(0))
+    }
+
+    async fn remember(
+        &self,
+        user: &str,
+        key: &str,
+        run: Uuid,
+        ttl: Duration,
+    ) -> RunResult<Option<Uuid>> {
+        let slot = format!("{}:runs:key:{user}:{key}", self.prefix);
+        let id = run.to_string();
+        let ms = ttl.as_millis().max(1) as u64;
+        let held: Option<String> = self
+            .redis
+            .run("remember the request", |mut conn| {
+                let c = cmd("SET")
+                    .arg(&slot)
+                    .arg(&id)
+                    .arg("NX")
+                    .arg("GET")
+                    .arg("PX")
+                    .arg(ms)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(held.and_then(|h| h.parse().ok()))
+    }
+
+    async fn forget(&self, user: &str, key: &str) -> RunResult<()> {
+        let slot = format!("{}:runs:key:{user}:{key}", self.prefix);
+        self.redis
+            .run("forget the request", |mut conn| {
+                let c = cmd("DEL").arg(&slot).clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn enqueue(&self, id: Uuid) -> RunResult<()> {
+        let queue = self.queue_key();
+        let id = id.to_string();
+        self.redis
+            .run("queue the run", |mut conn| {
+                let c = cmd("XADD").arg(&queue).arg("*").arg("run").arg(&id).clone();
+                async move { c.query_async::<Value>(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
+    async fn claim(&self, consumer: &str, wait: Duration) -> RunResult<Option<Delivery>> {
+        let (queue, group) = (self.queue_key(), self.group());
+        let block = wait.as_millis().clamp(1, 2000) as u64;
+        let read = || {
+            self.blocking.run("take a queued run", |mut conn| {
+                let c = cmd("XREADGROUP")
+                    .arg("GROUP")
+                    .arg(&group)
+                    .arg(consumer)
+                    .arg("COUNT")
+                    .arg(1)
+                    .arg("BLOCK")
+                    .arg(block)
+                    .arg("STREAMS")
+                    .arg(&queue)
+                    .arg(">")
+                    .clone();
+                async move { c.query_async::<Value>(&mut conn).await }
+            })
+        };
+        let reply = match read().await {
+            Ok(reply) => reply,
+            Err(e) if e.to_string().contains("NOGROUP") => {
+                self.ensure_group().await?;
+                read().await.map_err(store)?
+            }
+            Err(e) => return Err(store(e)),
+        };
+        // [[queue, [[id, [run, <id>]]]]]
+        let streams = items(reply);
+        for stream in streams {
+            let mut parts = items(stream).into_iter();
+            let _name = parts.next();
+            for (tag, fields) in entries(parts.next().unwrap_or(Value::Nil)) {
+                if let Some(run) = field(&fields, "run").and_then(|r| r.parse().ok()) {
+                    return Ok(Some(Delivery { run, tag }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    async fn reclaim(&self, consumer: &str, idle: Duration) -> RunResult<Option<Delivery>> {
+        let (queue, group) = (self.queue_key(), self.group());
+        let ms = idle.as_millis() as u64;
+        let reply: Value = match self
+            .redis
+            .run("take over a run", |mut conn| {
+                let c = cmd("XAUTOCLAIM")
+                    .arg(&queue)
+                    .arg(&group)
+                    .arg(consumer)
+                    .arg(ms)
+                    .arg("0-0")
+                    .arg("COUNT")
+                    .arg(1)
+                    .clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+        {
+            Ok(reply) => reply,
+            Err(e) if e.to_string().contains("NOGROUP") => {
+                self.ensure_group().await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(store(e)),
+        };
+        // [next, [[id, [run, <id>]]], [deleted ids]]
+        let mut parts = items(reply).into_iter();
+        let _next = parts.next();
+        for (tag, fields) in entries(parts.next().unwrap_or(Value::Nil)) {
+            if let Some(run) = field(&fields, "run").and_then(|r| r.parse().ok()) {
+                return Ok(Some(Delivery { run, tag }));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()> {
+        let (queue, group) = (self.queue_key(), self.group());
+        self.redis
+            .run("renew the run's lease", |mut conn| {
+                let c = cmd("XCLAIM")
+                    .arg(&queue)
+                    .arg(&group)
+                    .arg(consumer)
+                    .arg(0)
+                    .arg(&delivery.tag)
+                    .arg("JUSTID")
+                    .clone();
+                async move { c.query_async::<Value>(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(())
+    }
+
+    async fn ack(&self, delivery: &Delivery) -> RunResult<()> {
+        let (queue, group) = (self.queue_key(), self.group());
+        self.redis
+            .run("acknowledge the run", |mut conn| {
+                let mut p = ::redis::pipe();
+                p.cmd("XACK")
+                    .arg(&queue)
+                    .arg(&group)
+                    .arg(&delivery.tag)
+                    .ignore();
+                p.cmd("XDEL").arg(&queue).arg(&delivery.tag).ignore();
+                async move { p.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+}

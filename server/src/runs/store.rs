@@ -1,0 +1,129 @@
+//! [`RunStore`]: where run records, their events and the run queue live —
+//! [`LocalRuns`](super::local::LocalRuns) in this process (with the JSON
+//! session list), [`RedisRuns`](super::redis::RedisRuns) in Redis (shared
+//! by every server of a deployment).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::record::{Run, RunEvent, RunStatus};
+
+/// Errors of a run store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The session has an active run (queued, running or waiting).
+    #[error("session {session} has a run in progress: {run}")]
+    Busy {
+        /// The session.
+        session: Uuid,
+        /// Its active run.
+        run: Uuid,
+    },
+    /// The user has as many active runs as the server allows.
+    #[error("{user} has {limit} runs queued or running; try again later")]
+    UserFull {
+        /// Whose runs.
+        user: String,
+        /// The per-user limit.
+        limit: usize,
+    },
+    /// No such run.
+    #[error("run {0} not found")]
+    NotFound(Uuid),
+    /// The run cannot start yet: its input is not saved (see
+    /// [`Run::prepared`](super::Run::prepared)).
+    #[error("run {0} is not prepared yet")]
+    NotPrepared(Uuid),
+    /// The store cannot be reached or read.
+    #[error("run store: {0}")]
+    Store(String),
+}
+
+/// `Result` with [`RunError`].
+pub type RunResult<T> = std::result::Result<T, RunError>;
+
+/// A run taken from the queue by one server (acknowledged when it ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The run.
+    pub run: Uuid,
+    /// The queue's id of the message (a Redis stream entry id).
+    pub tag: String,
+}
+
+/// Run records, events and the queue (see the [module docs](self)).
+///
+/// Only the server that claimed a run writes its record ([`put`](Self::put))
+/// and its events; others change a record only through
+/// [`transition`](Self::transition) (compare and set on the status) or ask
+/// for a cancel ([`request_cancel`](Self::request_cancel)).
+#[async_trait]
+pub trait RunStore: Send + Sync + 'static {
+    /// Writes a new queued run, makes it its session's active run and
+    /// queues it, in one step (a server that dies after it leaves a run
+    /// that any server finds): [`RunError::Busy`] when the session has an
+    /// active run, [`RunError::UserFull`] when the user has `per_user`.
+    /// A server runs it only once it is [`prepared`](Self::prepared).
+    async fn create(&self, run: &Run, per_user: usize) -> RunResult<()>;
+    /// Marks a run's input as saved in its session (see [`Run::prepared`]).
+    async fn prepared(&self, id: Uuid) -> RunResult<()>;
+    /// Forgets a run whose creation could not finish (and frees its session).
+    async fn abandon(&self, run: &Run) -> RunResult<()>;
+    /// A run.
+    async fn get(&self, id: Uuid) -> RunResult<Option<Run>>;
+    /// The active run of a session.
+    async fn active_of(&self, session: Uuid) -> RunResult<Option<Uuid>>;
+    /// A session's runs, newest first (those still kept).
+    async fn of_session(&self, session: Uuid, limit: usize) -> RunResult<Vec<Run>>;
+    /// A user's runs, newest first (those still kept).
+    async fn of_user(&self, user: &str, limit: usize) -> RunResult<Vec<Run>>;
+    /// Writes the record (its owner does, while it runs it).
+    async fn put(&self, run: &Run) -> RunResult<()>;
+    /// Sets the status to `to` when it is one of `from` (and, for
+    /// `queued`, queues the run in the same step); the record after, or
+    /// `None` when the status was another. `running` needs the run
+    /// prepared ([`RunError::NotPrepared`] otherwise).
+    async fn transition(
+        &self,
+        id: Uuid,
+        from: &[RunStatus],
+        to: RunStatus,
+    ) -> RunResult<Option<Run>>;
+    /// Writes a record that left `running` (waiting or final); a final one
+    /// frees its session and is kept for `keep` (with its events).
+    async fn settle(&self, run: &Run, keep: Duration) -> RunResult<()>;
+    /// Asks the server running it to cancel it.
+    async fn request_cancel(&self, id: Uuid) -> RunResult<()>;
+    /// Whether someone asked to cancel it.
+    async fn cancel_requested(&self, id: Uuid) -> RunResult<bool>;
+    /// Appends events (numbered by the caller, in order).
+    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()>;
+    /// The events after `after` (at most `max`).
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>>;
+    /// The number of the last event (0 when there is none).
+    async fn last_seq(&self, id: Uuid) -> RunResult<u64>;
+    /// Remembers that `user`'s request `key` is run `run` for `ttl`; the
+    /// run it was already given, if any.
+    async fn remember(
+        &self,
+        user: &str,
+        key: &str,
+        run: Uuid,
+        ttl: Duration,
+    ) -> RunResult<Option<Uuid>>;
+    /// Forgets `user`'s request `key`.
+    async fn forget(&self, user: &str, key: &str) -> RunResult<()>;
+    /// Queues a run for any server of the deployment.
+    async fn enqueue(&self, id: Uuid) -> RunResult<()>;
+    /// Takes the next queued run for `consumer`, waiting at most `wait`.
+    async fn claim(&self, consumer: &str, wait: Duration) -> RunResult<Option<Delivery>>;
+    /// Takes a run whose server has not renewed its lease for `idle`.
+    async fn reclaim(&self, consumer: &str, idle: Duration) -> RunResult<Option<Delivery>>;
+    /// Renews the lease on a delivery.
+    async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()>;
+    /// Done with a delivery (the run ended, or waits).
+    async fn ack(&self, delivery: &Delivery) -> RunResult<()>;
+}

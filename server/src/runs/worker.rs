@@ -1,0 +1,522 @@
+//! Executing one run on this server: take it (status `running`), load its
+//! session with its agent and a [`CheckpointModifier`] (saved after every
+//! node), invoke, number and store its events as they happen, renew the
+//! lease and watch for a cancel meanwhile, and settle the record.
+//!
+//! ```text
+//!  execute(delivery)
+//!    transition queued|running ─▶ running   (else: cancelled or over: ack, nothing to do)
+//!    claim (this process) ▸ load ▸ attach agent ▸ + CheckpointModifier ▸ events ─▶ publisher
+//!    select { invoke | cancel | wall-clock limit | hand back }
+//!      invoke    ─▶ done (answer) | waiting (held calls) | failed
+//!      cancel    ─▶ drop the node in flight and the nodes it added that never ran, save ─▶ cancelled
+//!      limit     ─▶ the same ─▶ failed ("took longer than ...")
+//!      hand back ─▶ save as it stands ─▶ queued again (another server, or the next start)
+//!    approval_needed / stopped / done | error ─▶ settle ─▶ ack
+//! ```
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lc_agent::{revision_of, CheckpointModifier, CheckpointPolicy, NetworkEvent, NodeId};
+use lc_agent::{NetworkList, RunnableNetwork};
+use lc_agent_deepagent::approvals::{pending_approvals, PendingApproval};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Notify};
+use uuid::Uuid;
+
+use super::record::{Run, RunEvent, RunStatus, Usage};
+use super::store::Delivery;
+use super::Local;
+use crate::error::ApiError;
+use crate::events::{event_json, pending_json};
+use crate::state::AppState;
+
+/// What goes to the publisher.
+enum Out {
+    Network(NetworkEvent),
+    Named(&'static str, Value),
+    Close,
+}
+
+/// Numbers events and writes them to the store as they come, in batches.
+struct Publisher {
+    tx: mpsc::UnboundedSender<Out>,
+    task: tokio::task::JoinHandle<u64>,
+}
+
+impl Publisher {
+    fn start(state: &Arc<AppState>, run: Uuid, net: Option<RunnableNetwork>, last: u64) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
+        let state = state.clone();
+        let task = tokio::spawn(async move {
+            let mut seq = last;
+            let mut closed = false;
+            while !closed {
+                let Some(first) = rx.recv().await else { break };
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    batch.push(more);
+                }
+                let mut events = Vec::with_capacity(batch.len());
+                for out in batch {
+                    let (name, data) = match out {
+                        Out::Close => {
+                            closed = true;
+                            continue;
+                        }
+                        Out::Named(name, data) => (name, data),
+                        Out::Network(e) => match net.as_ref().and_then(|n| event_json(n, &e)) {
+                            Some(pair) => pair,
+                            None => continue,
+                        },
+                    };
+                    seq += 1;
+                    events.push(RunEvent {
+                        seq,
+                        event: name.to_string(),
+                        data,
+                    });
+                }
+                if let Err(e) = state.runs.store.append(run, &events).await {
+                    tracing::error!(run = %run, error = %e, "a run's events could not be stored");
+                }
+                state.runs.wake(run);
+            }
+            seq
+        });
+        Self { tx, task }
+    }
+
+    fn send(&self, name: &'static str, data: Value) {
+        let _ = self.tx.send(Out::Named(name, data));
+    }
+
+    async fn close(self) -> u64 {
+        let _ = self.tx.send(Out::Close);
+        self.task.await.unwrap_or(0)
+    }
+}
+
+/// How the invoke ended.
+enum Ending {
+    Finished(Result<lc_agent::Message, lc_agent::NetworkError>),
+    Cancelled,
+    TimedOut(Duration),
+    HandedBack,
+}
+
+/// Executes the run of `delivery` (see the [module docs](self)).
+pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
+    let runs = &state.runs;
+    let id = delivery.run;
+    let Some(mut run) = take(&state, &delivery).await else {
+        let _ = runs.store.ack(&delivery).await;
+        return;
+    };
+    run.attempts += 1;
+    let now = chrono::Utc::now();
+    run.started_at.get_or_insert(now);
+    if let Some(ready) = run.prepared_at {
+        run.queue_ms = Some((now - ready).num_microseconds().unwrap_or(0).max(0) as f64 / 1000.0);
+    }
+    run.server = Some(runs.consumer.clone());
+    if let Err(e) = runs.store.put(&run).await {
+        tracing::error!(run = %id, error = %e, "cannot write a run's record");
+    }
+    let cancel = Arc::new(Notify::new());
+    runs.local.lock().insert(
+        id,
+        Local {
+            cancel: cancel.clone(),
+        },
+    );
+    // The lease: renewed while the run goes on; a cancel asked of another
+    // server reaches this one here.
+    let lease = {
+        let (state, delivery, cancel) = (state.clone(), delivery.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let every = (state.runs.settings.lease / 3).max(Duration::from_millis(50));
+            let poll = every.min(Duration::from_millis(500));
+            let mut since_renew = Duration::ZERO;
+            loop {
+                tokio::time::sleep(poll).await;
+                since_renew += poll;
+                if since_renew >= every {
+                    since_renew = Duration::ZERO;
+                    if let Err(e) = state
+                        .runs
+                        .store
+                        .renew(&state.runs.consumer, &delivery)
+                        .await
+                    {
+                        tracing::warn!(run = %delivery.run, error = %e, "cannot renew a run's lease");
+                    }
+                }
+                if let Ok(true) = state.runs.store.cancel_requested(delivery.run).await {
+                    cancel.notify_one();
+                }
+            }
+        })
+    };
+    let handed_back = run_session(&state, &mut run, &cancel).await;
+    lease.abort();
+    runs.local.lock().remove(&id);
+    if handed_back {
+        if let Err(e) = runs.store.put(&run).await {
+            tracing::error!(run = %id, error = %e, "cannot write a handed-back run");
+        }
+        if let Err(e) = runs.store.enqueue(id).await {
+            tracing::error!(run = %id, error = %e, "cannot queue a handed-back run again (its lease will expire)");
+            runs.wake(id);
+            return;
+        }
+    } else {
+        if let Err(e) = runs.store.settle(&run, runs.settings.keep).await {
+            tracing::error!(run = %id, error = %e, "cannot write a run's end");
+        }
+        if run.ephemeral {
+            // `store: false`: the session was the run's alone.
+            match state.list(&run.user) {
+                Ok(list) => {
+                    if let Err(e) = list.delete(run.session).await {
+                        tracing::warn!(run = %id, session = %run.session, error = %lc_agent::error_chain(&e), "cannot remove the session of a `store: false` run");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(run = %id, error = %e, "cannot remove the session of a `store: false` run")
+                }
+            }
+        }
+    }
+    if let Err(e) = runs.store.ack(&delivery).await {
+        tracing::warn!(run = %id, error = %e, "cannot acknowledge a run");
+    }
+    runs.wake(id);
+    runs.forget_waker(id);
+}
+
+/// Takes the run (status `running`) once its input is saved in its
+/// session; `None` when there is nothing to run: it was cancelled or is
+/// over, the request was refused (the run is gone), or the server that
+/// took the request died before saving the input (after a lease the
+/// session says so: it does not name the run), and the run is failed.
+async fn take(state: &Arc<AppState>, delivery: &Delivery) -> Option<Run> {
+    let runs = &state.runs;
+    let id = delivery.run;
+    let since = tokio::time::Instant::now();
+    loop {
+        let waker = runs.waker(id);
+        let notified = waker.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let taken = runs
+            .store
+            .transition(
+                id,
+                &[RunStatus::Queued, RunStatus::Running],
+                RunStatus::Running,
+            )
+            .await;
+        match taken {
+            Ok(Some(run)) => return Some(run),
+            // Cancelled while queued, or over (its server died after
+            // settling it, before the ack), or gone: nothing to run.
+            Ok(None) | Err(super::RunError::NotFound(_)) => return None,
+            Err(super::RunError::NotPrepared(_)) if since.elapsed() >= runs.settings.lease => {
+                return never_prepared(state, id).await;
+            }
+            Err(super::RunError::NotPrepared(_)) => {}
+            Err(e) => {
+                tracing::warn!(run = %id, error = %e, "cannot take a run");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+    }
+}
+
+/// A run still not prepared after a lease: when the session names it, its
+/// input was saved (the server died just after): it is taken; otherwise
+/// it is failed, saying so.
+async fn never_prepared(state: &Arc<AppState>, id: Uuid) -> Option<Run> {
+    let runs = &state.runs;
+    let mut run = runs.store.get(id).await.ok().flatten()?;
+    let saved = match state.list(&run.user) {
+        Ok(list) => list
+            .load(run.session)
+            .await
+            .ok()
+            .and_then(|net| net.metadata_value(super::http::RUN_KEY))
+            .is_some_and(|named| named == json!(id)),
+        Err(_) => false,
+    };
+    if saved {
+        runs.store.prepared(id).await.ok()?;
+        return runs
+            .store
+            .transition(
+                id,
+                &[RunStatus::Queued, RunStatus::Running],
+                RunStatus::Running,
+            )
+            .await
+            .ok()
+            .flatten();
+    }
+    tracing::warn!(run = %id, "a run whose input was never saved (its server stopped first) is failed");
+    finish(&mut run, RunStatus::Failed, Some(NOT_SAVED.to_string()));
+    let _ = runs.store.settle(&run, runs.settings.keep).await;
+    runs.wake(id);
+    None
+}
+
+/// The error of a run whose server died before it saved the input.
+pub const NOT_SAVED: &str =
+    "the server that took this run stopped before its input was saved (nothing of it ran): send it again";
+
+/// Runs the session of `run` to its end, updating `run`; whether it was
+/// handed back instead (then `run` is queued again).
+async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>) -> bool {
+    let last = state.runs.store.last_seq(run.id).await.unwrap_or(0);
+    let opened = open(state, run).await;
+    let (net, list, claim) = match opened {
+        Ok(parts) => parts,
+        Err(e) => {
+            let publisher = Publisher::start(state, run.id, None, last);
+            let message = e.to_string();
+            publisher.send(
+                "error",
+                json!({"message": message, "status": e.status().as_u16(), "run": run.id}),
+            );
+            publisher.close().await;
+            finish(run, RunStatus::Failed, Some(message));
+            return false;
+        }
+    };
+    let publisher = Publisher::start(state, run.id, Some(net.clone()), last);
+    {
+        let tx = publisher.tx.clone();
+        net.on_event(move |e| {
+            let _ = tx.send(Out::Network(e.clone()));
+        });
+    }
+    net.set_streaming(true);
+    let before: HashSet<NodeId> = net.nodes().iter().map(|n| n.id()).collect();
+    let limit = state.runs.settings.time_limit;
+    let hand_back = state.runs.hand_back.clone();
+    let ending = tokio::select! {
+        outcome = net.invoke() => Ending::Finished(outcome),
+        () = cancel.notified() => Ending::Cancelled,
+        () = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        } => Ending::TimedOut(limit.unwrap_or_default()),
+        () = async {
+            loop {
+                let notified = hand_back.notified();
+                if state.runs.handing_back.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                notified.await;
+            }
+        } => Ending::HandedBack,
+    };
+    run.usage = add_usage(run.usage, &net, &before);
+    let stopped = matches!(ending, Ending::Cancelled | Ending::TimedOut(_))
+        .then(|| drop_unrun(&net, &before));
+    let mut save_error = None;
+    if !matches!(ending, Ending::Finished(_)) {
+        // The invoke was cut short: its last checkpoint may be older than
+        // what ran; save what stands.
+        if let Err(e) = list.save(&net).await {
+            save_error = Some(ApiError::from(e));
+        }
+    }
+    drop(claim);
+    if matches!(ending, Ending::HandedBack) {
+        publisher.send("handed_back", json!({"server": state.runs.consumer}));
+        publisher.close().await;
+        run.status = RunStatus::Queued;
+        tracing::info!(run = %run.id, "handed back at shutdown");
+        return true;
+    }
+    let pending = pending_approvals(&net);
+    let revision = revision_of(&net);
+    let (status, error) = match (&ending, &save_error) {
+        (_, Some(e)) => {
+            tracing::error!(run = %run.id, session = %run.session, error = %lc_agent::error_chain(e), "the run's final save failed");
+            (
+                RunStatus::Failed,
+                Some((e.status().as_u16(), e.public_message())),
+            )
+        }
+        (Ending::Finished(Err(e)), _) => (RunStatus::Failed, Some(failure(run.session, e))),
+        (Ending::TimedOut(limit), _) => (
+            RunStatus::Failed,
+            Some((
+                504,
+                format!(
+                    "the run took longer than its limit of {} s and was stopped",
+                    limit.as_secs()
+                ),
+            )),
+        ),
+        (Ending::Cancelled, _) => (RunStatus::Cancelled, None),
+        // `store: false`: nothing is kept, so nothing can wait for a decision.
+        _ if !pending.is_empty() && run.ephemeral => (
+            RunStatus::Cancelled,
+            Some((
+                409,
+                "the run stopped at a call that needs approval: with `store: false` no session is kept to decide on".to_string(),
+            )),
+        ),
+        _ if !pending.is_empty() => (RunStatus::Waiting, None),
+        _ => (RunStatus::Done, None),
+    };
+    let answer = match &ending {
+        Ending::Finished(Ok(reply)) if pending.is_empty() => reply.text().to_string(),
+        _ => String::new(),
+    };
+    if let Some(removed) = stopped {
+        publisher.send("stopped", json!({"removed": removed}));
+    }
+    let pending_list: Vec<Value> = pending.iter().map(pending_json).collect();
+    if !pending.is_empty() && error.is_none() {
+        publisher.send("approval_needed", json!({"pending": pending_list}));
+    }
+    match &error {
+        Some((code, message)) => publisher.send(
+            "error",
+            json!({"message": message, "status": code, "revision": revision, "run": run.id}),
+        ),
+        None => publisher.send(
+            "done",
+            json!({
+                "answer": answer,
+                "revision": revision,
+                "stopped": stopped.is_some(),
+                "pending_approvals": pending_list,
+                "run": run.id,
+                "status": status,
+            }),
+        ),
+    }
+    publisher.close().await;
+    run.answer = (status == RunStatus::Done).then_some(answer);
+    run.pending = if status == RunStatus::Waiting {
+        pending_list
+    } else {
+        Vec::new()
+    };
+    finish(run, status, error.map(|(_, m)| m));
+    log_pending(run.id, &pending);
+    false
+}
+
+fn log_pending(run: Uuid, pending: &[PendingApproval]) {
+    if !pending.is_empty() {
+        tracing::debug!(run = %run, calls = pending.len(), "a run waits for decisions");
+    }
+}
+
+/// The status and message of a failed invoke: a session store's refusal
+/// (a checkpoint over a copy saved elsewhere: 409; a deleted session: 404)
+/// keeps its own status, anything else is the model's or a tool's (502).
+fn failure(session: Uuid, e: &lc_agent::NetworkError) -> (u16, String) {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(list) = err.downcast_ref::<lc_agent::ListError>() {
+            tracing::error!(%session, error = %lc_agent::error_chain(e), "the run could not save its session");
+            return match list {
+                lc_agent::ListError::Conflict { .. } => {
+                    (409, format!("the run could not save the session: {list}"))
+                }
+                lc_agent::ListError::Deleted { .. } | lc_agent::ListError::NotFound { .. } => {
+                    (404, format!("the run could not save the session: {list}"))
+                }
+                _ => (
+                    503,
+                    "the run could not save the session: the session store is unavailable"
+                        .to_string(),
+                ),
+            };
+        }
+        source = err.source();
+    }
+    crate::error::run_failed(session, e)
+}
+
+/// Sets the end of `run`.
+fn finish(run: &mut Run, status: RunStatus, error: Option<String>) {
+    run.status = status;
+    run.error = error;
+    if status.is_final() {
+        run.finished_at = Some(chrono::Utc::now());
+    }
+}
+
+/// Claims (in this process), loads and prepares the session of `run`.
+async fn open(
+    state: &Arc<AppState>,
+    run: &Run,
+) -> Result<(RunnableNetwork, Arc<dyn NetworkList>, crate::state::Claim), ApiError> {
+    let list = state.list(&run.user)?;
+    // A rename or delete of the session here holds it for a moment.
+    let mut tries = 0;
+    let claim = loop {
+        match state.claim(&run.user, run.session, &list) {
+            Ok(claim) => break claim,
+            Err(e) if tries >= 100 => return Err(e),
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let (net, _agent) = state.open(&run.user, &list, run.session).await?;
+    net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    claim.track(&net);
+    Ok((net, list, claim))
+}
+
+/// Adds the token usage of the nodes added since `before` (sub-agents'
+/// included as their nodes record it).
+fn add_usage(mut usage: Usage, net: &RunnableNetwork, before: &HashSet<NodeId>) -> Usage {
+    for node in net.nodes() {
+        if before.contains(&node.id()) {
+            continue;
+        }
+        let meta = node.metadata();
+        if let Some(u) = meta.get("token_usage") {
+            let get = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            usage.prompt_tokens += get("prompt_tokens");
+            usage.completion_tokens += get("completion_tokens");
+            usage.total_tokens += get("total_tokens");
+        }
+    }
+    usage
+}
+
+/// After a stop: takes out the nodes added since `before` that never ran
+/// (newest first, so each is a leaf when it goes); how many.
+pub(crate) fn drop_unrun(net: &RunnableNetwork, before: &HashSet<NodeId>) -> usize {
+    let unrun: Vec<NodeId> = net
+        .nodes()
+        .iter()
+        .filter(|n| !before.contains(&n.id()) && !n.is_invoked())
+        .map(|n| n.id())
+        .collect();
+    let mut removed = 0;
+    for id in unrun.into_iter().rev() {
+        match net.remove_node(id) {
+            Ok(_) => removed += 1,
+            Err(e) => tracing::warn!(node = %id, error = %e, "a stopped run's pending node stays"),
+        }
+    }
+    removed
+}

@@ -478,3 +478,39 @@ mod tests {
         assert_eq!(counter_for_model("gpt-4o").name(), "o200k_base");
     }
 }
+
+/// Estimates a call's usage with the tokenizer of the model that answered
+/// ([`counter_for_model`]) when its server reports none; the deep agent
+/// attaches it to its networks
+/// ([`RunnableNetwork::set_usage_estimator`](lc_agent::RunnableNetwork::set_usage_estimator)).
+///
+/// ```
+/// use lc_agent::{ChatRequest, ChatResponse, History, Message, UsageEstimator};
+/// use lc_agent_deepagent::tokens::TokenizerUsage;
+///
+/// let request = ChatRequest::new(History::from_messages([Message::human("Hello world")]));
+/// let usage = TokenizerUsage.estimate(&request, &ChatResponse::text("Hi there"));
+/// assert!(usage.estimated);
+/// assert_eq!(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenizerUsage;
+
+impl lc_agent::UsageEstimator for TokenizerUsage {
+    fn estimate(
+        &self,
+        request: &ChatRequest,
+        response: &lc_agent::ChatResponse,
+    ) -> lc_agent::Usage {
+        let counter = counter_for_model(response.model.as_deref().unwrap_or_default());
+        let prompt = counter.count_request(request) as u64;
+        let completion = counter.count_message(&response.to_message()) as u64;
+        lc_agent::Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            estimated: true,
+            ..lc_agent::Usage::default()
+        }
+    }
+}

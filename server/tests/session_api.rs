@@ -277,6 +277,7 @@ impl ChatModel for CutOffFirst {
             prompt_tokens: 10,
             completion_tokens: 5,
             total_tokens: 15,
+            ..Usage::default()
         });
         Ok(response)
     }

@@ -853,6 +853,7 @@ impl ChatModel for CutOffFirst {
             prompt_tokens: 100,
             completion_tokens: 20,
             total_tokens: 120,
+            ..Usage::default()
         });
         Ok(response)
     }

@@ -104,6 +104,9 @@
 //!   read.rs           reading in one pass
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
+//!   cache.rs          CachedNetworkList, SessionCache: parsed networks kept, a revision check
+//!                     instead of a reload
+//!   retention.rs      RetentionList: sessions expire a while after their latest save
 //!   checkpoint.rs     CheckpointModifier: a running network saved to its list per node or turn
 //!   config.rs         ListConfig (a JSON directory or Redis URL + prefix) and Lists (each
 //!                     user's list, opened once): the one place that decides *which sessions*
@@ -220,9 +223,10 @@ pub use list::{
     RedisNetworkList, RedisNetworkListBuilder,
 };
 pub use list::{
-    revision_of, validate_user, CheckpointModifier, CheckpointPolicy, JsonNetworkList, ListConfig,
-    ListError, ListPage, ListQuery, ListResult, Lists, NetworkList, SessionId, SessionInfo,
-    CREATED_AT_KEY, DEFAULT_PAGE_SIZE, DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
+    revision_of, validate_user, CachedNetworkList, CheckpointModifier, CheckpointPolicy,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, ListResult, Lists, NetworkList,
+    RetentionList, SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, DEFAULT_PAGE_SIZE,
+    DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
 };
 pub use message::{Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]

@@ -20,18 +20,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use lc_agent::{ChatNode, HumanNode, NetworkError, NodeId, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
-use lc_agent::{HumanNode, RunnableNetwork};
 use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
 use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_filesystem::TOOL_NAMES;
 use serde_json::Value;
+use std::sync::Mutex;
 
+use crate::approve::{ask, Policy};
 use crate::args::{find_session, ModelArgs, StoreArgs, WorkspaceArgs};
-use crate::console::{ask, Lines};
+use crate::console::{show_progress_with, Look, Screen};
 use crate::error::{CliError, CliResult, Kind};
+use crate::input::Input;
 use crate::interrupt::Interrupt;
 use lc_agent::error_chain;
 
@@ -92,8 +95,16 @@ impl AgentArgs {
             overrides = overrides.skills_dir(dir);
         }
         if let Some(path) = &self.mcp {
-            let config = McpConfig::from_file(path)
-                .map_err(|e| CliError::usage(format!("--mcp: {}", error_chain(&e))))?;
+            let config = McpConfig::from_file(path).map_err(|e| {
+                let cause = match &e {
+                    // The error names the file already.
+                    lc_agent_deepagent::mcp::ConfigError::Read { source, .. } => {
+                        format!("cannot read it: {source}")
+                    }
+                    other => error_chain(other),
+                };
+                CliError::usage(format!("--mcp {}: {cause}", path.display()))
+            })?;
             overrides = overrides.mcp(config);
         }
         Ok(overrides)
@@ -125,20 +136,36 @@ impl AgentArgs {
 /// A session with its agent attached (see the [module docs](self)).
 pub(crate) struct Agent {
     pub(crate) net: RunnableNetwork,
-    list: Arc<dyn NetworkList>,
+    pub(crate) list: Arc<dyn NetworkList>,
+    /// What the terminal shows of it.
+    pub(crate) screen: Screen,
+    /// The main model's name, as the blueprint records it.
+    pub(crate) model_name: String,
     mcp: Option<McpTools>,
     memory: Option<MemoryModifier>,
-    yes: bool,
+    /// Which calls are approved without asking.
+    pub(crate) policy: Mutex<Policy>,
+    /// Made by this process (not resumed): not kept when the model never
+    /// answered.
+    fresh: bool,
+    /// Where the next human turn attaches after `/undo`.
+    branch_from: Mutex<Option<Option<NodeId>>>,
 }
 
 impl Agent {
-    /// A new session (named `name`), or the saved session `resume` (an id
-    /// or a unique prefix of one), with its agent attached and saved after
-    /// every node.
-    pub(crate) async fn open(
+    /// A new session, or the saved session `resume` (an id or a unique
+    /// prefix of one), with its agent attached and saved after every node.
+    /// A new session is titled by its first human message.
+    pub(crate) async fn open(args: &AgentArgs, resume: Option<&str>) -> CliResult<Self> {
+        Self::open_with(args, resume, None).await
+    }
+
+    /// [`Agent::open`], the screen shown with this look (default: what the
+    /// terminal can show).
+    pub(crate) async fn open_with(
         args: &AgentArgs,
         resume: Option<&str>,
-        name: &str,
+        look: Option<Look>,
     ) -> CliResult<Self> {
         let list = args.store.open(&args.user)?;
         let loaded = match resume {
@@ -152,6 +179,7 @@ impl Agent {
             }
             None => None,
         };
+        let fresh = loaded.is_none();
         // `--agent` given on resume replaces the stored blueprint as a whole.
         let caller = args.caller_spec()?;
         let replaced = loaded.is_some() && caller.is_some();
@@ -174,6 +202,12 @@ impl Agent {
             blueprint.main_model().and_then(|m| m.context_window),
             provider,
         )?;
+        let window = match blueprint.main_model().and_then(|m| m.context_window) {
+            Some(tokens) => Some(tokens),
+            None => main.context_window().await.or_else(|| {
+                lc_agent_deepagent::tokens::ContextWindows::known_window(&args.model.name())
+            }),
+        };
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
             .builder(move |_, _| Ok(main.clone()), &context)
@@ -185,15 +219,9 @@ impl Agent {
                     .map_err(|e| CliError::failed(e.to_string()))?;
                 net
             }
-            None => {
-                let net = builder
-                    .build()
-                    .map_err(|e| CliError::usage(e.to_string()))?;
-                if net.name().is_empty() {
-                    net.set_name(name);
-                }
-                net
-            }
+            None => builder
+                .build()
+                .map_err(|e| CliError::usage(e.to_string()))?,
         };
         blueprint
             .store_in(&net)
@@ -210,12 +238,24 @@ impl Agent {
         // at most the node in flight.
         net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
             .map_err(|e| CliError::failed(e.to_string()))?;
+        let model_name = blueprint
+            .main_model()
+            .map_or_else(|| args.model.name(), |m| m.model.clone());
+        let screen = show_progress_with(&net, look.unwrap_or_else(Look::detect));
+        screen.set_context_window(window);
         Ok(Self {
             net,
             list,
+            screen,
+            model_name,
             mcp,
             memory: builder.memory_modifier().cloned(),
-            yes: args.yes,
+            policy: Mutex::new(Policy {
+                all: args.yes,
+                ..Policy::default()
+            }),
+            fresh,
+            branch_from: Mutex::new(None),
         })
     }
 
@@ -223,14 +263,40 @@ impl Agent {
     pub(crate) async fn turn(
         &self,
         text: &str,
-        lines: &mut Lines<'_>,
+        input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
-        {
-            let _scope = self.net.enter();
-            HumanNode::new(text);
+        if !self.titled() {
+            let title = title_of(text);
+            if !title.is_empty() {
+                self.net.set_name(&title);
+                self.net.set_metadata(TITLE_KEY, Value::String(title));
+            }
         }
-        self.finish(lines, interrupt).await
+        let branch = self.branch_from.lock().ok().and_then(|mut b| b.take());
+        match branch {
+            Some(parent) => {
+                let parents: Vec<NodeId> = parent.into_iter().collect();
+                self.net
+                    .add(
+                        HumanNode {
+                            text: text.to_string(),
+                        },
+                        &parents,
+                    )
+                    .map_err(|e| CliError::failed(e.to_string()))?;
+            }
+            None => {
+                let _scope = self.net.enter();
+                HumanNode::new(text);
+            }
+        }
+        self.finish(input, interrupt).await
+    }
+
+    /// Whether the session has a title (else its first message gives it one).
+    fn titled(&self) -> bool {
+        self.net.metadata_value(TITLE_KEY).is_some() || (!self.fresh && !self.net.is_empty())
     }
 
     /// Runs what the network has not run yet (a new turn, or a run that
@@ -238,38 +304,101 @@ impl Agent {
     /// it answers, fails, or Ctrl-C stops it.
     pub(crate) async fn finish(
         &self,
-        lines: &mut Lines<'_>,
+        input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
-        loop {
-            let invoked = tokio::select! {
-                invoked = self.net.invoke() => invoked,
-                () = interrupt.interrupted() => {
-                    break Err(CliError::new(
-                        Kind::Interrupted,
-                        "interrupted; the session keeps what ran",
-                    ));
+        self.screen.begin_turn();
+        let answer =
+            loop {
+                let invoked = tokio::select! {
+                    invoked = self.net.invoke() => invoked,
+                    () = interrupt.interrupted() => {
+                        break Err(CliError::new(
+                            Kind::Interrupted,
+                            "interrupted; the session keeps what ran",
+                        ));
+                    }
+                };
+                match invoked {
+                    Err(e) => break Err(CliError::failed(in_user_terms(&e))),
+                    Ok(reply) if self.net.held().is_empty() => break Ok(reply.text().to_string()),
+                    Ok(_) => {
+                        self.screen.pause();
+                        match ask(&self.net, &self.policy, input, self.screen.look()) {
+                            Ok(true) => continue,
+                            Ok(false) => break Err(CliError::new(
+                                Kind::AwaitingApproval,
+                                "a call waits for approval and stdin ended; the session keeps it",
+                            )),
+                            Err(e) => break Err(e),
+                        }
+                    }
                 }
             };
-            match invoked {
-                Err(e) => break Err(CliError::failed(e.to_string())),
-                Ok(reply) if self.net.held().is_empty() => break Ok(reply.text().to_string()),
-                Ok(_) => match ask(&self.net, self.yes, lines) {
-                    Ok(true) => continue,
-                    Ok(false) => {
-                        break Err(CliError::new(
-                            Kind::AwaitingApproval,
-                            "a call waits for approval and stdin ended; the session keeps it",
-                        ))
-                    }
-                    Err(e) => break Err(e),
-                },
+        self.screen.end_turn();
+        answer
+    }
+
+    /// Whether the newest answer was empty (no text, no tool call).
+    pub(crate) fn answered_empty(&self) -> bool {
+        self.net
+            .current_leaf()
+            .is_some_and(|leaf| leaf.metadata_value("empty_answer") == Some(Value::Bool(true)))
+    }
+
+    /// After Ctrl-C stopped a turn: the nodes that had not run are taken
+    /// out (the question stays; the next turn follows it), and the
+    /// session is saved.
+    pub(crate) async fn cancel_turn(&self) {
+        for node in self.net.pending() {
+            if node.held().is_none() {
+                let _ = self.net.remove_node(node.id());
             }
         }
+        if let Err(e) = self.save().await {
+            eprintln!("error: {}", e.message);
+        }
+    }
+
+    /// `/undo`: the next human turn goes below what preceded the last
+    /// one; the undone turn stays in the graph as a branch. The text of
+    /// the undone turn, or `None` when there is nothing to undo.
+    pub(crate) fn undo(&self) -> Option<String> {
+        let humans: Vec<_> = self
+            .net
+            .nodes()
+            .into_iter()
+            .filter(|n| n.kind() == HumanNode::KIND && n.is_invoked())
+            .collect();
+        // The last human turn on the current branch.
+        let leaf = self.net.current_leaf()?;
+        let mut current = Some(leaf);
+        let mut last = None;
+        while let Some(node) = current {
+            if humans.iter().any(|h| h.id() == node.id()) {
+                last = Some(node.clone());
+                break;
+            }
+            current = self.net.parents(node.id()).into_iter().next();
+        }
+        let last = last?;
+        let parent = self
+            .net
+            .parents(last.id())
+            .into_iter()
+            .next()
+            .map(|p| p.id());
+        if let Ok(mut b) = self.branch_from.lock() {
+            *b = Some(parent);
+        }
+        last.output().map(|m| m.text().to_string())
     }
 
     /// Saves the session (a failure is said on stderr).
     pub(crate) async fn save(&self) -> CliResult {
+        if !self.worth_keeping() {
+            return Ok(());
+        }
         self.list
             .save(&self.net)
             .await
@@ -277,18 +406,85 @@ impl Agent {
             .map_err(|e| CliError::failed(format!("the session could not be saved: {e}")))
     }
 
+    /// Whether the session is kept: resumed, the model answered in it, or
+    /// a run was stopped on its way (Ctrl-C, a call waiting for approval:
+    /// pending nodes that did not fail), which `chat --session` finishes.
+    fn worth_keeping(&self) -> bool {
+        let nodes = self.net.nodes();
+        !self.fresh
+            || nodes
+                .iter()
+                .any(|n| n.kind() == ChatNode::KIND && n.is_invoked())
+            || nodes.iter().any(|n| {
+                !n.is_invoked()
+                    && n.metadata_value("error").is_none()
+                    && matches!(n.kind(), ChatNode::KIND | "tool" | "network")
+            })
+    }
+
     /// Ends the session: MCP servers disconnected, memory summaries
-    /// written, the session saved.
-    pub(crate) async fn close(mut self) -> CliResult {
+    /// written, the session saved — or, new and never answered by the
+    /// model, not kept (a checkpoint of it is removed). Whether it is kept.
+    pub(crate) async fn close(mut self) -> CliResult<bool> {
         if let Some(mcp) = self.mcp.take() {
             mcp.disconnect().await;
         }
         if let Some(memory) = &self.memory {
             memory.flush().await;
         }
+        if !self.worth_keeping() {
+            let _ = self.list.delete(self.net.id()).await;
+            eprintln!("no session saved: the model never answered");
+            return Ok(false);
+        }
         self.save().await?;
         eprintln!("session {} saved", self.net.id());
-        Ok(())
+        Ok(true)
+    }
+}
+
+/// Where a session's title is kept in its metadata (also its name, which
+/// `sessions list` and the web page show).
+pub(crate) const TITLE_KEY: &str = "title";
+
+/// A title from a first message: its first line, spaces collapsed, at
+/// most 60 characters (cut at a word).
+pub(crate) fn title_of(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut title = String::new();
+    for word in &words {
+        let extra = usize::from(!title.is_empty()) + word.chars().count();
+        if title.chars().count() + extra > 60 {
+            if title.is_empty() {
+                title = word.chars().take(59).collect();
+            }
+            title.push('…');
+            return title;
+        }
+        if !title.is_empty() {
+            title.push(' ');
+        }
+        title.push_str(word);
+    }
+    title
+}
+
+/// A run's failure in the user's terms: a node's failure says what
+/// failed (the model, a tool) without the node's id.
+pub(crate) fn in_user_terms(error: &NetworkError) -> String {
+    match error {
+        NetworkError::NodeFailed { kind, message, .. } => {
+            let what = match kind.as_str() {
+                "chat" => "the model call failed",
+                "tool" => "a tool call failed",
+                "network" => "a sub-agent failed",
+                "summary" => "the summary failed",
+                other => return format!("the {other} step failed: {message}"),
+            };
+            format!("{what}: {message}")
+        }
+        other => other.to_string(),
     }
 }
 

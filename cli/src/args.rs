@@ -82,11 +82,11 @@ impl ModelArgs {
     /// The provider of `spec`'s main model ([`ModelArgs::provider`]),
     /// recorded on it, so a resumed session asks the same provider; a
     /// `note:` on stderr when `--provider` replaces a recorded one.
-    /// A scripted model has no provider: nothing is recorded.
+    /// A scripted or replayed model asks no provider: nothing is recorded.
     pub(crate) fn record_provider(&self, spec: &mut AgentSpec) -> Provider {
         let recorded = spec.models.get(MAIN_MODEL).and_then(|m| m.provider);
         let provider = self.provider(recorded);
-        if self.script.is_some() {
+        if self.script.is_some() || self.replay.is_some() {
             return provider;
         }
         if let Some(was) = recorded.filter(|was| *was != provider) {

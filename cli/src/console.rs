@@ -1,189 +1,605 @@
-//! What a person sees and answers in a terminal: the streamed answer on
-//! stdout ([`Screen`], a line per chat turn), one progress line per tool
-//! call and per summary on stderr, and the approval questions ([`ask`]),
-//! answered on stdin.
+//! What a person sees in a terminal: the streamed answer on stdout
+//! ([`Screen`]), one progress line per tool call and per summary on
+//! stderr, warnings for answers cut off or empty, and — when stdout and
+//! stderr are a terminal — rendered Markdown, a spinner until the first
+//! token and a footer per turn (tokens, cost, context).
 //!
 //! ```text
-//!  NetworkEvent::Delta ─────────▶ stdout (the answer, as it is written)
-//!  ToolCallFinished, Summary ───▶ stderr ("  read_file ok (1.2 ms)")
-//!  pending_approvals ─▶ ask ────▶ stderr "approve write_file {...}? [y/e/n/r] " ◀─ stdin
+//!  NetworkEvent::Delta ─────────▶ stdout: the answer as it is written (piped: raw text,
+//!                                 exactly as before; terminal: Markdown, rendered a
+//!                                 block at a time — a blank line or a closed code fence)
+//!  InvokeStarted .. first token ─▶ stderr spinner "⠋ thinking 2.3s" (terminal only)
+//!  ToolCallFinished+NodeInvoked ─▶ stderr "  read_file error (1.0 ms)  file_path=/x — Error: ..."
+//!  SummaryWritten ───────────────▶ stderr "  summary written (...)"
+//!  AnswerCutOff / EmptyAnswer ───▶ stderr "warning: ..." and what to do next
+//!  end of a turn ────────────────▶ stderr footer "  ─ 1,234 in · 56 out · $0.0004 · context 12% of 8,192 · 3.1 s"
 //! ```
+//!
+//! Piped output (stdout not a terminal), `NO_COLOR` and `--no-color` give
+//! plain text: scripts see exactly the stdout they always saw.
 
-use std::io::Write;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
-use lc_agent::{NetworkEvent, RunnableNetwork};
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent::{NetworkEvent, NodeId, RunnableNetwork, StreamDelta, ToolStatus, Usage};
 
-use crate::error::{CliError, CliResult};
+use crate::prices::Prices;
 
-fn short(args: &str) -> String {
-    let one_line: String = args
+static COLOR: AtomicBool = AtomicBool::new(true);
+
+/// Allows or forbids colour (`--no-color`, `NO_COLOR`), once at start.
+pub(crate) fn set_color(on: bool) {
+    COLOR.store(on, Ordering::Relaxed);
+}
+
+/// Whether colour is allowed.
+pub(crate) fn color_allowed() -> bool {
+    COLOR.load(Ordering::Relaxed)
+}
+
+/// Writes `text` to stdout now (a closed pipe is not an error: the
+/// reader has seen enough).
+pub(crate) fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// `text` in an ANSI style when `on` (`"2"` dim, `"1"` bold, `"31"` red...).
+pub(crate) fn paint(on: bool, style: &str, text: &str) -> String {
+    if on {
+        format!("\x1b[{style}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// What the terminal can show.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Look {
+    /// Render Markdown on stdout (a terminal, colour allowed).
+    pub(crate) markdown: bool,
+    /// Spinner and footer on stderr (a terminal).
+    pub(crate) status: bool,
+    /// Colour on stderr.
+    pub(crate) color: bool,
+}
+
+impl Look {
+    /// From the terminals at hand and the colour settings.
+    pub(crate) fn detect() -> Self {
+        let color = color_allowed();
+        let stderr = std::io::stderr().is_terminal();
+        Self {
+            markdown: color && std::io::stdout().is_terminal(),
+            status: stderr,
+            color: color && stderr,
+        }
+    }
+}
+
+/// Arguments as a short line: `key=value` pairs, long values cut.
+pub(crate) fn short_args(args: &str) -> String {
+    let text = match serde_json::from_str::<serde_json::Value>(args) {
+        Ok(serde_json::Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("{k}={}", cut(&v, 40))
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => args.to_string(),
+    };
+    cut(&text, 80)
+}
+
+/// `text` on one line, at most `max` characters (`...` when cut).
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    let one_line: String = text
         .chars()
         .map(|c| if c == '\n' { ' ' } else { c })
         .collect();
-    if one_line.chars().count() > 60 {
-        format!("{}...", one_line.chars().take(57).collect::<String>())
+    if one_line.chars().count() > max {
+        format!(
+            "{}...",
+            one_line
+                .chars()
+                .take(max.saturating_sub(3))
+                .collect::<String>()
+        )
     } else {
         one_line
     }
 }
 
-/// The lines a person types (stdin), shared by the chat prompt and the
-/// approval questions.
-pub(crate) type Lines<'a> = dyn Iterator<Item = std::io::Result<String>> + 'a;
+/// What one turn used.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TurnStats {
+    /// Prompt tokens, summed over the turn's model calls.
+    pub(crate) input: u64,
+    /// Generated tokens.
+    pub(crate) output: u64,
+    /// The prompt of the latest call (how full the context is).
+    pub(crate) last_prompt: Option<u64>,
+    /// What it cost, when every model of it has a price.
+    pub(crate) cost: Option<f64>,
+    /// Model calls that reported usage.
+    pub(crate) calls: usize,
+}
 
-/// Asks about every pending call; `false` when stdin ended first.
-///
-/// The question offers the decisions the call allows: `y` approve, `n`
-/// reject, `e` edit (then a JSON line of new arguments), `r` respond
-/// (then a line that becomes the call's result). An answer that is not
-/// allowed, or arguments that are not a JSON object, ask again.
-pub(crate) fn ask(net: &RunnableNetwork, yes: bool, lines: &mut Lines<'_>) -> CliResult<bool> {
-    for pending in pending_approvals(net) {
-        let call = &pending.tool_call;
-        if yes {
-            eprintln!("approved {} {}", call.name, short(&call.arguments));
-            decide(net, pending.node_id, Decision::Approve)
-                .map_err(|e| CliError::failed(e.to_string()))?;
-            continue;
+impl TurnStats {
+    /// Adds one model call.
+    pub(crate) fn add(&mut self, model: &str, usage: Usage, prices: &Prices) {
+        let cost = prices.cost(model, usage.prompt_tokens, usage.completion_tokens);
+        self.cost = match (self.calls, self.cost, cost) {
+            (0, _, cost) => cost,
+            (_, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.input += usage.prompt_tokens;
+        self.output += usage.completion_tokens;
+        self.last_prompt = Some(usage.prompt_tokens);
+        self.calls += 1;
+    }
+
+    /// `1,234 in · 56 out · $0.0004 · context 12% of 8,192` (no usage:
+    /// `no token counts from the model`).
+    pub(crate) fn describe(&self, window: Option<usize>) -> String {
+        if self.calls == 0 {
+            return "no token counts from the model".to_string();
         }
-        let letters: String = pending
-            .allowed
-            .iter()
-            .map(|kind| match kind {
-                DecisionKind::Approve => "y",
-                DecisionKind::Reject => "n",
-                DecisionKind::Edit => "e",
-                DecisionKind::Respond => "r",
-            })
-            .collect::<Vec<_>>()
-            .join("/");
-        loop {
-            let Some(answer) = prompt(
-                &format!(
-                    "approve {} {}? [{letters}] ",
-                    call.name,
-                    short(&call.arguments)
-                ),
-                lines,
-            ) else {
-                return Ok(false);
-            };
-            let decision = match answer.trim() {
-                "y" | "yes" => Decision::Approve,
-                "e" | "edit" => {
-                    let Some(json) = prompt("new arguments (JSON): ", lines) else {
-                        return Ok(false);
-                    };
-                    match serde_json::from_str(&json) {
-                        Ok(args) => Decision::Edit(args),
-                        Err(e) => {
-                            eprintln!("not JSON arguments: {e}");
-                            continue;
-                        }
-                    }
-                }
-                "r" | "respond" => {
-                    let Some(text) = prompt("the call's result: ", lines) else {
-                        return Ok(false);
-                    };
-                    Decision::Respond(text)
-                }
-                "n" | "no" => Decision::Reject("the user said no".to_string()),
-                other => {
-                    eprintln!("`{other}` is not one of [{letters}]");
-                    continue;
-                }
-            };
-            match decide(net, pending.node_id, decision) {
-                Ok(()) => break,
-                // Not allowed for this tool, or not an object: ask again.
-                Err(e) => eprintln!("{e}"),
-            }
+        let mut parts = vec![
+            format!("{} in", thousands(self.input)),
+            format!("{} out", thousands(self.output)),
+        ];
+        if let Some(cost) = self.cost {
+            parts.push(format!("${cost:.4}"));
+        }
+        if let (Some(prompt), Some(window)) = (self.last_prompt, window.filter(|w| *w > 0)) {
+            parts.push(format!(
+                "context {}% of {}",
+                (prompt as f64 * 100.0 / window as f64).round() as u64,
+                thousands(window as u64)
+            ));
+        }
+        parts.join(" · ")
+    }
+}
+
+/// `12345` as `12,345`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The usage and model of an invoked chat node.
+pub(crate) fn usage_of(node: &lc_agent::NodeRef) -> Option<(String, Usage)> {
+    let usage = serde_json::from_value(node.metadata_value("token_usage")?).ok()?;
+    let model = node
+        .metadata_value("chat_model_name")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Some((model, usage))
+}
+
+#[derive(Default)]
+struct State {
+    /// The chat node streaming, and its text so far.
+    streamed: (Option<NodeId>, String),
+    /// Markdown received but not rendered yet (terminal).
+    markdown: String,
+    /// Tool calls finished, waiting for their node's result.
+    tools: HashMap<NodeId, (String, ToolStatus, Duration)>,
+    /// Since when the screen waits for the model (spinner).
+    waiting_since: Option<Instant>,
+    /// Whether a spinner line is drawn on stderr.
+    spinner_drawn: bool,
+    /// The turn so far.
+    turn: TurnStats,
+    turn_started: Option<Instant>,
+}
+
+impl State {
+    /// Erases the spinner before anything else is written.
+    fn erase_spinner(&mut self) {
+        if self.spinner_drawn {
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+            self.spinner_drawn = false;
         }
     }
-    Ok(true)
 }
 
-/// Writes a question on stderr and reads the answer line.
-fn prompt(question: &str, lines: &mut Lines<'_>) -> Option<String> {
-    eprint!("{question}");
-    let _ = std::io::stderr().flush();
-    lines.next()?.ok()
+struct Inner {
+    look: Look,
+    net: RunnableNetwork,
+    state: Mutex<State>,
+    prices: Prices,
+    /// The main model's context window, when known.
+    window: Mutex<Option<usize>>,
+    /// What a cut-off answer's warning says to do.
+    continue_hint: Mutex<String>,
 }
 
-/// What the screen shows of a run: the answer text streamed on stdout as
-/// the model writes it (a line per chat turn), one progress line per tool
-/// call on stderr.
-#[derive(Clone, Default)]
+/// What the screen shows of a run (see the [module docs](self)).
+#[derive(Clone)]
 pub(crate) struct Screen {
-    /// The text of the latest streamed turn (shown already).
-    streamed: Arc<std::sync::Mutex<(Option<lc_agent::NodeId>, String)>>,
+    inner: Arc<Inner>,
 }
 
 impl Screen {
+    /// The look of this screen.
+    pub(crate) fn look(&self) -> Look {
+        self.inner.look
+    }
+
     /// Whether `answer` is what the latest turn streamed (then it is on
     /// the screen already).
     pub(crate) fn showed(&self, answer: &str) -> bool {
-        self.streamed
+        self.inner
+            .state
             .lock()
-            .map(|s| s.0.is_some() && s.1 == answer)
+            .map(|s| s.streamed.0.is_some() && s.streamed.1 == answer)
             .unwrap_or(false)
     }
 
     /// Prints the answer unless it was streamed.
     pub(crate) fn answer(&self, answer: &str) {
-        if !self.showed(answer) {
-            println!("{answer}");
+        if self.showed(answer) {
+            return;
+        }
+        if self.inner.look.markdown {
+            out(&render_markdown(answer));
+        } else {
+            out(&format!("{answer}\n"));
+        }
+    }
+
+    /// Says what to do with an answer cut off at the output limit.
+    pub(crate) fn set_continue_hint(&self, hint: impl Into<String>) {
+        if let Ok(mut h) = self.inner.continue_hint.lock() {
+            *h = hint.into();
+        }
+    }
+
+    /// The main model's context window (for the footer).
+    pub(crate) fn set_context_window(&self, window: Option<usize>) {
+        if let Ok(mut w) = self.inner.window.lock() {
+            *w = window;
+        }
+    }
+
+    /// The main model's context window, when known.
+    pub(crate) fn context_window(&self) -> Option<usize> {
+        self.inner.window.lock().ok().and_then(|w| *w)
+    }
+
+    /// The price table.
+    pub(crate) fn prices(&self) -> &Prices {
+        &self.inner.prices
+    }
+
+    /// A turn begins (the footer counts from here).
+    pub(crate) fn begin_turn(&self) {
+        if let Ok(mut s) = self.inner.state.lock() {
+            s.turn = TurnStats::default();
+            s.turn_started = Some(Instant::now());
+        }
+    }
+
+    /// A turn ended: the footer on stderr (terminal only).
+    pub(crate) fn end_turn(&self) {
+        let Ok(mut s) = self.inner.state.lock() else {
+            return;
+        };
+        s.waiting_since = None;
+        s.erase_spinner();
+        if !self.inner.look.status {
+            return;
+        }
+        let elapsed = s
+            .turn_started
+            .take()
+            .map(|t| format!(" · {:.1} s", t.elapsed().as_secs_f64()))
+            .unwrap_or_default();
+        let line = format!("  ─ {}{elapsed}", s.turn.describe(self.context_window()));
+        eprintln!("{}", paint(self.inner.look.color, "2", &line));
+    }
+
+    /// Stops the spinner (before a question is asked).
+    pub(crate) fn pause(&self) {
+        if let Ok(mut s) = self.inner.state.lock() {
+            s.waiting_since = None;
+            s.erase_spinner();
+        }
+    }
+
+    fn on_event(&self, event: &NetworkEvent) {
+        let inner = &self.inner;
+        let look = inner.look;
+        let Ok(mut s) = inner.state.lock() else {
+            return;
+        };
+        match event {
+            NetworkEvent::InvokeStarted => s.waiting_since = Some(Instant::now()),
+            NetworkEvent::Delta {
+                node_id,
+                delta: StreamDelta::Text(text),
+            } if !text.is_empty() => {
+                s.waiting_since = None;
+                s.erase_spinner();
+                if s.streamed.0 != Some(*node_id) {
+                    s.streamed = (Some(*node_id), String::new());
+                    s.markdown.clear();
+                }
+                s.streamed.1.push_str(text);
+                if look.markdown {
+                    s.markdown.push_str(text);
+                    let done = complete_blocks(&s.markdown);
+                    if done > 0 {
+                        let blocks: String = s.markdown.drain(..done).collect();
+                        out(&render_markdown(&blocks));
+                    }
+                } else {
+                    out(text);
+                }
+            }
+            NetworkEvent::ToolCallStarted { .. } => {
+                s.waiting_since = None;
+                s.erase_spinner();
+            }
+            NetworkEvent::ToolCallFinished {
+                node_id,
+                name,
+                status,
+                elapsed,
+                ..
+            } => {
+                if inner.net.node(*node_id).is_some() {
+                    s.tools.insert(*node_id, (name.clone(), *status, *elapsed));
+                } else {
+                    s.erase_spinner();
+                    eprintln!("{}", tool_line(look, name, *status, *elapsed, None));
+                }
+            }
+            NetworkEvent::NodeInvoked { node_id } => {
+                if s.streamed.0 == Some(*node_id) {
+                    if look.markdown {
+                        let rest = std::mem::take(&mut s.markdown);
+                        if !rest.trim().is_empty() {
+                            out(&render_markdown(&rest));
+                        }
+                    } else {
+                        out("\n");
+                    }
+                }
+                let node = inner.net.node(*node_id);
+                if let Some((name, status, elapsed)) = s.tools.remove(node_id) {
+                    s.erase_spinner();
+                    eprintln!("{}", tool_line(look, &name, status, elapsed, node.as_ref()));
+                }
+                if let Some((model, usage)) = node
+                    .as_ref()
+                    .filter(|n| n.kind() == lc_agent::ChatNode::KIND)
+                    .and_then(usage_of)
+                {
+                    s.turn.add(&model, usage, &inner.prices);
+                }
+                s.waiting_since = Some(Instant::now());
+            }
+            NetworkEvent::InvokeFinished { .. } => {
+                s.waiting_since = None;
+                s.erase_spinner();
+            }
+            NetworkEvent::SummaryWritten {
+                kept, summarized, ..
+            } => {
+                s.erase_spinner();
+                eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
+            }
+            NetworkEvent::AnswerCutOff { .. } => {
+                s.erase_spinner();
+                let hint = inner
+                    .continue_hint
+                    .lock()
+                    .map(|h| h.clone())
+                    .unwrap_or_default();
+                eprintln!(
+                    "{} the answer was cut off: the model reached its output limit{hint}",
+                    paint(look.color, "33", "warning:")
+                );
+            }
+            NetworkEvent::EmptyAnswer { .. } => {
+                s.erase_spinner();
+                eprintln!(
+                    "{} the model answered with nothing (no text and no tool call)",
+                    paint(look.color, "33", "warning:")
+                );
+            }
+            _ => {}
         }
     }
 }
 
-/// Streams the network's answers and reports its tool calls.
-pub(crate) fn show_progress(net: &RunnableNetwork) -> Screen {
-    net.set_streaming(true);
-    let screen = Screen::default();
-    let state = screen.streamed.clone();
-    net.on_event(move |event| match event {
-        NetworkEvent::Delta {
-            node_id,
-            delta: lc_agent::StreamDelta::Text(text),
-        } if !text.is_empty() => {
-            if let Ok(mut s) = state.lock() {
-                if s.0 != Some(*node_id) {
-                    *s = (Some(*node_id), String::new());
-                }
-                s.1.push_str(text);
-            }
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
-        NetworkEvent::NodeInvoked { node_id } => {
-            let ended = state.lock().is_ok_and(|s| s.0 == Some(*node_id));
-            if ended {
-                println!();
-            }
-        }
-        NetworkEvent::ToolCallFinished {
-            name,
-            elapsed,
-            status,
-            ..
-        } => {
-            let mark = if *status == lc_agent::ToolStatus::Ok {
-                "ok"
-            } else {
-                "error"
-            };
-            eprintln!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
-        }
-        NetworkEvent::SummaryWritten {
-            kept, summarized, ..
-        } => {
-            eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
-        }
-        _ => {}
+/// `  read_file ok (1.2 ms)  file_path=/a.txt`, and the reason of an error.
+fn tool_line(
+    look: Look,
+    name: &str,
+    status: ToolStatus,
+    elapsed: Duration,
+    node: Option<&lc_agent::NodeRef>,
+) -> String {
+    let ok = status == ToolStatus::Ok;
+    let mark = if ok {
+        paint(look.color, "32", "ok")
+    } else {
+        paint(look.color, "31", "error")
+    };
+    let mut line = format!("  {name} {mark} ({:.1} ms)", elapsed.as_secs_f64() * 1000.0);
+    let call = node.and_then(|n| {
+        n.downcast::<lc_agent::ToolNode>()
+            .map(|t| t.tool_call.arguments.clone())
     });
+    if let Some(args) = call.filter(|a| !a.trim().is_empty() && a.trim() != "{}") {
+        line.push_str("  ");
+        line.push_str(&paint(look.color, "2", &short_args(&args)));
+    }
+    if !ok {
+        if let Some(output) = node.and_then(|n| n.output()) {
+            let reason = output.text().trim();
+            let reason = reason.strip_prefix("Error:").unwrap_or(reason).trim();
+            if !reason.is_empty() {
+                line.push_str(" — ");
+                line.push_str(&cut(reason, 100));
+            }
+        }
+    }
+    line
+}
+
+/// How many bytes at the start of `text` are whole Markdown blocks: up to
+/// a blank line outside a code fence, or a closing fence.
+fn complete_blocks(text: &str) -> usize {
+    let mut done = 0;
+    let mut pos = 0;
+    let mut fence = false;
+    for line in text.split_inclusive('\n') {
+        if !line.ends_with('\n') {
+            break;
+        }
+        pos += line.len();
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = !fence;
+            if !fence {
+                done = pos;
+            }
+        } else if !fence && trimmed.is_empty() {
+            done = pos;
+        }
+    }
+    done
+}
+
+/// Markdown for the terminal (termimad: headings, emphasis, lists,
+/// tables, code blocks on their own background).
+pub(crate) fn render_markdown(text: &str) -> String {
+    let skin = termimad::MadSkin::default();
+    let width = termimad::terminal_size().0.clamp(20, 120) as usize;
+    let mut rendered = skin.text(text, Some(width)).to_string();
+    if !rendered.ends_with('\n') {
+        rendered.push('\n');
+    }
+    rendered
+}
+
+/// Watches the network with this look: streams its answers and reports
+/// its tool calls (see the [module docs](self)).
+pub(crate) fn show_progress_with(net: &RunnableNetwork, look: Look) -> Screen {
+    net.set_streaming(true);
+    let screen = Screen {
+        inner: Arc::new(Inner {
+            look,
+            net: net.clone(),
+            state: Mutex::new(State::default()),
+            prices: Prices::load(),
+            window: Mutex::new(None),
+            continue_hint: Mutex::new(String::new()),
+        }),
+    };
+    let weak: Weak<Inner> = Arc::downgrade(&screen.inner);
+    net.on_event(move |event| {
+        if let Some(inner) = weak.upgrade() {
+            Screen { inner }.on_event(event);
+        }
+    });
+    if look.status {
+        spin(Arc::downgrade(&screen.inner));
+    }
     screen
+}
+
+/// Draws the spinner while the screen waits for the model (after a
+/// moment, so quick steps do not flicker).
+fn spin(weak: Weak<Inner>) {
+    const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+    std::thread::spawn(move || {
+        let mut frame = 0;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let Ok(mut s) = inner.state.lock() else {
+                return;
+            };
+            match s.waiting_since {
+                Some(since) if since.elapsed() >= Duration::from_millis(300) => {
+                    frame = (frame + 1) % FRAMES.len();
+                    let text = format!(
+                        "{} thinking {:.1}s",
+                        FRAMES[frame],
+                        since.elapsed().as_secs_f64()
+                    );
+                    eprint!("\r\x1b[2K{}", paint(inner.look.color, "2", &text));
+                    let _ = std::io::stderr().flush();
+                    s.spinner_drawn = true;
+                }
+                _ => {}
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_end_at_blank_lines_and_closed_fences() {
+        assert_eq!(complete_blocks("# Title\n\nmore"), "# Title\n\n".len());
+        assert_eq!(complete_blocks("```\ncode\n\nstill\n"), 0);
+        let fenced = "```rust\nfn f() {}\n```\n";
+        assert_eq!(complete_blocks(fenced), fenced.len());
+        assert_eq!(complete_blocks("no newline yet"), 0);
+    }
+
+    #[test]
+    fn numbers_and_arguments_read_short() {
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(
+            short_args(r#"{"file_path": "/a.txt", "limit": 5}"#),
+            "file_path=/a.txt limit=5"
+        );
+        let mut stats = TurnStats::default();
+        let usage = Usage {
+            prompt_tokens: 1000,
+            completion_tokens: 50,
+            total_tokens: 1050,
+            ..Usage::default()
+        };
+        stats.add("gpt-4o-mini", usage, &Prices::built_in());
+        assert_eq!(
+            stats.describe(Some(8192)),
+            "1,000 in · 50 out · $0.0002 · context 12% of 8,192"
+        );
+        let mut unknown = TurnStats::default();
+        unknown.add("SmolLM2", usage, &Prices::built_in());
+        assert_eq!(unknown.describe(None), "1,000 in · 50 out");
+    }
 }

@@ -9,6 +9,7 @@
 //! | [`Kind::AwaitingApproval`] | 3 | a call waits for approval and stdin ended |
 //! | [`Kind::Interrupted`] | 130 | Ctrl-C stopped the run |
 //!
+//! Messages speak of flags, not of the library's API ([`in_cli_terms`]).
 //! A failure with an empty message prints nothing (`lc-agent tool` has
 //! printed the tool's error on stdout already).
 
@@ -81,9 +82,50 @@ pub(crate) fn exit(result: CliResult) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !e.message.is_empty() {
-                eprintln!("error: {}", e.message);
+                eprintln!("error: {}", in_cli_terms(&e.message));
             }
             ExitCode::from(e.code())
         }
+    }
+}
+
+/// A library message in the command line's terms: the builder calls it
+/// suggests become the flags and variables that do the same.
+pub(crate) fn in_cli_terms(message: &str) -> String {
+    message
+        .replace(" or call `.model(..)`", " or pass --model NAME")
+        .replace(" or call `.api_key(..)`", "")
+        .replace(
+            " or call `.base_url(..)`",
+            "; or --script FILE for an offline scripted model",
+        )
+}
+
+/// Whether `error` is a closed pipe (the reader of stdout is gone, as
+/// with `| head -1`): a quiet success, not a failure.
+pub(crate) fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        current = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_calls_become_flags() {
+        let text = in_cli_terms(
+            "no model name for http://x/v1: set OPENAI_MODEL to a model that server serves, or call `.model(..)`",
+        );
+        assert!(text.ends_with("or pass --model NAME"), "{text}");
+        assert!(!in_cli_terms("set OPENAI_API_KEY or call `.api_key(..)` (a local server needs only a base URL: set OPENAI_BASE_URL or call `.base_url(..)`)").contains("call `"));
     }
 }

@@ -13,6 +13,12 @@
 //!
 //! A second Ctrl-C quits at once, whatever is going on (a save that hangs
 //! on an unreachable Redis, say).
+//!
+//! In an interactive chat ([`Interrupt::watch_turns`]) Ctrl-C cancels the
+//! turn in flight instead: the run future is dropped, the chat saves and
+//! the prompt returns ([`Interrupt::reset`] re-arms the watcher). A second
+//! Ctrl-C before the prompt is back quits at once, saying how to resume.
+//! (At the prompt the line editor reads Ctrl-C as a key, not a signal.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,9 +38,50 @@ const NOTICE: Duration = Duration::from_millis(300);
 pub(crate) struct Interrupt {
     requested: watch::Receiver<bool>,
     noticed: Arc<AtomicBool>,
+    /// The watcher's switch, for [`Interrupt::reset`] (turn mode only).
+    sender: Option<Arc<watch::Sender<bool>>>,
 }
 
 impl Interrupt {
+    /// Watches Ctrl-C for an interactive chat: a press cancels the turn in
+    /// flight; a second one before [`Interrupt::reset`] exits (130) after
+    /// printing `resume`.
+    pub(crate) fn watch_turns(resume: Arc<std::sync::Mutex<String>>) -> Self {
+        let (tx, requested) = watch::channel(false);
+        let tx = Arc::new(tx);
+        let sender = tx.clone();
+        match Presses::new() {
+            Ok(mut presses) => {
+                tokio::spawn(async move {
+                    while presses.next().await {
+                        if *tx.borrow() {
+                            if let Ok(text) = resume.lock() {
+                                eprintln!("\n{text}");
+                            }
+                            std::process::exit(i32::from(INTERRUPTED));
+                        }
+                        eprintln!("\ncancelling the turn (Ctrl-C again quits)");
+                        let _ = tx.send(true);
+                    }
+                });
+            }
+            Err(e) => eprintln!("warning: cannot watch Ctrl-C: {e}"),
+        }
+        Self {
+            requested,
+            noticed: Arc::new(AtomicBool::new(false)),
+            sender: Some(sender),
+        }
+    }
+
+    /// Re-arms a [`Interrupt::watch_turns`] watcher once the prompt is
+    /// back (the next Ctrl-C cancels the next turn).
+    pub(crate) fn reset(&self) {
+        if let Some(tx) = &self.sender {
+            let _ = tx.send(false);
+        }
+    }
+
     /// Starts watching Ctrl-C (inside a tokio runtime). The handler is in
     /// place when this returns.
     pub(crate) fn watch() -> Self {
@@ -62,7 +109,11 @@ impl Interrupt {
             // hold what ran).
             Err(e) => eprintln!("warning: cannot watch Ctrl-C: {e}"),
         }
-        Self { requested, noticed }
+        Self {
+            requested,
+            noticed,
+            sender: None,
+        }
     }
 
     /// Resolves when Ctrl-C is pressed (at once if it was already); the

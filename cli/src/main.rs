@@ -3,8 +3,13 @@
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!   [--agent FILE] [--mcp FILE] [--skills DIR] [--memory] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
-//! - `lc-agent chat [--session ID] ...` a conversation, one line per turn,
-//!   resuming a saved session (see `chat.rs`).
+//! - `lc-agent chat [--session ID] ...` a conversation: interactive on a
+//!   terminal (line editing, slash commands, Markdown, Ctrl-C cancels a
+//!   turn), one line per turn when piped; resumes a saved session (see
+//!   `chat.rs`).
+//!
+//! Global flags: `-v`/`-q` (how much the logs on stderr say; `RUST_LOG`
+//! overrides; `logging.rs`), `--no-color` (as `NO_COLOR`).
 //! - `lc-agent tool <name> '<json args>' (--root DIR [--shell] | --state FILE.json)`
 //!   runs one file-tool call and prints what the model would see;
 //!   `lc-agent tool --list [--root DIR [--shell]]` prints the deep agent's
@@ -28,8 +33,14 @@
 //!                — a flag shared by run/chat/serve is added there, once
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
-//! console.rs     what the terminal shows: streamed answer, progress lines, approval questions
-//! error.rs       CliError (kind = exit code) and exit
+//! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
+//! console.rs     what the terminal shows: streamed answer (Markdown on a terminal), progress
+//!                lines, warnings for cut-off/empty answers, spinner, footer per turn
+//! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
+//! commands.rs    the chat's slash commands (never sent to the model)
+//! approve.rs     approval questions: the menu, the diff preview, the session's policy
+//! prices.rs      the price table of the footer (built in + $LC_AGENT_HOME/prices.toml)
+//! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs   one file per subcommand
 //! ```
@@ -43,12 +54,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agent;
+mod approve;
 mod args;
 mod chat;
+mod commands;
 mod console;
 mod error;
+mod input;
 mod interrupt;
+mod logging;
 mod mcp;
+mod prices;
 mod run;
 mod serve;
 mod sessions;
@@ -64,6 +80,9 @@ mod tool;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How much stderr says, and in colour or not.
+    #[command(flatten)]
+    log: logging::LogArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,7 +107,10 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    logging::init(&cli.log);
+    console::set_color(cli.log.color());
+    let result = match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Tool(args) => tool::run(args).await,

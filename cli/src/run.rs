@@ -48,8 +48,15 @@
 //! memory; see `agent.rs`), so `lc-agent chat --session ID` continues with
 //! the same agent without repeating the flags.
 //!
+//! On a terminal the answer is rendered Markdown, a spinner shows until
+//! the first token and a footer gives the tokens, cost and context of the
+//! run (`console.rs`); piped, stdout is the plain text it always was. An
+//! answer cut off at the model's output limit is a warning that says how
+//! to continue it (`lc-agent chat --session ID`, then `/continue`).
+//!
 //! Exit codes (`error.rs`): 0 the run finished; 1 it failed (the message
-//! says why; the session is saved); 2 bad usage; 3 a call waits for
+//! says why; the session is saved), or the model's final answer was empty
+//! (a warning and an error line say so); 2 bad usage; 3 a call waits for
 //! approval and stdin ended (the session is saved with the pending call);
 //! 130 Ctrl-C stopped it (the session is saved with what ran).
 
@@ -58,8 +65,8 @@ use std::io::BufRead;
 use clap::Args;
 
 use crate::agent::{Agent, AgentArgs};
-use crate::console::show_progress;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
+use crate::input::Piped;
 use crate::interrupt::Interrupt;
 
 /// `lc-agent run` arguments.
@@ -75,16 +82,28 @@ pub(crate) struct RunArgs {
 /// Runs `lc-agent run`: the task, then the answer on stdout unless it was
 /// streamed there already.
 pub(crate) async fn run(args: RunArgs) -> CliResult {
-    let name: String = args.task.chars().take(60).collect();
-    let agent = Agent::open(&args.agent, None, &name).await?;
+    let agent = Agent::open(&args.agent, None).await?;
+    agent.screen.set_continue_hint(format!(
+        "; `lc-agent chat --session {}` then /continue goes on",
+        agent.net.id()
+    ));
     let interrupt = Interrupt::watch();
-    let screen = show_progress(&agent.net);
     let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let outcome = agent.turn(&args.task, &mut lines, &interrupt).await;
+    let mut input = Piped(stdin.lock().lines());
+    let outcome = agent.turn(&args.task, &mut input, &interrupt).await;
+    let empty = outcome.is_ok() && agent.answered_empty();
+    let screen = agent.screen.clone();
+    let id = agent.net.id();
     if let Err(e) = agent.close().await {
         eprintln!("error: {}", e.message);
     }
-    screen.answer(&outcome?);
+    let answer = outcome?;
+    if empty {
+        return Err(CliError::failed(format!(
+            "the model's answer was empty (no text, no tool call); \
+             `lc-agent chat --session {id}` asks again"
+        )));
+    }
+    screen.answer(&answer);
     Ok(())
 }

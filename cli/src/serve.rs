@@ -5,6 +5,8 @@
 //! lc-agent serve [--addr 127.0.0.1:8080] [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
 //!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
+//!                [--allow-host HOST]... [--max-connections N] [--header-timeout SECS]
+//!                [--retention 30d] [--session-cache N] [--log-format text|json]
 //! ```
 //!
 //! The model is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or
@@ -21,6 +23,14 @@
 //! `--root DIR` gives each user `DIR/<user>`; the server's workspace wins
 //! over one stored in a session's blueprint.
 //!
+//! Logs go to stderr (after the `listening on` line): one access line per
+//! request with its request id, method, route, status, duration, user and
+//! session; failures with their causes. `RUST_LOG` filters them,
+//! `--log-format json` writes JSON lines. Without tokens the server
+//! answers only its own loopback address (`--allow-host` adds names).
+//! `--retention 30d` removes sessions not saved for 30 days (`s`, `m`,
+//! `h`, `d`).
+//!
 //! Exit codes: 0 after a shutdown, 1 the server failed, 2 bad usage.
 
 use std::net::SocketAddr;
@@ -31,6 +41,7 @@ use std::time::Duration;
 use clap::Args;
 use lc_agent_deepagent::mcp::McpConfig;
 use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_server::logging::{init_logging, LogFormat, LoggingError};
 use lc_agent_server::{check_bind, serve, AppState, ServerConfig, Tokens};
 
 use crate::agent::connect;
@@ -69,6 +80,54 @@ pub(crate) struct ServeArgs {
     /// JSON file).
     #[arg(long, value_name = "FILE.json")]
     pub(crate) mcp: Option<PathBuf>,
+    /// Also answer requests whose Host is this name (`name` or
+    /// `name:port`); without tokens only the server's loopback address is
+    /// answered otherwise.
+    #[arg(long, value_name = "HOST")]
+    pub(crate) allow_host: Vec<String>,
+    /// Connections served at once (one more gets 503).
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) max_connections: usize,
+    /// Seconds a client may take to send its request headers (and a
+    /// kept-alive connection may idle).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) header_timeout: u64,
+    /// Remove sessions not saved for this long (e.g. 30d, 12h, 90m).
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub(crate) retention: Option<Duration>,
+    /// Parsed sessions kept in memory (0: none).
+    #[arg(long, default_value_t = 64)]
+    pub(crate) session_cache: usize,
+    /// The form of the log lines on stderr (RUST_LOG filters them).
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub(crate) log_format: String,
+}
+
+/// `30d`, `12h`, `90m`, `45s` or plain seconds.
+fn parse_age(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not an age: use a number and s, m, h or d (e.g. 30d)"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`: use s, m, h or d"
+            ))
+        }
+    };
+    if n == 0 {
+        return Err("the retention must be longer than 0".to_string());
+    }
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
 fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
@@ -87,7 +146,16 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .tokens(tokens)
         .body_limit(args.body_limit)
         .request_timeout(Duration::from_secs(args.timeout))
+        .max_connections(args.max_connections)
+        .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
+        .session_cache(args.session_cache)
         .summaries(args.model.summaries());
+    if let Some(age) = args.retention {
+        config = config.retention(age);
+    }
+    for host in &args.allow_host {
+        config = config.allow_host(host.clone());
+    }
     if let Some(workspace) = args.workspace.workspace() {
         config = config.workspace(workspace);
     }
@@ -132,6 +200,13 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 
 /// Runs `lc-agent serve`.
 pub(crate) async fn run(args: ServeArgs) -> CliResult {
+    let format: LogFormat = args.log_format.parse().map_err(CliError::usage)?;
+    match init_logging(format) {
+        Ok(()) => {}
+        Err(e @ LoggingError::Filter(_)) => return Err(CliError::usage(e.to_string())),
+        // Another part of the program set logging up already: keep it.
+        Err(_) => {}
+    }
     let spec = match &args.agent {
         Some(path) => Some(AgentSpec::from_file(path).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,

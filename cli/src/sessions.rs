@@ -92,8 +92,12 @@ pub(crate) async fn run(mut args: SessionsArgs) -> CliResult {
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let done = print(args, &mut out).await;
-    let _ = out.flush();
+    let done = print(args, &mut out).await.and_then(|()| Ok(out.flush()?));
+    match &done {
+        // `sessions list | head -1`: the reader has what it wanted.
+        Err(e) if crate::error::is_broken_pipe(e.as_ref()) => return Ok(()),
+        _ => {}
+    }
     done.map_err(|e| match e.downcast::<CliError>() {
         Ok(e) => *e,
         Err(e) => CliError::failed(e.to_string()),

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use lc_agent::RunnableNetwork;
 
 use super::glob::GlobPattern;
+use super::path::shown;
 
 /// Errors of backend operations. `Display` is the exact text the model
 /// reads after `Error: ` (see the spec); none of them contains a host path.
@@ -13,37 +14,45 @@ use super::glob::GlobPattern;
 #[non_exhaustive]
 pub enum FsError {
     /// A `..` component, a leading `~`, or `..` in a glob pattern.
-    #[error("Path traversal not allowed: {0}")]
+    #[error("Path traversal not allowed: {}", shown(.0))]
     PathTraversal(String),
     /// NUL byte, drive letter, UNC prefix or over-long path.
-    #[error("Invalid path: {0}")]
+    #[error("Invalid path: {}", shown(.0))]
     InvalidPath(String),
+    /// A new file name (`write_file`, `edit_file`, uploads) with a control
+    /// character in it.
+    #[error("Invalid path: {} (file names cannot contain control characters)", shown(.0))]
+    ControlCharInName(String),
+    /// Bytes that are not UTF-8 given to a backend that keeps text only
+    /// (the network's files, a key-value store): refused, never altered.
+    #[error("{} was not stored: its bytes are not UTF-8 text, and this backend keeps text only", shown(.0))]
+    NotText(String),
     /// The path leads outside the workspace (through a symlink).
-    #[error("Path escapes the workspace: {0}")]
+    #[error("Path escapes the workspace: {}", shown(.0))]
     Escapes(String),
     /// A symlink loop.
-    #[error("Too many levels of symbolic links: {0}")]
+    #[error("Too many levels of symbolic links: {}", shown(.0))]
     SymlinkLoop(String),
     /// No such file.
-    #[error("File not found: {0}")]
+    #[error("File not found: {}", shown(.0))]
     FileNotFound(String),
     /// No such directory (for `ls`).
-    #[error("Directory not found: {0}")]
+    #[error("Directory not found: {}", shown(.0))]
     DirectoryNotFound(String),
     /// No such file or directory (for `glob` and `grep`).
-    #[error("Path not found: {0}")]
+    #[error("Path not found: {}", shown(.0))]
     PathNotFound(String),
     /// A file where a directory is needed.
-    #[error("Not a directory: {0}")]
+    #[error("Not a directory: {}", shown(.0))]
     NotADirectory(String),
     /// A directory given to `read_file` or `edit_file`.
-    #[error("{0} is a directory; use ls")]
+    #[error("{} is a directory; use ls", shown(.0))]
     IsDirectoryUseLs(String),
     /// A directory given to `write_file`.
-    #[error("{0} is a directory")]
+    #[error("{} is a directory", shown(.0))]
     IsDirectory(String),
     /// A binary file (NUL byte in its first 8 KiB).
-    #[error("{path} is a binary file ({size} bytes)")]
+    #[error("{} is a binary file ({size} bytes)", shown(path))]
     Binary {
         /// The file.
         path: String,
@@ -51,13 +60,13 @@ pub enum FsError {
         size: u64,
     },
     /// `edit_file` on a file that is not UTF-8.
-    #[error("{0} is not valid UTF-8; edit_file will not rewrite it")]
+    #[error("{} is not valid UTF-8; edit_file will not rewrite it", shown(.0))]
     NotUtf8(String),
     /// `write_file` without `overwrite` onto an existing file.
-    #[error("Cannot write to {0} because it already exists. Read it and use edit_file, or call write_file with overwrite=true.")]
+    #[error("Cannot write to {} because it already exists. Read it and use edit_file, or call write_file with overwrite=true.", shown(.0))]
     AlreadyExists(String),
     /// `write_file` below a file.
-    #[error("Cannot create {path}: {parent} is a file")]
+    #[error("Cannot create {}: {} is a file", shown(path), shown(parent))]
     ParentIsFile {
         /// The path to create.
         path: String,
@@ -90,7 +99,7 @@ pub enum FsError {
     #[error("old_string and new_string are identical")]
     IdenticalStrings,
     /// An invalid glob pattern.
-    #[error("Invalid glob pattern '{pattern}': {reason}")]
+    #[error("Invalid glob pattern '{}': {reason}", shown(pattern))]
     InvalidGlob {
         /// The pattern as given.
         pattern: String,
@@ -101,10 +110,10 @@ pub enum FsError {
     #[error("execute is not available: the backend cannot run commands")]
     NoSandbox,
     /// The operating system refused access.
-    #[error("Permission denied: {0}")]
+    #[error("Permission denied: {}", shown(.0))]
     PermissionDenied(String),
     /// Any other I/O failure (the path is virtual; the reason has no host path).
-    #[error("I/O error on {path}: {reason}")]
+    #[error("I/O error on {}: {reason}", shown(path))]
     Io {
         /// The virtual path.
         path: String,
@@ -217,25 +226,56 @@ pub struct LsEntry {
 }
 
 impl LsEntry {
-    /// The printed line: the path, with `/` for directories.
+    /// The printed line: the path (control characters escaped, see
+    /// [`shown`](crate::path::shown)), with `/` for directories.
     pub fn line(&self) -> String {
         if self.is_dir {
-            format!("{}/", self.path)
+            format!("{}/", shown(&self.path))
         } else {
-            self.path.clone()
+            shown(&self.path).into_owned()
         }
     }
 }
 
-/// A window of a text file, as `read` returns it.
+/// One line of a [`ReadPage`], already cut at the tool's per-line cap.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PageLine {
+    /// The text shown: at most [`MAX_LINE_CHARS`](crate::MAX_LINE_CHARS)
+    /// chars, decoded, without line ending.
+    pub text: String,
+    /// How many chars of the line were cut off (0: the whole line is shown).
+    pub more_chars: u64,
+    /// Whether `more_chars` is exact; `false` when reading stopped at the
+    /// scan budget inside the line (there are *over* `more_chars` more).
+    pub more_exact: bool,
+}
+
+impl PageLine {
+    /// A line shown whole.
+    pub fn whole(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            more_chars: 0,
+            more_exact: true,
+        }
+    }
+}
+
+/// A window of a text file, as `read` returns it. Reading it takes bounded
+/// memory whatever the file: each line keeps at most the per-line cap, the
+/// window stops once it holds more than the output cap, and the lines after
+/// it are counted only up to a scan budget.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ReadPage {
     /// The 0-based index of the first line in `lines`.
     pub offset: usize,
-    /// The lines of the window, decoded, without line endings.
-    pub lines: Vec<String>,
-    /// How many lines the file has (a final newline does not start a line).
-    pub total: usize,
+    /// The lines of the window, decoded, without line endings, each cut at
+    /// the per-line cap.
+    pub lines: Vec<PageLine>,
+    /// How many lines the file has (a final newline does not start a line);
+    /// `None` when the file goes on past the scan budget and was not counted
+    /// to its end.
+    pub total: Option<usize>,
     /// Whether the file is empty or only whitespace.
     pub blank: bool,
 }
@@ -293,7 +333,9 @@ impl GrepQuery {
 pub struct GrepLine {
     /// 1-based line number.
     pub number: u64,
-    /// The text, without line ending.
+    /// The text, without line ending, cut like `read_file`'s lines (at
+    /// [`MAX_LINE_CHARS`](crate::MAX_LINE_CHARS) chars, then
+    /// ` ... [line truncated, <k> more chars]`).
     pub text: String,
     /// A matching line (otherwise a context line).
     pub is_match: bool,
@@ -307,6 +349,10 @@ pub struct FileMatches {
     pub path: String,
     /// Matching and context lines in order.
     pub lines: Vec<GrepLine>,
+    /// The file was not searched (to its end) because a line is longer than
+    /// grep's per-line limit ([`GREP_LINE_LIMIT`](crate::GREP_LINE_LIMIT));
+    /// `lines` is then empty and the tool prints a note naming the file.
+    pub line_too_long: bool,
 }
 
 /// The output of `execute`.

@@ -123,6 +123,8 @@ fn restore_err(prefix: &str, e: FsError) -> FsError {
             size,
         },
         FsError::NotUtf8(p) => FsError::NotUtf8(fix(p)),
+        FsError::ControlCharInName(p) => FsError::ControlCharInName(fix(p)),
+        FsError::NotText(p) => FsError::NotText(fix(p)),
         FsError::AlreadyExists(p) => FsError::AlreadyExists(fix(p)),
         FsError::ParentIsFile { path, parent } => FsError::ParentIsFile {
             path: fix(path),

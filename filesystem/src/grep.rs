@@ -7,6 +7,14 @@
 //!        skip binary, decode UTF-16 --Searcher--> Collect (<= max_count + 1)
 //!        --> FileMatches { path, lines: match + context }
 //! ```
+//!
+//! Both read through the searcher's line buffer (in-memory text too, so
+//! every backend answers alike), which bounds memory and time per line:
+//! - a NUL byte anywhere in what is read stops the search and the file is
+//!   skipped as binary (not only a NUL in the first 8 KiB);
+//! - the buffer may not grow past [`GREP_LINE_LIMIT`]: a file with a longer
+//!   line is not searched (`line_too_long`; the tool prints a note);
+//! - printed lines are cut like `read_file`'s, at [`MAX_LINE_CHARS`] chars.
 
 use std::io;
 
@@ -16,6 +24,12 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 
 use super::backend::{FileMatches, FsError, FsResult, GrepLine, GrepMode, GrepQuery};
 use super::encoding::{classify, decode_utf16, read_head_into, Encoding, BINARY_SNIFF_BYTES};
+use super::paging::MAX_LINE_CHARS;
+
+/// The longest line grep searches, in bytes (8 MiB): the searcher's buffer
+/// never grows past it, so a file with a longer line is not searched (the
+/// tool prints a note naming it) instead of being read whole into memory.
+pub const GREP_LINE_LIMIT: usize = 8 << 20;
 
 /// A compiled grep query: matcher plus searcher settings.
 #[derive(Debug, Clone)]
@@ -66,7 +80,8 @@ impl GrepEngine {
         SearcherBuilder::new()
             .line_number(true)
             .line_terminator(LineTerminator::crlf())
-            .binary_detection(BinaryDetection::none())
+            .binary_detection(BinaryDetection::quit(0))
+            .heap_limit(Some(GREP_LINE_LIMIT))
             .before_context(self.context)
             .after_context(self.context)
             .build()
@@ -89,13 +104,8 @@ impl GrepEngine {
             }
         };
         let mut sink = Collect::new(self.limit, self.keep_text);
-        if searcher
-            .search_slice(&self.matcher, bytes, &mut sink)
-            .is_err()
-        {
-            return None;
-        }
-        sink.into_matches(vpath)
+        let outcome = searcher.search_reader(&self.matcher, bytes, &mut sink);
+        sink.finish(vpath, outcome)
     }
 
     /// Searches an open file (binary files are skipped; UTF-16 files are
@@ -112,8 +122,33 @@ impl GrepEngine {
             return Ok(None);
         }
         let mut sink = Collect::new(self.limit, self.keep_text);
-        searcher.search_file(&self.matcher, file, &mut sink)?;
-        Ok(sink.into_matches(vpath))
+        let outcome = searcher.search_file(&self.matcher, file, &mut sink);
+        if let Err(e) = &outcome {
+            if !is_heap_limit(e) {
+                return Err(clone_io_error(e));
+            }
+        }
+        Ok(sink.finish(vpath, outcome))
+    }
+}
+
+/// Whether the searcher failed because a line did not fit in its buffer.
+fn is_heap_limit(e: &io::Error) -> bool {
+    e.to_string().contains("allocation limit")
+}
+
+fn clone_io_error(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), e.to_string())
+}
+
+/// Cuts a printed line as `read_file` does.
+fn cut_line(text: String) -> String {
+    match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => {
+            let more = text[cut..].chars().count();
+            format!("{} ... [line truncated, {more} more chars]", &text[..cut])
+        }
+        None => text,
     }
 }
 
@@ -123,6 +158,8 @@ struct Collect {
     matches: usize,
     limit: usize,
     keep_text: bool,
+    /// A NUL byte was met: the file is binary and skipped.
+    binary: bool,
 }
 
 impl Collect {
@@ -132,6 +169,7 @@ impl Collect {
             matches: 0,
             limit,
             keep_text,
+            binary: false,
         }
     }
 
@@ -141,7 +179,7 @@ impl Collect {
             while end > 0 && (bytes[end - 1] == b'\n' || bytes[end - 1] == b'\r') {
                 end -= 1;
             }
-            String::from_utf8_lossy(&bytes[..end]).into_owned()
+            cut_line(String::from_utf8_lossy(&bytes[..end]).into_owned())
         } else {
             String::new()
         };
@@ -152,11 +190,26 @@ impl Collect {
         });
     }
 
-    fn into_matches(self, vpath: &str) -> Option<FileMatches> {
-        (self.matches > 0).then(|| FileMatches {
-            path: vpath.to_string(),
-            lines: self.lines,
-        })
+    /// What the search of `vpath` found: `None` for no match or a binary
+    /// file, a `line_too_long` entry when the buffer hit its limit.
+    fn finish(self, vpath: &str, outcome: io::Result<()>) -> Option<FileMatches> {
+        match outcome {
+            Err(e) if is_heap_limit(&e) => Some(FileMatches {
+                path: vpath.to_string(),
+                lines: Vec::new(),
+                line_too_long: true,
+            }),
+            Err(e) => {
+                tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file");
+                None
+            }
+            Ok(()) if self.binary || self.matches == 0 => None,
+            Ok(()) => Some(FileMatches {
+                path: vpath.to_string(),
+                lines: self.lines,
+                line_too_long: false,
+            }),
+        }
     }
 }
 
@@ -178,6 +231,11 @@ impl Sink for Collect {
     fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, io::Error> {
         self.push(ctx.line_number(), ctx.bytes(), false);
         Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
     }
 }
 

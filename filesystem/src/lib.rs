@@ -62,6 +62,52 @@
 //!   `\r\n`), as ripgrep does. Only `.gitignore` files are ignore rules:
 //!   `.git/info/exclude` and global git excludes are never read.
 //!
+//! ### Files at the edges
+//!
+//! The tools are handed to anyone (the HTTP server, the MCP server), so a
+//! huge or odd file must cost bounded memory and time, and the same
+//! answer on every backend:
+//! - **Long lines.** `read_file` keeps at most [`MAX_LINE_CHARS`] chars of a
+//!   line and counts the rest (` ... [line truncated, <k> more chars]`);
+//!   it stops keeping lines once the window passes the 50,000-char output
+//!   cap. A 3 GB line costs a few KiB.
+//! - **The footer does not count a huge file.** After the window,
+//!   `read_file` counts lines for `of <total>` only up to
+//!   [`READ_SCAN_BUDGET`] (16 MiB) of bytes it does not show (the rest of
+//!   cut lines included). Past it the footer reads `[Showing lines <a>-<b>
+//!   of a file too large to count. Use offset=<b> to read more.]` (and the
+//!   50,000-char footer `... Showing lines <a>-<b> of a file too large to
+//!   count. ...`); a line cut at the budget says `over <k> more chars`.
+//!   Skipping to `offset` has no budget (the caller asked for that line),
+//!   and an offset past the end still names the exact length.
+//! - **Binary is decided by every byte read, not only the first 8 KiB.**
+//!   A NUL byte anywhere `read_file` reads (skipped lines, window, counted
+//!   tail) gives `Error: <path> is a binary file (<n> bytes)`; `edit_file`
+//!   looks at the whole file; `grep` stops at a NUL byte and skips the file
+//!   (unless `max_count` was reached before it). NULs are never shown
+//!   escaped: a model gets the binary error instead of NUL garbage.
+//! - **grep's line limit.** The searcher's line buffer stops at
+//!   [`GREP_LINE_LIMIT`] (8 MiB): a file with a longer line is not searched,
+//!   and the answer begins with `Note: <path> was not searched: it has a
+//!   line longer than 8 MiB.` (after the invalid-regex note, one per file,
+//!   sorted). Printed lines are cut like `read_file`'s. In-memory backends
+//!   search through the same line buffer, so they answer alike.
+//! - **Control characters in names.** `write_file`, `edit_file` and
+//!   uploads refuse a path with a control character (C0, DEL, C1):
+//!   `Error: Invalid path: <path> (file names cannot contain control
+//!   characters)` (`invalid_path` for uploads). Wherever a path is printed
+//!   (`ls`, `glob`, `grep`, every error) its control characters are
+//!   escaped as Rust's `escape_debug` spells them (`\n`, `\t`, `\r`, `\0`,
+//!   `\u{1b}`), so a listing has one path per line and a NUL is never
+//!   echoed raw; sorting is by the printed line. Existing odd names (made
+//!   by a shell, say) are listed, searched and read, escaped.
+//! - **Bytes are kept exactly or refused.** `FilesystemBackend` stores any
+//!   bytes. `StateBackend` and `StoreBackend` hold text (`content` is lines
+//!   of a string): an upload that is not UTF-8 is refused with
+//!   `invalid_path` ([`FsError::NotText`]) and nothing is stored; UTF-8 is
+//!   kept byte for byte (CR, NUL and all). Keep images and other binary
+//!   files on a directory route of a [`CompositeBackend`].
+//!
 //! ## Layout
 //!
 //! Modules are private; what they offer is re-exported here (one path to
@@ -82,7 +128,8 @@
 //!   - `tools/glob.rs`: [`Glob`].
 //!   - `tools/grep.rs`: [`Grep`] and `format_grep`.
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
-//! - [`path`]: virtual paths: normalisation and the rejection rules.
+//! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
+//!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait, what it returns, [`FsError`].
 //! - `state.rs`: [`StateBackend`], files in the network's `files`.
 //! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
@@ -94,9 +141,10 @@
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
 //! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
-//! - `grep.rs`: `GrepEngine`, the regex search, and the invalid-regex note.
-//! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes.
-//! - `paging.rs`: `page`, the streaming line window of `read_file`.
+//! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
+//!   invalid-regex note.
+//! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
+//! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware).
 #![deny(missing_docs)]
 
@@ -124,12 +172,14 @@ pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileOpError, FileUploadResponse, FsError, FsResult, GrepLine, GrepMode, GrepQuery, LsEntry,
-    ReadPage,
+    PageLine, ReadPage,
 };
 pub use composite::CompositeBackend;
 pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
 pub use glob::GlobPattern;
+pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;
+pub use paging::{MAX_LINE_CHARS, MAX_READ_CHARS, READ_SCAN_BUDGET};
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};

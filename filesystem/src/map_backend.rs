@@ -17,11 +17,11 @@ use lc_agent::FileData;
 
 use super::backend::{FileMatches, FsError, FsResult, GrepQuery, LsEntry, ReadPage};
 use super::edit::plan_edit;
-use super::encoding::{classify, Encoding};
+use super::encoding::{classify, classify_whole, Encoding};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
-use super::paging::page;
+use super::paging::{page, Paged};
 use super::path;
 
 fn prefix_of(dir: &str) -> String {
@@ -212,16 +212,21 @@ pub(crate) fn grep_files(
 
 /// `read` of a file's text.
 pub(crate) fn read_text(file: &str, text: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
-    if classify(text.as_bytes()) == Encoding::Binary {
-        return Err(FsError::Binary {
-            path: file.to_string(),
-            size: text.len() as u64,
-        });
-    }
-    page(text.as_bytes(), offset, limit).map_err(|e| FsError::Io {
+    let binary = || FsError::Binary {
         path: file.to_string(),
-        reason: e.to_string(),
-    })
+        size: text.len() as u64,
+    };
+    if classify(text.as_bytes()) == Encoding::Binary {
+        return Err(binary());
+    }
+    match page(text.as_bytes(), offset, limit) {
+        Ok(Paged::Text(window)) => Ok(window),
+        Ok(Paged::Binary) => Err(binary()),
+        Err(e) => Err(FsError::Io {
+            path: file.to_string(),
+            reason: e.to_string(),
+        }),
+    }
 }
 
 /// Checks a write: directories, parents that are files, existing files.
@@ -230,6 +235,7 @@ pub(crate) fn check_write<V>(
     file: &str,
     overwrite: bool,
 ) -> FsResult<()> {
+    path::check_new_name(file)?;
     if is_dir(files, file) {
         return Err(FsError::IsDirectory(file.to_string()));
     }
@@ -258,7 +264,8 @@ pub(crate) fn edit_text(
     new: &str,
     replace_all: bool,
 ) -> FsResult<(String, usize)> {
-    if classify(text.as_bytes()) == Encoding::Binary {
+    path::check_new_name(file)?;
+    if classify_whole(text.as_bytes()) == Encoding::Binary {
         return Err(FsError::Binary {
             path: file.to_string(),
             size: text.len() as u64,
@@ -276,4 +283,10 @@ pub(crate) fn put(files: &mut BTreeMap<String, FileData>, file: &str, text: &str
             files.insert(file.to_string(), FileData::new(text));
         }
     }
+}
+
+/// The text of uploaded bytes: exactly the bytes when they are UTF-8;
+/// bytes that are not are refused ([`FsError::NotText`]), never altered.
+pub(crate) fn uploaded_text(file: &str, bytes: Vec<u8>) -> FsResult<String> {
+    String::from_utf8(bytes).map_err(|_| FsError::NotText(file.to_string()))
 }

@@ -102,14 +102,13 @@ impl Backend for StateBackend {
         let mut out = Vec::with_capacity(uploads.len());
         for (given, bytes) in uploads {
             let result = match path::normalize(&given) {
-                Ok(file) => {
-                    let text = String::from_utf8_lossy(&bytes);
+                Ok(file) => map_backend::uploaded_text(&file, bytes).and_then(|text| {
                     self.network.with_files_mut(|files| {
                         map_backend::check_write(files, &file, true)?;
                         map_backend::put(files, &file, &text);
                         Ok(())
                     })
-                }
+                }),
                 Err(e) => Err(e),
             };
             out.push(FileUploadResponse {

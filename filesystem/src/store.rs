@@ -551,10 +551,10 @@ impl Backend for StoreBackend {
         let mut out = Vec::with_capacity(files.len());
         for (given, bytes) in files {
             let result = match path::normalize(&given) {
-                Ok(file) => {
-                    self.put_text(&file, &String::from_utf8_lossy(&bytes), true)
-                        .await
-                }
+                Ok(file) => match map_backend::uploaded_text(&file, bytes) {
+                    Ok(text) => self.put_text(&file, &text, true).await,
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             out.push(FileUploadResponse {

@@ -251,7 +251,7 @@ async fn composite_merges_routes() {
     let stored = StoreBackend::new(store.clone(), ["user-42", "filesystem"]);
     assert_eq!(
         stored.read("/prefs.md", 0, 10).await.unwrap().lines,
-        ["TODO remember"]
+        [lc_agent_filesystem::PageLine::whole("TODO remember")]
     );
     assert_eq!(
         net.files().keys().cloned().collect::<Vec<_>>(),

@@ -311,7 +311,7 @@ async fn page_through_evicted_result_and_survive_save_load() {
         .read("/large_tool_results/c1", 299, 5)
         .await
         .unwrap();
-    assert_eq!(page.lines, ["0299"]);
+    assert_eq!(page.lines, [lc_agent_filesystem::PageLine::whole("0299")]);
 }
 
 #[tokio::test]

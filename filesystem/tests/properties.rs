@@ -18,7 +18,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use lc_agent::RunnableNetwork;
-use lc_agent_filesystem::path::normalize;
+use lc_agent_filesystem::path::{normalize, shown};
 use lc_agent_filesystem::{run_tool, Backend, FilesystemBackend, StateBackend};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -172,8 +172,9 @@ fn normalisation_is_canonical() {
             Err(e) => {
                 let text = e.to_string();
                 prop_assert!(
-                    text == format!("Path traversal not allowed: {p}")
-                        || text == format!("Invalid path: {p}"),
+                    // The argument as given, control characters escaped.
+                    text == format!("Path traversal not allowed: {}", shown(&p))
+                        || text == format!("Invalid path: {}", shown(&p)),
                     "{text:?}"
                 );
             }
@@ -259,7 +260,8 @@ fn check_answer(tool: &str, p: &str, out: &str, host: &str) -> Result<(), TestCa
     let normalized = normalize(p);
     // The host path appears only where the model wrote it itself (the
     // argument, its normalised form, or an ancestor of it).
-    let mut scrubbed = out.replace(p, "");
+    // (Errors print it with control characters escaped.)
+    let mut scrubbed = out.replace(&*shown(p), "").replace(p, "");
     if let Ok(v) = &normalized {
         let mut named = v.as_str();
         while named != "/" {

@@ -145,3 +145,29 @@ async fn two_servers_editing_one_file_lose_no_update() {
     let lines = common::two_editors(a, b, rounds).await;
     common::assert_no_lost_update(&lines, rounds);
 }
+
+/// Files at the edges (issue 21, items 13-15) on Redis: huge lines, late
+/// NUL bytes, files too large to count, odd names, bytes that are not UTF-8.
+#[tokio::test]
+async fn redis_store_edges() {
+    use lc_agent_filesystem::Store;
+    let Some(server) = redis_server::RedisServer::start("redis_store_edges") else {
+        return;
+    };
+    let store = RedisStore::new(server.url());
+    let backend = StoreBackend::new(store.clone(), ["user-42", "edges"]);
+    common::edges::load(&backend, "").await;
+    let failures = common::run_cases(&backend, "", common::edges::table()).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let ns = ["user-42".to_string(), "edges".to_string()];
+    for name in common::edges::ODD_NAMES {
+        store
+            .put(&ns, name, &lc_agent::FileData::new("needle\n"))
+            .await
+            .unwrap();
+    }
+    let failures = common::run_cases(&backend, "", common::edges::odd_table()).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let failures = common::edges::check_uploads(&backend, "", false).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

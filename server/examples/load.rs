@@ -3,7 +3,9 @@
 //! `POST /v1/chat/completions` (the scripted instant model, so the figures
 //! are the server's own cost: routing, JSON, building the agent, saving the
 //! session twice with fsync), at 1, 16 and 64 concurrent clients; then the
-//! memory an idle session holds in the server.
+//! memory an idle session holds in the server; then what a turn costs as
+//! its session grows: the median turn at 1, 100 and 1,000 turns of one
+//! session, with the session cache (the default) and without it.
 //!
 //! Needs nothing installed: the server runs in this process on a loopback
 //! port, with sessions in a temporary JSON list; the clients (reqwest) share
@@ -11,7 +13,8 @@
 //!
 //! Run: `cargo run --release -p lc-agent-server --example load [SECONDS_PER_STEP]`
 //! (set `LC_AGENT_LOAD_REDIS=redis://127.0.0.1:6379` to keep the sessions in
-//! a running Redis instead: no fsync per save)
+//! a running Redis instead: no fsync per save; `LC_AGENT_LOAD_ONLY=turns`
+//! runs only the turn costs)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -83,6 +86,55 @@ async fn load(label: &str, url: &str, body: Value, clients: usize, secs: f64) {
     );
 }
 
+/// The median of `turns`' latencies in `range` (1-based turn numbers).
+fn median(turns: &[Duration], range: std::ops::RangeInclusive<usize>) -> f64 {
+    let mut some: Vec<Duration> = turns[range.start() - 1..*range.end()].to_vec();
+    some.sort();
+    percentile(&some, 0.5).as_secs_f64() * 1000.0
+}
+
+/// One session, 1,000 turns in a row through `/v1/chat/completions`; the
+/// median turn around turn 1, 100 and 1,000.
+async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std::error::Error>> {
+    const TURNS: usize = 1000;
+    let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
+    let state = AppState::new(
+        ServerConfig::new(model)
+            .sessions(store.clone())
+            .session_cache(cache),
+    )?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(serve(listener, state, std::future::pending()));
+    let http = reqwest::Client::new();
+    let url = format!("{base}/v1/chat/completions");
+    let mut session: Option<String> = None;
+    let mut turns = Vec::with_capacity(TURNS);
+    for i in 0..TURNS {
+        let mut body =
+            json!({"messages": [{"role": "user", "content": format!("turn {i}: hello")}]});
+        if let Some(id) = &session {
+            body["session"] = json!(id);
+        }
+        let t = Instant::now();
+        let answer: Value = http.post(&url).json(&body).send().await?.json().await?;
+        turns.push(t.elapsed());
+        if session.is_none() {
+            session = answer["session"].as_str().map(str::to_string);
+        }
+    }
+    let (first, hundred, thousand) = (
+        median(&turns, 1..=10),
+        median(&turns, 96..=105),
+        median(&turns, 991..=1000),
+    );
+    println!(
+        "turn cost, session cache {cache:>3}: turn 1 {first:>7.3} ms  turn 100 {hundred:>7.3} ms  turn 1000 {thousand:>7.3} ms  (1000 / 1: {:.2}x)",
+        thousand / first
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs: f64 = std::env::args()
@@ -90,6 +142,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
     let dir = tempfile::tempdir()?;
+    if std::env::var("LC_AGENT_LOAD_ONLY").is_ok_and(|v| v == "turns") {
+        let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
+            Ok(url) => ListConfig::redis(url),
+            Err(_) => ListConfig::json(dir.path().join("turns")),
+        };
+        println!("sessions: {store:?}");
+        for cache in [64, 0] {
+            turn_costs(&store, cache).await?;
+        }
+        return Ok(());
+    }
     // A scripted stand-in model: every turn answers "ok" at once.
     let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
     let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
@@ -146,8 +209,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let after = rss_kib();
     println!(
-        "memory per idle session: {:.2} KiB (RSS {before} KiB -> {after} KiB over 1000 new sessions; sessions are loaded per request, none is kept)",
+        "memory per idle session: {:.2} KiB (RSS {before} KiB -> {after} KiB over 1000 new sessions; the session cache keeps at most 64 parsed sessions)",
         after.saturating_sub(before) as f64 / 1000.0
     );
+
+    let turns = match std::env::var("LC_AGENT_LOAD_REDIS") {
+        Ok(url) => ListConfig::redis(url).prefix("lc_agent_load_turns"),
+        Err(_) => ListConfig::json(dir.path().join("turns")),
+    };
+    for cache in [64, 0] {
+        turn_costs(&turns, cache).await?;
+    }
     Ok(())
 }

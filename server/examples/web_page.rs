@@ -79,6 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 provider: None,
                 base_url: None,
                 context_window: None,
+                provider: None,
             },
         )]),
         interrupt_on: BTreeMap::from([(

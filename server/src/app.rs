@@ -1,31 +1,53 @@
-//! The router: every route, and the layers that guard them (body limit,
-//! timeout, CORS when configured).
+//! The router: every route, and the layers that guard them (access log,
+//! security headers, one error shape, CORS when configured, the request
+//! checks of `guard.rs`, body limit and timeouts).
 //!
 //! ```text
 //!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
 //!  /v1/models, /v1/chat/completions                     openai.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
-//!  ── RequestBodyLimit (413) ── Timeout (408) ── CORS (off unless origins are named)
+//!
+//!  outermost ─▶ access::log (request id, span, one line per request)
+//!            ─▶ guard::security_headers (CSP, X-Frame-Options, nosniff, no referrer)
+//!            ─▶ error::json_errors (every error answer in the OpenAI shape)
+//!            ─▶ CORS (off unless origins are named)
+//!            ─▶ guard::check (Host, Origin, JSON content type, URL and header sizes)
+//!            ─▶ RequestBodyTimeout ─▶ Timeout (408) ─▶ RequestBodyLimit (413) ─▶ handler
 //! ```
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
+use crate::guard::{self, Guard};
 use crate::state::AppState;
-use crate::{openai, sessions, tools_api, web};
+use crate::{access, openai, sessions, tools_api, web};
 
-/// The server's routes over `state`.
+/// The server's routes over `state` (the `Host` check knows only the
+/// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
 pub fn router(state: Arc<AppState>) -> Router {
+    app(state, None)
+}
+
+/// The routes, with the `Host` check for a server bound at `local`.
+pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
     let config = &state.config;
+    let guard = Arc::new(Guard {
+        local,
+        allow_hosts: config.allow_hosts.clone(),
+        tokens: !config.tokens.is_empty(),
+        cors_origins: config.cors_origins.clone(),
+    });
     let mut app = Router::new()
         .route("/", get(web::index))
         .route("/assets/:name", get(web::asset))
@@ -55,7 +77,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
-        ));
+        ))
+        .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
+        .layer(middleware::from_fn_with_state(guard, guard::check));
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config
             .cors_origins
@@ -74,5 +98,8 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .expose_headers([HeaderName::from_static(openai::SESSION_HEADER)]),
         );
     }
-    app.with_state(state)
+    app.layer(middleware::from_fn(error::json_errors))
+        .layer(middleware::from_fn(guard::security_headers))
+        .layer(middleware::from_fn(access::log))
+        .with_state(state)
 }

@@ -6,15 +6,21 @@
 //!  missing / unknown token ─▶ 401
 //! ```
 //!
-//! The web page cannot set a header on its first GET, so the token may
-//! also come as `?token=` on the page's own requests (the page keeps it
-//! in the browser's storage).
+//! A token belongs in the `Authorization` header. `?token=` is read only
+//! where a browser cannot send a header: a `GET` that asks for an event
+//! stream (`Accept: text/event-stream`, what `EventSource` sends). The
+//! page itself needs no token to load; `/?token=T` hands it the token,
+//! which it keeps in the browser's storage and takes out of the address
+//! bar. Everywhere else `?token=` is ignored (401 without a header), so
+//! tokens stay out of URLs, logs and proxies. The access log never
+//! records a query.
 
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use crate::access::AccessNote;
 use crate::config::ANONYMOUS_USER;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -32,7 +38,16 @@ fn bearer(parts: &Parts) -> Option<String> {
         .then(|| token.trim().to_string())
 }
 
+/// `?token=` of a `GET` asking for an event stream (see the module docs).
 fn query_token(parts: &Parts) -> Option<String> {
+    let event_stream = parts
+        .headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if parts.method != axum::http::Method::GET || !event_stream {
+        return None;
+    }
     parts.uri.query()?.split('&').find_map(|pair| {
         let (key, value) = pair.split_once('=')?;
         (key == "token").then(|| value.to_string())
@@ -47,6 +62,16 @@ impl FromRequestParts<Arc<AppState>> for User {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
+        let user = user_of(parts, state)?;
+        if let Some(note) = parts.extensions.get::<AccessNote>() {
+            note.user(&user.0);
+        }
+        Ok(user)
+    }
+}
+
+fn user_of(parts: &Parts, state: &AppState) -> Result<User, ApiError> {
+    {
         let tokens = &state.config.tokens;
         if tokens.is_empty() {
             return Ok(User(ANONYMOUS_USER.to_string()));

@@ -8,7 +8,9 @@
 //!    .spec(AgentSpec)                                   the agent of new sessions
 //!    .sessions(ListConfig::json(dir) | ::redis(url))    where sessions live
 //!    .tokens(Tokens::parse("alice:t1,bob:t2"))          bearer token -> user
-//!    .body_limit(..) .request_timeout(..) .cors_origin(..)
+//!    .body_limit(..) .request_timeout(..) .cors_origin(..) .allow_host(..)
+//!    .header_timeout(..) .body_timeout(..) .max_connections(..)   slow clients
+//!    .retention(..) .session_cache(..)                            the session lists
 //! ```
 
 use std::sync::Arc;
@@ -142,6 +144,12 @@ pub struct ServerConfig {
     pub(crate) request_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) cors_origins: Vec<String>,
+    pub(crate) allow_hosts: Vec<String>,
+    pub(crate) header_timeout: Duration,
+    pub(crate) body_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) retention: Option<Duration>,
+    pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
 }
@@ -156,6 +164,12 @@ impl std::fmt::Debug for ServerConfig {
             .field("body_limit", &self.body_limit)
             .field("request_timeout", &self.request_timeout)
             .field("cors_origins", &self.cors_origins)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("retention", &self.retention)
+            .field("session_cache", &self.session_cache)
             .finish_non_exhaustive()
     }
 }
@@ -163,7 +177,10 @@ impl std::fmt::Debug for ServerConfig {
 impl ServerConfig {
     /// A server whose agents use `model` (the main model of every
     /// session), sessions in the default JSON list, no tokens, a 2 MiB body
-    /// limit, a 300 s request timeout, and no CORS.
+    /// limit, a 300 s request timeout, no CORS, 10 s to send a request's
+    /// headers (and to start the next one on a kept-alive connection),
+    /// 30 s between pieces of a body, 1024 connections at once, sessions
+    /// kept forever, and a cache of 64 parsed sessions.
     pub fn new(model: Arc<dyn ChatModel>) -> Self {
         Self {
             model,
@@ -176,6 +193,12 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(300),
             shutdown_grace: Duration::from_secs(10),
             cors_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            retention: None,
+            session_cache: 64,
             modifiers: Vec::new(),
             summaries: true,
         }
@@ -268,5 +291,70 @@ impl ServerConfig {
     pub fn cors_origin(mut self, origin: impl Into<String>) -> Self {
         self.cors_origins.push(origin.into());
         self
+    }
+
+    /// Also answers requests whose `Host` is `host` (`name` or
+    /// `name:port`). Without tokens the server answers only its own
+    /// loopback address (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`)
+    /// unless a host is allowed here: a page whose DNS name was rebound to
+    /// 127.0.0.1 cannot drive it. With tokens and no host named, any `Host`
+    /// is answered.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allow_hosts
+            .push(host.into().trim().to_ascii_lowercase());
+        self
+    }
+
+    /// How long a client may take to send a request's headers, and how
+    /// long a kept-alive connection may sit idle before its next request
+    /// (then the connection is closed).
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a request body may pause between two pieces (then 408 and
+    /// the connection is closed).
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// How many connections are served at once; one more is answered 503
+    /// and closed.
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// Sessions not saved for this long are removed (each user's list
+    /// removes its own expired sessions; Redis keys expire by themselves).
+    #[must_use]
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// How many parsed sessions the server keeps in memory (0: none); a
+    /// kept session is checked against the store's revision instead of
+    /// being read and parsed again.
+    #[must_use]
+    pub fn session_cache(mut self, sessions: usize) -> Self {
+        self.session_cache = sessions;
+        self
+    }
+
+    /// Opens the session lists: the store, with the retention and the
+    /// session cache.
+    pub(crate) fn lists(&self) -> Result<lc_agent::Lists, lc_agent::ListError> {
+        let mut lists = self.sessions.open()?.cache(self.session_cache);
+        if let Some(retention) = self.retention {
+            lists = lists.retention(retention);
+        }
+        Ok(lists)
     }
 }

@@ -1,11 +1,28 @@
 //! [`ApiError`]: every way a request fails, each with its HTTP status and
-//! a JSON body in OpenAI's shape (`{"error": {"message", "type", "code"}}`),
-//! so OpenAI clients show the message.
+//! a JSON body in OpenAI's shape, so OpenAI clients show the message:
+//!
+//! ```text
+//!  {"error": {"message": "...", "type": "invalid_request_error", "code": 400}}
+//! ```
+//!
+//! One shape everywhere: the handlers' errors, the framework's rejections
+//! (a body that is not JSON, a path that is not a session id, a method the
+//! route does not have) and the limits' answers (408, 413, 414, 431, 503)
+//! all come back like this ([`json_errors`] rewrites any error answer that
+//! is not JSON yet).
+//!
+//! The message says what the client can act on. What only the operator
+//! can act on — a Redis host and port, a file path, a model URL, a
+//! library's hint — goes to the server's log (with the request id, which
+//! the answer carries in `x-request-id`), never into the body.
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lc_agent::ListError;
+use lc_agent::{error_chain, ListError, ModelError, NetworkError};
 use serde_json::json;
 
 /// A failed request.
@@ -18,22 +35,42 @@ pub enum ApiError {
     /// The session belongs to another user (403).
     #[error("session {0} belongs to another user")]
     Forbidden(uuid::Uuid),
+    /// A browser page of another origin, or a `Host` this server does not
+    /// answer to (403).
+    #[error("{0}")]
+    Refused(String),
     /// No such session (404).
     #[error("{0}")]
     NotFound(String),
-    /// The request is well-formed JSON but says something impossible (400).
+    /// The request is well-formed JSON but says something impossible, or
+    /// is not JSON at all (400).
     #[error("{0}")]
     BadRequest(String),
+    /// The body is not `application/json` (415).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// The body is JSON of the wrong shape (422).
+    #[error("{0}")]
+    Unprocessable(String),
     /// A run of the session is going on, or it was saved by someone else
     /// since it was loaded (409); nothing was written.
     #[error("{0}")]
     Conflict(String),
-    /// The session store failed (503).
+    /// The model failed (502): the message says how, in the client's
+    /// terms; the full error went to the log.
+    #[error("{0}")]
+    Model(String),
+    /// The session store failed (503 when it cannot be reached, else 500);
+    /// the client sees a plain message, the log the cause.
     #[error("session store: {0}")]
     Store(#[source] ListError),
-    /// Something inside the server failed (500).
+    /// Something inside the server failed (500); the client sees a plain
+    /// message, the log the cause.
     #[error("{0}")]
     Internal(String),
+    /// Any other status with a message (timeouts, limits, methods).
+    #[error("{1}")]
+    Status(StatusCode, String),
 }
 
 impl ApiError {
@@ -41,26 +78,75 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::Refused(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Model(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Store(ListError::Unavailable { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Store(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Status(status, _) => *status,
         }
     }
 
     /// The error's `type` in the JSON body.
     pub fn kind(&self) -> &'static str {
+        kind_of(self.status())
+    }
+
+    /// What the client is told: everything it can act on, nothing about
+    /// the server's insides.
+    pub fn public_message(&self) -> String {
         match self {
-            ApiError::Unauthorized(_) => "authentication_error",
-            ApiError::Forbidden(_) => "permission_error",
-            ApiError::NotFound(_) => "not_found_error",
-            ApiError::BadRequest(_) => "invalid_request_error",
-            ApiError::Conflict(_) => "conflict_error",
-            ApiError::Store(_) => "store_error",
-            ApiError::Internal(_) => "server_error",
+            ApiError::Store(ListError::Unavailable { .. }) => {
+                "the session store cannot be reached right now; try again shortly".to_string()
+            }
+            ApiError::Store(ListError::Corrupt { id: Some(id), .. }) => {
+                format!("session {id} is stored in a form that cannot be read; the server's log says why (delete it, or ask the operator)")
+            }
+            ApiError::Store(_) | ApiError::Internal(_) => {
+                "the server failed to answer this request; its log has the details (look for this answer's x-request-id)".to_string()
+            }
+            other => other.to_string(),
         }
+    }
+
+    /// An error from the status and message a run reported.
+    pub(crate) fn from_status(status: u16, message: String) -> Self {
+        match status {
+            404 => ApiError::NotFound(message),
+            409 => ApiError::Conflict(message),
+            502 => ApiError::Model(message),
+            s => ApiError::Status(
+                StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                message,
+            ),
+        }
+    }
+
+    /// The JSON body.
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let status = self.status();
+        json!({"error": {"message": self.public_message(), "type": self.kind(), "code": status.as_u16()}})
+    }
+}
+
+/// The `type` of an error body for a status.
+fn kind_of(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 405 | 411 | 413 | 414 | 415 | 422 | 431 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        408 | 504 => "timeout_error",
+        409 => "conflict_error",
+        429 => "rate_limit_error",
+        502 => "model_error",
+        503 => "unavailable_error",
+        s if s >= 500 => "server_error",
+        _ => "invalid_request_error",
     }
 }
 
@@ -68,7 +154,9 @@ impl From<ListError> for ApiError {
     fn from(e: ListError) -> Self {
         match e {
             ListError::NotFound { id } => ApiError::NotFound(format!("session {id} not found")),
-            e @ ListError::Conflict { .. } => ApiError::Conflict(e.to_string()),
+            ListError::Conflict { id, found, .. } => ApiError::Conflict(format!(
+                "session {id} was changed by another request meanwhile (it is now at revision {found}); nothing was written: load it again and retry"
+            )),
             e @ ListError::Deleted { .. } => ApiError::NotFound(e.to_string()),
             other => ApiError::Store(other),
         }
@@ -79,9 +167,113 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         if status.is_server_error() {
-            tracing::error!(error = %self, "request failed");
+            tracing::error!(status = status.as_u16(), error = %error_chain(&self), "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), error = %self, "request refused");
         }
-        let body = json!({"error": {"message": self.to_string(), "type": self.kind(), "code": status.as_u16()}});
-        (status, Json(body)).into_response()
+        (status, Json(self.body())).into_response()
+    }
+}
+
+/// A run that failed: the status and message the client gets (the model's
+/// failure in its terms; what failed inside goes to the log).
+pub(crate) fn run_failed(session: uuid::Uuid, e: &NetworkError) -> (u16, String) {
+    tracing::error!(%session, error = %error_chain(e), "the run failed");
+    let model = find_model_error(e);
+    let what = match model {
+        Some(ModelError::Connect { .. }) => "the model could not be reached".to_string(),
+        Some(ModelError::Http { status, .. }) => {
+            format!("the model answered with HTTP {status}")
+        }
+        Some(ModelError::Timeout(d)) => format!("the model did not answer within {d:?}"),
+        Some(ModelError::InvalidResponse { .. }) => {
+            "the model's answer could not be read".to_string()
+        }
+        Some(ModelError::Config { .. }) => {
+            "the server's model is not configured correctly".to_string()
+        }
+        Some(other @ ModelError::ContextOverflow { .. })
+        | Some(other @ ModelError::ScriptExhausted { .. }) => other.to_string(),
+        Some(_) => "the model failed".to_string(),
+        None => match e {
+            NetworkError::StepLimit { .. } => e.to_string(),
+            NetworkError::NodeFailed { kind, .. } => {
+                format!("a `{kind}` step failed; the server's log has the details")
+            }
+            _ => "the agent failed; the server's log has the details".to_string(),
+        },
+    };
+    (502, format!("the run failed: {what}"))
+}
+
+/// The model error in `e`'s causes, if any.
+fn find_model_error(e: &NetworkError) -> Option<&ModelError> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if let Some(m) = err.downcast_ref::<ModelError>() {
+            return Some(m);
+        }
+        if let Some(NetworkError::Model(m)) = err.downcast_ref::<NetworkError>() {
+            return Some(m);
+        }
+        current = err.source();
+    }
+    None
+}
+
+/// The largest error body [`json_errors`] reads to reuse as the message.
+const MAX_PLAIN_ERROR: usize = 4096;
+
+/// Middleware: an error answer that is not JSON yet (the framework's
+/// rejections are `text/plain`; 405, 408, 413 come with an empty body)
+/// becomes the one error shape, its text (if any) as the message.
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_PLAIN_ERROR).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let message = if !text.is_empty() {
+        text
+    } else {
+        default_message(status, &method)
+    };
+    let error = ApiError::Status(status, message);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = Body::from(error.body().to_string());
+    Response::from_parts(parts, body)
+}
+
+/// The message of an error answer that came without one.
+pub(crate) fn default_message(status: StatusCode, method: &axum::http::Method) -> String {
+    match status.as_u16() {
+        405 => format!("this endpoint does not take {method} (the `allow` header lists what it takes)"),
+        408 => "the request took longer than the server's --timeout; a long run goes on: continue its session later".to_string(),
+        413 => "the request body is larger than the server's --body-limit".to_string(),
+        414 => "the URL is too long".to_string(),
+        431 => "the request headers are too large".to_string(),
+        503 => "the server is busy (too many connections); try again shortly".to_string(),
+        _ => status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_lowercase(),
     }
 }

@@ -23,18 +23,24 @@
 //! lib.rs        this map
 //! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN); sessions are a ListConfig, files a Workspace
 //! state.rs      AppState: session lists per user, run claims, building a session's agent
-//! auth.rs       User: the bearer token's user (401 otherwise)
-//! error.rs      ApiError: status codes and OpenAI-shaped error bodies
+//! auth.rs       User: the bearer token's user (401 otherwise); ?token= only for event streams
+//! error.rs      ApiError: status codes and OpenAI-shaped error bodies (one shape everywhere;
+//!               internals logged, never sent)
+//! guard.rs      Host / Origin / content-type / size checks, security headers (CSP, frames)
+//! access.rs     request ids, the request span, one access-log line per request
+//! logging.rs    init_logging: the `lc-agent serve` subscriber (RUST_LOG, text or JSON lines)
+//! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
 //! run.rs        Session: one run of a session (claim, load, commit, run, stream)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
 //! tools_api.rs  /v1/tools, /v1/tools/execute
+//! unsaved.rs    Unsaved: the list a `store: false` completion saves into (nothing is kept)
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
 //! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
 //! app.rs        the router and its layers
-//! serve.rs      check_bind, serve with a graceful shutdown
+//! serve.rs      check_bind, serve: connection limit, header/idle timeouts, graceful shutdown
 //! ```
 //!
 //! ```no_run
@@ -52,18 +58,23 @@
 //! ```
 #![deny(missing_docs)]
 
+mod access;
 mod app;
 mod auth;
+mod body;
 pub mod config;
 pub mod error;
 pub mod events;
 mod graph;
+pub mod guard;
+pub mod logging;
 pub mod openai;
 mod run;
 pub mod serve;
 mod sessions;
 mod state;
 pub mod tools_api;
+mod unsaved;
 mod web;
 
 pub use app::router;

@@ -10,6 +10,7 @@
 //!    session    ─▶ that saved session + the last user message
 //!  ─▶ run (Session) ─▶ chat.completion | chat.completion.chunk ... [DONE]
 //!     both carry "session": <id> (and the header) to continue it next time
+//!  store: false ─▶ the same run, nothing saved, no session named
 //! ```
 
 use std::convert::Infallible;
@@ -77,6 +78,10 @@ pub(crate) struct Completion {
     stream: bool,
     #[serde(default)]
     session: Option<Uuid>,
+    /// OpenAI's `store`: `false` keeps nothing (no session is saved, the
+    /// answer names none; a named session is read, not changed).
+    #[serde(default)]
+    store: Option<bool>,
 }
 
 fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, ApiError> {
@@ -146,6 +151,11 @@ pub(crate) async fn completions(
             session
         }
     };
+    let keep = body.store != Some(false);
+    let mut session = session;
+    if !keep {
+        session.list = Arc::new(crate::unsaved::Unsaved { user: user.clone() });
+    }
     session.commit().await?;
     let id = session.net.id();
     let model = body
@@ -155,7 +165,7 @@ pub(crate) async fn completions(
     let completion_id = format!("chatcmpl-{}", Uuid::new_v4().simple());
     let created = chrono::Utc::now().timestamp();
     let mut response = if body.stream {
-        stream(session, completion_id, model, created).into_response()
+        stream(session, completion_id, model, created, keep).into_response()
     } else {
         // The run goes on in its own task (a timeout or a client that
         // goes away does not cut it short; it still saves).
@@ -172,22 +182,14 @@ pub(crate) async fn completions(
             }
         };
         if let Some((status, message)) = end.error {
-            let error = match status {
-                409 => ApiError::Conflict(message),
-                _ => ApiError::Internal(message),
-            };
-            let mut response = error.into_response();
-            if status == 502 {
-                *response.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
-            }
-            response
+            ApiError::from_status(status, message).into_response()
         } else {
             Json(json!({
                 "id": completion_id,
                 "object": "chat.completion",
                 "created": created,
                 "model": model,
-                "session": id,
+                "session": keep.then_some(id),
                 "choices": [{
                     "index": 0,
                     "message": {"role": "assistant", "content": answer_text(&end, id)},
@@ -199,7 +201,9 @@ pub(crate) async fn completions(
         }
     };
     if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
-        response.headers_mut().insert(SESSION_HEADER, value);
+        if keep {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
     }
     Ok(response)
 }
@@ -225,8 +229,9 @@ fn stream(
     completion_id: String,
     model: String,
     created: i64,
+    keep: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let id = session.net.id();
+    let id = keep.then_some(session.net.id());
     let root = session.net.clone();
     let chunk = move |delta: Value, finish: Option<&str>| {
         json!({
@@ -256,18 +261,29 @@ fn stream(
                         ..
                     })) if !text.is_empty() => {
                         streamed.push_str(&text);
-                        let event = Event::default().data(chunk(json!({"content": text}), None).to_string());
+                        let event = Event::default()
+                            .data(chunk(json!({"content": text}), None).to_string());
                         return Some((Ok(event), (rx, root, chunk, None, false, streamed)));
                     }
                     Some(Item::End(end)) => {
                         let data = match &end.error {
-                            Some((status, message)) => json!({"error": {"message": message, "type": "server_error", "code": status}}),
+                            Some((status, message)) => {
+                                ApiError::from_status(*status, message.clone()).body()
+                            }
                             None => {
                                 // Text that did not stream (a waiting call's
                                 // note) goes out in the last chunk.
                                 let answer = answer_text(&end, root.id());
-                                let rest = if streamed.ends_with(&answer) { String::new() } else { answer };
-                                let delta = if rest.is_empty() { json!({}) } else { json!({"content": rest}) };
+                                let rest = if streamed.ends_with(&answer) {
+                                    String::new()
+                                } else {
+                                    answer
+                                };
+                                let delta = if rest.is_empty() {
+                                    json!({})
+                                } else {
+                                    json!({"content": rest})
+                                };
                                 chunk(delta, Some("stop"))
                             }
                         };

@@ -133,11 +133,12 @@ impl Session {
         match outcome {
             Some(Ok(reply)) if end.pending.is_empty() => end.answer = reply.text().to_string(),
             Some(Ok(_)) | None => {}
-            Some(Err(e)) => end.error = Some((502, format!("the run failed: {e}"))),
+            Some(Err(e)) => end.error = Some(crate::error::run_failed(self.net.id(), &e)),
         }
         if let Err(e) = saved {
             let e = ApiError::from(e);
-            end.error = Some((e.status().as_u16(), e.to_string()));
+            tracing::error!(session = %self.net.id(), error = %lc_agent::error_chain(&e), "the run's final save failed");
+            end.error = Some((e.status().as_u16(), e.public_message()));
         }
         end
     }

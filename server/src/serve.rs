@@ -1,19 +1,36 @@
-//! Running a server: bind checks, serving, and a graceful shutdown that
-//! saves the sessions still running.
+//! Running a server: bind checks, serving, slow clients, and a graceful
+//! shutdown that saves the sessions still running.
 //!
 //! ```text
 //!  check_bind(addr, tokens)   a non-loopback address needs tokens
 //!  serve(listener, state, shutdown)
-//!    ─▶ axum::serve ... shutdown fires ─▶ no new connections; running requests finish
+//!    accept ─▶ over max_connections? ─▶ 503 (JSON) and close
+//!           ─▶ HTTP/1 or HTTP/2; headers must arrive within header_timeout (a kept-alive
+//!              connection may idle that long before its next request), then closed;
+//!              a body may pause body_timeout between pieces
+//!    ... shutdown fires ─▶ no new connections; running requests finish
 //!    ─▶ after the grace period: save_running() saves what still runs, and return
 //! ```
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::app::router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+use crate::app::app;
 use crate::config::Tokens;
+use crate::error::{default_message, ApiError};
 use crate::state::AppState;
 
 /// Errors of starting or running a server.
@@ -46,6 +63,9 @@ pub fn check_bind(addr: SocketAddr, tokens: &Tokens) -> Result<(), ServeError> {
     Ok(())
 }
 
+/// How long a refused connection's 503 may take to write.
+const REFUSE_WRITE: Duration = Duration::from_secs(2);
+
 /// Serves on `listener` until `shutdown` completes, then stops accepting,
 /// lets running requests finish for the configured grace period, and saves
 /// the sessions still running.
@@ -54,25 +74,87 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let app = router(state.clone());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = tx.send(());
-    });
-    let grace = state.config.shutdown_grace;
-    let mut server = std::pin::pin!(std::future::IntoFuture::into_future(server));
-    tokio::select! {
-        result = &mut server => return Ok(result?),
-        _ = rx => {}
+    let local = listener.local_addr()?;
+    let router = app(state.clone(), Some(local));
+    let config = &state.config;
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        // More than the router answers (it says 431 in JSON); hyper's own
+        // answer (no body) only past this.
+        .max_headers(crate::guard::MAX_HEADERS * 4);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(config.header_timeout))
+        .keep_alive_timeout(config.header_timeout);
+    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, go on.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%remote, max = config.max_connections, "too many connections: refused one");
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service =
+            router
+                .clone()
+                .map_request(move |mut request: axum::http::Request<Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(remote));
+                    request.map(Body::new)
+                });
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(%remote, error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
     }
+    drop(listener);
     tracing::info!(running = state.running(), "shutting down");
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(result) => result?,
+    match tokio::time::timeout(state.config.shutdown_grace, graceful.shutdown()).await {
+        Ok(()) => {}
         Err(_) => {
             let saved = state.save_running().await;
             tracing::warn!(saved, "grace period over: saved the sessions still running");
         }
     }
     Ok(())
+}
+
+/// Answers a connection over the limit with a 503 and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    let status = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    let body = ApiError::Status(status, default_message(status, &axum::http::Method::GET))
+        .body()
+        .to_string();
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSE_WRITE, async {
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }

@@ -36,6 +36,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::auth::User;
+use crate::body::OptionalJson;
 use crate::error::ApiError;
 use crate::events::{event_json, pending_json};
 use crate::graph::{graph_json, node_json};
@@ -139,10 +140,10 @@ pub(crate) struct NewSession {
 pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     User(user): User,
-    body: Option<Json<NewSession>>,
+    OptionalJson(body): OptionalJson<NewSession>,
 ) -> Result<impl IntoResponse, ApiError> {
     let name = body
-        .and_then(|Json(b)| b.name)
+        .name
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| DEFAULT_NAME.to_string());

@@ -96,7 +96,7 @@ impl AppState {
     /// client when sessions live in Redis).
     pub fn new(config: ServerConfig) -> Result<Arc<Self>, ListError> {
         Ok(Arc::new(Self {
-            lists: config.sessions.open()?,
+            lists: config.lists()?,
             config,
             running: Mutex::new(HashMap::new()),
         }))

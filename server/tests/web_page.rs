@@ -255,6 +255,7 @@ fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
                 model: "scripted".into(),
                 base_url: None,
                 context_window: None,
+                provider: None,
             },
         )]),
         interrupt_on: BTreeMap::from([(tool.to_string(), decisions)]),

@@ -7,6 +7,8 @@
 //!        │ open()          (checks the configuration; Redis connects on first use)
 //!        ▼
 //!  Lists ── user("alice") ──▶ Arc<dyn NetworkList>   (one per user, cached, shared connection)
+//!    .retention(30 days)  sessions expire after their latest save (RetentionList; Redis TTLs)
+//!    .cache(64)           parsed networks kept, checked by revision (CachedNetworkList)
 //! ```
 //!
 //! This is the one place that turns "where sessions live" into lists: the
@@ -31,6 +33,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -38,6 +41,7 @@ use parking_lot::Mutex;
 use super::ListError;
 #[cfg(feature = "redis")]
 use super::RedisNetworkList;
+use super::{CachedNetworkList, RetentionList, SessionCache};
 use super::{JsonNetworkList, ListResult, NetworkList};
 
 /// The default Redis key prefix.
@@ -140,6 +144,8 @@ impl ListConfig {
             config: self.clone(),
             base,
             users: Arc::new(Mutex::new(HashMap::new())),
+            retention: None,
+            cache: None,
         })
     }
 }
@@ -158,6 +164,8 @@ pub struct Lists {
     config: ListConfig,
     base: Base,
     users: Arc<Mutex<HashMap<String, Arc<dyn NetworkList>>>>,
+    retention: Option<Duration>,
+    cache: Option<SessionCache>,
 }
 
 impl std::fmt::Debug for Lists {
@@ -174,16 +182,62 @@ impl Lists {
         &self.config
     }
 
+    /// Sessions expire `retention` after their latest save: each user's
+    /// list removes its expired ones ([`RetentionList`]), and in Redis the
+    /// user's keys expire after it too. Applies to lists handed out after
+    /// this call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lc_agent::ListConfig;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let lists = ListConfig::json(dir.path()).open().unwrap()
+    ///     .retention(Duration::from_secs(30 * 86_400))
+    ///     .cache(64);
+    /// assert_eq!(lists.user("alice").unwrap().user(), "alice");
+    /// ```
+    #[must_use]
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        #[cfg(feature = "redis")]
+        if let Base::Redis(redis) = &self.base {
+            self.base = Base::Redis(redis.with_ttl(Some(retention)));
+        }
+        self.users.lock().clear();
+        self
+    }
+
+    /// Keeps up to `sessions` parsed networks, shared by every user's
+    /// list ([`CachedNetworkList`]); 0 keeps none. Applies to lists handed
+    /// out after this call.
+    #[must_use]
+    pub fn cache(mut self, sessions: usize) -> Self {
+        self.cache = (sessions > 0).then(|| SessionCache::new(sessions));
+        self.users.lock().clear();
+        self
+    }
+
+    /// The session cache, when there is one.
+    pub fn session_cache(&self) -> Option<&SessionCache> {
+        self.cache.as_ref()
+    }
+
     /// The session list of `user` (a bad user name is an error).
     pub fn user(&self, user: &str) -> ListResult<Arc<dyn NetworkList>> {
         if let Some(list) = self.users.lock().get(user) {
             return Ok(list.clone());
         }
-        let list: Arc<dyn NetworkList> = match &self.base {
+        let mut list: Arc<dyn NetworkList> = match &self.base {
             Base::Json(json) => Arc::new(json.with_user(user)?),
             #[cfg(feature = "redis")]
             Base::Redis(redis) => Arc::new(redis.with_user(user)?),
         };
+        if let Some(cache) = &self.cache {
+            list = Arc::new(CachedNetworkList::new(list, cache.clone()));
+        }
+        if let Some(retention) = self.retention {
+            list = Arc::new(RetentionList::new(list, retention));
+        }
         self.users.lock().insert(user.to_string(), list.clone());
         Ok(list)
     }

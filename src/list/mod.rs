@@ -2,11 +2,13 @@
 //!
 //! (The full description is on the [`NetworkList`] docs.)
 
+mod cache;
 mod checkpoint;
 mod config;
 pub mod json;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod retention;
 mod session;
 mod stamp;
 
@@ -17,11 +19,13 @@ use uuid::Uuid;
 use crate::error::NetworkError;
 use crate::network::RunnableNetwork;
 
+pub use cache::{CachedNetworkList, SessionCache};
 pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
 #[cfg(feature = "redis")]
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
+pub use retention::RetentionList;
 pub use session::{validate_user, ListPage, ListQuery, SessionInfo};
 pub use stamp::revision_of;
 pub(crate) use stamp::{info_from_json, stamp};

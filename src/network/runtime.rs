@@ -47,6 +47,26 @@ impl Runtime {
 }
 
 impl RunnableNetwork {
+    /// Drops every runtime attachment (modifiers, tools, models, event
+    /// callbacks, the step limit, the outer network) here and in every
+    /// sub-network, and attaches the chat and tool loops again: the
+    /// network is as a fresh load of its saved state would be.
+    pub(crate) fn reset_runtime(&self) {
+        *self.0.runtime.write() = Runtime::new();
+        self.add_default_modifiers();
+        for node in self.nodes() {
+            if let Some(inner) = node.downcast::<crate::nodes::NetworkNode>() {
+                inner.network().reset_runtime();
+            }
+        }
+    }
+
+    /// Whether this handle is the only one (nothing else holds the
+    /// network).
+    pub(crate) fn is_unshared(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+
     /// Attaches the chat loop and the tool loop.
     pub(crate) fn add_default_modifiers(&self) {
         for m in crate::run::default_modifiers() {

@@ -19,11 +19,11 @@ use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
     LsEntry, ReadPage,
 };
-use super::encoding::{self, classify, decode_utf16, Encoding};
+use super::encoding::{self, classify, Encoding};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
-use super::paging::page;
+use super::paging::{page, Paged};
 use super::path;
 
 /// Files in a directory on disk.
@@ -526,22 +526,26 @@ impl Disk {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let head = read_head(&file).map_err(io_err)?;
-        match classify(&head) {
-            Encoding::Binary => Err(FsError::Binary {
+        let paged = match classify(&head) {
+            Encoding::Binary => Paged::Binary,
+            Encoding::Utf16Le | Encoding::Utf16Be => {
+                // Transcoded to UTF-8 as it is read (never whole in memory).
+                let decoded = encoding_rs_io::DecodeReaderBytesBuilder::new()
+                    .bom_sniffing(true)
+                    .strip_bom(true)
+                    .build(file);
+                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)?
+            }
+            Encoding::Utf8 => {
+                page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)?
+            }
+        };
+        match paged {
+            Paged::Text(window) => Ok(window),
+            Paged::Binary => Err(FsError::Binary {
                 path: vpath.to_string(),
                 size,
             }),
-            enc @ (Encoding::Utf16Le | Encoding::Utf16Be) => {
-                let mut bytes = Vec::new();
-                BufReader::new(file)
-                    .read_to_end(&mut bytes)
-                    .map_err(io_err)?;
-                let text = decode_utf16(&bytes, enc == Encoding::Utf16Le);
-                page(text.as_bytes(), offset, limit).map_err(io_err)
-            }
-            Encoding::Utf8 => {
-                page(BufReader::with_capacity(1 << 20, file), offset, limit).map_err(io_err)
-            }
         }
     }
 

@@ -18,7 +18,7 @@ use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
 use crate::backend::{FsError, FsResult};
 use crate::edit::plan_edit;
-use crate::encoding::{self, classify, decode_utf16, encode_utf16, Encoding};
+use crate::encoding::{classify_whole, decode_utf16, encode_utf16, Encoding};
 use crate::path;
 
 /// Maps an I/O error of a write: a name too long for the filesystem is an
@@ -92,6 +92,7 @@ impl Disk {
     }
 
     pub(super) fn write_bytes(&self, vpath: &str, bytes: &[u8], overwrite: bool) -> FsResult<()> {
+        path::check_new_name(vpath)?;
         if vpath == "/" {
             return Err(FsError::IsDirectory(vpath.to_string()));
         }
@@ -164,6 +165,7 @@ impl Disk {
         new: &str,
         replace_all: bool,
     ) -> FsResult<usize> {
+        path::check_new_name(vpath)?;
         let target = self.write_target(vpath)?;
         let (file, size) = self.open_file_at(&target, vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
@@ -171,14 +173,13 @@ impl Disk {
         BufReader::new(file)
             .read_to_end(&mut bytes)
             .map_err(io_err)?;
-        let head = &bytes[..bytes.len().min(encoding::BINARY_SNIFF_BYTES)];
         // The edited file replaces the old one atomically (see atomic.rs);
         // peak memory stays at one copy of the file for UTF-8 text.
         let rewrite = |fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| {
             let (dir, name) = self.write_dir(&target, vpath)?;
             write_atomically(&dir, &name, Commit::Replace, |out| fill(out)).map_err(io_err)
         };
-        match classify(head) {
+        match classify_whole(&bytes) {
             Encoding::Binary => Err(FsError::Binary {
                 path: vpath.to_string(),
                 size,

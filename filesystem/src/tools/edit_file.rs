@@ -60,6 +60,7 @@ impl FileTool for EditFile {
             return Err(FsError::IdenticalStrings.into());
         }
         let file = path::normalize(args.file_path)?;
+        path::check_new_name(&file)?;
         let replace_all = args.replace_all.unwrap_or(false);
         let n = backend.edit(&file, old, new, replace_all).await?;
         Ok(ToolOutput::ok(format!(

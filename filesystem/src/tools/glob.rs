@@ -54,9 +54,10 @@ impl FileTool for Glob {
         if files.is_empty() {
             return Ok(ToolOutput::ok("No files found"));
         }
-        files.sort_unstable();
-        files.dedup();
-        Ok(ToolOutput::ok(cap_lines(files, |n| {
+        let mut lines: Vec<String> = files.iter().map(|f| path::shown(f).into_owned()).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        Ok(ToolOutput::ok(cap_lines(lines, |n| {
             format!("... ({n} more matches; narrow the pattern)")
         })))
     }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::{AtLeast, FileTool};
 use crate::backend::{Backend, FileMatches, GrepMode, GrepQuery};
 use crate::glob::GlobPattern;
-use crate::grep::invalid_regex_note;
+use crate::grep::{invalid_regex_note, GREP_LINE_LIMIT};
 use crate::{atomic, path};
 
 /// Matching lines reported when the call gives no `max_count`.
@@ -90,17 +90,35 @@ impl FileTool for Grep {
         };
         let mut results = backend.grep(&query, &target).await?;
         results.retain(|f| !atomic::is_temp_path(&f.path));
+        let mut notes: Vec<String> = note.into_iter().collect();
+        let mut too_long: Vec<String> = results
+            .iter()
+            .filter(|f| f.line_too_long)
+            .map(|f| path::shown(&f.path).into_owned())
+            .collect();
+        too_long.sort_unstable();
+        notes.extend(too_long.into_iter().map(|p| {
+            format!(
+                "Note: {p} was not searched: it has a line longer than {} MiB.",
+                GREP_LINE_LIMIT >> 20
+            )
+        }));
+        results.retain(|f| !f.line_too_long);
         let body = format_grep(results, &query);
-        Ok(ToolOutput::ok(match note {
-            Some(note) => format!("{note}\n{body}"),
-            None => body,
-        }))
+        notes.push(body);
+        Ok(ToolOutput::ok(notes.join("\n")))
     }
 }
 
 /// Formats grep results by the spec: sorted by path, `max_count` matching
 /// lines in total taken in (path, line) order.
 pub fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> String {
+    // Sorted (and printed) by the path as shown: control characters escaped.
+    for file in &mut results {
+        if let std::borrow::Cow::Owned(p) = path::shown(&file.path) {
+            file.path = p;
+        }
+    }
     results.sort_by(|a, b| a.path.cmp(&b.path));
     let context = if query.mode == GrepMode::Content {
         query.context

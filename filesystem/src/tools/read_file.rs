@@ -11,13 +11,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::backend::{Backend, FsError, ReadPage};
+use crate::backend::{Backend, FsError, PageLine, ReadPage};
+use crate::paging::MAX_READ_CHARS;
 use crate::path;
 
-/// Chars of one line `read_file` prints before cutting it.
-pub const MAX_LINE_CHARS: usize = 2000;
-/// Chars of `read_file` output before it stops at a whole line.
-pub const MAX_READ_CHARS: usize = 50_000;
 /// Lines read when the call gives no `limit`.
 const DEFAULT_LIMIT: usize = 500;
 
@@ -64,15 +61,40 @@ impl FileTool for ReadFile {
     }
 }
 
+/// The printed form of one line: `cat -n` style, with the long-line
+/// marker when it was cut.
+fn format_line(n: usize, line: &PageLine) -> String {
+    match (line.more_chars, line.more_exact) {
+        (0, true) => format!("{n:>6}\t{}", line.text),
+        (more, true) => format!(
+            "{n:>6}\t{} ... [line truncated, {more} more chars]",
+            line.text
+        ),
+        (more, false) => format!(
+            "{n:>6}\t{} ... [line truncated, over {more} more chars]",
+            line.text
+        ),
+    }
+}
+
+/// "of <total>" in the paging footers, or what is said when the file was
+/// not counted to its end.
+fn of_total(total: Option<usize>) -> String {
+    match total {
+        Some(total) => format!(" of {total}"),
+        None => " of a file too large to count".to_string(),
+    }
+}
+
 /// Formats a read window (`cat -n` lines, truncation, paging footer).
 pub fn format_read(page: &ReadPage) -> Result<String, FsError> {
     if page.blank {
         return Ok("System reminder: File exists but has empty contents".to_string());
     }
-    if page.offset >= page.total {
+    if let Some(total) = page.total.filter(|t| page.offset >= *t) {
         return Err(FsError::OffsetPastEnd {
             offset: page.offset,
-            total: page.total,
+            total,
         });
     }
     let mut out = String::new();
@@ -80,22 +102,13 @@ pub fn format_read(page: &ReadPage) -> Result<String, FsError> {
     let mut shown = 0usize;
     for (i, line) in page.lines.iter().enumerate() {
         let n = page.offset + i + 1;
-        let formatted = match line.char_indices().nth(MAX_LINE_CHARS) {
-            Some((cut, _)) => {
-                let more = line[cut..].chars().count();
-                format!(
-                    "{n:>6}\t{} ... [line truncated, {more} more chars]",
-                    &line[..cut]
-                )
-            }
-            None => format!("{n:>6}\t{line}"),
-        };
+        let formatted = format_line(n, line);
         let added = formatted.chars().count() + usize::from(shown > 0);
         if chars + added > MAX_READ_CHARS && shown > 0 {
             let (a, b) = (page.offset + 1, page.offset + shown);
             out.push_str(&format!(
-                "\n[Output truncated at 50,000 chars. Showing lines {a}-{b} of {}. Use offset={b} to read more.]",
-                page.total
+                "\n[Output truncated at 50,000 chars. Showing lines {a}-{b}{}. Use offset={b} to read more.]",
+                of_total(page.total)
             ));
             return Ok(out);
         }
@@ -107,11 +120,11 @@ pub fn format_read(page: &ReadPage) -> Result<String, FsError> {
         shown += 1;
     }
     let last = page.offset + shown;
-    if last < page.total {
+    if page.total.is_none_or(|total| last < total) {
         out.push_str(&format!(
-            "\n[Showing lines {}-{last} of {}. Use offset={last} to read more.]",
+            "\n[Showing lines {}-{last}{}. Use offset={last} to read more.]",
             page.offset + 1,
-            page.total
+            of_total(page.total)
         ));
     }
     Ok(out)

@@ -49,6 +49,7 @@ impl FileTool for WriteFile {
 
     async fn run(backend: &dyn Backend, args: WriteFileArgs<'_>) -> Result<ToolOutput, ToolError> {
         let file = path::normalize(args.file_path)?;
+        path::check_new_name(&file)?;
         backend
             .write(&file, args.content, args.overwrite.unwrap_or(false))
             .await?;

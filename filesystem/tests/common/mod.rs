@@ -5,6 +5,8 @@
 use lc_agent_filesystem::{run_tool, Backend};
 use serde_json::{json, Value};
 
+pub mod edges;
+
 /// The fixture files (path, content).
 pub fn fixture() -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = [
@@ -147,7 +149,8 @@ pub fn table() -> Vec<Case> {
         case("read_file", json!({"file_path": "{R}/.git/config"}), "     1\t[core]"),
         case("read_file", json!({"file_path": "{R}/foo..bar.txt"}), "     1\tdots"),
         case("read_file", json!({"file_path": "C:\\x"}), "Error: Invalid path: C:\\x"),
-        case("read_file", json!({"file_path": "a\u{0}b"}), "Error: Invalid path: a\u{0}b"),
+        // A NUL byte is never echoed raw: control characters print escaped.
+        case("read_file", json!({"file_path": "a\u{0}b"}), "Error: Invalid path: a\\0b"),
         case("read_file", json!({"file_path": "{R}/a/../../etc/passwd"}), "Error: Path traversal not allowed: {R}/a/../../etc/passwd"),
         // write_file
         case("write_file", json!({"file_path": "{R}/new/dir/file.txt", "content": "x\ny"}), "Successfully wrote to {R}/new/dir/file.txt"),
@@ -258,13 +261,20 @@ pub fn table() -> Vec<Case> {
 /// returns every mismatch.
 pub async fn run_table(backend: &dyn Backend, prefix: &str) -> Vec<String> {
     load_fixture(backend, prefix).await;
+    run_cases(backend, prefix, table()).await
+}
+
+/// Runs `cases` through `backend` (`{R}` is `prefix`, `{r}` the prefix
+/// without its leading `/` and with a trailing one) and returns every
+/// mismatch.
+pub async fn run_cases(backend: &dyn Backend, prefix: &str, cases: Vec<Case>) -> Vec<String> {
     let rel = if prefix.is_empty() {
         String::new()
     } else {
         format!("{}/", &prefix[1..])
     };
     let mut failures = Vec::new();
-    for (i, case) in table().into_iter().enumerate() {
+    for (i, case) in cases.into_iter().enumerate() {
         let args: Value = serde_json::from_str(
             &serde_json::to_string(&case.args)
                 .unwrap()
@@ -282,8 +292,9 @@ pub async fn run_table(backend: &dyn Backend, prefix: &str) -> Vec<String> {
         let is_error = expected.starts_with("Error: ");
         if out.content != expected || (out.status == lc_agent::ToolStatus::Error) != is_error {
             failures.push(format!(
-                "#{i} {} {args}\n--- expected ({})\n{}\n--- got ({:?})\n{}",
+                "#{i} {} {}\n--- expected ({})\n{}\n--- got ({:?})\n{}",
                 case.tool,
+                trim(&args.to_string()),
                 if is_error { "error" } else { "ok" },
                 trim(&expected),
                 out.status,

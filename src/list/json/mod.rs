@@ -100,6 +100,46 @@ pub struct JsonNetworkList {
 struct Inner {
     root: PathBuf,
     indexes: Mutex<HashMap<String, Arc<Mutex<UserIndex>>>>,
+    /// The revision of each session file as last read or written, with the
+    /// file's stamp then: a revision check (and a save's conflict check)
+    /// is one `stat` while the file is unchanged, not a read of the whole
+    /// session.
+    revisions: Revisions,
+}
+
+/// A file's length, modification time and identity: any save (a new file
+/// renamed into place) changes it.
+type FileStamp = (u64, u64, Option<(u64, u64)>);
+
+/// Session file -> (its stamp, the revision it holds).
+#[derive(Default)]
+struct Revisions(Mutex<HashMap<PathBuf, (FileStamp, u64)>>);
+
+impl Revisions {
+    /// The revision in `path` if its stamp is still `meta`'s.
+    fn known(&self, path: &Path, meta: &fs::Metadata) -> Option<u64> {
+        let stamp = file_stamp(meta);
+        match self.0.lock().get(path) {
+            Some((s, revision)) if *s == stamp => Some(*revision),
+            _ => None,
+        }
+    }
+
+    fn remember(&self, path: &Path, meta: &fs::Metadata, revision: u64) {
+        let mut map = self.0.lock();
+        if map.len() > 100_000 {
+            map.clear();
+        }
+        map.insert(path.to_path_buf(), (file_stamp(meta), revision));
+    }
+
+    fn forget(&self, path: &Path) {
+        self.0.lock().remove(path);
+    }
+}
+
+fn file_stamp(meta: &fs::Metadata) -> FileStamp {
+    (meta.len(), mtime_ns(meta), identity(meta))
 }
 
 impl std::fmt::Debug for JsonNetworkList {
@@ -119,6 +159,7 @@ impl JsonNetworkList {
             inner: Arc::new(Inner {
                 root: root.into(),
                 indexes: Mutex::new(HashMap::new()),
+                revisions: Revisions::default(),
             }),
             user: DEFAULT_USER.to_string(),
         }
@@ -266,7 +307,11 @@ impl NetworkList for JsonNetworkList {
         let expected = stamped.expected;
         let json = std::mem::take(&mut stamped.written);
         let info = stamped.info.clone();
-        let result = blocking(move || save_blocking(&dir, &user, id, expected, json, info)).await;
+        let inner = self.inner.clone();
+        let result = blocking(move || {
+            save_blocking(&dir, &user, id, expected, json, info, &inner.revisions)
+        })
+        .await;
         if result.is_err() {
             stamped.restore(network);
         }
@@ -276,21 +321,53 @@ impl NetworkList for JsonNetworkList {
     async fn stored_revision(&self, id: Uuid) -> ListResult<Option<u64>> {
         let path = self.path_of(id);
         let user = self.user.clone();
-        blocking(move || match fs::read(&path) {
-            Ok(bytes) => Ok(info_from_json(&bytes, &user, Utc::now())
-                .ok()
-                .map(|i| i.revision)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
+        let inner = self.inner.clone();
+        blocking(move || {
+            let revisions = &inner.revisions;
+            let meta = match fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    revisions.forget(&path);
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if let Some(revision) = revisions.known(&path, &meta) {
+                return Ok(Some(revision));
+            }
+            match fs::read(&path) {
+                Ok(bytes) => {
+                    let revision = info_from_json(&bytes, &user, Utc::now())
+                        .ok()
+                        .map(|i| i.revision);
+                    if let Some(r) = revision {
+                        revisions.remember(&path, &meta, r);
+                    }
+                    Ok(revision)
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e.into()),
+            }
         })
         .await
     }
 
     async fn load(&self, id: Uuid) -> ListResult<RunnableNetwork> {
         let path = self.path_of(id);
+        let inner = self.inner.clone();
         blocking(move || {
+            // The stamp before the read: a file replaced meanwhile has
+            // another stamp, so it is never taken for this revision.
+            let meta = fs::metadata(&path).ok();
             let text = read_session(&path, id)?;
-            RunnableNetwork::from_json(&text).map_err(|e| corrupt(&path, Some(id), e.to_string()))
+            let net = RunnableNetwork::from_json(&text)
+                .map_err(|e| corrupt(&path, Some(id), e.to_string()))?;
+            if let Some(meta) = meta {
+                inner
+                    .revisions
+                    .remember(&path, &meta, crate::list::revision_of(&net));
+            }
+            Ok(net)
         })
         .await
     }
@@ -380,6 +457,7 @@ fn save_blocking(
     expected: u64,
     json: String,
     info: SessionInfo,
+    revisions: &Revisions,
 ) -> ListResult<SessionInfo> {
     let lock_dir = dir.join(LOCK_DIR);
     fs::create_dir_all(&lock_dir)?;
@@ -389,31 +467,48 @@ fn save_blocking(
         return Err(ListError::Deleted { id });
     }
     let path = session_path(dir, id);
-    match fs::read(&path) {
-        Ok(bytes) => match info_from_json(&bytes, user, Utc::now()) {
-            Ok(stored) if stored.revision > expected => {
-                return Err(ListError::Conflict {
-                    id,
-                    expected,
-                    found: stored.revision,
-                });
-            }
-            Ok(_) => {}
-            Err(reason) => {
-                let aside = dir.join(format!(
-                    "{id}.json.corrupt-{}",
-                    Utc::now().format("%Y%m%dT%H%M%S%.6fZ")
-                ));
-                tracing::warn!(path = %path.display(), aside = %aside.display(), %reason,
+    // The stored revision: known from the file's stamp when this process
+    // wrote or read it last, else read from the file.
+    let known = match fs::metadata(&path) {
+        Ok(meta) => revisions.known(&path, &meta),
+        Err(_) => None,
+    };
+    match known {
+        Some(stored) if stored > expected => {
+            return Err(ListError::Conflict {
+                id,
+                expected,
+                found: stored,
+            });
+        }
+        Some(_) => {}
+        None => match fs::read(&path) {
+            Ok(bytes) => match info_from_json(&bytes, user, Utc::now()) {
+                Ok(stored) if stored.revision > expected => {
+                    return Err(ListError::Conflict {
+                        id,
+                        expected,
+                        found: stored.revision,
+                    });
+                }
+                Ok(_) => {}
+                Err(reason) => {
+                    let aside = dir.join(format!(
+                        "{id}.json.corrupt-{}",
+                        Utc::now().format("%Y%m%dT%H%M%S%.6fZ")
+                    ));
+                    tracing::warn!(path = %path.display(), aside = %aside.display(), %reason,
                     "saving over a corrupt session file; the old file is kept aside");
-                fs::rename(&path, &aside)?;
-            }
+                    fs::rename(&path, &aside)?;
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
         },
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e.into()),
     }
     write_atomic(&path, json.as_bytes())?;
     let meta = fs::metadata(&path)?;
+    revisions.remember(&path, &meta, info.revision);
     let (before, after) = append_index(
         dir,
         &IndexLine::Put(Box::new(Entry::new(info.clone(), mtime_ns(&meta))?)),

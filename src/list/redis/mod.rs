@@ -271,6 +271,15 @@ impl RedisNetworkList {
         })
     }
 
+    /// The same store and user, with this TTL (see the builder's
+    /// [`ttl`](RedisNetworkListBuilder::ttl)); shares the connection.
+    pub fn with_ttl(&self, ttl: Option<Duration>) -> Self {
+        Self {
+            ttl,
+            ..self.clone()
+        }
+    }
+
     /// The connector (and connection) this list uses: share it with a
     /// `RedisStore`, or run commands of your own on it.
     pub fn connector(&self) -> &RedisConnector {

@@ -1,0 +1,260 @@
+//! The chat's slash commands: lines that start with `/` are never sent to
+//! the model.
+//!
+//! ```text
+//!  "/todos" ─▶ Command::parse ─▶ run(agent) ─▶ stdout (what was asked)
+//!                                          └─▶ Action: stay | quit | switch session | run (/continue)
+//! ```
+//!
+//! An unknown `/word` says so and lists the commands; a line that starts
+//! with `//` is sent as `/...` (the way to write a message that starts
+//! with a slash).
+
+use std::fmt::Write as _;
+
+use lc_agent::{ChatNode, ListQuery, OpenAiChatModel};
+use lc_agent_deepagent::todos::{todos_of, TodoStatus};
+
+use crate::agent::Agent;
+use crate::console::{out, usage_of, TurnStats};
+
+/// Every command and what it does (for `/help` and Tab).
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
+    ("/help", "this list"),
+    (
+        "/model",
+        "the model; `/model NAME` switches to NAME (OpenAI-compatible server)",
+    ),
+    (
+        "/tokens",
+        "tokens used in this session, its cost and how full the context is",
+    ),
+    ("/todos", "the agent's todo list"),
+    ("/files", "the session's files"),
+    ("/sessions", "your recent sessions"),
+    (
+        "/resume",
+        "`/resume ID` continues another session (an id prefix is enough)",
+    ),
+    ("/new", "starts a new session"),
+    (
+        "/compact",
+        "summarize now (not yet: summaries come by themselves near the context window)",
+    ),
+    (
+        "/undo",
+        "go back to before your last message (the undone turn stays in the graph)",
+    ),
+    (
+        "/continue",
+        "go on with an answer cut off at the model's output limit",
+    ),
+    (
+        "/approve",
+        "`/approve all`, `/approve ask` or `/approve TOOL`: the approval policy",
+    ),
+    ("/exit", "save and quit (Ctrl-D does the same)"),
+];
+
+/// What the chat does after a command.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Read the next line.
+    Stay,
+    /// Save and quit.
+    Quit,
+    /// Close this session and open another (`None`: a new one).
+    Switch(Option<String>),
+    /// Run what the network has pending (a `/continue` turn).
+    Run,
+    /// Send this text to the model (a `//` line).
+    Send(String),
+}
+
+/// Whether `line` is a command (starts with one `/`).
+pub(crate) fn is_command(line: &str) -> bool {
+    line.starts_with('/')
+}
+
+/// Runs the command `line` (see [`COMMANDS`]).
+pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
+    if let Some(text) = line.strip_prefix("//") {
+        return Action::Send(format!("/{text}"));
+    }
+    let mut words = line.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let rest: Vec<&str> = words.collect();
+    let rest = rest.join(" ");
+    match name {
+        "/help" | "/?" => {
+            let mut text = String::from("Commands (never sent to the model):\n");
+            for (name, what) in COMMANDS {
+                let _ = writeln!(text, "  {name:<10} {what}");
+            }
+            text.push_str(
+                "Keys: Up/Down history, Ctrl-R search, Tab completes commands and paths, \
+                 Alt-Enter or a line ending in \\ goes on below, Ctrl-C cancels a turn, \
+                 Ctrl-C twice or Ctrl-D quits.\n",
+            );
+            out(&text);
+            Action::Stay
+        }
+        "/exit" | "/quit" => Action::Quit,
+        "/new" => Action::Switch(None),
+        "/resume" if rest.is_empty() => {
+            out("give the session: /resume ID (see /sessions)\n");
+            Action::Stay
+        }
+        "/resume" => Action::Switch(Some(rest)),
+        "/model" => model(agent, &rest),
+        "/tokens" => {
+            out(&format!("{}\n", tokens(agent)));
+            Action::Stay
+        }
+        "/todos" => {
+            let todos = todos_of(&agent.net);
+            if todos.is_empty() {
+                out("no todos\n");
+            }
+            for todo in todos {
+                let mark = match todo.status {
+                    TodoStatus::Completed => "[x]",
+                    TodoStatus::InProgress => "[~]",
+                    _ => "[ ]",
+                };
+                out(&format!("{mark} {}\n", todo.content));
+            }
+            Action::Stay
+        }
+        "/files" => {
+            let files = agent.net.files();
+            if files.is_empty() {
+                out("the session has no files of its own\n");
+            }
+            for (path, file) in files.iter() {
+                out(&format!("{path}  ({} lines)\n", file.content.len()));
+            }
+            Action::Stay
+        }
+        "/sessions" => {
+            sessions(agent).await;
+            Action::Stay
+        }
+        "/undo" => {
+            match agent.undo() {
+                Some(text) => out(&format!(
+                    "undone: {}\nyour next message goes where it was (the undone turn stays in the session's graph)\n",
+                    crate::console::cut(&text, 70)
+                )),
+                None => out("nothing to undo\n"),
+            }
+            Action::Stay
+        }
+        "/continue" => match agent.net.continue_cut_off() {
+            Ok(Some(_)) => Action::Run,
+            Ok(None) => {
+                out("the last answer is complete; nothing to continue\n");
+                Action::Stay
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                Action::Stay
+            }
+        },
+        "/approve" => {
+            if let Ok(mut policy) = agent.policy.lock() {
+                match rest.as_str() {
+                    "" => {}
+                    "all" => policy.all = true,
+                    "ask" => {
+                        policy.all = false;
+                        policy.tools.clear();
+                    }
+                    tool => {
+                        policy.tools.insert(tool.to_string());
+                    }
+                }
+                out(&format!("approvals: {}\n", policy.describe()));
+            }
+            Action::Stay
+        }
+        "/compact" => {
+            out(
+                "summaries are written when a request nears the context window \
+                 (see /tokens); writing one on demand is not available yet\n",
+            );
+            Action::Stay
+        }
+        other => {
+            out(&format!(
+                "unknown command {other}; /help lists them (start a message with // to send a slash)\n"
+            ));
+            Action::Stay
+        }
+    }
+}
+
+/// `/model [NAME]`.
+fn model(agent: &Agent, name: &str) -> Action {
+    let current = agent
+        .net
+        .chat_model_name()
+        .filter(|n| n != lc_agent_deepagent::deep_agent::MAIN_MODEL)
+        .unwrap_or_else(|| agent.model_name.clone());
+    if name.is_empty() {
+        out(&format!("model: {current}\n"));
+        return Action::Stay;
+    }
+    if current == "scripted" {
+        out("a scripted model (--script) has no other models\n");
+        return Action::Stay;
+    }
+    match OpenAiChatModel::builder().model(name.to_string()).build() {
+        Ok(model) => {
+            agent.net.register_model(name, model);
+            agent.net.set_chat_model_name(Some(name.to_string()));
+            out(&format!("model: {name} (was {current})\n"));
+        }
+        Err(e) => out(&format!(
+            "cannot use {name}: {}\n",
+            crate::error::in_cli_terms(&e.to_string())
+        )),
+    }
+    Action::Stay
+}
+
+/// `/tokens`: the session's usage, summed over its model calls.
+pub(crate) fn tokens(agent: &Agent) -> String {
+    let mut stats = TurnStats::default();
+    for node in agent.net.nodes() {
+        if node.kind() == ChatNode::KIND {
+            if let Some((model, usage)) = usage_of(&node) {
+                stats.add(&model, usage, agent.screen.prices());
+            }
+        }
+    }
+    format!("session: {}", stats.describe(agent.screen.context_window()))
+}
+
+/// `/sessions`: the ten most recent.
+async fn sessions(agent: &Agent) {
+    let query = ListQuery {
+        limit: 10,
+        ..ListQuery::default()
+    };
+    match agent.list.list(&query).await {
+        Ok(page) => {
+            for s in page.sessions {
+                let here = if s.id == agent.net.id() { "*" } else { " " };
+                out(&format!(
+                    "{here} {}  {}  {}\n",
+                    &s.id.to_string()[..8],
+                    s.updated_at.format("%Y-%m-%d %H:%M"),
+                    s.name
+                ));
+            }
+            out("(/resume ID continues one)\n");
+        }
+        Err(e) => eprintln!("error: the sessions cannot be listed: {e}"),
+    }
+}

@@ -1,0 +1,242 @@
+//! What the CLI says to a person, piped (scripts, CI): library warnings on
+//! stderr, retries reported, answers cut off or empty said with what to
+//! do next, slash commands kept from the model, titled sessions, a closed
+//! stdout being a quiet success. The model is the real binary's
+//! OpenAI-compatible client against a tiny server on loopback
+//! (`support/model_server.rs`), or a scripted model.
+
+mod common;
+#[path = "support/model_server.rs"]
+mod model_server;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use model_server::{ModelServer, Reply};
+
+/// Runs `lc-agent <args> --sessions <dir>/sessions` against `server`
+/// (offline otherwise), with this stdin.
+fn with_server(dir: &Path, server: &ModelServer, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(args)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .env("OPENAI_BASE_URL", &server.base_url)
+        .env("OPENAI_MODEL", "test-model")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .env("LC_AGENT_HOME", dir.join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn sessions_list(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["sessions", "--sessions"])
+        .arg(dir.join("sessions"))
+        .arg("list")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_malformed_skill_is_a_warning_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(skills.join("broken")).unwrap();
+    std::fs::write(skills.join("broken/SKILL.md"), "no front matter here\n").unwrap();
+    let out = common::lc_agent(
+        dir.path(),
+        &["run", "Hello."],
+        r#"[{"content": "Hi."}]"#,
+        &["--skills", skills.to_str().unwrap()],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: skipping a skill"), "{stderr}");
+    assert!(stderr.contains("SKILL.md"), "names the file: {stderr}");
+    // -q keeps warnings off.
+    let quiet = common::lc_agent(
+        dir.path(),
+        &["run", "Hello.", "-q"],
+        r#"[{"content": "Hi."}]"#,
+        &["--skills", skills.to_str().unwrap()],
+        "",
+    );
+    assert!(
+        !text(&quiet.stderr).contains("warning:"),
+        "{}",
+        text(&quiet.stderr)
+    );
+}
+
+#[test]
+fn a_retry_is_reported_with_status_wait_and_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![Reply::error(429), Reply::answer("Fine.", "stop")]);
+    let out = with_server(dir.path(), &server, &["run", "Hello."], "");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout), "Fine.\n");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("warning: model request failed; retrying"))
+        .unwrap_or_else(|| panic!("no retry line: {stderr}"));
+    assert!(line.contains("attempt 1 of"), "{line}");
+    assert!(line.contains("wait 0.0 s"), "{line}");
+    assert!(line.contains("429"), "{line}");
+    assert_eq!(server.chat_requests().len(), 2);
+}
+
+#[test]
+fn a_cut_off_answer_says_continue_and_continue_asks_the_model_to_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        Reply::answer("The first half", "length"),
+        Reply::answer(" and the rest.", "stop"),
+    ]);
+    let out = with_server(dir.path(), &server, &["chat"], "Tell me.\n/continue\n");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: the answer was cut off") && stderr.contains("/continue"),
+        "{stderr}"
+    );
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(requests[1].contains("Continue exactly where it stopped"));
+    assert_eq!(text(&out.stdout), "The first half\n and the rest.\n");
+}
+
+#[test]
+fn an_empty_final_answer_is_a_warning_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::lc_agent(
+        dir.path(),
+        &["run", "Hello."],
+        r#"[{"content": ""}]"#,
+        &[] as &[&str],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("warning: the model answered with nothing"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error: the model's answer was empty"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn slash_commands_never_reach_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![Reply::answer("Hello there.", "stop")]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat"],
+        "/help\n/tokens\n/nonsense\nHi!\n/tokens\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("/undo"), "{stdout}");
+    assert!(stdout.contains("unknown command /nonsense"), "{stdout}");
+    assert!(stdout.contains("session: no token counts"), "{stdout}");
+    assert!(stdout.contains("session: 1,200 in · 34 out"), "{stdout}");
+    assert!(stdout.contains("Hello there."), "{stdout}");
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 1, "only the message: {requests:?}");
+    assert!(!requests[0].contains("/help"));
+}
+
+#[test]
+fn sessions_are_titled_and_a_chat_without_an_answer_is_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing said: no session.
+    let out = common::lc_agent(dir.path(), &["chat"], "[]", &[] as &[&str], "/exit\n");
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("no session saved"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&sessions_list(dir.path()).stdout).contains("0-0 of 0"));
+
+    let out = common::lc_agent(
+        dir.path(),
+        &["chat"],
+        r#"[{"content": "A poem."}]"#,
+        &[] as &[&str],
+        "Please write a short poem about the sea, the sky and the moon over the harbour tonight\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&sessions_list(dir.path()).stdout);
+    assert!(
+        listing.contains("Please write a short poem about the sea, the sky and the…"),
+        "{listing}"
+    );
+}
+
+#[test]
+fn a_closed_stdout_is_a_quiet_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::lc_agent(
+        dir.path(),
+        &["run", "Hello."],
+        r#"[{"content": "Hi."}]"#,
+        &[] as &[&str],
+        "",
+    );
+    assert!(out.status.success());
+    for _ in 0..3 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+            .args(["sessions", "--sessions"])
+            .arg(dir.path().join("sessions"))
+            .arg("list")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before anything is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "");
+    }
+}
+
+#[test]
+fn a_missing_model_name_speaks_of_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Hello.", "--sessions"])
+        .arg(dir.path().join("sessions"))
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--model NAME"), "{stderr}");
+    assert!(!stderr.contains(".model(..)"), "{stderr}");
+}

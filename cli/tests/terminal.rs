@@ -1,0 +1,258 @@
+//! `lc-agent chat` in a real pseudo-terminal (tmux), as a person uses it:
+//! rendered Markdown, history on Up, slash commands that never reach the
+//! model, Ctrl-C cancelling a turn, Ctrl-D quitting with the resume line,
+//! a malformed skill's warning. The model is scripted (`--script`); a
+//! command that reached it would use up its one turn. Under `CI=true`
+//! a missing tmux fails the test instead of skipping it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux server of its own, with one pane running a command.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `command` (a shell line) in a 100x40 pane; `None` when tmux
+    /// is missing outside CI.
+    fn start(command: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(
+                std::env::var("CI").is_err(),
+                "tmux is needed for the terminal tests under CI"
+            );
+            eprintln!("skipping: no tmux");
+            return None;
+        }
+        let socket = format!("lc-agent-test-{}-{}", std::process::id(), uuid_like());
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                "-s",
+                "t",
+            ])
+            // The pane stays after the program ends, with its exit code.
+            .arg(format!("{command}; echo \"[exit $?]\"; sleep 600"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Some(Self { socket })
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        self.keys(&["-l", text]);
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows what `ready` looks for.
+    fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            if start.elapsed() > Duration::from_secs(90) {
+                panic!("waited 90 s for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        self.wait_for(text, |s| s.contains(text))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::SeqCst).to_string()
+}
+
+/// `lc-agent chat --script FILE --sessions DIR <extra>` as a shell line,
+/// offline, its home under `dir`.
+fn chat_command(dir: &Path, script: serde_json::Value, extra: &str) -> String {
+    let script_path = dir.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    format!(
+        "env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u RUST_LOG -u NO_COLOR LC_AGENT_HOME={home} {bin} chat --script {script} --sessions {sessions} {extra}",
+        home = dir.join("home").display(),
+        bin = PathBuf::from(env!("CARGO_BIN_EXE_lc-agent")).display(),
+        script = script_path.display(),
+        sessions = dir.join("sessions").display(),
+    )
+}
+
+/// The screen with ids, times and token figures that vary redacted.
+fn redacted(screen: &str) -> String {
+    let uuid =
+        regex::Regex::new(r"[0-9a-f]{8}(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?")
+            .unwrap();
+    let seconds = regex::Regex::new(r"\d+\.\d+ ?s\b").unwrap();
+    let ms = regex::Regex::new(r"\d+\.\d+ ms").unwrap();
+    let text = uuid.replace_all(screen, "[id]");
+    let text = seconds.replace_all(&text, "[time]");
+    let text = ms.replace_all(&text, "[ms]");
+    text.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_end()
+        .to_string()
+}
+
+#[test]
+fn a_chat_on_a_terminal_renders_markdown_and_keeps_commands_from_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    // One turn only: a command that reached the model would use it up.
+    let script = serde_json::json!([{
+        "content": "# Plan\n\nThis is **important** and `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n"
+    }]);
+    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, "")) else {
+        return;
+    };
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("/help");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Ctrl-R search");
+    tmux.type_text("Make a plan");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("fn main() {}");
+    let screen = tmux.wait_for("the footer", |s| s.contains("─ no token counts"));
+    // Rendered: no Markdown markers left.
+    assert!(screen.contains("important"), "{screen}");
+    assert!(!screen.contains("**important**"), "{screen}");
+    assert!(!screen.contains("# Plan"), "{screen}");
+    assert!(!screen.contains("```"), "{screen}");
+    assert!(!screen.contains("|---|"), "{screen}");
+    // Up recalls the last line.
+    tmux.keys(&["Up"]);
+    tmux.wait_for("the recalled line", |s| {
+        s.lines()
+            .last_non_empty()
+            .is_some_and(|l| l.contains("› Make a plan"))
+    });
+    tmux.keys(&["C-u"]);
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_text("[exit 0]");
+    assert!(
+        screen.contains("to resume: lc-agent chat --session "),
+        "{screen}"
+    );
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("terminal_chat_markdown", redacted(&screen));
+    });
+}
+
+trait LastNonEmpty<'a> {
+    fn last_non_empty(self) -> Option<&'a str>;
+}
+
+impl<'a, I: DoubleEndedIterator<Item = &'a str>> LastNonEmpty<'a> for I {
+    fn last_non_empty(mut self) -> Option<&'a str> {
+        self.rfind(|l| !l.trim().is_empty())
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_the_next_message_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = serde_json::json!([
+        {"content": "Ready."},
+        {"content": "Too late.", "delay_ms": 60000},
+        {"content": "Right away."}
+    ]);
+    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, "")) else {
+        return;
+    };
+    tmux.wait_text("/help lists the commands");
+    // A first turn loads the token counter (seconds in a debug build), so
+    // the Ctrl-C below lands while the model itself takes its time.
+    tmux.type_text("Take your time");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Ready.");
+    tmux.type_text("And again");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("thinking");
+    tmux.keys(&["C-c"]);
+    tmux.wait_text("turn cancelled");
+    tmux.type_text("Now quickly");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the prompt after the answer", |s| {
+        s.contains("Right away.") && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
+    // Ctrl-C twice at the prompt quits with the resume line.
+    tmux.keys(&["C-c"]);
+    tmux.wait_text("Ctrl-C again or Ctrl-D quits");
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_text("[exit 0]");
+    assert!(!screen.contains("Too late."), "{screen}");
+    assert!(
+        screen.contains("to resume: lc-agent chat --session "),
+        "{screen}"
+    );
+    // The session keeps both questions and the one answer.
+    let listing = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["sessions", "--sessions"])
+        .arg(dir.path().join("sessions"))
+        .arg("list")
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(listing.contains("Take your time"), "titled: {listing}");
+}
+
+#[test]
+fn a_malformed_skill_warns_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills/broken");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("SKILL.md"), "no front matter\n").unwrap();
+    let extra = format!("--skills {}", dir.path().join("skills").display());
+    let script = serde_json::json!([{"content": "Hi."}]);
+    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, &extra)) else {
+        return;
+    };
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("Hello");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("Hi.");
+    assert!(screen.contains("warning: skipping a skill"), "{screen}");
+}

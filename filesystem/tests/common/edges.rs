@@ -1,0 +1,228 @@
+//! Files at the edges, the same on every backend: huge lines, NUL bytes
+//! past the first 8 KiB, files too large to count, control characters in
+//! names, bytes that are not UTF-8.
+
+use lc_agent_filesystem::{
+    Backend, FileOpError, GREP_LINE_LIMIT, MAX_LINE_CHARS, READ_SCAN_BUDGET,
+};
+use serde_json::json;
+
+use super::{case, Case};
+
+/// Lines before the NUL bytes of `/late_nul.txt` (well past 8 KiB).
+const LATE_NUL_LINES: usize = 2000;
+/// The length of the one long line of `/two_mib.txt`.
+const TWO_MIB: usize = 2 << 20;
+/// The length of the first line of `/over.txt`: past the scan budget and
+/// past grep's line limit.
+fn over_len() -> usize {
+    READ_SCAN_BUDGET as usize + (1 << 20)
+}
+/// Lines of 999 chars in `/counted.txt`: more bytes than the scan budget.
+fn counted_lines() -> usize {
+    READ_SCAN_BUDGET as usize / 1000 + 1000
+}
+
+fn late_nul() -> String {
+    let mut text: String = (0..LATE_NUL_LINES)
+        .map(|i| format!("text line {i:04}\n"))
+        .collect();
+    text.push_str("\0\0\0\nafter\n");
+    text
+}
+
+/// The edge fixture (path, content): all text a model could write.
+pub fn fixture() -> Vec<(String, String)> {
+    vec![
+        ("/late_nul.txt".into(), late_nul()),
+        (
+            "/two_mib.txt".into(),
+            format!("{}\nend\n", "a".repeat(TWO_MIB)),
+        ),
+        (
+            "/over.txt".into(),
+            format!("{}\nlast\n", "x".repeat(over_len())),
+        ),
+        (
+            "/counted.txt".into(),
+            format!("{}\n", "y".repeat(999)).repeat(counted_lines()),
+        ),
+        ("/ok.txt".into(), "fine\n".into()),
+    ]
+}
+
+/// Writes the edge fixture through a backend, every path under `prefix`.
+pub async fn load(backend: &dyn Backend, prefix: &str) {
+    for (path, content) in fixture() {
+        backend
+            .write(&format!("{prefix}{path}"), &content, true)
+            .await
+            .unwrap_or_else(|e| panic!("edge fixture {path}: {e}"));
+    }
+}
+
+/// The edge table (items 13 and 14 of issue 21). `{R}` is the route prefix.
+pub fn table() -> Vec<Case> {
+    let late_size = late_nul().len();
+    let y = "y".repeat(999);
+    let x_shown = "x".repeat(MAX_LINE_CHARS);
+    // Kept: 4 * 2000 + 4 bytes, of which 2000 are shown; then the budget.
+    let over_more = 4 * MAX_LINE_CHARS + 4 - MAX_LINE_CHARS + READ_SCAN_BUDGET as usize;
+    let limit_mib = GREP_LINE_LIMIT >> 20;
+    vec![
+        // 13: a NUL byte past the first 8 KiB is binary too, wherever read.
+        case("read_file", json!({"file_path": "{R}/late_nul.txt", "limit": 3}), format!("Error: {{R}}/late_nul.txt is a binary file ({late_size} bytes)")),
+        case("read_file", json!({"file_path": "{R}/late_nul.txt", "offset": 2001}), format!("Error: {{R}}/late_nul.txt is a binary file ({late_size} bytes)")),
+        case("grep", json!({"pattern": "text line 0001", "path": "{R}/late_nul.txt"}), "No matches found"),
+        case("grep", json!({"pattern": "text line 0001", "path": "{R}/", "output_mode": "content"}), format!("Note: {{R}}/over.txt was not searched: it has a line longer than {limit_mib} MiB.\nNo matches found")),
+        case("grep", json!({"pattern": "after", "path": "{R}/late_nul.txt", "output_mode": "count"}), "No matches found"),
+        case("edit_file", json!({"file_path": "{R}/late_nul.txt", "old_string": "after", "new_string": "b"}), "Error: {R}/late_nul.txt is a binary file (".to_string() + &late_size.to_string() + " bytes)"),
+        // 13: a long line is cut, and the rest of it counted exactly...
+        case("read_file", json!({"file_path": "{R}/two_mib.txt"}), format!("     1\t{} ... [line truncated, {} more chars]\n     2\tend", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
+        case("grep", json!({"pattern": "^a+$", "path": "{R}/two_mib.txt", "output_mode": "content"}), format!("{{R}}/two_mib.txt:1:{} ... [line truncated, {} more chars]", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
+        case("grep", json!({"pattern": "end", "path": "{R}/two_mib.txt", "output_mode": "content", "context": 1}), format!("{{R}}/two_mib.txt-1-{} ... [line truncated, {} more chars]\n{{R}}/two_mib.txt:2:end", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
+        // ...until the scan budget: then "over", and the total is not counted.
+        case("read_file", json!({"file_path": "{R}/over.txt"}), format!("     1\t{x_shown} ... [line truncated, over {over_more} more chars]\n[Showing lines 1-1 of a file too large to count. Use offset=1 to read more.]")),
+        case("read_file", json!({"file_path": "{R}/over.txt", "offset": 1}), "     2\tlast"),
+        case("read_file", json!({"file_path": "{R}/over.txt", "offset": 2}), "Error: Line offset 2 exceeds file length (2 lines)"),
+        // grep does not hold a line longer than its limit: the file is named.
+        case("grep", json!({"pattern": "last", "path": "{R}/"}), format!("Note: {{R}}/over.txt was not searched: it has a line longer than {limit_mib} MiB.\nNo matches found")),
+        case("grep", json!({"pattern": "fine|end", "path": "{R}/"}), format!("Note: {{R}}/over.txt was not searched: it has a line longer than {limit_mib} MiB.\n{{R}}/ok.txt\n{{R}}/two_mib.txt")),
+        // 13: the footer does not count a huge file to its end.
+        case("read_file", json!({"file_path": "{R}/counted.txt", "limit": 2}), format!("     1\t{y}\n     2\t{y}\n[Showing lines 1-2 of a file too large to count. Use offset=2 to read more.]")),
+        case("read_file", json!({"file_path": "{R}/counted.txt", "offset": counted_lines() - 1}), format!("{:>6}\t{y}", counted_lines())),
+        case("read_file", json!({"file_path": "{R}/counted.txt", "offset": counted_lines() + 5}), format!("Error: Line offset {} exceeds file length ({} lines)", counted_lines() + 5, counted_lines())),
+        case("read_file", json!({"file_path": "{R}/counted.txt", "offset": 10, "limit": 100}), {
+            let lines: Vec<String> = (11..=59).map(|n| format!("{n:>6}\t{y}")).collect();
+            format!("{}\n[Output truncated at 50,000 chars. Showing lines 11-59 of a file too large to count. Use offset=59 to read more.]", lines.join("\n"))
+        }),
+        // 14: control characters are refused in new names...
+        case("write_file", json!({"file_path": "{R}/evil\nname.txt", "content": "x"}), "Error: Invalid path: {R}/evil\\nname.txt (file names cannot contain control characters)"),
+        case("write_file", json!({"file_path": "{R}/tab\there/x.txt", "content": "x"}), "Error: Invalid path: {R}/tab\\there/x.txt (file names cannot contain control characters)"),
+        case("write_file", json!({"file_path": "{R}/esc\u{1b}[31m.txt", "content": "x"}), "Error: Invalid path: {R}/esc\\u{1b}[31m.txt (file names cannot contain control characters)"),
+        case("write_file", json!({"file_path": "{R}/c1\u{85}.txt", "content": "x"}), "Error: Invalid path: {R}/c1\\u{85}.txt (file names cannot contain control characters)"),
+        case("edit_file", json!({"file_path": "{R}/ok\r.txt", "old_string": "a", "new_string": "b"}), "Error: Invalid path: {R}/ok\\r.txt (file names cannot contain control characters)"),
+        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/late_nul.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/two_mib.txt"),
+        // ...and a path argument is echoed escaped (a NUL never raw).
+        case("read_file", json!({"file_path": "{R}/nope\n.txt"}), "Error: File not found: {R}/nope\\n.txt"),
+        case("ls", json!({"path": "{R}/a\u{0}b"}), "Error: Invalid path: {R}/a\\0b"),
+        case("grep", json!({"pattern": "x", "path": "{R}/no\tpe"}), "Error: Path not found: {R}/no\\tpe"),
+        case("glob", json!({"pattern": "*", "path": "{R}/no\u{7f}pe"}), "Error: Path not found: {R}/no\\u{7f}pe"),
+    ]
+}
+
+/// Names with control characters that exist already (made by another
+/// program: a shell, an old session), planted by each backend's test.
+pub const ODD_NAMES: [&str; 2] = ["/odd/evil\nname.txt", "/odd/tab\tname.txt"];
+
+/// What `ls`, `glob` and `grep` print for [`ODD_NAMES`] (content
+/// `"needle\n"`): one escaped path per line.
+pub fn odd_table() -> Vec<Case> {
+    vec![
+        case("ls", json!({"path": "{R}/odd"}), "{R}/odd/evil\\nname.txt\n{R}/odd/tab\\tname.txt"),
+        case("ls", json!({"path": "{R}/odd", "recursive": true}), "{R}/odd/evil\\nname.txt\n{R}/odd/tab\\tname.txt"),
+        case("glob", json!({"pattern": "*.txt", "path": "{R}/odd"}), "{R}/odd/evil\\nname.txt\n{R}/odd/tab\\tname.txt"),
+        case("grep", json!({"pattern": "needle", "path": "{R}/odd"}), "{R}/odd/evil\\nname.txt\n{R}/odd/tab\\tname.txt"),
+        case("grep", json!({"pattern": "needle", "path": "{R}/odd", "output_mode": "content"}), "{R}/odd/evil\\nname.txt:1:needle\n{R}/odd/tab\\tname.txt:1:needle"),
+        case("grep", json!({"pattern": "needle", "path": "{R}/odd", "output_mode": "count"}), "{R}/odd/evil\\nname.txt: 1\n{R}/odd/tab\\tname.txt: 1"),
+        case("read_file", json!({"file_path": "{R}/odd/evil\nname.txt"}), "     1\tneedle"),
+        case("read_file", json!({"file_path": "{R}/odd/evil\nname.txt", "offset": 3}), "Error: Line offset 3 exceeds file length (1 lines)"),
+        // An existing odd name is not rewritten either.
+        case("edit_file", json!({"file_path": "{R}/odd/tab\tname.txt", "old_string": "needle", "new_string": "pin"}), "Error: Invalid path: {R}/odd/tab\\tname.txt (file names cannot contain control characters)"),
+    ]
+}
+
+/// Uploaded bytes (item 15): what each kind of backend does with them.
+pub struct Upload {
+    /// The path uploaded to.
+    pub path: &'static str,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// Whether they are UTF-8 text (every backend keeps those exactly).
+    pub text: bool,
+}
+
+/// Uploads every backend must keep exactly (text) or keep exactly / refuse
+/// with `invalid_path` (other bytes; directory backends keep them).
+pub fn uploads() -> Vec<Upload> {
+    let png: Vec<u8> = [
+        0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 0xFF, 0xD8,
+    ]
+    .into_iter()
+    .chain((0..=255u8).rev())
+    .collect();
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend("héllo\r\n".encode_utf16().flat_map(u16::to_le_bytes));
+    vec![
+        Upload {
+            path: "/up/image.png",
+            bytes: png,
+            text: false,
+        },
+        Upload {
+            path: "/up/latin1.txt",
+            bytes: b"caf\xe9\n".to_vec(),
+            text: false,
+        },
+        Upload {
+            path: "/up/utf16.txt",
+            bytes: utf16,
+            text: false,
+        },
+        Upload {
+            path: "/up/text.txt",
+            bytes: "héllo\r\nwörld\n\0nul".as_bytes().to_vec(),
+            text: true,
+        },
+        Upload {
+            path: "/up/empty.txt",
+            bytes: Vec::new(),
+            text: true,
+        },
+    ]
+}
+
+/// Uploads through `backend` (under `prefix`) and checks what comes back:
+/// `keeps_binary` for directory backends. Returns every mismatch.
+pub async fn check_uploads(backend: &dyn Backend, prefix: &str, keeps_binary: bool) -> Vec<String> {
+    let mut failures = Vec::new();
+    for up in uploads() {
+        let path = format!("{prefix}{}", up.path);
+        let kept = up.text || keeps_binary;
+        let result = backend
+            .upload_files(vec![(path.clone(), up.bytes.clone())])
+            .await;
+        let expected = (!kept).then_some(FileOpError::InvalidPath);
+        if result[0].error != expected {
+            failures.push(format!(
+                "upload {path}: {:?}, expected {expected:?}",
+                result[0].error
+            ));
+        }
+        let back = backend.download_files(vec![path.clone()]).await.remove(0);
+        let expected = if kept { Some(up.bytes.clone()) } else { None };
+        if back.content != expected {
+            failures.push(format!(
+                "download {path}: {:?}, expected {:?}",
+                back.content.as_ref().map(|b| &b[..b.len().min(20)]),
+                expected.as_ref().map(|b| &b[..b.len().min(20)])
+            ));
+        }
+        if !kept && back.error != Some(FileOpError::FileNotFound) {
+            failures.push(format!(
+                "download {path}: {:?}, expected file_not_found",
+                back.error
+            ));
+        }
+    }
+    // A name with a control character is refused on every backend.
+    let odd = format!("{prefix}/up/evil\nname.txt");
+    let result = backend.upload_files(vec![(odd, b"x".to_vec())]).await;
+    if result[0].error != Some(FileOpError::InvalidPath) {
+        failures.push(format!(
+            "upload with a newline in the name: {:?}",
+            result[0].error
+        ));
+    }
+    failures
+}

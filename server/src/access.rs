@@ -1,0 +1,107 @@
+//! The access log: one line per request, in a span with the request's id.
+//!
+//! ```text
+//!  request ─▶ id: its x-request-id (1-64 of A-Z a-z 0-9 . _ -) or a new one
+//!          ─▶ span "request" {id, method, route}   (everything the request logs is in it)
+//!          ─▶ handler (User records the user)
+//!          ─▶ one line, target lc_agent_server::access:
+//!             method route path status duration_ms user session id
+//!          ─▶ the answer carries x-request-id
+//! ```
+//!
+//! The path is logged without its query (a `?token=` never reaches the
+//! log). `duration_ms` is the time to the answer's head: a streamed
+//! answer's stream goes on after it. The session is the one in the path,
+//! or the one the answer names (`x-lc-agent-session`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use parking_lot::Mutex;
+use tracing::Instrument;
+
+/// The header carrying a request's id (in and out).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// What a handler tells the access log (the user, once known).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AccessNote(Arc<Mutex<Option<String>>>);
+
+impl AccessNote {
+    /// Records the request's user.
+    pub(crate) fn user(&self, user: &str) {
+        *self.0.lock() = Some(user.to_string());
+    }
+}
+
+fn request_id(request: &Request) -> String {
+    let given = request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        });
+    match given {
+        Some(id) => id.to_string(),
+        None => uuid::Uuid::new_v4().simple().to_string(),
+    }
+}
+
+/// The session id in `/api/sessions/{id}/...`, if any.
+fn session_in_path(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api/sessions/")?;
+    let id = rest.split('/').next()?;
+    uuid::Uuid::parse_str(id).ok().map(|_| id)
+}
+
+/// Middleware: the request's span and its access line.
+pub(crate) async fn log(mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request_id(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| "(none)".to_string());
+    let note = AccessNote::default();
+    request.extensions_mut().insert(note.clone());
+    let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    let session = session_in_path(&path).map(str::to_string).or_else(|| {
+        response
+            .headers()
+            .get(crate::openai::SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    });
+    let user = note.0.lock().clone();
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    span.in_scope(|| {
+        tracing::info!(
+            target: "lc_agent_server::access",
+            method = %method,
+            route = %route,
+            path = %path,
+            status,
+            duration_ms = (duration_ms * 1000.0).round() / 1000.0,
+            user = user.as_deref().unwrap_or("-"),
+            session = session.as_deref().unwrap_or("-"),
+            "{method} {path} {status}"
+        );
+    });
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}

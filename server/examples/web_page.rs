@@ -76,7 +76,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "main".to_string(),
             ModelSpec {
                 model: "scripted".into(),
-                provider: None,
                 base_url: None,
                 context_window: None,
                 provider: None,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
-//!  /v1/models, /v1/chat/completions                     openai.rs
+//!  /v1/models[/{id}], /v1/chat/completions              openai.rs
+//!  /api/usage                                           usage.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
 //!
@@ -31,7 +32,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
 use crate::state::AppState;
-use crate::{access, openai, sessions, tools_api, web};
+use crate::{access, openai, sessions, tools_api, usage, web};
 
 /// The server's routes over `state` (the `Host` check knows only the
 /// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
@@ -53,6 +54,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/assets/:name", get(web::asset))
         .route("/favicon.ico", get(web::favicon))
         .route("/v1/models", get(openai::models))
+        .route("/v1/models/:id", get(openai::model))
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/tools/execute", post(tools_api::execute))
@@ -71,6 +73,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/stop", post(sessions::stop))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
+        .route("/api/usage", get(usage::usage))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))
@@ -90,11 +93,10 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
             CorsLayer::new()
                 .allow_origin(AllowOrigin::list(origins))
                 .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
-                .allow_headers([
-                    axum::http::header::AUTHORIZATION,
-                    axum::http::header::CONTENT_TYPE,
-                    HeaderName::from_static(openai::SESSION_HEADER),
-                ])
+                // The named origins may send any header: the browser OpenAI
+                // SDK adds its own (`x-stainless-*`), and names them in the
+                // preflight.
+                .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
                 .expose_headers([HeaderName::from_static(openai::SESSION_HEADER)]),
         );
     }

@@ -33,7 +33,8 @@
 //! run.rs        Session: one run of a session (claim, load, commit, run, stream)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
-//! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
+//! openai.rs     /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
+//! usage.rs      usage and cost as the API shows them; GET /api/usage (a user, a time range)
 //! tools_api.rs  /v1/tools, /v1/tools/execute
 //! unsaved.rs    Unsaved: the list a `store: false` completion saves into (nothing is kept)
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
@@ -75,6 +76,7 @@ mod sessions;
 mod state;
 pub mod tools_api;
 mod unsaved;
+mod usage;
 mod web;
 
 pub use app::router;

@@ -9,7 +9,12 @@
 //!    no session ─▶ a new session from the messages (system, user, assistant)
 //!    session    ─▶ that saved session + the last user message
 //!  ─▶ run (Session) ─▶ chat.completion | chat.completion.chunk ... [DONE]
-//!     both carry "session": <id> (and the header) to continue it next time
+//!     both carry "session": <id> (and the header) to continue it next time; the
+//!     id is chatcmpl-<session id>-<8 hex> (proxies that drop fields keep it)
+//!     "usage": the run's tokens (sub-agents included); streamed with
+//!     stream_options.include_usage as a last chunk with no choices
+//!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
+//!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
 //!  store: false ─▶ the same run, nothing saved, no session named
 //! ```
 
@@ -41,6 +46,23 @@ pub(crate) async fn models(State(state): State<Arc<AppState>>, _user: User) -> J
     }))
 }
 
+/// `GET /v1/models/{id}`: the served model (404 for another name).
+pub(crate) async fn model(
+    State(state): State<Arc<AppState>>,
+    _user: User,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if id != state.config.model_name {
+        return Err(ApiError::NotFound(format!(
+            "no model `{id}`: this server serves `{}`",
+            state.config.model_name
+        )));
+    }
+    Ok(Json(
+        json!({"id": id, "object": "model", "created": 0, "owned_by": "lc-agent"}),
+    ))
+}
+
 /// One message of the request (only what the agent uses is read).
 #[derive(Debug, Deserialize)]
 pub(crate) struct InMessage {
@@ -67,8 +89,10 @@ impl InMessage {
     }
 }
 
-/// `POST /v1/chat/completions` body (other OpenAI fields are accepted
-/// and ignored: the agent's own settings apply).
+/// `POST /v1/chat/completions` body. Client tools, a forced tool choice
+/// and structured output are refused (400, [`Completion::check_supported`]);
+/// other OpenAI fields (`temperature`, `max_tokens`, ...) are accepted and
+/// ignored: the agent's own settings apply.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Completion {
     #[serde(default)]
@@ -82,6 +106,80 @@ pub(crate) struct Completion {
     /// answer names none; a named session is read, not changed).
     #[serde(default)]
     store: Option<bool>,
+    /// `{"include_usage": true}` adds a last chunk with the run's usage.
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    /// Client tools: refused (the agent runs its own; see `/v1/tools`).
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+    /// Refused with client tools; `auto` and `none` alone are harmless.
+    #[serde(default)]
+    tool_choice: Option<Value>,
+    /// The legacy spelling of client tools: refused.
+    #[serde(default)]
+    functions: Option<Vec<Value>>,
+    /// Only `{"type": "text"}`: the agent answers in text.
+    #[serde(default)]
+    response_format: Option<Value>,
+}
+
+/// `stream_options` of a streamed completion.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl Completion {
+    /// Refuses, with a 400 naming the field, what the agent cannot honour:
+    /// client tools (the agent runs its own tools here and answers in
+    /// text, so a client's function definitions would never be called),
+    /// a forced tool choice, and structured output formats.
+    fn check_supported(&self) -> Result<(), ApiError> {
+        let unsupported = |field: &str, why: &str| {
+            Err(ApiError::BadRequest(format!(
+                "`{field}` is not supported: {why}"
+            )))
+        };
+        if self.tools.as_ref().is_some_and(|t| !t.is_empty())
+            || self.functions.as_ref().is_some_and(|f| !f.is_empty())
+        {
+            let field = if self.tools.is_some() {
+                "tools"
+            } else {
+                "functions"
+            };
+            return unsupported(
+                field,
+                "the agent runs its own tools on the server (GET /v1/tools lists them) and \
+                 answers in text; send the request without client tools",
+            );
+        }
+        match &self.tool_choice {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s == "auto" || s == "none" => {}
+            Some(_) => {
+                return unsupported(
+                    "tool_choice",
+                    "the agent chooses its own tools; only \"auto\" and \"none\" are accepted",
+                )
+            }
+        }
+        match &self.response_format {
+            None | Some(Value::Null) => {}
+            Some(f) if f.get("type").and_then(Value::as_str) == Some("text") => {}
+            Some(f) => {
+                let kind = f.get("type").and_then(Value::as_str).unwrap_or("?");
+                return unsupported(
+                    "response_format",
+                    &format!(
+                        "the agent answers in text; type `{kind}` is not available (only \"text\")"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, ApiError> {
@@ -107,6 +205,11 @@ pub(crate) async fn completions(
     headers: HeaderMap,
     Json(body): Json<Completion>,
 ) -> Result<Response, ApiError> {
+    body.check_supported()?;
+    let include_usage = body
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.include_usage);
     let Some(last) = body.messages.last() else {
         return Err(ApiError::BadRequest("`messages` is empty".to_string()));
     };
@@ -162,10 +265,17 @@ pub(crate) async fn completions(
         .model
         .clone()
         .unwrap_or_else(|| state.config.model_name.clone());
-    let completion_id = format!("chatcmpl-{}", Uuid::new_v4().simple());
+    // The session rides in the id too, which proxies keep when they drop
+    // other fields: `chatcmpl-<session id>-<8 hex>`.
+    let nonce = Uuid::new_v4().simple().to_string();
+    let completion_id = if keep {
+        format!("chatcmpl-{id}-{}", &nonce[..8])
+    } else {
+        format!("chatcmpl-{nonce}")
+    };
     let created = chrono::Utc::now().timestamp();
     let mut response = if body.stream {
-        stream(session, completion_id, model, created, keep).into_response()
+        stream(session, completion_id, model, created, keep, include_usage).into_response()
     } else {
         // The run goes on in its own task (a timeout or a client that
         // goes away does not cut it short; it still saves).
@@ -195,7 +305,7 @@ pub(crate) async fn completions(
                     "message": {"role": "assistant", "content": answer_text(&end, id)},
                     "finish_reason": "stop",
                 }],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "usage": crate::usage::openai_usage(&end.usage),
             }))
             .into_response()
         }
@@ -230,25 +340,38 @@ fn stream(
     model: String,
     created: i64,
     keep: bool,
+    include_usage: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     let id = keep.then_some(session.net.id());
     let root = session.net.clone();
-    let chunk = move |delta: Value, finish: Option<&str>| {
-        json!({
+    let chunk = move |delta: Option<Value>, finish: Option<&str>, usage: Option<Value>| {
+        let choices = match delta {
+            Some(delta) => json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
+            None => json!([]),
+        };
+        let mut chunk = json!({
             "id": completion_id, "object": "chat.completion.chunk", "created": created,
-            "model": model, "session": id,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        })
+            "model": model, "session": id, "choices": choices,
+        });
+        // With `stream_options.include_usage`, every chunk has `usage`:
+        // null until the last one (no choices) carries the run's.
+        if include_usage {
+            chunk["usage"] = usage.unwrap_or(Value::Null);
+        }
+        Event::default().data(chunk.to_string())
     };
     let rx = session.stream();
-    let first = chunk(json!({"role": "assistant", "content": ""}), None);
+    let first = vec![chunk(
+        Some(json!({"role": "assistant", "content": ""})),
+        None,
+        None,
+    )];
     let state = (rx, root, chunk, Some(first), false, String::new());
     let events = futures::stream::unfold(
         state,
-        |(mut rx, root, chunk, first, over, mut streamed)| async move {
+        move |(mut rx, root, chunk, first, over, mut streamed)| async move {
             if let Some(first) = first {
-                let event = Event::default().data(first.to_string());
-                return Some((Ok(event), (rx, root, chunk, None, over, streamed)));
+                return Some((first, (rx, root, chunk, None, over, streamed)));
             }
             if over {
                 return None;
@@ -261,15 +384,16 @@ fn stream(
                         ..
                     })) if !text.is_empty() => {
                         streamed.push_str(&text);
-                        let event = Event::default()
-                            .data(chunk(json!({"content": text}), None).to_string());
-                        return Some((Ok(event), (rx, root, chunk, None, false, streamed)));
+                        let event = chunk(Some(json!({"content": text})), None, None);
+                        return Some((vec![event], (rx, root, chunk, None, false, streamed)));
                     }
                     Some(Item::End(end)) => {
-                        let data = match &end.error {
-                            Some((status, message)) => {
-                                ApiError::from_status(*status, message.clone()).body()
-                            }
+                        let events = match &end.error {
+                            Some((status, message)) => vec![Event::default().data(
+                                ApiError::from_status(*status, message.clone())
+                                    .body()
+                                    .to_string(),
+                            )],
                             None => {
                                 // Text that did not stream (a waiting call's
                                 // note) goes out in the last chunk.
@@ -284,17 +408,23 @@ fn stream(
                                 } else {
                                     json!({"content": rest})
                                 };
-                                chunk(delta, Some("stop"))
+                                let mut events = vec![chunk(Some(delta), Some("stop"), None)];
+                                if include_usage {
+                                    let usage = crate::usage::openai_usage(&end.usage);
+                                    events.push(chunk(None, None, Some(usage)));
+                                }
+                                events
                             }
                         };
-                        let event = Event::default().data(data.to_string());
-                        return Some((Ok(event), (rx, root, chunk, None, true, streamed)));
+                        return Some((events, (rx, root, chunk, None, true, streamed)));
                     }
                     Some(_) => continue,
                 }
             }
         },
     )
+    .flat_map(futures::stream::iter)
+    .map(Ok)
     .chain(futures::stream::once(async {
         Ok(Event::default().data("[DONE]"))
     }));

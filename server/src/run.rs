@@ -50,6 +50,8 @@ pub(crate) struct RunEnd {
     /// Someone stopped the run: the nodes it added that had not run were
     /// taken out (how many).
     pub(crate) stopped: Option<usize>,
+    /// What the run's model calls used (sub-agents included).
+    pub(crate) usage: lc_agent::UsageTotals,
 }
 
 /// What a streamed run yields.
@@ -116,6 +118,7 @@ impl Session {
     async fn run(&self) -> RunEnd {
         self.net.set_streaming(true);
         let before: HashSet<NodeId> = self.net.nodes().iter().map(|n| n.id()).collect();
+        let usage_before = self.net.usage();
         let outcome = tokio::select! {
             outcome = self.net.invoke() => Some(outcome),
             () = self.claim.stopped() => None,
@@ -129,6 +132,7 @@ impl Session {
             revision: revision_of(&self.net),
             error: None,
             stopped,
+            usage: self.net.usage().since(&usage_before),
         };
         match outcome {
             Some(Ok(reply)) if end.pending.is_empty() => end.answer = reply.text().to_string(),

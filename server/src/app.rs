@@ -6,6 +6,7 @@
 //!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
 //!  /v1/models[/{id}], /v1/chat/completions              openai.rs
 //!  /api/usage                                           usage.rs
+//!  /metrics  (Prometheus text; the bearer token when tokens are on)  metrics.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
 //!
@@ -32,7 +33,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
 use crate::state::AppState;
-use crate::{access, openai, sessions, tools_api, usage, web};
+use crate::{access, metrics, openai, sessions, tools_api, usage, web};
 
 /// The server's routes over `state` (the `Host` check knows only the
 /// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
@@ -74,6 +75,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
         .route("/api/usage", get(usage::usage))
+        .route("/metrics", get(metrics::metrics))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))
@@ -82,7 +84,8 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
             config.request_timeout,
         ))
         .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
-        .layer(middleware::from_fn_with_state(guard, guard::check));
+        .layer(middleware::from_fn_with_state(guard, guard::check))
+        .route_layer(middleware::from_fn(metrics::track));
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config
             .cors_origins

@@ -35,6 +35,7 @@
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
 //! openai.rs     /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
 //! usage.rs      usage and cost as the API shows them; GET /api/usage (a user, a time range)
+//! metrics.rs    GET /metrics (Prometheus): requests, runs, model and tool calls, tokens, gauges
 //! tools_api.rs  /v1/tools, /v1/tools/execute
 //! unsaved.rs    Unsaved: the list a `store: false` completion saves into (nothing is kept)
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
@@ -69,6 +70,7 @@ pub mod events;
 mod graph;
 pub mod guard;
 pub mod logging;
+mod metrics;
 pub mod openai;
 mod run;
 pub mod serve;

@@ -119,6 +119,7 @@ impl Session {
         self.net.set_streaming(true);
         let before: HashSet<NodeId> = self.net.nodes().iter().map(|n| n.id()).collect();
         let usage_before = self.net.usage();
+        let active = crate::metrics::ActiveRun::start();
         let outcome = tokio::select! {
             outcome = self.net.invoke() => Some(outcome),
             () = self.claim.stopped() => None,
@@ -144,6 +145,7 @@ impl Session {
             tracing::error!(session = %self.net.id(), error = %lc_agent::error_chain(&e), "the run's final save failed");
             end.error = Some((e.status().as_u16(), e.public_message()));
         }
+        active.finish(&self.net, &before, &end);
         end
     }
 

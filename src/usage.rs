@@ -345,17 +345,18 @@ pub struct ApproxUsage;
 impl UsageEstimator for ApproxUsage {
     fn estimate(&self, request: &ChatRequest, response: &ChatResponse) -> Usage {
         let count = |text: &str| text.chars().count().div_ceil(4) as u64;
-        let prompt: u64 = request
-            .messages()
-            .iter()
-            .map(|m| {
-                4 + count(m.text())
-                    + m.tool_calls()
-                        .iter()
-                        .map(|c| count(&c.name) + count(&c.arguments))
-                        .sum::<u64>()
-            })
-            .sum::<u64>()
+        let message = |m: &crate::Message| {
+            4 + count(m.text())
+                + m.tool_calls()
+                    .iter()
+                    .map(|c| count(&c.name) + count(&c.arguments))
+                    .sum::<u64>()
+        };
+        // Memoized along the history: a turn costs O(its new messages),
+        // not O(conversation) (see History::count_sent).
+        let prompt = request
+            .history
+            .count_sent(&request.system, "lc-agent/approx", &message)
             + request
                 .tools
                 .iter()

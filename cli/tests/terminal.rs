@@ -127,7 +127,11 @@ fn redacted(screen: &str) -> String {
             .unwrap();
     let seconds = regex::Regex::new(r"\d+\.\d+ ?s\b").unwrap();
     let ms = regex::Regex::new(r"\d+\.\d+ ms").unwrap();
-    let text = uuid.replace_all(screen, "[id]");
+    // The footer's counts are the tokenizer's estimate (the scripted
+    // model reports none): only their shape and the `~` mark are stable.
+    let tokens = regex::Regex::new(r"(~?)[\d,]+ in · [\d,]+ out").unwrap();
+    let text = tokens.replace_all(screen, "${1}[n] in · [n] out");
+    let text = uuid.replace_all(&text, "[id]");
     let text = seconds.replace_all(&text, "[time]");
     let text = ms.replace_all(&text, "[ms]");
     text.lines()

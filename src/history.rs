@@ -32,6 +32,31 @@ struct Cell {
     systems: History,
     /// The latest summary at or before this message.
     summary: Option<Arc<Mark>>,
+    /// Memoized running sums of [`History::count_sent`]: per counter key,
+    /// the count of the messages a request may send verbatim (not system
+    /// messages, not summaries) from the first message up to this one.
+    sums: parking_lot::Mutex<Vec<(&'static str, u64)>>,
+}
+
+/// How many counters' running sums a message keeps (more counters still
+/// count right, only without the memo).
+const MAX_COUNTERS: usize = 4;
+
+impl Cell {
+    /// Whether a request may send this message verbatim after the cut
+    /// point (system messages go first, a summary stands apart).
+    fn counted(&self) -> bool {
+        let is_summary = self.summary.as_deref().is_some_and(|m| m.at == self.len);
+        !is_summary && !matches!(*self.message, Message::System { .. })
+    }
+
+    fn memo(&self, key: &'static str) -> Option<u64> {
+        self.sums
+            .lock()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
 }
 
 /// Where a summary sits and what it stands for.
@@ -41,6 +66,9 @@ struct Mark {
     at: usize,
     /// How many messages right before it stay verbatim.
     kept: usize,
+    /// The history up to the cut point (positions `1..cut`): what the
+    /// summary stands for.
+    before_cut: History,
 }
 
 impl Mark {
@@ -124,10 +152,16 @@ impl History {
     /// history itself keeps every message.
     pub fn push_summary(&self, message: Arc<Message>, kept: usize) -> History {
         let at = self.len() + 1;
+        let kept = kept.min(self.len());
+        let mut before_cut = self.clone();
+        for _ in 0..kept {
+            before_cut = before_cut.parent();
+        }
         let mark = Arc::new(Mark {
             message: message.clone(),
             at,
-            kept: kept.min(self.len()),
+            kept,
+            before_cut,
         });
         self.push_cell(message, self.systems(), Some(mark))
     }
@@ -159,6 +193,7 @@ impl History {
                 len: self.len() + 1,
                 systems,
                 summary,
+                sums: parking_lot::Mutex::new(Vec::new()),
             })),
         }
     }
@@ -210,6 +245,74 @@ impl History {
         }
         out.reverse();
         out
+    }
+
+    /// `count` added up over the messages [`History::assemble`] sends:
+    /// the system messages, `extra_system`, the latest summary and the
+    /// messages since its cut point. The running sums are memoized per
+    /// message under `key` (name the counting: two different counts must
+    /// not share a key), so counting a growing conversation at every turn
+    /// costs O(new messages) a turn, not O(conversation).
+    ///
+    /// The synthetic results [`History::assemble`] adds for dangling tool
+    /// calls, and the stray results it drops, are not accounted for: this
+    /// is for estimates.
+    ///
+    /// ```
+    /// use lc_agent::{History, Message};
+    ///
+    /// let h = History::from_messages([Message::system("be brief"), Message::human("hi"), Message::ai("hello")]);
+    /// let chars = |m: &Message| m.text().len() as u64;
+    /// assert_eq!(h.count_sent(&["extra".to_string()], "bytes", &chars), 8 + 5 + 2 + 5);
+    /// ```
+    pub fn count_sent(
+        &self,
+        extra_system: &[String],
+        key: &'static str,
+        count: &dyn Fn(&Message) -> u64,
+    ) -> u64 {
+        let systems: u64 = self.systems().iter_rev().map(count).sum();
+        let extra: u64 = extra_system
+            .iter()
+            .map(|s| count(&Message::system(s.clone())))
+            .sum();
+        let mark = self.head.as_ref().and_then(|c| c.summary.as_deref());
+        let (summary, before) = match mark {
+            Some(mark) => (
+                count(&mark.message),
+                mark.before_cut.running_sum(key, count),
+            ),
+            None => (0, 0),
+        };
+        let since_cut = self.running_sum(key, count).saturating_sub(before);
+        systems + extra + summary + since_cut
+    }
+
+    /// The count of the messages a request may send verbatim, from the
+    /// first up to the newest, memoized per cell under `key`: walks back
+    /// to the newest memoized cell only.
+    fn running_sum(&self, key: &'static str, count: &dyn Fn(&Message) -> u64) -> u64 {
+        let mut pending: Vec<&Cell> = Vec::new();
+        let mut sum = 0;
+        let mut cur = self.head.as_deref();
+        while let Some(cell) = cur {
+            if let Some(memo) = cell.memo(key) {
+                sum = memo;
+                break;
+            }
+            pending.push(cell);
+            cur = cell.prev.as_deref();
+        }
+        for cell in pending.into_iter().rev() {
+            if cell.counted() {
+                sum += count(&cell.message);
+            }
+            let mut sums = cell.sums.lock();
+            if sums.len() < MAX_COUNTERS && !sums.iter().any(|(k, _)| *k == key) {
+                sums.push((key, sum));
+            }
+        }
+        sum
     }
 
     /// Number of messages.
@@ -501,5 +604,63 @@ mod tests {
         h = h.push(Arc::new(Message::ai("latest")));
         assert_eq!(h.since_cut().len(), 5);
         assert_eq!(h.assemble(&[]).len(), 7);
+    }
+
+    #[test]
+    fn count_sent_counts_what_assemble_sends() {
+        let mut h = History::from_messages([Message::system("rules"), Message::human("old")]);
+        for i in 0..20 {
+            h = h.push(Arc::new(Message::human(format!("question {i}"))));
+            h = h.push(Arc::new(Message::ai(format!("answer {i}"))));
+        }
+        let len = |m: &Message| m.text().len() as u64;
+        let sent = |h: &History, extra: &[String]| -> u64 {
+            h.assemble(extra)
+                .iter()
+                .map(|m| m.text().len() as u64)
+                .sum()
+        };
+        let extra = vec!["tools".to_string()];
+        assert_eq!(h.count_sent(&extra, "len", &len), sent(&h, &extra));
+        h = h.push_summary(Arc::new(Message::system("a summary")), 3);
+        h = h.push(Arc::new(Message::system("late rules")));
+        h = h.push(Arc::new(Message::human("next")));
+        assert_eq!(h.count_sent(&extra, "len", &len), sent(&h, &extra));
+        // A second summary, keeping nothing.
+        h = h.push_summary(Arc::new(Message::system("S2")), 0);
+        h = h.push(Arc::new(Message::ai("after")));
+        assert_eq!(h.count_sent(&[], "len", &len), sent(&h, &[]));
+    }
+
+    #[test]
+    fn count_sent_counts_each_message_once_as_a_conversation_grows() {
+        // Quadratic estimates made a 15,000-turn session take minutes: each
+        // turn must count only its new messages.
+        let calls = std::sync::atomic::AtomicU64::new(0);
+        let count = |m: &Message| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            m.text().len() as u64
+        };
+        let mut h = History::from_messages([Message::system("rules")]);
+        let turns = 2_000u64;
+        for i in 0..turns {
+            h = h.push(Arc::new(Message::human(format!("q{i}"))));
+            h.count_sent(&[], "counting", &count);
+            h = h.push(Arc::new(Message::ai("ok")));
+        }
+        // Per turn: the system message (walked, not memoized) and the two
+        // new messages.
+        assert!(
+            calls.load(std::sync::atomic::Ordering::Relaxed) <= 3 * turns,
+            "{} counts for {turns} turns",
+            calls.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        let want: u64 = h
+            .since_cut()
+            .iter()
+            .map(|(_, m)| m.text().len() as u64)
+            .sum::<u64>()
+            + 5;
+        assert_eq!(h.count_sent(&[], "counting", &count), want);
     }
 }

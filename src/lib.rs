@@ -116,6 +116,10 @@
 //!   redis/            RedisNetworkList (mod.rs): keys.rs (hash-tagged layout), save.rs
 //!                     (the save transaction), migrate.rs (legacy keys), connection.rs
 //!                     (RedisConnector: one server, TLS or Cluster, via the redis crate)
+//! usage.rs            UsageTotals: token usage added up per call, run, session (metadata
+//!                     "usage", kept as it runs), sub-agent (counts in its parents), range;
+//!                     UsageEstimator (when a server reports none)
+//! prices.rs           Prices: USD per million tokens by model (built in, prices.toml, blueprint)
 //! error.rs            NetworkError, ModelError, ToolError, CassetteError
 //! ```
 //!
@@ -190,11 +194,13 @@ mod model;
 mod network;
 mod node;
 mod nodes;
+mod prices;
 mod routing;
 mod run;
 mod tool;
 pub mod tool_args;
 mod tool_executor;
+mod usage;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -241,6 +247,7 @@ pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{
     ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
 };
+pub use prices::{Cost, Price, Prices, PricesError};
 pub use routing::{CHAT_STEP, MODEL_ROUTES_KEY};
 pub use run::{
     current_modifier, ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, DEFAULT_MODIFIER_IDS,
@@ -248,3 +255,7 @@ pub use run::{
 };
 pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
+pub use usage::{
+    ApproxUsage, TokenCounts, UsageEstimator, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,
+    USAGE_KEY,
+};

@@ -130,6 +130,7 @@ async fn a_plain_answer_with_its_headers_usage_and_stop_reason() {
             total_tokens: 315,
             cache_read_tokens: 200,
             cache_write_tokens: 100,
+            ..Usage::default()
         })
     );
     assert_eq!(server.header(0, "x-api-key").as_deref(), Some(KEY));

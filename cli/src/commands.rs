@@ -223,16 +223,21 @@ fn model(agent: &Agent, name: &str) -> Action {
     Action::Stay
 }
 
-/// `/tokens`: the session's usage, summed over its model calls.
+/// `/tokens`: the session's usage (its totals, sub-agents included).
 pub(crate) fn tokens(agent: &Agent) -> String {
     let mut stats = TurnStats::default();
-    for node in agent.net.nodes() {
-        if node.kind() == ChatNode::KIND {
-            if let Some((model, usage)) = usage_of(&node) {
-                stats.add(&model, usage, agent.screen.prices());
-            }
-        }
+    for (model, counts) in &agent.net.usage().by_model {
+        stats.add_counts(model, counts, agent.screen.prices());
     }
+    // How full the context is: the latest call's prompt.
+    stats.last_prompt = agent
+        .net
+        .nodes()
+        .iter()
+        .rev()
+        .filter(|n| n.kind() == ChatNode::KIND)
+        .find_map(usage_of)
+        .map(|(_, usage)| usage.prompt_tokens);
     format!("session: {}", stats.describe(agent.screen.context_window()))
 }
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use lc_agent::{NetworkEvent, NodeId, RunnableNetwork, StreamDelta, ToolStatus, Usage};
 
-use crate::prices::Prices;
+use lc_agent::{Prices, TokenCounts};
 
 static COLOR: AtomicBool = AtomicBool::new(true);
 
@@ -132,31 +132,45 @@ pub(crate) struct TurnStats {
     pub(crate) cost: Option<f64>,
     /// Model calls that reported usage.
     pub(crate) calls: usize,
+    /// Some of the counts are estimates (a server that reports none).
+    pub(crate) estimated: bool,
 }
 
 impl TurnStats {
     /// Adds one model call.
     pub(crate) fn add(&mut self, model: &str, usage: Usage, prices: &Prices) {
-        let cost = prices.cost(model, usage.prompt_tokens, usage.completion_tokens);
+        let mut counts = TokenCounts::default();
+        counts += &usage;
+        self.add_counts(model, &counts, prices);
+        self.last_prompt = Some(usage.prompt_tokens);
+    }
+
+    /// Adds calls of `model` (their cost from the one price table,
+    /// [`lc_agent::Prices`]).
+    pub(crate) fn add_counts(&mut self, model: &str, counts: &TokenCounts, prices: &Prices) {
+        let cost = prices.of(model).map(|p| p.cost(counts));
         self.cost = match (self.calls, self.cost, cost) {
             (0, _, cost) => cost,
             (_, Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
-        self.input += usage.prompt_tokens;
-        self.output += usage.completion_tokens;
-        self.last_prompt = Some(usage.prompt_tokens);
-        self.calls += 1;
+        self.input += counts.prompt_tokens;
+        self.output += counts.completion_tokens;
+        self.calls += counts.calls as usize;
+        self.estimated |= counts.is_estimated();
     }
 
-    /// `1,234 in · 56 out · $0.0004 · context 12% of 8,192` (no usage:
+    /// `1,234 in · 56 out · $0.0004 · context 12% of 8,192` (`~1,234 in`
+    /// for an estimate; no usage:
     /// `no token counts from the model`).
     pub(crate) fn describe(&self, window: Option<usize>) -> String {
         if self.calls == 0 {
             return "no token counts from the model".to_string();
         }
+        // `~`: the server reported no usage; the tokenizer estimated it.
+        let mark = if self.estimated { "~" } else { "" };
         let mut parts = vec![
-            format!("{} in", thousands(self.input)),
+            format!("{mark}{} in", thousands(self.input)),
             format!("{} out", thousands(self.output)),
         ];
         if let Some(cost) = self.cost {
@@ -188,9 +202,11 @@ pub(crate) fn thousands(n: u64) -> String {
 
 /// The usage and model of an invoked chat node.
 pub(crate) fn usage_of(node: &lc_agent::NodeRef) -> Option<(String, Usage)> {
-    let usage = serde_json::from_value(node.metadata_value("token_usage")?).ok()?;
+    let usage = serde_json::from_value(node.metadata_value(lc_agent::TOKEN_USAGE_KEY)?).ok()?;
+    // Priced as the server named the model, else by its registered name.
     let model = node
-        .metadata_value("chat_model_name")
+        .metadata_value(lc_agent::RESPONSE_MODEL_KEY)
+        .or_else(|| node.metadata_value("chat_model_name"))
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     Some((model, usage))

@@ -41,7 +41,6 @@
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
-//! prices.rs      the price table of the footer (built in + $LC_AGENT_HOME/prices.toml)
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
@@ -66,7 +65,6 @@ mod input;
 mod interrupt;
 mod logging;
 mod mcp;
-mod prices;
 mod run;
 mod runs;
 mod serve;

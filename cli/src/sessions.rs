@@ -15,16 +15,22 @@
 //! be a unique prefix of a session id. `migrate` moves Redis sessions
 //! saved before the per-user hash tag (`<prefix>:user:<user>:...`) into
 //! the current layout (`<prefix>:user:{<user>}:...`), for every user.
+//!
+//! `list` shows each session's tokens (`~` marks an estimate) and cost;
+//! `show` a `usage` line with the totals (sub-agents included) and one per
+//! model. Costs come from the one price table, [`lc_agent::Prices`]
+//! (`$LC_AGENT_HOME/prices.toml` extends it).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lc_agent::{ListError, ListQuery, SessionInfo};
+use lc_agent::{ListError, ListQuery, Prices, SessionInfo, UsageTotals};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
 use lc_agent_deepagent::todos::{todos_of, TodoStatus};
 
 use crate::args::{find_session, StoreArgs};
+use crate::console::thousands;
 use crate::error::{CliError, CliResult};
 
 /// Options of `lc-agent sessions`.
@@ -169,24 +175,91 @@ fn print_page(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  NAME",
-        "ID", "UPDATED (UTC)", "NODES", "BYTES", "REV"
+        "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  NAME",
+        "ID", "UPDATED (UTC)", "NODES", "BYTES", "REV", "TOKENS", "COST"
     )?;
+    let prices = Prices::load();
     for s in sessions {
+        let (tokens, cost) = usage_columns(&s.metadata, &prices);
         writeln!(
             out,
-            "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {}",
+            "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  {}",
             s.id,
             s.updated_at.format("%Y-%m-%d %H:%M:%S"),
             s.node_count,
             s.bytes,
             s.revision,
+            tokens,
+            cost,
             s.name
         )?;
     }
     let shown = sessions.len();
     let first = if shown == 0 { offset } else { offset + 1 };
     writeln!(out, "{first}-{} of {total}", offset + shown)
+}
+
+/// A session's tokens (`~` before an estimate) and cost (`-` without a
+/// price or usage), from the totals kept in its metadata.
+fn usage_columns(
+    meta: &serde_json::Map<String, serde_json::Value>,
+    prices: &Prices,
+) -> (String, String) {
+    let Some(totals) = meta
+        .get(lc_agent::USAGE_KEY)
+        .and_then(|v| serde_json::from_value::<UsageTotals>(v.clone()).ok())
+    else {
+        return ("-".into(), "-".into());
+    };
+    let mark = if totals.all.is_estimated() { "~" } else { "" };
+    let tokens = format!("{mark}{}", thousands(totals.all.total_tokens));
+    let cost = prices.cost(&totals);
+    let cost = match cost.usd {
+        Some(usd) if cost.unpriced.is_empty() => format!("${usd:.4}"),
+        Some(usd) => format!("${usd:.4}+"),
+        None => "-".into(),
+    };
+    (tokens, cost)
+}
+
+/// The `usage` lines of `sessions show`: totals, then one line per model.
+fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
+    let totals = net.usage();
+    if totals.is_empty() {
+        return Ok(());
+    }
+    let mut prices = Prices::load();
+    if let Some(Ok(spec)) = lc_agent_deepagent::spec::AgentSpec::from_network(net) {
+        if let Some(own) = &spec.prices {
+            prices.extend(own);
+        }
+    }
+    let line = |counts: &lc_agent::TokenCounts, cost: Option<f64>| {
+        let mut parts = vec![
+            format!("{} in", thousands(counts.prompt_tokens)),
+            format!("{} out", thousands(counts.completion_tokens)),
+        ];
+        if counts.cache_read_tokens > 0 {
+            parts.push(format!("{} cached", thousands(counts.cache_read_tokens)));
+        }
+        if counts.reasoning_tokens > 0 {
+            parts.push(format!("{} reasoning", thousands(counts.reasoning_tokens)));
+        }
+        parts.push(format!("{} call(s)", counts.calls));
+        if counts.is_estimated() {
+            parts.push(format!("{} estimated", counts.estimated_calls));
+        }
+        parts.push(cost.map_or_else(|| "no price".to_string(), |c| format!("${c:.4}")));
+        parts.join(" · ")
+    };
+    let cost = prices.cost(&totals);
+    let total_cost = cost.usd.filter(|_| cost.unpriced.is_empty());
+    writeln!(out, "usage    {}", line(&totals.all, total_cost))?;
+    for (model, counts) in &totals.by_model {
+        let cost = prices.of(model).map(|p| p.cost(counts));
+        writeln!(out, "  {model}: {}", line(counts, cost))?;
+    }
+    Ok(())
 }
 
 fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
@@ -206,6 +279,7 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
         get(lc_agent::UPDATED_AT_KEY),
         net.len()
     )?;
+    show_usage(out, net)?;
     writeln!(out)?;
     let history = net.history();
     let messages: Vec<&Message> = {
@@ -371,7 +445,12 @@ mod tests {
         assert!(listed.trim_end().ends_with("1-1 of 1"), "{listed}");
 
         let shown = exec(dir.path(), &["show", &id[..8]]).await.expect("show");
-        let convo: Vec<&str> = shown.lines().skip(4).collect();
+        let convo: Vec<&str> = shown.lines().skip_while(|l| !l.starts_with('[')).collect();
+        let usage = shown
+            .lines()
+            .find(|l| l.starts_with("usage"))
+            .expect(&shown);
+        assert!(usage.contains("2 call(s) · 2 estimated"), "{shown}");
         assert_eq!(
             convo,
             [

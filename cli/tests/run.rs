@@ -545,3 +545,59 @@ fn memory_follows_the_user_across_runs_and_never_another_user() {
         ["No memories match."]
     );
 }
+
+#[test]
+fn sessions_list_and_show_tell_tokens_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), script(), &[], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+            .args(["sessions", "--sessions"])
+            .arg(dir.path().join("sessions"))
+            .args(args)
+            .env("LC_AGENT_HOME", dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The scripted model reports no usage: an estimate (~), and no price.
+    let list = sessions(&["list"]);
+    let header = list.lines().next().unwrap();
+    assert!(
+        header.contains("TOKENS") && header.contains("COST"),
+        "{list}"
+    );
+    let row = list.lines().nth(1).unwrap();
+    assert!(row.contains(" ~") && row.contains(" - "), "{list}");
+    let id = row.split_whitespace().next().unwrap().to_string();
+    let show = sessions(&["show", &id]);
+    let usage = show.lines().find(|l| l.starts_with("usage")).expect(&show);
+    assert!(
+        usage.contains("2 call(s)") && usage.contains("2 estimated"),
+        "{show}"
+    );
+    assert!(usage.contains("no price"), "{show}");
+
+    // A price for it in $LC_AGENT_HOME/prices.toml: a cost.
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    std::fs::write(
+        dir.path().join("home").join("prices.toml"),
+        "[models.scripted]\ninput = 1000.0\noutput = 1000.0\n",
+    )
+    .unwrap();
+    let list = sessions(&["list"]);
+    assert!(list.lines().nth(1).unwrap().contains(" $"), "{list}");
+    let show = sessions(&["show", &id]);
+    let usage = show.lines().find(|l| l.starts_with("usage")).unwrap();
+    assert!(usage.contains('$') && !usage.contains("no price"), "{show}");
+}

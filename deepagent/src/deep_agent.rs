@@ -296,6 +296,8 @@ impl DeepAgentBuilder {
             net.register_model_shared(name.clone(), model.clone());
         }
         net.set_chat_model_name(Some(MAIN_MODEL.to_string()));
+        // A server that reports no usage: the tokenizer's estimate.
+        net.set_usage_estimator(Arc::new(crate::tokens::TokenizerUsage));
         if let Some(limit) = self.step_limit {
             net.set_step_limit(Some(limit));
         }

@@ -61,6 +61,10 @@
 //! [memory]            # long-term memory (feature `memory`), all fields optional
 //! top_k = 5
 //! summary_every = 8
+//!
+//! [prices.models."qwen2.5-coder"]   # USD per million tokens (see lc_agent::Prices)
+//! input = 0.2
+//! output = 0.6
 //! ```
 //!
 //! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
@@ -197,6 +201,12 @@ pub struct AgentSpec {
     /// Long-term memory, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySpec>,
+    /// Prices of the models it uses, USD per million tokens, on top of the
+    /// built-in table and the user's `prices.toml` (see
+    /// [`lc_agent::Prices`]): `[prices.models."my-model"] input = 1.0,
+    /// output = 2.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<lc_agent::Prices>,
 }
 
 /// Errors of reading or using a blueprint.

@@ -396,9 +396,20 @@ impl SummarizationModifier {
         }
         let mut meta = Map::new();
         meta.insert("chat_model_name".into(), json!(name));
-        if let Some(usage) = response.usage {
-            meta.insert("token_usage".into(), json!(usage));
-        }
+        let usage = match response.usage {
+            Some(usage) => usage,
+            None => network.usage_estimator().estimate(&request, &response),
+        };
+        let counted_as = match response.model.as_deref().filter(|m| !m.is_empty()) {
+            Some(model) => {
+                meta.insert(lc_agent::RESPONSE_MODEL_KEY.into(), json!(model));
+                model
+            }
+            None => name.as_str(),
+        };
+        // The summary's call counts in the session's totals like a turn's.
+        network.record_usage(counted_as, &usage);
+        meta.insert(lc_agent::TOKEN_USAGE_KEY.into(), json!(usage));
         Ok((format!("{SUMMARY_HEADING}:\n\n{text}"), meta))
     }
 }

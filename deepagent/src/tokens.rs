@@ -35,8 +35,10 @@ pub const REPLY_PRIMING: usize = 3;
 /// assert_eq!(ApproxCounter.count("twelve chars"), 3);
 /// ```
 pub trait TokenCounter: Send + Sync + std::fmt::Debug {
-    /// What counts (`o200k_base`, `cl100k_base`, `approximate`).
-    fn name(&self) -> &str;
+    /// What counts (`o200k_base`, `cl100k_base`, `approximate`). Two
+    /// counters with one name must count alike: requests memoize their
+    /// messages' counts under it ([`lc_agent::History::count_sent`]).
+    fn name(&self) -> &'static str;
 
     /// Tokens in `text`.
     fn count(&self, text: &str) -> usize;
@@ -54,12 +56,14 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// Tokens of a whole request: its messages in protocol order (after
     /// the latest summary, see [`lc_agent::History::assemble`]) and its
     /// tool specs.
+    /// Memoized along the history under [`TokenCounter::name`]: counting
+    /// a growing conversation at every turn costs O(new messages) a turn.
     fn count_request(&self, request: &ChatRequest) -> usize {
-        let messages: usize = request
-            .messages()
-            .iter()
-            .map(|m| self.count_message(m))
-            .sum();
+        let messages = request
+            .history
+            .count_sent(&request.system, self.name(), &|m| {
+                self.count_message(m) as u64
+            }) as usize;
         let tools: usize = request
             .tools
             .iter()
@@ -80,7 +84,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
 pub struct ApproxCounter;
 
 impl TokenCounter for ApproxCounter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "approximate"
     }
 
@@ -234,7 +238,7 @@ impl std::fmt::Debug for TiktokenCounter {
 
 #[cfg(feature = "tokens")]
 impl TokenCounter for TiktokenCounter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         self.encoding.name()
     }
 
@@ -476,5 +480,41 @@ mod tests {
                 < ApproxCounter.count(&"lorem ipsum ".repeat(1000))
         );
         assert_eq!(counter_for_model("gpt-4o").name(), "o200k_base");
+    }
+}
+
+/// Estimates a call's usage with the tokenizer of the model that answered
+/// ([`counter_for_model`]) when its server reports none; the deep agent
+/// attaches it to its networks
+/// ([`RunnableNetwork::set_usage_estimator`](lc_agent::RunnableNetwork::set_usage_estimator)).
+///
+/// ```
+/// use lc_agent::{ChatRequest, ChatResponse, History, Message, UsageEstimator};
+/// use lc_agent_deepagent::tokens::TokenizerUsage;
+///
+/// let request = ChatRequest::new(History::from_messages([Message::human("Hello world")]));
+/// let usage = TokenizerUsage.estimate(&request, &ChatResponse::text("Hi there"));
+/// assert!(usage.estimated);
+/// assert_eq!(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenizerUsage;
+
+impl lc_agent::UsageEstimator for TokenizerUsage {
+    fn estimate(
+        &self,
+        request: &ChatRequest,
+        response: &lc_agent::ChatResponse,
+    ) -> lc_agent::Usage {
+        let counter = counter_for_model(response.model.as_deref().unwrap_or_default());
+        let prompt = counter.count_request(request) as u64;
+        let completion = counter.count_message(&response.to_message()) as u64;
+        lc_agent::Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            estimated: true,
+            ..lc_agent::Usage::default()
+        }
     }
 }

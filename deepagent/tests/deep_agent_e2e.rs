@@ -102,6 +102,12 @@ fn redact(value: &mut Value) {
                         *v = json!("[time]")
                     }
                     "elapsed_us" | "elapsed_ms" => *v = json!("[duration]"),
+                    // The scripted models report no usage: the tokenizer's
+                    // estimate of prompts that change with every prompt
+                    // edit. The calls and the `estimated` marks stay.
+                    "prompt_tokens" | "completion_tokens" | "total_tokens" => {
+                        *v = json!("[tokens]")
+                    }
                     _ => redact(v),
                 }
             }

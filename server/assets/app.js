@@ -259,9 +259,26 @@ function renderMessageList(box, messages, lastAi) {
   }
 }
 
+// A dollar amount as the page shows it ($0.0012; tiny amounts keep two digits).
+function dollars(usd) {
+  return "$" + (usd >= 0.01 ? usd.toFixed(2) : usd.toPrecision(2));
+}
+
+// The session's totals (sub-agents included): tokens, and the cost when
+// its models have a price.
+function sessionUsageText(u) {
+  if (!u || !u.total_tokens) return "";
+  let text = (u.estimated_calls ? "~" : "") + u.total_tokens.toLocaleString() + " tokens";
+  if (typeof u.cost_usd === "number") text += " · " + dollars(u.cost_usd) + (u.unpriced_models ? "+" : "");
+  return text;
+}
+
 function usageText(m) {
   const u = m.token_usage;
-  return (m.chat_model_name ? m.chat_model_name + " · " : "") + u.prompt_tokens + " in · " + u.completion_tokens + " out";
+  const model = m.response_model || m.chat_model_name;
+  let text = (model ? model + " · " : "") + (u.estimated ? "~" : "") + u.prompt_tokens + " in · " + u.completion_tokens + " out";
+  if (typeof m.cost_usd === "number") text += " · " + dollars(m.cost_usd);
+  return text;
 }
 
 function cutOffNotice(canContinue) {
@@ -375,7 +392,7 @@ async function refresh() {
     state.view = s;
     $("session-name").textContent = s.name || s.id;
     document.title = (s.name || "session") + " · lc-agent";
-    $("usage").textContent = s.usage && s.usage.total_tokens ? s.usage.total_tokens.toLocaleString() + " tokens" : "";
+    $("usage").textContent = sessionUsageText(s.usage);
     renderMessages(s.messages);
     renderTodos(s.todos);
     renderFiles(s.files);

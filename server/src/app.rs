@@ -4,7 +4,9 @@
 //!
 //! ```text
 //!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
-//!  /v1/models, /v1/chat/completions                     openai.rs
+//!  /v1/models[/{id}], /v1/chat/completions              openai.rs
+//!  /api/usage                                           usage.rs
+//!  /metrics  (Prometheus text; the bearer token when tokens are on)  metrics.rs
 //!  /v1/tools, /v1/tools/execute                         tools_api.rs
 //!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
 //!  /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]                runs/http.rs
@@ -32,7 +34,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
 use crate::state::AppState;
-use crate::{access, openai, runs, sessions, tools_api, web};
+use crate::{access, metrics, openai, runs, sessions, tools_api, usage, web};
 
 /// The server's routes over `state` (the `Host` check knows only the
 /// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
@@ -54,6 +56,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/assets/:name", get(web::asset))
         .route("/favicon.ico", get(web::favicon))
         .route("/v1/models", get(openai::models))
+        .route("/v1/models/:id", get(openai::model))
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/tools/execute", post(tools_api::execute))
@@ -79,6 +82,8 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/runs/:id", get(runs::http::show))
         .route("/api/runs/:id/cancel", post(runs::http::cancel))
         .route("/api/runs/:id/events", get(runs::http::events))
+        .route("/api/usage", get(usage::usage))
+        .route("/metrics", get(metrics::metrics))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))
@@ -87,7 +92,8 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
             config.request_timeout,
         ))
         .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
-        .layer(middleware::from_fn_with_state(guard, guard::check));
+        .layer(middleware::from_fn_with_state(guard, guard::check))
+        .route_layer(middleware::from_fn(metrics::track));
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config
             .cors_origins
@@ -98,11 +104,10 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
             CorsLayer::new()
                 .allow_origin(AllowOrigin::list(origins))
                 .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
-                .allow_headers([
-                    axum::http::header::AUTHORIZATION,
-                    axum::http::header::CONTENT_TYPE,
-                    HeaderName::from_static(openai::SESSION_HEADER),
-                ])
+                // The named origins may send any header: the browser OpenAI
+                // SDK adds its own (`x-stainless-*`), and names them in the
+                // preflight.
+                .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
                 .expose_headers([HeaderName::from_static(openai::SESSION_HEADER)]),
         );
     }

@@ -35,7 +35,9 @@
 //!               Stream with leases), the dispatcher and worker, the run endpoints (runs/mod.rs)
 //! events.rs     a run's NetworkEvents as SSE JSON
 //! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
-//! openai.rs     /v1/models, /v1/chat/completions (streamed or not)
+//! openai.rs     /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
+//! usage.rs      usage and cost as the API shows them; GET /api/usage (a user, a time range)
+//! metrics.rs    GET /metrics (Prometheus): requests, runs, model and tool calls, tokens, gauges
 //! tools_api.rs  /v1/tools, /v1/tools/execute
 //! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
@@ -69,12 +71,14 @@ pub mod events;
 mod graph;
 pub mod guard;
 pub mod logging;
+mod metrics;
 pub mod openai;
 pub mod runs;
 pub mod serve;
 mod sessions;
 mod state;
 pub mod tools_api;
+mod usage;
 mod web;
 
 pub use app::router;

@@ -10,7 +10,12 @@
 //!    session    ─▶ that saved session + the last user message
 //!  ─▶ a run (runs/) ─▶ chat.completion | chat.completion.chunk ... [DONE]
 //!     both carry "session": <id> and "run": <id> (and the headers x-lc-agent-session,
-//!     x-lc-agent-run) to continue it next time
+//!     x-lc-agent-run) to continue it next time; the id is
+//!     chatcmpl-<session id>-<8 hex of the run> (proxies that drop fields keep it)
+//!     "usage": the run's tokens (sub-agents included); streamed with
+//!     stream_options.include_usage as a last chunk with no choices
+//!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
+//!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
 //! ```
 //!
 //! A retry never starts a second run: a request with the same
@@ -53,6 +58,23 @@ pub(crate) async fn models(State(state): State<Arc<AppState>>, _user: User) -> J
     }))
 }
 
+/// `GET /v1/models/{id}`: the served model (404 for another name).
+pub(crate) async fn model(
+    State(state): State<Arc<AppState>>,
+    _user: User,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if id != state.config.model_name {
+        return Err(ApiError::NotFound(format!(
+            "no model `{id}`: this server serves `{}`",
+            state.config.model_name
+        )));
+    }
+    Ok(Json(
+        json!({"id": id, "object": "model", "created": 0, "owned_by": "lc-agent"}),
+    ))
+}
+
 /// One message of the request (only what the agent uses is read).
 #[derive(Debug, Deserialize)]
 pub(crate) struct InMessage {
@@ -79,8 +101,10 @@ impl InMessage {
     }
 }
 
-/// `POST /v1/chat/completions` body (other OpenAI fields are accepted
-/// and ignored: the agent's own settings apply).
+/// `POST /v1/chat/completions` body. Client tools, a forced tool choice
+/// and structured output are refused (400, [`Completion::check_supported`]);
+/// other OpenAI fields (`temperature`, `max_tokens`, ...) are accepted and
+/// ignored: the agent's own settings apply.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Completion {
     #[serde(default)]
@@ -94,6 +118,80 @@ pub(crate) struct Completion {
     /// answer names none; a named session is read, not changed).
     #[serde(default)]
     store: Option<bool>,
+    /// `{"include_usage": true}` adds a last chunk with the run's usage.
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    /// Client tools: refused (the agent runs its own; see `/v1/tools`).
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+    /// Refused with client tools; `auto` and `none` alone are harmless.
+    #[serde(default)]
+    tool_choice: Option<Value>,
+    /// The legacy spelling of client tools: refused.
+    #[serde(default)]
+    functions: Option<Vec<Value>>,
+    /// Only `{"type": "text"}`: the agent answers in text.
+    #[serde(default)]
+    response_format: Option<Value>,
+}
+
+/// `stream_options` of a streamed completion.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl Completion {
+    /// Refuses, with a 400 naming the field, what the agent cannot honour:
+    /// client tools (the agent runs its own tools here and answers in
+    /// text, so a client's function definitions would never be called),
+    /// a forced tool choice, and structured output formats.
+    fn check_supported(&self) -> Result<(), ApiError> {
+        let unsupported = |field: &str, why: &str| {
+            Err(ApiError::BadRequest(format!(
+                "`{field}` is not supported: {why}"
+            )))
+        };
+        if self.tools.as_ref().is_some_and(|t| !t.is_empty())
+            || self.functions.as_ref().is_some_and(|f| !f.is_empty())
+        {
+            let field = if self.tools.is_some() {
+                "tools"
+            } else {
+                "functions"
+            };
+            return unsupported(
+                field,
+                "the agent runs its own tools on the server (GET /v1/tools lists them) and \
+                 answers in text; send the request without client tools",
+            );
+        }
+        match &self.tool_choice {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s == "auto" || s == "none" => {}
+            Some(_) => {
+                return unsupported(
+                    "tool_choice",
+                    "the agent chooses its own tools; only \"auto\" and \"none\" are accepted",
+                )
+            }
+        }
+        match &self.response_format {
+            None | Some(Value::Null) => {}
+            Some(f) if f.get("type").and_then(Value::as_str) == Some("text") => {}
+            Some(f) => {
+                let kind = f.get("type").and_then(Value::as_str).unwrap_or("?");
+                return unsupported(
+                    "response_format",
+                    &format!(
+                        "the agent answers in text; type `{kind}` is not available (only \"text\")"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, ApiError> {
@@ -181,6 +279,11 @@ pub(crate) async fn completions(
             _ => ApiError::BadRequest(message),
         })
     })?;
+    body.check_supported().map_err(refuse)?;
+    let include_usage = body
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.include_usage);
     let Some(last) = body.messages.last() else {
         return Err(refuse(ApiError::BadRequest(
             "`messages` is empty".to_string(),
@@ -257,10 +360,29 @@ pub(crate) async fn completions(
         .model
         .clone()
         .unwrap_or_else(|| state.config.model_name.clone());
-    let completion_id = format!("chatcmpl-{}", run.id.simple());
+    // The session rides in the id too, which proxies keep when they drop
+    // other fields: `chatcmpl-<session id>-<8 hex of the run>`.
+    let completion_id = if run.ephemeral {
+        format!("chatcmpl-{}", run.id.simple())
+    } else {
+        format!(
+            "chatcmpl-{}-{}",
+            run.session,
+            &run.id.simple().to_string()[..8]
+        )
+    };
     let created = run.created_at.timestamp();
     let mut response = if body.stream {
-        stream(state, &run, after, completion_id, model, created).into_response()
+        stream(
+            state,
+            &run,
+            after,
+            completion_id,
+            model,
+            created,
+            include_usage,
+        )
+        .into_response()
     } else {
         whole(state, &run, after, completion_id, model, created).await
     };
@@ -341,12 +463,12 @@ fn answer_text(done: &Value, session: Uuid) -> String {
     )
 }
 
-/// The run's usage, as OpenAI reports it.
-async fn usage_of(state: &AppState, run: Uuid) -> Value {
-    match state.runs.store.get(run).await {
-        Ok(Some(run)) => json!(run.usage),
-        _ => json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
-    }
+/// The run's usage of an end event (`done` or `error`), as OpenAI
+/// reports it.
+fn usage_of(end: &Value) -> Value {
+    let totals: lc_agent::UsageTotals =
+        serde_json::from_value(end["usage"].clone()).unwrap_or_default();
+    crate::usage::openai_usage(&totals)
 }
 
 /// A non-streamed answer: waits for the run's end, or answers 408 with
@@ -415,7 +537,7 @@ async fn whole(
             "message": {"role": "assistant", "content": answer_text(&end.data, session)},
             "finish_reason": "stop",
         }],
-        "usage": usage_of(&state, id).await,
+        "usage": usage_of(&end.data),
     }))
     .into_response()
 }
@@ -427,59 +549,81 @@ fn stream(
     completion_id: String,
     model: String,
     created: i64,
+    include_usage: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     let (session, id) = (run.session, run.id);
     let named = (!run.ephemeral).then_some(session);
-    let chunk = move |delta: Value, finish: Option<&str>| {
-        json!({
+    let chunk = move |delta: Option<Value>, finish: Option<&str>, usage: Option<Value>| {
+        let choices = match delta {
+            Some(delta) => json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
+            None => json!([]),
+        };
+        let mut chunk = json!({
             "id": completion_id, "object": "chat.completion.chunk", "created": created,
-            "model": model, "session": named, "run": id,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        })
+            "model": model, "session": named, "run": id, "choices": choices,
+        });
+        // With `stream_options.include_usage`, every chunk has `usage`:
+        // null until the last one (no choices) carries the run's.
+        if include_usage {
+            chunk["usage"] = usage.unwrap_or(Value::Null);
+        }
+        chunk
     };
     let first = futures::stream::once({
-        let first = chunk(json!({"role": "assistant", "content": ""}), None);
+        let first = chunk(
+            Some(json!({"role": "assistant", "content": ""})),
+            None,
+            None,
+        );
         async move { Ok(Event::default().data(first.to_string())) }
     });
     let mut streamed = String::new();
-    let body = event_stream(state, id, after).filter_map(move |e| {
-        let out = match e.event.as_str() {
-            "text" => {
-                let text = e.data["text"].as_str().unwrap_or("").to_string();
-                streamed.push_str(&text);
-                (!text.is_empty()).then(|| chunk(json!({"content": text}), None))
-            }
-            "error" => {
-                let status = e.data["status"]
-                    .as_u64()
-                    .and_then(|s| u16::try_from(s).ok())
-                    .unwrap_or(500);
-                let message = e.data["message"]
-                    .as_str()
-                    .unwrap_or("the run failed")
-                    .to_string();
-                Some(ApiError::from_status(status, message).body())
-            }
-            "done" => {
-                // Text that did not stream (a waiting call's note) goes
-                // out in the last chunk.
-                let answer = answer_text(&e.data, session);
-                let rest = if streamed.ends_with(&answer) {
-                    String::new()
-                } else {
-                    answer
-                };
-                let delta = if rest.is_empty() {
-                    json!({})
-                } else {
-                    json!({"content": rest})
-                };
-                Some(chunk(delta, Some("stop")))
-            }
-            _ => None,
-        };
-        futures::future::ready(out.map(|v| Ok(Event::default().data(v.to_string()))))
-    });
+    let body = event_stream(state, id, after)
+        .filter_map(move |e| {
+            let out = match e.event.as_str() {
+                "text" => {
+                    let text = e.data["text"].as_str().unwrap_or("").to_string();
+                    streamed.push_str(&text);
+                    (!text.is_empty())
+                        .then(|| vec![chunk(Some(json!({"content": text})), None, None)])
+                }
+                "error" => {
+                    let status = e.data["status"]
+                        .as_u64()
+                        .and_then(|s| u16::try_from(s).ok())
+                        .unwrap_or(500);
+                    let message = e.data["message"]
+                        .as_str()
+                        .unwrap_or("the run failed")
+                        .to_string();
+                    Some(vec![ApiError::from_status(status, message).body()])
+                }
+                "done" => {
+                    // Text that did not stream (a waiting call's note) goes
+                    // out in the last chunk.
+                    let answer = answer_text(&e.data, session);
+                    let rest = if streamed.ends_with(&answer) {
+                        String::new()
+                    } else {
+                        answer
+                    };
+                    let delta = if rest.is_empty() {
+                        json!({})
+                    } else {
+                        json!({"content": rest})
+                    };
+                    let mut chunks = vec![chunk(Some(delta), Some("stop"), None)];
+                    if include_usage {
+                        chunks.push(chunk(None, None, Some(usage_of(&e.data))));
+                    }
+                    Some(chunks)
+                }
+                _ => None,
+            };
+            futures::future::ready(out)
+        })
+        .flat_map(futures::stream::iter)
+        .map(|v| Ok(Event::default().data(v.to_string())));
     let events = first.chain(body).chain(futures::stream::once(async {
         Ok(Event::default().data("[DONE]"))
     }));

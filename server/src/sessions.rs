@@ -156,6 +156,14 @@ pub(crate) async fn create(
 
 /// What the page shows of a session.
 pub(crate) fn view(net: &RunnableNetwork) -> Value {
+    let prices = crate::usage::prices_for(net);
+    let mut shown = view_with(net, &prices);
+    // The session's totals (sub-agents included), priced.
+    shown["usage"] = net.usage().priced(&prices);
+    shown
+}
+
+fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
     let messages: Vec<Value> = net
         .nodes()
         .iter()
@@ -170,9 +178,13 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
                     m[*key] = v.clone();
                 }
             }
+            if let Some(cost) = turn_cost(&meta, prices) {
+                m["cost_usd"] = json!(cost);
+            }
             if let Some(inner) = node.downcast::<NetworkNode>().map(|n| n.network().clone()) {
                 // A sub-agent's work: shown under the call it serves.
-                m["inner"] = view(&inner)["messages"].take();
+                m["inner"] = view_with(&inner, prices)["messages"].take();
+                m["usage"] = inner.usage().priced(prices);
                 m["serves"] = json!(net
                     .children(node.id())
                     .iter()
@@ -181,16 +193,6 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
             Some(m)
         })
         .collect();
-    let usage = messages.iter().fold(
-        json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
-        |mut sum, m| {
-            for key in ["prompt_tokens", "completion_tokens", "total_tokens"] {
-                let add = m["token_usage"][key].as_u64().unwrap_or(0);
-                sum[key] = json!(sum[key].as_u64().unwrap_or(0) + add);
-            }
-            sum
-        },
-    );
     let files: serde_json::Map<String, Value> = net
         .files()
         .into_iter()
@@ -208,7 +210,6 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
         "messages": messages,
         "mermaid": net.to_mermaid(),
         "graph": graph_json(net),
-        "usage": usage,
         "files": files,
         "todos": todos_of(net),
         "pending_approvals": pending_approvals(net).iter().map(pending_json).collect::<Vec<_>>(),
@@ -255,10 +256,24 @@ async fn directory_files(backend: &dyn Backend) -> Value {
     Value::Object(files)
 }
 
+/// What one model call cost, when its model has a price.
+fn turn_cost(meta: &serde_json::Map<String, Value>, prices: &lc_agent::Prices) -> Option<f64> {
+    let usage: lc_agent::Usage =
+        serde_json::from_value(meta.get(lc_agent::TOKEN_USAGE_KEY)?.clone()).ok()?;
+    let model = meta
+        .get(lc_agent::RESPONSE_MODEL_KEY)
+        .or_else(|| meta.get("chat_model_name"))
+        .and_then(Value::as_str)?;
+    let mut counts = lc_agent::TokenCounts::default();
+    counts += &usage;
+    prices.of(model).map(|p| p.cost(&counts))
+}
+
 /// The node metadata a message of the view carries: the model, its token
 /// usage, whether the answer was cut off or empty, and a failure.
 const SHOWN_METADATA: &[&str] = &[
     "chat_model_name",
+    "response_model",
     "token_usage",
     "finish_reason",
     "cut_off",

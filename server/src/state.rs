@@ -114,6 +114,11 @@ impl AppState {
 
     /// Claims a run of session `id` in this process: 409 while another
     /// run of it goes on here.
+    /// How many sessions a run of this process has claimed.
+    pub(crate) fn running_count(&self) -> usize {
+        self.running.lock().len()
+    }
+
     pub(crate) fn claim(
         self: &Arc<Self>,
         user: &str,

@@ -35,7 +35,14 @@ pub(crate) async fn list(
     let net = agent
         .build()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let tools = lc_agent::openai_tools(&agent.offered_tools(&net));
+    // `task` runs a sub-agent inside a session's run: it cannot run
+    // through /v1/tools/execute, so it is not listed.
+    let offered: Vec<_> = agent
+        .offered_tools(&net)
+        .into_iter()
+        .filter(|t| t.name() != lc_agent_deepagent::subagents::TASK)
+        .collect();
+    let tools = lc_agent::openai_tools(&offered);
     Ok(Json(json!({"object": "list", "tools": tools})))
 }
 

@@ -866,7 +866,10 @@ async fn a_cut_off_answer_says_so_and_continues() {
         return;
     }
     let model = CutOffFirst {
-        script: ScriptedChatModel::new(["The steps: first, second,", "third and last."]),
+        // Named as a model with a built-in price ($2.50 in, $10 out per
+        // million): each answer costs $0.00045.
+        script: ScriptedChatModel::new(["The steps: first, second,", "third and last."])
+            .named("gpt-4o"),
         cut: AtomicBool::new(false),
     };
     let server = start(model).await;
@@ -879,10 +882,16 @@ async fn a_cut_off_answer_says_so_and_continues() {
         "!document.body.classList.contains('running')",
     )
     .await;
-    wait_text(&p.c, "#usage", "120 tokens").await;
+    wait_text(&p.c, "#usage", "120 tokens · $0.00045").await;
+    wait_text(
+        &p.c,
+        "#messages .msg.ai .meta",
+        "gpt-4o · 100 in · 20 out · $0.00045",
+    )
+    .await;
     p.click("#messages .cut-off button.continue").await;
     wait_text(&p.c, "#messages .msg.ai", "third and last.").await;
-    wait_text(&p.c, "#usage", "240 tokens").await;
+    wait_text(&p.c, "#usage", "240 tokens · $0.00090").await;
     let _ = server.stop().await;
 }
 
@@ -1046,7 +1055,7 @@ async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
     // The sub-agent's answer is not a bubble of the main conversation: it
     // sits inside the task call, with the sub-agent's own calls.
     let top = p
-        .js("return [...document.querySelectorAll('#messages > .msg.ai')].map(m => m.textContent.trim())")
+        .js("return [...document.querySelectorAll('#messages > .msg.ai')].map(m => { const c = m.cloneNode(true); c.querySelectorAll('.meta').forEach(x => x.remove()); return c.textContent.trim(); })")
         .await;
     assert_eq!(top, json!(["The sub-agent wrote /a.md."]));
     let nested = p

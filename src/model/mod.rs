@@ -78,6 +78,15 @@ pub struct Usage {
     /// cache (Anthropic reports them; 0 when not reported).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
+    /// Of the completion's tokens, those the model spent reasoning
+    /// (OpenAI's `completion_tokens_details.reasoning_tokens`; 0 when not
+    /// reported).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// The server reported no usage: these counts are an estimate (see
+    /// [`UsageEstimator`](crate::UsageEstimator)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

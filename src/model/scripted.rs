@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::ToolCall;
+use crate::model::Usage;
 
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +90,7 @@ impl From<String> for Turn {
 #[derive(Debug, Clone)]
 pub struct ScriptedChatModel {
     name: String,
+    usage: Option<Usage>,
     turns: Arc<[Turn]>,
     cycle: bool,
     calls: Arc<AtomicUsize>,
@@ -100,6 +102,7 @@ impl ScriptedChatModel {
     pub fn new<T: Into<Turn>>(turns: impl IntoIterator<Item = T>) -> Self {
         Self {
             name: "scripted".to_string(),
+            usage: None,
             turns: turns.into_iter().map(Into::into).collect(),
             cycle: false,
             calls: Arc::new(AtomicUsize::new(0)),
@@ -115,6 +118,13 @@ impl ScriptedChatModel {
     /// Names the model in error messages.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self
+    }
+
+    /// Reports `usage` with every answer, as a server that counts tokens
+    /// does (without it the answers report none).
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
         self
     }
 
@@ -147,7 +157,7 @@ impl ChatModel for ScriptedChatModel {
         Ok(ChatResponse {
             content: turn.content.clone(),
             tool_calls: turn.tool_calls.clone(),
-            usage: None,
+            usage: self.usage,
             finish_reason: Some(if turn.tool_calls.is_empty() {
                 "stop".into()
             } else {

@@ -149,6 +149,14 @@ impl RunnableNetwork {
         self.0.graph.lock().metadata.insert(key.into(), value);
     }
 
+    /// Replaces one metadata value by `f(old)`, under the graph's lock (no
+    /// update is lost when tasks update the same key at once).
+    pub(crate) fn update_metadata(&self, key: &str, f: impl FnOnce(Option<&Value>) -> Value) {
+        let mut graph = self.0.graph.lock();
+        let new = f(graph.metadata.get(key));
+        graph.metadata.insert(key.to_string(), new);
+    }
+
     /// Removes one metadata value.
     pub fn remove_metadata(&self, key: &str) -> Option<Value> {
         self.0.graph.lock().metadata.shift_remove(key)

@@ -27,6 +27,7 @@ pub(crate) struct Runtime {
     pub(crate) step_limit: Option<usize>,
     pub(crate) streaming: bool,
     pub(crate) parent: Weak<NetworkInner>,
+    pub(crate) usage_estimator: Option<Arc<dyn crate::usage::UsageEstimator>>,
 }
 
 impl Runtime {
@@ -40,6 +41,7 @@ impl Runtime {
             step_limit: Some(DEFAULT_STEP_LIMIT),
             streaming: false,
             parent: Weak::new(),
+            usage_estimator: None,
         }
     }
 }

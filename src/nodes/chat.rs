@@ -19,8 +19,10 @@ use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 /// The tool choice is the node's own, else the route of its step
 /// ([`RunnableNetwork::set_tool_choice_route`](crate::RunnableNetwork::set_tool_choice_route)),
 /// else the provider's default.
-/// Token usage, the model name and the finish reason go to the node's
-/// metadata; an answer cut off by the output limit is flagged
+/// Token usage (the server's, else an estimate marked `estimated`), the
+/// model name (`chat_model_name`, and `response_model` as the server
+/// named it) and the finish reason go to the node's metadata, and the
+/// usage counts in the network's totals ([`RunnableNetwork::record_usage`](crate::RunnableNetwork::record_usage)); an answer cut off by the output limit is flagged
 /// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
 /// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,7 +129,7 @@ impl NodeLogic for ChatNode {
         } else {
             model.complete(&request).await?
         };
-        record(&ctx.node, &name, &response);
+        record(net, &ctx.node, &name, &request, &response);
         if response.is_cut_off() {
             tracing::warn!(
                 node = %node_id,
@@ -178,11 +180,30 @@ impl crate::RunnableNetwork {
     }
 }
 
-fn record(node: &NodeRef, name: &str, response: &crate::model::ChatResponse) {
+/// The model, the usage (reported, else estimated) and the finish reason
+/// go to the node; the usage counts in the network's totals.
+fn record(
+    net: &crate::RunnableNetwork,
+    node: &NodeRef,
+    name: &str,
+    request: &ChatRequest,
+    response: &crate::model::ChatResponse,
+) {
     node.set_metadata("chat_model_name", json!(name));
-    if let Some(usage) = response.usage {
-        node.set_metadata("token_usage", json!(usage));
+    if let Some(model) = response.model.as_deref().filter(|m| !m.is_empty()) {
+        node.set_metadata(crate::usage::RESPONSE_MODEL_KEY, json!(model));
     }
+    let usage = match response.usage {
+        Some(usage) => usage,
+        None => net.usage_estimator().estimate(request, response),
+    };
+    let counted_as = response
+        .model
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .unwrap_or(name);
+    net.record_usage(counted_as, &usage);
+    node.set_metadata(crate::usage::TOKEN_USAGE_KEY, json!(usage));
     if let Some(reason) = &response.finish_reason {
         node.set_metadata("finish_reason", json!(reason));
     }

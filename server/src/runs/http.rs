@@ -399,7 +399,7 @@ pub(crate) async fn create(
         }
     };
     if body.background {
-        return Ok((StatusCode::ACCEPTED, Json(json!(submitted.run))).into_response());
+        return Ok((StatusCode::ACCEPTED, Json(run_json(&submitted.run))).into_response());
     }
     Ok(events_sse(state, submitted.run.id, submitted.after).into_response())
 }
@@ -416,8 +416,16 @@ pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
-) -> Result<Json<Run>, ApiError> {
-    Ok(Json(run_of(&state, &user, id).await?))
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(run_json(&run_of(&state, &user, id).await?)))
+}
+
+/// A run as the API shows it: its usage priced (the built-in table and
+/// the server's `prices.toml`).
+pub(crate) fn run_json(run: &Run) -> Value {
+    let mut value = json!(run);
+    value["usage"] = crate::usage::priced_totals(&run.usage);
+    value
 }
 
 /// `?limit=` of a listing.
@@ -434,13 +442,14 @@ pub(crate) async fn of_session(
     Query(q): Query<Limit>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = q.limit.unwrap_or(50).min(500);
-    let runs: Vec<Run> = state
+    let runs: Vec<Value> = state
         .runs
         .store
         .of_session(id, limit)
         .await?
-        .into_iter()
+        .iter()
         .filter(|r| r.user == user)
+        .map(run_json)
         .collect();
     Ok(Json(json!({ "runs": runs })))
 }
@@ -458,7 +467,7 @@ pub(crate) async fn cancel(
         )));
     }
     let run = cancel_run(&state, run).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!(run))).into_response())
+    Ok((StatusCode::ACCEPTED, Json(run_json(&run))).into_response())
 }
 
 /// Cancels `run`: at once when it is queued or waiting, else asks the

@@ -58,7 +58,7 @@ use tokio::sync::{Notify, Semaphore};
 use uuid::Uuid;
 
 pub use local::LocalRuns;
-pub use record::{Run, RunEvent, RunStatus, Usage};
+pub use record::{Run, RunEvent, RunStatus};
 pub use redis::RedisRuns;
 pub use store::{Delivery, RunError, RunResult, RunStore};
 

@@ -83,17 +83,6 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
-/// Tokens a run's model calls used.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Tokens sent.
-    pub prompt_tokens: u64,
-    /// Tokens received.
-    pub completion_tokens: u64,
-    /// Both.
-    pub total_tokens: u64,
-}
-
 /// One run of a session (see the [module docs](super)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
@@ -119,9 +108,10 @@ pub struct Run {
     /// Why it failed.
     #[serde(default)]
     pub error: Option<String>,
-    /// What its model calls cost.
+    /// What its model calls used (sub-agents included), by model; the
+    /// API shows it priced.
     #[serde(default)]
-    pub usage: Usage,
+    pub usage: lc_agent::UsageTotals,
     /// The final answer (when done).
     #[serde(default)]
     pub answer: Option<String>,
@@ -166,7 +156,7 @@ impl Run {
             started_at: None,
             finished_at: None,
             error: None,
-            usage: Usage::default(),
+            usage: lc_agent::UsageTotals::default(),
             answer: None,
             pending: Vec::new(),
             attempts: 0,

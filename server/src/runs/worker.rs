@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
-use super::record::{Run, RunEvent, RunStatus, Usage};
+use super::record::{Run, RunEvent, RunStatus};
 use super::store::Delivery;
 use super::Local;
 use crate::error::ApiError;
@@ -50,6 +50,9 @@ impl Publisher {
     fn start(state: &Arc<AppState>, run: Uuid, net: Option<RunnableNetwork>, last: u64) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
         let state = state.clone();
+        // What the session had used when the run started: `run_finished`
+        // says what the run used.
+        let usage_before = net.as_ref().map(RunnableNetwork::usage);
         let task = tokio::spawn(async move {
             let mut seq = last;
             let mut closed = false;
@@ -68,6 +71,13 @@ impl Publisher {
                         }
                         Out::Named(name, data) => (name, data),
                         Out::Network(e) => match net.as_ref().and_then(|n| event_json(n, &e)) {
+                            Some(("run_finished", mut data)) => {
+                                if let (Some(n), Some(before)) = (&net, &usage_before) {
+                                    data["usage"] =
+                                        crate::usage::priced(n, &n.usage().since(before));
+                                }
+                                ("run_finished", data)
+                            }
                             Some(pair) => pair,
                             None => continue,
                         },
@@ -285,7 +295,7 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
         Ok(parts) => parts,
         Err(e) => {
             let publisher = Publisher::start(state, run.id, None, last);
-            let message = e.to_string();
+            let message = e.public_message();
             publisher.send(
                 "error",
                 json!({"message": message, "status": e.status().as_u16(), "run": run.id}),
@@ -304,6 +314,8 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     }
     net.set_streaming(true);
     let before: HashSet<NodeId> = net.nodes().iter().map(|n| n.id()).collect();
+    let usage_before = net.usage();
+    let active = crate::metrics::ActiveRun::start();
     let limit = state.runs.settings.time_limit;
     let hand_back = state.runs.hand_back.clone();
     let ending = tokio::select! {
@@ -325,7 +337,8 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
             }
         } => Ending::HandedBack,
     };
-    run.usage = add_usage(run.usage, &net, &before);
+    let used = net.usage().since(&usage_before);
+    run.usage.merge(&used);
     let stopped = matches!(ending, Ending::Cancelled | Ending::TimedOut(_))
         .then(|| drop_unrun(&net, &before));
     let mut save_error = None;
@@ -391,7 +404,8 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     match &error {
         Some((code, message)) => publisher.send(
             "error",
-            json!({"message": message, "status": code, "revision": revision, "run": run.id}),
+            json!({"message": message, "status": code, "revision": revision, "run": run.id,
+                   "usage": crate::usage::priced(&net, &run.usage)}),
         ),
         None => publisher.send(
             "done",
@@ -402,9 +416,11 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
                 "pending_approvals": pending_list,
                 "run": run.id,
                 "status": status,
+                "usage": crate::usage::priced(&net, &run.usage),
             }),
         ),
     }
+    active.finish(&net, &before, status.as_str(), &run.usage);
     publisher.close().await;
     run.answer = (status == RunStatus::Done).then_some(answer);
     run.pending = if status == RunStatus::Waiting {
@@ -482,24 +498,6 @@ async fn open(
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     claim.track(&net);
     Ok((net, list, claim))
-}
-
-/// Adds the token usage of the nodes added since `before` (sub-agents'
-/// included as their nodes record it).
-fn add_usage(mut usage: Usage, net: &RunnableNetwork, before: &HashSet<NodeId>) -> Usage {
-    for node in net.nodes() {
-        if before.contains(&node.id()) {
-            continue;
-        }
-        let meta = node.metadata();
-        if let Some(u) = meta.get("token_usage") {
-            let get = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            usage.prompt_tokens += get("prompt_tokens");
-            usage.completion_tokens += get("completion_tokens");
-            usage.total_tokens += get("total_tokens");
-        }
-    }
-    usage
 }
 
 /// After a stop: takes out the nodes added since `before` that never ran

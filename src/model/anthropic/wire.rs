@@ -415,6 +415,7 @@ impl From<WireUsage> for Usage {
             total_tokens: prompt_tokens.saturating_add(usage.output_tokens),
             cache_read_tokens: usage.cache_read_input_tokens,
             cache_write_tokens: usage.cache_creation_input_tokens,
+            ..Usage::default()
         }
     }
 }

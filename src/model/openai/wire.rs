@@ -347,6 +347,20 @@ pub(super) struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WireTokenDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<WireTokenDetails>,
+}
+
+/// `prompt_tokens_details` / `completion_tokens_details` (what a server
+/// leaves out or sets to null counts 0).
+#[derive(Deserialize, Default)]
+pub(super) struct WireTokenDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
@@ -359,6 +373,14 @@ impl From<WireUsage> for Usage {
             total_tokens: usage
                 .total_tokens
                 .unwrap_or(prompt_tokens.saturating_add(completion_tokens)),
+            cache_read_tokens: usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
             ..Usage::default()
         }
     }
@@ -413,6 +435,23 @@ mod tests {
     use std::error::Error;
 
     use super::*;
+
+    #[test]
+    fn cached_and_reasoning_tokens_are_read_from_the_details() {
+        let usage: WireUsage = serde_json::from_str(
+            r#"{"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130,
+                "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 12}}"#,
+        )
+        .unwrap();
+        let usage = Usage::from(usage);
+        assert_eq!((usage.cache_read_tokens, usage.reasoning_tokens), (64, 12));
+        let bare: WireUsage = serde_json::from_str(
+            r#"{"prompt_tokens": 1, "completion_tokens": 2, "prompt_tokens_details": null}"#,
+        )
+        .unwrap();
+        assert_eq!(Usage::from(bare).total_tokens, 3);
+    }
 
     #[test]
     fn invalid_json_keeps_the_parser_error_as_its_source() {

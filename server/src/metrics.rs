@@ -1,0 +1,186 @@
+//! `GET /metrics`: the server's counters and histograms in Prometheus text
+//! format (`metrics` + `metrics-exporter-prometheus`), behind the same
+//! bearer token as the API when tokens are on.
+//!
+//! ```text
+//!  lc_agent_http_requests_total{method, route, status}      counter   every request (route: the matched pattern)
+//!  lc_agent_http_request_duration_seconds{method, route}    histogram
+//!  lc_agent_runs_total{status}                              counter   completed | waiting | failed | stopped
+//!  lc_agent_run_duration_seconds{status}                    histogram
+//!  lc_agent_model_call_duration_seconds{model}              histogram every chat call of a run, sub-agents' too
+//!  lc_agent_tokens_total{model, kind}                       counter   kind: prompt | completion | cached | reasoning
+//!  lc_agent_tool_calls_total{tool, status}                  counter   status: ok | error
+//!  lc_agent_active_runs                                     gauge     runs going on in this process
+//!  lc_agent_active_sessions                                 gauge     sessions claimed by a run here (at scrape time)
+//! ```
+//!
+//! One recorder per process (the `metrics` facade is global): servers
+//! started in one process share it. A run is counted when it ends, from
+//! the nodes it added (model calls, tool calls) and its usage.
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use lc_agent::{ChatNode, Message, NetworkNode, NodeId, RunnableNetwork, ToolNode, ToolStatus};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::auth::User;
+use crate::state::AppState;
+
+/// Latency buckets, seconds: from a fast tool to a long agent run.
+const BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The process's recorder, installed on first use; `None` when another
+/// recorder was installed first (then `/metrics` says so).
+pub(crate) fn handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let built = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
+                .and_then(|b| b.install_recorder());
+            match built {
+                Ok(handle) => Some(handle),
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics are off: a recorder could not be installed");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>, _user: User) -> Response {
+    let Some(handle) = handle() else {
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "metrics are off: another metrics recorder was installed in this process\n",
+        )
+            .into_response();
+    };
+    metrics::gauge!("lc_agent_active_sessions").set(state.running_count() as f64);
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+        .into_response()
+}
+
+/// Counts every request by method, matched route and status, and times it.
+pub(crate) async fn track(request: Request, next: Next) -> Response {
+    // Installed before the first request, so nothing is lost.
+    let _ = handle();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("lc_agent_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("lc_agent_http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// A run going on: counted in `lc_agent_active_runs` until it drops.
+pub(crate) struct ActiveRun(Instant);
+
+impl ActiveRun {
+    /// A run starts.
+    pub(crate) fn start() -> Self {
+        let _ = handle();
+        metrics::gauge!("lc_agent_active_runs").increment(1.0);
+        Self(Instant::now())
+    }
+
+    /// The run ended with `status` (`done`, `waiting`, `failed`,
+    /// `cancelled`) having used `usage` and added the nodes of `net` not in
+    /// `before`: counts the run, its model calls, tokens and tool calls.
+    pub(crate) fn finish(
+        self,
+        net: &RunnableNetwork,
+        before: &HashSet<NodeId>,
+        status: &'static str,
+        usage: &lc_agent::UsageTotals,
+    ) {
+        metrics::counter!("lc_agent_runs_total", "status" => status).increment(1);
+        metrics::histogram!("lc_agent_run_duration_seconds", "status" => status)
+            .record(self.0.elapsed().as_secs_f64());
+        for (model, counts) in &usage.by_model {
+            for (kind, n) in [
+                ("prompt", counts.prompt_tokens),
+                ("completion", counts.completion_tokens),
+                ("cached", counts.cache_read_tokens),
+                ("reasoning", counts.reasoning_tokens),
+            ] {
+                if n > 0 {
+                    metrics::counter!("lc_agent_tokens_total", "model" => model.clone(), "kind" => kind)
+                        .increment(n);
+                }
+            }
+        }
+        for node in net.nodes() {
+            if !before.contains(&node.id()) {
+                count_node(&node);
+            }
+        }
+    }
+}
+
+impl Drop for ActiveRun {
+    fn drop(&mut self) {
+        metrics::gauge!("lc_agent_active_runs").decrement(1.0);
+    }
+}
+
+/// Counts a node of the run: a model call's latency, a tool call's
+/// status; a sub-network's nodes all belong to the run.
+fn count_node(node: &lc_agent::NodeRef) {
+    if let Some(inner) = node.downcast::<NetworkNode>() {
+        for n in inner.network().nodes() {
+            count_node(&n);
+        }
+        return;
+    }
+    if !node.is_invoked() {
+        return;
+    }
+    if node.kind() == ChatNode::KIND {
+        let meta = node.metadata();
+        let model = meta
+            .get(lc_agent::RESPONSE_MODEL_KEY)
+            .or_else(|| meta.get("chat_model_name"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown")
+            .to_string();
+        if let Some(us) = meta
+            .get("timings")
+            .and_then(|t| t.get("elapsed_us"))
+            .and_then(|v| v.as_u64())
+        {
+            metrics::histogram!("lc_agent_model_call_duration_seconds", "model" => model)
+                .record(Duration::from_micros(us).as_secs_f64());
+        }
+    } else if let Some(tool) = node.downcast::<ToolNode>() {
+        let status = match node.output().as_deref() {
+            Some(Message::Tool {
+                status: ToolStatus::Error,
+                ..
+            }) => "error",
+            _ => "ok",
+        };
+        metrics::counter!("lc_agent_tool_calls_total", "tool" => tool.tool_call.name.clone(), "status" => status)
+            .increment(1);
+    }
+}

@@ -1,0 +1,158 @@
+//! `GET /metrics` (issue 25): Prometheus text behind the bearer token; a
+//! scrape after a run shows the requests, the run, its model calls (a
+//! sub-agent's too), tokens by model and tool calls by tool and status.
+
+mod common;
+
+use common::*;
+use lc_agent::{ScriptedChatModel, Turn, Usage};
+use serde_json::json;
+
+/// The value of the sample whose line starts with `prefix` (name and
+/// labels as rendered), 0 when absent.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            l.split(['{', ' ']).next() == Some(name)
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_after_a_run_shows_requests_runs_calls_tokens_and_tools() {
+    let model = ScriptedChatModel::new([
+        Turn::call(
+            "t1",
+            "task",
+            json!({"description": "Write it", "subagent_type": "general-purpose"}),
+        ),
+        Turn::call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/a.md", "content": "a"}),
+        ),
+        Turn::text("Written."),
+        Turn::call("r1", "read_file", json!({"file_path": "/missing.md"})),
+        Turn::text("Done."),
+    ])
+    .named("metrics-test-model")
+    .with_usage(Usage {
+        prompt_tokens: 7,
+        completion_tokens: 3,
+        total_tokens: 10,
+        ..Usage::default()
+    });
+    let server = start(model).await;
+    let base = server.url.clone();
+
+    // Behind the token.
+    let r = reqwest::get(format!("{base}/metrics")).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let before = get(&format!("{base}/metrics"), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+
+    let id = new_session(&base, ALICE).await;
+    let body = post(
+        &format!("{base}/api/sessions/{id}/messages"),
+        ALICE,
+        json!({"content": "Delegate, then read."}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(body.contains("event: done"), "{body}");
+
+    let r = get(&format!("{base}/metrics"), ALICE).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let after = r.text().await.unwrap();
+    let moved = |name: &str, labels: &[(&str, &str)]| {
+        sample(&after, name, labels) - sample(&before, name, labels)
+    };
+    assert_eq!(
+        moved(
+            "lc_agent_http_requests_total",
+            &[
+                ("route", "/api/sessions/:id/messages"),
+                ("status", "200"),
+                ("method", "POST")
+            ]
+        ),
+        1.0,
+        "{after}"
+    );
+    // The refused scrape before the run counted too.
+    assert!(
+        sample(
+            &after,
+            "lc_agent_http_requests_total",
+            &[("route", "/metrics"), ("status", "401")]
+        ) >= 1.0
+    );
+    assert_eq!(
+        moved("lc_agent_runs_total", &[("status", "done")]),
+        1.0,
+        "{after}"
+    );
+    // Five model calls (two of them the sub-agent's), each 7 + 3 tokens.
+    let model = [("model", "metrics-test-model")];
+    assert_eq!(
+        moved("lc_agent_model_call_duration_seconds_count", &model),
+        5.0,
+        "{after}"
+    );
+    assert_eq!(
+        moved(
+            "lc_agent_tokens_total",
+            &[("model", "metrics-test-model"), ("kind", "prompt")]
+        ),
+        35.0
+    );
+    assert_eq!(
+        moved(
+            "lc_agent_tokens_total",
+            &[("model", "metrics-test-model"), ("kind", "completion")]
+        ),
+        15.0
+    );
+    assert_eq!(
+        moved(
+            "lc_agent_tool_calls_total",
+            &[("tool", "write_file"), ("status", "ok")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        moved(
+            "lc_agent_tool_calls_total",
+            &[("tool", "task"), ("status", "ok")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        moved(
+            "lc_agent_tool_calls_total",
+            &[("tool", "read_file"), ("status", "error")]
+        ),
+        1.0,
+        "{after}"
+    );
+    assert!(
+        after.contains("lc_agent_run_duration_seconds_bucket"),
+        "{after}"
+    );
+    assert_eq!(sample(&after, "lc_agent_active_runs", &[]), 0.0);
+    assert!(after.contains("lc_agent_active_sessions"));
+}

@@ -1,0 +1,432 @@
+//! What the models were asked and answered, added up: per model call (a
+//! node's `metadata["token_usage"]`), per run, per session (the network's
+//! `metadata["usage"]`, kept current as the network runs), per sub-agent
+//! (an inner network's usage counts in every network around it) and per
+//! user over a time range (add sessions' [`UsageTotals::between`]).
+//!
+//! ```text
+//!  ChatModel ─▶ ChatResponse.usage (or an estimate, `estimated: true`)
+//!     │
+//!     ▼ ChatNode records it
+//!  node.metadata["token_usage"]          one call
+//!  net.metadata["usage"]  (UsageTotals)  the session, updated per call,
+//!     ▲                                  by model; an inner network's calls
+//!     └─ inner network's calls ──────────  count in its outer networks too
+//!  UsageTotals::since(&before)           a run: after minus before
+//!  Prices::cost / UsageTotals::priced    dollars, for the models with a price
+//! ```
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{ChatRequest, ChatResponse, Usage};
+use crate::network::RunnableNetwork;
+use crate::nodes::NetworkNode;
+
+/// The network metadata key holding its [`UsageTotals`].
+pub const USAGE_KEY: &str = "usage";
+
+/// The node metadata key holding one call's [`Usage`].
+pub const TOKEN_USAGE_KEY: &str = "token_usage";
+
+/// The node metadata key naming the model the server said answered (its
+/// versioned name, `gpt-4o-mini-2024-07-18`), when it said one.
+pub const RESPONSE_MODEL_KEY: &str = "response_model";
+
+/// Token counts of one or more model calls.
+///
+/// ```
+/// use lc_agent::{TokenCounts, Usage};
+///
+/// let mut counts = TokenCounts::default();
+/// counts += &Usage { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, ..Usage::default() };
+/// counts += &Usage { prompt_tokens: 20, completion_tokens: 1, total_tokens: 21, ..Usage::default() };
+/// assert_eq!((counts.calls, counts.total_tokens), (2, 36));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCounts {
+    /// Tokens in the prompts (cached ones included).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Tokens generated (reasoning included).
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Both together.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Of the prompt tokens, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Of the prompt tokens, those written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// Of the completion tokens, those the model spent reasoning.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// How many model calls.
+    #[serde(default)]
+    pub calls: u64,
+    /// Of the calls, those whose server reported no usage: their tokens
+    /// are an estimate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl AddAssign<&Usage> for TokenCounts {
+    fn add_assign(&mut self, usage: &Usage) {
+        self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(usage.completion_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(usage.total_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(usage.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(usage.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(usage.reasoning_tokens);
+        self.calls = self.calls.saturating_add(1);
+        if usage.estimated {
+            self.estimated_calls = self.estimated_calls.saturating_add(1);
+        }
+    }
+}
+
+impl AddAssign<&TokenCounts> for TokenCounts {
+    fn add_assign(&mut self, other: &TokenCounts) {
+        for (mine, theirs) in self.fields_mut().into_iter().zip(other.fields()) {
+            *mine = mine.saturating_add(theirs);
+        }
+    }
+}
+
+impl TokenCounts {
+    fn fields(&self) -> [u64; 8] {
+        [
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.total_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
+            self.calls,
+            self.estimated_calls,
+        ]
+    }
+
+    fn fields_mut(&mut self) -> [&mut u64; 8] {
+        [
+            &mut self.prompt_tokens,
+            &mut self.completion_tokens,
+            &mut self.total_tokens,
+            &mut self.cache_read_tokens,
+            &mut self.cache_write_tokens,
+            &mut self.reasoning_tokens,
+            &mut self.calls,
+            &mut self.estimated_calls,
+        ]
+    }
+
+    /// These counts less `earlier`'s (never below zero).
+    pub fn since(&self, earlier: &TokenCounts) -> TokenCounts {
+        let mut out = *self;
+        for (mine, theirs) in out.fields_mut().into_iter().zip(earlier.fields()) {
+            *mine = mine.saturating_sub(theirs);
+        }
+        out
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.calls == 0 && self.total_tokens == 0
+    }
+
+    /// Whether some of the tokens are an estimate.
+    pub fn is_estimated(&self) -> bool {
+        self.estimated_calls > 0
+    }
+}
+
+/// Token counts in all and by model: the usage of a run, a session, a user.
+/// Saved in a network's metadata under [`USAGE_KEY`]; see the [module
+/// docs](self) for where the numbers come from.
+///
+/// ```
+/// use lc_agent::{Prices, UsageTotals, Usage};
+///
+/// let mut totals = UsageTotals::default();
+/// totals.add("gpt-4o-mini", &Usage { prompt_tokens: 1_000_000, completion_tokens: 0, total_tokens: 1_000_000, ..Usage::default() });
+/// totals.add("my-local-model", &Usage { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, ..Usage::default() });
+/// assert_eq!(totals.all.total_tokens, 1_000_012);
+/// // Only the model with a price costs something; the other shows tokens only.
+/// let cost = Prices::built_in().cost(&totals);
+/// assert_eq!(cost.usd, Some(0.15));
+/// assert_eq!(cost.unpriced, vec!["my-local-model".to_string()]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Every call together.
+    #[serde(flatten)]
+    pub all: TokenCounts,
+    /// By the model that answered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_model: BTreeMap<String, TokenCounts>,
+}
+
+impl UsageTotals {
+    /// Counts one call of `model`.
+    pub fn add(&mut self, model: &str, usage: &Usage) {
+        self.all += usage;
+        *self.by_model.entry(model.to_string()).or_default() += usage;
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &UsageTotals) {
+        self.all += &other.all;
+        for (model, counts) in &other.by_model {
+            *self.by_model.entry(model.clone()).or_default() += counts;
+        }
+    }
+
+    /// These totals less `earlier`'s: what a run added, given the session's
+    /// totals before and after it. Models with nothing left are dropped.
+    pub fn since(&self, earlier: &UsageTotals) -> UsageTotals {
+        let by_model = self
+            .by_model
+            .iter()
+            .filter_map(|(model, counts)| {
+                let rest = match earlier.by_model.get(model) {
+                    Some(before) => counts.since(before),
+                    None => *counts,
+                };
+                (!rest.is_empty()).then(|| (model.clone(), rest))
+            })
+            .collect();
+        UsageTotals {
+            all: self.all.since(&earlier.all),
+            by_model,
+        }
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// The network's totals: its metadata's when kept there (a network that
+    /// ran with this version), else added up from its nodes
+    /// ([`UsageTotals::of_nodes`]).
+    pub fn of(net: &RunnableNetwork) -> UsageTotals {
+        net.metadata_value(USAGE_KEY)
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_else(|| Self::of_nodes(net))
+    }
+
+    /// Added up from the nodes' `token_usage`, inner networks included.
+    pub fn of_nodes(net: &RunnableNetwork) -> UsageTotals {
+        let mut totals = UsageTotals::default();
+        walk(net, &mut |model, usage, _| totals.add(model, usage));
+        totals
+    }
+
+    /// Added up from the calls that started in `[from, to)` (RFC 3339
+    /// times; `None` is open), inner networks included: a user's usage
+    /// over a time range is the sum of this over their sessions.
+    pub fn between(net: &RunnableNetwork, from: Option<&str>, to: Option<&str>) -> UsageTotals {
+        let from = from.and_then(parse_time);
+        let to = to.and_then(parse_time);
+        let mut totals = UsageTotals::default();
+        walk(net, &mut |model, usage, started| {
+            let Some(at) = started.and_then(parse_time) else {
+                // A call with no time counts only when the range is open.
+                if from.is_none() && to.is_none() {
+                    totals.add(model, usage);
+                }
+                return;
+            };
+            if from.is_some_and(|f| at < f) || to.is_some_and(|t| at >= t) {
+                return;
+            }
+            totals.add(model, usage);
+        });
+        totals
+    }
+
+    /// These totals as JSON with their cost: `cost_usd` in all and by model
+    /// (absent for a model without a price, and in all when no model has
+    /// one), and `unpriced_models` when some have none.
+    pub fn priced(&self, prices: &crate::Prices) -> Value {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        let cost = prices.cost(self);
+        if let Some(map) = value.as_object_mut() {
+            if let Some(usd) = cost.usd {
+                map.insert("cost_usd".into(), usd.into());
+            }
+            if !cost.unpriced.is_empty() {
+                map.insert("unpriced_models".into(), cost.unpriced.clone().into());
+            }
+            if let Some(Value::Object(models)) = map.get_mut("by_model") {
+                for (model, counts) in models.iter_mut() {
+                    if let (Some(c), Some(price)) = (counts.as_object_mut(), prices.of(model)) {
+                        if let Some(n) = self.by_model.get(model) {
+                            c.insert("cost_usd".into(), price.cost(n).into());
+                        }
+                    }
+                }
+            }
+        }
+        value
+    }
+}
+
+fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Calls `f(model, usage, started_at)` for every node with a
+/// `token_usage`, inner networks included.
+fn walk(net: &RunnableNetwork, f: &mut dyn FnMut(&str, &Usage, Option<&str>)) {
+    for node in net.nodes() {
+        if let Some(inner) = node.downcast::<NetworkNode>() {
+            walk(inner.network(), f);
+        }
+        let meta = node.metadata();
+        let Some(usage) = meta
+            .get(TOKEN_USAGE_KEY)
+            .and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok())
+        else {
+            continue;
+        };
+        let model = model_of(&meta);
+        let started = meta
+            .get("timings")
+            .and_then(|t| t.get("started_at"))
+            .and_then(Value::as_str);
+        f(model, &usage, started);
+    }
+}
+
+/// The model a node's usage is counted under: the name the server
+/// answered with, else the registered name the node asked for.
+pub(crate) fn model_of(meta: &serde_json::Map<String, Value>) -> &str {
+    meta.get(RESPONSE_MODEL_KEY)
+        .and_then(Value::as_str)
+        .or_else(|| meta.get("chat_model_name").and_then(Value::as_str))
+        .unwrap_or("unknown")
+}
+
+/// Estimates a call's usage when the server reported none.
+///
+/// The default, [`ApproxUsage`], counts four characters a token; the deep
+/// agent attaches a real tokenizer's count. Attach one with
+/// [`RunnableNetwork::set_usage_estimator`]; a sub-network uses its outer
+/// network's.
+pub trait UsageEstimator: Send + Sync {
+    /// Tokens of `request` and of `response` (set
+    /// [`Usage::estimated`]).
+    fn estimate(&self, request: &ChatRequest, response: &ChatResponse) -> Usage;
+}
+
+/// The estimate of last resort: four characters a token (rounded up), four
+/// tokens per message beyond its text.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproxUsage;
+
+impl UsageEstimator for ApproxUsage {
+    fn estimate(&self, request: &ChatRequest, response: &ChatResponse) -> Usage {
+        let count = |text: &str| text.chars().count().div_ceil(4) as u64;
+        let message = |m: &crate::Message| {
+            4 + count(m.text())
+                + m.tool_calls()
+                    .iter()
+                    .map(|c| count(&c.name) + count(&c.arguments))
+                    .sum::<u64>()
+        };
+        // Memoized along the history: a turn costs O(its new messages),
+        // not O(conversation) (see History::count_sent).
+        let prompt = request
+            .history
+            .count_sent(&request.system, "lc-agent/approx", &message)
+            + request
+                .tools
+                .iter()
+                .map(|t| count(&t.name) + count(&t.description) + count(&t.parameters.to_string()))
+                .sum::<u64>();
+        let completion = count(&response.content)
+            + response
+                .tool_calls
+                .iter()
+                .map(|c| count(&c.name) + count(&c.arguments))
+                .sum::<u64>();
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            estimated: true,
+            ..Usage::default()
+        }
+    }
+}
+
+impl RunnableNetwork {
+    /// This network's usage so far (see [`UsageTotals::of`]).
+    pub fn usage(&self) -> UsageTotals {
+        UsageTotals::of(self)
+    }
+
+    /// Counts one model call of `model` in this network's
+    /// `metadata["usage"]` and in every network it runs inside (a
+    /// sub-agent's calls are its parent's too). A network whose metadata
+    /// has no totals yet (saved before they were kept) starts from its
+    /// nodes. [`ChatNode`](crate::ChatNode) calls this; a node that calls a
+    /// model some other way (a summary) should too, and record the usage
+    /// in its own `metadata["token_usage"]`.
+    pub fn record_usage(&self, model: &str, usage: &Usage) {
+        let mut net = Some(self.clone());
+        while let Some(current) = net {
+            let start = current
+                .metadata_value(USAGE_KEY)
+                .is_none()
+                .then(|| UsageTotals::of_nodes(&current));
+            current.update_metadata(USAGE_KEY, |old| {
+                let mut totals = match (old, &start) {
+                    (Some(v), _) => serde_json::from_value(v.clone()).unwrap_or_default(),
+                    (None, Some(start)) => start.clone(),
+                    (None, None) => UsageTotals::default(),
+                };
+                totals.add(model, usage);
+                serde_json::to_value(totals).unwrap_or(Value::Null)
+            });
+            net = current.outer();
+        }
+    }
+
+    /// Sets how this network (and the networks inside it) estimates a
+    /// call's usage when the server reports none (default: [`ApproxUsage`]).
+    pub fn set_usage_estimator(&self, estimator: std::sync::Arc<dyn UsageEstimator>) {
+        self.0.runtime.write().usage_estimator = Some(estimator);
+    }
+
+    /// The estimator in force: this network's, else its outer network's,
+    /// else [`ApproxUsage`].
+    pub fn usage_estimator(&self) -> std::sync::Arc<dyn UsageEstimator> {
+        let own = self.0.runtime.read().usage_estimator.clone();
+        match own {
+            Some(e) => e,
+            None => match self.outer() {
+                Some(outer) => outer.usage_estimator(),
+                None => std::sync::Arc::new(ApproxUsage),
+            },
+        }
+    }
+}

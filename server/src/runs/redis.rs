@@ -129,7 +129,9 @@ return 1
 const RESERVE: &str = r"
 local holder = redis.call('GET', KEYS[1])
 if holder then return holder end
+if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
 return false
 ";
@@ -262,20 +264,6 @@ impl RedisRuns {
 impl RunStore for RedisRuns {
     async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
         let busy = self.busy_key(&run.user);
-        let count: usize = self
-            .redis
-            .run("count the user's runs", |mut conn| {
-                let c = cmd("SCARD").arg(&busy).clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        if count >= per_user {
-            return Err(RunError::UserFull {
-                user: run.user.clone(),
-                limit: per_user,
-            });
-        }
         // The record first, so that a session's active run always has one.
         let json = Self::json(run)?;
         let score = run.created_at.timestamp_micros();
@@ -297,36 +285,50 @@ impl RunStore for RedisRuns {
                     .ignore();
                 p.cmd("ZADD").arg(&session).arg(score).arg(&id).ignore();
                 p.cmd("ZADD").arg(&user).arg(score).arg(&id).ignore();
-                p.cmd("SADD").arg(&busy).arg(&id).ignore();
                 async move { p.query_async::<()>(&mut conn).await }
             })
             .await
             .map_err(store)?;
-        // The session's slot and the queue entry in one step.
+        // The session's slot, the user's count and the queue entry in one
+        // step: only runs that hold their session count against the user.
         let (active, queue) = (self.active_key(run.session), self.queue_key());
-        let holder: Option<String> = self
+        let limit = per_user.to_string();
+        let reply: Value = self
             .redis
             .run("reserve the session and queue the run", |mut conn| {
                 let c = cmd("EVAL")
                     .arg(RESERVE)
-                    .arg(2)
+                    .arg(3)
                     .arg(&active)
                     .arg(&queue)
+                    .arg(&busy)
                     .arg(&id)
+                    .arg(&limit)
                     .clone();
                 async move { c.query_async(&mut conn).await }
             })
             .await
             .map_err(store)?;
-        if let Some(holder) = holder {
+        let refused = match reply {
+            Value::Nil => None,
+            Value::Int(_) => Some(RunError::UserFull {
+                user: run.user.clone(),
+                limit: per_user,
+            }),
+            other => {
+                let holder = text(&other).unwrap_or_default();
+                Some(match holder.parse() {
+                    Ok(holder) => RunError::Busy {
+                        session: run.session,
+                        run: holder,
+                    },
+                    Err(_) => RunError::Store(format!("{active} holds `{holder}`")),
+                })
+            }
+        };
+        if let Some(refused) = refused {
             let _ = self.abandon(run).await;
-            let holder = holder
-                .parse()
-                .map_err(|_| RunError::Store(format!("{active} holds `{holder}`")))?;
-            return Err(RunError::Busy {
-                session: run.session,
-                run: holder,
-            });
+            return Err(refused);
         }
         Ok(())
     }

@@ -26,6 +26,7 @@ use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
 use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::summarization::{summarizer_of, CompactError, Compaction};
 use lc_agent_filesystem::TOOL_NAMES;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -392,6 +393,31 @@ impl Agent {
             *b = Some(parent);
         }
         last.output().map(|m| m.text().to_string())
+    }
+
+    /// `/compact`: summarizes the conversation now (the one the next turn
+    /// continues, also after `/undo`), keeping no message verbatim, and
+    /// saves the session.
+    pub(crate) async fn compact(&self) -> Result<Compaction, CompactError> {
+        let branch = self.branch_from.lock().ok().and_then(|b| *b);
+        let after = match branch {
+            Some(Some(id)) => self.net.node(id),
+            Some(None) => None,
+            None => self.net.current_leaf(),
+        }
+        .ok_or(CompactError::Nothing)?;
+        let done = summarizer_of(&self.net)
+            .compact_after(&self.net, &after, 0)
+            .await?;
+        if branch.is_some() {
+            if let Ok(mut b) = self.branch_from.lock() {
+                *b = Some(Some(done.node.id()));
+            }
+        }
+        if let Err(e) = self.save().await {
+            eprintln!("error: {}", e.message);
+        }
+        Ok(done)
     }
 
     /// Saves the session (a failure is said on stderr).

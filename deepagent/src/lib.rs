@@ -41,7 +41,8 @@
 //! - [`summarization`]: summaries of long conversations: triggers (context-window
 //!   fraction, tokens, human turns), the cut that never splits a tool call, the
 //!   `summary` step's model, `/conversation_history/<session-id>.md`
-//!   ([`SummarizationModifier`](summarization::SummarizationModifier)).
+//!   ([`SummarizationModifier`](summarization::SummarizationModifier)); a summary on
+//!   demand ([`compact`](summarization::compact), a chat's `/compact`).
 //! - [`tokens`]: `TokenCounter`, `TiktokenCounter` (feature `tokens`), `ApproxCounter`,
 //!   and [`ContextWindows`](tokens::ContextWindows) per model.
 //! - [`skills`]: `SKILL.md` folders listed in the system prompt

@@ -18,7 +18,7 @@ use model_server::{ModelServer, Reply};
 /// Runs `lc-agent <args> --sessions <dir>/sessions` against `server`
 /// (offline otherwise), with this stdin.
 fn with_server(dir: &Path, server: &ModelServer, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    let mut child = Command::new(common::own_binary(dir))
         .args(args)
         .arg("--sessions")
         .arg(dir.join("sessions"))
@@ -46,7 +46,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn sessions_list(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    Command::new(common::own_binary(dir))
         .args(["sessions", "--sessions"])
         .arg(dir.join("sessions"))
         .arg("list")

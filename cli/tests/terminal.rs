@@ -12,8 +12,12 @@
 //! tests run), and fails at once if its stdin, stdout or stderr is not a
 //! terminal (the chat would quietly fall back to its piped mode).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
+
+use common::own_binary;
 use std::time::{Duration, Instant};
 
 /// A tmux server of its own, with one pane running a command.
@@ -126,37 +130,6 @@ impl Drop for Tmux {
 
 /// What the pane says when it is not a terminal.
 const NOT_A_TTY: &str = "[the pane is not a tty]";
-
-/// The checkout a binary was built from (it prints it when asked).
-fn built_from(bin: &Path) -> String {
-    let out = Command::new(bin)
-        .env("LC_AGENT_PRINT_BUILT_FROM", "1")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A hard link (else a copy) in `dir` of the `lc-agent` cargo built for
-/// this test run, checked to be this checkout's build: the pane runs it,
-/// so a rebuild by another checkout sharing the target directory cannot
-/// swap it mid-test.
-fn own_binary(dir: &Path) -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_lc-agent"));
-    let bin = dir.join("lc-agent");
-    if !bin.exists() && std::fs::hard_link(&built, &bin).is_err() {
-        std::fs::copy(&built, &bin).unwrap();
-    }
-    let here = env!("CARGO_MANIFEST_DIR");
-    let from = built_from(&bin);
-    assert_eq!(
-        from,
-        here,
-        "{} is not this checkout's build (another checkout sharing the target \
-         directory rebuilt it); run the tests again",
-        built.display()
-    );
-    bin
-}
 
 fn uuid_like() -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -248,6 +248,43 @@ fn compact_summarizes_with_one_request_and_the_next_turn_sends_the_summary() {
 }
 
 #[test]
+fn a_title_route_has_a_model_write_the_title_after_the_first_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[models.small]\nmodel = \"title-model\"\n\n[routes]\ntitle = \"small\"\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(vec![
+        Reply::answer("Waves roll in; the moon keeps time.", "stop"),
+        Reply::answer("\"A poem about the sea.\"", "stop"),
+        Reply::answer("Another.", "stop"),
+    ]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat", "--agent", agent.to_str().unwrap()],
+        "please write me a short poem about the sea\nand one more\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 3, "turn, title, turn: {requests:?}");
+    let title: serde_json::Value = serde_json::from_str(&requests[1]).unwrap();
+    // (The command line answers every step with its one model.)
+    assert!(title.get("tools").is_none(), "{title}");
+    let ask = title["messages"].to_string();
+    assert!(ask.contains("You name conversations"), "{ask}");
+    assert!(ask.contains("short poem about the sea"), "{ask}");
+    assert!(ask.contains("the moon keeps time"), "{ask}");
+    // Only after the first answer.
+    assert!(requests[2].contains("and one more"));
+    let listing = text(&sessions_list(dir.path()).stdout);
+    assert!(listing.contains("A poem about the sea"), "{listing}");
+    assert!(!listing.contains("please write me"), "{listing}");
+}
+
+#[test]
 fn sessions_are_titled_and_a_chat_without_an_answer_is_not_kept() {
     let dir = tempfile::tempdir().unwrap();
     // Nothing said: no session.

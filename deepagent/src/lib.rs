@@ -47,6 +47,8 @@
 //!   and [`ContextWindows`](tokens::ContextWindows) per model.
 //! - [`skills`]: `SKILL.md` folders listed in the system prompt
 //!   ([`SkillsModifier`](skills::SkillsModifier)); malformed files are skipped with a warning.
+//! - [`titles`]: session titles written by the `title` step's model after the first
+//!   answer ([`write_title`](titles::write_title)); opt-in by a route.
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
@@ -85,6 +87,7 @@ pub mod spec;
 pub mod subagents;
 pub mod summarization;
 pub mod supervisor;
+pub mod titles;
 pub mod todos;
 pub mod tokens;
 pub mod workspace;

@@ -9,7 +9,9 @@
 //! nothing is deleted from the graph. The system prompt lists the skills
 //! found in a directory (name and description); the model reads one with
 //! `read_file`. The session is saved, loaded as another process would and
-//! continued with the same summary. Token counts use `tiktoken-rs`.
+//! continued with the same summary; then `compact` writes a summary on
+//! demand (a chat's `/compact`), by the same path, and says how many
+//! tokens the next request saves. Token counts use `tiktoken-rs`.
 //!
 //! Needs: nothing; it runs offline with `ScriptedChatModel`s that replay
 //! fixed answers (stand-ins for real models), and a temporary skills
@@ -19,7 +21,7 @@
 
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn};
 use lc_agent_deepagent::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_deepagent::summarization::{SummarizationConfig, SUMMARY_STEP};
+use lc_agent_deepagent::summarization::{compact, SummarizationConfig, SUMMARY_STEP};
 use lc_agent_deepagent::tokens::{counter_for_model, ContextWindows};
 use serde_json::json;
 
@@ -79,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let summarizer = ScriptedChatModel::new([
         "The user plans a trip to Prague (12-19 May, budget 1,500 euros), following the \
          trip-planner skill.",
+        "Prague, 12-19 May, 1,500 euros: book the flight, then the hotel near the Old Town.",
     ]);
     let net = agent(&main, &summarizer, skills.path()).build()?;
     net.on_event(|event| {
@@ -127,6 +130,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nThe loaded session has {summaries} summary node and {} nodes.",
         loaded.nodes().len()
+    );
+
+    // A summary now (what `/compact` does in `lc-agent chat`).
+    let done = compact(&loaded).await?;
+    println!(
+        "compact: {} messages summarized; the next request: {} -> {} tokens",
+        done.summarized, done.tokens_before, done.tokens_after
     );
     Ok(())
 }

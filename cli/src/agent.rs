@@ -17,6 +17,7 @@
 //! flags of the `run` that made it is the same agent.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
@@ -26,6 +27,8 @@ use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
 use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::summarization::{summarizer_of, CompactError, Compaction};
+use lc_agent_deepagent::titles::write_title;
 use lc_agent_filesystem::TOOL_NAMES;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -150,6 +153,8 @@ pub(crate) struct Agent {
     fresh: bool,
     /// Where the next human turn attaches after `/undo`.
     branch_from: Mutex<Option<Option<NodeId>>>,
+    /// The first turn was answered: a model may title the session.
+    title_due: AtomicBool,
 }
 
 impl Agent {
@@ -256,6 +261,7 @@ impl Agent {
             }),
             fresh,
             branch_from: Mutex::new(None),
+            title_due: AtomicBool::new(false),
         })
     }
 
@@ -266,7 +272,8 @@ impl Agent {
         input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
-        if !self.titled() {
+        let first = !self.titled();
+        if first {
             let title = title_of(text);
             if !title.is_empty() {
                 self.net.set_name(&title);
@@ -291,7 +298,33 @@ impl Agent {
                 HumanNode::new(text);
             }
         }
-        self.finish(input, interrupt).await
+        let answer = self.finish(input, interrupt).await?;
+        if first {
+            self.title_due.store(true, Ordering::Relaxed);
+        }
+        Ok(answer)
+    }
+
+    /// After the first answer (once it is shown): a model-written title,
+    /// when the blueprint routes the `title` step (`[routes] title =
+    /// "small"`); a failure keeps the first message as the title, with a
+    /// warning.
+    pub(crate) async fn write_title_if_due(&self) {
+        if !self.title_due.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        match write_title(&self.net).await {
+            Ok(Some(_)) => {
+                if let Err(e) = self.save().await {
+                    eprintln!("error: {}", e.message);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                "no title from the model ({}); the first message stays the title",
+                crate::error::in_cli_terms(&error_chain(&e))
+            ),
+        }
     }
 
     /// Whether the session has a title (else its first message gives it one).
@@ -394,6 +427,31 @@ impl Agent {
         last.output().map(|m| m.text().to_string())
     }
 
+    /// `/compact`: summarizes the conversation now (the one the next turn
+    /// continues, also after `/undo`), keeping no message verbatim, and
+    /// saves the session.
+    pub(crate) async fn compact(&self) -> Result<Compaction, CompactError> {
+        let branch = self.branch_from.lock().ok().and_then(|b| *b);
+        let after = match branch {
+            Some(Some(id)) => self.net.node(id),
+            Some(None) => None,
+            None => self.net.current_leaf(),
+        }
+        .ok_or(CompactError::Nothing)?;
+        let done = summarizer_of(&self.net)
+            .compact_after(&self.net, &after, 0)
+            .await?;
+        if branch.is_some() {
+            if let Ok(mut b) = self.branch_from.lock() {
+                *b = Some(Some(done.node.id()));
+            }
+        }
+        if let Err(e) = self.save().await {
+            eprintln!("error: {}", e.message);
+        }
+        Ok(done)
+    }
+
     /// Saves the session (a failure is said on stderr).
     pub(crate) async fn save(&self) -> CliResult {
         if !self.worth_keeping() {
@@ -445,7 +503,7 @@ impl Agent {
 
 /// Where a session's title is kept in its metadata (also its name, which
 /// `sessions list` and the web page show).
-pub(crate) const TITLE_KEY: &str = "title";
+pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::titles::TITLE_KEY;
 
 /// A title from a first message: its first line, spaces collapsed, at
 /// most 60 characters (cut at a word).

@@ -265,6 +265,7 @@ async fn step(
     match outcome {
         Ok(answer) => {
             agent.screen.answer(&answer);
+            agent.write_title_if_due().await;
             Ok(())
         }
         Err(e) => report(agent, e, interactive, interrupt).await,

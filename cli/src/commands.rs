@@ -39,7 +39,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/new", "starts a new session"),
     (
         "/compact",
-        "summarize now (not yet: summaries come by themselves near the context window)",
+        "summarize the conversation now; the next request sends the summary instead",
     ),
     (
         "/undo",
@@ -179,10 +179,7 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
             Action::Stay
         }
         "/compact" => {
-            out(
-                "summaries are written when a request nears the context window \
-                 (see /tokens); writing one on demand is not available yet\n",
-            );
+            compact(agent).await;
             Action::Stay
         }
         other => {
@@ -196,11 +193,7 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
 
 /// `/model [NAME]`.
 fn model(agent: &Agent, name: &str) -> Action {
-    let current = agent
-        .net
-        .chat_model_name()
-        .filter(|n| n != lc_agent_deepagent::deep_agent::MAIN_MODEL)
-        .unwrap_or_else(|| agent.model_name.clone());
+    let current = current_model(agent);
     if name.is_empty() {
         out(&format!("model: {current}\n"));
         return Action::Stay;
@@ -221,6 +214,39 @@ fn model(agent: &Agent, name: &str) -> Action {
         )),
     }
     Action::Stay
+}
+
+/// The chat model's name as the user knows it (not the name the agent
+/// registers it under).
+fn current_model(agent: &Agent) -> String {
+    agent
+        .net
+        .chat_model_name()
+        .filter(|n| n != lc_agent_deepagent::deep_agent::MAIN_MODEL)
+        .unwrap_or_else(|| agent.model_name.clone())
+}
+
+/// `/compact`: a summary now, and what it saves.
+async fn compact(agent: &Agent) {
+    use lc_agent_deepagent::summarization::CompactError;
+    match agent.compact().await {
+        Ok(done) => out(&format!(
+            "compacted: {} messages summarized by {}; the next request: {} -> {} tokens\n",
+            done.summarized,
+            if done.model == lc_agent_deepagent::deep_agent::MAIN_MODEL {
+                current_model(agent)
+            } else {
+                done.model
+            },
+            crate::console::thousands(done.tokens_before as u64),
+            crate::console::thousands(done.tokens_after as u64),
+        )),
+        Err(CompactError::Nothing) => out("nothing to compact yet\n"),
+        Err(e) => eprintln!(
+            "error: /compact: {}",
+            crate::error::in_cli_terms(&lc_agent::error_chain(&e))
+        ),
+    }
 }
 
 /// `/tokens`: the session's usage (its totals, sub-agents included).

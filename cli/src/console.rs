@@ -7,7 +7,8 @@
 //! ```text
 //!  NetworkEvent::Delta ─────────▶ stdout: the answer as it is written (piped: raw text,
 //!                                 exactly as before; terminal: Markdown, rendered a
-//!                                 block at a time — a blank line or a closed code fence)
+//!                                 block at a time — a blank line or a closed code fence;
+//!                                 fenced code highlighted, see highlight.rs)
 //!  InvokeStarted .. first token ─▶ stderr spinner "⠋ thinking 2.3s" (terminal only)
 //!  ToolCallFinished+NodeInvoked ─▶ stderr "  read_file error (1.0 ms)  file_path=/x — Error: ..."
 //!  SummaryWritten ───────────────▶ stderr "  summary written (...)"
@@ -23,6 +24,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+
+use crate::highlight::Segment;
 
 use lc_agent::{NetworkEvent, NodeId, RunnableNetwork, StreamDelta, ToolStatus, Usage};
 
@@ -279,7 +282,7 @@ impl Screen {
             return;
         }
         if self.inner.look.markdown {
-            out(&render_markdown(answer));
+            out(&rendered(self.inner.look, answer));
         } else {
             out(&format!("{answer}\n"));
         }
@@ -368,10 +371,10 @@ impl Screen {
                     let done = complete_blocks(&s.markdown);
                     if done > 0 {
                         let blocks: String = s.markdown.drain(..done).collect();
-                        out(&render_markdown(&blocks));
+                        out(&rendered(look, &blocks));
                     }
                 } else {
-                    out(text);
+                    out(&rendered(look, text));
                 }
             }
             NetworkEvent::ToolCallStarted { .. } => {
@@ -397,7 +400,7 @@ impl Screen {
                     if look.markdown {
                         let rest = std::mem::take(&mut s.markdown);
                         if !rest.trim().is_empty() {
-                            out(&render_markdown(&rest));
+                            out(&rendered(look, &rest));
                         }
                     } else {
                         out("\n");
@@ -511,16 +514,44 @@ fn complete_blocks(text: &str) -> usize {
     done
 }
 
+/// An answer (or a chunk of one) as stdout shows it with this look:
+/// rendered Markdown on a colour terminal, else exactly the text.
+pub(crate) fn rendered(look: Look, text: &str) -> String {
+    if look.markdown {
+        render_markdown(text)
+    } else {
+        text.to_string()
+    }
+}
+
 /// Markdown for the terminal (termimad: headings, emphasis, lists,
-/// tables, code blocks on their own background).
+/// tables), fenced code of a known language highlighted (syntect, see
+/// [`crate::highlight`]).
 pub(crate) fn render_markdown(text: &str) -> String {
-    let skin = termimad::MadSkin::default();
-    let width = termimad::terminal_size().0.clamp(20, 120) as usize;
-    let mut rendered = skin.text(text, Some(width)).to_string();
+    let mut rendered = String::new();
+    let truecolor = crate::highlight::truecolor();
+    for segment in crate::highlight::split_fences(text) {
+        match segment {
+            Segment::Prose(prose) => rendered.push_str(&render_prose(prose)),
+            Segment::Code { lang, code, raw } => {
+                match crate::highlight::highlight(lang, code, truecolor) {
+                    Some(code) => rendered.push_str(&code),
+                    None => rendered.push_str(&render_prose(raw)),
+                }
+            }
+        }
+    }
     if !rendered.ends_with('\n') {
         rendered.push('\n');
     }
     rendered
+}
+
+/// Markdown through termimad.
+fn render_prose(text: &str) -> String {
+    let skin = termimad::MadSkin::default();
+    let width = termimad::terminal_size().0.clamp(20, 120) as usize;
+    skin.text(text, Some(width)).to_string()
 }
 
 /// Watches the network with this look: streams its answers and reports
@@ -592,6 +623,50 @@ mod tests {
         let fenced = "```rust\nfn f() {}\n```\n";
         assert_eq!(complete_blocks(fenced), fenced.len());
         assert_eq!(complete_blocks("no newline yet"), 0);
+    }
+
+    const ANSWER: &str =
+        "Here **it** is:\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\nDone.\n";
+
+    #[test]
+    fn a_rust_block_is_coloured_on_a_colour_terminal_and_never_without_colour() {
+        let on = Look {
+            markdown: true,
+            status: true,
+            color: true,
+        };
+        let out = rendered(on, ANSWER);
+        // The colour sequences are inside the code, which reads as written.
+        let code = out
+            .split_once("fn")
+            .map(|(_, rest)| rest)
+            .and_then(|rest| rest.split_once("Done"))
+            .map(|(code, _)| code)
+            .unwrap();
+        assert!(code.contains("\x1b[0;38;"), "{out:?}");
+        let plain = regex::Regex::new("\x1b\\[[0-9;]*m")
+            .unwrap()
+            .replace_all(&out, "");
+        assert!(
+            plain.contains("fn main() {\n    println!(\"hi\");\n}\n"),
+            "{plain:?}"
+        );
+        assert!(!plain.contains("```"), "{plain:?}");
+        // Colour off (piped, NO_COLOR, --no-color): exactly the text.
+        for off in [
+            Look::default(),
+            Look {
+                markdown: false,
+                status: true,
+                color: true,
+            },
+        ] {
+            assert_eq!(rendered(off, ANSWER), ANSWER);
+        }
+        // A language syntect does not know keeps termimad's code block.
+        let other = rendered(on, "```klingon\nqapla'\n```\n");
+        assert!(!other.contains("\x1b[0;38;"), "{other:?}");
+        assert!(other.contains("qapla'"), "{other:?}");
     }
 
     #[test]

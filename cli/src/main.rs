@@ -38,6 +38,7 @@
 //! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
 //! console.rs     what the terminal shows: streamed answer (Markdown on a terminal), progress
 //!                lines, warnings for cut-off/empty answers, spinner, footer per turn
+//! highlight.rs   fenced code of an answer in colour on a terminal (syntect)
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
@@ -61,6 +62,7 @@ mod chat;
 mod commands;
 mod console;
 mod error;
+mod highlight;
 mod input;
 mod interrupt;
 mod logging;
@@ -70,6 +72,10 @@ mod runs;
 mod serve;
 mod sessions;
 mod tool;
+
+/// Set, the binary prints the source folder it was built from and exits
+/// (the terminal tests check that they drive this checkout's build).
+const BUILT_FROM_VAR: &str = "LC_AGENT_PRINT_BUILT_FROM";
 
 /// The lc-agent command line.
 #[derive(Debug, Parser)]
@@ -110,6 +116,12 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // For the tests: the checkout this binary was built from (a target
+    // directory shared by several checkouts may hold another's binary).
+    if std::env::var_os(BUILT_FROM_VAR).is_some() {
+        console::out(concat!(env!("CARGO_MANIFEST_DIR"), "\n"));
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     // `serve` installs its own subscriber (access lines, `--log-format`).
     if !matches!(cli.command, Command::Serve(_)) {

@@ -92,6 +92,9 @@ pub(crate) async fn run(args: RunArgs) -> CliResult {
     let mut input = Piped(stdin.lock().lines());
     let outcome = agent.turn(&args.task, &mut input, &interrupt).await;
     let empty = outcome.is_ok() && agent.answered_empty();
+    if outcome.is_ok() && !empty {
+        agent.write_title_if_due().await;
+    }
     let screen = agent.screen.clone();
     let id = agent.net.id();
     if let Err(e) = agent.close().await {

@@ -18,7 +18,7 @@ use model_server::{ModelServer, Reply};
 /// Runs `lc-agent <args> --sessions <dir>/sessions` against `server`
 /// (offline otherwise), with this stdin.
 fn with_server(dir: &Path, server: &ModelServer, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    let mut child = Command::new(common::own_binary(dir))
         .args(args)
         .arg("--sessions")
         .arg(dir.join("sessions"))
@@ -46,7 +46,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn sessions_list(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    Command::new(common::own_binary(dir))
         .args(["sessions", "--sessions"])
         .arg(dir.join("sessions"))
         .arg("list")
@@ -166,6 +166,122 @@ fn slash_commands_never_reach_the_model() {
     let requests = server.chat_requests();
     assert_eq!(requests.len(), 1, "only the message: {requests:?}");
     assert!(!requests[0].contains("/help"));
+}
+
+#[test]
+fn compact_summarizes_with_one_request_and_the_next_turn_sends_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let story = "Once upon a time a long story went on and on. ".repeat(40);
+    let server = ModelServer::start(vec![
+        Reply::answer(&story, "stop"),
+        Reply::answer("The user asked for a long story and got one.", "stop"),
+        Reply::answer("The end.", "stop"),
+    ]);
+    let question = "Tell me a long story, please, with many details in it. ".repeat(10);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat"],
+        &format!("{question}\n/compact\nAnd how did it end?\n/exit\n"),
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 3, "turn, summary, turn: {requests:?}");
+    let bodies: Vec<serde_json::Value> = requests
+        .iter()
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect();
+    // /compact made exactly one request: the summary's, of the first turn.
+    let summary_ask = bodies[1]["messages"].to_string();
+    assert!(summary_ask.contains("running summary"), "{summary_ask}");
+    assert!(summary_ask.contains("Once upon a time"), "{summary_ask}");
+    assert!(
+        bodies[1].get("tools").is_none(),
+        "a summary request offers no tools"
+    );
+    // The next turn sends the summary instead of the old turn.
+    let next = bodies[2]["messages"].to_string();
+    assert!(next.contains("The user asked for a long story"), "{next}");
+    assert!(!next.contains("Once upon a time"), "{next}");
+    assert!(!next.contains("Tell me a long story"), "{next}");
+    assert!(
+        requests[2].len() < requests[0].len(),
+        "the next request is shorter than the first: {} vs {}",
+        requests[2].len(),
+        requests[0].len()
+    );
+    assert!(
+        stdout.contains("compacted: 2 messages summarized by test-model; the next request: "),
+        "{stdout}"
+    );
+    // The summary is a node of the saved session.
+    fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flat_map(|e| {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    files(&path)
+                } else {
+                    vec![path]
+                }
+            })
+            .collect()
+    }
+    let saved: Vec<serde_json::Value> = files(&dir.path().join("sessions"))
+        .iter()
+        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .collect();
+    let summaries: Vec<&serde_json::Value> = saved
+        .iter()
+        .filter_map(|s| s["nodes"].as_array())
+        .flatten()
+        .filter(|n| n["__node_type__"] == "summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "one summary node saved");
+    assert_eq!(
+        summaries[0]["metadata"]["trigger"], "asked",
+        "{}",
+        summaries[0]
+    );
+}
+
+#[test]
+fn a_title_route_has_a_model_write_the_title_after_the_first_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[models.small]\nmodel = \"title-model\"\n\n[routes]\ntitle = \"small\"\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(vec![
+        Reply::answer("Waves roll in; the moon keeps time.", "stop"),
+        Reply::answer("\"A poem about the sea.\"", "stop"),
+        Reply::answer("Another.", "stop"),
+    ]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat", "--agent", agent.to_str().unwrap()],
+        "please write me a short poem about the sea\nand one more\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 3, "turn, title, turn: {requests:?}");
+    let title: serde_json::Value = serde_json::from_str(&requests[1]).unwrap();
+    // (The command line answers every step with its one model.)
+    assert!(title.get("tools").is_none(), "{title}");
+    let ask = title["messages"].to_string();
+    assert!(ask.contains("You name conversations"), "{ask}");
+    assert!(ask.contains("short poem about the sea"), "{ask}");
+    assert!(ask.contains("the moon keeps time"), "{ask}");
+    // Only after the first answer.
+    assert!(requests[2].contains("and one more"));
+    let listing = text(&sessions_list(dir.path()).stdout);
+    assert!(listing.contains("A poem about the sea"), "{listing}");
+    assert!(!listing.contains("please write me"), "{listing}");
 }
 
 #[test]

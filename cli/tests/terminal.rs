@@ -1,12 +1,23 @@
 //! `lc-agent chat` in a real pseudo-terminal (tmux), as a person uses it:
 //! rendered Markdown, history on Up, slash commands that never reach the
 //! model, Ctrl-C cancelling a turn, Ctrl-D quitting with the resume line,
-//! a malformed skill's warning. The model is scripted (`--script`); a
-//! command that reached it would use up its one turn. Under `CI=true`
-//! a missing tmux fails the test instead of skipping it.
+//! a malformed skill's warning, a highlighted code block. The model is
+//! scripted (`--script`); a command that reached it would use up its one
+//! turn. Under `CI=true` a missing tmux fails the test instead of
+//! skipping it.
+//!
+//! The pane runs a hard link of the binary cargo built for this test run,
+//! checked to come from this checkout (a target directory shared by
+//! several checkouts may hold another's `lc-agent`, rebuilt while the
+//! tests run), and fails at once if its stdin, stdout or stderr is not a
+//! terminal (the chat would quietly fall back to its piped mode).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
+
+use common::own_binary;
 use std::time::{Duration, Instant};
 
 /// A tmux server of its own, with one pane running a command.
@@ -43,7 +54,10 @@ impl Tmux {
                 "t",
             ])
             // The pane stays after the program ends, with its exit code.
-            .arg(format!("{command}; echo \"[exit $?]\"; sleep 600"))
+            .arg(format!(
+                "{{ [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; }} || echo '{NOT_A_TTY}'; \
+                 {command}; echo \"[exit $?]\"; sleep 600"
+            ))
             .status()
             .unwrap();
         assert!(status.success());
@@ -65,8 +79,18 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
+        self.capture(&[])
+    }
+
+    /// The screen with its colours and styles (ANSI sequences).
+    fn screen_with_escapes(&self) -> String {
+        self.capture(&["-e"])
+    }
+
+    fn capture(&self, extra: &[&str]) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .args(extra)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -77,6 +101,10 @@ impl Tmux {
         let start = Instant::now();
         loop {
             let screen = self.screen();
+            assert!(
+                !screen.contains(NOT_A_TTY),
+                "the pane is not a terminal; the screen:\n{screen}"
+            );
             if ready(&screen) {
                 return screen;
             }
@@ -100,6 +128,9 @@ impl Drop for Tmux {
     }
 }
 
+/// What the pane says when it is not a terminal.
+const NOT_A_TTY: &str = "[the pane is not a tty]";
+
 fn uuid_like() -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -114,7 +145,7 @@ fn chat_command(dir: &Path, script: serde_json::Value, extra: &str) -> String {
     format!(
         "env -u OPENAI_BASE_URL -u OPENAI_API_KEY -u RUST_LOG -u NO_COLOR LC_AGENT_HOME={home} {bin} chat --script {script} --sessions {sessions} {extra}",
         home = dir.join("home").display(),
-        bin = PathBuf::from(env!("CARGO_BIN_EXE_lc-agent")).display(),
+        bin = own_binary(dir).display(),
         script = script_path.display(),
         sessions = dir.join("sessions").display(),
     )
@@ -160,6 +191,19 @@ fn a_chat_on_a_terminal_renders_markdown_and_keeps_commands_from_the_model() {
     tmux.keys(&["Enter"]);
     tmux.wait_text("fn main() {}");
     let screen = tmux.wait_for("the footer", |s| s.contains("─ ~"));
+    // The code block is highlighted: its words in more than one colour.
+    let coloured = tmux.screen_with_escapes();
+    let code_line = coloured
+        .lines()
+        .find(|l| l.contains("main"))
+        .unwrap_or_else(|| panic!("no code line: {coloured:?}"));
+    let colours: std::collections::BTreeSet<&str> = code_line
+        .split("\x1b[")
+        .skip(1)
+        .filter_map(|sgr| sgr.split_once('m').map(|(codes, _)| codes))
+        .filter(|codes| codes.contains("38;") || codes.contains("38:"))
+        .collect();
+    assert!(colours.len() >= 2, "{code_line:?}");
     // Rendered: no Markdown markers left.
     assert!(screen.contains("important"), "{screen}");
     assert!(!screen.contains("**important**"), "{screen}");
@@ -233,7 +277,7 @@ fn ctrl_c_cancels_the_turn_and_the_next_message_works() {
         "{screen}"
     );
     // The session keeps both questions and the one answer.
-    let listing = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    let listing = Command::new(own_binary(dir.path()))
         .args(["sessions", "--sessions"])
         .arg(dir.path().join("sessions"))
         .arg("list")

@@ -41,11 +41,14 @@
 //! - [`summarization`]: summaries of long conversations: triggers (context-window
 //!   fraction, tokens, human turns), the cut that never splits a tool call, the
 //!   `summary` step's model, `/conversation_history/<session-id>.md`
-//!   ([`SummarizationModifier`](summarization::SummarizationModifier)).
+//!   ([`SummarizationModifier`](summarization::SummarizationModifier)); a summary on
+//!   demand ([`compact`](summarization::compact), a chat's `/compact`).
 //! - [`tokens`]: `TokenCounter`, `TiktokenCounter` (feature `tokens`), `ApproxCounter`,
 //!   and [`ContextWindows`](tokens::ContextWindows) per model.
 //! - [`skills`]: `SKILL.md` folders listed in the system prompt
 //!   ([`SkillsModifier`](skills::SkillsModifier)); malformed files are skipped with a warning.
+//! - [`titles`]: session titles written by the `title` step's model after the first
+//!   answer ([`write_title`](titles::write_title)); opt-in by a route.
 //! - [`todos`]: the todo list, `write_todos` and its prompt section
 //!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
 //! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
@@ -84,6 +87,7 @@ pub mod spec;
 pub mod subagents;
 pub mod summarization;
 pub mod supervisor;
+pub mod titles;
 pub mod todos;
 pub mod tokens;
 pub mod workspace;

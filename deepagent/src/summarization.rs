@@ -34,13 +34,24 @@
 //! [`lc_agent::routing`]), else the network's chat model. Each summary
 //! rolls the previous one forward, so its request is as small as the
 //! messages it adds.
+//!
+//! **On demand.** [`compact`] (a chat's `/compact`) writes a summary now,
+//! by the same path and into the same node kind: one request to the
+//! summary model, the older messages appended to the history file, and a
+//! [`SummaryNode`](lc_agent::SummaryNode) after the current leaf, so the
+//! next request sends the summary instead of the turns it stands for.
+//!
+//! ```text
+//!  ... human ─▶ chat ─▶ summary (kept = 0) ─▶ next human ─▶ chat   request: system + summary + next
+//! ```
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::CHAT_STEP;
 use lc_agent::{
-    ChatNode, ChatRequest, History, Message, NetworkModifier, NodeRef, Result, RunnableNetwork,
+    ChatNode, ChatRequest, History, Message, NetworkError, NetworkModifier, NodeRef, Result,
+    RunnableNetwork,
 };
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -192,6 +203,93 @@ pub enum Trigger {
     Tokens,
     /// Enough human turns since the last summary.
     Turns,
+    /// Asked for ([`compact`]).
+    Asked,
+}
+
+/// Why [`compact`] wrote no summary (the conversation stays as it was).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// The conversation has no messages since the latest summary beyond
+    /// the ones to keep.
+    #[error("nothing to summarize: no messages since the latest summary")]
+    Nothing,
+    /// The node to summarize after has not run (a turn is still pending).
+    #[error("a turn is still pending; finish it before summarizing")]
+    Pending,
+    /// The summary model failed or gave no text.
+    #[error(transparent)]
+    Summary(#[from] SummaryError),
+    /// The history file could not be written.
+    #[error("the history file {path} could not be written: {message}")]
+    History {
+        /// The file.
+        path: String,
+        /// What the backend said.
+        message: String,
+    },
+    /// The summary node could not join the graph.
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+}
+
+/// What [`compact`] wrote.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The summary node (after the node summarized up to).
+    pub node: NodeRef,
+    /// Messages summarized this time (those since the previous summary's
+    /// cut, system messages aside; the previous summary is rolled in).
+    pub summarized: usize,
+    /// Messages before the summary still sent verbatim.
+    pub kept: usize,
+    /// Estimated tokens of the next request before the summary (its
+    /// messages, plus the system sections and tools of the latest
+    /// request this summarizer saw).
+    pub tokens_before: usize,
+    /// The same estimate with the summary.
+    pub tokens_after: usize,
+    /// The summary model's name.
+    pub model: String,
+}
+
+/// The network's summarizer: its [`SummarizationModifier`] when one is
+/// attached (its settings, backend and token counter), else a default one
+/// writing the history file to the session's own files.
+pub fn summarizer_of(network: &RunnableNetwork) -> SummarizationModifier {
+    network
+        .modifier_as::<SummarizationModifier>(SUMMARIZATION_ID)
+        .unwrap_or_default()
+}
+
+/// Summarizes the conversation up to the current leaf now, keeping no
+/// message verbatim: one request to the summary model, then a summary
+/// node after the leaf, so the next request sends the system messages,
+/// the summary and what follows it (see the [module docs](self)).
+///
+/// ```
+/// use lc_agent::{ChatRequest, HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent_deepagent::summarization::compact;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// // An offline stand-in: it answers the turn, then writes the summary.
+/// let model = ScriptedChatModel::new(["a long answer about many things", "The user asked; it was answered."]);
+/// let net = RunnableNetwork::builder().default_node("chat").chat_model("m").model("m", model).build();
+/// { let _scope = net.enter(); HumanNode::new("a long question about many things"); }
+/// net.invoke().await?;
+/// let done = compact(&net).await?;
+/// assert_eq!((done.summarized, done.kept), (2, 0));
+/// assert!(done.tokens_after < done.tokens_before);
+/// assert_eq!(ChatRequest::new(net.history()).messages().len(), 1, "the summary alone");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub async fn compact(network: &RunnableNetwork) -> std::result::Result<Compaction, CompactError> {
+    let leaf = network.current_leaf().ok_or(CompactError::Nothing)?;
+    summarizer_of(network)
+        .compact_after(network, &leaf, 0)
+        .await
 }
 
 /// Summarizes the conversation before a chat node when a trigger fires
@@ -361,6 +459,93 @@ impl SummarizationModifier {
         }
     }
 
+    /// Summarizes the conversation up to `after` (a node that has run)
+    /// now, keeping its newest `keep` messages verbatim (more when that
+    /// would split an AI message from its tool results); the summary node
+    /// goes after `after` (see [`compact`]).
+    pub async fn compact_after(
+        &self,
+        network: &RunnableNetwork,
+        after: &NodeRef,
+        keep: usize,
+    ) -> std::result::Result<Compaction, CompactError> {
+        if !after.is_invoked() {
+            let before = network.input_of(after);
+            return Err(if before.since_cut().is_empty() {
+                CompactError::Nothing
+            } else {
+                CompactError::Pending
+            });
+        }
+        let history = network.history_of(after);
+        let recent = history.since_cut();
+        let first_kept = plan_cut(&recent, keep).ok_or(CompactError::Nothing)?;
+        let model = network.model_for_step(CHAT_STEP).unwrap_or_default();
+        let counter = self.counter_loaded(&model).await;
+        let overhead = *self.overhead.lock();
+        let tokens_before = counter.count_request(&ChatRequest::new(history.clone())) + overhead;
+        let (text, mut meta, path) = self
+            .write_summary(network, &history, &recent, first_kept)
+            .await?;
+        let kept = kept_of(&history, &recent, first_kept);
+        let summarizer = meta
+            .get("chat_model_name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        meta.insert("trigger".into(), json!(Trigger::Asked));
+        meta.insert("tokens_before".into(), json!(tokens_before));
+        meta.insert("history_file".into(), json!(path));
+        let node = network.append_summary(after, text, kept, meta)?;
+        let tokens_after =
+            counter.count_request(&ChatRequest::new(network.history_of(&node))) + overhead;
+        node.set_metadata("tokens_after", json!(tokens_after));
+        Ok(Compaction {
+            node,
+            summarized: first_kept,
+            kept,
+            tokens_before,
+            tokens_after,
+            model: summarizer,
+        })
+    }
+
+    /// The shared path of every summary: asks the summary model (the
+    /// previous summary rolled forward, the messages of `recent` before
+    /// `first_kept`), appends those messages to the history file. The
+    /// summary text, what its node records, and the history file.
+    async fn write_summary(
+        &self,
+        network: &RunnableNetwork,
+        history: &History,
+        recent: &[(usize, &Message)],
+        first_kept: usize,
+    ) -> std::result::Result<(String, Map<String, Value>, String), CompactError> {
+        let old = &recent[..first_kept];
+        let previous = history.latest_summary();
+        let (text, meta) = self
+            .summarize(network, previous.as_ref().map(|s| s.message.text()), old)
+            .await?;
+        let path = self.history_path(network);
+        let mut chunk = format!(
+            "## Messages {} to {}\n\n",
+            old.first().map_or(0, |m| m.0),
+            old.last().map_or(0, |m| m.0)
+        );
+        for (_, m) in old {
+            chunk.push_str(&transcript_line(m, None));
+        }
+        let backend = self.backend.resolve(network);
+        backend
+            .append(&path, &chunk)
+            .await
+            .map_err(|e| CompactError::History {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        Ok((text, meta, path))
+    }
+
     /// Asks the summary model; the summary text and what the node records.
     async fn summarize(
         &self,
@@ -458,10 +643,21 @@ fn transcript_line(m: &Message, cap: Option<usize>) -> String {
     out
 }
 
+/// How many messages before a summary written at the end of `history`
+/// stay verbatim when the kept ones start at `recent[first_kept]`.
+fn kept_of(history: &History, recent: &[(usize, &Message)], first_kept: usize) -> usize {
+    recent
+        .get(first_kept)
+        .map_or(0, |(position, _)| history.len() + 1 - position)
+}
+
 /// Where the kept messages start: an index into `recent` that keeps at
 /// least `keep` messages and never leaves a tool result without the AI
 /// message before it. `None` when nothing would be left to summarize.
 fn plan_cut(recent: &[(usize, &Message)], keep: usize) -> Option<usize> {
+    if keep == 0 {
+        return (!recent.is_empty()).then_some(recent.len());
+    }
     let mut cut = recent.len().checked_sub(keep)?;
     while cut > 0 && matches!(recent[cut].1, Message::Tool { .. }) {
         cut -= 1;
@@ -473,6 +669,10 @@ fn plan_cut(recent: &[(usize, &Message)], keep: usize) -> Option<usize> {
 impl NetworkModifier for SummarizationModifier {
     fn id(&self) -> &str {
         SUMMARIZATION_ID
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     /// Late, so that it sees the system sections of the other modifiers.
@@ -542,33 +742,17 @@ impl NetworkModifier for SummarizationModifier {
             tracing::debug!(?trigger, "a summary is due, but every message is kept");
             return Ok(());
         };
-        let old = &recent[..first_kept];
-        let kept = input.len() + 1 - recent[first_kept].0;
-        let previous = input.latest_summary();
-        let summarized = self
-            .summarize(network, previous.as_ref().map(|s| s.message.text()), old)
-            .await;
-        let (text, mut meta) = match summarized {
+        let kept = kept_of(&input, &recent, first_kept);
+        let (text, mut meta, path) = match self
+            .write_summary(network, &input, &recent, first_kept)
+            .await
+        {
             Ok(done) => done,
             Err(e) => {
                 tracing::warn!(error = %e, ?trigger, "the summary failed; the conversation stays as it is and the next trigger retries");
                 return Ok(());
             }
         };
-        let path = self.history_path(network);
-        let mut chunk = format!(
-            "## Messages {} to {}\n\n",
-            old.first().map_or(0, |m| m.0),
-            old.last().map_or(0, |m| m.0)
-        );
-        for (_, m) in old {
-            chunk.push_str(&transcript_line(m, None));
-        }
-        let backend = self.backend.resolve(network);
-        if let Err(e) = backend.append(&path, &chunk).await {
-            tracing::warn!(error = %e, path, "the history file could not be written; no summary this time");
-            return Ok(());
-        }
         meta.insert("trigger".into(), json!(trigger));
         meta.insert("tokens_before".into(), json!(tokens));
         meta.insert("history_file".into(), json!(path));
@@ -604,6 +788,8 @@ mod tests {
         assert_eq!(plan_cut(&recent, 1), Some(4));
         assert_eq!(plan_cut(&recent, 5), None);
         assert_eq!(plan_cut(&recent, 3), Some(1));
+        assert_eq!(plan_cut(&recent, 0), Some(5), "keeping none summarizes all");
+        assert_eq!(plan_cut(&[], 0), None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! were sent: triggers by tokens, by turns and by the context-window
 //! fraction; the requests before and after a summary (snapshots); the
 //! graph keeps every node; save -> load -> continue; the history file; a
-//! failing summary model loses nothing and is retried.
+//! failing summary model loses nothing and is retried; a summary on
+//! demand (`compact`, a chat's `/compact`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,7 +14,8 @@ use lc_agent::{
     RunnableNetwork, SummaryNode, SystemNode, ToolCall, ToolOutput, Turn,
 };
 use lc_agent_deepagent::summarization::{
-    SummarizationConfig, SummarizationModifier, SUMMARY_HEADING, SUMMARY_STEP,
+    compact, CompactError, SummarizationConfig, SummarizationModifier, SUMMARY_HEADING,
+    SUMMARY_STEP,
 };
 use lc_agent_filesystem::{run_tool, StateBackend};
 use parking_lot::Mutex;
@@ -489,4 +491,101 @@ async fn a_deep_agent_writes_the_history_file_through_its_backend() {
         })
         .unwrap();
     assert_eq!(listed, format!("/conversation_history/{}.md", net.id()));
+}
+
+#[tokio::test]
+async fn compact_summarizes_now_and_the_next_request_sends_the_summary() {
+    let main = Recorder::texts(["a1 ".repeat(200).as_str(), "a2", "a3"]);
+    let summarizer = Recorder::new([
+        Ok(Turn::text("S: the user asked q1 and got a long answer.")),
+        Ok(Turn::text("")),
+    ]);
+    // No automatic trigger: only the call writes a summary.
+    let config = SummarizationConfig::default()
+        .every_human_turns(None)
+        .trigger_fraction(None)
+        .approximate(true);
+    let net = agent(&main, &summarizer, config);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    {
+        let seen = seen.clone();
+        net.on_event(move |e: &NetworkEvent| {
+            if let NetworkEvent::SummaryWritten { kept, .. } = e {
+                seen.lock().push(*kept);
+            }
+        });
+    }
+    say(&net, &"q1 ".repeat(100)).await;
+    let leaf = net.current_leaf().unwrap();
+
+    let done = compact(&net).await.unwrap();
+    assert_eq!(*seen.lock(), [0], "one SummaryWritten, nothing kept");
+    assert_eq!(
+        summarizer.requests().len(),
+        1,
+        "exactly one summary request"
+    );
+    assert_eq!(main.requests().len(), 1, "the main model is not asked");
+    assert_eq!((done.summarized, done.kept), (2, 0));
+    assert_eq!(done.model, "summarizer");
+    assert!(
+        done.tokens_after * 4 < done.tokens_before,
+        "{} -> {}",
+        done.tokens_before,
+        done.tokens_after
+    );
+    // A node of the summary kind after the leaf, nothing deleted.
+    assert_eq!(done.node.kind(), SummaryNode::KIND);
+    assert_eq!(done.node.parents(), [leaf.id()]);
+    assert_eq!(done.node.metadata_value("trigger"), Some(json!("asked")));
+    assert_eq!(net.nodes().len(), 4, "system, human, chat, summary");
+    assert!(history_file(&net).contains("**human**: q1"));
+
+    // The next request: system, summary, the new message — not q1/a1.
+    say(&net, "q2").await;
+    let next = main.requests()[1].clone();
+    assert_eq!(
+        next,
+        [
+            "system: You are a research assistant.".to_string(),
+            format!("system: {SUMMARY_HEADING}:\n\nS: the user asked q1 and got a long answer."),
+            "human: q2".to_string(),
+        ]
+    );
+
+    // The rolled-forward summary sees the previous one; a failing summary
+    // changes nothing.
+    let nodes = net.nodes().len();
+    let err = compact(&net).await.unwrap_err();
+    assert!(matches!(err, CompactError::Summary(_)), "{err}");
+    assert_eq!(net.nodes().len(), nodes, "nothing added");
+    assert!(summarizer.requests()[1][1].contains("The summary so far"));
+
+    // Saved and loaded, the summary is still what requests send.
+    let loaded = RunnableNetwork::from_json(&net.to_json().unwrap()).unwrap();
+    assert_eq!(
+        loaded.history().latest_summary().unwrap().message.text(),
+        done.node.output().unwrap().text()
+    );
+}
+
+#[tokio::test]
+async fn compact_refuses_when_there_is_nothing_or_a_turn_is_pending() {
+    let main = Recorder::texts(["a1"]);
+    let summarizer = Recorder::texts(["S"]);
+    let net = agent(&main, &summarizer, SummarizationConfig::default());
+    assert!(matches!(
+        compact(&net).await.unwrap_err(),
+        CompactError::Nothing
+    ));
+    say(&net, "q1").await;
+    {
+        let _scope = net.enter();
+        HumanNode::new("q2");
+    }
+    assert!(matches!(
+        compact(&net).await.unwrap_err(),
+        CompactError::Pending
+    ));
+    assert!(summarizer.requests().is_empty());
 }

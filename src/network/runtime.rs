@@ -108,6 +108,15 @@ impl RunnableNetwork {
         rt.modifiers.len() != before
     }
 
+    /// A copy of the attached modifier with this id, when it is an `M`
+    /// (its [`NetworkModifier::as_any`] says so); modifiers that share
+    /// their state through `Arc`s share it with the copy.
+    pub fn modifier_as<M: NetworkModifier + Clone>(&self, id: &str) -> Option<M> {
+        let modifiers = self.modifiers();
+        let found = modifiers.iter().find(|m| m.id() == id)?;
+        found.as_any()?.downcast_ref::<M>().cloned()
+    }
+
     /// Attached modifiers, in the order they run.
     pub fn modifiers(&self) -> Arc<[Arc<dyn NetworkModifier>]> {
         self.0.runtime.read().modifiers.clone()

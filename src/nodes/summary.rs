@@ -100,6 +100,40 @@ impl RunnableNetwork {
         });
         Ok(node)
     }
+
+    /// Puts a summary into the graph right after `after` (a node that has
+    /// run, usually the current leaf: a summary written on demand), as its
+    /// child; the next node attached below `after`'s branch goes below the
+    /// summary. `text` stands for the conversation up to `after` except
+    /// its newest `kept` messages. Reports [`NetworkEvent::SummaryWritten`].
+    pub fn append_summary(
+        &self,
+        after: &NodeRef,
+        text: impl Into<String>,
+        kept: usize,
+        metadata: Map<String, Value>,
+    ) -> Result<NodeRef> {
+        if !after.is_invoked() {
+            return Err(NetworkError::Format(format!(
+                "a summary goes after a node that has run; {} has not",
+                after.id()
+            )));
+        }
+        let node = NodeRef::detached(SummaryNode { kept });
+        for (key, value) in metadata {
+            node.set_metadata(key, value);
+        }
+        node.set_output(Message::system(text));
+        self.add_node_with_parents(&node, &[after.id()])?;
+        let summarized = self.input_of(&node).len().saturating_sub(kept);
+        node.set_metadata("summarized_messages", json!(summarized));
+        self.emit(&NetworkEvent::SummaryWritten {
+            node_id: node.id(),
+            kept,
+            summarized,
+        });
+        Ok(node)
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +177,47 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["S", "q", "a"]
         );
+    }
+
+    #[test]
+    fn a_summary_appended_after_the_leaf_stands_for_everything_before_it() {
+        let net = RunnableNetwork::new();
+        let chat = {
+            let _scope = net.enter();
+            HumanNode::new("q").set_output(Message::human("q"));
+            let chat = ChatNode::new();
+            chat.set_output(Message::ai("a"));
+            chat
+        };
+        let pending = {
+            let _scope = net.enter();
+            HumanNode::new("later")
+        };
+        let err = net
+            .append_summary(&pending, "S", 0, Map::new())
+            .unwrap_err();
+        assert!(err.to_string().contains("has run"), "{err}");
+        net.remove_node(pending.id()).unwrap();
+
+        let summary = net.append_summary(&chat, "S", 0, Map::new()).unwrap();
+        assert_eq!(summary.parents(), [chat.id()]);
+        assert_eq!(net.current_leaf().unwrap().id(), summary.id());
+        assert_eq!(
+            summary.metadata_value("summarized_messages"),
+            Some(json!(2))
+        );
+        let next = {
+            let _scope = net.enter();
+            let h = HumanNode::new("next");
+            h.set_output(Message::human("next"));
+            h
+        };
+        assert_eq!(next.parents(), [summary.id()]);
+        let texts: Vec<String> = ChatRequest::new(net.history())
+            .messages()
+            .iter()
+            .map(|m| m.text().to_string())
+            .collect();
+        assert_eq!(texts, ["S", "next"]);
     }
 }

@@ -110,6 +110,14 @@ pub trait NetworkModifier: Send + Sync + 'static {
     fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
         None
     }
+
+    /// This modifier as [`Any`](std::any::Any), so that code which knows
+    /// its type can reach it on a network
+    /// ([`RunnableNetwork::modifier_as`]). `None` (the default) keeps it
+    /// opaque.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 tokio::task_local! {

@@ -1,7 +1,9 @@
-//! What the CLI tests share: the real binary, run offline.
+//! What the CLI tests share: the real binary (this checkout's build),
+//! run offline.
+#![allow(dead_code)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,7 +23,7 @@ pub fn lc_agent<S: AsRef<std::ffi::OsStr>>(
         SCRIPTS.fetch_add(1, Ordering::SeqCst)
     ));
     std::fs::write(&script_path, script).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+    let mut child = Command::new(own_binary(dir))
         .args(args)
         .arg("--script")
         .arg(&script_path)
@@ -44,4 +46,35 @@ pub fn lc_agent<S: AsRef<std::ffi::OsStr>>(
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// The checkout a binary was built from (it prints it when asked).
+fn built_from(bin: &Path) -> String {
+    let out = Command::new(bin)
+        .env("LC_AGENT_PRINT_BUILT_FROM", "1")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A hard link (else a copy) in `dir` of the `lc-agent` cargo built for
+/// this test run, checked to be this checkout's build: a target directory
+/// shared by several checkouts may hold another's `lc-agent`, rebuilt
+/// while the tests run; the link keeps the checked file whatever happens
+/// to the original.
+pub fn own_binary(dir: &Path) -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_lc-agent"));
+    let bin = dir.join("lc-agent");
+    if !bin.exists() && std::fs::hard_link(&built, &bin).is_err() {
+        std::fs::copy(&built, &bin).unwrap();
+    }
+    let here = env!("CARGO_MANIFEST_DIR");
+    assert_eq!(
+        built_from(&bin),
+        here,
+        "{} is not this checkout's build (another checkout sharing the target \
+         directory rebuilt it); run the tests again",
+        built.display()
+    );
+    bin
 }

@@ -106,7 +106,10 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(&cli.log);
+    // `serve` installs its own subscriber (access lines, `--log-format`).
+    if !matches!(cli.command, Command::Serve(_)) {
+        logging::init(&cli.log);
+    }
     console::set_color(cli.log.color());
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,

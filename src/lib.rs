@@ -120,6 +120,9 @@
 //!                     "usage", kept as it runs), sub-agent (counts in its parents), range;
 //!                     UsageEstimator (when a server reports none)
 //! prices.rs           Prices: USD per million tokens by model (built in, prices.toml, blueprint)
+//! telemetry.rs        OpenTelemetry GenAI spans of a run (invoke_agent, chat {model},
+//!                     execute_tool {name}, summarize), made with the feature `otel`
+//! otel.rs             (feature `otel`) their OTLP exporter, from OTEL_EXPORTER_OTLP_ENDPOINT
 //! error.rs            NetworkError, ModelError, ToolError, CassetteError
 //! ```
 //!
@@ -131,6 +134,10 @@
 //! crate with TLS and Cluster). Without them the core — graph,
 //! invocation, tools, the scripted model, the JSON session list — builds
 //! with neither an HTTP nor a Redis client.
+//!
+//! `otel` (off by default, on in the CLI and server): the runs make
+//! OpenTelemetry GenAI spans ([`telemetry`]) and [`otel`] exports them
+//! over OTLP (HTTP or gRPC) when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //!
 //! Beside this crate: `lc-agent-filesystem` (`filesystem/`) holds the seven
 //! file tools over pluggable, confined backends, the filesystem modifier
@@ -194,9 +201,12 @@ mod model;
 mod network;
 mod node;
 mod nodes;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod prices;
 mod routing;
 mod run;
+pub mod telemetry;
 mod tool;
 pub mod tool_args;
 mod tool_executor;

@@ -78,6 +78,8 @@ pub(crate) type CliResult<T = ()> = Result<T, CliError>;
 
 /// The exit code of a command's result; says the error on stderr.
 pub(crate) fn exit(result: CliResult) -> ExitCode {
+    // The traces of the run leave before the process does.
+    lc_agent::otel::shutdown();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

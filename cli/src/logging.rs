@@ -12,6 +12,9 @@
 //! 3`. Debug and trace lines name their module. Colour only when stderr
 //! is a terminal and neither `NO_COLOR` nor `--no-color` is set.
 //!
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the runs' spans also go to that
+//! OpenTelemetry receiver (`lc_agent::otel`), whatever the log level.
+//!
 //! Two warnings of the chat node (an answer cut off at the output limit,
 //! an empty answer) are said by the console in its own words, with what
 //! to do next (`console.rs`), so the default filter leaves their log
@@ -29,6 +32,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 
 /// How much the logs say; global flags of every subcommand.
 #[derive(Debug, Args, Clone, Copy, Default)]
@@ -85,10 +89,23 @@ pub(crate) fn init(args: &LogArgs) {
         // A closed stderr (a reader that went away) is not worth a word:
         // the subscriber's own complaint would panic in eprintln!.
         .log_internal_errors(false);
+    // The spans of the runs, to OTEL_EXPORTER_OTLP_ENDPOINT when set
+    // (their own filter: the logs' level does not hide them).
+    let (otel, problem) = match lc_agent::otel::layer_from_env() {
+        Ok(Some((otel, guard))) => {
+            lc_agent::otel::keep(guard);
+            (Some(otel), None)
+        }
+        Ok(None) => (None, None),
+        Err(e) => (None, Some(e)),
+    };
     let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with(layer)
+        .with(layer.with_filter(filter))
+        .with(otel)
         .try_init();
+    if let Some(e) = problem {
+        tracing::warn!("{e}; no traces are sent");
+    }
 }
 
 /// One event as one line (see the module docs).

@@ -574,7 +574,19 @@ impl SummarizationModifier {
             Message::system(SUMMARY_PROMPT),
             Message::human(ask),
         ]));
-        let response = model.complete(&request).await?;
+        // Traced as `summarize` around a `chat {model}` call (feature
+        // `otel` of lc-agent; nothing otherwise).
+        let summary_span = lc_agent::telemetry::summary_span();
+        let chat_span =
+            summary_span.in_scope(|| lc_agent::telemetry::chat_span(&name, SUMMARY_STEP));
+        let response = {
+            use tracing::Instrument;
+            model
+                .complete(&request)
+                .instrument(chat_span.clone())
+                .instrument(summary_span)
+                .await?
+        };
         let text = response.content.trim();
         if text.is_empty() {
             return Err(SummaryError::Empty(name));
@@ -594,6 +606,7 @@ impl SummarizationModifier {
         };
         // The summary's call counts in the session's totals like a turn's.
         network.record_usage(counted_as, &usage);
+        lc_agent::telemetry::record_chat(&chat_span, &request, &response, &usage);
         meta.insert(lc_agent::TOKEN_USAGE_KEY.into(), json!(usage));
         Ok((format!("{SUMMARY_HEADING}:\n\n{text}"), meta))
     }

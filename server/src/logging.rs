@@ -10,6 +10,10 @@
 //!                         and the request span (its id)
 //! ```
 //!
+//! With the feature `otel` (on by default) and `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! set, the runs' spans go to that OpenTelemetry receiver too
+//! (`lc_agent::otel`; `lc_agent::otel::shutdown` sends the last ones).
+//!
 //! What is logged: every request (target `lc_agent_server::access`), every
 //! 5xx answer and failed run with the whole error chain (a Redis outage,
 //! an unreachable model), connections refused over the limit. Tokens are
@@ -64,17 +68,51 @@ pub fn init_logging(format: LogFormat) -> Result<(), LoggingError> {
         }
         _ => EnvFilter::new(DEFAULT_FILTER),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = match format {
-        LogFormat::Text => builder.with_ansi(false).with_target(true).try_init(),
-        LogFormat::Json => builder
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => fmt.with_ansi(false).with_target(true).boxed(),
+        LogFormat::Json => fmt
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .try_init(),
+            .boxed(),
     };
-    result.map_err(|_| LoggingError::AlreadySet)
+    let (otel, problem) = telemetry();
+    let result = tracing_subscriber::registry()
+        .with(otel)
+        .with(logs.with_filter(filter))
+        .try_init();
+    result.map_err(|_| LoggingError::AlreadySet)?;
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}; no traces are sent");
+    }
+    Ok(())
+}
+
+type Registry = tracing_subscriber::Registry;
+type OtelLayer = Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>;
+
+/// The layer that exports the runs' spans when `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// is set (feature `otel`); its guard is kept until
+/// `lc_agent::otel::shutdown`.
+#[cfg(feature = "otel")]
+fn telemetry() -> (Option<OtelLayer>, Option<String>) {
+    match lc_agent::otel::layer_from_env::<Registry>() {
+        Ok(Some((layer, guard))) => {
+            lc_agent::otel::keep(guard);
+            (Some(layer), None)
+        }
+        Ok(None) => (None, None),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+fn telemetry() -> (Option<OtelLayer>, Option<String>) {
+    (None, None)
 }

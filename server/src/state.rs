@@ -234,6 +234,7 @@ impl AppState {
                 .map_err(|e| ApiError::Internal(e.to_string()))?;
         }
         net.set_name(name);
+        net.set_user_id(user);
         Ok(net)
     }
 
@@ -249,6 +250,8 @@ impl AppState {
         builder
             .attach(&net)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
+        // The runs' traces name the user.
+        net.set_user_id(user);
         Ok((net, builder))
     }
 

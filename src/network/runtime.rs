@@ -28,6 +28,13 @@ pub(crate) struct Runtime {
     pub(crate) streaming: bool,
     pub(crate) parent: Weak<NetworkInner>,
     pub(crate) usage_estimator: Option<Arc<dyn crate::usage::UsageEstimator>>,
+    /// Who the session belongs to (traces' `user.id`).
+    pub(crate) user_id: Option<String>,
+    /// Spans of tool calls opened by the sub-network that answers them,
+    /// until the call's own node runs (see `crate::telemetry`).
+    #[cfg(feature = "otel")]
+    pub(crate) open_spans:
+        Arc<parking_lot::Mutex<std::collections::HashMap<crate::node::NodeId, tracing::Span>>>,
 }
 
 impl Runtime {
@@ -42,6 +49,9 @@ impl Runtime {
             streaming: false,
             parent: Weak::new(),
             usage_estimator: None,
+            user_id: None,
+            #[cfg(feature = "otel")]
+            open_spans: Arc::default(),
         }
     }
 }
@@ -59,6 +69,26 @@ impl RunnableNetwork {
                 inner.network().reset_runtime();
             }
         }
+    }
+
+    /// Says who this session belongs to: its runs' traces carry it as
+    /// `user.id` (the server sets the signed-in user). Not saved; a
+    /// sub-network takes its outer network's.
+    pub fn set_user_id(&self, user: impl Into<String>) {
+        self.0.runtime.write().user_id = Some(user.into());
+    }
+
+    /// Who this session belongs to: [`RunnableNetwork::set_user_id`]'s,
+    /// this network's or else its outer network's, else the session's
+    /// `metadata["user"]` (the CLI's `--user`).
+    pub fn user_id(&self) -> Option<String> {
+        let own = self.0.runtime.read().user_id.clone();
+        own.or_else(|| match self.outer() {
+            Some(outer) => outer.user_id(),
+            None => self
+                .metadata_value("user")
+                .and_then(|v| v.as_str().map(str::to_string)),
+        })
     }
 
     /// Whether this handle is the only one (nothing else holds the

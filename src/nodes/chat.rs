@@ -203,6 +203,7 @@ fn record(
         .filter(|m| !m.is_empty())
         .unwrap_or(name);
     net.record_usage(counted_as, &usage);
+    crate::telemetry::record_chat(&tracing::Span::current(), request, response, &usage);
     node.set_metadata(crate::usage::TOKEN_USAGE_KEY, json!(usage));
     if let Some(reason) = &response.finish_reason {
         node.set_metadata("finish_reason", json!(reason));

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
+use tracing::Instrument;
 
 use super::{hook, InvokeOutcome, NetworkModifier};
 use crate::error::{NetworkError, Result};
@@ -34,7 +35,14 @@ impl RunnableNetwork {
     /// graph stays valid and saveable. One `invoke` runs at a time per
     /// network; a second waits for the first.
     pub async fn invoke(&self) -> Result<Message> {
+        let span = crate::telemetry::agent_span(self);
+        self.invoke_traced(&span).instrument(span.clone()).await
+    }
+
+    async fn invoke_traced(&self, span: &tracing::Span) -> Result<Message> {
         let _running = self.0.invoke_lock.lock().await;
+        // The run's usage for its span: only when someone records it.
+        let usage_before = (!span.is_disabled()).then(|| self.usage());
         let clock = Instant::now();
         self.emit(&NetworkEvent::InvokeStarted);
         let modifiers = self.modifiers();
@@ -57,6 +65,10 @@ impl RunnableNetwork {
                     tracing::warn!(modifier = m.id(), error = %e, "on_end_invoke failed after an earlier error");
                 }
             }
+        }
+        if !span.is_disabled() {
+            crate::telemetry::finish_agent(span, usage_before, self, result.as_ref().err());
+            crate::telemetry::end_run(self);
         }
         let elapsed = clock.elapsed();
         self.emit_with(|| NetworkEvent::InvokeFinished {
@@ -153,7 +165,16 @@ impl RunnableNetwork {
             input: input.clone(),
         };
         let logic = node.0.logic.clone();
-        let message = match logic.invoke(ctx).await {
+        let span = crate::telemetry::node_span(self, node);
+        let result = if span.is_disabled() {
+            logic.invoke(ctx).await
+        } else {
+            let result = logic.invoke(ctx).instrument(span.clone()).await;
+            crate::telemetry::finish_node(&span, result.as_ref());
+            result
+        };
+        drop(span);
+        let message = match result {
             Ok(message) => Arc::new(message),
             Err(e) => {
                 let message = e.to_string();

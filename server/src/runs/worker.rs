@@ -500,8 +500,14 @@ async fn open(
         }
     };
     let (net, _agent) = state.open(&run.user, &list, run.session).await?;
-    net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    // The input is saved (by the request, or a run's earlier part): the
+    // first checkpoint is after the first node that does work.
+    net.add_modifier(
+        CheckpointModifier::new(list.clone())
+            .policy(CheckpointPolicy::EachNode)
+            .input_saved(),
+    )
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     claim.track(&net);
     Ok((net, list, claim))
 }

@@ -17,7 +17,8 @@
 //! Run: `cargo run --release -p lc-agent-server --example load [SECONDS_PER_STEP]`
 //! (set `LC_AGENT_LOAD_REDIS=redis://127.0.0.1:6379` to keep the sessions in
 //! a running Redis instead: no fsync per save; `LC_AGENT_LOAD_ONLY=turns`
-//! runs only the turn costs)
+//! runs only the turn costs, `LC_AGENT_LOAD_ONLY=runs` only the direct and
+//! the background runs at 1 and 16 clients)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -245,6 +246,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
+    let only_runs = std::env::var("LC_AGENT_LOAD_ONLY").is_ok_and(|v| v == "runs");
     // A scripted stand-in model: every turn answers "ok" at once.
     let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
     let store = match std::env::var("LC_AGENT_LOAD_REDIS") {
@@ -266,6 +268,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "lc-agent-server load ({secs} s per step, {} cores)",
         std::thread::available_parallelism()?.get()
     );
+    if only_runs {
+        // The queue's figures next to direct runs, in the same process.
+        for clients in [1, 16] {
+            load(
+                "POST /v1/chat/completions",
+                &format!("{base}/v1/chat/completions"),
+                chat.clone(),
+                clients,
+                secs,
+            )
+            .await;
+            background(&base, clients, secs).await?;
+        }
+        return Ok(());
+    }
     for clients in [1, 16, 64] {
         load(
             "POST /v1/tools/execute",

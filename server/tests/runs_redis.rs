@@ -253,3 +253,112 @@ async fn a_run_waiting_for_a_decision_survives_both_servers_and_finishes_after_i
     assert_eq!(s["files"]["/a.txt"]["content"], "hi", "{s}");
     let _ = c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_room_takes_the_run_it_queues_in_the_same_step() {
+    let Some(redis) = redis_server::RedisServer::start("a_server_with_room_takes") else {
+        return;
+    };
+    let url = redis.url();
+    let store = RedisRuns::new(
+        lc_agent::RedisConnector::new(url.clone()).unwrap(),
+        &url,
+        "lc_agent",
+    )
+    .unwrap();
+    // The consumer group exists once a server has looked at the queue.
+    assert!(store
+        .claim("srv-b", Duration::from_millis(5))
+        .await
+        .unwrap()
+        .is_none());
+    let session = || uuid::Uuid::new_v4();
+    // Room and nothing older queued: this run, running already.
+    let mine = Run::new(session(), "alice", "message");
+    let taken = store
+        .create_taking(&mine, 10, "srv-a")
+        .await
+        .unwrap()
+        .expect("taken as it was queued");
+    assert_eq!(taken.run, mine.id);
+    assert_eq!(
+        store.get(mine.id).await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    // Nobody else gets it from the queue.
+    assert!(store
+        .claim("srv-b", Duration::from_millis(5))
+        .await
+        .unwrap()
+        .is_none());
+    // An older queued run goes first: the new one stays queued for any
+    // server.
+    let older = Run::new(session(), "alice", "message");
+    store.create(&older, 10).await.unwrap();
+    let newer = Run::new(session(), "alice", "message");
+    let taken = store
+        .create_taking(&newer, 10, "srv-a")
+        .await
+        .unwrap()
+        .expect("the older run");
+    assert_eq!(taken.run, older.id);
+    assert_eq!(
+        store.get(older.id).await.unwrap().unwrap().status,
+        RunStatus::Queued,
+        "an older run is taken as the dispatcher takes it: queued until it is prepared"
+    );
+    assert_eq!(
+        store.get(newer.id).await.unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+    let next = store
+        .claim("srv-b", Duration::from_millis(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.run, newer.id);
+    // A busy session still names its run.
+    let again = Run::new(mine.session, "alice", "message");
+    assert!(matches!(
+        store.create_taking(&again, 10, "srv-a").await,
+        Err(lc_agent_server::runs::RunError::Busy { run, .. }) if run == mine.id
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_posted_to_a_server_with_room_run_there_without_waiting_on_the_queue() {
+    let Some(redis) = redis_server::RedisServer::start("runs_posted_to_a_server_with_room") else {
+        return;
+    };
+    let url = redis.url();
+    let a = start_with(|dir| on_redis(&url, vec![Turn::text("ok")], dir)).await;
+    let b = start_with(|dir| on_redis(&url, vec![Turn::text("ok")], dir)).await;
+    // Both dispatchers wait on the queue.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut servers = Vec::new();
+    for _ in 0..6 {
+        let session = new_session(&a.url, ALICE).await;
+        let r = post(
+            &format!("{}/api/sessions/{session}/runs", a.url),
+            ALICE,
+            json!({"content": "go", "background": true}),
+        )
+        .await;
+        assert_eq!(r.status(), 202);
+        let run = r.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let done = wait_status(&a.url, &run, "done").await;
+        assert!(done["queue_ms"].as_f64().is_some(), "{done}");
+        servers.push(done["server"].as_str().unwrap().to_string());
+    }
+    servers.dedup();
+    assert_eq!(
+        servers.len(),
+        1,
+        "every run ran on the server that took it: {servers:?}"
+    );
+    let _ = a.stop().await;
+    let _ = b.stop().await;
+}

@@ -86,6 +86,7 @@ pub struct CheckpointModifier {
     policy: CheckpointPolicy,
     id: String,
     best_effort: bool,
+    input_saved: bool,
     saves: Arc<AtomicUsize>,
     gate: Arc<tokio::sync::Mutex<()>>,
 }
@@ -112,6 +113,7 @@ impl CheckpointModifier {
             policy: CheckpointPolicy::default(),
             id: Self::ID.to_string(),
             best_effort: false,
+            input_saved: false,
             saves: Arc::new(AtomicUsize::new(0)),
             gate: Arc::new(tokio::sync::Mutex::new(())),
         }
@@ -137,6 +139,21 @@ impl CheckpointModifier {
     #[must_use]
     pub fn best_effort(mut self) -> Self {
         self.best_effort = true;
+        self
+    }
+
+    /// The caller saved the network, its input included, just before the
+    /// `invoke` (a server that saves a request's message, then runs it):
+    /// no save at the start, and none after an input node
+    /// ([`NodeLogic::is_input`](crate::NodeLogic::is_input): a human or
+    /// system message, which runs again for free), so on a long session a
+    /// turn serializes it twice (after the model's turn, at the end)
+    /// instead of four times. What `on_begin_invoke` hooks change is saved
+    /// with the first node that does work; a crash before it loses nothing
+    /// that a resumed run does not do again.
+    #[must_use]
+    pub fn input_saved(mut self) -> Self {
+        self.input_saved = true;
         self
     }
 
@@ -190,13 +207,15 @@ impl NetworkModifier for CheckpointModifier {
             policy: self.policy,
             id: self.id.clone(),
             best_effort: self.best_effort,
+            // A sub-network's input (a task) was never saved by a caller.
+            input_saved: false,
             saves: self.saves.clone(),
             gate: self.gate.clone(),
         }))
     }
 
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
-        if self.policy == CheckpointPolicy::AtEnd {
+        if self.policy == CheckpointPolicy::AtEnd || self.input_saved {
             return Ok(());
         }
         self.checkpoint(network, "begin").await
@@ -204,6 +223,7 @@ impl NetworkModifier for CheckpointModifier {
 
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
         let save = match self.policy {
+            _ if self.input_saved && node.logic().is_input() => false,
             CheckpointPolicy::EachNode => true,
             CheckpointPolicy::EachModelTurn => node.logic().is_model_turn(),
             CheckpointPolicy::AtEnd => false,

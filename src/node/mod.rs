@@ -77,6 +77,14 @@ pub trait NodeLogic: AsAny + Send + Sync + 'static {
         false
     }
 
+    /// Whether the node only passes on what it holds (a human or system
+    /// message): running it again costs nothing and touches nothing else,
+    /// so a checkpoint after it may wait for the next node (see
+    /// [`CheckpointModifier::input_saved`](crate::CheckpointModifier::input_saved)).
+    fn is_input(&self) -> bool {
+        false
+    }
+
     /// Whether the node's output joins the conversation its descendants
     /// read (default yes). A node that answers through another one, such
     /// as a sub-agent's task whose answer comes back as the `task` tool

@@ -31,6 +31,9 @@ impl NodeLogic for HumanNode {
     fn kind(&self) -> &str {
         Self::KIND
     }
+    fn is_input(&self) -> bool {
+        true
+    }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
         Ok(Message::human(self.text.clone()))
     }
@@ -62,6 +65,9 @@ impl SystemNode {
 impl NodeLogic for SystemNode {
     fn kind(&self) -> &str {
         Self::KIND
+    }
+    fn is_input(&self) -> bool {
+        true
     }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
         Ok(Message::system(self.text.clone()))

@@ -175,8 +175,42 @@ pub(crate) async fn submit(
     if let Some(id) = id {
         run.id = id;
     }
-    match runs.store.create(&run, runs.settings.per_user).await {
-        Ok(()) => {}
+    // A server with room takes the run as it queues it (the dispatcher
+    // does not stand between): it runs as soon as its input is saved.
+    let room = if runs.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        None
+    } else {
+        runs.permits.clone().try_acquire_owned().ok()
+    };
+    let created = match &room {
+        Some(_) => {
+            runs.store
+                .create_taking(&run, runs.settings.per_user, &runs.consumer)
+                .await
+        }
+        None => runs
+            .store
+            .create(&run, runs.settings.per_user)
+            .await
+            .map(|()| None),
+    };
+    let mut mine = None;
+    match created {
+        Ok(Some(delivery)) => {
+            if let Some(permit) = room {
+                if delivery.run == run.id {
+                    mine = Some((delivery, permit));
+                } else {
+                    // An older run was next in the queue: run it here.
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        super::worker::execute(state, delivery).await;
+                        drop(permit);
+                    });
+                }
+            }
+        }
+        Ok(None) => {}
         Err(RunError::Busy { run: holder, .. }) => {
             if input == "decisions" {
                 if let Ok(Some(waiting)) = runs.store.get(holder).await {
@@ -201,8 +235,10 @@ pub(crate) async fn submit(
         // the input was saved.
         net.set_metadata(RUN_KEY, json!(run.id));
         list.save(&net).await.map_err(refuse)?;
-        runs.store.prepared(run.id).await.map_err(refuse)?;
-        runs.wake(run.id);
+        if mine.is_none() {
+            runs.store.prepared(run.id).await.map_err(refuse)?;
+            runs.wake(run.id);
+        }
         Ok(())
     }
     .await;
@@ -210,7 +246,24 @@ pub(crate) async fn submit(
         if let Err(e) = runs.store.abandon(&run).await {
             tracing::error!(run = %run.id, error = %e, "a refused run could not be forgotten");
         }
+        if let Some((delivery, _permit)) = mine {
+            let _ = runs.store.ack(&delivery).await;
+        }
         return Err(refusal);
+    }
+    if let Some((delivery, permit)) = mine {
+        // Taken when it was queued: it runs now, here; its record says it
+        // is prepared when its worker writes it (a server that dies first
+        // leaves a run that the session names: see `never_prepared`).
+        let mut taken = run.clone();
+        taken.status = RunStatus::Running;
+        taken.prepared = true;
+        taken.prepared_at = Some(chrono::Utc::now());
+        let state = state.clone();
+        tokio::spawn(async move {
+            super::worker::execute_taken(state, delivery, taken).await;
+            drop(permit);
+        });
     }
     Ok(Submitted { run, after: 0 })
 }

@@ -7,6 +7,8 @@
 //! ```text
 //!  POST /api/sessions/{id}/runs ─▶ Runs::submit: reserve the session (409 names its run; 429 per user)
 //!     ▸ load ▸ apply the input (message | decisions | continue) ▸ save ▸ queue
+//!     (a server with room takes the run in the same step as it queues it,
+//!      and runs it as soon as its input is saved: no wait on the dispatcher)
 //!  dispatcher (one per server): up to --max-runs at a time
 //!     reclaim (a lease left to expire: XAUTOCLAIM) or claim (XREADGROUP) ─▶ worker.rs execute:
 //!     status running ▸ load + agent + CheckpointModifier ▸ invoke ─▶ events (seq 1, 2, ...) ─▶ store

@@ -17,8 +17,9 @@
 //! A new run's record is written first; then one script takes the
 //! session's slot (`SET` unless held) and queues the run (`XADD`), so a
 //! server that dies between two steps never leaves a held session without
-//! a queued run (the scripts touch several keys: one Redis server, not a
-//! Cluster). A server takes a run with `XREADGROUP ... >` (a connection of its own,
+//!     (a server with room takes the run in the same step as it queues it,
+//!      and runs it as soon as its input is saved: no wait on the dispatcher)
+//!  dispatcher (one per server): up to --max-runs at a time A server takes a run with `XREADGROUP ... >` (a connection of its own,
 //! blocking at most a second), renews its lease with `XCLAIM ... JUSTID`
 //! (idle time back to 0) while it runs it, and `XACK`s and `XDEL`s the
 //! entry when the run ends or waits. An entry idle longer than the lease
@@ -124,8 +125,10 @@ end
 return 1
 ";
 
-/// The session's slot and the run's queue entry, together (KEYS: the
-/// slot, the queue; ARGV: the run): the holder when the slot is taken.
+/// The session's slot, the user's count and the run's queue entry,
+/// together (KEYS: the slot, the queue, the user's runs; ARGV: the run,
+/// the user's limit): the holder when the slot is taken, 0 when the user
+/// has too many runs.
 const RESERVE: &str = r"
 local holder = redis.call('GET', KEYS[1])
 if holder then return holder end
@@ -134,6 +137,28 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
 return false
+";
+
+/// [`RESERVE`], then the oldest queued run for a consumer with room
+/// (KEYS: the slot, the queue, the run's record, the user's runs; ARGV:
+/// the run, the group, the consumer, the user's limit): the holder when
+/// the slot is taken, 0 when the user has too many runs, else
+/// `{entry id, run}` of the run taken (this one: its status is `running`
+/// now) or nothing.
+const RESERVE_TAKE: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder then return holder end
+if redis.call('SCARD', KEYS[4]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
+local ok, got = pcall(redis.call, 'XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', 1, 'STREAMS', KEYS[2], '>')
+if not ok or not got or not got[1] then return false end
+local entry = got[1][2][1]
+if not entry then return false end
+local run = entry[2][2]
+if run == ARGV[1] then redis.call('HSET', KEYS[3], 'status', 'running') end
+return {entry[1], run}
 ";
 
 impl RedisRuns {
@@ -260,9 +285,14 @@ impl RedisRuns {
     }
 }
 
-#[async_trait]
-impl RunStore for RedisRuns {
-    async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
+impl RedisRuns {
+    /// [`RunStore::create`]; with a consumer, [`RunStore::create_taking`].
+    async fn reserve(
+        &self,
+        run: &Run,
+        per_user: usize,
+        consumer: Option<&str>,
+    ) -> RunResult<Option<Delivery>> {
         let busy = self.busy_key(&run.user);
         // The record first, so that a session's active run always has one.
         let json = Self::json(run)?;
@@ -293,22 +323,41 @@ impl RunStore for RedisRuns {
         // step: only runs that hold their session count against the user.
         let (active, queue) = (self.active_key(run.session), self.queue_key());
         let limit = per_user.to_string();
+        let (group, record) = (self.group(), self.run_key(run.id));
         let reply: Value = self
             .redis
             .run("reserve the session and queue the run", |mut conn| {
-                let c = cmd("EVAL")
-                    .arg(RESERVE)
-                    .arg(3)
-                    .arg(&active)
-                    .arg(&queue)
-                    .arg(&busy)
-                    .arg(&id)
-                    .arg(&limit)
-                    .clone();
+                let mut c = cmd("EVAL");
+                match consumer {
+                    Some(consumer) => c
+                        .arg(RESERVE_TAKE)
+                        .arg(4)
+                        .arg(&active)
+                        .arg(&queue)
+                        .arg(&record)
+                        .arg(&busy)
+                        .arg(&id)
+                        .arg(&group)
+                        .arg(consumer)
+                        .arg(&limit),
+                    None => c
+                        .arg(RESERVE)
+                        .arg(3)
+                        .arg(&active)
+                        .arg(&queue)
+                        .arg(&busy)
+                        .arg(&id)
+                        .arg(&limit),
+                };
                 async move { c.query_async(&mut conn).await }
             })
             .await
             .map_err(store)?;
+        if let Value::Array(parts) = &reply {
+            let tag = parts.first().and_then(text);
+            let taken = parts.get(1).and_then(text).and_then(|r| r.parse().ok());
+            return Ok(tag.zip(taken).map(|(tag, run)| Delivery { run, tag }));
+        }
         let refused = match reply {
             Value::Nil => None,
             Value::Int(_) => Some(RunError::UserFull {
@@ -330,9 +379,24 @@ impl RunStore for RedisRuns {
             let _ = self.abandon(run).await;
             return Err(refused);
         }
-        Ok(())
+        Ok(None)
+    }
+}
+
+#[async_trait]
+impl RunStore for RedisRuns {
+    async fn create(&self, run: &Run, per_user: usize) -> RunResult<()> {
+        self.reserve(run, per_user, None).await.map(|_| ())
     }
 
+    async fn create_taking(
+        &self,
+        run: &Run,
+        per_user: usize,
+        consumer: &str,
+    ) -> RunResult<Option<Delivery>> {
+        self.reserve(run, per_user, Some(consumer)).await
+    }
     async fn prepared(&self, id: Uuid) -> RunResult<()> {
         let key = self.run_key(id);
         self.redis
@@ -434,13 +498,16 @@ impl RunStore for RedisRuns {
         let key = self.run_key(run.id);
         self.redis
             .run("write the run", |mut conn| {
-                let c = cmd("HSET")
-                    .arg(&key)
+                let mut c = cmd("HSET");
+                c.arg(&key)
                     .arg("json")
                     .arg(&json)
                     .arg("status")
-                    .arg(run.status.as_str())
-                    .clone();
+                    .arg(run.status.as_str());
+                if let Some(at) = run.prepared_at.filter(|_| run.prepared) {
+                    // A run taken as it was created is marked prepared here.
+                    c.arg("prepared").arg(at.timestamp_micros());
+                }
                 async move { c.query_async::<()>(&mut conn).await }
             })
             .await

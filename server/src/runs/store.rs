@@ -68,6 +68,21 @@ pub trait RunStore: Send + Sync + 'static {
     /// active run, [`RunError::UserFull`] when the user has `per_user`.
     /// A server runs it only once it is [`prepared`](Self::prepared).
     async fn create(&self, run: &Run, per_user: usize) -> RunResult<()>;
+    /// [`create`](Self::create), and in the same step takes the oldest
+    /// queued run for `consumer` (a server with room that submits a run
+    /// need not wait for its dispatcher): `Some` with the delivery taken —
+    /// this run, then `running` already (its server runs it once its input
+    /// is saved), or an older one (run it as the dispatcher would).
+    /// Without a fast path (the default) it is `create`, taking nothing.
+    async fn create_taking(
+        &self,
+        run: &Run,
+        per_user: usize,
+        consumer: &str,
+    ) -> RunResult<Option<Delivery>> {
+        let _ = consumer;
+        self.create(run, per_user).await.map(|()| None)
+    }
     /// Marks a run's input as saved in its session (see [`Run::prepared`]).
     async fn prepared(&self, id: Uuid) -> RunResult<()>;
     /// Forgets a run whose creation could not finish (and frees its session).

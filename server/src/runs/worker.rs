@@ -119,12 +119,18 @@ enum Ending {
 
 /// Executes the run of `delivery` (see the [module docs](self)).
 pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
-    let runs = &state.runs;
-    let id = delivery.run;
-    let Some(mut run) = take(&state, &delivery).await else {
-        let _ = runs.store.ack(&delivery).await;
+    let Some(run) = take(&state, &delivery).await else {
+        let _ = state.runs.store.ack(&delivery).await;
         return;
     };
+    execute_taken(state, delivery, run).await;
+}
+
+/// Executes `run`, taken (status `running`) with `delivery`.
+pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut run: Run) {
+    let runs = &state.runs;
+    let id = delivery.run;
+    run.status = RunStatus::Running;
     run.attempts += 1;
     let now = chrono::Utc::now();
     run.started_at.get_or_insert(now);
@@ -494,8 +500,14 @@ async fn open(
         }
     };
     let (net, _agent) = state.open(&run.user, &list, run.session).await?;
-    net.add_modifier(CheckpointModifier::new(list.clone()).policy(CheckpointPolicy::EachNode))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    // The input is saved (by the request, or a run's earlier part): the
+    // first checkpoint is after the first node that does work.
+    net.add_modifier(
+        CheckpointModifier::new(list.clone())
+            .policy(CheckpointPolicy::EachNode)
+            .input_saved(),
+    )
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     claim.track(&net);
     Ok((net, list, claim))
 }

@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -23,6 +24,11 @@ struct Driver(Child);
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // chromedriver and the browsers it started are one process group
+        // (see `start_driver`): all of them go, none is left behind.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -55,6 +61,8 @@ async fn browser(profile: &std::path::Path) -> (Driver, Client) {
         .port();
     let child = Command::new("chromedriver")
         .arg(format!("--port={port}"))
+        // A process group of its own, for the browsers it starts too.
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

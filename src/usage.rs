@@ -109,6 +109,33 @@ impl AddAssign<&TokenCounts> for TokenCounts {
 }
 
 impl TokenCounts {
+    /// The names of [`TokenCounts::fields`], as saved.
+    const NAMES: [&'static str; 8] = [
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "calls",
+        "estimated_calls",
+    ];
+
+    /// Adds these counts to `saved` (the JSON of counts) in place.
+    fn add_to(&self, saved: &mut Value) {
+        let Some(map) = saved.as_object_mut() else {
+            *saved = serde_json::to_value(self).unwrap_or(Value::Null);
+            return;
+        };
+        for (name, n) in Self::NAMES.iter().zip(self.fields()) {
+            if n == 0 {
+                continue;
+            }
+            let entry = map.entry(*name).or_insert(Value::from(0u64));
+            *entry = Value::from(entry.as_u64().unwrap_or(0).saturating_add(n));
+        }
+    }
+
     fn fields(&self) -> [u64; 8] {
         [
             self.prompt_tokens,
@@ -392,21 +419,44 @@ impl RunnableNetwork {
     /// model some other way (a summary) should too, and record the usage
     /// in its own `metadata["token_usage"]`.
     pub fn record_usage(&self, model: &str, usage: &Usage) {
+        let mut call = TokenCounts::default();
+        call += usage;
         let mut net = Some(self.clone());
         while let Some(current) = net {
-            let start = current
-                .metadata_value(USAGE_KEY)
-                .is_none()
-                .then(|| UsageTotals::of_nodes(&current));
-            current.update_metadata(USAGE_KEY, |old| {
-                let mut totals = match (old, &start) {
-                    (Some(v), _) => serde_json::from_value(v.clone()).unwrap_or_default(),
-                    (None, Some(start)) => start.clone(),
-                    (None, None) => UsageTotals::default(),
+            // The saved totals grow in place (a call per chat node: no
+            // copy, parse or re-serialization of the totals).
+            let added = current.with_metadata_mut(|metadata| {
+                let Some(saved) = metadata.get_mut(USAGE_KEY) else {
+                    return false;
                 };
-                totals.add(model, usage);
-                serde_json::to_value(totals).unwrap_or(Value::Null)
+                call.add_to(saved);
+                if let Some(map) = saved.as_object_mut() {
+                    let models = map
+                        .entry("by_model")
+                        .or_insert_with(|| Value::Object(Default::default()));
+                    if let Some(models) = models.as_object_mut() {
+                        match models.get_mut(model) {
+                            Some(counts) => call.add_to(counts),
+                            None => {
+                                models.insert(
+                                    model.to_string(),
+                                    serde_json::to_value(call).unwrap_or(Value::Null),
+                                );
+                            }
+                        }
+                    }
+                }
+                true
             });
+            if !added {
+                // Saved before totals were kept: start from its nodes.
+                let mut totals = UsageTotals::of_nodes(&current);
+                totals.add(model, usage);
+                current.set_metadata(
+                    USAGE_KEY,
+                    serde_json::to_value(totals).unwrap_or(Value::Null),
+                );
+            }
             net = current.outer();
         }
     }

@@ -149,12 +149,12 @@ impl RunnableNetwork {
         self.0.graph.lock().metadata.insert(key.into(), value);
     }
 
-    /// Replaces one metadata value by `f(old)`, under the graph's lock (no
-    /// update is lost when tasks update the same key at once).
-    pub(crate) fn update_metadata(&self, key: &str, f: impl FnOnce(Option<&Value>) -> Value) {
-        let mut graph = self.0.graph.lock();
-        let new = f(graph.metadata.get(key));
-        graph.metadata.insert(key.to_string(), new);
+    /// `f` over the metadata, under the graph's lock.
+    pub(crate) fn with_metadata_mut<R>(
+        &self,
+        f: impl FnOnce(&mut serde_json::Map<String, Value>) -> R,
+    ) -> R {
+        f(&mut self.0.graph.lock().metadata)
     }
 
     /// Removes one metadata value.

@@ -19,11 +19,12 @@
 //! `screenshots` writes the ones in `docs/screenshots/` (see
 //! `docs/screenshots.sh`).
 
+#[path = "support/chromedriver.rs"]
+mod chromedriver;
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -39,20 +40,6 @@ use serde_json::{json, Value};
 const ENTER: &str = "\u{E007}";
 const WIDE: (u32, u32) = (1400, 900);
 const PHONE: (u32, u32) = (390, 844);
-
-struct Driver(Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        // chromedriver and the browsers it started are one process group
-        // (see `start_driver`): all of them go, none is left behind.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0.id())])
-            .status();
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn installed(tool: &str) -> bool {
     Command::new(tool)
@@ -78,33 +65,6 @@ fn browser_available() -> bool {
         "SKIPPED web_page: {missing:?} not installed (apt-get install -y chromium chromium-driver)"
     );
     false
-}
-
-async fn start_driver() -> (Driver, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        // A process group of its own, for the browsers it starts too.
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    (Driver(child), url)
 }
 
 async fn browser(driver: &str, profile: &std::path::Path, (w, h): (u32, u32)) -> Client {
@@ -138,7 +98,7 @@ async fn browser(driver: &str, profile: &std::path::Path, (w, h): (u32, u32)) ->
 /// A browser on the page of a test server, as Alice.
 struct Page {
     c: Client,
-    _driver: Driver,
+    _driver: chromedriver::Driver,
     _profile: tempfile::TempDir,
 }
 
@@ -148,7 +108,7 @@ impl Page {
     }
 
     async fn open_at(server: &TestServer, size: (u32, u32), query: &str) -> Page {
-        let (driver, driver_url) = start_driver().await;
+        let (driver, driver_url) = chromedriver::start().await;
         let profile = tempfile::tempdir().unwrap();
         let c = browser(&driver_url, profile.path(), size).await;
         c.goto(&format!("{}/?token={ALICE}{query}", server.url))

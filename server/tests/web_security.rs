@@ -9,30 +9,17 @@
 //!   token (and leaves the address bar), a message gets its answer, the
 //!   graph draws.
 
+#[path = "support/chromedriver.rs"]
+mod chromedriver;
 mod common;
 
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
 use fantoccini::{Client, ClientBuilder, Locator};
 use lc_agent::Turn;
 use serde_json::{json, Value};
-
-struct Driver(Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        // chromedriver and the browsers it started are one process group
-        // (see `start_driver`): all of them go, none is left behind.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0.id())])
-            .status();
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn browser_available() -> bool {
     let installed = |tool: &str| {
@@ -53,29 +40,8 @@ fn browser_available() -> bool {
     false
 }
 
-async fn browser(profile: &std::path::Path) -> (Driver, Client) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        // A process group of its own, for the browsers it starts too.
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn browser(profile: &std::path::Path) -> (chromedriver::Driver, Client) {
+    let (driver, url) = chromedriver::start().await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut caps = serde_json::Map::new();
     caps.insert(
@@ -93,10 +59,10 @@ async fn browser(profile: &std::path::Path) -> (Driver, Client) {
     let client = ClientBuilder::rustls()
         .expect("rustls")
         .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
+        .connect(&url)
         .await
         .expect("chromedriver session");
-    (Driver(child), client)
+    (driver, client)
 }
 
 /// A page of another origin that frames the lc-agent page and posts to

@@ -125,41 +125,43 @@ end
 return 1
 ";
 
-/// The session's slot, the user's count and the run's queue entry,
-/// together (KEYS: the slot, the queue, the user's runs; ARGV: the run,
-/// the user's limit): the holder when the slot is taken, 0 when the user
-/// has too many runs.
-const RESERVE: &str = r"
+/// The head of [`RESERVE`] and [`RESERVE_TAKE`]: the session's slot,
+/// the user's count and the run's queue entry, together (KEYS: the slot,
+/// the queue, the user's runs; ARGV: the run, the user's limit). Returns
+/// the holder when the slot is taken, 0 when the user has too many runs.
+macro_rules! reserve_head {
+    () => {
+        r"
 local holder = redis.call('GET', KEYS[1])
 if holder then return holder end
 if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
-return false
-";
+"
+    };
+}
+
+/// The session's slot, the user's count and the run's queue entry (see
+/// `reserve_head`).
+const RESERVE: &str = concat!(reserve_head!(), "return false\n");
 
 /// [`RESERVE`], then the oldest queued run for a consumer with room
-/// (KEYS: the slot, the queue, the run's record, the user's runs; ARGV:
-/// the run, the group, the consumer, the user's limit): the holder when
-/// the slot is taken, 0 when the user has too many runs, else
-/// `{entry id, run}` of the run taken (this one: its status is `running`
-/// now) or nothing.
-const RESERVE_TAKE: &str = r"
-local holder = redis.call('GET', KEYS[1])
-if holder then return holder end
-if redis.call('SCARD', KEYS[4]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('SADD', KEYS[4], ARGV[1])
-redis.call('XADD', KEYS[2], '*', 'run', ARGV[1])
-local ok, got = pcall(redis.call, 'XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', 1, 'STREAMS', KEYS[2], '>')
+/// (KEYS as [`RESERVE`], then the run's record; ARGV as [`RESERVE`], then
+/// the group and the consumer): the holder when the slot is taken, 0 when
+/// the user has too many runs, else `{entry id, run}` of the run taken
+/// (this one: its status is `running` now) or nothing.
+const RESERVE_TAKE: &str = concat!(
+    reserve_head!(),
+    r"local ok, got = pcall(redis.call, 'XREADGROUP', 'GROUP', ARGV[3], ARGV[4], 'COUNT', 1, 'STREAMS', KEYS[2], '>')
 if not ok or not got or not got[1] then return false end
 local entry = got[1][2][1]
 if not entry then return false end
 local run = entry[2][2]
-if run == ARGV[1] then redis.call('HSET', KEYS[3], 'status', 'running') end
+if run == ARGV[1] then redis.call('HSET', KEYS[4], 'status', 'running') end
 return {entry[1], run}
-";
+"
+);
 
 impl RedisRuns {
     /// Runs under `prefix` on the Redis of `redis`; `url` opens the
@@ -328,27 +330,23 @@ impl RedisRuns {
             .redis
             .run("reserve the session and queue the run", |mut conn| {
                 let mut c = cmd("EVAL");
-                match consumer {
-                    Some(consumer) => c
-                        .arg(RESERVE_TAKE)
-                        .arg(4)
-                        .arg(&active)
-                        .arg(&queue)
-                        .arg(&record)
-                        .arg(&busy)
-                        .arg(&id)
-                        .arg(&group)
-                        .arg(consumer)
-                        .arg(&limit),
-                    None => c
-                        .arg(RESERVE)
-                        .arg(3)
-                        .arg(&active)
-                        .arg(&queue)
-                        .arg(&busy)
-                        .arg(&id)
-                        .arg(&limit),
+                let script = if consumer.is_some() {
+                    RESERVE_TAKE
+                } else {
+                    RESERVE
                 };
+                c.arg(script)
+                    .arg(if consumer.is_some() { 4 } else { 3 })
+                    .arg(&active)
+                    .arg(&queue)
+                    .arg(&busy);
+                if consumer.is_some() {
+                    c.arg(&record);
+                }
+                c.arg(&id).arg(&limit);
+                if let Some(consumer) = consumer {
+                    c.arg(&group).arg(consumer);
+                }
                 async move { c.query_async(&mut conn).await }
             })
             .await

@@ -139,10 +139,10 @@
 //! OpenTelemetry GenAI spans ([`telemetry`]) and [`otel`] exports them
 //! over OTLP (HTTP or gRPC) when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //!
-//! Beside this crate: `lc-agent-filesystem` (`filesystem/`) holds the seven
+//! Beside this crate: `lc-agent-filesystem` (`modifiers/filesystem/`) holds the seven
 //! file tools over pluggable, confined backends, the filesystem modifier
 //! and the eviction of large tool results; `lc-agent-deepagent`
-//! (`deepagent/`) is the agent layer (todos, sub-agents, supervisor,
+//! (`modifiers/deepagent/`) is the agent layer (todos, sub-agents, supervisor,
 //! approvals, summarization, token counting, skills, long-term memory
 //! (feature `memory`, tantivy), the `DeepAgent` preset, the `AgentSpec`
 //! blueprint) and MCP (`McpTools`, the file tools as an MCP server; feature

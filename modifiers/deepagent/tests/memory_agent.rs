@@ -10,7 +10,7 @@
 //!                                                        └──▶ bob: prompt and recall without it
 //! ```
 
-#[path = "../../tests/support/redis.rs"]
+#[path = "../../../tests/support/redis.rs"]
 mod redis_server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

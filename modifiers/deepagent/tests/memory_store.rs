@@ -11,7 +11,7 @@
 //!                         parent: every printed id is in the file and found by search
 //! ```
 
-#[path = "../../tests/support/redis.rs"]
+#[path = "../../../tests/support/redis.rs"]
 mod redis_server;
 
 use std::io::{BufRead, BufReader};

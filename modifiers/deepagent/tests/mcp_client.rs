@@ -40,7 +40,7 @@ fn available(program: &str) -> bool {
 
 fn everything_js() -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../.ci/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        .join("../../.ci/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if path.exists() && available("node") {
         return Some(path);
     }
@@ -149,7 +149,7 @@ async fn everything_server_over_stdio() {
         results.iter().all(|(s, _)| *s == ToolStatus::Ok),
         "{results:?}"
     );
-    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!("mcp_everything_tools", listing(&mcp, &EVERYTHING_TOOLS));
         insta::assert_snapshot!("mcp_everything_results", results_text(&net));
     });
@@ -198,7 +198,7 @@ async fn everything_server_over_streamable_http() {
     assert!(failures.is_empty(), "{failures:?}");
     let (net, _) = network(&mcp, &everything_calls());
     assert_eq!(net.invoke().await.unwrap().text(), "done");
-    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
         // The same tools and the same results as over stdio.
         insta::assert_json_snapshot!("mcp_everything_tools", listing(&mcp, &EVERYTHING_TOOLS));
         insta::assert_snapshot!("mcp_everything_results", results_text(&net));
@@ -243,7 +243,7 @@ async fn time_server_over_stdio() {
         .to_string();
     let dst = regex::Regex::new(r#""is_dst": (true|false)"#).unwrap();
     let text = dst.replace_all(&text, r#""is_dst": "[dst]""#).to_string();
-    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!("mcp_time_tools", listing(&mcp, &[]));
         insta::assert_snapshot!("mcp_time_results", text);
     });

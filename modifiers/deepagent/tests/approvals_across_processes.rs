@@ -5,7 +5,7 @@
 //! a JSON list and in Redis (a server the test starts on loopback).
 //! The models are scripted stand-ins for real ones.
 
-#[path = "../../tests/support/redis.rs"]
+#[path = "../../../tests/support/redis.rs"]
 mod redis_server;
 
 use std::process::Command;

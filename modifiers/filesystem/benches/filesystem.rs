@@ -44,7 +44,7 @@ impl Rng {
 fn data_dir() -> PathBuf {
     std::env::var_os("LC_BENCH_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/lc-bench-data"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lc-bench-data"))
 }
 
 fn line(rng: &mut Rng, out: &mut String, common: bool) {

@@ -4,11 +4,11 @@
 //! skip note elsewhere.
 
 mod common;
-#[path = "../../tests/support/redis_cluster.rs"]
+#[path = "../../../tests/support/redis_cluster.rs"]
 mod redis_cluster;
-#[path = "../../tests/support/redis.rs"]
+#[path = "../../../tests/support/redis.rs"]
 mod redis_server;
-#[path = "../../tests/support/tls.rs"]
+#[path = "../../../tests/support/tls.rs"]
 mod tls;
 
 use lc_agent::RedisConnector;

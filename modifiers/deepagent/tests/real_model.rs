@@ -4,7 +4,7 @@
 //! and keeps answering; a message that cannot fit is a clear error before
 //! it is sent. Assertions are on behaviour, never on the model's wording.
 
-#[path = "../../tests/support/llama.rs"]
+#[path = "../../../tests/support/llama.rs"]
 mod llama;
 
 use std::sync::OnceLock;

@@ -1,0 +1,4 @@
+//! What the workspace's integration tests share: the external servers they
+//! start, the clients that drive them, and the rule that says which tests
+//! could not run and why. A dev-dependency of every crate's one
+//! integration-test binary; never a dependency of a library.

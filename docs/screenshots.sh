@@ -8,5 +8,5 @@
 # Run from anywhere: docs/screenshots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test -p lc-agent-server --test web_page -- --ignored --exact screenshots "$@"
+cargo test -p lc-agent-server --test browser -- --ignored --exact web_page::screenshots "$@"
 ls -l docs/screenshots/

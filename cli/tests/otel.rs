@@ -1,18 +1,17 @@
 //! OpenTelemetry traces of `lc-agent run`, received by a real Arize
-//! Phoenix on loopback (started by the test, see `common/phoenix.rs`) and
+//! Phoenix on loopback (started by the test, see `lc_agent_test_support::phoenix`) and
 //! read back through its REST API: the deep agent (a scripted model) hands
 //! a task to a sub-agent that writes a file, then calls a tool that fails,
 //! then answers. The tree of spans and their GenAI attributes are checked;
 //! over OTLP/HTTP with content off (the default), over OTLP/gRPC with
 //! content captured.
 
-#[path = "common/phoenix.rs"]
-mod phoenix;
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use phoenix::Phoenix;
+use lc_agent_test_support::phoenix::Phoenix;
 use serde_json::{json, Value};
 
 /// One Phoenix for the tests of this file (it takes seconds to start).

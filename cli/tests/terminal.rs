@@ -12,13 +12,21 @@
 //! tests run), and fails at once if its stdin, stdout or stderr is not a
 //! terminal (the chat would quietly fall back to its piped mode).
 
-mod common;
+#![allow(clippy::unwrap_used)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use common::own_binary;
 use std::time::{Duration, Instant};
+
+/// A hard link in `dir` of this checkout's `lc-agent`, checked (see
+/// `lc_agent_test_support::own_binary`).
+fn own_binary(dir: &Path) -> PathBuf {
+    lc_agent_test_support::own_binary::own_binary(
+        Path::new(env!("CARGO_BIN_EXE_lc-agent")),
+        env!("CARGO_MANIFEST_DIR"),
+        dir,
+    )
+}
 
 /// A tmux server of its own, with one pane running a command.
 struct Tmux {

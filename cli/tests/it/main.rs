@@ -1,0 +1,26 @@
+//! The CLI's integration tests, one binary: the real `lc-agent` run as
+//! users run it (offline: a `--script`ed model or a stand-in server on
+//! loopback). One module per subject; what they share is in `common` and
+//! in the crate `lc-agent-test-support`. The terminal (tmux) and trace
+//! (Phoenix) tests are binaries of their own (`tests/terminal.rs`,
+//! `tests/otel.rs`; see Cargo.toml).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod model_server;
+#[path = "../../../tests/support/redis.rs"]
+mod redis_server;
+#[path = "../../../tests/support/stable.rs"]
+mod stable;
+
+mod console;
+mod mcp;
+mod provider;
+mod record_replay;
+mod resume;
+mod run;
+mod runs_acceptance;
+mod serve;
+mod serve_logs;
+mod subagent_approvals;
+mod tool;

@@ -1,0 +1,260 @@
+//! `lc-agent mcp` checked by an independent client: the official MCP
+//! Python SDK (`mcp` on PyPI, installed by `.ci/run`) runs
+//! `tests/python/check_server.py` against the real binary over stdio and over
+//! streamable HTTP with a bearer token: it lists the tools, calls each one
+//! and tries path escapes, which are refused with the spec's errors.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use lc_agent_test_support::python;
+use serde_json::{json, Value};
+
+/// Whether the Python SDK is there; under CI its absence fails the test.
+fn python_sdk() -> bool {
+    let ok = python::has_module(python::MCP);
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the MCP Python SDK is missing (.ci/run: pip install -r .ci/requirements.txt)"
+        );
+        eprintln!("skipped: the MCP Python SDK is not installed");
+    }
+    ok
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_server.py")
+}
+
+/// A root with a link that leads out of it.
+fn root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+    dir
+}
+
+fn check(args: &[&str]) -> Value {
+    python::run_json(&script(), args)
+}
+
+/// What every transport must show.
+fn assert_seen(seen: &Value, root: &Path) {
+    assert_eq!(
+        seen["tools"],
+        json!(["ls", "read_file", "write_file", "edit_file", "glob", "grep"])
+    );
+    let calls: Vec<(bool, &str)> = seen["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["is_error"].as_bool().unwrap(),
+                c["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (false, "Successfully wrote to /notes/todo.md"),
+            (false, "     1\tone\n     2\ttwo TODO\n     3\tthree"),
+            (
+                false,
+                "Successfully replaced 1 occurrence(s) in /notes/todo.md"
+            ),
+            (false, "/notes/todo.md"),
+            (false, "/notes/todo.md"),
+            (false, "/notes/todo.md:2:TWO TODO"),
+            (true, "Error: Path traversal not allowed: /../etc/passwd"),
+            (true, "Error: Path traversal not allowed: ~/secret"),
+            (
+                true,
+                "Error: Path traversal not allowed: /a/../../escape.txt"
+            ),
+            (true, "Error: Path escapes the workspace: /out/hostname"),
+            (
+                true,
+                "Error: Invalid arguments for read_file: missing required argument `file_path`"
+            ),
+        ]
+    );
+    assert_eq!(
+        seen["execute"],
+        "`execute` needs a server started with a shell (--shell)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes/todo.md")).unwrap(),
+        "one\nTWO TODO\nthree\n"
+    );
+    assert!(!root.parent().unwrap().join("escape.txt").exists());
+}
+
+#[test]
+fn the_python_sdk_uses_our_tools_over_stdio() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = root();
+    let seen = check(&[
+        "stdio",
+        env!("CARGO_BIN_EXE_lc-agent"),
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_seen(&seen, dir.path());
+}
+
+/// Kills the server when the test ends, passed or not.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_python_sdk_uses_our_tools_over_http_with_a_bearer_token() {
+    if !python_sdk() {
+        return;
+    }
+    let dir = root();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args([
+            "mcp",
+            "--root",
+            dir.path().to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .env("LC_AGENT_TOKEN", "test-token")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stderr).read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("serving MCP on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    let seen = check(&["http", &url, "test-token"]);
+    assert_eq!(seen["without_token"], 401);
+    assert_seen(&seen, dir.path());
+}
+
+#[test]
+fn http_off_loopback_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args([
+            "mcp",
+            "--root",
+            dir.path().to_str().unwrap(),
+            "--http",
+            "0.0.0.0:0",
+        ])
+        .env_remove("LC_AGENT_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: refusing to serve MCP on 0.0.0.0:0 without a bearer token: set LC_AGENT_TOKEN (required off loopback)\n"
+    );
+}
+
+/// `lc-agent run --mcp FILE`: the agent gets the tools of the servers in
+/// the file; here `lc-agent mcp` itself over stdio on another directory,
+/// whose names clash with the agent's own file tools (so they are offered
+/// as `files_<name>`; `--shell` adds `execute`). A server that cannot start is a warning and the run
+/// goes on.
+#[test]
+fn run_with_mcp_servers_from_a_desktop_style_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("far.txt"), "from the MCP server\n").unwrap();
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {
+            "files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
+                      "args": ["mcp", "--root", served.path(), "--shell"]},
+            "gone": {"command": "/nonexistent/mcp-server"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "files_read_file", "arguments": {"file_path": "/far.txt"}}]},
+            {"tool_calls": [{"id": "c2", "name": "files_ls", "arguments": {"path": "/../"}}]},
+            {"tool_calls": [{"id": "c3", "name": "files_execute", "arguments": {"command": "cat far.txt | tr a-z A-Z"}}]},
+            {"content": "It says: from the MCP server"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Read far.txt over MCP."])
+        .arg("--script")
+        .arg(&script)
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .arg("--mcp")
+        .arg(&mcp_json)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.trim_end().lines().last(),
+        Some("It says: from the MCP server")
+    );
+    assert!(
+        stderr.contains("warning: MCP server `gone`: cannot start `/nonexistent/mcp-server`: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  files_read_file ok ("), "{stderr}");
+    assert!(stderr.contains("  files_ls error ("), "{stderr}");
+    // `--shell` serves `execute`, run in the served directory.
+    assert!(stderr.contains("  files_execute ok ("), "{stderr}");
+    // The session keeps what the model read.
+    let sessions = dir.path().join("sessions");
+    let saved: String = walk(&sessions)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(saved.contains("     1\\tfrom the MCP server"), "{saved}");
+    assert!(
+        saved.contains("Error: Path traversal not allowed: /../"),
+        "{saved}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

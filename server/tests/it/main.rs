@@ -1,0 +1,22 @@
+//! The server's integration tests, one binary: the server in the test
+//! process on a loopback port (`lc_agent_test_support::server`), driven
+//! over HTTP. One module per subject. The browser tests and the metrics
+//! test are binaries of their own (`tests/browser/`, `tests/metrics.rs`;
+//! see Cargo.toml).
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../../tests/support/redis.rs"]
+mod redis_server;
+
+mod conflicts;
+mod endpoints;
+mod events;
+mod hardening;
+mod openai_retries;
+mod runs;
+mod runs_redis;
+mod session_api;
+mod shutdown;
+mod storage;
+mod subagent_approvals;
+mod usage;

@@ -1,0 +1,111 @@
+//! Issue 21.1: a non-streamed completion that outlasts `--timeout` must
+//! not run the agent again on each client retry. The `openai` Python SDK
+//! (default retries) against a real server: one session, one run, one
+//! model call, and the SDK gets the answer; an `Idempotency-Key` names
+//! the same run on every try.
+
+use std::time::Duration;
+
+use lc_agent::Turn;
+use lc_agent_test_support::python;
+use lc_agent_test_support::server::*;
+use serde_json::{json, Value};
+
+fn python_with_openai() -> bool {
+    let ok = python::has_module(python::OPENAI);
+    if !ok {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("python3 with the openai package is required (CI=true): pip install -r .ci/requirements.txt");
+        }
+        eprintln!("SKIPPED: python3 with the openai package is not installed (pip install -r .ci/requirements.txt)");
+    }
+    ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdks_retries_of_a_timed_out_completion_reattach_to_one_run() {
+    if !python_with_openai() {
+        return;
+    }
+    let model = scripted(vec![
+        Turn::text("patient answer").delayed(Duration::from_millis(2_500))
+    ]);
+    let calls = model.clone();
+    let server = start_with(|dir| config(model, dir).request_timeout(Duration::from_secs(1))).await;
+    let url = server.url.clone();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/openai_timeout.py"
+    );
+    let got =
+        tokio::task::spawn_blocking(move || python::run_json(script.as_ref(), &[&url, ALICE]))
+            .await
+            .unwrap();
+    assert_eq!(got["content"], "patient answer", "{got}");
+    assert!(
+        got["retries"].as_u64().unwrap_or(1) >= 1,
+        "the SDK retried: {got}"
+    );
+    // One call of the SDK: one session, one run, one model call.
+    assert_eq!(calls.calls(), 1);
+    let sessions = get_json(&format!("{}/api/sessions", server.url), ALICE).await;
+    assert_eq!(sessions["total"], 1, "{sessions}");
+    let session = got["session"].as_str().unwrap();
+    assert_eq!(sessions["sessions"][0]["id"], session);
+    let runs = get_json(
+        &format!("{}/api/sessions/{session}/runs", server.url),
+        ALICE,
+    )
+    .await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(runs["runs"][0]["id"], got["run"]);
+    let _ = server.stop().await;
+}
+
+#[tokio::test]
+async fn a_timeout_names_the_run_and_session_and_the_same_idempotency_key_reattaches() {
+    let model = scripted(vec![
+        Turn::text("keyed").delayed(Duration::from_millis(1_200)),
+        Turn::text("second request"),
+    ]);
+    let calls = model.clone();
+    let server =
+        start_with(|dir| config(model, dir).request_timeout(Duration::from_millis(500))).await;
+    let url = format!("{}/v1/chat/completions", server.url);
+    let body = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let send = |key: &'static str| {
+        client()
+            .post(&url)
+            .bearer_auth(ALICE)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+    };
+    let first = send("k-1").await.unwrap();
+    assert_eq!(first.status(), 408);
+    let timed_out: Value = first.json().await.unwrap();
+    let run = timed_out["run"].as_str().unwrap().to_string();
+    let session = timed_out["session"].as_str().unwrap().to_string();
+    assert_eq!(timed_out["error"]["run"], run.as_str());
+    // The run goes on; the same key (once it is over) gets its answer.
+    for _ in 0..100 {
+        let r = get_json(&format!("{}/api/runs/{run}", server.url), ALICE).await;
+        if r["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let again = send("k-1").await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["x-lc-agent-run"], run.as_str());
+    let answer: Value = again.json().await.unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "keyed");
+    assert_eq!(answer["session"], session.as_str());
+    assert_eq!(calls.calls(), 1);
+    // Another key (or none) is another request.
+    let other = send("k-2").await.unwrap();
+    assert_eq!(other.status(), 200);
+    assert_ne!(other.headers()["x-lc-agent-run"], run.as_str());
+    assert_eq!(calls.calls(), 2);
+    let _ = server.stop().await;
+}

@@ -1,0 +1,146 @@
+//! What the server keeps (issue 21 items 10, 11): `store: false` keeps
+//! no session; `retention` removes sessions not saved for that long; two
+//! servers with session caches on one store see each other's turns and
+//! deletes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lc_agent::{ListConfig, ScriptedChatModel, Turn};
+use lc_agent_server::{ServerConfig, Tokens};
+use lc_agent_test_support::server::*;
+use serde_json::{json, Value};
+
+fn cycled() -> ScriptedChatModel {
+    ScriptedChatModel::new([Turn::text("ok")]).cycled()
+}
+
+async fn total(url: &str) -> u64 {
+    get_json(&format!("{url}/api/sessions"), ALICE).await["total"]
+        .as_u64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn store_false_keeps_no_session() {
+    let server = start(cycled()).await;
+    let url = format!("{}/v1/chat/completions", server.url);
+    let ask = json!({"messages": [{"role": "user", "content": "hi"}], "store": false});
+    let r = post(&url, ALICE, ask.clone()).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("x-lc-agent-session").is_none());
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "ok");
+    assert!(body["session"].is_null(), "{body}");
+    // Streamed too.
+    let mut streamed = ask.clone();
+    streamed["stream"] = json!(true);
+    let text = post(&url, ALICE, streamed).await.text().await.unwrap();
+    let chunks = sse_events(&text);
+    assert!(chunks
+        .iter()
+        .any(|(_, c)| c["choices"][0]["delta"]["content"] == "ok"));
+    assert!(chunks
+        .iter()
+        .filter(|(_, c)| c.is_object())
+        .all(|(_, c)| c["session"].is_null()));
+    assert_eq!(total(&server.url).await, 0, "nothing was kept");
+    // A stored session run with store: false is read, not changed.
+    let r = post(
+        &url,
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "keep"}]}),
+    )
+    .await;
+    let id = r.json::<Value>().await.unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
+    let r = post(
+        &url,
+        ALICE,
+        json!({"session": id, "messages": [{"role": "user", "content": "forget"}], "store": false}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let after = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
+    assert_eq!(before["revision"], after["revision"]);
+    assert_eq!(before["messages"], after["messages"]);
+    assert_eq!(total(&server.url).await, 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn sessions_past_the_retention_are_removed() {
+    let server = start_with(|dir| config(cycled(), dir).retention(Duration::from_secs(1))).await;
+    let old = new_session(&server.url, ALICE).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let fresh = new_session(&server.url, ALICE).await;
+    let list = get_json(&format!("{}/api/sessions", server.url), ALICE).await;
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [fresh.as_str()]);
+    let r = get(&format!("{}/api/sessions/{old}", server.url), ALICE).await;
+    assert_eq!(r.status(), 404);
+    server.stop().await;
+}
+
+/// Two servers, each with its cache, on one JSON store.
+#[tokio::test]
+async fn cached_servers_see_each_others_turns_and_deletes() {
+    let a = start_with(|dir| config(cycled(), dir).session_cache(16)).await;
+    let store = a.dir.path().join("sessions");
+    let b = start_with(move |_| {
+        ServerConfig::new(Arc::new(cycled()))
+            .sessions(ListConfig::json(store))
+            .tokens(Tokens::parse(&format!("alice:{ALICE},bob:{BOB}")).unwrap())
+            .session_cache(16)
+    })
+    .await;
+    let turn = |base: String, id: String, text: &'static str| async move {
+        let r = post(
+            &format!("{base}/v1/chat/completions"),
+            ALICE,
+            json!({"session": id, "messages": [{"role": "user", "content": text}]}),
+        )
+        .await;
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    };
+    let id = new_session(&a.url, ALICE).await;
+    turn(a.url.clone(), id.clone(), "one on a").await;
+    turn(a.url.clone(), id.clone(), "two on a").await;
+    turn(b.url.clone(), id.clone(), "three on b").await;
+    turn(a.url.clone(), id.clone(), "four on a").await;
+    let view = get_json(&format!("{}/api/sessions/{id}", b.url), ALICE).await;
+    let humans: Vec<&str> = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "human" || m["type"] == "human")
+        .filter_map(|m| m["content"].as_str().or(m["text"].as_str()))
+        .collect();
+    assert_eq!(
+        humans,
+        ["one on a", "two on a", "three on b", "four on a"],
+        "{view}"
+    );
+    // b deletes; a (which kept the session) does not serve or save it.
+    let r = delete(&format!("{}/api/sessions/{id}", b.url), ALICE).await;
+    assert_eq!(r.status(), 204);
+    let r = post(
+        &format!("{}/v1/chat/completions", a.url),
+        ALICE,
+        json!({"session": id, "messages": [{"role": "user", "content": "five"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let r = get(&format!("{}/api/sessions/{id}", a.url), ALICE).await;
+    assert_eq!(r.status(), 404);
+    b.stop().await;
+    a.stop().await;
+}

@@ -1,0 +1,198 @@
+//! The server's tests' own server: `lc-agent-server` in the test process on
+//! a loopback port (a JSON session store in a temporary directory, two
+//! users), and the HTTP calls they make to it. Behind this crate's
+//! `server` feature, which only the server crate's tests turn on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lc_agent::ListConfig;
+use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
+use lc_agent_deepagent::approvals::DecisionKind;
+use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
+use lc_agent_server::{serve, AppState, ServerConfig, Tokens};
+use serde_json::{json, Value};
+
+/// A server running in the test process; [`TestServer::stop`] shuts it
+/// down gracefully.
+pub struct TestServer {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    /// Its state, for what a test checks inside.
+    pub state: Arc<AppState>,
+    /// The temporary directory its configuration was given.
+    pub dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The task that serves it (ends after a stop).
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Shuts the server down gracefully; the store's directory lives on
+    /// in what it returns.
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+        self.dir
+    }
+}
+
+/// Alice's bearer token.
+pub const ALICE: &str = "token-alice";
+/// Bob's bearer token.
+pub const BOB: &str = "token-bob";
+
+/// A configuration with `model`, sessions as JSON files under `dir`, and
+/// the users alice ([`ALICE`]) and bob ([`BOB`]).
+pub fn config(model: impl ChatModel + 'static, dir: &Path) -> ServerConfig {
+    ServerConfig::new(Arc::new(model))
+        .sessions(ListConfig::json(dir.join("sessions")))
+        .tokens(
+            Tokens::parse(&format!("alice:{ALICE},bob:{BOB}"))
+                .unwrap_or_else(|e| panic!("the test tokens: {e}")),
+        )
+}
+
+/// Starts a server with the configuration `config` makes for a new
+/// temporary directory.
+pub async fn start_with(config: impl FnOnce(&Path) -> ServerConfig) -> TestServer {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let state = AppState::new(config(dir.path()))
+        .unwrap_or_else(|e| panic!("the test server's state: {e}"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!(
+        "http://{}",
+        listener.local_addr().expect("the listener's address")
+    );
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn({
+        let state = state.clone();
+        async move {
+            serve(listener, state, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap_or_else(|e| panic!("the test server failed: {e}"));
+        }
+    });
+    TestServer {
+        url,
+        state,
+        dir,
+        stop: Some(tx),
+        task,
+    }
+}
+
+/// Starts a server with `model` and [`config`]'s defaults.
+pub async fn start(model: impl ChatModel + 'static) -> TestServer {
+    start_with(|dir| config(model, dir)).await
+}
+
+/// A scripted model that replays `turns`.
+pub fn scripted(turns: Vec<Turn>) -> ScriptedChatModel {
+    ScriptedChatModel::new(turns)
+}
+
+/// A turn that calls one tool.
+pub fn call(id: &str, name: &str, args: Value) -> Turn {
+    Turn::tool_calls([ToolCall::new(id, name, args)])
+}
+
+/// The events of an SSE body: (event name, JSON data).
+pub fn sse_events(body: &str) -> Vec<(String, Value)> {
+    crate::sse::named(body)
+}
+
+/// A plain HTTP client.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+fn sent(result: reqwest::Result<reqwest::Response>) -> reqwest::Response {
+    result.unwrap_or_else(|e| panic!("the request failed: {e}"))
+}
+
+/// `GET url` as the user of `token`.
+pub async fn get(url: &str, token: &str) -> reqwest::Response {
+    sent(client().get(url).bearer_auth(token).send().await)
+}
+
+/// `GET url` as the user of `token`, its body as JSON.
+pub async fn get_json(url: &str, token: &str) -> Value {
+    get(url, token)
+        .await
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: no JSON: {e}"))
+}
+
+/// `POST url` with a JSON body as the user of `token`.
+pub async fn post(url: &str, token: &str, body: Value) -> reqwest::Response {
+    sent(
+        client()
+            .post(url)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await,
+    )
+}
+
+/// `DELETE url` as the user of `token`.
+pub async fn delete(url: &str, token: &str) -> reqwest::Response {
+    sent(client().delete(url).bearer_auth(token).send().await)
+}
+
+/// Creates a session as the user of `token`; its id.
+pub async fn new_session(base: &str, token: &str) -> String {
+    let r = post(&format!("{base}/api/sessions"), token, json!({"name": "t"})).await;
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.expect("the new session as JSON");
+    created["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {created}"))
+        .to_string()
+}
+
+/// Polls `GET /api/runs/{run}` as Alice every 50 ms until its status is
+/// `want`, `tries` times at most; the run's record. Panics with the last
+/// record seen.
+pub async fn wait_status(base: &str, run: &str, want: &str, tries: usize) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..tries {
+        last = get_json(&format!("{base}/api/runs/{run}"), ALICE).await;
+        if last["status"] == want {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {run} never became {want}: {last}");
+}
+
+/// A blueprint whose main model is the scripted one and whose calls of
+/// `tool` wait for a person to approve or reject them.
+pub fn approval_spec(tool: &str) -> AgentSpec {
+    AgentSpec {
+        models: BTreeMap::from([(
+            "main".to_string(),
+            ModelSpec {
+                model: "scripted".into(),
+                provider: None,
+                base_url: None,
+                context_window: None,
+            },
+        )]),
+        interrupt_on: BTreeMap::from([(
+            tool.to_string(),
+            vec![DecisionKind::Approve, DecisionKind::Reject],
+        )]),
+        ..AgentSpec::default()
+    }
+}

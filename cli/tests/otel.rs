@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use lc_agent_test_support::needs;
 use lc_agent_test_support::phoenix::Phoenix;
 use serde_json::{json, Value};
 
@@ -137,9 +138,10 @@ fn tokens(span: &Value, key: &str) -> u64 {
     text(span, key).parse().unwrap_or(0)
 }
 
+#[needs(phoenix)]
 #[test]
 fn a_deep_agent_run_is_one_trace_of_genai_spans_in_phoenix() {
-    let Some(phoenix) = phoenix() else { return };
+    let phoenix = phoenix().expect("Phoenix starts");
     let dir = tempfile::tempdir().unwrap();
     // One scripted model serves the main agent and its sub-agent, in turn.
     let script = json!([
@@ -230,9 +232,10 @@ fn a_deep_agent_run_is_one_trace_of_genai_spans_in_phoenix() {
     }
 }
 
+#[needs(phoenix)]
 #[test]
 fn over_grpc_with_content_the_prompts_and_tool_calls_are_in_the_spans() {
-    let Some(phoenix) = phoenix() else { return };
+    let phoenix = phoenix().expect("Phoenix starts");
     let dir = tempfile::tempdir().unwrap();
     let script = json!([
         {"tool_calls": [{"id": "l1", "name": "ls", "arguments": {"path": "/"}}]},

@@ -3,8 +3,8 @@
 //! model, Ctrl-C cancelling a turn, Ctrl-D quitting with the resume line,
 //! a malformed skill's warning, a highlighted code block. The model is
 //! scripted (`--script`); a command that reached it would use up its one
-//! turn. Under `CI=true` a missing tmux fails the test instead of
-//! skipping it.
+//! turn. Without tmux the tests are ignored, saying so (`#[needs(tmux)]`);
+//! under `CI=true` a missing tmux fails them.
 //!
 //! The pane runs a hard link of the binary cargo built for this test run,
 //! checked to come from this checkout (a target directory shared by
@@ -17,6 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use lc_agent_test_support::needs;
 
 /// A hard link in `dir` of this checkout's `lc-agent`, checked (see
 /// `lc_agent_test_support::own_binary`).
@@ -34,17 +36,12 @@ struct Tmux {
 }
 
 impl Tmux {
-    /// Starts `command` (a shell line) in a 100x40 pane; `None` when tmux
-    /// is missing outside CI.
-    fn start(command: &str) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            assert!(
-                std::env::var("CI").is_err(),
-                "tmux is needed for the terminal tests under CI"
-            );
-            eprintln!("skipping: no tmux");
-            return None;
-        }
+    /// Starts `command` (a shell line) in a 100x40 pane.
+    fn start(command: &str) -> Self {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok(),
+            "tmux is needed for the terminal tests: apt-get install tmux"
+        );
         let socket = format!("lc-agent-test-{}-{}", std::process::id(), uuid_like());
         let status = Command::new("tmux")
             .args([
@@ -69,7 +66,7 @@ impl Tmux {
             .status()
             .unwrap();
         assert!(status.success());
-        Some(Self { socket })
+        Self { socket }
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -181,6 +178,7 @@ fn redacted(screen: &str) -> String {
         .to_string()
 }
 
+#[needs(tmux)]
 #[test]
 fn a_chat_on_a_terminal_renders_markdown_and_keeps_commands_from_the_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,9 +186,7 @@ fn a_chat_on_a_terminal_renders_markdown_and_keeps_commands_from_the_model() {
     let script = serde_json::json!([{
         "content": "# Plan\n\nThis is **important** and `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n"
     }]);
-    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, "")) else {
-        return;
-    };
+    let tmux = Tmux::start(&chat_command(dir.path(), script, ""));
     tmux.wait_text("/help lists the commands");
     tmux.type_text("/help");
     tmux.keys(&["Enter"]);
@@ -247,6 +243,7 @@ impl<'a, I: DoubleEndedIterator<Item = &'a str>> LastNonEmpty<'a> for I {
     }
 }
 
+#[needs(tmux)]
 #[test]
 fn ctrl_c_cancels_the_turn_and_the_next_message_works() {
     let dir = tempfile::tempdir().unwrap();
@@ -255,9 +252,7 @@ fn ctrl_c_cancels_the_turn_and_the_next_message_works() {
         {"content": "Too late.", "delay_ms": 60000},
         {"content": "Right away."}
     ]);
-    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, "")) else {
-        return;
-    };
+    let tmux = Tmux::start(&chat_command(dir.path(), script, ""));
     tmux.wait_text("/help lists the commands");
     // A first turn loads the token counter (seconds in a debug build), so
     // the Ctrl-C below lands while the model itself takes its time.
@@ -295,6 +290,7 @@ fn ctrl_c_cancels_the_turn_and_the_next_message_works() {
     assert!(listing.contains("Take your time"), "titled: {listing}");
 }
 
+#[needs(tmux)]
 #[test]
 fn a_malformed_skill_warns_on_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -303,9 +299,7 @@ fn a_malformed_skill_warns_on_the_terminal() {
     std::fs::write(skills.join("SKILL.md"), "no front matter\n").unwrap();
     let extra = format!("--skills {}", dir.path().join("skills").display());
     let script = serde_json::json!([{"content": "Hi."}]);
-    let Some(tmux) = Tmux::start(&chat_command(dir.path(), script, &extra)) else {
-        return;
-    };
+    let tmux = Tmux::start(&chat_command(dir.path(), script, &extra));
     tmux.wait_text("/help lists the commands");
     tmux.type_text("Hello");
     tmux.keys(&["Enter"]);

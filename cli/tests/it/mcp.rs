@@ -8,21 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use serde_json::{json, Value};
-
-/// Whether the Python SDK is there; under CI its absence fails the test.
-fn python_sdk() -> bool {
-    let ok = python::has_module(python::MCP);
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the MCP Python SDK is missing (.ci/run: pip install -r .ci/requirements.txt)"
-        );
-        eprintln!("skipped: the MCP Python SDK is not installed");
-    }
-    ok
-}
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_server.py")
@@ -92,11 +80,9 @@ fn assert_seen(seen: &Value, root: &Path) {
     assert!(!root.parent().unwrap().join("escape.txt").exists());
 }
 
+#[needs(python_mcp)]
 #[test]
 fn the_python_sdk_uses_our_tools_over_stdio() {
-    if !python_sdk() {
-        return;
-    }
     let dir = root();
     let seen = check(&[
         "stdio",
@@ -116,11 +102,9 @@ impl Drop for Server {
     }
 }
 
+#[needs(python_mcp)]
 #[test]
 fn the_python_sdk_uses_our_tools_over_http_with_a_bearer_token() {
-    if !python_sdk() {
-        return;
-    }
     let dir = root();
     let mut child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
         .args([

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lc_agent_test_support::needs;
 use lc_agent_test_support::serve::{serve_command, Served};
 use lc_agent_test_support::sse;
 use serde_json::{json, Value};
@@ -161,11 +162,11 @@ async fn read_sse(
     done
 }
 
+#[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_kill_9_one_mid_way_and_every_run_ends_done_exactly_once() {
-    let Some(redis) = redis_server::RedisServer::start("two_servers_kill_9_one_mid_way") else {
-        return;
-    };
+    let redis = redis_server::RedisServer::start("two_servers_kill_9_one_mid_way")
+        .expect("redis-server starts");
     let sessions = env_count("LC_AGENT_ACCEPTANCE_SESSIONS", 20);
     let per_session = env_count("LC_AGENT_ACCEPTANCE_RUNS", 5);
     let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use lc_agent_test_support::serve::{serve_command, Served};
 use serde_json::{json, Value};
@@ -22,22 +23,9 @@ fn serve(dir: &std::path::Path, script: &Value, extra: &[&str], env: &[(&str, &s
     Served::start(command)
 }
 
-fn python_with_openai() -> bool {
-    let ok = python::has_module(python::OPENAI);
-    if !ok {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("python3 with the openai package is required (CI=true): pip install -r .ci/requirements.txt");
-        }
-        eprintln!("SKIPPED: python3 with the openai package is not installed (pip install -r .ci/requirements.txt)");
-    }
-    ok
-}
-
+#[needs(python_openai)]
 #[test]
 fn the_openai_python_client_streaming_and_not() {
-    if !python_with_openai() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let script = json!([
         {"tool_calls": [{"id": "c1", "name": "write_file", "arguments": {"file_path": "/hello.txt", "content": "hello"}}]},
@@ -99,11 +87,11 @@ fn a_non_loopback_address_needs_a_token() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("LC_AGENT_TOKEN"));
 }
 
+#[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
-    let Some(redis) = redis_server::RedisServer::start("two_servers_on_one_redis") else {
-        return;
-    };
+    let redis =
+        redis_server::RedisServer::start("two_servers_on_one_redis").expect("redis-server starts");
     let url = redis.url();
     let dir = tempfile::tempdir().unwrap();
     let script = json!([{"content": "ok"}]);

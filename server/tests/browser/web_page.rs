@@ -20,6 +20,7 @@
 //! `docs/screenshots.sh`).
 
 use lc_agent_test_support::chromedriver;
+use lc_agent_test_support::needs;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,20 +38,6 @@ use serde_json::{json, Value};
 const ENTER: &str = "\u{E007}";
 const WIDE: (u32, u32) = (1400, 900);
 const PHONE: (u32, u32) = (390, 844);
-
-fn browser_available() -> bool {
-    let missing = chromedriver::missing();
-    if missing.is_empty() {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{missing:?} not installed (CI=true): apt-get install -y chromium chromium-driver");
-    }
-    eprintln!(
-        "SKIPPED web_page: {missing:?} not installed (apt-get install -y chromium chromium-driver)"
-    );
-    false
-}
 
 /// A browser on the page of a test server, as Alice.
 struct Page {
@@ -188,11 +175,9 @@ fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
     }
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         Turn {
             content: "Planning first.".into(),
@@ -295,11 +280,9 @@ async fn the_page_runs_a_session_with_todos_graph_and_an_approval() {
     let _ = server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_typed_during_a_run_is_queued_and_reaches_the_server() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         Turn::text("First answer.").delayed(Duration::from_millis(2500)),
         Turn::text("Second answer."),
@@ -371,11 +354,9 @@ See [the docs](https://example.com/docs) and [this](javascript:window.__xss=4).
 ![pic](https://example.com/track.png)
 "#;
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_render_markdown_and_a_hostile_answer_runs_no_script() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         call(
             "x1",
@@ -461,11 +442,9 @@ async fn answers_render_markdown_and_a_hostile_answer_runs_no_script() {
     let _ = server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_ends_a_slow_run_and_the_session_keeps_what_ran() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         call(
             "t1",
@@ -511,11 +490,9 @@ async fn stop_ends_a_slow_run_and_the_session_keeps_what_ran() {
     let _ = server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_file_approval_shows_a_diff_and_runs_the_edited_arguments() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         call(
             "w1",
@@ -583,11 +560,9 @@ let a_very_long_line_of_code = call_something(with, many, arguments, that, go, o
 ```
 ";
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_phone_width_nothing_scrolls_sideways_and_the_drawers_work() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         Turn::text(WIDE_ANSWER),
         call(
@@ -650,11 +625,9 @@ async fn at_phone_width_nothing_scrolls_sideways_and_the_drawers_work() {
     let _ = server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_page_search_rename_and_delete() {
-    if !browser_available() {
-        return;
-    }
     let server = start(scripted(vec![])).await;
     let base = server.url.clone();
     for i in 0..34 {
@@ -785,11 +758,9 @@ impl ChatModel for CutOffFirst {
     }
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_answer_says_so_and_continues() {
-    if !browser_available() {
-        return;
-    }
     let model = CutOffFirst {
         // Named as a model with a built-in price ($2.50 in, $10 out per
         // million): each answer costs $0.00045.
@@ -825,7 +796,11 @@ async fn a_cut_off_answer_says_so_and_continues() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "writes docs/screenshots; run docs/screenshots.sh"]
 async fn screenshots() {
-    assert!(browser_available(), "chromium and chromedriver are needed");
+    let missing = chromedriver::missing();
+    assert!(
+        missing.is_empty(),
+        "{missing:?} not installed: apt-get install -y chromium chromium-driver"
+    );
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots");
     std::fs::create_dir_all(&out).unwrap();
     let answer = "I looked through the project. Here is where the **TODOs** are:\n\n| file | TODOs |\n| --- | --- |\n| `src/main.rs` | 3 |\n| `src/parse.rs` | 1 |\n\nThe one in `parse.rs` is the real problem:\n\n```rust\nfn parse(line: &str) -> Option<Entry> {\n    // TODO: handle quoted fields\n    let mut parts = line.split(',');\n    Some(Entry { name: parts.next()?.trim().to_string() })\n}\n```\n\nShall I fix it?";
@@ -948,11 +923,9 @@ async fn screenshots() {
     }
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
-    if !browser_available() {
-        return;
-    }
     let model = scripted(vec![
         call(
             "t1",
@@ -1020,11 +993,9 @@ async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
     let _ = server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_run_says_so_in_plain_words_and_stays_on_the_page() {
-    if !browser_available() {
-        return;
-    }
     // A script with no turns: the model call fails.
     let server = start(scripted(vec![])).await;
     let p = Page::open(&server, WIDE).await;

@@ -10,6 +10,7 @@
 //!   graph draws.
 
 use lc_agent_test_support::chromedriver;
+use lc_agent_test_support::needs;
 
 use std::time::Duration;
 
@@ -17,17 +18,6 @@ use fantoccini::{Client, Locator};
 use lc_agent::Turn;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
-
-fn browser_available() -> bool {
-    if chromedriver::missing().is_empty() {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("chromium / chromedriver not installed (CI=true): apt-get install -y chromium chromium-driver");
-    }
-    eprintln!("SKIPPED web_security: chromium / chromedriver not installed");
-    false
-}
 
 async fn browser(profile: &std::path::Path) -> (chromedriver::Driver, Client) {
     let (driver, url) = chromedriver::start().await;
@@ -72,11 +62,9 @@ async fn start_hostile(target: String) -> String {
     url
 }
 
+#[needs(chromium)]
 #[tokio::test]
 async fn a_hostile_page_cannot_frame_or_drive_a_token_less_server() {
-    if !browser_available() {
-        return;
-    }
     let server = start_with(|dir| {
         lc_agent_server::ServerConfig::new(std::sync::Arc::new(scripted(vec![Turn::text("ok")])))
             .sessions(lc_agent::ListConfig::json(dir.join("sessions")))
@@ -123,11 +111,9 @@ async fn a_hostile_page_cannot_frame_or_drive_a_token_less_server() {
     server.stop().await;
 }
 
+#[needs(chromium)]
 #[tokio::test]
 async fn the_page_works_under_its_content_security_policy() {
-    if !browser_available() {
-        return;
-    }
     let server = start(scripted(vec![Turn::text("Hello from **the agent**.")])).await;
     let profile = tempfile::tempdir().unwrap();
     let (_driver, c) = browser(profile.path()).await;

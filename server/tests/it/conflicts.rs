@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use lc_agent::{ChatModel, ChatRequest, ChatResponse, ListConfig, ModelError};
 use lc_agent_server::AppState;
+use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 
@@ -208,11 +209,11 @@ async fn a_delete_is_final_on_the_json_list() {
     a_delete_on_one_server_is_final_for_the_other(|dir| ListConfig::json(dir.join("shared"))).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn a_delete_is_final_on_redis() {
-    let Some(redis) = redis_server::RedisServer::start("a_delete_is_final_on_redis") else {
-        return;
-    };
+    let redis = redis_server::RedisServer::start("a_delete_is_final_on_redis")
+        .expect("redis-server starts");
     let url = redis.url();
     a_delete_on_one_server_is_final_for_the_other(move |_| ListConfig::redis(url.clone())).await;
 }

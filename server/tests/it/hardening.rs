@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use lc_agent::{ListConfig, OpenAiChatModel, ScriptedChatModel, Turn};
 use lc_agent_server::{ServerConfig, Tokens};
+use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -445,13 +446,12 @@ async fn an_unreachable_model_is_502_without_its_address() {
     server.stop().await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn a_broken_store_does_not_show_its_address_or_paths() {
-    let Some(mut redis) =
+    let mut redis =
         redis_server::RedisServer::start("a_broken_store_does_not_show_its_address_or_paths")
-    else {
-        return;
-    };
+            .expect("redis-server starts");
     let url = redis.url();
     let port = redis.port().to_string();
     let slow = ScriptedChatModel::new([Turn::text("slow").delayed(Duration::from_millis(1500))]);

@@ -7,26 +7,14 @@
 use std::time::Duration;
 
 use lc_agent::Turn;
+use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 
-fn python_with_openai() -> bool {
-    let ok = python::has_module(python::OPENAI);
-    if !ok {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("python3 with the openai package is required (CI=true): pip install -r .ci/requirements.txt");
-        }
-        eprintln!("SKIPPED: python3 with the openai package is not installed (pip install -r .ci/requirements.txt)");
-    }
-    ok
-}
-
+#[needs(python_openai)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_sdks_retries_of_a_timed_out_completion_reattach_to_one_run() {
-    if !python_with_openai() {
-        return;
-    }
     let model = scripted(vec![
         Turn::text("patient answer").delayed(Duration::from_millis(2_500))
     ]);

@@ -6,6 +6,7 @@
 //! same totals in the session, the SSE end events and `/api/usage`.
 
 use lc_agent::{ScriptedChatModel, Turn, Usage};
+use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use lc_agent_test_support::server::*;
 use serde_json::json;
@@ -25,26 +26,13 @@ fn reported() -> Usage {
 /// million: 0.15 in, 0.075 cached, 0.60 out).
 const CALL_USD: f64 = (60.0 * 0.15 + 40.0 * 0.075 + 10.0 * 0.60) / 1e6;
 
-fn python_with_openai() -> bool {
-    let ok = python::has_module(python::OPENAI);
-    if !ok {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("python3 with the openai package is required (CI=true): pip install -r .ci/requirements.txt");
-        }
-        eprintln!("SKIPPED: python3 with the openai package is not installed");
-    }
-    ok
-}
-
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-12
 }
 
+#[needs(python_openai)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_reaches_the_openai_client_the_session_the_events_and_api_usage() {
-    if !python_with_openai() {
-        return;
-    }
     let model = ScriptedChatModel::new([
         // The first completion: the agent delegates, the sub-agent answers,
         // the agent answers.

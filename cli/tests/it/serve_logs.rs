@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use lc_agent_test_support::free_port;
 use lc_agent_test_support::serve::{serve_command, Served};
 use serde_json::{json, Value};
 
@@ -22,14 +23,6 @@ fn serve(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Served 
         .args(extra)
         .envs(env.iter().copied());
     Served::start(command)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

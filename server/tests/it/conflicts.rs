@@ -8,6 +8,7 @@ use lc_agent::{ChatModel, ChatRequest, ChatResponse, ListConfig, ModelError};
 use lc_agent_server::AppState;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
+use lc_agent_test_support::RedisServer;
 use serde_json::{json, Value};
 
 /// Answers "slow" after `delay` (a stand-in for a model at work).
@@ -156,8 +157,6 @@ async fn a_request_over_the_timeout_gets_408_and_its_run_still_finishes_and_save
     let _ = server.stop().await;
 }
 
-use crate::redis_server;
-
 /// Server A runs a turn of a session; server B (same store) deletes the
 /// session meanwhile. The delete is final: A's save is refused (its run
 /// ends with a 404 error naming the delete) and the session stays gone.
@@ -212,8 +211,7 @@ async fn a_delete_is_final_on_the_json_list() {
 #[needs(redis)]
 #[tokio::test]
 async fn a_delete_is_final_on_redis() {
-    let redis = redis_server::RedisServer::start("a_delete_is_final_on_redis")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     a_delete_on_one_server_is_final_for_the_other(move |_| ListConfig::redis(url.clone())).await;
 }

@@ -12,8 +12,6 @@
 //! - every error has the OpenAI shape (405, 404, 413, 414, 415, 422, 431,
 //!   503 included); a model that cannot be reached is 502 with code 502.
 
-use crate::redis_server;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +19,7 @@ use lc_agent::{ListConfig, OpenAiChatModel, ScriptedChatModel, Turn};
 use lc_agent_server::{ServerConfig, Tokens};
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
+use lc_agent_test_support::RedisServer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -419,7 +418,7 @@ async fn every_error_has_the_openai_shape() {
 #[tokio::test]
 async fn an_unreachable_model_is_502_without_its_address() {
     // Nobody listens on this port: the model cannot be reached.
-    let port = redis_server::free_port();
+    let port = lc_agent_test_support::free_port();
     let model_url = format!("http://127.0.0.1:{port}/v1");
     let model = OpenAiChatModel::builder()
         .base_url(&model_url)
@@ -449,9 +448,7 @@ async fn an_unreachable_model_is_502_without_its_address() {
 #[needs(redis)]
 #[tokio::test]
 async fn a_broken_store_does_not_show_its_address_or_paths() {
-    let mut redis =
-        redis_server::RedisServer::start("a_broken_store_does_not_show_its_address_or_paths")
-            .expect("redis-server starts");
+    let mut redis = RedisServer::start();
     let url = redis.url();
     let port = redis.port().to_string();
     let slow = ScriptedChatModel::new([Turn::text("slow").delayed(Duration::from_millis(1500))]);

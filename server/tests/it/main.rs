@@ -5,9 +5,6 @@
 //! see Cargo.toml).
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-
 mod conflicts;
 mod endpoints;
 mod events;

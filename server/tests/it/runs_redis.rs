@@ -11,9 +11,8 @@ use lc_agent_server::RunSettings;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
 use lc_agent_test_support::sse;
+use lc_agent_test_support::RedisServer;
 use serde_json::{json, Value};
-
-use crate::redis_server;
 
 fn on_redis(url: &str, turns: Vec<Turn>, dir: &std::path::Path) -> lc_agent_server::ServerConfig {
     config(scripted(turns).cycled(), dir)
@@ -35,8 +34,7 @@ fn ids(body: &str) -> Vec<(u64, String)> {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn either_server_serves_a_runs_events_and_cancels_it() {
-    let redis = redis_server::RedisServer::start("either_server_serves_a_runs_events")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     let turns = vec![Turn::text("a b c d e f").delayed(Duration::from_millis(700))];
     let a = start_with(|dir| on_redis(&url, turns.clone(), dir)).await;
@@ -103,8 +101,7 @@ async fn either_server_serves_a_runs_events_and_cancels_it() {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_server_stopped_renewing_its_lease_is_taken_over_and_resumed() {
-    let redis = redis_server::RedisServer::start("a_run_whose_server_stopped_renewing")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     // A server that "dies": it makes a session, queues a run and takes
     // it from the queue (status running), then never renews the lease.
@@ -171,8 +168,7 @@ async fn a_run_whose_server_stopped_renewing_its_lease_is_taken_over_and_resumed
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_waiting_for_a_decision_survives_both_servers_and_finishes_after_it() {
-    let redis = redis_server::RedisServer::start("a_run_waiting_for_a_decision_survives")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     let turns = vec![
         call(
@@ -230,8 +226,7 @@ async fn a_run_waiting_for_a_decision_survives_both_servers_and_finishes_after_i
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_with_room_takes_the_run_it_queues_in_the_same_step() {
-    let redis =
-        redis_server::RedisServer::start("a_server_with_room_takes").expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     let store = RedisRuns::new(
         lc_agent::RedisConnector::new(url.clone()).unwrap(),
@@ -301,8 +296,7 @@ async fn a_server_with_room_takes_the_run_it_queues_in_the_same_step() {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_posted_to_a_server_with_room_run_there_without_waiting_on_the_queue() {
-    let redis = redis_server::RedisServer::start("runs_posted_to_a_server_with_room")
-        .expect("redis-server starts");
+    let redis = RedisServer::start();
     let url = redis.url();
     let a = start_with(|dir| on_redis(&url, vec![Turn::text("ok")], dir)).await;
     let b = start_with(|dir| on_redis(&url, vec![Turn::text("ok")], dir)).await;

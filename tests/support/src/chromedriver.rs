@@ -43,10 +43,7 @@ impl Drop for Driver {
 
 /// Starts chromedriver and waits until it listens; its URL.
 pub async fn start() -> (Driver, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port();
+    let port = crate::process::free_port();
     let child = Command::new("chromedriver")
         .arg(format!("--port={port}"))
         // A process group of its own, for the browsers it starts too.

@@ -49,15 +49,65 @@
 //! a pip install into an existing Python or a new virtual environment,
 //! `touch tests/support/macros/build.rs` to probe again.
 
+//!
+//! # Layout
+//!
+//! - `process.rs` — free ports, waiting for a server, log tails, checking
+//!   that programs are installed.
+//! - `redis.rs` — [`RedisServer`]: a private `redis-server` (plain,
+//!   password, unix socket, TLS), restartable.
+//! - `redis_cluster.rs` — [`RedisCluster`]: three masters joined by
+//!   `redis-cli --cluster create`.
+//! - `tls.rs` — [`TestCertificates`]: a CA and a server certificate.
+//! - `llama.rs` — [`LlamaServer`]: llama-cpp-python serving SmolLM2 (one
+//!   per process with [`LlamaServer::shared`]).
+//! - `litellm.rs` — [`LiteLlm`]: LiteLLM's proxy speaking Anthropic's
+//!   Messages API in front of an OpenAI-compatible server.
+//! - `mock_model.rs` — [`MockServer`] and [`Reply`]: a loopback model
+//!   server answering canned replies and recording the requests.
+//! - `stable.rs` — [`masked`]: a saved session with ids, times and
+//!   durations masked, for byte-for-byte comparisons.
+//! - `serve.rs` — [`serve::Served`]: `lc-agent serve` as a process, its
+//!   address read from its first line, its logs kept.
+//! - `sse.rs` — [`sse::events`], [`sse::Reader`], [`sse::read`]: one
+//!   reader of server-sent events, whole or as they come.
+//! - `python.rs` — [`python::run_json`]: the Python clients (OpenAI's SDK,
+//!   the MCP SDK) driven from a test, their JSON report read back.
+//! - `own_binary.rs` — [`own_binary::own_binary`]: this checkout's
+//!   `lc-agent`, linked and checked, run offline with a stdin.
+//! - `chromedriver.rs` — [`chromedriver::start`]: a chromedriver (and its
+//!   browsers) for the web page's tests.
+//! - `phoenix.rs` — [`phoenix::Phoenix`]: Arize Phoenix receiving traces.
+//! - `server.rs` (feature `server`) — the server's tests' in-process
+//!   server (`TestServer`, `start`, `config`) and their HTTP calls.
+
+// Test code: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
 pub use lc_agent_test_macros::needs;
 
 pub mod chromedriver;
+pub mod litellm;
+pub mod llama;
+pub mod mock_model;
 pub mod own_binary;
 pub mod phoenix;
+pub mod process;
 pub mod python;
+pub mod redis;
+mod redis_cluster;
 pub mod serve;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod sse;
+mod stable;
+mod tls;
+
+pub use litellm::LiteLlm;
+pub use llama::LlamaServer;
+pub use mock_model::{MockServer, Reply};
+pub use process::free_port;
+pub use redis::RedisServer;
+pub use redis_cluster::RedisCluster;
+pub use stable::masked;
+pub use tls::TestCertificates;

@@ -8,19 +8,21 @@
 //! Phoenix is `LC_AGENT_PHOENIX` (the `phoenix` executable), else
 //! `phoenix` on the `PATH`, else the virtual environment `.ci/run` makes
 //! (`$XDG_CACHE_HOME/lc-agent/phoenix-venv`, default `~/.cache/...`;
-//! pinned in `.ci/requirements-phoenix.txt`). Outside CI a machine without
-//! it skips the test with a message; under `CI=true` a missing Phoenix
-//! fails it. It stops when the test process ends (a watchdog shell kills
+//! pinned in `.ci/requirements-phoenix.txt`). A test that needs it
+//! carries `#[needs(phoenix)]`; [`Phoenix::start`] returns `None` (with a
+//! message) when it is missing outside CI, and fails under `CI=true`. It stops when the test process ends (a watchdog shell kills
 //! it).
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::process::free_port;
 
 /// The `phoenix` executable, if one is installed.
 pub fn executable() -> Option<PathBuf> {
@@ -52,13 +54,6 @@ pub struct Phoenix {
     pub grpc_port: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 impl Phoenix {
@@ -125,12 +120,7 @@ impl Phoenix {
 
     /// Phoenix's output so far (for failure messages).
     pub fn log(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let start = text.len().saturating_sub(4000);
-        let start = (start..=text.len())
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(text.len());
-        text[start..].to_string()
+        crate::process::log_tail(&self.log)
     }
 
     fn wait_ready(&self) {

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
+use lc_agent_deepagent::bearer::same_token;
 use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_deepagent::workspace::Workspace;
 
@@ -108,7 +109,7 @@ impl Tokens {
     pub fn user_of(&self, token: &str) -> Option<&str> {
         self.0
             .iter()
-            .find(|(_, t)| constant_time_eq(t.as_bytes(), token.as_bytes()))
+            .find(|(_, t)| same_token(t, token))
             .map(|(user, _)| user.as_str())
     }
 
@@ -120,15 +121,6 @@ impl Tokens {
         users.dedup();
         users
     }
-}
-
-/// Compares without stopping at the first difference (a token check
-/// should not tell how much of a guess was right).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Everything a server needs (see the [module docs](self)).

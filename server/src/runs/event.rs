@@ -41,13 +41,13 @@
 //!   with (502 the model, 409 a conflict, 503 the store, 504 the time
 //!   limit).
 
+use lc_agent::ToolStatus;
 use lc_agent::{InvokeOutcome, Message, NetworkEvent, NodeId, RunnableNetwork, StreamDelta};
-use lc_agent::{ToolCall, ToolStatus};
-use lc_agent_deepagent::approvals::{DecisionKind, PendingApproval};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::pending::PendingCall;
 use super::record::RunStatus;
 use crate::error::RunFailure;
 
@@ -216,37 +216,6 @@ impl Outcome {
             InvokeOutcome::Held(_) => Outcome::Held,
             _ => Outcome::Unknown,
         }
-    }
-}
-
-/// A tool call waiting for a decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingCall {
-    /// The held tool node.
-    pub node_id: NodeId,
-    /// The call the model made.
-    pub tool_call: ToolCall,
-    /// The decisions allowed for it.
-    pub allowed: Vec<DecisionKind>,
-}
-
-impl From<&PendingApproval> for PendingCall {
-    fn from(p: &PendingApproval) -> Self {
-        Self {
-            node_id: p.node_id,
-            tool_call: p.tool_call.clone(),
-            allowed: p.allowed.clone(),
-        }
-    }
-}
-
-impl PendingCall {
-    /// `name arguments (node id)`, as messages name a waiting call.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} {} (node {})",
-            self.tool_call.name, self.tool_call.arguments, self.node_id
-        )
     }
 }
 
@@ -420,6 +389,7 @@ pub struct NumberedEvent {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::time::Duration;
 

@@ -30,7 +30,7 @@ use super::store::{Delivery, RunError, RunResult, RunStore};
 /// Runs of one process, kept in files under a directory when it has one
 /// (see the [module docs](self)).
 #[derive(Debug)]
-pub struct LocalRuns {
+pub(crate) struct LocalRuns {
     dir: Option<PathBuf>,
     inner: Mutex<Inner>,
     queued: Notify,
@@ -53,7 +53,7 @@ fn io(what: &str, path: &Path, e: std::io::Error) -> RunError {
 
 impl LocalRuns {
     /// Runs kept in memory only (lost when the process ends).
-    pub fn in_memory() -> Self {
+    pub(crate) fn in_memory() -> Self {
         Self {
             dir: None,
             inner: Mutex::new(Inner::default()),
@@ -64,7 +64,7 @@ impl LocalRuns {
     /// Runs kept in `dir` too: reads the runs there; those left queued or
     /// running are queued again, finished ones older than `keep` are
     /// removed.
-    pub fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
+    pub(crate) fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
         let mut inner = Inner::default();

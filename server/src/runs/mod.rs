@@ -21,6 +21,7 @@
 //!
 //! ```text
 //! event.rs    RunEvent: the one protocol of what a run emits; NumberedEvent (seq + event)
+//! pending.rs  PendingCall: a tool call waiting for a decision
 //! record.rs   Run, RunStatus
 //! store.rs    RunStore (records, events, queue), RunError, Delivery
 //! local.rs    LocalRuns: one process (with the JSON list): memory + files, restart recovery
@@ -51,6 +52,7 @@
 mod dispatch;
 mod event;
 mod local;
+mod pending;
 mod record;
 mod redis;
 mod service;
@@ -64,8 +66,9 @@ use std::time::Duration;
 
 use lc_agent::ListConfig;
 
-pub use event::{NodeInfo, NumberedEvent, Outcome, PendingCall, RunDone, RunErrorEvent, RunEvent};
-pub use local::LocalRuns;
+pub use event::{NodeInfo, NumberedEvent, Outcome, RunDone, RunErrorEvent, RunEvent};
+pub(crate) use local::LocalRuns;
+pub use pending::PendingCall;
 pub use record::{Run, RunStatus};
 pub use redis::RedisRuns;
 pub use service::Runs;

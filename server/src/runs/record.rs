@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::event::PendingCall;
+use super::pending::PendingCall;
 
 /// The session metadata key naming the run whose input it holds last.
 pub(crate) const RUN_KEY: &str = "run";

@@ -38,7 +38,7 @@ use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
 
 /// The longest event stream kept per run (older events are trimmed).
-pub const EVENTS_CAP: usize = 10_000;
+pub(crate) const EVENTS_CAP: usize = 10_000;
 
 /// Runs in Redis (see the [module docs](self)).
 #[derive(Debug, Clone)]

@@ -23,7 +23,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::event::{NumberedEvent, PendingCall, RunDone, RunEvent};
+use super::event::{NumberedEvent, RunDone, RunEvent};
+use super::pending::PendingCall;
 use super::record::{Run, RunStatus, RUN_KEY};
 use super::service::Runs;
 use super::store::RunError;

@@ -27,7 +27,8 @@ use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
-use super::event::{NumberedEvent, PendingCall, RunDone, RunErrorEvent, RunEvent};
+use super::event::{NumberedEvent, RunDone, RunErrorEvent, RunEvent};
+use super::pending::PendingCall;
 use super::record::{Run, RunStatus};
 use super::service::{Local, Runs};
 use super::store::{Delivery, RunError};

@@ -18,7 +18,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use lc_agent_server::runs::{open_store, Run, RunStatus, RunStore};
+use lc_agent_server::{open_store, Run, RunStatus, RunStore};
 
 use crate::args::StoreArgs;
 use crate::error::{CliError, CliResult};

@@ -13,7 +13,7 @@
 //!
 //! Every message, decision and completion is a run (queued, taken by any
 //! server on the same sessions store, checkpointed after every node; see
-//! `lc_agent_server::runs`): `--max-runs` is how many this server runs at
+//! `lc_agent_server::Runs`): `--max-runs` is how many this server runs at
 //! once, `--max-user-runs` how many one user may have queued or running,
 //! `--run-lease` how soon another server takes over a run whose server
 //! died (Redis), `--grace` how long a shutdown waits before handing its
@@ -51,8 +51,8 @@ use std::time::Duration;
 use clap::Args;
 use lc_agent_deepagent::mcp::McpConfig;
 use lc_agent_deepagent::spec::AgentSpec;
-use lc_agent_server::logging::{init_logging, LogFormat, LoggingError};
 use lc_agent_server::{check_bind, serve, AppState, RunSettings, ServerConfig, Tokens};
+use lc_agent_server::{init_logging, LogFormat, LoggingError};
 
 use crate::agent::connect;
 use crate::args::{ModelArgs, StoreArgs, WorkspaceArgs};

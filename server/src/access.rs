@@ -25,7 +25,14 @@ use parking_lot::Mutex;
 use tracing::Instrument;
 
 /// The header carrying a request's id (in and out).
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
+pub(crate) const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The header naming (in) or reporting (out) the session of a chat
+/// completion (the access log names it too).
+pub(crate) const SESSION_HEADER: &str = "x-lc-agent-session";
+
+/// The header naming (out) the run of a chat completion.
+pub(crate) const RUN_HEADER: &str = "x-lc-agent-run";
 
 /// What a handler tells the access log (the user, once known).
 #[derive(Debug, Clone, Default)]
@@ -81,7 +88,7 @@ pub(crate) async fn log(mut request: Request, next: Next) -> Response {
     let session = session_in_path(&path).map(str::to_string).or_else(|| {
         response
             .headers()
-            .get(crate::openai::SESSION_HEADER)
+            .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });

@@ -3,13 +3,13 @@
 //! checks of `guard.rs`, body limit and timeouts).
 //!
 //! ```text
-//!  /                         the web page (web.rs)      /assets/*  its files, /favicon.ico
-//!  /v1/models[/{id}], /v1/chat/completions              openai.rs
-//!  /api/usage                                           usage.rs
-//!  /metrics  (Prometheus text; the bearer token when tokens are on)  metrics.rs
-//!  /v1/tools, /v1/tools/execute                         tools_api.rs
-//!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  sessions.rs
-//!  /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]                runs/http.rs
+//!  /                         the web page (handlers/web.rs)   /assets/*  its files, /favicon.ico
+//!  /v1/models[/{id}], /v1/chat/completions              handlers/openai.rs
+//!  /api/usage                                           handlers/usage.rs
+//!  /metrics  (Prometheus text; the bearer token when tokens are on)  handlers/metrics.rs
+//!  /v1/tools, /v1/tools/execute                         handlers/tools.rs
+//!  /api/sessions[/{id}[/messages|/approvals|/continue|/stop|/nodes/{node}]]  handlers/sessions.rs
+//!  /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]                handlers/runs.rs
 //!
 //!  outermost ─▶ access::log (request id, span, one line per request)
 //!            ─▶ guard::security_headers (CSP, X-Frame-Options, nosniff, no referrer)
@@ -31,10 +31,11 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
+use crate::access::{self, SESSION_HEADER};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
+use crate::handlers::{metrics, openai, runs, sessions, tools, usage, web};
 use crate::state::AppState;
-use crate::{access, metrics, openai, runs, sessions, tools_api, usage, web};
 
 /// The server's routes over `state` (the `Host` check knows only the
 /// `--allow-host` names: [`serve`](crate::serve()) adds the bound address).
@@ -58,8 +59,8 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/v1/models", get(openai::models))
         .route("/v1/models/:id", get(openai::model))
         .route("/v1/chat/completions", post(openai::completions))
-        .route("/v1/tools", get(tools_api::list))
-        .route("/v1/tools/execute", post(tools_api::execute))
+        .route("/v1/tools", get(tools::list))
+        .route("/v1/tools/execute", post(tools::execute))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route(
             "/api/sessions/:id",
@@ -77,11 +78,11 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
         .route(
             "/api/sessions/:id/runs",
-            get(runs::http::of_session).post(runs::http::create),
+            get(runs::of_session).post(runs::create),
         )
-        .route("/api/runs/:id", get(runs::http::show))
-        .route("/api/runs/:id/cancel", post(runs::http::cancel))
-        .route("/api/runs/:id/events", get(runs::http::events))
+        .route("/api/runs/:id", get(runs::show))
+        .route("/api/runs/:id/cancel", post(runs::cancel))
+        .route("/api/runs/:id/events", get(runs::events))
         .route("/api/usage", get(usage::usage))
         .route("/metrics", get(metrics::metrics))
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
@@ -93,7 +94,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         ))
         .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
         .layer(middleware::from_fn_with_state(guard, guard::check))
-        .route_layer(middleware::from_fn(metrics::track));
+        .route_layer(middleware::from_fn(crate::metrics::track));
     if !config.cors_origins.is_empty() {
         let origins: Vec<HeaderValue> = config
             .cors_origins
@@ -108,7 +109,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
                 // SDK adds its own (`x-stainless-*`), and names them in the
                 // preflight.
                 .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
-                .expose_headers([HeaderName::from_static(openai::SESSION_HEADER)]),
+                .expose_headers([HeaderName::from_static(SESSION_HEADER)]),
         );
     }
     app.layer(middleware::from_fn(error::json_errors))

@@ -20,6 +20,8 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use lc_agent_deepagent::bearer::bearer_token;
+
 use crate::access::AccessNote;
 use crate::config::ANONYMOUS_USER;
 use crate::error::ApiError;
@@ -31,11 +33,7 @@ pub struct User(pub String);
 
 fn bearer(parts: &Parts) -> Option<String> {
     let header = parts.headers.get(axum::http::header::AUTHORIZATION)?;
-    let text = header.to_str().ok()?.trim();
-    let (scheme, token) = text.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim().to_string())
+    bearer_token(header.to_str().ok()?).map(str::to_string)
 }
 
 /// `?token=` of a `GET` asking for an event stream (see the module docs).

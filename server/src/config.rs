@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
+use lc_agent_deepagent::bearer::same_token;
 use lc_agent_deepagent::spec::AgentSpec;
 use lc_agent_deepagent::workspace::Workspace;
 
@@ -108,7 +109,7 @@ impl Tokens {
     pub fn user_of(&self, token: &str) -> Option<&str> {
         self.0
             .iter()
-            .find(|(_, t)| constant_time_eq(t.as_bytes(), token.as_bytes()))
+            .find(|(_, t)| same_token(t, token))
             .map(|(user, _)| user.as_str())
     }
 
@@ -120,15 +121,6 @@ impl Tokens {
         users.dedup();
         users
     }
-}
-
-/// Compares without stopping at the first difference (a token check
-/// should not tell how much of a guess was right).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Everything a server needs (see the [module docs](self)).
@@ -152,7 +144,7 @@ pub struct ServerConfig {
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
-    pub(crate) runs: crate::runs::RunSettings,
+    pub(crate) runs: RunSettings,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -203,15 +195,15 @@ impl ServerConfig {
             session_cache: 64,
             modifiers: Vec::new(),
             summaries: true,
-            runs: crate::runs::RunSettings::default(),
+            runs: RunSettings::default(),
         }
     }
 
     /// How the server takes and keeps runs: how many at once, per user,
     /// how long each may take, the lease, how long finished runs are kept
-    /// (see [`RunSettings`](crate::runs::RunSettings)).
+    /// (see [`RunSettings`]).
     #[must_use]
-    pub fn runs(mut self, settings: crate::runs::RunSettings) -> Self {
+    pub fn runs(mut self, settings: RunSettings) -> Self {
         self.runs = settings;
         self
     }
@@ -368,5 +360,33 @@ impl ServerConfig {
             lists = lists.retention(retention);
         }
         Ok(lists)
+    }
+}
+
+/// How a server takes and keeps runs.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Runs this server executes at once (more wait in the queue).
+    pub max_runs: usize,
+    /// Queued and running runs one user may have (more get 429).
+    pub per_user: usize,
+    /// How long a run may take, from when a server takes it.
+    pub time_limit: Option<Duration>,
+    /// A run whose server has not renewed its lease for this long is
+    /// taken over by another (Redis).
+    pub lease: Duration,
+    /// How long a finished run's record and events are kept.
+    pub keep: Duration,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        Self {
+            max_runs: 32,
+            per_user: 64,
+            time_limit: Some(Duration::from_secs(3600)),
+            lease: Duration::from_secs(15),
+            keep: Duration::from_secs(3600),
+        }
     }
 }

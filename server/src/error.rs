@@ -23,6 +23,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lc_agent::{error_chain, ListError, ModelError, NetworkError};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// A failed request.
@@ -65,19 +66,82 @@ pub enum ApiError {
     #[error("session store: {0}")]
     Store(#[source] ListError),
     /// Something inside the server failed (500); the client sees a plain
-    /// message, the log the cause.
-    #[error("{0}")]
-    Internal(String),
+    /// message, the log the cause (`source`, when there is one).
+    #[error("{message}")]
+    Internal {
+        /// What failed, in the operator's terms.
+        message: String,
+        /// Why.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A run failed: the status and message it reported.
+    #[error(transparent)]
+    Run(RunFailure),
     /// Any other status with a message (timeouts, limits, methods).
     #[error("{1}")]
     Status(StatusCode, String),
 }
+
+/// A run's failure as a client sees it: the HTTP status a request would
+/// have failed with (502 the model, 409 a conflict, 404 a deleted
+/// session, 503 the store, 504 the time limit) and a message in the
+/// client's terms (what failed inside goes to the log).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct RunFailure {
+    /// What failed.
+    pub message: String,
+    /// The HTTP status.
+    pub status: u16,
+}
+
+impl RunFailure {
+    /// A failure with this status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            status: status.as_u16(),
+        }
+    }
+
+    /// The HTTP status (500 for a number that is none).
+    pub fn status(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl From<&ApiError> for RunFailure {
+    fn from(e: &ApiError) -> Self {
+        RunFailure::new(e.status(), e.public_message())
+    }
+}
+
+/// Any error, as a source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What a client is told when the session store cannot be reached (503).
 pub(crate) const STORE_UNAVAILABLE: &str =
     "the session store cannot be reached right now; try again shortly";
 
 impl ApiError {
+    /// A failure inside the server (500): `message` says what failed,
+    /// `source` why (both go to the log only).
+    pub(crate) fn internal(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        ApiError::Internal {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A failure inside the server with no error to name (500).
+    pub(crate) fn internal_msg(message: impl Into<String>) -> Self {
+        ApiError::Internal {
+            message: message.into(),
+            source: None,
+        }
+    }
+
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -90,8 +154,9 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Model(_) => StatusCode::BAD_GATEWAY,
             ApiError::Store(ListError::Unavailable { .. }) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Store(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Store(_) | ApiError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Status(status, _) => *status,
+            ApiError::Run(failure) => failure.status(),
         }
     }
 
@@ -108,23 +173,10 @@ impl ApiError {
             ApiError::Store(ListError::Corrupt { id: Some(id), .. }) => {
                 format!("session {id} is stored in a form that cannot be read; the server's log says why (delete it, or ask the operator)")
             }
-            ApiError::Store(_) | ApiError::Internal(_) => {
+            ApiError::Store(_) | ApiError::Internal { .. } => {
                 "the server failed to answer this request; its log has the details (look for this answer's x-request-id)".to_string()
             }
             other => other.to_string(),
-        }
-    }
-
-    /// An error from the status and message a run reported.
-    pub(crate) fn from_status(status: u16, message: String) -> Self {
-        match status {
-            404 => ApiError::NotFound(message),
-            409 => ApiError::Conflict(message),
-            502 => ApiError::Model(message),
-            s => ApiError::Status(
-                StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-                message,
-            ),
         }
     }
 
@@ -179,7 +231,7 @@ impl IntoResponse for ApiError {
 
 /// A run that failed: the status and message the client gets (the model's
 /// failure in its terms; what failed inside goes to the log).
-pub(crate) fn run_failed(session: uuid::Uuid, e: &NetworkError) -> (u16, String) {
+pub(crate) fn run_failed(session: uuid::Uuid, e: &NetworkError) -> RunFailure {
     tracing::error!(%session, error = %error_chain(e), "the run failed");
     let model = find_model_error(e);
     let what = match model {
@@ -205,7 +257,7 @@ pub(crate) fn run_failed(session: uuid::Uuid, e: &NetworkError) -> (u16, String)
             _ => "the agent failed; the server's log has the details".to_string(),
         },
     };
-    (502, format!("the run failed: {what}"))
+    RunFailure::new(StatusCode::BAD_GATEWAY, format!("the run failed: {what}"))
 }
 
 /// The model error in `e`'s causes, if any.

@@ -29,15 +29,15 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 
 /// The longest URL answered (longer: 414).
-pub const MAX_URI_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_URI_BYTES: usize = 8 * 1024;
 /// The most header bytes answered (more: 431).
-pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// The most headers answered (more: 431).
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// The page's content security policy: its own scripts only, no frames of
 /// it anywhere, no plugins, fetches to itself only.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// What the checks compare with.
 #[derive(Debug, Clone)]
@@ -248,6 +248,7 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -10,40 +10,57 @@
 //! the lists' revisions turn a conflicting run into a 409.
 //!
 //! ```text
-//!  client ─▶ router (body limit, timeout, CORS) ─▶ User (bearer token)
-//!     ├─ openai.rs     /v1/models, /v1/chat/completions ─┐
-//!     ├─ sessions.rs   /api/sessions/...  (SSE events)  ─┼─▶ runs/: submit (reserve ▸ load ▸ input ▸
-//!     ├─ runs/http.rs  /api/runs/..., /api/sessions/{id}/runs ┘  save ▸ queue) ─▶ any server's worker:
-//!     ├─ tools_api.rs  /v1/tools[/execute] (ToolExecutor)        invoke, checkpoint per node, events
-//!     └─ web.rs        /, /assets/*  (embedded page)             (state.rs: lists, claims, agents)
+//!  client ─▶ router (app.rs: body limit, timeout, CORS, guard) ─▶ User (bearer token)
+//!     ─▶ handlers/  one file per API: openai, sessions, runs, tools, usage, metrics, web
+//!          ─▶ Runs (runs/): submit(user, target, Input) (reserve ▸ load ▸ input ▸ save ▸ queue)
+//!               ─▶ any server's worker: invoke, checkpoint per node, RunEvents (numbered, stored)
+//!               ─▶ events(run, after): the RunEvents as they come (SSE, chat completions)
+//!          ─▶ SessionHub (hub.rs): lists per user, claims, a session's agent (the blueprint)
 //! ```
+//!
+//! [`RunEvent`] is the one protocol of what a run emits: the worker writes
+//! it, the stores keep it numbered ([`NumberedEvent`]), and every reader
+//! (the chat completions, the session and runs APIs' SSE, the web page,
+//! `lc-agent runs show --events`) gets it typed.
 //!
 //! # Layout
 //!
 //! ```text
-//! lib.rs        this map
-//! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN); sessions are a ListConfig, files a Workspace
-//! state.rs      AppState: session lists per user, run claims, building a session's agent
-//! auth.rs       User: the bearer token's user (401 otherwise); ?token= only for event streams
+//! lib.rs        this map and the public root (every public type is re-exported here)
+//! config.rs     ServerConfig, Tokens (LC_AGENT_TOKEN), RunSettings; sessions are a ListConfig
 //! error.rs      ApiError: status codes and OpenAI-shaped error bodies (one shape everywhere;
-//!               internals logged, never sent)
-//! guard.rs      Host / Origin / content-type / size checks, security headers (CSP, frames)
-//! access.rs     request ids, the request span, one access-log line per request
+//!               internals logged with their sources, never sent); RunFailure
 //! logging.rs    init_logging: the `lc-agent serve` subscriber (RUST_LOG, text or JSON lines)
+//! metrics.rs    the metrics recorder: requests, runs, model and tool calls, tokens, gauges
+//! usage.rs      usage and cost as the API shows them (OpenAI's usage object, priced totals)
+//! hub.rs        SessionHub: session lists per user, claims, building a session's agent, titles
+//! runs/         the runs service: RunEvent (event.rs), records, the stores (in process, or a
+//!               Redis Stream with leases), submit with an Input, the worker, the dispatcher,
+//!               the event streams (runs/mod.rs has its own map)
+//! state.rs      AppState: the configuration, the hub and the runs, shared by every request
+//! access.rs     request ids, the request span, one access-log line per request
+//! auth.rs       User: the bearer token's user (401 otherwise); ?token= only for event streams
+//! guard.rs      Host / Origin / content-type / size checks, security headers (CSP, frames)
 //! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
-//! runs/         durable runs: records, numbered events, the queue (in process, or a Redis
-//!               Stream with leases), the dispatcher and worker, the run endpoints (runs/mod.rs)
-//! events.rs     a run's NetworkEvents as SSE JSON
-//! graph.rs      a session's graph for the page (node states, sub-networks) and one node in full
-//! openai.rs     /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
-//! usage.rs      usage and cost as the API shows them; GET /api/usage (a user, a time range)
-//! metrics.rs    GET /metrics (Prometheus): requests, runs, model and tool calls, tokens, gauges
-//! tools_api.rs  /v1/tools, /v1/tools/execute
-//! sessions.rs   /api/sessions: list (paged, searched), create, show, rename, delete, node,
-//!               messages, approvals, continue a cut-off answer, stop a run
-//! web.rs        the embedded web page (assets/: index.html, app.js, style.css, vendor/)
+//! handlers/     the HTTP handlers, one file per API, side by side (handlers/mod.rs lists them)
 //! app.rs        the router and its layers
 //! serve.rs      check_bind, serve: connection limit, header/idle timeouts, graceful shutdown
+//! ```
+//!
+//! The modules import each other only downward, never in a cycle (read
+//! from their `use crate::` lines); a floor uses only the floors below it:
+//!
+//! ```text
+//!  7  serve.rs
+//!  6  app.rs
+//!  5  handlers/*            (sse.rs, refusal.rs, graph.rs: helpers of the handlers beside them)
+//!  4  auth.rs  guard.rs  access.rs  body.rs      (request plumbing; auth ─▶ access, state)
+//!  3  state.rs              (AppState: config + hub + runs)
+//!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ store
+//!                           ◀ local, redis ◀ service ◀ worker ◀ dispatch, submit, stream
+//!                           (mod.rs only declares and re-exports)
+//!  1  hub.rs                (SessionHub)
+//!  0  config.rs  error.rs  logging.rs  metrics.rs  usage.rs   (no crate imports at all)
 //! ```
 //!
 //! ```no_run
@@ -59,32 +76,30 @@
 //! serve(listener, state, async { let _ = tokio::signal::ctrl_c().await; }).await?;
 //! # Ok(()) }
 //! ```
-#![deny(missing_docs)]
-
 mod access;
 mod app;
 mod auth;
 mod body;
-pub mod config;
-pub mod error;
-pub mod events;
-mod graph;
-pub mod guard;
-pub mod logging;
+mod config;
+mod error;
+mod guard;
+mod handlers;
+mod hub;
+mod logging;
 mod metrics;
-pub mod openai;
-pub mod runs;
-pub mod serve;
-mod sessions;
+mod runs;
+mod serve;
 mod state;
-pub mod tools_api;
 mod usage;
-mod web;
 
 pub use app::router;
 pub use auth::User;
-pub use config::{ConfigError, ServerConfig, Tokens, ANONYMOUS_USER};
-pub use error::ApiError;
-pub use runs::RunSettings;
+pub use config::{ConfigError, RunSettings, ServerConfig, Tokens, ANONYMOUS_USER};
+pub use error::{ApiError, BoxError, RunFailure};
+pub use logging::{init_logging, LogFormat, LoggingError};
+pub use runs::{
+    open_store, Delivery, NodeInfo, NumberedEvent, Outcome, PendingCall, RedisRuns, Run, RunDone,
+    RunError, RunErrorEvent, RunEvent, RunResult, RunStatus, RunStore, Runs,
+};
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

@@ -45,7 +45,7 @@ impl std::str::FromStr for LogFormat {
 }
 
 /// The filter when `RUST_LOG` is not set.
-pub const DEFAULT_FILTER: &str = "warn,lc_agent_server=info,lc_agent=warn";
+pub(crate) const DEFAULT_FILTER: &str = "warn,lc_agent_server=info,lc_agent=warn";
 
 /// Errors of setting the logs up.
 #[derive(Debug, thiserror::Error)]

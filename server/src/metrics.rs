@@ -1,6 +1,6 @@
-//! `GET /metrics`: the server's counters and histograms in Prometheus text
-//! format (`metrics` + `metrics-exporter-prometheus`), behind the same
-//! bearer token as the API when tokens are on.
+//! The metrics recorder: the server's counters and histograms
+//! (`metrics` + `metrics-exporter-prometheus`), rendered in Prometheus
+//! text by `GET /metrics` (handlers/metrics.rs).
 //!
 //! ```text
 //!  lc_agent_http_requests_total{method, route, status}      counter   every request (route: the matched pattern)
@@ -19,18 +19,14 @@
 //! the nodes it added (model calls, tool calls) and its usage.
 
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::CONTENT_TYPE;
+use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use lc_agent::{ChatNode, Message, NetworkNode, NodeId, RunnableNetwork, ToolNode, ToolStatus};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-
-use crate::auth::User;
-use crate::state::AppState;
 
 /// Latency buckets, seconds: from a fast tool to a long agent run.
 const BUCKETS: &[f64] = &[
@@ -55,23 +51,6 @@ pub(crate) fn handle() -> Option<&'static PrometheusHandle> {
             }
         })
         .as_ref()
-}
-
-/// `GET /metrics`.
-pub(crate) async fn metrics(State(state): State<Arc<AppState>>, _user: User) -> Response {
-    let Some(handle) = handle() else {
-        return (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "metrics are off: another metrics recorder was installed in this process\n",
-        )
-            .into_response();
-    };
-    metrics::gauge!("lc_agent_active_sessions").set(state.running_count() as f64);
-    (
-        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
-        handle.render(),
-    )
-        .into_response()
 }
 
 /// Counts every request by method, matched route and status, and times it.

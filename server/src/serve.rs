@@ -30,6 +30,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
+use lc_agent_deepagent::bearer::bind_allowed;
+
 use crate::app::app;
 use crate::config::Tokens;
 use crate::error::{default_message, ApiError};
@@ -59,7 +61,7 @@ pub enum ServeError {
 /// assert!(check_bind("0.0.0.0:8080".parse().unwrap(), &Tokens::parse("a:t").unwrap()).is_ok());
 /// ```
 pub fn check_bind(addr: SocketAddr, tokens: &Tokens) -> Result<(), ServeError> {
-    if tokens.is_empty() && !addr.ip().is_loopback() {
+    if !bind_allowed(addr, !tokens.is_empty()) {
         return Err(ServeError::NeedsToken(addr));
     }
     Ok(())

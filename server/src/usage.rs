@@ -1,31 +1,21 @@
-//! Usage and cost as the API shows them: OpenAI's `usage` object, the
-//! priced totals of a run or a session, and `GET /api/usage` (a user's
-//! usage over a time range).
+//! Usage and cost as the API shows them: OpenAI's `usage` object and the
+//! priced totals of a run or a session (`GET /api/usage`, a user's usage
+//! over a time range, is handlers/usage.rs).
 //!
 //! ```text
 //!  core UsageTotals (lc_agent::usage) ─▶ openai_usage  {prompt_tokens, completion_tokens, total_tokens, *_details}
 //!                                     └▶ priced        {..., calls, by_model, cost_usd?, unpriced_models?}
 //!  prices: the built-in table + $LC_AGENT_HOME/prices.toml (read once) + the session blueprint's [prices]
-//!  GET /api/usage?user=&from=&to=  ─▶ the caller's sessions: those saved inside the range count their
-//!                                     totals; those that overlap it are loaded and count the calls in it
 //! ```
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use axum::extract::{Query, State};
-use axum::Json;
-use chrono::{DateTime, Utc};
-use lc_agent::{ListQuery, Prices, RunnableNetwork, UsageTotals, USAGE_KEY};
+use lc_agent::{Prices, RunnableNetwork, UsageTotals};
 use lc_agent_deepagent::spec::AgentSpec;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::User;
-use crate::error::ApiError;
-use crate::state::AppState;
-
 /// The built-in prices with the user's `prices.toml` on top, read once.
-fn base_prices() -> &'static Prices {
+pub(crate) fn base_prices() -> &'static Prices {
     static PRICES: OnceLock<Prices> = OnceLock::new();
     PRICES.get_or_init(Prices::load)
 }
@@ -68,107 +58,4 @@ pub(crate) fn openai_usage(totals: &UsageTotals) -> Value {
         usage["estimated"] = json!(true);
     }
     usage
-}
-
-/// `GET /api/usage` query.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Range {
-    /// Whose usage: only the caller's own (default).
-    #[serde(default)]
-    user: Option<String>,
-    /// From this time on (RFC 3339, inclusive).
-    #[serde(default)]
-    from: Option<String>,
-    /// Before this time (RFC 3339, exclusive).
-    #[serde(default)]
-    to: Option<String>,
-}
-
-fn time(name: &str, value: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
-    value
-        .map(|v| {
-            DateTime::parse_from_rfc3339(v)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| {
-                    ApiError::BadRequest(format!(
-                        "`{name}` must be an RFC 3339 time such as 2025-01-31T00:00:00Z: {e}"
-                    ))
-                })
-        })
-        .transpose()
-}
-
-/// Sessions read per store request.
-const BATCH: usize = 500;
-
-/// `GET /api/usage?user=&from=&to=`: the caller's tokens and cost over the
-/// range, in all, by model and by session.
-pub(crate) async fn usage(
-    State(state): State<Arc<AppState>>,
-    User(user): User,
-    Query(range): Query<Range>,
-) -> Result<Json<Value>, ApiError> {
-    if let Some(asked) = range.user.as_deref().filter(|u| *u != user) {
-        return Err(ApiError::Status(
-            axum::http::StatusCode::FORBIDDEN,
-            format!("usage of user `{asked}` is not yours to see"),
-        ));
-    }
-    let from = time("from", range.from.as_deref())?;
-    let to = time("to", range.to.as_deref())?;
-    let list = state.list(&user)?;
-    let prices = base_prices();
-    let mut total = UsageTotals::default();
-    let mut sessions = Vec::new();
-    let mut offset = 0;
-    loop {
-        let page = list
-            .list(&ListQuery::default().offset(offset).limit(BATCH))
-            .await?;
-        let read = page.sessions.len();
-        for info in page.sessions {
-            // Nothing of a session ran after its last save or before its first.
-            if from.is_some_and(|f| info.updated_at < f) || to.is_some_and(|t| info.created_at >= t)
-            {
-                continue;
-            }
-            let inside =
-                from.is_none_or(|f| info.created_at >= f) && to.is_none_or(|t| info.updated_at < t);
-            let kept = info
-                .metadata
-                .get(USAGE_KEY)
-                .and_then(|v| serde_json::from_value::<UsageTotals>(v.clone()).ok());
-            let totals = match kept {
-                Some(totals) if inside => totals,
-                _ => match list.load(info.id).await {
-                    Ok(net) => {
-                        UsageTotals::between(&net, range.from.as_deref(), range.to.as_deref())
-                    }
-                    Err(e) => {
-                        tracing::warn!(session = %info.id, error = %e, "usage: a session could not be read");
-                        continue;
-                    }
-                },
-            };
-            if totals.is_empty() {
-                continue;
-            }
-            total.merge(&totals);
-            let mut entry = totals.priced(prices);
-            entry["id"] = json!(info.id);
-            entry["name"] = json!(info.name);
-            sessions.push(entry);
-        }
-        offset += read;
-        if read == 0 || offset >= page.total {
-            break;
-        }
-    }
-    let mut body = total.priced(prices);
-    body["user"] = json!(user);
-    body["from"] = json!(range.from);
-    body["to"] = json!(range.to);
-    body["sessions"] = json!(sessions);
-    Ok(Json(body))
 }

@@ -29,6 +29,9 @@
 //!   shell holds `execute` for approval. A new kind of workspace is a change there.
 //! - [`approvals`]: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
+//! - [`bearer`]: the one rule of serving over HTTP with a bearer token (a loopback
+//!   bind may go without one; `Authorization: Bearer`, compared in constant time),
+//!   used by lc-agent-server and the MCP HTTP server.
 //! - [`subagents`]: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph, under its parent's safeguards (approvals,
 //!   eviction, offered tools, summaries) ([`SubAgentModifier`](subagents::SubAgentModifier)).
@@ -76,6 +79,7 @@
 #![deny(missing_docs)]
 
 pub mod approvals;
+pub mod bearer;
 pub mod compose;
 pub mod deep_agent;
 mod delegation;

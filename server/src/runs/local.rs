@@ -23,13 +23,14 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use super::record::{Run, RunEvent, RunStatus};
+use super::event::NumberedEvent;
+use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
 
 /// Runs of one process, kept in files under a directory when it has one
 /// (see the [module docs](self)).
 #[derive(Debug)]
-pub struct LocalRuns {
+pub(crate) struct LocalRuns {
     dir: Option<PathBuf>,
     inner: Mutex<Inner>,
     queued: Notify,
@@ -40,19 +41,19 @@ struct Inner {
     runs: HashMap<Uuid, Run>,
     cancel: HashSet<Uuid>,
     active: HashMap<Uuid, Uuid>,
-    events: HashMap<Uuid, Vec<RunEvent>>,
+    events: HashMap<Uuid, Vec<NumberedEvent>>,
     queue: VecDeque<Uuid>,
     keys: HashMap<(String, String), (Uuid, Instant)>,
     expires: HashMap<Uuid, Instant>,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> RunError {
-    RunError::Store(format!("{what} {}: {e}", path.display()))
+    RunError::store(format!("{what} {}", path.display()), e)
 }
 
 impl LocalRuns {
     /// Runs kept in memory only (lost when the process ends).
-    pub fn in_memory() -> Self {
+    pub(crate) fn in_memory() -> Self {
         Self {
             dir: None,
             inner: Mutex::new(Inner::default()),
@@ -63,7 +64,7 @@ impl LocalRuns {
     /// Runs kept in `dir` too: reads the runs there; those left queued or
     /// running are queued again, finished ones older than `keep` are
     /// removed.
-    pub fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
+    pub(crate) fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
         let mut inner = Inner::default();
@@ -122,7 +123,8 @@ impl LocalRuns {
         let Some(dir) = &self.dir else { return Ok(()) };
         let path = dir.join(format!("{}.json", run.id));
         let tmp = dir.join(format!("{}.tmp.json", run.id));
-        let bytes = serde_json::to_vec(run).map_err(|e| RunError::Store(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(run).map_err(|e| RunError::store("write a run record", e))?;
         std::fs::write(&tmp, bytes).map_err(|e| io("cannot write", &tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| io("cannot write", &path, e))
     }
@@ -329,12 +331,13 @@ impl RunStore for LocalRuns {
         Ok(asked)
     }
 
-    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()> {
+    async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {
         if let Some(dir) = &self.dir {
             let path = dir.join(format!("{id}.events.jsonl"));
             let mut lines = Vec::new();
             for e in events {
-                serde_json::to_writer(&mut lines, e).map_err(|e| RunError::Store(e.to_string()))?;
+                serde_json::to_writer(&mut lines, e)
+                    .map_err(|e| RunError::store("write a run's events", e))?;
                 lines.push(b'\n');
             }
             std::fs::OpenOptions::new()
@@ -350,7 +353,7 @@ impl RunStore for LocalRuns {
         Ok(())
     }
 
-    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>> {
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<NumberedEvent>> {
         {
             let inner = self.inner.lock();
             if let Some(list) = inner.events.get(&id) {
@@ -370,7 +373,7 @@ impl RunStore for LocalRuns {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(Vec::new());
         };
-        let list: Vec<RunEvent> = text
+        let list: Vec<NumberedEvent> = text
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();

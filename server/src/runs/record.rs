@@ -1,11 +1,14 @@
 //! [`Run`]: one run of a session as a record — who asked, what state it
-//! is in, when it started and ended, what it cost — and [`RunEvent`], one
-//! numbered thing that happened in it.
+//! is in, when it started and ended, what it cost.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
+
+use super::pending::PendingCall;
+
+/// The session metadata key naming the run whose input it holds last.
+pub(crate) const RUN_KEY: &str = "run";
 
 /// Where a run is.
 ///
@@ -117,7 +120,7 @@ pub struct Run {
     pub answer: Option<String>,
     /// The calls it waits for (when waiting), as `approval_needed` lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending: Vec<Value>,
+    pub pending: Vec<PendingCall>,
     /// How many times a server started it (more than one: it was handed
     /// over, or resumed after a crash or a restart).
     #[serde(default)]
@@ -166,24 +169,5 @@ impl Run {
             queue_ms: None,
             ephemeral: false,
         }
-    }
-}
-
-/// One numbered event of a run: `seq` counts from 1 and never repeats
-/// within a run, whichever server sends it (SSE `id:`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunEvent {
-    /// Its place in the run.
-    pub seq: u64,
-    /// The SSE event name (`text`, `node_finished`, `done`, ...).
-    pub event: String,
-    /// The JSON data.
-    pub data: Value,
-}
-
-impl RunEvent {
-    /// Whether the event ends a stream of the run (`done` or `error`).
-    pub fn is_end(&self) -> bool {
-        self.event == "done" || self.event == "error"
     }
 }

@@ -33,11 +33,12 @@ use async_trait::async_trait;
 use lc_agent::{ListError, RedisConnector};
 use uuid::Uuid;
 
-use super::record::{Run, RunEvent, RunStatus};
+use super::event::{NumberedEvent, RunEvent};
+use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
 
 /// The longest event stream kept per run (older events are trimmed).
-pub const EVENTS_CAP: usize = 10_000;
+pub(crate) const EVENTS_CAP: usize = 10_000;
 
 /// Runs in Redis (see the [module docs](self)).
 #[derive(Debug, Clone)]
@@ -49,7 +50,7 @@ pub struct RedisRuns {
 }
 
 fn store(e: ListError) -> RunError {
-    RunError::Store(e.to_string())
+    RunError::store("reach Redis", e)
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -212,8 +213,8 @@ impl RedisRuns {
     }
 
     fn record(json: &str, status: Option<&str>) -> RunResult<Run> {
-        let mut run: Run = serde_json::from_str(json)
-            .map_err(|e| RunError::Store(format!("a run record cannot be read: {e}")))?;
+        let mut run: Run =
+            serde_json::from_str(json).map_err(|e| RunError::store("read a run record", e))?;
         if let Some(status) = status.and_then(RunStatus::parse) {
             run.status = status;
         }
@@ -221,7 +222,7 @@ impl RedisRuns {
     }
 
     fn json(run: &Run) -> RunResult<String> {
-        serde_json::to_string(run).map_err(|e| RunError::Store(e.to_string()))
+        serde_json::to_string(run).map_err(|e| RunError::store("write a run record", e))
     }
 
     async fn ensure_group(&self) -> RunResult<()> {
@@ -369,7 +370,9 @@ impl RedisRuns {
                         session: run.session,
                         run: holder,
                     },
-                    Err(_) => RunError::Store(format!("{active} holds `{holder}`")),
+                    Err(e) => {
+                        RunError::store(format!("read the active run of {active} (`{holder}`)"), e)
+                    }
                 })
             }
         };
@@ -614,7 +617,7 @@ impl RunStore for RedisRuns {
         Ok(flag.is_some())
     }
 
-    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()> {
+    async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -623,8 +626,9 @@ impl RunStore for RedisRuns {
         for e in events {
             lines.push((
                 format!("0-{}", e.seq),
-                e.event.clone(),
-                serde_json::to_string(&e.data).map_err(|e| RunError::Store(e.to_string()))?,
+                e.event.name(),
+                serde_json::to_string(&e.event.data())
+                    .map_err(|e| RunError::store("write a run's events", e))?,
             ));
         }
         self.redis
@@ -649,7 +653,7 @@ impl RunStore for RedisRuns {
             .map_err(store)
     }
 
-    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>> {
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<NumberedEvent>> {
         let key = self.events_key(id);
         let reply: Value = self
             .redis
@@ -669,11 +673,9 @@ impl RunStore for RedisRuns {
             .into_iter()
             .filter_map(|(id, fields)| {
                 let seq = id.strip_prefix("0-")?.parse().ok()?;
-                Some(RunEvent {
-                    seq,
-                    event: field(&fields, "event")?.to_string(),
-                    data: serde_json::from_str(field(&fields, "data")?).ok()?,
-                })
+                let data = serde_json::from_str(field(&fields, "data")?).ok()?;
+                let event = RunEvent::from_parts(field(&fields, "event")?, data).ok()?;
+                Some(NumberedEvent { seq, event })
             })
             .take(max)
             .collect())

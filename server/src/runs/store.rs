@@ -8,7 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::record::{Run, RunEvent, RunStatus};
+use super::event::NumberedEvent;
+use super::record::{Run, RunStatus};
+use crate::error::{ApiError, BoxError};
 
 /// Errors of a run store.
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +40,24 @@ pub enum RunError {
     #[error("run {0} is not prepared yet")]
     NotPrepared(Uuid),
     /// The store cannot be reached or read.
-    #[error("run store: {0}")]
-    Store(String),
+    #[error("run store: cannot {what}")]
+    Store {
+        /// What it could not do.
+        what: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl RunError {
+    /// The store could not do `what` because of `source`.
+    pub(crate) fn store(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        RunError::Store {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// `Result` with [`RunError`].
@@ -115,9 +133,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// Whether someone asked to cancel it.
     async fn cancel_requested(&self, id: Uuid) -> RunResult<bool>;
     /// Appends events (numbered by the caller, in order).
-    async fn append(&self, id: Uuid, events: &[RunEvent]) -> RunResult<()>;
+    async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()>;
     /// The events after `after` (at most `max`).
-    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<RunEvent>>;
+    async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<NumberedEvent>>;
     /// The number of the last event (0 when there is none).
     async fn last_seq(&self, id: Uuid) -> RunResult<u64>;
     /// Remembers that `user`'s request `key` is run `run` for `ttl`; the
@@ -141,4 +159,17 @@ pub trait RunStore: Send + Sync + 'static {
     async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()>;
     /// Done with a delivery (the run ended, or waits).
     async fn ack(&self, delivery: &Delivery) -> RunResult<()>;
+}
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::NotFound(id) => ApiError::NotFound(format!("run {id} not found")),
+            RunError::Busy { .. } | RunError::UserFull { .. } => ApiError::Conflict(e.to_string()),
+            e @ RunError::Store { .. } => ApiError::internal("the run store failed", e),
+            RunError::NotPrepared(id) => {
+                ApiError::Conflict(format!("run {id} is not prepared yet"))
+            }
+        }
+    }
 }

@@ -19,24 +19,26 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use lc_agent::{revision_of, CheckpointModifier, CheckpointPolicy, NetworkEvent, NodeId};
 use lc_agent::{NetworkList, RunnableNetwork};
 use lc_agent_deepagent::approvals::{pending_approvals, PendingApproval};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
-use super::record::{Run, RunEvent, RunStatus};
-use super::store::Delivery;
-use super::Local;
-use crate::error::ApiError;
-use crate::events::{event_json, pending_json};
-use crate::state::AppState;
+use super::event::{NumberedEvent, RunDone, RunErrorEvent, RunEvent};
+use super::pending::PendingCall;
+use super::record::{Run, RunStatus};
+use super::service::{Local, Runs};
+use super::store::{Delivery, RunError};
+use crate::error::{ApiError, RunFailure};
+use crate::hub::Claim;
 
 /// What goes to the publisher.
 enum Out {
     Network(NetworkEvent),
-    Named(&'static str, Value),
+    Event(RunEvent),
     Close,
 }
 
@@ -47,9 +49,9 @@ struct Publisher {
 }
 
 impl Publisher {
-    fn start(state: &Arc<AppState>, run: Uuid, net: Option<RunnableNetwork>, last: u64) -> Self {
+    fn start(runs: &Arc<Runs>, run: Uuid, net: Option<RunnableNetwork>, last: u64) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
-        let state = state.clone();
+        let runs = runs.clone();
         // What the session had used when the run started: `run_finished`
         // says what the run used.
         let usage_before = net.as_ref().map(RunnableNetwork::usage);
@@ -64,43 +66,51 @@ impl Publisher {
                 }
                 let mut events = Vec::with_capacity(batch.len());
                 for out in batch {
-                    let (name, data) = match out {
+                    let event = match out {
                         Out::Close => {
                             closed = true;
                             continue;
                         }
-                        Out::Named(name, data) => (name, data),
-                        Out::Network(e) => match net.as_ref().and_then(|n| event_json(n, &e)) {
-                            Some(("run_finished", mut data)) => {
-                                if let (Some(n), Some(before)) = (&net, &usage_before) {
-                                    data["usage"] =
-                                        crate::usage::priced(n, &n.usage().since(before));
-                                }
-                                ("run_finished", data)
+                        Out::Event(event) => event,
+                        Out::Network(e) => {
+                            match net.as_ref().and_then(|n| RunEvent::from_network(n, &e)) {
+                                Some(RunEvent::RunFinished {
+                                    outcome,
+                                    duration_ms,
+                                    error,
+                                    held,
+                                    usage: _,
+                                }) => RunEvent::RunFinished {
+                                    outcome,
+                                    duration_ms,
+                                    error,
+                                    held,
+                                    usage: net.as_ref().zip(usage_before.as_ref()).map(
+                                        |(n, before)| {
+                                            crate::usage::priced(n, &n.usage().since(before))
+                                        },
+                                    ),
+                                },
+                                Some(event) => event,
+                                None => continue,
                             }
-                            Some(pair) => pair,
-                            None => continue,
-                        },
+                        }
                     };
                     seq += 1;
-                    events.push(RunEvent {
-                        seq,
-                        event: name.to_string(),
-                        data,
-                    });
+                    events.push(NumberedEvent { seq, event });
                 }
-                if let Err(e) = state.runs.store.append(run, &events).await {
-                    tracing::error!(run = %run, error = %e, "a run's events could not be stored");
+                if let Err(e) = runs.store.append(run, &events).await {
+                    tracing::error!(run = %run, error = %lc_agent::error_chain(&e), "a run's events could not be stored");
                 }
-                state.runs.wake(run);
+                runs.wake(run);
             }
             seq
         });
         Self { tx, task }
     }
 
-    fn send(&self, name: &'static str, data: Value) {
-        let _ = self.tx.send(Out::Named(name, data));
+    fn send(&self, event: RunEvent) {
+        let _ = self.tx.send(Out::Event(event));
     }
 
     async fn close(self) -> u64 {
@@ -117,18 +127,25 @@ enum Ending {
     HandedBack,
 }
 
-/// Executes the run of `delivery` (see the [module docs](self)).
-pub(crate) async fn execute(state: Arc<AppState>, delivery: Delivery) {
-    let Some(run) = take(&state, &delivery).await else {
-        let _ = state.runs.store.ack(&delivery).await;
-        return;
-    };
-    execute_taken(state, delivery, run).await;
+impl Runs {
+    /// Executes the run of `delivery` (see the [module docs](self)).
+    pub(crate) async fn execute(self: Arc<Self>, delivery: Delivery) {
+        let Some(run) = take(&self, &delivery).await else {
+            let _ = self.store.ack(&delivery).await;
+            return;
+        };
+        self.execute_taken(delivery, run).await;
+    }
+
+    /// Executes `run`, taken (status `running`) with `delivery`.
+    pub(crate) async fn execute_taken(self: Arc<Self>, delivery: Delivery, run: Run) {
+        execute_taken(self, delivery, run).await;
+    }
 }
 
 /// Executes `run`, taken (status `running`) with `delivery`.
-pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut run: Run) {
-    let runs = &state.runs;
+async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
+    let runs = &*state;
     let id = delivery.run;
     run.status = RunStatus::Running;
     run.attempts += 1;
@@ -153,7 +170,7 @@ pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut 
     let lease = {
         let (state, delivery, cancel) = (state.clone(), delivery.clone(), cancel.clone());
         tokio::spawn(async move {
-            let every = (state.runs.settings.lease / 3).max(Duration::from_millis(50));
+            let every = (state.settings.lease / 3).max(Duration::from_millis(50));
             let poll = every.min(Duration::from_millis(500));
             let mut since_renew = Duration::ZERO;
             loop {
@@ -161,16 +178,11 @@ pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut 
                 since_renew += poll;
                 if since_renew >= every {
                     since_renew = Duration::ZERO;
-                    if let Err(e) = state
-                        .runs
-                        .store
-                        .renew(&state.runs.consumer, &delivery)
-                        .await
-                    {
+                    if let Err(e) = state.store.renew(&state.consumer, &delivery).await {
                         tracing::warn!(run = %delivery.run, error = %e, "cannot renew a run's lease");
                     }
                 }
-                if let Ok(true) = state.runs.store.cancel_requested(delivery.run).await {
+                if let Ok(true) = state.store.cancel_requested(delivery.run).await {
                     cancel.notify_one();
                 }
             }
@@ -194,7 +206,7 @@ pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut 
         }
         if run.ephemeral {
             // `store: false`: the session was the run's alone.
-            match state.list(&run.user) {
+            match state.hub.list(&run.user) {
                 Ok(list) => {
                     if let Err(e) = list.delete(run.session).await {
                         tracing::warn!(run = %id, session = %run.session, error = %lc_agent::error_chain(&e), "cannot remove the session of a `store: false` run");
@@ -218,8 +230,8 @@ pub(crate) async fn execute_taken(state: Arc<AppState>, delivery: Delivery, mut 
 /// over, the request was refused (the run is gone), or the server that
 /// took the request died before saving the input (after a lease the
 /// session says so: it does not name the run), and the run is failed.
-async fn take(state: &Arc<AppState>, delivery: &Delivery) -> Option<Run> {
-    let runs = &state.runs;
+async fn take(state: &Arc<Runs>, delivery: &Delivery) -> Option<Run> {
+    let runs = &**state;
     let id = delivery.run;
     let since = tokio::time::Instant::now();
     loop {
@@ -239,11 +251,11 @@ async fn take(state: &Arc<AppState>, delivery: &Delivery) -> Option<Run> {
             Ok(Some(run)) => return Some(run),
             // Cancelled while queued, or over (its server died after
             // settling it, before the ack), or gone: nothing to run.
-            Ok(None) | Err(super::RunError::NotFound(_)) => return None,
-            Err(super::RunError::NotPrepared(_)) if since.elapsed() >= runs.settings.lease => {
+            Ok(None) | Err(RunError::NotFound(_)) => return None,
+            Err(RunError::NotPrepared(_)) if since.elapsed() >= runs.settings.lease => {
                 return never_prepared(state, id).await;
             }
-            Err(super::RunError::NotPrepared(_)) => {}
+            Err(RunError::NotPrepared(_)) => {}
             Err(e) => {
                 tracing::warn!(run = %id, error = %e, "cannot take a run");
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -256,15 +268,15 @@ async fn take(state: &Arc<AppState>, delivery: &Delivery) -> Option<Run> {
 /// A run still not prepared after a lease: when the session names it, its
 /// input was saved (the server died just after): it is taken; otherwise
 /// it is failed, saying so.
-async fn never_prepared(state: &Arc<AppState>, id: Uuid) -> Option<Run> {
-    let runs = &state.runs;
+async fn never_prepared(state: &Arc<Runs>, id: Uuid) -> Option<Run> {
+    let runs = &**state;
     let mut run = runs.store.get(id).await.ok().flatten()?;
-    let saved = match state.list(&run.user) {
+    let saved = match state.hub.list(&run.user) {
         Ok(list) => list
             .load(run.session)
             .await
             .ok()
-            .and_then(|net| net.metadata_value(super::http::RUN_KEY))
+            .and_then(|net| net.metadata_value(super::record::RUN_KEY))
             .is_some_and(|named| named == json!(id)),
         Err(_) => false,
     };
@@ -289,23 +301,26 @@ async fn never_prepared(state: &Arc<AppState>, id: Uuid) -> Option<Run> {
 }
 
 /// The error of a run whose server died before it saved the input.
-pub const NOT_SAVED: &str =
+pub(crate) const NOT_SAVED: &str =
     "the server that took this run stopped before its input was saved (nothing of it ran): send it again";
 
 /// Runs the session of `run` to its end, updating `run`; whether it was
 /// handed back instead (then `run` is queued again).
-async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>) -> bool {
-    let last = state.runs.store.last_seq(run.id).await.unwrap_or(0);
+async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> bool {
+    let last = state.store.last_seq(run.id).await.unwrap_or(0);
     let opened = open(state, run).await;
     let (net, list, claim) = match opened {
         Ok(parts) => parts,
         Err(e) => {
             let publisher = Publisher::start(state, run.id, None, last);
-            let message = e.public_message();
-            publisher.send(
-                "error",
-                json!({"message": message, "status": e.status().as_u16(), "run": run.id}),
-            );
+            let failure = RunFailure::from(&e);
+            let message = failure.message.clone();
+            publisher.send(RunEvent::Error(RunErrorEvent {
+                failure,
+                revision: None,
+                run: run.id,
+                usage: None,
+            }));
             publisher.close().await;
             finish(run, RunStatus::Failed, Some(message));
             return false;
@@ -322,8 +337,8 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     let before: HashSet<NodeId> = net.nodes().iter().map(|n| n.id()).collect();
     let usage_before = net.usage();
     let active = crate::metrics::ActiveRun::start();
-    let limit = state.runs.settings.time_limit;
-    let hand_back = state.runs.hand_back.clone();
+    let limit = state.settings.time_limit;
+    let hand_back = state.hand_back.clone();
     let ending = tokio::select! {
         outcome = net.invoke() => Ending::Finished(outcome),
         () = cancel.notified() => Ending::Cancelled,
@@ -336,7 +351,7 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
         () = async {
             loop {
                 let notified = hand_back.notified();
-                if state.runs.handing_back.load(std::sync::atomic::Ordering::SeqCst) {
+                if state.handing_back.load(std::sync::atomic::Ordering::SeqCst) {
                     return;
                 }
                 notified.await;
@@ -357,7 +372,9 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     }
     drop(claim);
     if matches!(ending, Ending::HandedBack) {
-        publisher.send("handed_back", json!({"server": state.runs.consumer}));
+        publisher.send(RunEvent::HandedBack {
+            server: state.consumer.clone(),
+        });
         publisher.close().await;
         run.status = RunStatus::Queued;
         tracing::info!(run = %run.id, "handed back at shutdown");
@@ -368,16 +385,13 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     let (status, error) = match (&ending, &save_error) {
         (_, Some(e)) => {
             tracing::error!(run = %run.id, session = %run.session, error = %lc_agent::error_chain(e), "the run's final save failed");
-            (
-                RunStatus::Failed,
-                Some((e.status().as_u16(), e.public_message())),
-            )
+            (RunStatus::Failed, Some(RunFailure::from(e)))
         }
         (Ending::Finished(Err(e)), _) => (RunStatus::Failed, Some(failure(run.session, e))),
         (Ending::TimedOut(limit), _) => (
             RunStatus::Failed,
-            Some((
-                504,
+            Some(RunFailure::new(
+                StatusCode::GATEWAY_TIMEOUT,
                 format!(
                     "the run took longer than its limit of {} s and was stopped",
                     limit.as_secs()
@@ -388,9 +402,9 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
         // `store: false`: nothing is kept, so nothing can wait for a decision.
         _ if !pending.is_empty() && run.ephemeral => (
             RunStatus::Cancelled,
-            Some((
-                409,
-                "the run stopped at a call that needs approval: with `store: false` no session is kept to decide on".to_string(),
+            Some(RunFailure::new(
+                StatusCode::CONFLICT,
+                "the run stopped at a call that needs approval: with `store: false` no session is kept to decide on",
             )),
         ),
         _ if !pending.is_empty() => (RunStatus::Waiting, None),
@@ -401,30 +415,31 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
         _ => String::new(),
     };
     if let Some(removed) = stopped {
-        publisher.send("stopped", json!({"removed": removed}));
+        publisher.send(RunEvent::Stopped { removed });
     }
-    let pending_list: Vec<Value> = pending.iter().map(pending_json).collect();
+    let pending_list: Vec<PendingCall> = pending.iter().map(PendingCall::from).collect();
     if !pending.is_empty() && error.is_none() {
-        publisher.send("approval_needed", json!({"pending": pending_list}));
+        publisher.send(RunEvent::ApprovalNeeded {
+            pending: pending_list.clone(),
+        });
     }
+    let usage = Some(crate::usage::priced(&net, &run.usage));
     match &error {
-        Some((code, message)) => publisher.send(
-            "error",
-            json!({"message": message, "status": code, "revision": revision, "run": run.id,
-                   "usage": crate::usage::priced(&net, &run.usage)}),
-        ),
-        None => publisher.send(
-            "done",
-            json!({
-                "answer": answer,
-                "revision": revision,
-                "stopped": stopped.is_some(),
-                "pending_approvals": pending_list,
-                "run": run.id,
-                "status": status,
-                "usage": crate::usage::priced(&net, &run.usage),
-            }),
-        ),
+        Some(failure) => publisher.send(RunEvent::Error(RunErrorEvent {
+            failure: failure.clone(),
+            revision: Some(revision),
+            run: run.id,
+            usage,
+        })),
+        None => publisher.send(RunEvent::Done(RunDone {
+            answer: answer.clone(),
+            revision: Some(revision),
+            stopped: stopped.is_some(),
+            pending_approvals: pending_list.clone(),
+            run: run.id,
+            status,
+            usage,
+        })),
     }
     active.finish(&net, &before, status.as_str(), &run.usage);
     publisher.close().await;
@@ -434,7 +449,7 @@ async fn run_session(state: &Arc<AppState>, run: &mut Run, cancel: &Arc<Notify>)
     } else {
         Vec::new()
     };
-    finish(run, status, error.map(|(_, m)| m));
+    finish(run, status, error.map(|f| f.message));
     log_pending(run.id, &pending);
     false
 }
@@ -448,22 +463,25 @@ fn log_pending(run: Uuid, pending: &[PendingApproval]) {
 /// The status and message of a failed invoke: a session store's refusal
 /// (a checkpoint over a copy saved elsewhere: 409; a deleted session: 404)
 /// keeps its own status, anything else is the model's or a tool's (502).
-fn failure(session: Uuid, e: &lc_agent::NetworkError) -> (u16, String) {
+fn failure(session: Uuid, e: &lc_agent::NetworkError) -> RunFailure {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(list) = err.downcast_ref::<lc_agent::ListError>() {
             tracing::error!(%session, error = %lc_agent::error_chain(e), "the run could not save its session");
             return match list {
-                lc_agent::ListError::Conflict { .. } => {
-                    (409, format!("the run could not save the session: {list}"))
-                }
+                lc_agent::ListError::Conflict { .. } => RunFailure::new(
+                    StatusCode::CONFLICT,
+                    format!("the run could not save the session: {list}"),
+                ),
                 lc_agent::ListError::Deleted { .. } | lc_agent::ListError::NotFound { .. } => {
-                    (404, format!("the run could not save the session: {list}"))
+                    RunFailure::new(
+                        StatusCode::NOT_FOUND,
+                        format!("the run could not save the session: {list}"),
+                    )
                 }
-                _ => (
-                    503,
-                    "the run could not save the session: the session store is unavailable"
-                        .to_string(),
+                _ => RunFailure::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the run could not save the session: the session store is unavailable",
                 ),
             };
         }
@@ -483,14 +501,14 @@ fn finish(run: &mut Run, status: RunStatus, error: Option<String>) {
 
 /// Claims (in this process), loads and prepares the session of `run`.
 async fn open(
-    state: &Arc<AppState>,
+    state: &Arc<Runs>,
     run: &Run,
-) -> Result<(RunnableNetwork, Arc<dyn NetworkList>, crate::state::Claim), ApiError> {
-    let list = state.list(&run.user)?;
+) -> Result<(RunnableNetwork, Arc<dyn NetworkList>, Claim), ApiError> {
+    let list = state.hub.list(&run.user)?;
     // A rename or delete of the session here holds it for a moment.
     let mut tries = 0;
     let claim = loop {
-        match state.claim(&run.user, run.session, &list) {
+        match state.hub.claim(run.session, &list) {
             Ok(claim) => break claim,
             Err(e) if tries >= 100 => return Err(e),
             Err(_) => {
@@ -499,7 +517,7 @@ async fn open(
             }
         }
     };
-    let (net, _agent) = state.open(&run.user, &list, run.session).await?;
+    let (net, _agent) = state.hub.open(&run.user, &list, run.session).await?;
     // The input is saved (by the request, or a run's earlier part): the
     // first checkpoint is after the first node that does work.
     net.add_modifier(
@@ -507,14 +525,14 @@ async fn open(
             .policy(CheckpointPolicy::EachNode)
             .input_saved(),
     )
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| ApiError::internal("the run's checkpoints cannot be attached", e))?;
     claim.track(&net);
     Ok((net, list, claim))
 }
 
 /// After a stop: takes out the nodes added since `before` that never ran
 /// (newest first, so each is a leaf when it goes); how many.
-pub(crate) fn drop_unrun(net: &RunnableNetwork, before: &HashSet<NodeId>) -> usize {
+fn drop_unrun(net: &RunnableNetwork, before: &HashSet<NodeId>) -> usize {
     let unrun: Vec<NodeId> = net
         .nodes()
         .iter()

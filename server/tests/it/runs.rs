@@ -454,8 +454,8 @@ async fn runs_left_running_by_a_killed_process_resume_when_the_server_starts_aga
         lc_agent::HumanNode::new("left over");
     }
     list.save(&net).await.unwrap();
-    let mut run = lc_agent_server::runs::Run::new(net.id(), "alice", "message");
-    run.status = lc_agent_server::runs::RunStatus::Running;
+    let mut run = lc_agent_server::Run::new(net.id(), "alice", "message");
+    run.status = lc_agent_server::RunStatus::Running;
     run.attempts = 1;
     run.prepared = true;
     std::fs::create_dir_all(sessions.join(".runs")).unwrap();

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use lc_agent::{ListConfig, Turn};
-use lc_agent_server::runs::{RedisRuns, Run, RunStatus, RunStore};
 use lc_agent_server::RunSettings;
+use lc_agent_server::{RedisRuns, Run, RunStatus, RunStore};
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
 use lc_agent_test_support::sse;
@@ -289,7 +289,7 @@ async fn a_server_with_room_takes_the_run_it_queues_in_the_same_step() {
     let again = Run::new(mine.session, "alice", "message");
     assert!(matches!(
         store.create_taking(&again, 10, "srv-a").await,
-        Err(lc_agent_server::runs::RunError::Busy { run, .. }) if run == mine.id
+        Err(lc_agent_server::RunError::Busy { run, .. }) if run == mine.id
     ));
 }
 

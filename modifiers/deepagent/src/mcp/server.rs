@@ -33,6 +33,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::error::McpError;
+use crate::bearer::{bearer_token, bind_allowed, same_token};
 use lc_agent_filesystem::{offered_tools, run_tool, Backend, Execute, FileTool};
 
 /// The path the HTTP transport answers on.
@@ -172,7 +173,7 @@ impl FileToolServer {
 /// ```
 pub fn check_token(addr: SocketAddr, token: Option<&str>) -> Result<(), McpError> {
     let has_token = token.is_some_and(|t| !t.is_empty());
-    if !addr.ip().is_loopback() && !has_token {
+    if !bind_allowed(addr, has_token) {
         return Err(McpError::TokenRequired { addr });
     }
     Ok(())
@@ -184,9 +185,9 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_token);
     match given {
-        Some(given) if same(given.as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(given) if same_token(given, &token) => next.run(request).await,
         _ => (
             StatusCode::UNAUTHORIZED,
             [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
@@ -194,11 +195,6 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         )
             .into_response(),
     }
-}
-
-/// Compares without stopping at the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl ServerHandler for FileToolServer {

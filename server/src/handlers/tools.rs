@@ -31,10 +31,10 @@ pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     User(user): User,
 ) -> Result<Json<Value>, ApiError> {
-    let (agent, _) = state.agent_for(&user, None)?;
+    let (agent, _) = state.hub.agent_for(&user, None)?;
     let net = agent
         .build()
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
     // `task` runs a sub-agent inside a session's run: it cannot run
     // through /v1/tools/execute, so it is not listed.
     let offered: Vec<_> = agent
@@ -56,7 +56,7 @@ pub(crate) struct Execute {
 }
 
 /// The most calls one request may run.
-pub const MAX_TOOL_CALLS: usize = 256;
+pub(crate) const MAX_TOOL_CALLS: usize = 256;
 
 pub(crate) async fn execute(
     State(state): State<Arc<AppState>>,
@@ -72,9 +72,9 @@ pub(crate) async fn execute(
     let started = Instant::now();
     let results = match body.session {
         Some(id) => {
-            let list = state.list(&user)?;
-            let _claim = state.claim(&user, id, &list)?;
-            let (net, agent) = state.open(&user, &list, id).await?;
+            let list = state.hub.list(&user)?;
+            let _claim = state.hub.claim(id, &list)?;
+            let (net, agent) = state.hub.open(&user, &list, id).await?;
             let executor =
                 ToolExecutor::from_shared(agent.offered_tools(&net)).with_network(net.clone());
             let results = executor.execute_openai(&body.tool_calls).await;
@@ -82,10 +82,10 @@ pub(crate) async fn execute(
             results
         }
         None => {
-            let (agent, _) = state.agent_for(&user, None)?;
+            let (agent, _) = state.hub.agent_for(&user, None)?;
             let net = agent
                 .build()
-                .map_err(|e| ApiError::Internal(e.to_string()))?;
+                .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
             ToolExecutor::from_shared(agent.offered_tools(&net))
                 .with_network(net)
                 .execute_openai(&body.tool_calls)

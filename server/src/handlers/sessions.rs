@@ -14,12 +14,14 @@
 //!  POST   /api/sessions/{id}/stop       cancels the session's run, on any server (202; 409 when none)
 //! ```
 //!
-//! Messages, decisions and continues are runs (runs/http.rs): the SSE
+//! Messages, decisions and continues are runs ([`Runs::submit`]): the SSE
 //! streams are the run's events (`id:` is their number, so
 //! `GET /api/runs/{run}/events` with `Last-Event-ID` picks up where a
 //! dropped stream ended). A stopped run ends its stream with
 //! `stopped {removed}` then `done` (`"stopped": true`); see runs/worker.rs
 //! for what a stop keeps.
+//!
+//! [`Runs::submit`]: crate::runs::Runs
 
 use std::sync::Arc;
 
@@ -36,12 +38,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::graph::{graph_json, node_json};
+use super::sse::run_sse;
 use crate::auth::User;
 use crate::body::OptionalJson;
 use crate::error::ApiError;
-use crate::events::pending_json;
-use crate::graph::{graph_json, node_json};
-use crate::runs;
+use crate::hub::DEFAULT_NAME;
+use crate::runs::{DecisionIn, Input, PendingCall, Refused, Target};
 use crate::state::AppState;
 
 /// `?offset=&limit=&q=` of the listing.
@@ -56,10 +59,6 @@ pub(crate) struct Page {
     q: Option<String>,
 }
 
-/// The name of a session created without one; its first message names it.
-pub const DEFAULT_NAME: &str = "New session";
-/// The longest name a first message gives its session.
-const TITLE_CHARS: usize = 60;
 /// Sessions read per store request while searching.
 const SEARCH_BATCH: usize = 500;
 
@@ -68,7 +67,7 @@ pub(crate) async fn list(
     User(user): User,
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
-    let list = state.list(&user)?;
+    let list = state.hub.list(&user)?;
     let limit = page.limit.unwrap_or(50).min(500);
     let needle = page
         .q
@@ -114,22 +113,6 @@ pub(crate) async fn list(
     ))
 }
 
-/// A session's name from its first message: the first line, cut at
-/// [`TITLE_CHARS`] characters.
-pub(crate) fn title_of(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() > TITLE_CHARS {
-        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        line.to_string()
-    }
-}
-
 /// `POST /api/sessions` body.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,8 +131,8 @@ pub(crate) async fn create(
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| DEFAULT_NAME.to_string());
-    let list = state.list(&user)?;
-    let net = state.new_session(&user, &name)?;
+    let list = state.hub.list(&user)?;
+    let net = state.hub.new_session(&user, &name)?;
     list.save(&net).await?;
     Ok((StatusCode::CREATED, Json(view(&net))))
 }
@@ -212,7 +195,7 @@ fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
         "graph": graph_json(net),
         "files": files,
         "todos": todos_of(net),
-        "pending_approvals": pending_approvals(net).iter().map(pending_json).collect::<Vec<_>>(),
+        "pending_approvals": pending_approvals(net).iter().map(PendingCall::from).collect::<Vec<_>>(),
     })
 }
 
@@ -221,12 +204,12 @@ pub(crate) async fn show(
     User(user): User,
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, ApiError> {
-    let list = state.list(&user)?;
-    let net = state.load(&user, &list, id).await?;
+    let list = state.hub.list(&user)?;
+    let net = state.hub.load(&user, &list, id).await?;
     let mut shown = view(&net);
-    if state.has_directory() {
+    if state.hub.has_directory() {
         // The file tools work in the user's directory: show its files.
-        let (agent, _) = state.agent_for(&user, Some(&net))?;
+        let (agent, _) = state.hub.agent_for(&user, Some(&net))?;
         shown["files"] = directory_files(&*agent.backend_for(&net)).await;
     }
     Ok(Json(shown))
@@ -303,9 +286,9 @@ pub(crate) async fn rename(
             "`name` is longer than {MAX_NAME_CHARS} characters"
         )));
     }
-    let list = state.list(&user)?;
-    let _claim = state.claim(&user, id, &list)?;
-    let net = state.load(&user, &list, id).await?;
+    let list = state.hub.list(&user)?;
+    let _claim = state.hub.claim(id, &list)?;
+    let net = state.hub.load(&user, &list, id).await?;
     net.set_name(name);
     let saved = list.save(&net).await?;
     Ok(Json(
@@ -314,15 +297,15 @@ pub(crate) async fn rename(
 }
 
 /// The longest name a rename accepts.
-pub const MAX_NAME_CHARS: usize = 200;
+const MAX_NAME_CHARS: usize = 200;
 
 pub(crate) async fn node(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path((id, node_id)): Path<(Uuid, Uuid)>,
 ) -> Result<Json<Value>, ApiError> {
-    let list = state.list(&user)?;
-    let net = state.load(&user, &list, id).await?;
+    let list = state.hub.list(&user)?;
+    let net = state.hub.load(&user, &list, id).await?;
     node_json(&net, node_id)
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("session {id} has no node {node_id}")))
@@ -341,7 +324,7 @@ pub(crate) async fn stop(
     };
     match run {
         Some(run) if run.user == user && !run.status.is_final() => {
-            let run = runs::http::cancel_run(&state, run).await?;
+            let run = state.runs.cancel(run).await?;
             Ok((
                 StatusCode::ACCEPTED,
                 Json(json!({"stopping": true, "run": run.id})),
@@ -357,45 +340,40 @@ pub(crate) async fn continue_cut_off(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
-) -> Result<Response, runs::http::Refusal> {
-    let submitted = runs::http::submit(
-        &state,
-        &user,
-        runs::http::Target::Session(id),
-        "continue",
-        None,
-        |net| {
-            let added = net
-                .continue_cut_off()
-                .map_err(|e| runs::http::refuse(ApiError::Internal(e.to_string())))?;
-            if added.is_none() {
-                return Err(runs::http::refuse(ApiError::BadRequest(
-                    "the newest answer is complete: there is nothing to continue".to_string(),
-                )));
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
+) -> Result<Response, Refused> {
+    run(state, &user, id, Input::Continue).await
+}
+
+/// Starts a run of session `id` with `input` and streams it.
+async fn run(
+    state: Arc<AppState>,
+    user: &str,
+    id: Uuid,
+    input: Input,
+) -> Result<Response, Refused> {
+    let submitted = state
+        .runs
+        .submit(user, Target::Session(id), input, None)
+        .await?;
+    Ok(run_sse(state.runs.clone(), submitted.run.id, submitted.after).into_response())
 }
 
 /// Files of a directory a session view lists.
-pub const MAX_LISTED_FILES: usize = 200;
+const MAX_LISTED_FILES: usize = 200;
 /// The largest file whose text a session view includes.
-pub const MAX_SHOWN_BYTES: usize = 64 * 1024;
+const MAX_SHOWN_BYTES: usize = 64 * 1024;
 
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let list = state.list(&user)?;
-    let _claim = state.claim(&user, id, &list)?;
+    let list = state.hub.list(&user)?;
+    let _claim = state.hub.claim(id, &list)?;
     if list.delete(id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(state.not_yours(&user, id).await)
+        Err(state.hub.not_yours(&user, id).await)
     }
 }
 
@@ -411,16 +389,15 @@ pub(crate) async fn message(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<NewMessage>,
-) -> Result<Response, runs::http::Refusal> {
-    let submitted = runs::http::submit_message(&state, &user, id, body.content).await?;
-    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
+) -> Result<Response, Refused> {
+    run(state, &user, id, Input::Message(body.content)).await
 }
 
 /// `POST /api/sessions/{id}/approvals` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Decisions {
-    decisions: Vec<runs::http::DecisionIn>,
+    decisions: Vec<DecisionIn>,
 }
 
 pub(crate) async fn approvals(
@@ -428,7 +405,6 @@ pub(crate) async fn approvals(
     User(user): User,
     Path(id): Path<Uuid>,
     Json(body): Json<Decisions>,
-) -> Result<Response, runs::http::Refusal> {
-    let submitted = runs::http::submit_decisions(&state, &user, id, body.decisions).await?;
-    Ok(runs::http::events_sse(state, submitted.run.id, submitted.after).into_response())
+) -> Result<Response, Refused> {
+    run(state, &user, id, Input::Decisions(body.decisions)).await
 }

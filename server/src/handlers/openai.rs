@@ -37,19 +37,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use futures::StreamExt as _;
 use lc_agent::{ChatNode, HumanNode, Message, RunnableNetwork, SystemNode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use crate::access::{RUN_HEADER, SESSION_HEADER};
 use crate::auth::User;
 use crate::error::ApiError;
-use crate::runs::http::{add_message, event_stream, refuse, submit, Refusal, Target};
-use crate::runs::Run;
+use crate::hub::copy_of;
+use crate::runs::{Input, PendingCall, Refused, Run, RunDone, RunEvent, Target};
 use crate::state::AppState;
-
-/// The header naming (in) or reporting (out) the session of a completion.
-pub const SESSION_HEADER: &str = "x-lc-agent-session";
 
 pub(crate) async fn models(State(state): State<Arc<AppState>>, _user: User) -> Json<Value> {
     Json(json!({
@@ -211,23 +210,10 @@ fn session_of(headers: &HeaderMap, body: &Completion) -> Result<Option<Uuid>, Ap
     }
 }
 
-/// The header naming (out) the run of a completion.
-pub const RUN_HEADER: &str = "x-lc-agent-run";
-
 /// How long a completion's request is remembered, so that a retry of it
 /// (an `Idempotency-Key`, or the OpenAI SDK's retry of the same body)
 /// reattaches to its run instead of starting another.
 const REMEMBER: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// FNV-1a, 64 bits: the same request reads the same on every server.
-fn fingerprint(user: &str, body: &[u8]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in user.as_bytes().iter().chain([0u8].iter()).chain(body) {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
-}
 
 /// The run an earlier try of this request started, if this is a retry
 /// of it: the same `Idempotency-Key`, or (no key) the SDK's retry
@@ -240,7 +226,6 @@ async fn earlier_try(
     body: &[u8],
     id: Uuid,
 ) -> Result<Option<Run>, ApiError> {
-    let store = &state.runs.store;
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
@@ -251,18 +236,10 @@ async fn earlier_try(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(0);
-    let slot = match key {
-        Some(key) => format!("key:{}", fingerprint("", key.as_bytes())),
-        None => format!("body:{}", fingerprint(user, body)),
-    };
-    if key.is_none() && retry == 0 {
-        // A first try: the same body sent again later is a new request.
-        store.forget(user, &slot).await?;
-    }
-    let Some(earlier) = store.remember(user, &slot, id, REMEMBER).await? else {
-        return Ok(None);
-    };
-    Ok(store.get(earlier).await?.filter(|r| r.user == user))
+    state
+        .runs
+        .earlier_try(user, key, retry, body, id, REMEMBER)
+        .await
 }
 
 pub(crate) async fn completions(
@@ -270,89 +247,65 @@ pub(crate) async fn completions(
     User(user): User,
     headers: HeaderMap,
     raw: axum::body::Bytes,
-) -> Result<Response, Refusal> {
+) -> Result<Response, Refused> {
     let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
         let message = format!("the body is not a chat completion request: {e}");
-        refuse(match e.classify() {
+        match e.classify() {
             // JSON, but not of a completion's shape.
             serde_json::error::Category::Data => ApiError::Unprocessable(message),
             _ => ApiError::BadRequest(message),
-        })
+        }
     })?;
-    body.check_supported().map_err(refuse)?;
+    body.check_supported()?;
     let include_usage = body
         .stream_options
         .as_ref()
         .is_some_and(|o| o.include_usage);
     let Some(last) = body.messages.last() else {
-        return Err(refuse(ApiError::BadRequest(
-            "`messages` is empty".to_string(),
-        )));
+        return Err(ApiError::BadRequest("`messages` is empty".to_string()).into());
     };
     if last.role != "user" {
-        return Err(refuse(ApiError::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "the last message must be the user's, got `{}`",
             last.role
-        ))));
+        ))
+        .into());
     }
-    let text = last.text().map_err(refuse)?;
-    let session = session_of(&headers, &body).map_err(refuse)?;
+    let text = last.text()?;
+    let session = session_of(&headers, &body)?;
     let keep = body.store != Some(false);
     let new_id = Uuid::new_v4();
-    let (run, after) = match earlier_try(&state, &user, &headers, &raw, new_id)
-        .await
-        .map_err(refuse)?
-    {
+    let (run, after) = match earlier_try(&state, &user, &headers, &raw, new_id).await? {
         // The same request again: its run, from the start.
         Some(run) => (run, 0),
         None => {
-            let submitted = match (session, keep) {
-                (Some(id), true) => {
-                    submit(
-                        &state,
-                        &user,
-                        Target::Session(id),
-                        "completion",
-                        Some(new_id),
-                        |net| add_message(net, &text),
-                    )
-                    .await?
-                }
+            let (target, input) = match (session, keep) {
+                (Some(id), true) => (Target::Session(id), Input::Completion(Some(text))),
                 (Some(id), false) => {
                     // The named session is read, and the run goes on a copy.
-                    let list = state.list(&user).map_err(refuse)?;
-                    let saved = state.load(&user, &list, id).await.map_err(refuse)?;
-                    let net = copy_of(&saved).map_err(refuse)?;
-                    submit(
-                        &state,
-                        &user,
-                        Target::Ephemeral(net),
-                        "completion",
-                        Some(new_id),
-                        |net| add_message(net, &text),
+                    let list = state.hub.list(&user)?;
+                    let saved = state.hub.load(&user, &list, id).await?;
+                    (
+                        Target::Ephemeral(copy_of(&saved)?),
+                        Input::Completion(Some(text)),
                     )
-                    .await?
                 }
                 (None, keep) => {
                     let title: String = text.chars().take(60).collect();
-                    let net = state.new_session(&user, &title).map_err(refuse)?;
-                    add_messages(&net, &body.messages).map_err(refuse)?;
+                    let net = state.hub.new_session(&user, &title)?;
+                    add_messages(&net, &body.messages)?;
                     let target = if keep {
                         Target::New(net)
                     } else {
                         Target::Ephemeral(net)
                     };
-                    submit(
-                        &state,
-                        &user,
-                        target,
-                        "completion",
-                        Some(new_id),
-                        |_| Ok(()),
-                    )
-                    .await?
+                    (target, Input::Completion(None))
                 }
             };
+            let submitted = state
+                .runs
+                .submit(&user, target, input, Some(new_id))
+                .await?;
             (submitted.run, submitted.after)
         }
     };
@@ -398,20 +351,6 @@ pub(crate) async fn completions(
     Ok(response)
 }
 
-/// A copy of `saved` under a new id, for a `store: false` run.
-fn copy_of(saved: &RunnableNetwork) -> Result<RunnableNetwork, ApiError> {
-    let internal = |e: lc_agent::NetworkError| {
-        tracing::error!(error = %lc_agent::error_chain(&e), "copying a session failed");
-        ApiError::Internal("the session could not be copied".to_string())
-    };
-    let mut value = saved.to_value().map_err(internal)?;
-    value["id"] = json!(Uuid::new_v4());
-    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove(lc_agent::REVISION_KEY);
-    }
-    RunnableNetwork::from_value(value).map_err(internal)
-}
-
 /// The request's messages as a new session's first nodes.
 fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), ApiError> {
     let _scope = net.enter();
@@ -439,23 +378,14 @@ fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), Api
 }
 
 /// The answer of a `done` event, or what waits for a decision.
-fn answer_text(done: &Value, session: Uuid) -> String {
-    let pending = done["pending_approvals"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if pending.is_empty() {
-        return done["answer"].as_str().unwrap_or("").to_string();
+fn answer_text(done: &RunDone, session: Uuid) -> String {
+    if done.pending_approvals.is_empty() {
+        return done.answer.clone();
     }
-    let calls: Vec<String> = pending
+    let calls: Vec<String> = done
+        .pending_approvals
         .iter()
-        .map(|p| {
-            format!(
-                "{} {}",
-                p["tool_call"]["name"].as_str().unwrap_or("?"),
-                p["tool_call"]["arguments"]
-            )
-        })
+        .map(|p: &PendingCall| format!("{} {}", p.tool_call.name, p.tool_call.arguments))
         .collect();
     format!(
         "Waiting for approval: {}. Decide with POST /api/sessions/{session}/approvals.",
@@ -463,11 +393,11 @@ fn answer_text(done: &Value, session: Uuid) -> String {
     )
 }
 
-/// The run's usage of an end event (`done` or `error`), as OpenAI
-/// reports it.
-fn usage_of(end: &Value) -> Value {
-    let totals: lc_agent::UsageTotals =
-        serde_json::from_value(end["usage"].clone()).unwrap_or_default();
+/// The run's usage of an end event, as OpenAI reports it.
+fn usage_of(usage: Option<&Value>) -> Value {
+    let totals: lc_agent::UsageTotals = usage
+        .and_then(|u| serde_json::from_value(u.clone()).ok())
+        .unwrap_or_default();
     crate::usage::openai_usage(&totals)
 }
 
@@ -482,14 +412,13 @@ async fn whole(
     model: String,
     created: i64,
 ) -> Response {
-    use futures::StreamExt as _;
     let patience = state.config.request_timeout.mul_f64(0.9);
-    let mut events = Box::pin(event_stream(state.clone(), run.id, after));
+    let mut events = Box::pin(state.runs.clone().events(run.id, after));
     let end = tokio::time::timeout(patience, async {
         let mut end = None;
         while let Some(e) = events.next().await {
-            if e.is_end() {
-                end = Some(e);
+            if e.event.is_end() {
+                end = Some(e.event);
             }
         }
         end
@@ -497,13 +426,12 @@ async fn whole(
     .await;
     let (session, id) = (run.session, run.id);
     let named = (!run.ephemeral).then_some(session);
-    let end = match end {
-        Ok(Some(end)) => end,
-        Ok(None) => {
-            return refuse(ApiError::Internal(format!(
-                "run {id} ended without a result"
-            )))
-            .into_response()
+    let done = match end {
+        Ok(Some(RunEvent::Done(done))) => done,
+        Ok(Some(RunEvent::Error(error))) => return ApiError::Run(error.failure).into_response(),
+        Ok(_) => {
+            return ApiError::internal_msg(format!("run {id} ended without a result"))
+                .into_response()
         }
         Err(_) => {
             let body = json!({
@@ -516,15 +444,6 @@ async fn whole(
             return (StatusCode::REQUEST_TIMEOUT, Json(body)).into_response();
         }
     };
-    if end.event == "error" {
-        let status = end.data["status"].as_u64().unwrap_or(500);
-        let message = end.data["message"]
-            .as_str()
-            .unwrap_or("the run failed")
-            .to_string();
-        let status = u16::try_from(status).unwrap_or(500);
-        return ApiError::from_status(status, message).into_response();
-    }
     Json(json!({
         "id": completion_id,
         "object": "chat.completion",
@@ -534,10 +453,10 @@ async fn whole(
         "run": id,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": answer_text(&end.data, session)},
+            "message": {"role": "assistant", "content": answer_text(&done, session)},
             "finish_reason": "stop",
         }],
-        "usage": usage_of(&end.data),
+        "usage": usage_of(done.usage.as_ref()),
     }))
     .into_response()
 }
@@ -578,30 +497,22 @@ fn stream(
         async move { Ok(Event::default().data(first.to_string())) }
     });
     let mut streamed = String::new();
-    let body = event_stream(state, id, after)
+    let body = state
+        .runs
+        .clone()
+        .events(id, after)
         .filter_map(move |e| {
-            let out = match e.event.as_str() {
-                "text" => {
-                    let text = e.data["text"].as_str().unwrap_or("").to_string();
+            let out = match e.event {
+                RunEvent::Text { text, .. } => {
                     streamed.push_str(&text);
                     (!text.is_empty())
                         .then(|| vec![chunk(Some(json!({"content": text})), None, None)])
                 }
-                "error" => {
-                    let status = e.data["status"]
-                        .as_u64()
-                        .and_then(|s| u16::try_from(s).ok())
-                        .unwrap_or(500);
-                    let message = e.data["message"]
-                        .as_str()
-                        .unwrap_or("the run failed")
-                        .to_string();
-                    Some(vec![ApiError::from_status(status, message).body()])
-                }
-                "done" => {
+                RunEvent::Error(error) => Some(vec![ApiError::Run(error.failure).body()]),
+                RunEvent::Done(done) => {
                     // Text that did not stream (a waiting call's note) goes
                     // out in the last chunk.
-                    let answer = answer_text(&e.data, session);
+                    let answer = answer_text(&done, session);
                     let rest = if streamed.ends_with(&answer) {
                         String::new()
                     } else {
@@ -614,7 +525,7 @@ fn stream(
                     };
                     let mut chunks = vec![chunk(Some(delta), Some("stop"), None)];
                     if include_usage {
-                        chunks.push(chunk(None, None, Some(usage_of(&e.data))));
+                        chunks.push(chunk(None, None, Some(usage_of(done.usage.as_ref()))));
                     }
                     Some(chunks)
                 }
@@ -629,5 +540,3 @@ fn stream(
     }));
     Sse::new(events).keep_alive(KeepAlive::default())
 }
-
-use futures::StreamExt as _;

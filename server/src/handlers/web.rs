@@ -12,66 +12,70 @@ use crate::error::ApiError;
 
 /// The page.
 pub(crate) async fn index() -> Html<&'static str> {
-    Html(include_str!("../assets/index.html"))
+    Html(include_str!("../../assets/index.html"))
 }
 
 /// The embedded files: name, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[
-    ("favicon.svg", SVG, include_bytes!("../assets/favicon.svg")),
+    (
+        "favicon.svg",
+        SVG,
+        include_bytes!("../../assets/favicon.svg"),
+    ),
     (
         "app.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../assets/app.js"),
+        include_bytes!("../../assets/app.js"),
     ),
     (
         "style.css",
         "text/css; charset=utf-8",
-        include_bytes!("../assets/style.css"),
+        include_bytes!("../../assets/style.css"),
     ),
     (
         "mermaid-11.12.1.min.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../assets/vendor/mermaid-11.12.1.min.js"),
+        include_bytes!("../../assets/vendor/mermaid-11.12.1.min.js"),
     ),
     (
         "mermaid-LICENSE",
         "text/plain; charset=utf-8",
-        include_bytes!("../assets/vendor/mermaid-LICENSE"),
+        include_bytes!("../../assets/vendor/mermaid-LICENSE"),
     ),
     (
         "marked-18.2.1.umd.js",
         JS,
-        include_bytes!("../assets/vendor/marked-18.2.1.umd.js"),
+        include_bytes!("../../assets/vendor/marked-18.2.1.umd.js"),
     ),
     (
         "marked-LICENSE",
         TEXT,
-        include_bytes!("../assets/vendor/marked-LICENSE"),
+        include_bytes!("../../assets/vendor/marked-LICENSE"),
     ),
     (
         "purify-3.4.18.min.js",
         JS,
-        include_bytes!("../assets/vendor/purify-3.4.18.min.js"),
+        include_bytes!("../../assets/vendor/purify-3.4.18.min.js"),
     ),
     (
         "dompurify-LICENSE",
         TEXT,
-        include_bytes!("../assets/vendor/dompurify-LICENSE"),
+        include_bytes!("../../assets/vendor/dompurify-LICENSE"),
     ),
     (
         "highlight-11.12.0.min.js",
         JS,
-        include_bytes!("../assets/vendor/highlight-11.12.0.min.js"),
+        include_bytes!("../../assets/vendor/highlight-11.12.0.min.js"),
     ),
     (
         "highlight-github-11.12.0.min.css",
         CSS,
-        include_bytes!("../assets/vendor/highlight-github-11.12.0.min.css"),
+        include_bytes!("../../assets/vendor/highlight-github-11.12.0.min.css"),
     ),
     (
         "highlight-LICENSE",
         TEXT,
-        include_bytes!("../assets/vendor/highlight-LICENSE"),
+        include_bytes!("../../assets/vendor/highlight-LICENSE"),
     ),
 ];
 

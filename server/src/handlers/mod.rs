@@ -1,0 +1,28 @@
+//! The HTTP handlers, one file per API, side by side: each reads the
+//! request, calls the services (the runs, the session hub) and writes the
+//! answer. None imports another, except the helpers of this folder
+//! (`sse.rs`, `refusal.rs`, `graph.rs`).
+//!
+//! ```text
+//!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
+//!  sessions.rs  /api/sessions: list (paged, searched), create, show, rename, delete, node,
+//!               messages, approvals, continue a cut-off answer, stop a run
+//!  runs.rs      /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]
+//!  tools.rs     /v1/tools, /v1/tools/execute
+//!  usage.rs     /api/usage (a user, a time range)
+//!  metrics.rs   /metrics (the recorder's Prometheus text)
+//!  web.rs       /, /assets/*, /favicon.ico (the embedded page)
+//!  sse.rs       a run's events as SSE;  refusal.rs  the 409 / 429 of a refused run
+//!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
+//! ```
+
+mod graph;
+pub(crate) mod metrics;
+pub(crate) mod openai;
+mod refusal;
+pub(crate) mod runs;
+pub(crate) mod sessions;
+mod sse;
+pub(crate) mod tools;
+pub(crate) mod usage;
+pub(crate) mod web;

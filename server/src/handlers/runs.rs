@@ -1,0 +1,155 @@
+//! The run endpoints.
+//!
+//! ```text
+//!  POST /api/sessions/{id}/runs   {content} | {decisions: [...]} [, background: true]
+//!                                  ─▶ SSE of the run (or 202 {run} with background)
+//!                                     409 {error: {run, status[, pending]}}: the session's active run
+//!                                     429 + Retry-After: the user has --max-user-runs runs queued or running
+//!  GET  /api/sessions/{id}/runs   {runs: [...]}, newest first
+//!  GET  /api/runs/{id}            the run
+//!  POST /api/runs/{id}/cancel     202 the run (cancelled at once when queued or waiting)
+//!  GET  /api/runs/{id}/events     SSE from Last-Event-ID (or ?after=N): id: <seq>, event, data
+//! ```
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::sse::run_sse;
+use crate::auth::User;
+use crate::error::ApiError;
+use crate::runs::{DecisionIn, Input, Refused, Run, Target};
+use crate::state::AppState;
+
+/// `POST /api/sessions/{id}/runs` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunIn {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    decisions: Option<Vec<DecisionIn>>,
+    #[serde(default)]
+    background: bool,
+}
+
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+    Json(body): Json<RunIn>,
+) -> Result<Response, Refused> {
+    let input = match (body.content, body.decisions) {
+        (Some(content), None) => Input::Message(content),
+        (None, Some(decisions)) => Input::Decisions(decisions),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "give either `content` (a message) or `decisions`".to_string(),
+            )
+            .into())
+        }
+    };
+    let submitted = state
+        .runs
+        .submit(&user, Target::Session(id), input, None)
+        .await?;
+    if body.background {
+        return Ok((StatusCode::ACCEPTED, Json(run_json(&submitted.run))).into_response());
+    }
+    Ok(run_sse(state.runs.clone(), submitted.run.id, submitted.after).into_response())
+}
+
+/// A run of `user` (404 for another user's).
+async fn run_of(state: &AppState, user: &str, id: Uuid) -> Result<Run, ApiError> {
+    match state.runs.store.get(id).await? {
+        Some(run) if run.user == user => Ok(run),
+        _ => Err(ApiError::NotFound(format!("run {id} not found"))),
+    }
+}
+
+pub(crate) async fn show(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(run_json(&run_of(&state, &user, id).await?)))
+}
+
+/// A run as the API shows it: its usage priced (the built-in table and
+/// the server's `prices.toml`).
+fn run_json(run: &Run) -> Value {
+    let mut value = json!(run);
+    value["usage"] = crate::usage::priced_totals(&run.usage);
+    value
+}
+
+/// `?limit=` of a listing.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Limit {
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+pub(crate) async fn of_session(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+    Query(q): Query<Limit>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(50).min(500);
+    let runs: Vec<Value> = state
+        .runs
+        .store
+        .of_session(id, limit)
+        .await?
+        .iter()
+        .filter(|r| r.user == user)
+        .map(run_json)
+        .collect();
+    Ok(Json(json!({ "runs": runs })))
+}
+
+pub(crate) async fn cancel(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+) -> Result<Response, ApiError> {
+    let run = run_of(&state, &user, id).await?;
+    if run.status.is_final() {
+        return Err(ApiError::Conflict(format!(
+            "run {id} is over ({}): there is nothing to cancel",
+            run.status
+        )));
+    }
+    let run = state.runs.cancel(run).await?;
+    Ok((StatusCode::ACCEPTED, Json(run_json(&run))).into_response())
+}
+
+/// `?after=N` of an event stream.
+#[derive(Debug, Deserialize)]
+pub(crate) struct After {
+    #[serde(default)]
+    after: Option<u64>,
+}
+
+pub(crate) async fn events(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+    Query(q): Query<After>,
+) -> Result<Response, ApiError> {
+    run_of(&state, &user, id).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let after = last.or(q.after).unwrap_or(0);
+    Ok(run_sse(state.runs.clone(), id, after).into_response())
+}

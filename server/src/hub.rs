@@ -1,0 +1,295 @@
+//! [`SessionHub`]: the session half of the server — one session list per
+//! user (with its cache), this process's claims on sessions, and how a
+//! session's agent is built. The runs and every endpoint reach sessions
+//! through it.
+//!
+//! ```text
+//!  list(user)  the user's list of the server's ListConfig (opened once, cached)
+//!  claim(id)   one run (or rename, delete) per session in this process (else 409)
+//!  load(user, id) / open(...)   load + agent_for(user, net).attach(net): Blueprint::resolve,
+//!              the AgentSpec stored in the session wins, else the server's; the server's
+//!              workspace (per user with tokens) always applies
+//!  new_session, copy_of, name_from   new sessions, `store: false` copies, the first-message title
+//!  save_running()   at shutdown: every claimed session saved as it stands
+//! ```
+//!
+//! Across processes the session lists' revisions keep runs apart: a save
+//! from a copy loaded before another process saved fails with a conflict
+//! (409), never overwriting.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lc_agent::{ListError, Lists, NetworkList, RunnableNetwork};
+use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
+use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
+use lc_agent_deepagent::workspace::Workspace;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::config::ServerConfig;
+use crate::error::ApiError;
+
+/// The name of a session created without one; its first message names it.
+pub(crate) const DEFAULT_NAME: &str = "New session";
+/// The longest name a first message gives its session.
+const TITLE_CHARS: usize = 60;
+
+/// The sessions of a server (see the [module docs](self)).
+pub(crate) struct SessionHub {
+    config: Arc<ServerConfig>,
+    lists: Lists,
+    running: Mutex<HashMap<Uuid, Running>>,
+}
+
+impl std::fmt::Debug for SessionHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHub")
+            .field("running", &self.running.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A session being run (or renamed, deleted) here, for a shutdown to save.
+#[derive(Clone)]
+struct Running {
+    network: Option<RunnableNetwork>,
+    list: Arc<dyn NetworkList>,
+}
+
+/// This process's claim on a session; released on drop.
+pub(crate) struct Claim {
+    hub: Arc<SessionHub>,
+    id: Uuid,
+}
+
+impl Claim {
+    /// Records the network being run, for [`SessionHub::save_running`].
+    pub(crate) fn track(&self, network: &RunnableNetwork) {
+        if let Some(r) = self.hub.running.lock().get_mut(&self.id) {
+            r.network = Some(network.clone());
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.hub.running.lock().remove(&self.id);
+    }
+}
+
+impl SessionHub {
+    /// The sessions of a server with this configuration (opens the Redis
+    /// client when sessions live in Redis).
+    pub(crate) fn new(config: Arc<ServerConfig>) -> Result<Self, ListError> {
+        let lists = config.lists()?;
+        Ok(Self {
+            config,
+            lists,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The session lists (every user's).
+    pub(crate) fn lists(&self) -> &Lists {
+        &self.lists
+    }
+
+    /// The session list of `user`.
+    pub(crate) fn list(&self, user: &str) -> Result<Arc<dyn NetworkList>, ApiError> {
+        Ok(self.lists.user(user)?)
+    }
+
+    /// How many sessions are claimed in this process.
+    pub(crate) fn running_count(&self) -> usize {
+        self.running.lock().len()
+    }
+
+    /// Claims session `id` in this process: 409 while another run (or
+    /// rename, delete) of it goes on here.
+    pub(crate) fn claim(
+        self: &Arc<Self>,
+        id: Uuid,
+        list: &Arc<dyn NetworkList>,
+    ) -> Result<Claim, ApiError> {
+        let mut running = self.running.lock();
+        if running.contains_key(&id) {
+            return Err(ApiError::Conflict(format!(
+                "a run of session {id} is in progress; try again when it ends"
+            )));
+        }
+        running.insert(
+            id,
+            Running {
+                network: None,
+                list: list.clone(),
+            },
+        );
+        Ok(Claim {
+            hub: self.clone(),
+            id,
+        })
+    }
+
+    /// Loads `user`'s session `id`: 404 when nobody has it, 403 when
+    /// another user of this server does.
+    pub(crate) async fn load(
+        &self,
+        user: &str,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<RunnableNetwork, ApiError> {
+        match list.load(id).await {
+            Ok(net) => Ok(net),
+            Err(ListError::NotFound { .. }) => Err(self.not_yours(user, id).await),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// 403 when another user of this server has session `id`, else 404.
+    pub(crate) async fn not_yours(&self, user: &str, id: Uuid) -> ApiError {
+        for other in self.config.tokens.users() {
+            if other == user {
+                continue;
+            }
+            if let Ok(list) = self.list(&other) {
+                if let Ok(Some(_)) = list.stored_revision(id).await {
+                    return ApiError::Forbidden(id);
+                }
+            }
+        }
+        ApiError::NotFound(format!("session {id} not found"))
+    }
+
+    /// The workspace of `user`'s sessions: the server's, in the user's
+    /// own directory when there are tokens (created on first use).
+    fn workspace_of(&self, user: &str) -> Result<Workspace, ApiError> {
+        let workspace = if self.config.tokens.is_empty() {
+            self.config.workspace.clone()
+        } else {
+            self.config.workspace.for_user(user)
+        };
+        if let Some(dir) = workspace.root() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ApiError::internal(format!("cannot open {}", dir.display()), e))?;
+        }
+        Ok(workspace)
+    }
+
+    /// Whether the file tools work in a directory (not the sessions' files).
+    pub(crate) fn has_directory(&self) -> bool {
+        self.config.workspace.root().is_some()
+    }
+
+    /// The agent of `user`'s sessions ([`Blueprint::resolve`]: the
+    /// blueprint stored in `session` when it has one, else the server's),
+    /// always with the server's workspace and shared modifiers.
+    pub(crate) fn agent_for(
+        &self,
+        user: &str,
+        session: Option<&RunnableNetwork>,
+    ) -> Result<(DeepAgentBuilder, Blueprint), ApiError> {
+        let internal = |e| ApiError::internal("the session's agent cannot be built", e);
+        let overrides = Overrides::none()
+            .workspace(self.workspace_of(user)?)
+            .summaries(self.config.summaries);
+        let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
+            .map_err(internal)?
+            .main_model_or(|| self.config.model_name.clone());
+        let model = self.config.model.clone();
+        let context = AgentContext::new(self.config.sessions.clone(), user);
+        let mut builder = blueprint
+            .builder(move |_, _| Ok(model.clone()), &context)
+            .map_err(internal)?;
+        for modifier in &self.config.modifiers {
+            builder = builder.modifier_shared(modifier.clone());
+        }
+        Ok((builder, blueprint))
+    }
+
+    /// A new session of `user` (not saved yet).
+    pub(crate) fn new_session(&self, user: &str, name: &str) -> Result<RunnableNetwork, ApiError> {
+        let (builder, _) = self.agent_for(user, None)?;
+        let net = builder
+            .build()
+            .map_err(|e| ApiError::internal("a new session cannot be built", e))?;
+        // The server's own blueprint, as given: its workspace (a path on
+        // this server) always comes from the server's configuration.
+        if let Some(spec) = &self.config.spec {
+            spec.store_in(&net)
+                .map_err(|e| ApiError::internal("the blueprint cannot be stored", e))?;
+        }
+        net.set_name(name);
+        net.set_user_id(user);
+        Ok(net)
+    }
+
+    /// Loads `user`'s session `id` and attaches its agent.
+    pub(crate) async fn open(
+        &self,
+        user: &str,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<(RunnableNetwork, DeepAgentBuilder), ApiError> {
+        let net = self.load(user, list, id).await?;
+        let (builder, _) = self.agent_for(user, Some(&net))?;
+        builder
+            .attach(&net)
+            .map_err(|e| ApiError::internal("the session's agent cannot be attached", e))?;
+        // The runs' traces name the user.
+        net.set_user_id(user);
+        Ok((net, builder))
+    }
+
+    /// Saves every session a run holds in this process, as it stands (a
+    /// shutdown calls this once the grace period is over).
+    pub(crate) async fn save_running(&self) -> usize {
+        let running: Vec<Running> = self.running.lock().values().cloned().collect();
+        let mut saved = 0;
+        for r in running {
+            let Some(net) = r.network else { continue };
+            match r.list.save(&net).await {
+                Ok(_) => saved += 1,
+                Err(e) => {
+                    tracing::error!(session = %net.id(), error = %e, "could not save a running session at shutdown")
+                }
+            }
+        }
+        saved
+    }
+}
+
+/// A copy of `saved` under a new id, for a `store: false` run.
+pub(crate) fn copy_of(saved: &RunnableNetwork) -> Result<RunnableNetwork, ApiError> {
+    let internal = |e| ApiError::internal("the session could not be copied", e);
+    let mut value = saved.to_value().map_err(internal)?;
+    value["id"] = json!(Uuid::new_v4());
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove(lc_agent::REVISION_KEY);
+    }
+    RunnableNetwork::from_value(value).map_err(internal)
+}
+
+/// A session's name from its first message: the first line, cut at
+/// [`TITLE_CHARS`] characters.
+pub(crate) fn title_of(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() > TITLE_CHARS {
+        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line.to_string()
+    }
+}
+
+/// Names a session that has no name yet from its first message.
+pub(crate) fn name_from(net: &RunnableNetwork, text: &str) {
+    if net.name() == DEFAULT_NAME {
+        net.set_name(title_of(text));
+    }
+}

@@ -1,0 +1,465 @@
+//! Starting runs: [`Runs::submit`] with an [`Input`] (a message,
+//! decisions, a continue, a chat completion's turn) on a [`Target`]
+//! session, the one way every endpoint starts a run; [`Runs::cancel`];
+//! and the retries of a request that reattach to the run it started.
+//!
+//! ```text
+//!  submit(user, target, input)
+//!    check the input (400) ▸ reserve the session in the store (409 naming its active run;
+//!    decisions for a waiting run resume it; 429 when the user has --max-user-runs)
+//!    ▸ load ▸ input.apply ▸ save (the session names its run) ▸ prepared ▸ queue
+//!    (a server with room takes the run as it queues it and runs it at once)
+//! ```
+//!
+//! One rule for a message while calls wait for a decision: it is refused
+//! (409, naming the waiting calls and the run); decisions come first, so a
+//! tool call always gets its result before the next human turn.
+
+use std::sync::Arc;
+
+use lc_agent::{NetworkList, RunnableNetwork};
+use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::event::{NumberedEvent, RunDone, RunEvent};
+use super::pending::PendingCall;
+use super::record::{Run, RunStatus, RUN_KEY};
+use super::service::Runs;
+use super::store::RunError;
+use crate::error::ApiError;
+use crate::hub::name_from;
+
+/// A request to start a run that was refused.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// An error answer.
+    Api(ApiError),
+    /// 409: the session's active run, or calls waiting for decisions.
+    Busy {
+        /// What the client is told.
+        message: String,
+        /// The session's active run and its status, when known.
+        run: Option<(Uuid, Option<RunStatus>)>,
+        /// The calls waiting for a decision.
+        pending: Option<Vec<PendingCall>>,
+    },
+    /// 429: the user has as many runs as the server allows.
+    TooMany(String),
+}
+
+impl<E: Into<ApiError>> From<E> for Refused {
+    fn from(e: E) -> Self {
+        Refused::Api(e.into())
+    }
+}
+
+/// What a run is asked to do with a session.
+pub(crate) enum Target {
+    /// An existing session.
+    Session(Uuid),
+    /// A new session, saved with its first run.
+    New(RunnableNetwork),
+    /// A session only for this run (`store: false`): saved with it,
+    /// removed when it ends.
+    Ephemeral(RunnableNetwork),
+}
+
+/// What a run starts from.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A person's message: a new human turn (refused while calls wait for
+    /// a decision); it names a session that has no name yet.
+    Message(String),
+    /// Decisions on the calls that wait for one: they resume the session's
+    /// waiting run.
+    Decisions(Vec<DecisionIn>),
+    /// Asks a cut-off answer to go on.
+    Continue,
+    /// A chat completion's last user message (`None`: the new session
+    /// holds the request's messages already).
+    Completion(Option<String>),
+}
+
+impl Input {
+    /// What started the run, as its record says (`message`, `decisions`,
+    /// `continue`, `completion`).
+    fn label(&self) -> &'static str {
+        match self {
+            Input::Message(_) => "message",
+            Input::Decisions(_) => "decisions",
+            Input::Continue => "continue",
+            Input::Completion(_) => "completion",
+        }
+    }
+
+    /// 400 for an input with nothing in it.
+    fn check(&self) -> Result<(), Refused> {
+        match self {
+            Input::Message(text) if text.trim().is_empty() => Err(bad("`content` is empty")),
+            Input::Decisions(d) if d.is_empty() => Err(bad("`decisions` is empty")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes the input into the session.
+    fn apply(self, net: &RunnableNetwork) -> Result<(), Refused> {
+        match self {
+            Input::Message(text) => {
+                add_message(net, &text)?;
+                name_from(net, &text);
+                Ok(())
+            }
+            Input::Completion(Some(text)) => add_message(net, &text),
+            Input::Completion(None) => Ok(()),
+            Input::Decisions(decisions) => apply_decisions(net, decisions),
+            Input::Continue => {
+                let added = net
+                    .continue_cut_off()
+                    .map_err(|e| ApiError::internal("a cut-off answer cannot go on", e))?;
+                if added.is_none() {
+                    return Err(bad(
+                        "the newest answer is complete: there is nothing to continue",
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn bad(message: &str) -> Refused {
+    Refused::Api(ApiError::BadRequest(message.to_string()))
+}
+
+/// A run that was queued.
+pub(crate) struct Submitted {
+    /// The run (for decisions on a waiting run: that run, queued again).
+    pub(crate) run: Run,
+    /// Its events after this one are this submission's.
+    pub(crate) after: u64,
+}
+
+impl Runs {
+    /// Starts a run of `user`'s session (see the [module docs](self)).
+    /// `id` names the run (an idempotency key chose it) or a new id is
+    /// made.
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
+        user: &str,
+        target: Target,
+        input: Input,
+        id: Option<Uuid>,
+    ) -> Result<Submitted, Refused> {
+        input.check()?;
+        let list = self.hub.list(user)?;
+        let session = match &target {
+            Target::Session(id) => *id,
+            Target::New(net) | Target::Ephemeral(net) => net.id(),
+        };
+        let mut run = Run::new(session, user, input.label());
+        run.ephemeral = matches!(target, Target::Ephemeral(_));
+        if let Some(id) = id {
+            run.id = id;
+        }
+        // A server with room takes the run as it queues it (the dispatcher
+        // does not stand between): it runs as soon as its input is saved.
+        let room = if self.draining.load(std::sync::atomic::Ordering::SeqCst) {
+            None
+        } else {
+            self.permits.clone().try_acquire_owned().ok()
+        };
+        let created = match &room {
+            Some(_) => {
+                self.store
+                    .create_taking(&run, self.settings.per_user, &self.consumer)
+                    .await
+            }
+            None => self
+                .store
+                .create(&run, self.settings.per_user)
+                .await
+                .map(|()| None),
+        };
+        let mut mine = None;
+        match created {
+            Ok(Some(delivery)) => {
+                if let Some(permit) = room {
+                    if delivery.run == run.id {
+                        mine = Some((delivery, permit));
+                    } else {
+                        // An older run was next in the queue: run it here.
+                        let runs = self.clone();
+                        tokio::spawn(async move {
+                            runs.execute(delivery).await;
+                            drop(permit);
+                        });
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(RunError::Busy { run: holder, .. }) => {
+                if matches!(input, Input::Decisions(_)) {
+                    if let Ok(Some(waiting)) = self.store.get(holder).await {
+                        if waiting.status == RunStatus::Waiting && waiting.user == user {
+                            return self.resume(&list, waiting, input).await;
+                        }
+                    }
+                }
+                return Err(self.busy(session, holder).await);
+            }
+            Err(e @ RunError::UserFull { .. }) => return Err(Refused::TooMany(e.to_string())),
+            Err(e) => return Err(e.into()),
+        }
+        let prepared = async {
+            let net = match target {
+                Target::Session(id) => self.hub.load(user, &list, id).await?,
+                Target::New(net) | Target::Ephemeral(net) => net,
+            };
+            input.apply(&net)?;
+            // The session names its run: a server that finds the run not
+            // marked prepared (this one died) knows from the session whether
+            // the input was saved.
+            net.set_metadata(RUN_KEY, json!(run.id));
+            list.save(&net).await?;
+            if mine.is_none() {
+                self.store.prepared(run.id).await?;
+                self.wake(run.id);
+            }
+            Ok::<(), Refused>(())
+        }
+        .await;
+        if let Err(refusal) = prepared {
+            if let Err(e) = self.store.abandon(&run).await {
+                tracing::error!(run = %run.id, error = %e, "a refused run could not be forgotten");
+            }
+            if let Some((delivery, _permit)) = mine {
+                let _ = self.store.ack(&delivery).await;
+            }
+            return Err(refusal);
+        }
+        if let Some((delivery, permit)) = mine {
+            // Taken when it was queued: it runs now, here; its record says it
+            // is prepared when its worker writes it (a server that dies first
+            // leaves a run that the session names: see `never_prepared`).
+            let mut taken = run.clone();
+            taken.status = RunStatus::Running;
+            taken.prepared = true;
+            taken.prepared_at = Some(chrono::Utc::now());
+            let runs = self.clone();
+            tokio::spawn(async move {
+                runs.execute_taken(delivery, taken).await;
+                drop(permit);
+            });
+        }
+        Ok(Submitted { run, after: 0 })
+    }
+
+    /// Decisions for a waiting run: the session gets them and the same run
+    /// is queued again.
+    async fn resume(
+        &self,
+        list: &Arc<dyn NetworkList>,
+        waiting: Run,
+        input: Input,
+    ) -> Result<Submitted, Refused> {
+        let net = self.hub.load(&waiting.user, list, waiting.session).await?;
+        input.apply(&net)?;
+        net.set_metadata(RUN_KEY, json!(waiting.id));
+        list.save(&net).await?;
+        let after = self.store.last_seq(waiting.id).await?;
+        // Queued again (and on the queue) in one step.
+        let Some(run) = self
+            .store
+            .transition(waiting.id, &[RunStatus::Waiting], RunStatus::Queued)
+            .await?
+        else {
+            return Err(self.busy(waiting.session, waiting.id).await);
+        };
+        Ok(Submitted { run, after })
+    }
+
+    /// The 409 of a session whose run `holder` is active.
+    async fn busy(&self, session: Uuid, holder: Uuid) -> Refused {
+        let run = self.store.get(holder).await.ok().flatten();
+        let status = run.as_ref().map(|r| r.status);
+        if let Some(run) = run.filter(|r| r.status == RunStatus::Waiting) {
+            let calls: Vec<String> = run.pending.iter().map(PendingCall::describe).collect();
+            return Refused::Busy {
+                message: format!(
+                    "session {session} waits for decisions on {}: send them first (POST /api/sessions/{session}/runs {{\"decisions\": [...]}}); run {holder}",
+                    calls.join("; ")
+                ),
+                run: Some((holder, Some(RunStatus::Waiting))),
+                pending: Some(run.pending),
+            };
+        }
+        Refused::Busy {
+            message: format!("session {session} has a run in progress: {holder}; try again when it ends, or cancel it (POST /api/runs/{holder}/cancel)"),
+            run: Some((holder, status)),
+            pending: None,
+        }
+    }
+
+    /// Cancels `run`: at once when it is queued or waiting, else asks the
+    /// server running it (this one, or another through the store).
+    pub(crate) async fn cancel(&self, run: Run) -> Result<Run, ApiError> {
+        let store = &self.store;
+        let id = run.id;
+        for from in [RunStatus::Queued, RunStatus::Waiting] {
+            if let Some(mut cancelled) = store.transition(id, &[from], RunStatus::Cancelled).await?
+            {
+                if from == RunStatus::Waiting {
+                    self.reject_waiting(&cancelled).await?;
+                }
+                cancelled.finished_at = Some(chrono::Utc::now());
+                let seq = store.last_seq(id).await? + 1;
+                let revision = match self.hub.list(&run.user) {
+                    Ok(list) => list.stored_revision(run.session).await.ok().flatten(),
+                    Err(_) => None,
+                };
+                let event = RunEvent::Done(RunDone {
+                    answer: String::new(),
+                    revision,
+                    stopped: true,
+                    pending_approvals: Vec::new(),
+                    run: id,
+                    status: RunStatus::Cancelled,
+                    usage: None,
+                });
+                store.append(id, &[NumberedEvent { seq, event }]).await?;
+                store.settle(&cancelled, self.settings.keep).await?;
+                self.wake(id);
+                return Ok(cancelled);
+            }
+        }
+        store.request_cancel(id).await?;
+        if let Some(local) = self.local.lock().get(&id) {
+            local.cancel.notify_one();
+        }
+        Ok(store.get(id).await?.unwrap_or(run))
+    }
+
+    /// A cancelled waiting run: its calls are rejected, so the session's
+    /// next turn finds them answered.
+    async fn reject_waiting(&self, run: &Run) -> Result<(), ApiError> {
+        let list = self.hub.list(&run.user)?;
+        let net = self.hub.load(&run.user, &list, run.session).await?;
+        for p in pending_approvals(&net) {
+            decide(
+                &net,
+                p.node_id,
+                Decision::Reject("the run was cancelled".to_string()),
+            )
+            .map_err(|e| ApiError::internal("a waiting call cannot be rejected", e))?;
+        }
+        list.save(&net).await?;
+        Ok(())
+    }
+
+    /// The run an earlier try of a request started, if this is a retry of
+    /// it: the same idempotency `key`, or (no key) a retry (`retry` > 0,
+    /// the OpenAI SDK's `x-stainless-retry-count`) of the same `body`.
+    /// Else remembers this request as run `id` for `ttl`.
+    pub(crate) async fn earlier_try(
+        &self,
+        user: &str,
+        key: Option<&str>,
+        retry: u32,
+        body: &[u8],
+        id: Uuid,
+        ttl: std::time::Duration,
+    ) -> Result<Option<Run>, ApiError> {
+        let slot = match key {
+            Some(key) => format!("key:{}", fingerprint("", key.as_bytes())),
+            None => format!("body:{}", fingerprint(user, body)),
+        };
+        if key.is_none() && retry == 0 {
+            // A first try: the same body sent again later is a new request.
+            self.store.forget(user, &slot).await?;
+        }
+        let Some(earlier) = self.store.remember(user, &slot, id, ttl).await? else {
+            return Ok(None);
+        };
+        Ok(self.store.get(earlier).await?.filter(|r| r.user == user))
+    }
+}
+
+/// FNV-1a, 64 bits: the same request reads the same on every server.
+fn fingerprint(user: &str, body: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in user.as_bytes().iter().chain([0u8].iter()).chain(body) {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// Adds `text` as a new human turn of a session: refused while calls wait
+/// for a decision (see the [module docs](self)).
+fn add_message(net: &RunnableNetwork, text: &str) -> Result<(), Refused> {
+    refuse_while_waiting(net)?;
+    let _scope = net.enter();
+    lc_agent::HumanNode::new(text);
+    Ok(())
+}
+
+/// 409 when calls of `net` wait for a decision.
+fn refuse_while_waiting(net: &RunnableNetwork) -> Result<(), Refused> {
+    let pending: Vec<PendingCall> = pending_approvals(net)
+        .iter()
+        .map(PendingCall::from)
+        .collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let calls: Vec<String> = pending.iter().map(PendingCall::describe).collect();
+    Err(Refused::Busy {
+        message: format!(
+            "session {} waits for decisions on {}: send them first (POST /api/sessions/{}/runs {{\"decisions\": [...]}})",
+            net.id(),
+            calls.join("; "),
+            net.id()
+        ),
+        run: None,
+        pending: Some(pending),
+    })
+}
+
+/// One decision of a request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DecisionIn {
+    node_id: Uuid,
+    decision: DecisionKind,
+    /// The new arguments of an `edit`.
+    #[serde(default)]
+    arguments: Option<Value>,
+    /// The reason of a `reject`, the result of a `respond`.
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Writes `decisions` to the waiting calls of `net` (400 for a decision
+/// that does not fit; nothing is saved then).
+fn apply_decisions(net: &RunnableNetwork, decisions: Vec<DecisionIn>) -> Result<(), Refused> {
+    for d in decisions {
+        let decision = match d.decision {
+            DecisionKind::Approve => Decision::Approve,
+            DecisionKind::Edit => Decision::Edit(
+                d.arguments
+                    .ok_or_else(|| bad("an `edit` needs `arguments`"))?,
+            ),
+            DecisionKind::Reject => {
+                Decision::Reject(d.message.unwrap_or_else(|| "rejected".to_string()))
+            }
+            DecisionKind::Respond => Decision::Respond(
+                d.message
+                    .ok_or_else(|| bad("a `respond` needs `message`"))?,
+            ),
+        };
+        decide(net, d.node_id, decision).map_err(|e| bad(&e.to_string()))?;
+    }
+    Ok(())
+}

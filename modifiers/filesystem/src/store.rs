@@ -32,9 +32,15 @@ use super::{map_backend, path};
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// Redis failed (connection or command).
-    #[error("redis: {0}")]
-    Redis(String),
+    /// Redis failed (connection or command); the source says how.
+    #[error("redis: {what} failed")]
+    Redis {
+        /// What the store was doing.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Arc<ListError>,
+    },
     /// A stored value is not a file record.
     #[error("invalid stored value for {key}: {reason}")]
     Corrupt {
@@ -47,7 +53,7 @@ pub enum StoreError {
 
 impl From<StoreError> for FsError {
     fn from(e: StoreError) -> Self {
-        FsError::Store(e.to_string())
+        FsError::Store(lc_agent::error_chain(&e))
     }
 }
 
@@ -221,13 +227,13 @@ return 0
 /// it can share ([`RedisStore::with_connector`]).
 #[derive(Debug, Clone)]
 pub struct RedisStore {
-    redis: Result<RedisConnector, String>,
+    redis: Result<RedisConnector, Arc<ListError>>,
 }
 
-fn unavailable(e: ListError) -> StoreError {
-    match e {
-        ListError::Unavailable { reason, .. } => StoreError::Redis(reason),
-        other => StoreError::Redis(other.to_string()),
+fn unavailable(what: &str, e: ListError) -> StoreError {
+    StoreError::Redis {
+        what: what.to_string(),
+        source: Arc::new(e),
     }
 }
 
@@ -250,7 +256,7 @@ impl RedisStore {
     /// nothing connects until first use (a bad URL fails then).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            redis: RedisConnector::new(url).map_err(|e| e.to_string()),
+            redis: RedisConnector::new(url).map_err(Arc::new),
         }
     }
 
@@ -268,17 +274,17 @@ impl RedisStore {
         what: &str,
         cmd: &redis::Cmd,
     ) -> Result<T, StoreError> {
-        let redis = self
-            .redis
-            .as_ref()
-            .map_err(|e| StoreError::Redis(e.clone()))?;
+        let redis = self.redis.as_ref().map_err(|e| StoreError::Redis {
+            what: "connect".to_string(),
+            source: e.clone(),
+        })?;
         redis
             .run(
                 what,
                 |mut conn| async move { cmd.query_async(&mut conn).await },
             )
             .await
-            .map_err(unavailable)
+            .map_err(|e| unavailable(what, e))
     }
 }
 

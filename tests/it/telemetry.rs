@@ -3,8 +3,7 @@
 //! tool calls, a failing model call's error status) and that without a
 //! subscriber interested in them nothing is recorded. The real exporter
 //! and a real receiver are tested in `cli/tests/otel.rs` (Arize Phoenix).
-
-#![cfg(feature = "otel")]
+//! Only with the `otel` feature (see `main.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

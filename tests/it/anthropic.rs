@@ -3,9 +3,6 @@
 //! got: the request's JSON and headers, the answer (whole and streamed),
 //! stop reasons, usage, retries, errors, and the agent loop on top.
 
-#[path = "support/mock_model.rs"]
-mod mock_model;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +11,7 @@ use lc_agent::{
     ChatModel, ChatNode, ChatRequest, ChatResponse, FnTool, History, HumanNode, Message,
     ModelError, RunnableNetwork, StreamDelta, ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use mock_model::{MockServer, Reply};
+use lc_agent_test_support::{MockServer, Reply};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -597,53 +594,8 @@ async fn a_prompt_that_does_not_fit_is_a_context_overflow_and_teaches_the_window
 // ---------------------------------------------------------------------------
 // Configuration.
 
-#[test]
-fn configuration_from_the_environment_and_its_errors() {
-    // The only test of this file that touches the environment.
-    for name in [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_MODEL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-    ] {
-        std::env::remove_var(name);
-    }
-    let error = AnthropicChatModel::from_env().unwrap_err().to_string();
-    assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
-
-    std::env::set_var("ANTHROPIC_API_KEY", KEY);
-    let model = AnthropicChatModel::from_env().unwrap();
-    assert_eq!(model.model_name(), AnthropicChatModel::DEFAULT_MODEL);
-    assert_eq!(
-        lc_agent::Provider::Anthropic.default_model(),
-        AnthropicChatModel::DEFAULT_MODEL
-    );
-    assert_eq!(
-        lc_agent::Provider::from_env(),
-        lc_agent::Provider::Anthropic
-    );
-    assert_eq!(model.base_url(), AnthropicChatModel::DEFAULT_BASE_URL);
-    assert!(!format!("{model:?}").contains(KEY));
-
-    std::env::set_var("ANTHROPIC_MODEL", "claude-haiku-4-5");
-    std::env::set_var("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1/");
-    std::env::remove_var("ANTHROPIC_API_KEY");
-    let model = AnthropicChatModel::from_env().unwrap();
-    assert_eq!(model.model_name(), "claude-haiku-4-5");
-    assert_eq!(
-        model.base_url(),
-        "http://127.0.0.1:9",
-        "a gateway needs no key"
-    );
-
-    std::env::set_var("ANTHROPIC_BASE_URL", "ftp://example.com");
-    let error = AnthropicChatModel::from_env().unwrap_err().to_string();
-    assert!(error.contains("ftp"), "{error}");
-    for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"] {
-        std::env::remove_var(name);
-    }
-}
+// `AnthropicChatModel::from_env` is tested in tests/environment (it
+// changes the process environment).
 
 // ---------------------------------------------------------------------------
 // The agent loop on top.

@@ -1,9 +1,6 @@
 //! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
 //! that answers with protocol-shaped responses and records what it got.
 
-#[path = "support/mock_model.rs"]
-mod mock_model;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +11,7 @@ use lc_agent::{
     ToolSpec, Usage,
 };
 use lc_agent::{OpenAiChatModel, OpenAiChatModelBuilder};
-use mock_model::{MockServer, Reply};
+use lc_agent_test_support::{MockServer, Reply};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -28,8 +25,12 @@ async fn openai_server(replies: Vec<Reply>) -> MockServer {
     MockServer::start("/v1", "/chat/completions", replies).await
 }
 
-impl MockServer {
-    /// A model pointed at this server, with fast retries.
+/// A model pointed at a mock server, with fast retries.
+trait ModelAt {
+    fn model(&self) -> OpenAiChatModelBuilder;
+}
+
+impl ModelAt for MockServer {
     fn model(&self) -> OpenAiChatModelBuilder {
         OpenAiChatModel::builder()
             .model("test-model")
@@ -43,7 +44,7 @@ impl MockServer {
 // Helpers.
 
 fn snapshot(name: &str, value: &Value) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!(name, value);
     });
 }
@@ -859,67 +860,9 @@ fn builder_rejects_bad_configuration() {
     assert!(matches!(bad_scheme, Err(ModelError::Config { .. })));
 }
 
-/// The only test that touches the process environment (the others set the
-/// base URL and key explicitly, so the builder never reads it).
-#[tokio::test]
-async fn environment_fallbacks_and_keyless_local_servers() {
-    let server = openai_server(vec![Reply::json(text_completion("hi"))]).await;
-
-    std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url));
-    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
-    std::env::set_var("OPENAI_MODEL", "env-model");
-    let model = OpenAiChatModel::from_env().unwrap();
-    assert_eq!(model.model_name(), "env-model");
-    assert_eq!(model.base_url(), server.base_url, "trailing slash trimmed");
-    model.complete(&ask("hi")).await.unwrap();
-    assert_eq!(
-        server.authorization(0).as_deref(),
-        Some("Bearer sk-from-env")
-    );
-    assert_eq!(server.body(0)["model"], "env-model");
-
-    // A local server needs no key: no Authorization header at all.
-    std::env::remove_var("OPENAI_API_KEY");
-    let model = OpenAiChatModel::from_env().unwrap();
-    assert!(format!("{model:?}").contains("api_key: None"));
-    model.complete(&ask("hi")).await.unwrap();
-    assert_eq!(server.authorization(1), None);
-
-    // A server other than OpenAI's must be told which model to use.
-    std::env::remove_var("OPENAI_MODEL");
-    let missing_model = OpenAiChatModel::from_env().unwrap_err();
-    assert!(
-        matches!(&missing_model, ModelError::Config { message: m, .. } if m.contains("OPENAI_MODEL")),
-        "{missing_model}"
-    );
-    let missing_model = OpenAiChatModel::builder()
-        .base_url("http://localhost:1/v1")
-        .build();
-    assert!(matches!(missing_model, Err(ModelError::Config { .. })));
-
-    // OpenAI itself needs a key: no key and no base URL is a configuration
-    // error (its model defaults to gpt-4o-mini).
-    std::env::remove_var("OPENAI_BASE_URL");
-    let error = OpenAiChatModel::from_env().unwrap_err();
-    assert!(
-        matches!(&error, ModelError::Config { message: m, .. } if m.contains("OPENAI_API_KEY"))
-    );
-
-    // Explicit settings beat the environment.
-    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
-    let model = OpenAiChatModel::builder()
-        .model("m")
-        .base_url(&server.base_url)
-        .api_key("sk-explicit")
-        .build()
-        .unwrap();
-    model.complete(&ask("hi")).await.unwrap();
-    assert_eq!(
-        server.authorization(2).as_deref(),
-        Some("Bearer sk-explicit")
-    );
-    std::env::remove_var("OPENAI_API_KEY");
-}
+// `OpenAiChatModel::from_env` is tested in tests/environment (it changes
+// the process environment); the tests here set the base URL and key
+// explicitly, so the builder never reads it.
 
 /// A streamed answer that lost its tool call (as LiteLLM's streaming does)
 /// is neither an error nor silent: the node says so and an event reports it.

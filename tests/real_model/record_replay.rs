@@ -1,17 +1,12 @@
 //! Record and replay with the real model server: a run recorded against
 //! llama-cpp-python serving SmolLM2-135M-Instruct (see
-//! `tests/support/llama.rs`), then replayed offline with the server gone,
+//! `lc_agent_test_support::LlamaServer`), then replayed offline with the server gone,
 //! gives the same saved session byte for byte once what the network draws
 //! from the clock and the random generator is masked (node and session
-//! ids, timestamps, durations: `tests/support/stable.rs`). Node ids are
+//! ids, timestamps, durations: `lc_agent_test_support::masked`). Node ids are
 //! uuid v4 by design and there is no seeded mode; everything the model
 //! decides — text, tool calls and their ids, finish reasons, usage — is in
 //! the cassette and comes back exactly.
-
-#[path = "support/llama.rs"]
-mod llama;
-#[path = "support/stable.rs"]
-mod stable;
 
 use std::sync::Arc;
 
@@ -20,6 +15,8 @@ use lc_agent::{
     RecordingChatModel, ReplayChatModel, RunnableNetwork, ToolChoice, ToolOutput,
 };
 use serde_json::{json, Value};
+
+use lc_agent_test_support::{masked, needs, LlamaServer};
 
 const KEY: &str = "sk-local-test-key-0123456789abcdef";
 
@@ -81,11 +78,11 @@ fn tool_call_ids(saved: &str) -> Vec<String> {
         .collect()
 }
 
+#[needs(llama)]
 #[tokio::test]
 async fn a_run_on_the_real_model_replays_offline_to_the_same_saved_session() {
-    let Some(server) = llama::LlamaServer::start("record_replay", 2048) else {
-        return;
-    };
+    // A server of its own: the test stops it to replay offline.
+    let server = LlamaServer::start(2048);
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("real.jsonl");
     let base_url = server.base_url();
@@ -146,5 +143,5 @@ async fn a_run_on_the_real_model_replays_offline_to_the_same_saved_session() {
         "the model's call ids come back"
     );
     assert_ne!(replayed, recorded, "node ids and times differ");
-    assert_eq!(stable::masked(&replayed), stable::masked(&recorded));
+    assert_eq!(masked(&replayed), masked(&recorded));
 }

@@ -2,10 +2,7 @@
 //! conflicts between processes and kill -9 during saves.
 //!
 //! Child processes are this test binary run again with `LC_LIST_CHILD`
-//! set: the `child_main` test then plays the child's part.
-
-#[path = "support/conformance.rs"]
-mod conformance;
+//! set: the `list_json::child_main` test then plays the child's part.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -16,6 +13,8 @@ use lc_agent::RunnableNetwork;
 use lc_agent::{JsonNetworkList, ListError, ListQuery, NetworkList, REVISION_KEY};
 use serde_json::json;
 use uuid::Uuid;
+
+use crate::conformance;
 
 #[tokio::test]
 async fn conformance_suite() {
@@ -58,7 +57,12 @@ async fn layout_and_default_root() {
     assert!(matches!(list.with_user(""), Err(ListError::InvalidUser(_))));
     // `$LC_AGENT_HOME/sessions` (set only in a child to keep tests independent).
     let out = Command::new(std::env::current_exe().expect("exe"))
-        .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "list_json::child_main",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("LC_LIST_CHILD", "default-root")
         .env("LC_AGENT_HOME", dir.path())
         .output()
@@ -249,17 +253,22 @@ async fn many_saves_compact_the_index() {
 }
 
 /// The text after `marker` in a child's output line (the test harness may
-/// print `test child_main ... ` before the child's first line).
+/// print `test list_json::child_main ... ` before the child's first line).
 fn marked<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     line.find(marker).map(|at| &line[at + marker.len()..])
 }
 
 fn spawn_child(mode: &str, envs: &[(&str, String)]) -> Child {
     let mut cmd = Command::new(std::env::current_exe().expect("exe"));
-    cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
-        .env("LC_LIST_CHILD", mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "--exact",
+        "list_json::child_main",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("LC_LIST_CHILD", mode)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     for (k, v) in envs {
         cmd.env(k, v);
     }

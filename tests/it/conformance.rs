@@ -1,8 +1,5 @@
-//! The `NetworkList` conformance suite: every implementation must pass it.
-//! Included by `tests/list_json.rs` and `tests/list_redis.rs` with
-//! `#[path = "support/conformance.rs"] mod conformance;`.
-
-#![allow(dead_code)]
+//! The `NetworkList` conformance suite: every implementation must pass it
+//! (run by `list_json` and `list_redis`).
 
 use std::collections::HashSet;
 
@@ -11,7 +8,7 @@ use lc_agent::{ListError, ListQuery, NetworkList, CREATED_AT_KEY, REVISION_KEY, 
 use serde_json::json;
 
 /// A small invoked conversation: human, chat (tool call), tool, chat.
-pub async fn conversation(name: &str) -> (RunnableNetwork, ScriptedChatModel) {
+pub(crate) async fn conversation(name: &str) -> (RunnableNetwork, ScriptedChatModel) {
     let model = ScriptedChatModel::new([
         Turn::call("c1", "echo", json!({"x": 1})),
         Turn::text("done"),
@@ -31,7 +28,7 @@ pub async fn conversation(name: &str) -> (RunnableNetwork, ScriptedChatModel) {
     (net, model)
 }
 
-pub fn echo_tool() -> FnTool {
+pub(crate) fn echo_tool() -> FnTool {
     FnTool::new(
         "echo",
         "Echoes its arguments.",
@@ -46,7 +43,7 @@ fn named(name: &str) -> RunnableNetwork {
 
 /// Runs every check on `list` (an empty store) and `other` (the same
 /// store, another user).
-pub async fn run_all(list: &dyn NetworkList, other: &dyn NetworkList) {
+pub(crate) async fn run_all(list: &dyn NetworkList, other: &dyn NetworkList) {
     round_trip(list).await;
     revisions_and_timestamps(list).await;
     missing_and_delete(list).await;

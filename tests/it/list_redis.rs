@@ -5,24 +5,15 @@
 //! migration, corrupt entries, concurrent writers, restart and outage
 //! behaviour.
 
-#[path = "support/conformance.rs"]
-mod conformance;
-#[path = "support/redis_cluster.rs"]
-mod redis_cluster;
-#[path = "support/redis.rs"]
-mod redis_server;
-#[path = "support/tls.rs"]
-mod tls;
-
 use std::time::{Duration, Instant};
 
 use lc_agent::RunnableNetwork;
 use lc_agent::{revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY};
 use lc_agent::{Migration, RedisConnector};
-use redis_cluster::RedisCluster;
-use redis_server::RedisServer;
+use lc_agent_test_support::{needs, RedisCluster, RedisServer, TestCertificates};
 use serde_json::json;
-use tls::TestCertificates;
+
+use crate::conformance;
 
 fn list_for(server: &RedisServer, prefix: &str) -> RedisNetworkList {
     RedisNetworkList::builder()
@@ -42,21 +33,19 @@ async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
         .expect("connect")
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn conformance_suite() {
-    let Some(server) = RedisServer::start("conformance_suite") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = list_for(&server, "conf");
     let other = list.with_user("bob").expect("user");
     conformance::run_all(&list, &other).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn keys_layout_and_delete_leaves_only_a_tombstone() {
-    let Some(server) = RedisServer::start("keys_layout") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = list_for(&server, "app");
     let (net, _) = conformance::conversation("layout").await;
     let info = list.save(&net).await.expect("save");
@@ -105,11 +94,10 @@ async fn keys_layout_and_delete_leaves_only_a_tombstone() {
     assert_eq!(tombstone, "deleted");
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn ttl_applies_to_the_users_keys() {
-    let Some(server) = RedisServer::start("ttl") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = RedisNetworkList::builder()
         .url(server.url())
         .prefix("ttl")
@@ -147,11 +135,10 @@ async fn ttl_applies_to_the_users_keys() {
     assert!(ttl > 50_000, "not renewed: {ttl}");
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn corrupt_entries_are_reported() {
-    let Some(server) = RedisServer::start("corrupt_entries") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = list_for(&server, "bad");
     let good = RunnableNetwork::builder().name("good").build();
     let broken = RunnableNetwork::builder().name("broken").build();
@@ -212,11 +199,10 @@ async fn corrupt_entries_are_reported() {
 /// Two "app servers" (separate clients and connections) update one session
 /// concurrently with load, change, save, retry on conflict: no update is
 /// lost.
+#[needs(redis)]
 #[tokio::test]
 async fn concurrent_writers_lose_no_update() {
-    let Some(server) = RedisServer::start("concurrent_writers") else {
-        return;
-    };
+    let server = RedisServer::start();
     let shared = RunnableNetwork::builder().name("shared").build();
     shared.set_metadata("log", json!([]));
     list_for(&server, "cc").save(&shared).await.expect("save");
@@ -264,11 +250,10 @@ async fn concurrent_writers_lose_no_update() {
     println!("redis writers: {conflicts} conflicts detected and retried");
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn restart_between_operations_reconnects() {
-    let Some(mut server) = RedisServer::start("restart") else {
-        return;
-    };
+    let mut server = RedisServer::start();
     let list = list_for(&server, "rs");
     let net = RunnableNetwork::builder().name("before").build();
     list.save(&net).await.expect("save");
@@ -304,11 +289,10 @@ async fn restart_between_operations_reconnects() {
     assert_eq!(list.load(after.id()).await.expect("load").name(), "after");
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn outage_fails_within_the_timeout() {
-    let Some(mut server) = RedisServer::start("outage") else {
-        return;
-    };
+    let mut server = RedisServer::start();
     // Refused connections, before the first connection was ever made.
     let port = server.port();
     server.stop();
@@ -356,13 +340,12 @@ async fn outage_fails_within_the_timeout() {
     drop(hold);
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn many_sessions_of_one_user_save_at_once() {
     // Saves watch their own session only: 200 concurrent saves of
     // different sessions of one user all land, none is refused.
-    let Some(server) = RedisServer::start("many_at_once") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = list_for(&server, "busy");
     let mut tasks = Vec::new();
     for i in 0..200 {
@@ -385,11 +368,10 @@ async fn many_sessions_of_one_user_save_at_once() {
     assert_eq!(page.total, 200);
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn a_damaged_revision_key_heals_on_the_next_save() {
-    let Some(server) = RedisServer::start("damaged_rev") else {
-        return;
-    };
+    let server = RedisServer::start();
     let list = list_for(&server, "dmg");
     let net = RunnableNetwork::builder().name("first").build();
     list.save(&net).await.expect("save");
@@ -419,13 +401,10 @@ async fn a_damaged_revision_key_heals_on_the_next_save() {
     assert_eq!(stored, "2");
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn password_and_database_from_the_url() {
-    let Some(server) =
-        RedisServer::start_with("password_and_database", &["--requirepass", "secret"])
-    else {
-        return;
-    };
+    let server = RedisServer::start_with(&["--requirepass", "secret"]);
     let url = format!("redis://:secret@127.0.0.1:{}/3", server.port());
     let list = RedisNetworkList::builder()
         .url(&url)
@@ -492,14 +471,13 @@ async fn password_and_database_from_the_url() {
 }
 
 #[cfg(unix)]
+#[needs(redis)]
 #[tokio::test]
 async fn unix_socket_url() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("redis.sock");
     let socket = socket.to_str().expect("utf-8 path");
-    let Some(_server) = RedisServer::start_with("unix_socket", &["--unixsocket", socket]) else {
-        return;
-    };
+    let _server = RedisServer::start_with(&["--unixsocket", socket]);
     let list = RedisNetworkList::builder()
         .url(format!("redis+unix://{socket}?db=2"))
         .prefix("unix")
@@ -522,11 +500,10 @@ async fn unix_socket_url() {
 /// After a restart the shared connection is stale: the first save and
 /// the first load (concurrent ones before it) still succeed from the
 /// caller's point of view.
+#[needs(redis)]
 #[tokio::test]
 async fn a_restart_replaces_the_stale_connection() {
-    let Some(mut server) = RedisServer::start("stale_pool") else {
-        return;
-    };
+    let mut server = RedisServer::start();
     let list = list_for(&server, "stale");
     // Concurrent saves and loads on the one multiplexed connection.
     let nets: Vec<RunnableNetwork> = (0..6)
@@ -603,11 +580,10 @@ async fn saves_and_loads_fail_within_the_timeout() {
     drop(silent);
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn conformance_suite_on_a_cluster() {
-    let Some(cluster) = RedisCluster::start("conformance_suite_on_a_cluster") else {
-        return;
-    };
+    let cluster = RedisCluster::start();
     let list = RedisNetworkList::builder()
         .cluster(cluster.urls())
         .prefix("conf")
@@ -655,17 +631,11 @@ async fn conformance_suite_on_a_cluster() {
     }
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn conformance_suite_over_tls() {
     let certs = TestCertificates::new();
-    let Some(server) = RedisServer::start_tls(
-        "conformance_over_tls",
-        &certs.cert(),
-        &certs.key(),
-        &certs.ca(),
-    ) else {
-        return;
-    };
+    let server = RedisServer::start_tls(&certs.cert(), &certs.key(), &certs.ca());
     assert!(server.url().starts_with("rediss://"));
     let list = RedisNetworkList::builder()
         .url(server.url())
@@ -749,11 +719,10 @@ return #ids
     assert!(moved > 0);
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn legacy_keys_migrate_to_hash_tags() {
-    let Some(server) = RedisServer::start("legacy_migration") else {
-        return;
-    };
+    let server = RedisServer::start();
     let alice = RedisNetworkList::builder()
         .url(server.url())
         .prefix("mig")

@@ -1,4 +1,4 @@
-//! The session cache and retention of [`Lists`] (issue 21 items 10, 11),
+//! The session cache and retention of [`Lists`],
 //! on the JSON list and on a real redis-server:
 //! - a kept network is handed out after a revision check; a save or a
 //!   delete by another process (another `Lists` on the same store) is seen;
@@ -6,12 +6,10 @@
 //! - sessions expire after their latest save: listing removes them, a
 //!   load says not found, and in Redis the keys carry a TTL.
 
-#[path = "support/redis.rs"]
-mod redis_server;
-
 use std::time::Duration;
 
 use lc_agent::{HumanNode, ListConfig, ListError, ListQuery, Lists, NetworkList, RunnableNetwork};
+use lc_agent_test_support::{needs, RedisServer};
 
 fn net(name: &str) -> RunnableNetwork {
     let net = RunnableNetwork::builder().name(name).build();
@@ -92,7 +90,7 @@ impl LoadFirst for std::sync::Arc<dyn NetworkList> {
     }
 }
 
-async fn sessions_expire(lists: Lists, redis: Option<&redis_server::RedisServer>) {
+async fn sessions_expire(lists: Lists, redis: Option<&RedisServer>) {
     let alice = lists.user("alice").unwrap();
     let old = net("old");
     alice.save(&old).await.unwrap();
@@ -125,7 +123,7 @@ async fn sessions_expire(lists: Lists, redis: Option<&redis_server::RedisServer>
     }
 }
 
-fn redis_cli(redis: &redis_server::RedisServer, args: &[&str]) -> String {
+fn redis_cli(redis: &RedisServer, args: &[&str]) -> String {
     let out = std::process::Command::new("redis-cli")
         .args(["-p", &redis.port().to_string()])
         .args(args)
@@ -140,11 +138,10 @@ async fn the_cache_sees_saves_and_deletes_of_other_servers_json() {
     cache_sees_other_servers(ListConfig::json(dir.path())).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn the_cache_sees_saves_and_deletes_of_other_servers_redis() {
-    let Some(redis) = redis_server::RedisServer::start("the_cache_sees_..._redis") else {
-        return;
-    };
+    let redis = RedisServer::start();
     cache_sees_other_servers(ListConfig::redis(redis.url())).await;
 }
 
@@ -159,14 +156,10 @@ async fn sessions_expire_after_the_retention_json() {
     sessions_expire(lists, None).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn sessions_expire_after_the_retention_redis() {
-    let Some(redis) = redis_server::RedisServer::start("sessions_expire_..._redis") else {
-        return;
-    };
-    if !redis_server::require("sessions_expire_after_the_retention_redis", &["redis-cli"]) {
-        return;
-    }
+    let redis = RedisServer::start();
     let lists = ListConfig::redis(redis.url())
         .open()
         .unwrap()

@@ -1,12 +1,10 @@
 //! `OpenAiChatModel` and the agent loop against a real model server:
 //! llama-cpp-python serving SmolLM2-135M-Instruct on loopback (see
-//! `tests/support/llama.rs`). A 135M model answers badly, so these tests
-//! assert on the protocol and the agent's behaviour, never on wording.
+//! `lc_agent_test_support::LlamaServer`). A 135M model answers badly, so
+//! these tests assert on the protocol and the agent's behaviour, never on
+//! wording.
 
-#[path = "support/llama.rs"]
-mod llama;
-
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message, ModelError,
@@ -15,16 +13,9 @@ use lc_agent::{
 use parking_lot::Mutex;
 use serde_json::json;
 
-/// One server for the tests of this file (it answers one request at a
-/// time; the tests queue), with the 2,048-token window.
-fn server() -> Option<&'static llama::LlamaServer> {
-    static SERVER: OnceLock<Option<llama::LlamaServer>> = OnceLock::new();
-    SERVER
-        .get_or_init(|| llama::LlamaServer::start("real_model", 2048))
-        .as_ref()
-}
+use lc_agent_test_support::{needs, LlamaServer};
 
-fn model(server: &llama::LlamaServer) -> OpenAiChatModel {
+fn model(server: &LlamaServer) -> OpenAiChatModel {
     OpenAiChatModel::builder()
         .model("smollm2")
         .base_url(server.base_url())
@@ -38,9 +29,10 @@ fn ask(text: &str) -> ChatRequest {
     ChatRequest::new(History::from_messages([Message::human(text)]))
 }
 
+#[needs(llama)]
 #[tokio::test]
 async fn a_plain_answer_not_streamed_and_streamed() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let model = model(server);
 
     let answer = model.complete(&ask("Say hello.")).await.unwrap();
@@ -73,9 +65,10 @@ async fn a_plain_answer_not_streamed_and_streamed() {
 /// every chunk; it is parsed once, run, and the follow-up (an assistant
 /// message with tool calls and `content: ""`, then `tool_choice: auto`,
 /// which llama-cpp-python will not stream) is answered.
+#[needs(llama)]
 #[tokio::test]
 async fn a_forced_tool_call_is_parsed_run_and_answered() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let calls = Arc::new(Mutex::new(Vec::<serde_json::Value>::new()));
     let seen = calls.clone();
     let lookup = FnTool::new(
@@ -136,9 +129,10 @@ async fn a_forced_tool_call_is_parsed_run_and_answered() {
 /// llama-cpp-python will not stream `tool_choice: auto` (it answers 200
 /// and sends nothing); the model asks unstreamed, and from then on at
 /// once.
+#[needs(llama)]
 #[tokio::test]
 async fn auto_tool_choice_is_answered_though_the_server_will_not_stream_it() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let model = model(server);
     let mut request = ask("Look up the word 'hello'.");
     request.tools = vec![lc_agent::ToolSpec {
@@ -163,9 +157,10 @@ async fn auto_tool_choice_is_answered_though_the_server_will_not_stream_it() {
 
 /// A prompt that cannot fit the 2,048-token window is a clear
 /// `ContextOverflow`, streamed or not, and the window is learned.
+#[needs(llama)]
 #[tokio::test]
 async fn a_prompt_that_cannot_fit_is_a_clear_error() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let model = model(server);
     let long = ask(&"word ".repeat(3000));
 

@@ -1,14 +1,9 @@
 //! `AnthropicChatModel` and the agent loop against an independent server
 //! speaking the Messages API: LiteLLM's proxy on loopback (see
-//! `tests/support/litellm.rs`), backed by a real model, llama-cpp-python
-//! serving SmolLM2-135M-Instruct (see `tests/support/llama.rs`). A 135M
-//! model answers badly, so these tests assert on the protocol and the
-//! agent's behaviour, never on wording.
-
-#[path = "support/litellm.rs"]
-mod litellm;
-#[path = "support/llama.rs"]
-mod llama;
+//! `lc_agent_test_support::LiteLlm`), backed by a real model,
+//! llama-cpp-python serving SmolLM2-135M-Instruct (the process's shared
+//! `LlamaServer`). A 135M model answers badly, so these tests assert on the
+//! protocol and the agent's behaviour, never on wording.
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,26 +14,21 @@ use lc_agent::{
 use parking_lot::Mutex;
 use serde_json::json;
 
+use lc_agent_test_support::{needs, LiteLlm, LlamaServer};
+
 /// The model name the proxy serves.
 const MODEL: &str = "smollm2";
 
-/// The model server and the proxy in front of it, shared by the tests of
-/// this file (the model answers one request at a time; the tests queue).
-fn proxy() -> Option<&'static litellm::LiteLlm> {
-    static SERVERS: OnceLock<Option<(llama::LlamaServer, litellm::LiteLlm)>> = OnceLock::new();
-    SERVERS
-        .get_or_init(|| {
-            let llama = llama::LlamaServer::start("real_anthropic", 2048)?;
-            let proxy = litellm::LiteLlm::start("real_anthropic", MODEL, &llama.base_url())?;
-            Some((llama, proxy))
-        })
-        .as_ref()
-        .map(|(_, proxy)| proxy)
+/// The proxy in front of the process's model server, shared by the tests
+/// of this file (the model answers one request at a time; the tests queue).
+fn proxy() -> &'static LiteLlm {
+    static PROXY: OnceLock<LiteLlm> = OnceLock::new();
+    PROXY.get_or_init(|| LiteLlm::start(MODEL, &LlamaServer::shared().base_url()))
 }
 
 /// The model at the proxy. No prompt-cache markers: LiteLLM passes a
 /// marked system prompt on as a list, which llama-cpp-python refuses.
-fn model(proxy: &litellm::LiteLlm) -> AnthropicChatModel {
+fn model(proxy: &LiteLlm) -> AnthropicChatModel {
     AnthropicChatModel::builder()
         .model(MODEL)
         .base_url(proxy.base_url())
@@ -57,9 +47,10 @@ fn ask(text: &str) -> ChatRequest {
     ]))
 }
 
+#[needs(llama, litellm)]
 #[tokio::test]
 async fn a_plain_answer_not_streamed_and_streamed() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = proxy();
     let model = model(proxy);
 
     let answer = model
@@ -100,9 +91,10 @@ async fn a_plain_answer_not_streamed_and_streamed() {
 }
 
 /// A tight `max_tokens` cuts the answer off, and it says so.
+#[needs(llama, litellm)]
 #[tokio::test]
 async fn a_cut_off_answer_is_flagged() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = proxy();
     let model = AnthropicChatModel::builder()
         .model(MODEL)
         .base_url(proxy.base_url())
@@ -125,9 +117,10 @@ async fn a_cut_off_answer_is_flagged() {
 /// per argument piece, each repeating the call's id), parsed once, run,
 /// and the follow-up — the assistant turn with its `tool_use` block, the
 /// result as a `tool_result` block in a user message — is answered.
+#[needs(llama, litellm)]
 #[tokio::test]
 async fn a_forced_tool_call_is_run_and_answered_through_the_agent_loop() {
-    let Some(proxy) = proxy() else { return };
+    let proxy = proxy();
     let calls = Arc::new(Mutex::new(Vec::<serde_json::Value>::new()));
     let seen = calls.clone();
     let lookup = FnTool::new(

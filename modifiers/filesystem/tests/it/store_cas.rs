@@ -2,7 +2,7 @@
 //! in-memory store (two app servers sharing a store) editing one file at
 //! once lose no update. The same check on Redis is in `redis_store.rs`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

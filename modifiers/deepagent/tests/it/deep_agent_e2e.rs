@@ -170,7 +170,7 @@ async fn plan_delegate_approve_after_a_restart_and_answer() {
     );
     let mut graph: Value = serde_json::from_str(&loaded.to_json().unwrap()).unwrap();
     redact(&mut graph);
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("deep_agent_e2e_transcript", lines);
         insta::assert_json_snapshot!("deep_agent_e2e_graph", graph);
     });

@@ -1,19 +1,13 @@
 //! `StoreBackend` over real Redis servers started on free loopback ports:
-//! one plain server, a 3-master Cluster and a TLS-only server. Without
-//! redis-server (and redis-cli) the tests fail under CI=true and print a
-//! skip note elsewhere.
-
-mod common;
-#[path = "../../../tests/support/redis_cluster.rs"]
-mod redis_cluster;
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-#[path = "../../../tests/support/tls.rs"]
-mod tls;
+//! one plain server, a 3-master Cluster and a TLS-only server
+//! (`#[needs(redis)]`).
 
 use lc_agent::RedisConnector;
 use lc_agent_filesystem::{run_tool, RedisStore, StoreBackend};
+use lc_agent_test_support::{needs, RedisCluster, RedisServer, TestCertificates};
 use serde_json::json;
+
+use crate::common;
 
 async fn command_calls(url: &str, command: &str) -> u64 {
     let client = redis::Client::open(url).unwrap();
@@ -29,11 +23,10 @@ async fn command_calls(url: &str, command: &str) -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn redis_store_backend() {
-    let Some(server) = redis_server::RedisServer::start("redis_store_backend") else {
-        return;
-    };
+    let server = RedisServer::start();
     let url = server.url();
     let backend = StoreBackend::redis(&url, ["user-42", "filesystem"]);
     let failures = common::run_table(&backend, "").await;
@@ -98,11 +91,10 @@ async fn table_on(connector: RedisConnector) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn redis_store_backend_on_a_cluster() {
-    let Some(cluster) = redis_cluster::RedisCluster::start("redis_store_on_a_cluster") else {
-        return;
-    };
+    let cluster = RedisCluster::start();
     let connector = RedisConnector::builder()
         .cluster(cluster.urls())
         .build()
@@ -110,17 +102,11 @@ async fn redis_store_backend_on_a_cluster() {
     table_on(connector).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn redis_store_backend_over_tls() {
-    let certs = tls::TestCertificates::new();
-    let Some(server) = redis_server::RedisServer::start_tls(
-        "redis_store_over_tls",
-        &certs.cert(),
-        &certs.key(),
-        &certs.ca(),
-    ) else {
-        return;
-    };
+    let certs = TestCertificates::new();
+    let server = RedisServer::start_tls(&certs.cert(), &certs.key(), &certs.ca());
     let connector = RedisConnector::builder()
         .url(server.url())
         .tls_root_certificates(certs.ca_pem.clone())
@@ -131,11 +117,10 @@ async fn redis_store_backend_over_tls() {
 
 /// Two app servers (two stores, two connections) edit one file at once:
 /// the compare-and-set write loses no update.
+#[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_editing_one_file_lose_no_update() {
-    let Some(server) = redis_server::RedisServer::start("redis_store_two_editors") else {
-        return;
-    };
+    let server = RedisServer::start();
     let url = server.url();
     let a: std::sync::Arc<dyn lc_agent_filesystem::Backend> =
         std::sync::Arc::new(StoreBackend::redis(&url, ["user-7", "memories"]));
@@ -148,12 +133,11 @@ async fn two_servers_editing_one_file_lose_no_update() {
 
 /// Files at the edges (issue 21, items 13-15) on Redis: huge lines, late
 /// NUL bytes, files too large to count, odd names, bytes that are not UTF-8.
+#[needs(redis)]
 #[tokio::test]
 async fn redis_store_edges() {
     use lc_agent_filesystem::Store;
-    let Some(server) = redis_server::RedisServer::start("redis_store_edges") else {
-        return;
-    };
+    let server = RedisServer::start();
     let store = RedisStore::new(server.url());
     let backend = StoreBackend::new(store.clone(), ["user-42", "edges"]);
     common::edges::load(&backend, "").await;

@@ -189,7 +189,7 @@ async fn a_deep_agent_lists_its_skills_and_reads_one() {
         .find(|s| s.starts_with("Skills"))
         .map(|s| format!("## {s}"))
         .unwrap_or_else(|| panic!("no skills section in\n{system}"));
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("skills_prompt_section", section);
     });
     assert!(

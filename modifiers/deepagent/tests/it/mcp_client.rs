@@ -6,8 +6,8 @@
 //! that changes. A scripted model calls the tools through a network.
 //!
 //! The servers come from `.ci/run` (`npm ci --prefix .ci`, `pip install -r
-//! .ci/requirements.txt`); outside CI a test whose server is missing says
-//! so and passes.
+//! .ci/requirements.txt`); each test says what it needs with
+//! `#[needs(...)]`, so where a server is missing it is listed as ignored.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,41 +15,20 @@ use std::time::Duration;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolStatus, Turn};
 use lc_agent_deepagent::mcp::{McpConfig, McpServerConfig, McpTools};
+use lc_agent_test_support::{free_port, needs};
 use serde_json::{json, Value};
 
-mod common;
-use common::tool_results;
+use crate::common::tool_results;
 
-/// Whether `program --help` runs; under CI a missing one fails the test.
-fn available(program: &str) -> bool {
-    let ok = std::process::Command::new(program)
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "`{program}` is missing (.ci/run installs it)"
-        );
-        eprintln!("skipped: `{program}` is not installed");
-    }
-    ok
-}
-
-fn everything_js() -> Option<PathBuf> {
+/// The reference server's entry point under `.ci/node_modules`.
+fn everything_js() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../.ci/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if path.exists() && available("node") {
-        return Some(path);
-    }
     assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "server-everything is missing (.ci/run: npm ci --prefix .ci)"
+        path.is_file(),
+        "server-everything is not installed (npm ci --prefix .ci)"
     );
-    eprintln!("skipped: server-everything is not installed (npm ci --prefix .ci)");
-    None
+    path
 }
 
 fn fake_server() -> McpServerConfig {
@@ -133,9 +112,10 @@ fn everything_calls() -> Vec<(&'static str, Value)> {
     ]
 }
 
+#[needs(server_everything)]
 #[tokio::test]
 async fn everything_server_over_stdio() {
-    let Some(js) = everything_js() else { return };
+    let js = everything_js();
     let server = McpServerConfig::stdio("node", [js.display().to_string(), "stdio".into()]);
     let mcp = McpTools::new(config([("everything", server)]));
     let failures = mcp.connect().await;
@@ -149,24 +129,17 @@ async fn everything_server_over_stdio() {
         results.iter().all(|(s, _)| *s == ToolStatus::Ok),
         "{results:?}"
     );
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!("mcp_everything_tools", listing(&mcp, &EVERYTHING_TOOLS));
         insta::assert_snapshot!("mcp_everything_results", results_text(&net));
     });
     mcp.disconnect().await;
 }
 
-/// A free loopback port (bound, then released for the child to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
+#[needs(server_everything)]
 #[tokio::test]
 async fn everything_server_over_streamable_http() {
-    let Some(js) = everything_js() else { return };
+    let js = everything_js();
     let port = free_port();
     let mut child = tokio::process::Command::new("node")
         .arg(&js)
@@ -198,7 +171,7 @@ async fn everything_server_over_streamable_http() {
     assert!(failures.is_empty(), "{failures:?}");
     let (net, _) = network(&mcp, &everything_calls());
     assert_eq!(net.invoke().await.unwrap().text(), "done");
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         // The same tools and the same results as over stdio.
         insta::assert_json_snapshot!("mcp_everything_tools", listing(&mcp, &EVERYTHING_TOOLS));
         insta::assert_snapshot!("mcp_everything_results", results_text(&net));
@@ -207,11 +180,9 @@ async fn everything_server_over_streamable_http() {
     let _ = child.kill().await;
 }
 
+#[needs(mcp_server_time)]
 #[tokio::test]
 async fn time_server_over_stdio() {
-    if !available("mcp-server-time") {
-        return;
-    }
     let server = McpServerConfig::stdio("mcp-server-time", ["--local-timezone", "UTC"]);
     let mcp = McpTools::new(config([("time", server)]));
     let failures = mcp.connect().await;
@@ -243,18 +214,16 @@ async fn time_server_over_stdio() {
         .to_string();
     let dst = regex::Regex::new(r#""is_dst": (true|false)"#).unwrap();
     let text = dst.replace_all(&text, r#""is_dst": "[dst]""#).to_string();
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!("mcp_time_tools", listing(&mcp, &[]));
         insta::assert_snapshot!("mcp_time_results", text);
     });
     mcp.disconnect().await;
 }
 
+#[needs(python)]
 #[tokio::test]
 async fn a_server_killed_mid_call_is_an_error_and_the_next_call_restarts_it() {
-    if !available("python3") {
-        return;
-    }
     let mcp = McpTools::new(config([("fake", fake_server())]));
     assert!(mcp.connect().await.is_empty());
     let (net, _) = network(
@@ -280,11 +249,9 @@ async fn a_server_killed_mid_call_is_an_error_and_the_next_call_restarts_it() {
     mcp.disconnect().await;
 }
 
+#[needs(python)]
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_and_is_reconnected() {
-    if !available("python3") {
-        return;
-    }
     let mcp = McpTools::new(config([("slow", fake_server().with_timeout(1.0))]));
     let (net, _) = network(
         &mcp,
@@ -306,11 +273,9 @@ async fn a_server_that_never_answers_times_out_and_is_reconnected() {
     mcp.disconnect().await;
 }
 
+#[needs(python)]
 #[tokio::test]
 async fn an_invalid_tool_schema_is_a_clear_tool_error_and_the_rest_works() {
-    if !available("python3") {
-        return;
-    }
     let mcp = McpTools::new(config([("fake", fake_server())]));
     assert!(mcp.connect().await.is_empty());
     let bad = mcp
@@ -338,11 +303,9 @@ async fn an_invalid_tool_schema_is_a_clear_tool_error_and_the_rest_works() {
     mcp.disconnect().await;
 }
 
+#[needs(python)]
 #[tokio::test]
 async fn the_tool_list_is_refreshed_when_the_server_announces_a_change() {
-    if !available("python3") {
-        return;
-    }
     let mcp = McpTools::new(config([("fake", fake_server())]));
     assert!(mcp.connect().await.is_empty());
     let names = |mcp: &McpTools| {
@@ -373,11 +336,9 @@ async fn the_tool_list_is_refreshed_when_the_server_announces_a_change() {
     mcp.disconnect().await;
 }
 
+#[needs(python)]
 #[tokio::test]
 async fn clashing_names_are_prefixed_with_the_server_name() {
-    if !available("python3") {
-        return;
-    }
     let mcp =
         McpTools::new(config([("a", fake_server()), ("b", fake_server())])).reserve_names(["pid"]);
     assert!(mcp.connect().await.is_empty());

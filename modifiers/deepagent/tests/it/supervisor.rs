@@ -3,7 +3,7 @@
 //! repeated call is refused with a loop error; the final answer joins the
 //! outer conversation; turns are capped; supervisors nest.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! decision, decisions a tool does not allow, and a pending call decided
 //! after the session was saved and loaded again.
 
-mod common;
+use crate::common;
 
 use lc_agent::{
     HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,

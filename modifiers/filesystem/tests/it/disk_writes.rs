@@ -2,7 +2,7 @@
 //! names too long for the filesystem, atomic replacement (modes kept, no
 //! temp file left), and temp names hidden from the listing tools.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 

@@ -148,7 +148,7 @@ fn kinds(net: &RunnableNetwork, kind: &str) -> usize {
 }
 
 fn snapshot(name: &str, value: &serde_json::Value) {
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_json_snapshot!(name, value);
     });
 }

@@ -10,7 +10,7 @@
 //!    each file == old || new; repeat >= 20 rounds; tools never show temp names
 //! ```
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -67,7 +67,12 @@ fn kill_writer_child() {
 
 fn spawn_child(root: &Path, op: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["kill_writer_child", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "kill_writes::kill_writer_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(CHILD_ROOT, root)
         .env(CHILD_OP, op)
         .stdout(Stdio::null())

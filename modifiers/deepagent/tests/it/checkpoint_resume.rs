@@ -179,7 +179,12 @@ async fn resume_after_kill_9_at_many_points() {
         let dir = tempfile::tempdir().expect("tempdir");
         let list = JsonNetworkList::new(dir.path().join("sessions"));
         let mut child = Command::new(std::env::current_exe().expect("exe"))
-            .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "checkpoint_resume::child_main",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("LC_RESUME_CHILD", dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

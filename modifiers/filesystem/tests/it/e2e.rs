@@ -147,7 +147,7 @@ async fn scripted_agent_edits_and_runs_files() {
     let transcript = transcript(&net);
     assert!(transcript.contains("Hello, world!\noops\nExit code: 3"));
     let files = files_on_disk(dir.path());
-    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("filesystem_e2e_transcript", transcript);
         insta::assert_snapshot!("filesystem_e2e_files", files);
     });

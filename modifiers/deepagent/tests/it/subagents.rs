@@ -3,7 +3,7 @@
 //! once, an unknown sub-agent, the depth limit, and the sub-network saved
 //! in the parent's JSON.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

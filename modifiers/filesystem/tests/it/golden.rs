@@ -1,6 +1,6 @@
-//! The golden table (tests/common) against every backend: exact outputs.
+//! The golden table (`common`) against every backend: exact outputs.
 
-mod common;
+use crate::common;
 
 use lc_agent::RunnableNetwork;
 use lc_agent_filesystem::StateBackend;

@@ -10,9 +10,6 @@
 //!                                                        └──▶ bob: prompt and recall without it
 //! ```
 
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +21,7 @@ use lc_agent::{
 };
 use lc_agent_deepagent::memory::modifier::{SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 use lc_agent_deepagent::memory::{MemoryKind, MemoryModifier, MemoryStore};
+use lc_agent_test_support::{needs, RedisServer};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -195,11 +193,10 @@ async fn across_sessions_json_file() {
     across_sessions(|| MemoryStore::open(dir.path()).unwrap()).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn across_sessions_redis() {
-    let Some(server) = redis_server::RedisServer::start("across_sessions_redis") else {
-        return;
-    };
+    let server = RedisServer::start();
     let url = server.url();
     across_sessions(|| MemoryStore::redis(url.clone()).unwrap()).await;
 }

@@ -5,7 +5,7 @@
 //! offered without a sandbox, and its conversation is summarized. Scripted
 //! models stand in for real ones.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

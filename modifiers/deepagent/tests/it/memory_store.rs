@@ -11,9 +11,6 @@
 //!                         parent: every printed id is in the file and found by search
 //! ```
 
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -23,6 +20,7 @@ use chrono::Utc;
 use lc_agent_deepagent::memory::{
     MemoryEntry, MemoryError, MemoryKind, MemoryQuery, MemoryStore, RedisMemoryBackend,
 };
+use lc_agent_test_support::{needs, RedisServer};
 
 fn fact(user: &str, text: &str) -> MemoryEntry {
     MemoryEntry::new(user, MemoryKind::Fact, text)
@@ -185,11 +183,10 @@ async fn json_file_suite() {
     suite(|| MemoryStore::open(dir.path()).unwrap()).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn redis_suite() {
-    let Some(server) = redis_server::RedisServer::start("redis_suite") else {
-        return;
-    };
+    let server = RedisServer::start();
     let url = server.url();
     suite(|| MemoryStore::redis(url.clone()).unwrap()).await;
 
@@ -343,7 +340,7 @@ fn kill_mid_append() {
     for round in 0..ROUNDS {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
-                "kill_memory_child",
+                "memory_store::kill_memory_child",
                 "--exact",
                 "--ignored",
                 "--nocapture",

@@ -2,7 +2,7 @@
 //! stand-in for a real one), saved with the session, shown to the model,
 //! and malformed lists refused with a clear tool error.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

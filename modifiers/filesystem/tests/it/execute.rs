@@ -102,9 +102,26 @@ async fn output_is_capped() {
     assert_eq!(out, format!("{}\nExit code: 0", "b".repeat(100_000)));
 }
 
+/// Set in a child run of this test binary only: the parent's environment,
+/// shared by every test of the process, never changes.
+const SECRET: &str = "LC_AGENT_TEST_SECRET";
+
 #[tokio::test]
 async fn clean_environment() {
-    std::env::set_var("LC_AGENT_TEST_SECRET", "hunter2");
+    if std::env::var_os(SECRET).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["execute::clean_environment", "--exact", "--nocapture"])
+            .env(SECRET, "hunter2")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the child run failed:\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let shell = LocalShellBackend::new(dir.path()).unwrap();
     let (out, _) = exec(&shell, json!({"command": "env | sort | cut -d= -f1"})).await;

@@ -5,9 +5,6 @@
 //! a JSON list and in Redis (a server the test starts on loopback).
 //! The models are scripted stand-ins for real ones.
 
-#[path = "../../../tests/support/redis.rs"]
-mod redis_server;
-
 use std::process::Command;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
@@ -16,6 +13,7 @@ use lc_agent_deepagent::approvals::{
     decide, pending_approvals, ApprovalModifier, Decision, Decisions,
 };
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
+use lc_agent_test_support::{needs, RedisServer};
 use serde_json::json;
 
 const PHASE: &str = "LC_APPROVAL_PHASE";
@@ -90,7 +88,7 @@ fn run_phase(store: &str, phase: &str, session: Option<&str>) -> String {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "approval_phase_child",
+        "approvals_across_processes::approval_phase_child",
         "--nocapture",
         "--test-threads=1",
     ])
@@ -140,13 +138,12 @@ async fn an_approval_crosses_processes_through_a_json_list() {
     ask_then_decide(dir.path().to_str().unwrap()).await;
 }
 
+#[needs(redis)]
 #[tokio::test]
 async fn an_approval_crosses_processes_through_redis() {
     if std::env::var(PHASE).is_ok() {
         return;
     }
-    let Some(server) = redis_server::RedisServer::start("approvals_across_processes") else {
-        return;
-    };
+    let server = RedisServer::start();
     ask_then_decide(&format!("redis={}", server.url())).await;
 }

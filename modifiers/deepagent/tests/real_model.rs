@@ -1,27 +1,22 @@
 //! Summaries with a real model server: llama-cpp-python serving
 //! SmolLM2-135M-Instruct with a 2,048-token window (see
-//! `tests/support/llama.rs` of the core). A long chat goes past the window
+//! `lc_agent_test_support::LlamaServer`). A long chat goes past the window
 //! and keeps answering; a message that cannot fit is a clear error before
 //! it is sent. Assertions are on behaviour, never on the model's wording.
+//! A binary of its own: the model runs on the CPU, and its tests must not
+//! compete with the parallel tests of `tests/it` for the cores.
 
-#[path = "../../../tests/support/llama.rs"]
-mod llama;
+// Test code: a failed step is a failed test.
+#![allow(clippy::unwrap_used)]
 
-use std::sync::OnceLock;
+use lc_agent_test_support::{needs, LlamaServer};
 
 use lc_agent::{
     HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode, SystemNode,
 };
 use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
 
-fn server() -> Option<&'static llama::LlamaServer> {
-    static SERVER: OnceLock<Option<llama::LlamaServer>> = OnceLock::new();
-    SERVER
-        .get_or_init(|| llama::LlamaServer::start("deepagent real_model", 2048))
-        .as_ref()
-}
-
-fn chat(server: &llama::LlamaServer, window: Option<usize>) -> RunnableNetwork {
+fn chat(server: &LlamaServer, window: Option<usize>) -> RunnableNetwork {
     let mut builder = OpenAiChatModel::builder()
         .model("smollm2")
         .base_url(server.base_url())
@@ -71,9 +66,10 @@ async fn say(net: &RunnableNetwork, text: &str) -> Result<String, NetworkError> 
 
 /// Twelve turns of about 200 tokens each, with the window given (as
 /// `--context-window 2048` does): summaries keep every request inside it.
+#[needs(llama)]
 #[tokio::test]
 async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let net = chat(server, Some(2048));
 
     for n in 0..12 {
@@ -101,9 +97,10 @@ async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
 /// llama-cpp-python does not say its window: the first turn that does not
 /// fit fails with the server's sizes, the model learns the window, and the
 /// next `invoke` summarizes and answers.
+#[needs(llama)]
 #[tokio::test]
 async fn a_window_learned_from_the_server_unsticks_the_chat() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let net = chat(server, None);
 
     let mut failed = 0;
@@ -131,9 +128,10 @@ async fn a_window_learned_from_the_server_unsticks_the_chat() {
 
 /// A message larger than the whole window fails before it is sent, with
 /// its size and the window.
+#[needs(llama)]
 #[tokio::test]
 async fn a_message_that_cannot_fit_fails_before_it_is_sent() {
-    let Some(server) = server() else { return };
+    let server = LlamaServer::shared();
     let net = chat(server, Some(2048));
 
     let error = say(&net, &"word ".repeat(3000)).await.unwrap_err();

@@ -485,37 +485,21 @@ async fn with_a_root_each_user_works_in_their_own_directory() {
 
 #[tokio::test]
 async fn cors_is_off_unless_an_origin_is_named() {
-    let server = start(scripted(vec![])).await;
-    let r = client()
-        .get(format!("{}/v1/models", server.url))
-        .bearer_auth(ALICE)
-        .header("origin", "https://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert!(r.headers().get("access-control-allow-origin").is_none());
-    let _ = server.stop().await;
+    // No connection needed: the router in process.
+    let server = InProcess::new(scripted(vec![]));
+    let evil = [("origin", "https://evil.example")];
+    let r = server.get("/v1/models", ALICE, &evil).await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers.get("access-control-allow-origin").is_none());
     let server =
-        start_with(|dir| config(scripted(vec![]), dir).cors_origin("https://app.example")).await;
-    let r = client()
-        .get(format!("{}/v1/models", server.url))
-        .bearer_auth(ALICE)
-        .header("origin", "https://app.example")
-        .send()
-        .await
-        .unwrap();
+        InProcess::with(|dir| config(scripted(vec![]), dir).cors_origin("https://app.example"));
+    let r = server
+        .get("/v1/models", ALICE, &[("origin", "https://app.example")])
+        .await;
     assert_eq!(
-        r.headers()["access-control-allow-origin"],
+        r.headers["access-control-allow-origin"],
         "https://app.example"
     );
-    let r = client()
-        .get(format!("{}/v1/models", server.url))
-        .bearer_auth(ALICE)
-        .header("origin", "https://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert!(r.headers().get("access-control-allow-origin").is_none());
-    let _ = server.stop().await;
+    let r = server.get("/v1/models", ALICE, &evil).await;
+    assert!(r.headers.get("access-control-allow-origin").is_none());
 }

@@ -1,6 +1,8 @@
 //! The server's tests' own server: `lc-agent-server` in the test process on
 //! a loopback port (a JSON session store in a temporary directory, two
-//! users), and the HTTP calls they make to it. Behind this crate's
+//! users), and the HTTP calls they make to it; or, for a route that needs
+//! no connection, its router called directly ([`InProcess`], as axum tests
+//! its routers with `tower::ServiceExt::oneshot`). Behind this crate's
 //! `server` feature, which only the server crate's tests turn on.
 
 use std::collections::BTreeMap;
@@ -14,6 +16,7 @@ use lc_agent_deepagent::approvals::DecisionKind;
 use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
 use lc_agent_server::{serve, AppState, ServerConfig, Tokens};
 use serde_json::{json, Value};
+use tower::ServiceExt;
 
 /// A server running in the test process; [`TestServer::stop`] shuts it
 /// down gracefully.
@@ -194,5 +197,87 @@ pub fn approval_spec(tool: &str) -> AgentSpec {
             vec![DecisionKind::Approve, DecisionKind::Reject],
         )]),
         ..AgentSpec::default()
+    }
+}
+
+/// The server's router in the test process, without a socket: each
+/// request goes straight to it (`tower::ServiceExt::oneshot`). For routes
+/// that need no connection (no streaming, no client address, no
+/// shutdown); faster than a [`TestServer`] and an HTTP client.
+pub struct InProcess {
+    router: axum::Router,
+    /// Its state, for what a test checks inside.
+    pub state: Arc<AppState>,
+    /// The temporary directory its configuration was given.
+    pub dir: tempfile::TempDir,
+}
+
+/// What the router answered: status, headers and the whole body.
+pub struct Answer {
+    /// The status.
+    pub status: axum::http::StatusCode,
+    /// The headers.
+    pub headers: axum::http::HeaderMap,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl InProcess {
+    /// The router of a server with the configuration `config` makes for a
+    /// new temporary directory.
+    pub fn with(config: impl FnOnce(&Path) -> ServerConfig) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let state = AppState::new(config(dir.path()))
+            .unwrap_or_else(|e| panic!("the test server's state: {e}"));
+        Self {
+            router: lc_agent_server::router(state.clone()),
+            state,
+            dir,
+        }
+    }
+
+    /// The router of a server with `model` and [`config`]'s defaults.
+    pub fn new(model: impl ChatModel + 'static) -> Self {
+        Self::with(|dir| config(model, dir))
+    }
+
+    /// Sends `request`; the whole answer.
+    pub async fn send(&self, request: axum::http::Request<axum::body::Body>) -> Answer {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|e| match e {});
+        let (parts, body) = response.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap_or_else(|e| panic!("reading the answer's body: {e}"));
+        Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.to_vec(),
+        }
+    }
+
+    /// `GET path` as the user of `token`, with these extra headers.
+    pub async fn get(&self, path: &str, token: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut request = axum::http::Request::get(path)
+            .header("host", "127.0.0.1")
+            .header("authorization", format!("Bearer {token}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(axum::body::Body::empty())
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        self.send(request).await
     }
 }

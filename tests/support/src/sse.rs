@@ -93,3 +93,43 @@ pub async fn read(response: reqwest::Response, mut on_event: impl FnMut(&Event) 
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_body_gives_its_events_with_ids_names_and_json_data() {
+        let body = "id: 1\nevent: node_added\ndata: {\"kind\":\"chat\"}\n\n\
+                    : keep-alive\n\n\
+                    data: [DONE]\n\n";
+        assert_eq!(
+            events(body),
+            vec![
+                Event {
+                    id: Some(1),
+                    name: "node_added".into(),
+                    data: json!({"kind": "chat"}),
+                },
+                Event {
+                    id: None,
+                    name: "message".into(),
+                    data: json!("[DONE]"),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn pieces_split_anywhere_even_inside_a_character_give_the_same_events() {
+        let body = "id: 7\nevent: delta\ndata: {\"text\":\"héllo\"}\n\n".as_bytes();
+        let split = body.iter().position(|&b| b == 0xC3).unwrap() + 1;
+        let mut reader = Reader::default();
+        assert!(reader.push(&body[..split]).is_empty());
+        let got = reader.push(&body[split..]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].id, Some(7));
+        assert_eq!(got[0].data, json!({"text": "héllo"}));
+    }
+}

@@ -1,0 +1,38 @@
+//! The file tools' integration tests, one module per concern, in one test
+//! binary. Tests that need an external program carry `#[needs(...)]`
+//! (`lc-agent-test-support`): where it is missing they are listed as
+//! ignored, with the reason.
+//!
+//! # Layout
+//!
+//! - `common` — shared fixtures: the golden table every backend must print
+//!   exactly, the files at the edges, temp-file finders, two editors.
+//! - `agree` — every backend gives the same answers on a generated tree.
+//! - `append` — `Backend::append` on every kind of backend.
+//! - `disk_writes` — `FilesystemBackend` writes: symlinks, atomicity, modes.
+//! - `e2e` — a scripted model drives the tools through a network.
+//! - `execute` — `execute` through `LocalShellBackend`.
+//! - `golden` — the golden table against every backend.
+//! - `kill_writes` — no torn files when a writer is killed mid-write.
+//! - `modifier` — the modifier in a running network.
+//! - `properties` — properties of the tools on generated inputs.
+//! - `redis_store` — `StoreBackend` over real Redis servers.
+//! - `security` — the security corpus of the confined backend.
+//! - `store_cas` — store writes are compare-and-set.
+
+// Test code: a failed step is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod agree;
+mod append;
+mod common;
+mod disk_writes;
+mod e2e;
+mod execute;
+mod golden;
+mod kill_writes;
+mod modifier;
+mod properties;
+mod redis_store;
+mod security;
+mod store_cas;

@@ -1,0 +1,829 @@
+//! RedisNetworkList against real servers started by each test on
+//! loopback: a plain `redis-server`, a TLS-only one (certificates made
+//! here with rcgen) and a 3-master Redis Cluster. The conformance suite
+//! runs on all three; then key layout (hash tags), the legacy-layout
+//! migration, corrupt entries, concurrent writers, restart and outage
+//! behaviour.
+
+use std::time::{Duration, Instant};
+
+use lc_agent::RunnableNetwork;
+use lc_agent::{revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY};
+use lc_agent::{Migration, RedisConnector};
+use lc_agent_test_support::{needs, RedisCluster, RedisServer, TestCertificates};
+use serde_json::json;
+
+use crate::conformance;
+
+fn list_for(server: &RedisServer, prefix: &str) -> RedisNetworkList {
+    RedisNetworkList::builder()
+        .url(server.url())
+        .prefix(prefix)
+        .user("alice")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build")
+}
+
+async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn conformance_suite() {
+    let server = RedisServer::start();
+    let list = list_for(&server, "conf");
+    let other = list.with_user("bob").expect("user");
+    conformance::run_all(&list, &other).await;
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn keys_layout_and_delete_leaves_only_a_tombstone() {
+    let server = RedisServer::start();
+    let list = list_for(&server, "app");
+    let (net, _) = conformance::conversation("layout").await;
+    let info = list.save(&net).await.expect("save");
+    let mut conn = raw(&server).await;
+    let id = net.id().to_string();
+    let json: String = redis::cmd("GET")
+        .arg(format!("app:user:{{alice}}:entry:{id}"))
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(json, net.to_json().expect("json"));
+    let stored_info: String = redis::cmd("HGET")
+        .arg("app:user:{alice}:info")
+        .arg(&id)
+        .query_async(&mut conn)
+        .await
+        .expect("hget");
+    let stored_info: serde_json::Value = serde_json::from_str(&stored_info).expect("info json");
+    assert_eq!(stored_info["revision"], json!(1));
+    assert_eq!(stored_info["node_count"], json!(4));
+    assert!(stored_info.get("nodes").is_none(), "info must stay small");
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg("app:user:{alice}:timeline")
+        .arg(&id)
+        .query_async(&mut conn)
+        .await
+        .expect("zscore");
+    assert_eq!(score as i64, info.updated_at.timestamp_micros());
+    assert!(list.delete(net.id()).await.expect("delete"));
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("app:*")
+        .query_async(&mut conn)
+        .await
+        .expect("keys");
+    // Only the tombstone stays: a delete is final.
+    assert_eq!(
+        keys,
+        [format!("app:user:{{alice}}:rev:{id}")],
+        "left behind"
+    );
+    let tombstone: String = redis::cmd("GET")
+        .arg(&keys[0])
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(tombstone, "deleted");
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn ttl_applies_to_the_users_keys() {
+    let server = RedisServer::start();
+    let list = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("ttl")
+        .ttl(Duration::from_secs(60))
+        .build()
+        .expect("build");
+    let net = RunnableNetwork::new();
+    list.save(&net).await.expect("save");
+    let mut conn = raw(&server).await;
+    let entry = format!("entry:{}", net.id());
+    let rev = format!("rev:{}", net.id());
+    for what in [entry.as_str(), "info", "timeline", rev.as_str()] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("ttl:user:{{default}}:{what}"))
+            .query_async(&mut conn)
+            .await
+            .expect("pttl");
+        assert!(ttl > 50_000 && ttl <= 60_000, "{what}: {ttl}");
+    }
+    // The user's sessions expire together: a save renews every network.
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(format!("ttl:user:{{default}}:{entry}"))
+        .arg(5_000)
+        .query_async(&mut conn)
+        .await
+        .expect("pexpire");
+    list.save(&RunnableNetwork::new())
+        .await
+        .expect("save another");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(format!("ttl:user:{{default}}:{entry}"))
+        .query_async(&mut conn)
+        .await
+        .expect("pttl");
+    assert!(ttl > 50_000, "not renewed: {ttl}");
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn corrupt_entries_are_reported() {
+    let server = RedisServer::start();
+    let list = list_for(&server, "bad");
+    let good = RunnableNetwork::builder().name("good").build();
+    let broken = RunnableNetwork::builder().name("broken").build();
+    let no_info = RunnableNetwork::builder().name("no info").build();
+    for n in [&good, &broken, &no_info] {
+        list.save(n).await.expect("save");
+    }
+    let mut conn = raw(&server).await;
+    let _: () = redis::cmd("SET")
+        .arg(format!("bad:user:{{alice}}:entry:{}", broken.id()))
+        .arg("{\"format\":")
+        .query_async(&mut conn)
+        .await
+        .expect("set");
+    let _: () = redis::cmd("HSET")
+        .arg("bad:user:{alice}:info")
+        .arg(broken.id().to_string())
+        .arg("not json")
+        .query_async(&mut conn)
+        .await
+        .expect("hset");
+    let _: () = redis::cmd("HDEL")
+        .arg("bad:user:{alice}:info")
+        .arg(no_info.id().to_string())
+        .query_async(&mut conn)
+        .await
+        .expect("hdel");
+    match list.load(broken.id()).await {
+        Err(ListError::Corrupt { location, id, .. }) => {
+            assert_eq!(
+                location,
+                format!("redis bad:user:{{alice}}:entry:{}", broken.id())
+            );
+            assert_eq!(id, Some(broken.id()));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let page = list.list(&ListQuery::default()).await.expect("list");
+    assert_eq!(page.total, 3);
+    assert_eq!(
+        page.sessions.iter().map(|s| s.id).collect::<Vec<_>>(),
+        [good.id()]
+    );
+    assert_eq!(page.errors.len(), 2);
+    assert!(page
+        .errors
+        .iter()
+        .all(|e| matches!(e, ListError::Corrupt { .. })));
+    let all = list.load_all().await.expect("load_all");
+    // `good` loads; both damaged info entries are error entries.
+    assert_eq!(all.iter().filter(|r| r.is_ok()).count(), 1);
+    assert_eq!(all.iter().filter(|r| r.is_err()).count(), 2);
+    // A forced save repairs the broken session.
+    list.save_force(&broken).await.expect("force");
+    assert_eq!(list.load(broken.id()).await.expect("load").name(), "broken");
+}
+
+/// Two "app servers" (separate clients and connections) update one session
+/// concurrently with load, change, save, retry on conflict: no update is
+/// lost.
+#[needs(redis)]
+#[tokio::test]
+async fn concurrent_writers_lose_no_update() {
+    let server = RedisServer::start();
+    let shared = RunnableNetwork::builder().name("shared").build();
+    shared.set_metadata("log", json!([]));
+    list_for(&server, "cc").save(&shared).await.expect("save");
+    let rounds = 30;
+    let mut tasks = Vec::new();
+    for tag in ["left", "right"] {
+        let list = list_for(&server, "cc");
+        let id = shared.id();
+        tasks.push(tokio::spawn(async move {
+            let mut conflicts = 0;
+            for i in 0..rounds {
+                loop {
+                    let net = list.load(id).await.expect("load");
+                    let mut log: Vec<String> =
+                        serde_json::from_value(net.metadata_value("log").expect("log"))
+                            .expect("log");
+                    log.push(format!("{tag}-{i}"));
+                    net.set_metadata("log", json!(log));
+                    match list.save(&net).await {
+                        Ok(_) => break,
+                        Err(ListError::Conflict { .. }) => conflicts += 1,
+                        Err(e) => panic!("{e}"),
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }
+            conflicts
+        }));
+    }
+    let mut conflicts = 0;
+    for t in tasks {
+        conflicts += t.await.expect("task");
+    }
+    let stored = list_for(&server, "cc")
+        .load(shared.id())
+        .await
+        .expect("load");
+    let log: Vec<String> =
+        serde_json::from_value(stored.metadata_value("log").expect("log")).expect("log");
+    assert_eq!(log.len(), 2 * rounds, "an update was lost");
+    assert_eq!(
+        stored.metadata_value(REVISION_KEY),
+        Some(json!(1 + 2 * rounds as u64))
+    );
+    println!("redis writers: {conflicts} conflicts detected and retried");
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn restart_between_operations_reconnects() {
+    let mut server = RedisServer::start();
+    let list = list_for(&server, "rs");
+    let net = RunnableNetwork::builder().name("before").build();
+    list.save(&net).await.expect("save");
+    assert_eq!(
+        list.list(&ListQuery::default()).await.expect("list").total,
+        1
+    );
+    server.restart(); // persistence is off: the data is gone, the connection broken
+    let after = RunnableNetwork::builder().name("after").build();
+    list.save(&after)
+        .await
+        .expect("the first operation after a restart succeeds");
+    let page = list.list(&ListQuery::default()).await.expect("list");
+    assert_eq!(
+        page.sessions
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["after"]
+    );
+    assert!(matches!(
+        list.load(net.id()).await,
+        Err(ListError::NotFound { .. })
+    ));
+    // Down, then back: errors while down, and the next operation works.
+    server.stop();
+    assert!(matches!(
+        list.load(after.id()).await,
+        Err(ListError::Unavailable { .. })
+    ));
+    server.restart();
+    list.save(&after).await.expect("save after coming back");
+    assert_eq!(list.load(after.id()).await.expect("load").name(), "after");
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn outage_fails_within_the_timeout() {
+    let mut server = RedisServer::start();
+    // Refused connections, before the first connection was ever made.
+    let port = server.port();
+    server.stop();
+    let list = RedisNetworkList::builder()
+        .url(format!("redis://127.0.0.1:{port}"))
+        .timeout(Duration::from_millis(800))
+        .build()
+        .expect("build");
+    let started = Instant::now();
+    let r = list.save(&RunnableNetwork::new()).await;
+    assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A server that accepts and never answers: the default 5 s deadline.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "redis://127.0.0.1:{}",
+        silent.local_addr().expect("addr").port()
+    );
+    let hold = std::thread::spawn(move || {
+        // Accept a few connections and keep them open without answering.
+        let mut held = Vec::new();
+        silent.set_nonblocking(true).expect("nonblocking");
+        let until = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < until {
+            if let Ok((s, _)) = silent.accept() {
+                held.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let list = RedisNetworkList::builder().url(url).build().expect("build");
+    let started = Instant::now();
+    let r = list.list(&ListQuery::default()).await;
+    let took = started.elapsed();
+    assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
+    assert!(
+        took >= Duration::from_millis(4500) && took < Duration::from_secs(7),
+        "{took:?}"
+    );
+    drop(hold);
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn many_sessions_of_one_user_save_at_once() {
+    // Saves watch their own session only: 200 concurrent saves of
+    // different sessions of one user all land, none is refused.
+    let server = RedisServer::start();
+    let list = list_for(&server, "busy");
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let list = list.clone();
+        tasks.push(tokio::spawn(async move {
+            let net = RunnableNetwork::builder().name(format!("s{i}")).build();
+            list.save(&net).await.map(|_| ())
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task").expect("save");
+    }
+    let page = list
+        .list(&ListQuery {
+            limit: 500,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 200);
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn a_damaged_revision_key_heals_on_the_next_save() {
+    let server = RedisServer::start();
+    let list = list_for(&server, "dmg");
+    let net = RunnableNetwork::builder().name("first").build();
+    list.save(&net).await.expect("save");
+    let mut conn = raw(&server).await;
+    let rev_key = format!("dmg:user:{{alice}}:rev:{}", net.id());
+    let _: () = redis::cmd("DEL")
+        .arg(&rev_key)
+        .query_async(&mut conn)
+        .await
+        .expect("del");
+    let _: () = redis::cmd("HSET")
+        .arg(&rev_key)
+        .arg("not")
+        .arg("a string")
+        .query_async(&mut conn)
+        .await
+        .expect("hset");
+    net.set_name("second");
+    let info = list.save(&net).await.expect("save over a damaged rev key");
+    assert_eq!(info.revision, 2);
+    assert_eq!(list.load(net.id()).await.expect("load").name(), "second");
+    let stored: String = redis::cmd("GET")
+        .arg(&rev_key)
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(stored, "2");
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn password_and_database_from_the_url() {
+    let server = RedisServer::start_with(&["--requirepass", "secret"]);
+    let url = format!("redis://:secret@127.0.0.1:{}/3", server.port());
+    let list = RedisNetworkList::builder()
+        .url(&url)
+        .prefix("auth")
+        .user("alice")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let (net, _) = conformance::conversation("behind a password").await;
+    list.save(&net).await.expect("save");
+    let json = net.to_json().expect("json");
+    assert_eq!(list.load_json(net.id()).await.expect("load"), json);
+    assert_eq!(
+        list.list(&ListQuery::default()).await.expect("list").total,
+        1
+    );
+    // The data landed in database 3, and nowhere else.
+    let client = redis::Client::open(url.as_str()).expect("client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let stored: String = redis::cmd("GET")
+        .arg(format!("auth:user:{{alice}}:entry:{}", net.id()))
+        .query_async(&mut conn)
+        .await
+        .expect("get");
+    assert_eq!(stored, json);
+    let db0 = redis::Client::open(format!("redis://:secret@127.0.0.1:{}/0", server.port()))
+        .expect("client");
+    let mut conn0 = db0
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let keys: usize = redis::cmd("DBSIZE")
+        .query_async(&mut conn0)
+        .await
+        .expect("dbsize");
+    assert_eq!(keys, 0);
+
+    // A wrong password fails promptly and clearly, for saves and loads.
+    let wrong = RedisNetworkList::builder()
+        .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
+        .prefix("auth")
+        .user("alice")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let started = Instant::now();
+    match wrong.save(&RunnableNetwork::new()).await {
+        Err(ListError::Unavailable {
+            reason: message, ..
+        }) => assert!(
+            message.to_lowercase().contains("auth") || message.contains("WRONGPASS"),
+            "{message}"
+        ),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(matches!(
+        wrong.load_json(net.id()).await,
+        Err(ListError::Unavailable { .. })
+    ));
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[cfg(unix)]
+#[needs(redis)]
+#[tokio::test]
+async fn unix_socket_url() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("redis.sock");
+    let socket = socket.to_str().expect("utf-8 path");
+    let _server = RedisServer::start_with(&["--unixsocket", socket]);
+    let list = RedisNetworkList::builder()
+        .url(format!("redis+unix://{socket}?db=2"))
+        .prefix("unix")
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let (net, _) = conformance::conversation("over a unix socket").await;
+    list.save(&net).await.expect("save");
+    let loaded = list.load(net.id()).await.expect("load");
+    assert_eq!(
+        loaded.to_json().expect("json"),
+        net.to_json().expect("json")
+    );
+    assert_eq!(
+        list.list(&ListQuery::default()).await.expect("list").total,
+        1
+    );
+}
+
+/// After a restart the shared connection is stale: the first save and
+/// the first load (concurrent ones before it) still succeed from the
+/// caller's point of view.
+#[needs(redis)]
+#[tokio::test]
+async fn a_restart_replaces_the_stale_connection() {
+    let mut server = RedisServer::start();
+    let list = list_for(&server, "stale");
+    // Concurrent saves and loads on the one multiplexed connection.
+    let nets: Vec<RunnableNetwork> = (0..6)
+        .map(|i| RunnableNetwork::builder().name(format!("n{i}")).build())
+        .collect();
+    let saves = nets.iter().map(|n| list.save(n));
+    for r in futures::future::join_all(saves).await {
+        r.expect("save");
+    }
+    let loads = nets.iter().map(|n| list.load_json(n.id()));
+    for r in futures::future::join_all(loads).await {
+        r.expect("load");
+    }
+    server.restart();
+    let after = RunnableNetwork::builder().name("after").build();
+    let info = list
+        .save(&after)
+        .await
+        .expect("the first save after a restart succeeds");
+    assert_eq!(info.revision, 1);
+    assert_eq!(
+        list.load(after.id()).await.expect("first load").name(),
+        "after"
+    );
+    // The old data is gone (persistence is off), and it says so.
+    assert!(matches!(
+        list.load_json(nets[0].id()).await,
+        Err(ListError::NotFound { .. })
+    ));
+    // And again, with loads first this time.
+    server.restart();
+    assert!(matches!(
+        list.load_json(after.id()).await,
+        Err(ListError::NotFound { .. })
+    ));
+    after.set_name("again");
+    list.save_force(&after).await.expect("save");
+    assert_eq!(list.load(after.id()).await.expect("load").name(), "again");
+}
+
+/// A server that never answers makes saves and loads fail at the
+/// deadline, not hang.
+#[tokio::test]
+async fn saves_and_loads_fail_within_the_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "redis://127.0.0.1:{}",
+        silent.local_addr().expect("addr").port()
+    );
+    let list = RedisNetworkList::builder()
+        .url(url)
+        .timeout(Duration::from_millis(600))
+        .build()
+        .expect("build");
+    let net = RunnableNetwork::new();
+    for op in ["save", "load"] {
+        let started = Instant::now();
+        let r = match op {
+            "save" => list.save(&net).await.map(|_| ()),
+            _ => list.load_json(net.id()).await.map(|_| ()),
+        };
+        let took = started.elapsed();
+        assert!(
+            matches!(r, Err(ListError::Unavailable { .. })),
+            "{op}: {r:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(550) && took < Duration::from_secs(2),
+            "{op}: {took:?}"
+        );
+    }
+    // A failed save leaves the network's metadata as it was.
+    assert_eq!(net.metadata_value(REVISION_KEY), None);
+    drop(silent);
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn conformance_suite_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let list = RedisNetworkList::builder()
+        .cluster(cluster.urls())
+        .prefix("conf")
+        .user("alice")
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("build");
+    assert!(list.connector().is_cluster());
+    let other = list.with_user("bob").expect("user");
+    conformance::run_all(&list, &other).await;
+
+    // Many users: their slots spread over the three masters, and every
+    // user's save, list, load and delete runs within its own slot.
+    let mut ids = Vec::new();
+    for i in 0..24 {
+        let user = list.with_user(format!("user-{i}")).expect("user");
+        let net = RunnableNetwork::builder().name(format!("n{i}")).build();
+        user.save(&net).await.expect("save");
+        net.set_name(format!("n{i} again"));
+        user.save(&net).await.expect("save again");
+        ids.push((user, net.id()));
+    }
+    for (user, id) in &ids {
+        let page = user.list(&ListQuery::default()).await.expect("list");
+        assert_eq!(page.total, 1);
+        assert_eq!(page.sessions[0].revision, 2);
+        assert_eq!(revision_of(&user.load(*id).await.expect("load")), 2);
+    }
+    let mut masters_with_keys = 0;
+    for url in cluster.urls() {
+        let mut conn = redis::Client::open(url)
+            .expect("client")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
+        let keys: usize = redis::cmd("DBSIZE")
+            .query_async(&mut conn)
+            .await
+            .expect("dbsize");
+        masters_with_keys += usize::from(keys > 0);
+    }
+    assert!(masters_with_keys >= 2, "users all landed on one master");
+    for (user, id) in &ids {
+        assert!(user.delete(*id).await.expect("delete"));
+    }
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn conformance_suite_over_tls() {
+    let certs = TestCertificates::new();
+    let server = RedisServer::start_tls(&certs.cert(), &certs.key(), &certs.ca());
+    assert!(server.url().starts_with("rediss://"));
+    let list = RedisNetworkList::builder()
+        .url(server.url())
+        .tls_root_certificates(certs.ca_pem.clone())
+        .prefix("tls")
+        .user("alice")
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("build");
+    let other = list.with_user("bob").expect("user");
+    conformance::run_all(&list, &other).await;
+    // A big network crosses TLS records intact.
+    let (net, _) = conformance::conversation("over tls").await;
+    net.set_metadata("blob", json!("x".repeat(3 << 20)));
+    list.save(&net).await.expect("save");
+    assert_eq!(
+        list.load_json(net.id()).await.expect("load"),
+        net.to_json().expect("json")
+    );
+
+    // A client that does not trust the CA fails clearly, promptly.
+    let untrusting = RedisNetworkList::builder()
+        .url(server.url())
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("build");
+    let started = Instant::now();
+    match untrusting.load_json(net.id()).await {
+        Err(ListError::Unavailable { reason, .. }) => {
+            assert!(reason.contains("rediss://127.0.0.1"), "{reason}")
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Certificates need a rediss:// URL.
+    assert!(matches!(
+        RedisNetworkList::builder()
+            .url("redis://127.0.0.1:1")
+            .tls_root_certificates(certs.ca_pem.clone())
+            .build(),
+        Err(ListError::Config(_))
+    ));
+}
+
+/// Rewrites `user`'s sessions from the current layout into the legacy one
+/// (`<prefix>:user:<user>:entries` hash, no hash tag), as the version
+/// before hash tags wrote them, keeping any expiry.
+async fn to_legacy_layout(conn: &mut redis::aio::MultiplexedConnection, prefix: &str, user: &str) {
+    let script = redis::Script::new(
+        r#"
+local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
+for _, id in ipairs(ids) do
+  redis.call('HSET', KEYS[4], id, redis.call('GET', ARGV[1] .. id))
+  redis.call('DEL', ARGV[1] .. id)
+  redis.call('RENAME', ARGV[2] .. id, ARGV[3] .. id)
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
+redis.call('RENAME', KEYS[1], KEYS[5])
+redis.call('RENAME', KEYS[2], KEYS[6])
+return #ids
+"#,
+    );
+    let (new, old) = (
+        format!("{prefix}:user:{{{user}}}"),
+        format!("{prefix}:user:{user}"),
+    );
+    let moved: usize = script
+        .key(format!("{new}:info"))
+        .key(format!("{new}:timeline"))
+        .key("unused")
+        .key(format!("{old}:entries"))
+        .key(format!("{old}:info"))
+        .key(format!("{old}:timeline"))
+        .arg(format!("{new}:entry:"))
+        .arg(format!("{new}:rev:"))
+        .arg(format!("{old}:rev:"))
+        .invoke_async(conn)
+        .await
+        .expect("to legacy");
+    assert!(moved > 0);
+}
+
+#[needs(redis)]
+#[tokio::test]
+async fn legacy_keys_migrate_to_hash_tags() {
+    let server = RedisServer::start();
+    let alice = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("mig")
+        .user("alice")
+        .ttl(Duration::from_secs(600))
+        .build()
+        .expect("build");
+    let bob = alice.with_user("bob").expect("user");
+    let (a1, _) = conformance::conversation("a1").await;
+    let a2 = RunnableNetwork::builder().name("a2").build();
+    for net in [&a1, &a2] {
+        alice.save(net).await.expect("save");
+    }
+    let b1 = RunnableNetwork::builder().name("b1 old").build();
+    bob.save(&b1).await.expect("save");
+    let mut conn = raw(&server).await;
+    to_legacy_layout(&mut conn, "mig", "alice").await;
+    to_legacy_layout(&mut conn, "mig", "bob").await;
+    // Legacy data is not read by this version...
+    assert_eq!(
+        alice.list(&ListQuery::default()).await.expect("list").total,
+        0
+    );
+    // ... and bob saved b1 again meanwhile (revision 2, current layout).
+    b1.set_name("b1 new");
+    bob.save_force(&b1).await.expect("save");
+    let untouched = RunnableNetwork::builder().name("other prefix").build();
+    let other_prefix = RedisNetworkList::builder()
+        .url(server.url())
+        .prefix("mig2")
+        .build()
+        .expect("build");
+    other_prefix.save(&untouched).await.expect("save");
+
+    let done = alice.migrate_legacy_keys().await.expect("migrate");
+    assert_eq!(
+        (done.users, done.moved, done.superseded),
+        (2, 2, 1),
+        "{done:?}"
+    );
+    let page = alice.list(&ListQuery::default()).await.expect("list");
+    assert_eq!(
+        page.sessions
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a2", "a1"]
+    );
+    assert_eq!(
+        alice.load_json(a1.id()).await.expect("load"),
+        a1.to_json().expect("json")
+    );
+    // The revision travelled too: a stale copy still conflicts.
+    let stale = RunnableNetwork::from_json(&a1.to_json().expect("json")).expect("copy");
+    alice
+        .save(&a1)
+        .await
+        .expect("save at the migrated revision");
+    assert!(matches!(
+        alice.save(&stale).await,
+        Err(ListError::Conflict { .. })
+    ));
+    assert_eq!(bob.load(b1.id()).await.expect("load").name(), "b1 new");
+    // The expiry carried over; nothing legacy is left; other prefixes untouched.
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("mig:user:{alice}:info")
+        .query_async(&mut conn)
+        .await
+        .expect("pttl");
+    assert!(ttl > 0, "{ttl}");
+    let legacy: Vec<String> = redis::cmd("KEYS")
+        .arg("mig:user:[ab]*")
+        .query_async(&mut conn)
+        .await
+        .expect("keys");
+    assert!(legacy.is_empty(), "left behind: {legacy:?}");
+    assert_eq!(
+        other_prefix
+            .load(untouched.id())
+            .await
+            .expect("load")
+            .name(),
+        "other prefix"
+    );
+    // Idempotent.
+    assert_eq!(
+        alice.migrate_legacy_keys().await.expect("again"),
+        Migration::default()
+    );
+}
+
+#[tokio::test]
+async fn a_prefix_cannot_carry_a_hash_tag() {
+    let r = RedisNetworkList::builder().prefix("app{x}").build();
+    assert!(matches!(r, Err(ListError::Config(_))), "{r:?}");
+    // A connector can be shared by lists of several prefixes.
+    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
+    let list = RedisNetworkList::builder()
+        .connector(connector.clone())
+        .prefix("a")
+        .build()
+        .expect("build");
+    assert_eq!(list.connector().describe(), "redis at redis://127.0.0.1:1");
+}

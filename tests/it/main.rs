@@ -1,0 +1,50 @@
+//! The core's integration tests, one module per concern, in one test
+//! binary (one link of the dependency tree instead of one per file).
+//! Tests that need an external program carry `#[needs(...)]`
+//! (`lc-agent-test-support`): where it is missing they are listed as
+//! ignored, with the reason. Two groups live in binaries of their own:
+//! `tests/environment` (changes the process environment) and
+//! `tests/real_model` (a real model server on CPU).
+//!
+//! # Layout
+//!
+//! - `anthropic` — `AnthropicChatModel` against a mock Messages API server.
+//! - `checkpoint_input_saved` — the checkpoint saves a run's input first.
+//! - `conformance` — the `NetworkList` conformance suite (not tests by
+//!   itself: `list_json` and `list_redis` run it).
+//! - `graph` — building graphs: the scope guard, `>>`, removal, queries.
+//! - `held_inside` — a sub-network holding held work holds the outer run.
+//! - `invoke` — invocation: passes, modifiers, failures, the step limit.
+//! - `list_cache_retention` — `Lists`' session cache and retention.
+//! - `list_json` — `JsonNetworkList`, across processes and kill -9.
+//! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers.
+//! - `network_input` — a sub-network's input from its parents.
+//! - `openai` — `OpenAiChatModel` against a mock server replaying quirks.
+//! - `persist` — the saved format and its round trip.
+//! - `properties` — property tests of save/load.
+//! - `routing` — model routing by step.
+//! - `telemetry` — the GenAI spans (feature `otel`).
+//! - `tool_executor` — running tool calls outside a network.
+//! - `usage` — token usage summed up the tree, and prices.
+
+// Test code: a failed step is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod anthropic;
+mod checkpoint_input_saved;
+mod conformance;
+mod graph;
+mod held_inside;
+mod invoke;
+mod list_cache_retention;
+mod list_json;
+mod list_redis;
+mod network_input;
+mod openai;
+mod persist;
+mod properties;
+mod routing;
+#[cfg(feature = "otel")]
+mod telemetry;
+mod tool_executor;
+mod usage;

@@ -8,7 +8,7 @@
 //! A test that needs an external program (a Redis server, tmux, a browser,
 //! a Python package, a real model server) carries [`needs`]:
 //!
-//! ```ignore
+//! ```text
 //! use lc_agent_test_support::needs;
 //!
 //! #[needs(redis)]

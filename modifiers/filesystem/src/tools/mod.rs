@@ -93,7 +93,7 @@ pub use read_file::{ReadFile, ReadFileArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
 
 /// Lines listed by `ls`, `glob` and `grep` before the footer.
-pub const MAX_LIST_LINES: usize = 1000;
+pub(crate) const MAX_LIST_LINES: usize = 1000;
 
 /// The seven tool names, in the order they are offered.
 pub const TOOL_NAMES: [&str; 7] = [
@@ -107,7 +107,7 @@ pub const TOOL_NAMES: [&str; 7] = [
 ];
 
 /// The names of the file tools that are never evicted (all but `execute`).
-pub const FILE_TOOL_NAMES: [&str; 6] = {
+pub(crate) const FILE_TOOL_NAMES: [&str; 6] = {
     let [ls, read_file, write_file, edit_file, glob, grep, _execute] = TOOL_NAMES;
     [ls, read_file, write_file, edit_file, glob, grep]
 };

@@ -334,7 +334,7 @@ pub(crate) async fn completions(
                     .await?
                 }
                 (None, keep) => {
-                    let title: String = text.chars().take(60).collect();
+                    let title = lc_agent_deepagent::titles::title_of(&text);
                     let net = state.new_session(&user, &title).map_err(refuse)?;
                     add_messages(&net, &body.messages).map_err(refuse)?;
                     let target = if keep {

@@ -58,8 +58,6 @@ pub(crate) struct Page {
 
 /// The name of a session created without one; its first message names it.
 pub const DEFAULT_NAME: &str = "New session";
-/// The longest name a first message gives its session.
-const TITLE_CHARS: usize = 60;
 /// Sessions read per store request while searching.
 const SEARCH_BATCH: usize = 500;
 
@@ -112,22 +110,6 @@ pub(crate) async fn list(
     Ok(Json(
         json!({"sessions": sessions, "total": total, "errors": errors}),
     ))
-}
-
-/// A session's name from its first message: the first line, cut at
-/// [`TITLE_CHARS`] characters.
-pub(crate) fn title_of(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() > TITLE_CHARS {
-        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        line.to_string()
-    }
 }
 
 /// `POST /api/sessions` body.

@@ -394,7 +394,7 @@ pub(crate) struct RunIn {
 /// The name a session without one gets from its first message.
 fn name_from(net: &RunnableNetwork, text: &str) {
     if net.name() == crate::sessions::DEFAULT_NAME {
-        net.set_name(crate::sessions::title_of(text));
+        net.set_name(lc_agent_deepagent::titles::title_of(text));
     }
 }
 

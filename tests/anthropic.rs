@@ -2,6 +2,7 @@
 //! 127.0.0.1) that answers as the Messages API does and records what it
 //! got: the request's JSON and headers, the answer (whole and streamed),
 //! stop reasons, usage, retries, errors, and the agent loop on top.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/mock_model.rs"]
 mod mock_model;

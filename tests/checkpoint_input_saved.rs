@@ -2,6 +2,7 @@
 //! its input just before the `invoke` (a server run) is not saved again at
 //! the start nor after the input node, only after the nodes that do work
 //! and at the end; the store ends equal to the network.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! itself (`HELD_INSIDE`): the outer run stops too, without an error, the
 //! nodes below it wait, and once the inner work is released the next outer
 //! `invoke` goes on inside without running again what ran.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::HELD_INSIDE;
 use lc_agent::{HumanNode, InvokeOutcome, NetworkEvent, NetworkNode, RunnableNetwork};

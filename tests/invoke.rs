@@ -1,5 +1,6 @@
 //! Running networks: passes, caching, modifiers, tools, failures, limits,
 //! events and sub-networks.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

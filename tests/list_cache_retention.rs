@@ -5,6 +5,7 @@
 //!   a copy changed and never saved is never handed out;
 //! - sessions expire after their latest save: listing removes them, a
 //!   load says not found, and in Redis the keys carry a TTL.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/redis.rs"]
 mod redis_server;

@@ -3,6 +3,7 @@
 //!
 //! Child processes are this test binary run again with `LC_LIST_CHILD`
 //! set: the `child_main` test then plays the child's part.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/conformance.rs"]
 mod conformance;

@@ -4,6 +4,7 @@
 //! runs on all three; then key layout (hash tags), the legacy-layout
 //! migration, corrupt entries, concurrent writers, restart and outage
 //! behaviour.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/conformance.rs"]
 mod conformance;

@@ -1,6 +1,7 @@
 //! A sub-network node's input (what it sees, where its answer goes) is one
 //! of three states, saved as the flags `"isolated": true`, `"routed":
 //! true` or neither, and loaded back exactly.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{HumanNode, NetworkInput, NetworkNode, NodeLogic, RunnableNetwork, SystemNode};
 use serde_json::{json, Value};

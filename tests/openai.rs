@@ -1,5 +1,6 @@
 //! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
 //! that answers with protocol-shaped responses and records what it got.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/mock_model.rs"]
 mod mock_model;

@@ -1,5 +1,6 @@
 //! The saved format: exact round trips, snapshots, unknown and custom kinds,
 //! files, and the Mermaid drawing.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use async_trait::async_trait;
 use lc_agent::{

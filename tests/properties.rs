@@ -2,6 +2,7 @@
 //! save -> load -> save gives the same bytes, whatever the graph, the
 //! texts, the metadata, the files and the node kinds (unknown kinds
 //! included).
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{
     ChatNode, FileData, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode, ToolCall,

@@ -4,6 +4,7 @@
 //! serving SmolLM2-135M-Instruct (see `tests/support/llama.rs`). A 135M
 //! model answers badly, so these tests assert on the protocol and the
 //! agent's behaviour, never on wording.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/litellm.rs"]
 mod litellm;

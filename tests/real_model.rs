@@ -2,6 +2,7 @@
 //! llama-cpp-python serving SmolLM2-135M-Instruct on loopback (see
 //! `tests/support/llama.rs`). A 135M model answers badly, so these tests
 //! assert on the protocol and the agent's behaviour, never on wording.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/llama.rs"]
 mod llama;

@@ -7,6 +7,7 @@
 //! uuid v4 by design and there is no seeded mode; everything the model
 //! decides — text, tool calls and their ids, finish reasons, usage — is in
 //! the cassette and comes back exactly.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "support/llama.rs"]
 mod llama;

@@ -1,5 +1,6 @@
 //! Model routing: a step -> model map in the network's metadata decides
 //! which model each chat node calls, and the node records the one used.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{ChatNode, HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode};
 use serde_json::json;

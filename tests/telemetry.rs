@@ -3,7 +3,7 @@
 //! tool calls, a failing model call's error status) and that without a
 //! subscriber interested in them nothing is recorded. The real exporter
 //! and a real receiver are tested in `cli/tests/otel.rs` (Arize Phoenix).
-
+#![allow(clippy::unwrap_used, unreachable_pub)]
 #![cfg(feature = "otel")]
 
 use std::collections::HashMap;

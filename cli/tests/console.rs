@@ -4,6 +4,7 @@
 //! stdout being a quiet success. The model is the real binary's
 //! OpenAI-compatible client against a tiny server on loopback
 //! (`support/model_server.rs`), or a scripted model.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 #[path = "support/model_server.rs"]

@@ -3,6 +3,7 @@
 //! `tests/mcp/check_server.py` against the real binary over stdio and over
 //! streamable HTTP with a bearer token: it lists the tools, calls each one
 //! and tries path escapes, which are refused with the spec's errors.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

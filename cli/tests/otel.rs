@@ -5,6 +5,7 @@
 //! then answers. The tree of spans and their GenAI attributes are checked;
 //! over OTLP/HTTP with content off (the default), over OTLP/gRPC with
 //! content captured.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "common/phoenix.rs"]
 mod phoenix;

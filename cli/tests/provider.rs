@@ -2,6 +2,7 @@
 //! stand-in on loopback, std only), the session's blueprint records the
 //! provider, and a resumed session asks the same provider without the
 //! flag even when the environment would choose the other.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

@@ -4,6 +4,7 @@
 //! masked: see `tests/support/stable.rs`) — and the errors that name the
 //! flag and the file. The same with the real model server is in
 //! `tests/record_replay.rs` of the core crate.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../tests/support/stable.rs"]
 mod stable;

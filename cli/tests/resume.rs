@@ -2,6 +2,7 @@
 //! --mcp M.json --memory`, then `lc-agent chat --session ID` with the flags
 //! repeated, omitted, or one of them overridden. The real binary, a
 //! scripted model (offline), and `lc-agent mcp` itself as the MCP server.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! `lc-agent run` as users run it: the real binary, a scripted model
 //! (`--script`, offline), a directory, approvals answered on stdin or with
 //! `--yes`, the session saved where `lc-agent sessions` finds it.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -9,6 +9,7 @@
 //!
 //! The issue asks for 100 runs over 20 sessions: that is what runs here
 //! (`LC_AGENT_ACCEPTANCE_SESSIONS` / `_RUNS` scale it).
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../tests/support/redis.rs"]
 mod redis_server;

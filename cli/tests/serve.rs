@@ -1,6 +1,7 @@
 //! `lc-agent serve` as a process: an independent OpenAI client (the
 //! `openai` Python package) streaming and not, a graceful shutdown, and
 //! two servers on one Redis serving the same sessions without a lost update.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../tests/support/redis.rs"]
 mod redis_server;

@@ -3,6 +3,7 @@
 //! as the agent's own would; `n` rejects it (nothing runs, the sub-agent
 //! reads the rejection), `y` runs it. One scripted model (offline) serves
 //! the agent and its sub-agent in turn.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -11,6 +11,7 @@
 //! several checkouts may hold another's `lc-agent`, rebuilt while the
 //! tests run), and fails at once if its stdin, stdout or stderr is not a
 //! terminal (the chat would quietly fall back to its piped mode).
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! Both are this test binary started again as a child, with the session in
 //! a JSON list and in Redis (a server the test starts on loopback).
 //! The models are scripted stand-ins for real ones.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../../tests/support/redis.rs"]
 mod redis_server;

@@ -15,6 +15,7 @@
 //!
 //! The model is deterministic from the history (step `k` = number of tool
 //! results so far), so both processes play the same conversation.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::collections::BTreeSet;
 use std::io::Write;

@@ -2,6 +2,7 @@
 //! task (here its model fails on its second turn) leaves the session saved
 //! with the sub-agent's finished nodes, and the resumed session does not
 //! run them again. Scripted models stand in for real ones.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

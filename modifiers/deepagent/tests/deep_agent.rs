@@ -2,6 +2,7 @@
 //! sub-agents, approvals and routes; the same builder re-attaches all of it
 //! to a loaded session; no main model is a clear error. Scripted models
 //! stand in for real ones.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{NetworkError, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent_deepagent::approvals::{pending_approvals, Decisions};

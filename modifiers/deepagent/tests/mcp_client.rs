@@ -8,6 +8,7 @@
 //! The servers come from `.ci/run` (`npm ci --prefix .ci`, `pip install -r
 //! .ci/requirements.txt`); outside CI a test whose server is missing says
 //! so and passes.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::path::PathBuf;
 use std::process::Stdio;

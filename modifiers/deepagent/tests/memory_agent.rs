@@ -9,6 +9,7 @@
 //!  alice session 1: remember(codename Bluebird) ──▶ store ──▶ alice session 2: prompt has it
 //!                                                        └──▶ bob: prompt and recall without it
 //! ```
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../../tests/support/redis.rs"]
 mod redis_server;

@@ -10,6 +10,7 @@
 //!  kill_mid_append        child: add, print id, add, ... ◀── SIGKILL at a random moment
 //!                         parent: every printed id is in the file and found by search
 //! ```
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../../tests/support/redis.rs"]
 mod redis_server;

@@ -3,6 +3,7 @@
 //! `tests/support/llama.rs` of the core). A long chat goes past the window
 //! and keeps answering; a message that cannot fit is a clear error before
 //! it is sent. Assertions are on behaviour, never on the model's wording.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[path = "../../../tests/support/llama.rs"]
 mod llama;

@@ -2,6 +2,7 @@
 //! agent) and from the session's own files, the system-prompt section
 //! (snapshot), the model reading a SKILL.md with `read_file`, malformed
 //! files skipped with a warning that names them, and the blueprint.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //! a save and a reload), its huge results are evicted, `execute` is not
 //! offered without a sandbox, and its conversation is summarized. Scripted
 //! models stand in for real ones.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! calls a route, which sees the outer conversation and the prompt; a
 //! repeated call is refused with a loop error; the final answer joins the
 //! outer conversation; turns are capped; supervisors nest.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! argument, arguments that are not an object and arguments that are not
 //! JSON, in one turn; every result must read exactly as the core's
 //! `lc_agent::tool_args` words it, and nothing may change.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::collections::HashMap;
 

@@ -1,6 +1,7 @@
 //! Every backend gives the same answers on the same files: a generated tree
 //! (with .gitignore files, .git dirs, CRLF, hidden files) queried through
 //! StateBackend, FilesystemBackend, StoreBackend and a CompositeBackend.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::RunnableNetwork;
 use lc_agent_filesystem::{

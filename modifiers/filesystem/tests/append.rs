@@ -1,6 +1,7 @@
 //! `Backend::append` on every kind of backend: a missing file is created
 //! (with its parents), what a file held stays, pieces join where the last
 //! one ended; through a composite route too.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::sync::Arc;
 

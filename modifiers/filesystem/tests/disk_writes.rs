@@ -1,6 +1,7 @@
 //! `FilesystemBackend` writes: through symlinks (dangling ones included),
 //! names too long for the filesystem, atomic replacement (modes kept, no
 //! temp file left), and temp names hidden from the listing tools.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

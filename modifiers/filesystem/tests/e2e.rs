@@ -2,6 +2,7 @@
 //! write_file, grep, edit_file, read_file and execute across several turns
 //! over a `LocalShellBackend`; the final files and the transcript are
 //! snapshotted (ids are the script's own; no timestamps are printed).
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
 use lc_agent_filesystem::{FilesystemModifier, LocalShellBackend};

@@ -1,5 +1,6 @@
 //! `execute` through `LocalShellBackend`: output, exit codes, cap, clean
 //! environment, timeouts that kill the whole process group.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::time::{Duration, Instant};
 

@@ -9,6 +9,7 @@
 //!    sleep random 0..T, SIGKILL ───────▶ ✗  (T = shortest whole run, measured first)
 //!    each file == old || new; repeat >= 20 rounds; tools never show temp names
 //! ```
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

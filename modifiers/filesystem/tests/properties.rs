@@ -12,6 +12,7 @@
 //!  TestRunner (CASES each) ─▶ generated path / edit ─▶ run_tool on backends
 //!     ─▶ check: answer shape, named path, no host path, outside untouched
 //! ```
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::cell::Cell;
 use std::os::unix::fs::symlink;

@@ -2,6 +2,7 @@
 //! one plain server, a 3-master Cluster and a TLS-only server. Without
 //! redis-server (and redis-cli) the tests fail under CI=true and print a
 //! skip note elsewhere.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 #[path = "../../../tests/support/redis_cluster.rs"]

@@ -1,6 +1,7 @@
 //! `StoreBackend` writes are compare-and-set: two backends over one
 //! in-memory store (two app servers sharing a store) editing one file at
 //! once lose no update. The same check on Redis is in `redis_store.rs`.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 

@@ -9,6 +9,7 @@
 //! 100 to 10,000 turns: work per turn that grows with the conversation
 //! (an estimate re-counting the whole history at every turn did) shows
 //! here as a drop of orders of magnitude at 10,000.
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};

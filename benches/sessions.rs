@@ -19,6 +19,7 @@
 //!   less than this; the save is reported against it too.
 //!
 //! The networks are chains of human messages (no model involved).
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -186,7 +186,6 @@
 //! # Ok::<(), lc_agent::NetworkError>(())
 //! # }).unwrap();
 //! ```
-#![deny(missing_docs)]
 
 mod atomic_file;
 mod error;

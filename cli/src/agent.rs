@@ -274,7 +274,7 @@ impl Agent {
     ) -> CliResult<String> {
         let first = !self.titled();
         if first {
-            let title = title_of(text);
+            let title = lc_agent_deepagent::titles::title_of(text);
             if !title.is_empty() {
                 self.net.set_name(&title);
                 self.net.set_metadata(TITLE_KEY, Value::String(title));
@@ -504,29 +504,6 @@ impl Agent {
 /// Where a session's title is kept in its metadata (also its name, which
 /// `sessions list` and the web page show).
 pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::titles::TITLE_KEY;
-
-/// A title from a first message: its first line, spaces collapsed, at
-/// most 60 characters (cut at a word).
-pub(crate) fn title_of(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let mut title = String::new();
-    for word in &words {
-        let extra = usize::from(!title.is_empty()) + word.chars().count();
-        if title.chars().count() + extra > 60 {
-            if title.is_empty() {
-                title = word.chars().take(59).collect();
-            }
-            title.push('…');
-            return title;
-        }
-        if !title.is_empty() {
-            title.push(' ');
-        }
-        title.push_str(word);
-    }
-    title
-}
 
 /// A run's failure in the user's terms: a node's failure says what
 /// failed (the model, a tool) without the node's id.

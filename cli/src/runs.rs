@@ -39,7 +39,7 @@ pub(crate) struct RunsArgs {
 
 /// `lc-agent runs` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum RunsCommand {
+pub(crate) enum RunsCommand {
     /// Lists runs, newest first.
     List {
         /// Only the runs of this session.

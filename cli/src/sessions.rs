@@ -52,7 +52,7 @@ pub(crate) struct SessionsArgs {
 
 /// `lc-agent sessions` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
+pub(crate) enum SessionsCommand {
     /// Lists sessions, most recently updated first.
     List {
         /// Sessions to skip.

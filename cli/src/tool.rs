@@ -131,21 +131,9 @@ async fn run_on_state(state: &Path, name: &str, args: &serde_json::Value) -> Cli
         .to_json()
         .map_err(|e| CliError::failed(format!("cannot save the network: {e}")))?;
     if saved != text {
-        write_atomically(state, &saved)
+        network
+            .save_to_file(state)
             .map_err(|e| CliError::failed(format!("cannot write {}: {e}", state.display())))?;
     }
     outcome
-}
-
-fn write_atomically(target: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = target
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(target).map_err(|e| e.error)?;
-    Ok(())
 }

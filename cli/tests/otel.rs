@@ -6,7 +6,7 @@
 //! over OTLP/HTTP with content off (the default), over OTLP/gRPC with
 //! content captured.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

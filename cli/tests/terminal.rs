@@ -12,7 +12,7 @@
 //! tests run), and fails at once if its stdin, stdout or stderr is not a
 //! terminal (the chat would quietly fall back to its piped mode).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

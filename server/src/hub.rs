@@ -33,8 +33,6 @@ use crate::error::ApiError;
 
 /// The name of a session created without one; its first message names it.
 pub(crate) const DEFAULT_NAME: &str = "New session";
-/// The longest name a first message gives its session.
-const TITLE_CHARS: usize = 60;
 
 /// The sessions of a server (see the [module docs](self)).
 pub(crate) struct SessionHub {
@@ -271,25 +269,10 @@ pub(crate) fn copy_of(saved: &RunnableNetwork) -> Result<RunnableNetwork, ApiErr
     RunnableNetwork::from_value(value).map_err(internal)
 }
 
-/// A session's name from its first message: the first line, cut at
-/// [`TITLE_CHARS`] characters.
-pub(crate) fn title_of(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() > TITLE_CHARS {
-        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
-        format!("{}…", cut.trim_end())
-    } else {
-        line.to_string()
-    }
-}
-
-/// Names a session that has no name yet from its first message.
+/// Names a session that has no name yet from its first message (the one
+/// title rule, [`title_of`](lc_agent_deepagent::titles::title_of)).
 pub(crate) fn name_from(net: &RunnableNetwork, text: &str) {
     if net.name() == DEFAULT_NAME {
-        net.set_name(title_of(text));
+        net.set_name(lc_agent_deepagent::titles::title_of(text));
     }
 }

@@ -1,7 +1,7 @@
 //! `GET /metrics` (issue 25): Prometheus text behind the bearer token; a
 //! scrape after a run shows the requests, the run, its model calls (a
 //! sub-agent's too), tokens by model and tool calls by tool and status.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{ScriptedChatModel, Turn, Usage};
 use lc_agent_test_support::server::*;

@@ -5,9 +5,9 @@
 mod cache;
 mod checkpoint;
 mod config;
-pub mod json;
+pub(crate) mod json;
 #[cfg(feature = "redis")]
-pub mod redis;
+pub(crate) mod redis;
 mod retention;
 mod session;
 mod stamp;

@@ -2,14 +2,14 @@
 //! [`ChatModelRegistry`] that finds models by name.
 
 #[cfg(feature = "anthropic")]
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod cassette;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http;
 #[cfg(feature = "openai")]
-pub mod openai;
+pub(crate) mod openai;
 mod provider;
-pub mod scripted;
+pub(crate) mod scripted;
 mod tool_choice;
 
 pub use cassette::{Match, RecordingChatModel, ReplayChatModel, CASSETTE_FORMAT};

@@ -19,10 +19,10 @@ mod builder;
 mod conversation;
 mod edit;
 mod graph;
-pub mod mermaid;
-pub mod ops;
+pub(crate) mod mermaid;
+pub(crate) mod ops;
 mod runtime;
-pub mod scope;
+pub(crate) mod scope;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;

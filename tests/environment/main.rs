@@ -5,7 +5,7 @@
 //! process can read a half-changed environment) and take [`ENV`] in turn.
 
 // Test code: a failed step is a failed test.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{
     AnthropicChatModel, ChatModel, ChatRequest, History, Message, ModelError, OpenAiChatModel,

@@ -14,7 +14,7 @@
 //! - `record_replay` — a recorded real run replays offline byte for byte.
 
 // Test code: a failed step is a failed test.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod real_anthropic;
 mod real_model;

@@ -4,7 +4,7 @@
 //! in the crate `lc-agent-test-support`. The terminal (tmux) and trace
 //! (Phoenix) tests are binaries of their own (`tests/terminal.rs`,
 //! `tests/otel.rs`; see Cargo.toml).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod common;
 mod model_server;

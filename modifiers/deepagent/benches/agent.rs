@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo bench -p lc-agent-deepagent --bench agent`
 //! (per hop: the case's time per turn minus `plain_tool`'s).
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use lc_agent::{

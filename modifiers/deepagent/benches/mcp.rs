@@ -6,6 +6,7 @@
 //! JSON-RPC encoding, two pipe hops, the SDK's dispatch.
 //!
 //! Run: `cargo bench -p lc-agent-deepagent --features mcp --bench mcp`.
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use std::sync::Arc;
 

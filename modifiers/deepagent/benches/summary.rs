@@ -3,6 +3,7 @@
 //! without the summary), and counting tokens (1 MB of text, MB/s).
 //!
 //! Run: `cargo bench -p lc-agent-deepagent --bench summary`
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lc_agent::{ChatNode, ChatRequest, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode};

@@ -76,7 +76,6 @@
 //! - The file tools, their backends and `FilesystemModifier` are the
 //!   `lc-agent-filesystem` crate ([`lc_agent_filesystem`]; its crate docs draw
 //!   how they connect).
-#![deny(missing_docs)]
 
 pub mod approvals;
 pub mod bearer;

@@ -1,7 +1,8 @@
 //! Session titles written by a model: after the first answer, the model
 //! of the `title` step names the conversation in a few words. Opt-in: a
 //! network without a route for [`TITLE_STEP`] keeps the title its caller
-//! gave it (the CLI and the server use the first message).
+//! gave it (the CLI and the server use the first message, through
+//! [`title_of`], the one title rule).
 //!
 //! ```text
 //!  first human message + first answer ─▶ `title` step's model (one small request)
@@ -45,10 +46,44 @@ pub enum TitleError {
     Empty(String),
 }
 
-/// A model's answer as a title: its first non-empty line, without
-/// quotes, a `Title:` label, Markdown marks or a final period, spaces
-/// collapsed, control characters dropped, at most [`TITLE_MAX`]
-/// characters (cut at a word).
+/// The one title rule, for every session title (a first message, a
+/// model's answer, the CLI and the server alike): the first non-empty
+/// line, control characters dropped, spaces collapsed, at most
+/// [`TITLE_MAX`] characters (cut at a word, with `…`).
+///
+/// ```
+/// use lc_agent_deepagent::titles::title_of;
+///
+/// assert_eq!(title_of("\n  Plan   a trip\nto Lisbon"), "Plan a trip");
+/// assert_eq!(title_of(&"word ".repeat(30)).chars().count(), 60);
+/// ```
+pub fn title_of(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line: String = line.chars().filter(|c| !c.is_control()).collect();
+    let mut title = String::new();
+    for word in line.split_whitespace() {
+        let extra = usize::from(!title.is_empty()) + word.chars().count();
+        if title.chars().count() + extra > TITLE_MAX {
+            if title.is_empty() {
+                title = word.chars().take(TITLE_MAX - 1).collect();
+            }
+            title.push('…');
+            return title;
+        }
+        if !title.is_empty() {
+            title.push(' ');
+        }
+        title.push_str(word);
+    }
+    title
+}
+
+/// A model's answer as a title: its first non-empty line without quotes,
+/// a `Title:` label, Markdown marks or a final period, then [`title_of`].
 ///
 /// ```
 /// use lc_agent_deepagent::titles::clean_title;
@@ -72,22 +107,7 @@ pub fn clean_title(text: &str) -> String {
             c.is_whitespace() || matches!(c, '"' | '\'' | '*' | '#' | '`' | '“' | '”' | '_')
         })
         .trim_end_matches(['.', '"', '\'', '”', '*', '`', '_', ' ']);
-    let mut title = String::new();
-    for word in line.split_whitespace() {
-        let extra = usize::from(!title.is_empty()) + word.chars().count();
-        if title.chars().count() + extra > TITLE_MAX {
-            if title.is_empty() {
-                title = word.chars().take(TITLE_MAX - 1).collect();
-            }
-            title.push('…');
-            return title;
-        }
-        if !title.is_empty() {
-            title.push(' ');
-        }
-        title.push_str(word);
-    }
-    title
+    title_of(line)
 }
 
 fn shown(text: &str) -> String {

@@ -7,7 +7,7 @@
 //! compete with the parallel tests of `tests/it` for the cores.
 
 // Test code: a failed step is a failed test.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent_test_support::{needs, LlamaServer};
 

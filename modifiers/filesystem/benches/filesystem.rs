@@ -7,6 +7,7 @@
 //! Prints, for each case, the best of 3 runs for lc-agent and the reference,
 //! whether the answers agree, and the peak RSS (VmHWM, measured in a child
 //! process) for the streaming read and the edit.
+#![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};

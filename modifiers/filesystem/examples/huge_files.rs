@@ -15,6 +15,7 @@
 //! (`LC_HUGE_DIR=/some/dir` to keep the files elsewhere than the system
 //! temp directory, `LC_HUGE_LINE_GIB=1` for a shorter long line). The
 //! files are made once and kept for the next run.
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -30,19 +30,19 @@ use cap_std::fs::{Dir, OpenOptions};
 pub const TEMP_PREFIX: &str = ".lc-agent-tmp-";
 
 /// Whether a file name is a (possibly left-over) temp file of a write.
-pub fn is_temp_name(name: &str) -> bool {
+pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
 /// Whether any component of a virtual path is a temp file name (hidden
 /// from `ls`, `glob` and `grep`).
-pub fn is_temp_path(vpath: &str) -> bool {
+pub(crate) fn is_temp_path(vpath: &str) -> bool {
     super::path::components(vpath).any(is_temp_name)
 }
 
 /// How the written temp file takes the target's place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commit {
+pub(crate) enum Commit {
     /// Replace the target if it exists (its permissions are kept).
     Replace,
     /// Create the target; `ErrorKind::AlreadyExists` if it exists.
@@ -76,7 +76,7 @@ fn temp_name() -> String {
 
 /// Writes `name` in `dir` through a temp file in `dir`: `fill` writes the
 /// bytes, which are flushed and fsynced before the commit.
-pub fn write_atomically(
+pub(crate) fn write_atomically(
     dir: &Dir,
     name: &OsStr,
     commit: Commit,

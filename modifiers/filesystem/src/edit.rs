@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use super::backend::{FsError, FsResult};
 
 /// Cuts a string quoted in an error to its first 200 chars, then `...`.
-pub fn cut_quote(s: &str) -> String {
+pub(crate) fn cut_quote(s: &str) -> String {
     match s.char_indices().nth(200) {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s.to_string(),
@@ -21,7 +21,7 @@ pub fn cut_quote(s: &str) -> String {
 
 /// Where `edit_file` replaces, in a file's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditPlan {
+pub(crate) struct EditPlan {
     /// Byte offsets of the occurrences to replace.
     pub starts: Vec<usize>,
     /// Length of the (line-ending adjusted) old string.
@@ -32,7 +32,7 @@ pub struct EditPlan {
 
 impl EditPlan {
     /// Writes the edited text.
-    pub fn write_to<W: Write>(&self, text: &[u8], mut out: W) -> io::Result<()> {
+    pub(crate) fn write_to<W: Write>(&self, text: &[u8], mut out: W) -> io::Result<()> {
         let mut pos = 0;
         for &start in &self.starts {
             out.write_all(&text[pos..start])?;
@@ -44,7 +44,7 @@ impl EditPlan {
     }
 
     /// The edited text.
-    pub fn apply(&self, text: &str) -> String {
+    pub(crate) fn apply(&self, text: &str) -> String {
         let mut out = Vec::with_capacity(text.len());
         // Writing to a Vec cannot fail.
         let _ = self.write_to(text.as_bytes(), &mut out);
@@ -54,7 +54,7 @@ impl EditPlan {
 
 /// Plans an `edit_file` replacement: CRLF files get `\r\n` in both
 /// strings; occurrences are counted without overlap.
-pub fn plan_edit(text: &str, old: &str, new: &str, replace_all: bool) -> FsResult<EditPlan> {
+pub(crate) fn plan_edit(text: &str, old: &str, new: &str, replace_all: bool) -> FsResult<EditPlan> {
     let crlf = memchr::memchr(b'\n', text.as_bytes())
         .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r');
     let adjust = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");

@@ -13,10 +13,10 @@
 use std::io;
 
 /// How many leading bytes are checked for a NUL byte (binary files).
-pub const BINARY_SNIFF_BYTES: usize = 8192;
+pub(crate) const BINARY_SNIFF_BYTES: usize = 8192;
 /// What the first bytes of a file say about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     /// UTF-8 (possibly invalid; shown lossily).
     Utf8,
     /// UTF-16 little endian, with BOM.
@@ -29,7 +29,7 @@ pub enum Encoding {
 
 /// Classifies a file by its first [`BINARY_SNIFF_BYTES`] bytes (a UTF-16
 /// BOM is checked before the NUL byte).
-pub fn classify(head: &[u8]) -> Encoding {
+pub(crate) fn classify(head: &[u8]) -> Encoding {
     if head.starts_with(&[0xFF, 0xFE]) {
         Encoding::Utf16Le
     } else if head.starts_with(&[0xFE, 0xFF]) {
@@ -44,7 +44,7 @@ pub fn classify(head: &[u8]) -> Encoding {
 /// Classifies a whole file held in memory (what `edit_file` rewrites): a
 /// UTF-16 BOM first, then a NUL byte *anywhere* makes it binary, as a NUL
 /// met by `read_file` or `grep` while reading does.
-pub fn classify_whole(bytes: &[u8]) -> Encoding {
+pub(crate) fn classify_whole(bytes: &[u8]) -> Encoding {
     match classify(bytes) {
         Encoding::Utf8 if memchr::memchr(0, bytes).is_some() => Encoding::Binary,
         other => other,
@@ -52,7 +52,7 @@ pub fn classify_whole(bytes: &[u8]) -> Encoding {
 }
 
 /// Decodes UTF-16 bytes after the BOM (lossily).
-pub fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
+pub(crate) fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
     let body = bytes.get(2..).unwrap_or_default();
     let units = body.chunks(2).map(|c| {
         let pair = [c[0], c.get(1).copied().unwrap_or(0)];
@@ -68,7 +68,7 @@ pub fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
 }
 
 /// Encodes text as UTF-16 with a BOM.
-pub fn encode_utf16(text: &str, little_endian: bool) -> Vec<u8> {
+pub(crate) fn encode_utf16(text: &str, little_endian: bool) -> Vec<u8> {
     let mut out = if little_endian {
         vec![0xFF, 0xFE]
     } else {

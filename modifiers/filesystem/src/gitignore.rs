@@ -16,13 +16,13 @@ use super::path;
 
 /// `.gitignore` rules collected per directory (virtual paths).
 #[derive(Debug, Default)]
-pub struct IgnoreRules {
+pub(crate) struct IgnoreRules {
     by_dir: HashMap<String, Gitignore>,
 }
 
 impl IgnoreRules {
     /// Adds the `.gitignore` found in directory `dir`.
-    pub fn add(&mut self, dir: &str, content: &str) {
+    pub(crate) fn add(&mut self, dir: &str, content: &str) {
         let mut builder = GitignoreBuilder::new(dir);
         for line in content.lines() {
             // A bad line is skipped, as git does.
@@ -38,7 +38,7 @@ impl IgnoreRules {
 
     /// Whether the `.gitignore` files above `vpath` ignore it (the deepest
     /// file that has an opinion wins; its parents are not checked).
-    pub fn is_ignored(&self, vpath: &str, is_dir: bool) -> bool {
+    pub(crate) fn is_ignored(&self, vpath: &str, is_dir: bool) -> bool {
         if self.by_dir.is_empty() {
             return false;
         }
@@ -62,7 +62,7 @@ impl IgnoreRules {
 
     /// Whether `file` is hidden by the rules below `base`: the file itself or
     /// any directory between `base` (exclusive) and it.
-    pub fn hides_below(&self, base: &str, file: &str) -> bool {
+    pub(crate) fn hides_below(&self, base: &str, file: &str) -> bool {
         if self.by_dir.is_empty() {
             return false;
         }

@@ -33,7 +33,7 @@ pub const GREP_LINE_LIMIT: usize = 8 << 20;
 
 /// A compiled grep query: matcher plus searcher settings.
 #[derive(Debug, Clone)]
-pub struct GrepEngine {
+pub(crate) struct GrepEngine {
     matcher: RegexMatcher,
     context: usize,
     limit: usize,
@@ -45,7 +45,7 @@ pub struct GrepEngine {
 impl GrepEngine {
     /// Compiles the query (an invalid pattern falls back to literal text;
     /// the tool has already said so in its note).
-    pub fn new(query: &GrepQuery) -> FsResult<Self> {
+    pub(crate) fn new(query: &GrepQuery) -> FsResult<Self> {
         // As ripgrep: `^`/`$` match at every line start/end, and `$` also
         // before a `\r\n` (multi_line + crlf).
         let build = |fixed: bool| {
@@ -76,7 +76,7 @@ impl GrepEngine {
     }
 
     /// A searcher for this query (one per thread).
-    pub fn searcher(&self) -> Searcher {
+    pub(crate) fn searcher(&self) -> Searcher {
         SearcherBuilder::new()
             .line_number(true)
             .line_terminator(LineTerminator::crlf())
@@ -88,7 +88,7 @@ impl GrepEngine {
     }
 
     /// Searches bytes already in memory (skipped when binary).
-    pub fn search_bytes(
+    pub(crate) fn search_bytes(
         &self,
         searcher: &mut Searcher,
         vpath: &str,
@@ -110,7 +110,7 @@ impl GrepEngine {
 
     /// Searches an open file (binary files are skipped; UTF-16 files are
     /// transcoded by the searcher's BOM sniffing).
-    pub fn search_file(
+    pub(crate) fn search_file(
         &self,
         searcher: &mut Searcher,
         vpath: &str,
@@ -241,7 +241,7 @@ impl Sink for Collect {
 
 /// The note grep prints for an invalid regex: `None` when `pattern` is a
 /// valid regex.
-pub fn invalid_regex_note(pattern: &str) -> Option<String> {
+pub(crate) fn invalid_regex_note(pattern: &str) -> Option<String> {
     let err = regex::Regex::new(pattern).err()?;
     let message = err.to_string();
     let reason = message

@@ -146,7 +146,6 @@
 //! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware).
-#![deny(missing_docs)]
 
 mod atomic;
 mod backend;

@@ -39,7 +39,7 @@ const KEEP_BYTES: usize = 4 * MAX_LINE_CHARS + 4;
 
 /// What [`page`] read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Paged {
+pub(crate) enum Paged {
     /// Text: the window.
     Text(ReadPage),
     /// A NUL byte in the bytes it read: a binary file.
@@ -265,7 +265,7 @@ impl Pager {
 /// Lines end at `\n` (a `\r` before it is dropped); a final newline does not
 /// start another line. A NUL byte anywhere in what it reads (the skipped
 /// lines, the window, what it counts) makes the file binary.
-pub fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Result<Paged> {
+pub(crate) fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Result<Paged> {
     let mut pager = Pager::new(offset, limit);
     loop {
         let buf = reader.fill_buf()?;

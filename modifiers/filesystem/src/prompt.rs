@@ -1,7 +1,7 @@
 //! The system-prompt section the modifier adds to chat requests.
 
 /// The section, naming the tools that are offered.
-pub fn system_section(with_execute: bool) -> String {
+pub(crate) fn system_section(with_execute: bool) -> String {
     let tools = if with_execute {
         "ls, read_file, write_file, edit_file, glob, grep, execute"
     } else {

@@ -16,7 +16,7 @@ use super::disk::FilesystemBackend;
 use super::glob::GlobPattern;
 
 /// Bytes of command output kept.
-pub const OUTPUT_CAP_BYTES: usize = 100_000;
+pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
 
 /// The `PATH` commands get when the process has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -1,7 +1,7 @@
 //! The web page in a real browser (headless Chromium through chromedriver,
 //! `lc_agent_test_support::chromedriver`): the page itself (`web_page`) and
 //! what a hostile page cannot do to it (`web_security`).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use fantoccini::{Client, ClientBuilder};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! over HTTP. One module per subject. The browser tests and the metrics
 //! test are binaries of their own (`tests/browser/`, `tests/metrics.rs`;
 //! see Cargo.toml).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod conflicts;
 mod endpoints;

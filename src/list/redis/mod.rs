@@ -2,7 +2,7 @@
 //!
 //! (The full description is on the [`RedisNetworkList`] docs.)
 
-pub mod connection;
+pub(crate) mod connection;
 mod keys;
 mod migrate;
 mod save;

@@ -121,7 +121,7 @@ fn analyzer() -> TextAnalyzer {
 }
 
 /// The search index of memory entries (see the [module docs](self)).
-pub struct MemoryIndex {
+pub(crate) struct MemoryIndex {
     index: Index,
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
@@ -139,7 +139,7 @@ impl std::fmt::Debug for MemoryIndex {
 
 impl MemoryIndex {
     /// An empty index in RAM.
-    pub fn in_ram() -> MemoryResult<Self> {
+    pub(crate) fn in_ram() -> MemoryResult<Self> {
         let (schema, fields) = schema();
         Self::with_index(Index::create_in_ram(schema), fields)
     }
@@ -148,7 +148,7 @@ impl MemoryIndex {
     /// opened, or has another schema, is removed and created anew (the
     /// entries rebuild it). Fails with a `LockBusy` index error when
     /// another process writes it.
-    pub fn open_dir(dir: &Path) -> MemoryResult<Self> {
+    pub(crate) fn open_dir(dir: &Path) -> MemoryResult<Self> {
         let io = |source| MemoryError::Io {
             path: dir.to_path_buf(),
             source,
@@ -189,7 +189,7 @@ impl MemoryIndex {
     }
 
     /// Weighs recency this way from now on.
-    pub fn set_recency(&self, recency: Recency) {
+    pub(crate) fn set_recency(&self, recency: Recency) {
         *self.recency.lock() = recency;
     }
 
@@ -198,13 +198,13 @@ impl MemoryIndex {
     }
 
     /// How many entries of `user` the index holds.
-    pub fn count(&self, user: &str) -> MemoryResult<usize> {
+    pub(crate) fn count(&self, user: &str) -> MemoryResult<usize> {
         let searcher = self.reader.searcher();
         Ok(searcher.search(&self.term(self.fields.user, user), &Count)?)
     }
 
     /// Whether the index holds the entry `id` of `user`.
-    pub fn contains(&self, user: &str, id: &str) -> MemoryResult<bool> {
+    pub(crate) fn contains(&self, user: &str, id: &str) -> MemoryResult<bool> {
         let query = BooleanQuery::new(vec![
             (
                 Occur::Must,
@@ -216,7 +216,7 @@ impl MemoryIndex {
     }
 
     /// Adds entries and commits (searchable when it returns).
-    pub fn add(&self, entries: &[MemoryEntry]) -> MemoryResult<()> {
+    pub(crate) fn add(&self, entries: &[MemoryEntry]) -> MemoryResult<()> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -242,7 +242,7 @@ impl MemoryIndex {
     }
 
     /// Drops every entry of `user` (before re-adding them).
-    pub fn remove_user(&self, user: &str) -> MemoryResult<()> {
+    pub(crate) fn remove_user(&self, user: &str) -> MemoryResult<()> {
         let mut writer = self.writer.lock();
         writer.delete_term(Term::from_field_text(self.fields.user, user));
         writer.commit()?;
@@ -289,7 +289,7 @@ impl MemoryIndex {
     }
 
     /// The best entries of `user` for `query` (see the [module docs](self)).
-    pub fn search(&self, user: &str, query: &MemoryQuery) -> MemoryResult<Vec<MemoryHit>> {
+    pub(crate) fn search(&self, user: &str, query: &MemoryQuery) -> MemoryResult<Vec<MemoryHit>> {
         if query.limit == 0 {
             return Ok(Vec::new());
         }

@@ -28,7 +28,7 @@
 //! - `tool_args` — one wording for argument errors of every built-in tool.
 
 // Test code: a failed step is a failed test.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod approvals;
 mod approvals_across_processes;

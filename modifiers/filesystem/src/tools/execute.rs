@@ -14,7 +14,7 @@ use super::{AtLeast, FileTool};
 use crate::backend::{Backend, ExecuteResponse, FsError};
 
 /// The longest `execute` timeout, in seconds.
-pub const MAX_TIMEOUT_SECS: u64 = 3600;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 3600;
 /// The timeout when the call gives none, in seconds.
 const DEFAULT_TIMEOUT_SECS: usize = 120;
 
@@ -67,7 +67,7 @@ impl FileTool for Execute {
 }
 
 /// Formats an `execute` result.
-pub fn format_execute(response: &ExecuteResponse, timeout: u64) -> ToolOutput {
+pub(crate) fn format_execute(response: &ExecuteResponse, timeout: u64) -> ToolOutput {
     let mut output = response.output.clone();
     if let Some(total) = response.truncated_bytes {
         if !output.is_empty() && !output.ends_with('\n') {

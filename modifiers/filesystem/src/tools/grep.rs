@@ -112,7 +112,7 @@ impl FileTool for Grep {
 
 /// Formats grep results by the spec: sorted by path, `max_count` matching
 /// lines in total taken in (path, line) order.
-pub fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> String {
+pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> String {
     // Sorted (and printed) by the path as shown: control characters escaped.
     for file in &mut results {
         if let std::borrow::Cow::Owned(p) = path::shown(&file.path) {

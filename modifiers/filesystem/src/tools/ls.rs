@@ -53,7 +53,7 @@ impl FileTool for Ls {
 }
 
 /// Formats `ls` entries: sorted printed lines, capped.
-pub fn format_ls(entries: Vec<LsEntry>) -> String {
+pub(crate) fn format_ls(entries: Vec<LsEntry>) -> String {
     let mut lines: Vec<String> = entries.iter().map(LsEntry::line).collect();
     if lines.is_empty() {
         return "(empty directory)".to_string();

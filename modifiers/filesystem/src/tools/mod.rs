@@ -93,21 +93,62 @@ pub use read_file::{ReadFile, ReadFileArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
 
 /// Lines listed by `ls`, `glob` and `grep` before the footer.
-pub const MAX_LIST_LINES: usize = 1000;
+pub(crate) const MAX_LIST_LINES: usize = 1000;
 
-/// The seven tool names, in the order they are offered.
-pub const TOOL_NAMES: [&str; 7] = [
-    Ls::NAME,
-    ReadFile::NAME,
-    WriteFile::NAME,
-    EditFile::NAME,
-    Glob::NAME,
-    Grep::NAME,
-    Execute::NAME,
-];
+/// Declares what comes from the list of the seven tools, written once
+/// below: [`TOOL_NAMES`], [`all`] and [`run_tool`].
+macro_rules! file_tools {
+    ($($tool:ident),* $(,)?) => {
+        /// The seven tool names, in the order they are offered.
+        pub const TOOL_NAMES: [&str; 7] = [$(<$tool as FileTool>::NAME),*];
+
+        /// All seven tools over `backend`, in the order they are offered.
+        ///
+        /// ```
+        /// use lc_agent::Tool;
+        /// use lc_agent_filesystem::{all_tools, StateBackend, TOOL_NAMES};
+        ///
+        /// let all = all_tools(StateBackend::factory());
+        /// let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
+        /// assert_eq!(names, TOOL_NAMES);
+        /// ```
+        pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
+            let backend = backend.into();
+            vec![$(Arc::new($tool::new(backend.clone())) as Arc<dyn Tool>),*]
+        }
+
+        /// Runs one file tool against a backend and returns what the model sees.
+        /// `None` when `name` is not one of the seven tools.
+        ///
+        /// ```
+        /// use lc_agent::RunnableNetwork;
+        /// use lc_agent_filesystem::{run_tool, StateBackend};
+        /// use serde_json::json;
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+        /// let backend = StateBackend::new(RunnableNetwork::new());
+        /// let out = run_tool(&backend, "write_file", &json!({"file_path": "a.txt", "content": "hi"})).await.unwrap();
+        /// assert_eq!(out.content, "Successfully wrote to /a.txt");
+        /// let out = run_tool(&backend, "read_file", &json!({"file_path": "/a.txt"})).await.unwrap();
+        /// assert_eq!(out.content, "     1\thi");
+        /// # });
+        /// ```
+        pub async fn run_tool(backend: &dyn Backend, name: &str, args: &Value) -> Option<ToolOutput> {
+            $(
+                if name == <$tool as FileTool>::NAME {
+                    return Some(call::<$tool>(backend, args).await);
+                }
+            )*
+            None
+        }
+    };
+}
+
+// The seven file tools, in the order they are offered: the one list.
+file_tools!(Ls, ReadFile, WriteFile, EditFile, Glob, Grep, Execute);
 
 /// The names of the file tools that are never evicted (all but `execute`).
-pub const FILE_TOOL_NAMES: [&str; 6] = {
+pub(crate) const FILE_TOOL_NAMES: [&str; 6] = {
     let [ls, read_file, write_file, edit_file, glob, grep, _execute] = TOOL_NAMES;
     [ls, read_file, write_file, edit_file, glob, grep]
 };
@@ -149,29 +190,6 @@ async fn call<T: FileTool>(backend: &dyn Backend, args: &Value) -> ToolOutput {
     result.unwrap_or_else(|e| ToolOutput::error(e.to_string()))
 }
 
-/// All seven tools over `backend`, in the order they are offered.
-///
-/// ```
-/// use lc_agent::Tool;
-/// use lc_agent_filesystem::{all_tools, StateBackend, TOOL_NAMES};
-///
-/// let all = all_tools(StateBackend::factory());
-/// let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
-/// assert_eq!(names, TOOL_NAMES);
-/// ```
-pub fn all(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
-    let backend = backend.into();
-    vec![
-        Arc::new(Ls::new(backend.clone())),
-        Arc::new(ReadFile::new(backend.clone())),
-        Arc::new(WriteFile::new(backend.clone())),
-        Arc::new(EditFile::new(backend.clone())),
-        Arc::new(Glob::new(backend.clone())),
-        Arc::new(Grep::new(backend.clone())),
-        Arc::new(Execute::new(backend)),
-    ]
-}
-
 /// Whether the tool named `tool` is offered to a model whose file tools
 /// run on `backend`: the one rule (the filesystem modifier's requests,
 /// [`offered`], `DeepAgent::offered_tools` and the MCP server all ask it).
@@ -199,35 +217,6 @@ pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec
     let mut tools = all(backend);
     tools.retain(|t| is_offered(t.name(), resolved));
     tools
-}
-
-/// Runs one file tool against a backend and returns what the model sees.
-/// `None` when `name` is not one of the seven tools.
-///
-/// ```
-/// use lc_agent::RunnableNetwork;
-/// use lc_agent_filesystem::{run_tool, StateBackend};
-/// use serde_json::json;
-///
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let backend = StateBackend::new(RunnableNetwork::new());
-/// let out = run_tool(&backend, "write_file", &json!({"file_path": "a.txt", "content": "hi"})).await.unwrap();
-/// assert_eq!(out.content, "Successfully wrote to /a.txt");
-/// let out = run_tool(&backend, "read_file", &json!({"file_path": "/a.txt"})).await.unwrap();
-/// assert_eq!(out.content, "     1\thi");
-/// # });
-/// ```
-pub async fn run_tool(backend: &dyn Backend, name: &str, args: &Value) -> Option<ToolOutput> {
-    Some(match name {
-        Ls::NAME => call::<Ls>(backend, args).await,
-        ReadFile::NAME => call::<ReadFile>(backend, args).await,
-        WriteFile::NAME => call::<WriteFile>(backend, args).await,
-        EditFile::NAME => call::<EditFile>(backend, args).await,
-        Glob::NAME => call::<Glob>(backend, args).await,
-        Grep::NAME => call::<Grep>(backend, args).await,
-        Execute::NAME => call::<Execute>(backend, args).await,
-        _ => return None,
-    })
 }
 
 /// Caps a sorted list at [`MAX_LIST_LINES`], then a footer naming how many

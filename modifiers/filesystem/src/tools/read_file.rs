@@ -87,7 +87,7 @@ fn of_total(total: Option<usize>) -> String {
 }
 
 /// Formats a read window (`cat -n` lines, truncation, paging footer).
-pub fn format_read(page: &ReadPage) -> Result<String, FsError> {
+pub(crate) fn format_read(page: &ReadPage) -> Result<String, FsError> {
     if page.blank {
         return Ok("System reminder: File exists but has empty contents".to_string());
     }

@@ -21,7 +21,7 @@
 //! - `store_cas` — store writes are compare-and-set.
 
 // Test code: a failed step is a failed test.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod agree;
 mod append;

@@ -68,7 +68,7 @@ pub(crate) async fn run(args: ChatArgs) -> CliResult {
     let mut agent = open(&args.agent, args.session.as_deref(), interactive).await?;
     if interactive {
         let root = args.agent.workspace.root.clone();
-        let mut editor = Editor::new(&args.agent.user, root)
+        let mut editor = Editor::new(&args.agent.user, root, commands::COMMANDS)
             .map_err(|e| CliError::failed(format!("the terminal cannot be edited: {e}")))?;
         let resume = Arc::new(Mutex::new(resume_line(&agent)));
         let interrupt = Interrupt::watch_turns(resume.clone());

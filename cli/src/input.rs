@@ -22,8 +22,6 @@ use rustyline::history::FileHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Cmd, Config, EditMode, KeyCode, KeyEvent, Modifiers};
 
-use crate::commands::COMMANDS;
-
 /// What reading a line gave.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Read {
@@ -79,8 +77,13 @@ pub(crate) struct Editor {
 }
 
 impl Editor {
-    /// An editor with `user`'s history, completing paths under `root`.
-    pub(crate) fn new(user: &str, root: Option<PathBuf>) -> rustyline::Result<Self> {
+    /// An editor with `user`'s history, completing the slash `commands`
+    /// (name, help) and paths under `root`.
+    pub(crate) fn new(
+        user: &str,
+        root: Option<PathBuf>,
+        commands: &'static [(&'static str, &'static str)],
+    ) -> rustyline::Result<Self> {
         let config = Config::builder()
             .edit_mode(EditMode::Emacs)
             .auto_add_history(false)
@@ -89,7 +92,7 @@ impl Editor {
             .completion_type(rustyline::CompletionType::List)
             .build();
         let mut editor = rustyline::Editor::with_config(config)?;
-        editor.set_helper(Some(Helper { root }));
+        editor.set_helper(Some(Helper { root, commands }));
         editor.bind_sequence(
             KeyEvent(KeyCode::Enter, Modifiers::ALT),
             rustyline::EventHandler::Simple(Cmd::Newline),
@@ -160,6 +163,8 @@ fn history_file(user: &str) -> Option<PathBuf> {
 /// Completion, multi-line input.
 struct Helper {
     root: Option<PathBuf>,
+    /// The slash commands (name, help) a leading `/` completes to.
+    commands: &'static [(&'static str, &'static str)],
 }
 
 impl Completer for Helper {
@@ -177,7 +182,8 @@ impl Completer for Helper {
             .map_or(0, |i| i + 1);
         let word = &before[start..];
         if start == 0 && word.starts_with('/') {
-            let pairs = COMMANDS
+            let pairs = self
+                .commands
                 .iter()
                 .filter(|(name, _)| name.starts_with(word))
                 .map(|(name, _)| Pair {

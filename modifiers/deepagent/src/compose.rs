@@ -27,8 +27,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lc_agent::{ChatModel, ListConfig, RunnableNetwork};
+use lc_agent::{ChatModel, RunnableNetwork};
 
+pub use crate::context::AgentContext;
 use crate::deep_agent::DeepAgentBuilder;
 use crate::mcp::McpConfig;
 use crate::spec::{AgentSpec, MemorySpec, ModelSpec, SpecError};
@@ -155,26 +156,6 @@ impl std::fmt::Display for Override {
             "the session's {} ({}) is now {}",
             self.setting, self.was, self.now
         )
-    }
-}
-
-/// Where an agent runs: its session store and user (see the
-/// [module docs](self)).
-#[derive(Debug, Clone, Default)]
-pub struct AgentContext {
-    /// Where the sessions live.
-    pub sessions: ListConfig,
-    /// Whose sessions (memory's user when the session names none).
-    pub user: Option<String>,
-}
-
-impl AgentContext {
-    /// Sessions in `sessions`, for `user`.
-    pub fn new(sessions: ListConfig, user: impl Into<String>) -> Self {
-        Self {
-            sessions,
-            user: Some(user.into()),
-        }
     }
 }
 

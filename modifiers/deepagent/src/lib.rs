@@ -23,7 +23,8 @@
 //!   re-attaches it to a loaded session.
 //! - [`compose`]: [`Blueprint::resolve`](compose::Blueprint::resolve), *which agent*
 //!   a session runs with (the stored blueprint wins, else the caller's, then the
-//!   caller's overrides, noted); [`AgentContext`](compose::AgentContext) (sessions, user).
+//!   caller's overrides, noted); [`AgentContext`](compose::AgentContext) (sessions, user;
+//!   in `context.rs`, which the blueprint reads too).
 //! - [`workspace`]: [`Workspace`](workspace::Workspace), *where the file tools work*
 //!   (session files, a directory, a shell) opened into a backend, and the rule that a
 //!   shell holds `execute` for approval. A new kind of workspace is a change there.
@@ -80,6 +81,7 @@
 pub mod approvals;
 pub mod bearer;
 pub mod compose;
+mod context;
 pub mod deep_agent;
 mod delegation;
 pub mod mcp;

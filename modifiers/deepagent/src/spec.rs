@@ -79,7 +79,7 @@ use lc_agent::{ChatModel, ModelError, NetworkError, Provider, RunnableNetwork};
 use serde::{Deserialize, Serialize};
 
 use crate::approvals::{DecisionKind, Decisions};
-use crate::compose::AgentContext;
+use crate::context::AgentContext;
 use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
 use crate::mcp::{McpConfig, McpServerConfig};
 use crate::subagents::SubAgent;

@@ -7,8 +7,9 @@ use lc_agent::RunnableNetwork;
 
 use super::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, FsError, FsResult, GrepQuery, LsEntry, ReadPage,
+    FileUploadResponse, GrepQuery, LsEntry, ReadPage,
 };
+use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
 use super::path;
 
@@ -366,7 +367,7 @@ impl Backend for Routed {
                         None => FileDownloadResponse {
                             path: given,
                             content: None,
-                            error: Some(super::backend::FileOpError::InvalidPath),
+                            error: Some(super::error::FileOpError::InvalidPath),
                         },
                     }
                 }

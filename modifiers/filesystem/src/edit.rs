@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use super::backend::{FsError, FsResult};
+use super::error::{FsError, FsResult};
 
 /// Cuts a string quoted in an error to its first 200 chars, then `...`.
 pub(crate) fn cut_quote(s: &str) -> String {

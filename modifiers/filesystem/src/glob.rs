@@ -10,7 +10,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::backend::{FsError, FsResult};
+use super::error::{FsError, FsResult};
 
 /// A compiled `glob` pattern, matched against paths relative to the
 /// search directory.

@@ -22,8 +22,9 @@ use grep_matcher::LineTerminator;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
-use super::backend::{FileMatches, FsError, FsResult, GrepLine, GrepMode, GrepQuery};
+use super::backend::{FileMatches, GrepLine, GrepMode, GrepQuery};
 use super::encoding::{classify, decode_utf16, read_head_into, Encoding, BINARY_SNIFF_BYTES};
+use super::error::{FsError, FsResult};
 use super::paging::MAX_LINE_CHARS;
 
 /// The longest line grep searches, in bytes (8 MiB): the searcher's buffer

@@ -130,7 +130,8 @@
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
-//! - `backend.rs`: the [`Backend`] trait, what it returns, [`FsError`].
+//! - `backend.rs`: the [`Backend`] trait and what it returns.
+//! - `error.rs`: [`FsError`] (the text the model reads), [`FileOpError`], and `shown` (how a path appears).
 //! - `state.rs`: [`StateBackend`], files in the network's `files`.
 //! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
 //! - `map_backend.rs`: the shared logic of map-backed backends (state, store).
@@ -153,6 +154,7 @@ mod composite;
 mod disk;
 mod edit;
 mod encoding;
+mod error;
 pub mod evict;
 mod gitignore;
 mod glob;
@@ -170,11 +172,11 @@ mod tools;
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileOpError, FileUploadResponse, FsError, FsResult, GrepLine, GrepMode, GrepQuery, LsEntry,
-    PageLine, ReadPage,
+    FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
 };
 pub use composite::CompositeBackend;
 pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
+pub use error::{FileOpError, FsError, FsResult};
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;

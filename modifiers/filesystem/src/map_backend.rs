@@ -15,9 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lc_agent::FileData;
 
-use super::backend::{FileMatches, FsError, FsResult, GrepQuery, LsEntry, ReadPage};
+use super::backend::{FileMatches, GrepQuery, LsEntry, ReadPage};
 use super::edit::plan_edit;
 use super::encoding::{classify, classify_whole, Encoding};
+use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;

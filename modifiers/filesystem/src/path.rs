@@ -5,9 +5,8 @@
 //! `/` itself). [`normalize`] turns a tool argument into one or says why it
 //! cannot.
 
-use std::borrow::Cow;
-
-use super::backend::FsError;
+pub use super::error::shown;
+use super::error::FsError;
 
 /// The longest path argument accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -61,34 +60,6 @@ pub fn normalize(arg: &str) -> Result<String, FsError> {
         out.push('/');
     }
     Ok(out)
-}
-
-/// A path (or any argument) as the tools print it: every control character
-/// escaped the way Rust's `escape_debug` spells it (`\n`, `\r`, `\t`, `\0`,
-/// `\u{1b}`, `\u{85}`), everything else as it is. One path is thus always
-/// one line of a listing, and a NUL byte is never echoed raw. (A backslash
-/// is not escaped: `C:\x` prints as given.)
-///
-/// ```
-/// use lc_agent_filesystem::path::shown;
-///
-/// assert_eq!(shown("/evil\nname.txt"), "/evil\\nname.txt");
-/// assert_eq!(shown("a\0b\u{1b}[31m"), "a\\0b\\u{1b}[31m");
-/// assert_eq!(shown("/src/main.rs"), "/src/main.rs");
-/// ```
-pub fn shown(path: &str) -> Cow<'_, str> {
-    if !path.chars().any(char::is_control) {
-        return Cow::Borrowed(path);
-    }
-    let mut out = String::with_capacity(path.len() + 8);
-    for c in path.chars() {
-        if c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// Refuses a name for a file about to be created or rewritten (`write_file`,

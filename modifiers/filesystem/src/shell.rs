@@ -9,10 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::backend::{
-    Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, FsError,
-    FsResult, GrepQuery, LsEntry, ReadPage,
+    Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery,
+    LsEntry, ReadPage,
 };
 use super::disk::FilesystemBackend;
+use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
 
 /// Bytes of command output kept.

@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use lc_agent::RunnableNetwork;
 
 use super::backend::{
-    Backend, BackendFactory, FileDownloadResponse, FileMatches, FileUploadResponse, FsError,
-    FsResult, GrepQuery, LsEntry, ReadPage,
+    Backend, BackendFactory, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery,
+    LsEntry, ReadPage,
 };
+use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
 use super::{map_backend, path};
 

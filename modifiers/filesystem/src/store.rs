@@ -21,9 +21,9 @@ use lc_agent::{FileData, Files};
 use parking_lot::Mutex;
 
 use super::backend::{
-    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
-    LsEntry, ReadPage,
+    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery, LsEntry, ReadPage,
 };
+use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::{map_backend, path};

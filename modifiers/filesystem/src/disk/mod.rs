@@ -16,10 +16,10 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use super::backend::{
-    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, FsError, FsResult, GrepQuery,
-    LsEntry, ReadPage,
+    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery, LsEntry, ReadPage,
 };
 use super::encoding::{self, classify, Encoding};
+use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;

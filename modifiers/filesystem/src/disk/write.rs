@@ -16,9 +16,9 @@ use cap_std::fs::Dir;
 
 use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
-use crate::backend::{FsError, FsResult};
 use crate::edit::plan_edit;
 use crate::encoding::{classify_whole, decode_utf16, encode_utf16, Encoding};
+use crate::error::{FsError, FsResult};
 use crate::path;
 
 /// Maps an I/O error of a write: a name too long for the filesystem is an

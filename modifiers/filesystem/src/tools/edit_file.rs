@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::FileTool;
-use crate::backend::{Backend, FsError};
+use crate::backend::Backend;
+use crate::error::FsError;
 use crate::path;
 
 file_tool! {

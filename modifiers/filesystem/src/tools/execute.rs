@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::backend::{Backend, ExecuteResponse, FsError};
+use crate::backend::{Backend, ExecuteResponse};
+use crate::error::FsError;
 
 /// The longest `execute` timeout, in seconds.
 pub(crate) const MAX_TIMEOUT_SECS: u64 = 3600;

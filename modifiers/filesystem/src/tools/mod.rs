@@ -29,7 +29,8 @@ use lc_agent::{Tool, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::backend::{Backend, BackendSource, FsError};
+use super::backend::{Backend, BackendSource};
+use super::error::FsError;
 
 /// Declares a file tool: the type holding its backend, its constructor and
 /// its [`lc_agent::TypedTool`] impl (name, description, arguments and schema

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{AtLeast, FileTool};
-use crate::backend::{Backend, FsError, PageLine, ReadPage};
+use crate::backend::{Backend, PageLine, ReadPage};
+use crate::error::FsError;
 use crate::paging::MAX_READ_CHARS;
 use crate::path;
 

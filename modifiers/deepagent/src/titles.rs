@@ -49,13 +49,17 @@ pub enum TitleError {
 /// The one title rule, for every session title (a first message, a
 /// model's answer, the CLI and the server alike): the first non-empty
 /// line, control characters dropped, spaces collapsed, at most
-/// [`TITLE_MAX`] characters (cut at a word, with `…`).
+/// [`TITLE_MAX`] characters (cut at a word, with `…`; inside the word
+/// when cutting before it would keep less than half).
 ///
 /// ```
 /// use lc_agent_deepagent::titles::title_of;
 ///
 /// assert_eq!(title_of("\n  Plan   a trip\nto Lisbon"), "Plan a trip");
 /// assert_eq!(title_of(&"word ".repeat(30)).chars().count(), 60);
+/// let long = title_of(&format!("Trip to Lisbon {}", "x".repeat(80)));
+/// assert!(long.starts_with("Trip to Lisbon xxx") && long.ends_with('…'));
+/// assert_eq!(long.chars().count(), 60);
 /// ```
 pub fn title_of(text: &str) -> String {
     let line = text
@@ -67,9 +71,15 @@ pub fn title_of(text: &str) -> String {
     let mut title = String::new();
     for word in line.split_whitespace() {
         let extra = usize::from(!title.is_empty()) + word.chars().count();
-        if title.chars().count() + extra > TITLE_MAX {
-            if title.is_empty() {
-                title = word.chars().take(TITLE_MAX - 1).collect();
+        let used = title.chars().count();
+        if used + extra > TITLE_MAX {
+            if used < TITLE_MAX / 2 {
+                // A long word: cut inside it rather than lose most of the line.
+                if !title.is_empty() {
+                    title.push(' ');
+                }
+                let room = TITLE_MAX - 1 - title.chars().count();
+                title.extend(word.chars().take(room));
             }
             title.push('…');
             return title;

@@ -70,6 +70,7 @@ async fn say(net: &RunnableNetwork, text: &str) -> Result<String, NetworkError> 
 #[tokio::test]
 async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
     let server = LlamaServer::shared();
+    let _turn = server.conversation().await;
     let net = chat(server, Some(2048));
 
     for n in 0..12 {
@@ -101,6 +102,7 @@ async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
 #[tokio::test]
 async fn a_window_learned_from_the_server_unsticks_the_chat() {
     let server = LlamaServer::shared();
+    let _turn = server.conversation().await;
     let net = chat(server, None);
 
     let mut failed = 0;
@@ -132,6 +134,7 @@ async fn a_window_learned_from_the_server_unsticks_the_chat() {
 #[tokio::test]
 async fn a_message_that_cannot_fit_fails_before_it_is_sent() {
     let server = LlamaServer::shared();
+    let _turn = server.conversation().await;
     let net = chat(server, Some(2048));
 
     let error = say(&net, &"word ".repeat(3000)).await.unwrap_err();

@@ -8,6 +8,10 @@
 //! cuts the stream in flight short, which parallel tests would see as
 //! empty answers).
 //!
+//! `LC_AGENT_LLAMA_VERBOSE=1` makes the server log each request's prompt
+//! evaluation (its log is in the temporary directory, and in a failed
+//! test's message).
+//!
 //! The server stops when its [`LlamaServer`] drops, and also when the test
 //! process ends (a watchdog shell kills it), so a shared server
 //! ([`LlamaServer::shared`]) never outlives the tests.
@@ -57,6 +61,7 @@ pub struct LlamaServer {
     child: Child,
     port: u16,
     log: std::path::PathBuf,
+    conversation: tokio::sync::Mutex<()>,
 }
 
 impl LlamaServer {
@@ -79,21 +84,34 @@ impl LlamaServer {
         // (its parent) is gone.
         let script = format!(
             "{python} -m llama_cpp.server --model '{model}' --host 127.0.0.1 --port {port} \
-             --n_ctx {n_ctx} --chat_format chatml-function-calling --verbose false \
+             --n_ctx {n_ctx} --chat_format chatml-function-calling --verbose {verbose} \
              --interrupt_requests false & \
              server=$!; parent=$PPID; \
              while kill -0 $parent 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done; \
              kill $server 2>/dev/null",
-            python = python()
+            python = python(),
+            verbose = if std::env::var_os("LC_AGENT_LLAMA_VERBOSE").is_some() {
+                "true"
+            } else {
+                "false"
+            },
         );
         let child = Command::new("sh")
             .args(["-c", &script])
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log"))
             .stderr(log_file)
+            // OpenMP's threads sleep between requests instead of spinning:
+            // the test process shares the cores.
+            .env("OMP_WAIT_POLICY", "PASSIVE")
             .spawn()
             .expect("sh starts");
-        let mut server = Self { child, port, log };
+        let mut server = Self {
+            child,
+            port,
+            log,
+            conversation: tokio::sync::Mutex::new(()),
+        };
         server.wait_ready();
         server
     }
@@ -104,6 +122,15 @@ impl LlamaServer {
     pub fn shared() -> &'static LlamaServer {
         static SERVER: OnceLock<LlamaServer> = OnceLock::new();
         SERVER.get_or_init(|| LlamaServer::start(2048))
+    }
+
+    /// Holds the server for one test's conversation: tests that hold it run
+    /// one after another, so each request extends the one before it and the
+    /// server evaluates only the new tokens (llama.cpp keeps the previous
+    /// prompt's state). Interleaved conversations re-evaluate their whole
+    /// prompt at every turn.
+    pub async fn conversation(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.conversation.lock().await
     }
 
     /// The API root, for `OPENAI_BASE_URL`.

@@ -88,7 +88,9 @@
 //!                     stream.rs (message/content-block events assembled)
 //!   http/             what both share: transport.rs (sending, retries, timeouts),
 //!                     redact.rs (keeping the key out), overflow.rs (prompt too long)
-//!   provider.rs       Provider: openai | anthropic, by name or from the environment
+//!   provider.rs       Provider and the provider table (one row each: name, variables,
+//!                     defaults, constructor), by name or from the environment
+//!   settings.rs       HttpSettings: what every HTTP provider takes, its setters written once
 //!   tool_choice.rs    ToolChoice: auto, required, none, a named tool
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
 //!   cassette/         a real run once, offline forever: RecordingChatModel (record.rs) wraps
@@ -244,9 +246,9 @@ pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, Match, Provider,
-    ProviderError, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError,
-    Usage, CASSETTE_FORMAT,
+    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, HttpSettings, Match,
+    Provider, ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta,
+    ToolChoice, ToolChoiceError, Usage, CASSETTE_FORMAT,
 };
 pub use network::{
     scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,

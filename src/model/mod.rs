@@ -10,10 +10,12 @@ mod http;
 pub(crate) mod openai;
 mod provider;
 pub(crate) mod scripted;
+mod settings;
 mod tool_choice;
 
 pub use cassette::{Match, RecordingChatModel, ReplayChatModel, CASSETTE_FORMAT};
-pub use provider::{Provider, ProviderError};
+pub use provider::{Provider, ProviderError, ProviderRow};
+pub use settings::HttpSettings;
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 
 use std::collections::HashMap;

@@ -123,16 +123,22 @@ fn anthropic_configuration_from_the_environment_and_its_errors() {
 
     std::env::set_var("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
     let model = AnthropicChatModel::from_env().unwrap();
-    assert_eq!(model.model_name(), AnthropicChatModel::DEFAULT_MODEL);
+    assert_eq!(
+        model.model_name(),
+        lc_agent::Provider::Anthropic.row().default_model
+    );
     assert_eq!(
         lc_agent::Provider::Anthropic.default_model(),
-        AnthropicChatModel::DEFAULT_MODEL
+        lc_agent::Provider::Anthropic.row().default_model
     );
     assert_eq!(
         lc_agent::Provider::from_env(),
         lc_agent::Provider::Anthropic
     );
-    assert_eq!(model.base_url(), AnthropicChatModel::DEFAULT_BASE_URL);
+    assert_eq!(
+        model.base_url(),
+        lc_agent::Provider::Anthropic.row().default_base_url
+    );
     assert!(!format!("{model:?}").contains(ANTHROPIC_KEY));
 
     std::env::set_var("ANTHROPIC_MODEL", "claude-haiku-4-5");

@@ -8,34 +8,20 @@ mod wire;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::http::endpoint;
 use super::http::overflow::LearnedWindow;
-use super::http::redact::ApiKey;
 use super::http::transport::{self, Auth, Transport};
-use super::http::{config_error, endpoint, env_var, non_empty};
-use super::http::{DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT};
+use super::provider::Provider;
+use super::settings::{http_setters, HttpSettings};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::Message;
 use wire::{Settings, WireRequest};
 
 impl AnthropicChatModel {
-    /// The API root used when neither the builder nor
-    /// [`Self::BASE_URL_ENV`] names one; requests go to
-    /// `{base_url}/v1/messages`.
-    pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-    /// The environment variable read for the base URL.
-    pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
-    /// The environment variable read for the API key.
-    pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
-    /// The environment variable read for the model name.
-    pub const MODEL_ENV: &str = "ANTHROPIC_MODEL";
-    /// The model used when neither the builder nor [`Self::MODEL_ENV`]
-    /// names one.
-    pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
     /// The most tokens an answer may have unless the builder says
     /// otherwise (the API requires a limit; every current Claude model
     /// writes at least this many).
@@ -168,94 +154,21 @@ impl fmt::Debug for AnthropicChatModel {
 /// ```
 #[derive(Debug, Clone)]
 pub struct AnthropicChatModelBuilder {
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<ApiKey>,
-    timeout: Duration,
-    max_retries: u32,
-    retry_base_delay: Duration,
-    temperature: Option<f32>,
-    max_tokens: Option<u32>,
+    http: HttpSettings,
     prompt_caching: bool,
-    context_window: Option<usize>,
 }
 
 impl Default for AnthropicChatModelBuilder {
     fn default() -> Self {
         Self {
-            model: None,
-            base_url: None,
-            api_key: None,
-            timeout: DEFAULT_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            retry_base_delay: DEFAULT_RETRY_BASE_DELAY,
-            temperature: None,
-            max_tokens: None,
+            http: HttpSettings::default(),
             prompt_caching: true,
-            context_window: None,
         }
     }
 }
 
 impl AnthropicChatModelBuilder {
-    /// The model name sent with every request, e.g. `claude-sonnet-4-5`.
-    /// Defaults to [`AnthropicChatModel::MODEL_ENV`], then
-    /// [`AnthropicChatModel::DEFAULT_MODEL`].
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// The API root, e.g. `http://127.0.0.1:4000` (a trailing `/v1` is
-    /// dropped); requests go to `{base_url}/v1/messages`. Defaults to
-    /// [`AnthropicChatModel::BASE_URL_ENV`], then
-    /// [`AnthropicChatModel::DEFAULT_BASE_URL`].
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
-    }
-
-    /// The API key, sent as `x-api-key`. Defaults to
-    /// [`AnthropicChatModel::API_KEY_ENV`]; may be left out when a base
-    /// URL is set (a local gateway may need none).
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(api_key.into()));
-        self
-    }
-
-    /// The request timeout (default 120 s): for a whole request, or, when
-    /// streaming, for the response to start and then for each next event.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How many times a request that failed with 429, 529, 502-504 or a
-    /// connection error is tried again (default 3; 0 disables retries).
-    pub fn max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// The first retry waits about this long, and each next one twice as
-    /// long, with jitter (default 500 ms). A `Retry-After` header wins.
-    pub fn retry_base_delay(mut self, delay: Duration) -> Self {
-        self.retry_base_delay = delay;
-        self
-    }
-
-    /// The sampling temperature; the API's default when not set.
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
-
-    /// The most tokens an answer may have (default
-    /// [`AnthropicChatModel::DEFAULT_MAX_TOKENS`]).
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens).filter(|n| *n > 0);
-        self
-    }
+    http_setters!(http);
 
     /// Whether the system prompt and the tools are marked for prompt
     /// caching (default on).
@@ -264,63 +177,51 @@ impl AnthropicChatModelBuilder {
         self
     }
 
-    /// How many tokens the model reads at most (prompt and answer), when
-    /// you know better than the table of known models.
-    pub fn context_window(mut self, tokens: usize) -> Self {
-        self.context_window = Some(tokens).filter(|n| *n > 0);
-        self
-    }
-
-    /// Builds the model, reading [`AnthropicChatModel::MODEL_ENV`],
-    /// [`AnthropicChatModel::BASE_URL_ENV`] and
-    /// [`AnthropicChatModel::API_KEY_ENV`] for whatever was not set
-    /// explicitly.
+    /// Builds the model, reading `ANTHROPIC_MODEL` (default
+    /// `claude-sonnet-4-5`), `ANTHROPIC_BASE_URL` (default
+    /// `https://api.anthropic.com`; a trailing `/v1` is dropped, requests
+    /// go to `{base_url}/v1/messages`) and `ANTHROPIC_API_KEY` (the
+    /// provider's row, [`Provider::row`]) for whatever was not set
+    /// explicitly. The answer's limit is
+    /// [`AnthropicChatModel::DEFAULT_MAX_TOKENS`] unless set.
     ///
     /// Fails with [`ModelError::Config`] when the base URL is not a valid
     /// URL, or there is no API key for Anthropic's own endpoint.
     pub fn build(self) -> Result<AnthropicChatModel, ModelError> {
-        let base_url =
-            non_empty(self.base_url).or_else(|| env_var(AnthropicChatModel::BASE_URL_ENV));
-        let model = non_empty(self.model)
-            .or_else(|| env_var(AnthropicChatModel::MODEL_ENV))
-            .unwrap_or_else(|| AnthropicChatModel::DEFAULT_MODEL.to_string());
-        let api_key = non_empty(self.api_key.map(|k| k.0))
-            .or_else(|| env_var(AnthropicChatModel::API_KEY_ENV))
-            .map(ApiKey);
-        if api_key.is_none() && base_url.is_none() {
-            return Err(config_error(format!(
-                "no API key for {}: set {} or call `.api_key(..)` \
-                 (a gateway that needs none: set {} or call `.base_url(..)`)",
-                AnthropicChatModel::DEFAULT_BASE_URL,
-                AnthropicChatModel::API_KEY_ENV,
-                AnthropicChatModel::BASE_URL_ENV
-            )));
-        }
-        let base_url = base_url.unwrap_or_else(|| AnthropicChatModel::DEFAULT_BASE_URL.to_string());
-        let base_url = base_url.trim_end_matches('/');
+        let row = Provider::Anthropic.row();
+        let settings = self.http.resolve(row)?;
+        let model = settings
+            .model
+            .clone()
+            .unwrap_or_else(|| row.default_model.to_string());
+        let base_url = settings.base_url.as_str();
         let base_url = base_url.strip_suffix("/v1").unwrap_or(base_url).to_string();
-        let transport = Transport::new(
-            endpoint(&base_url, "v1/messages")?,
-            api_key,
-            self.timeout,
-            self.max_retries,
-            self.retry_base_delay,
-        )?
-        .with_auth(Auth::Header("x-api-key"))
-        .with_header("anthropic-version", AnthropicChatModel::API_VERSION);
+        let transport = Transport::new(endpoint(&base_url, "v1/messages")?, &settings)?
+            .with_auth(Auth::Header("x-api-key"))
+            .with_header("anthropic-version", AnthropicChatModel::API_VERSION);
         Ok(AnthropicChatModel {
             transport,
             base_url,
             model,
-            temperature: self.temperature,
+            temperature: self.http.temperature,
             max_tokens: self
+                .http
                 .max_tokens
                 .unwrap_or(AnthropicChatModel::DEFAULT_MAX_TOKENS),
             prompt_caching: self.prompt_caching,
-            context_window: self.context_window,
+            context_window: self.http.context_window,
             learned: Arc::default(),
         })
     }
+}
+
+/// The provider table's constructor for `anthropic`.
+pub(crate) fn open(settings: HttpSettings) -> Result<Arc<dyn ChatModel>, ModelError> {
+    let builder = AnthropicChatModelBuilder {
+        http: settings,
+        ..AnthropicChatModelBuilder::default()
+    };
+    Ok(Arc::new(builder.build()?))
 }
 
 impl AnthropicChatModel {
@@ -329,12 +230,10 @@ impl AnthropicChatModel {
         AnthropicChatModelBuilder::default()
     }
 
-    /// The model configured by the environment:
-    /// [`AnthropicChatModel::MODEL_ENV`] (default
-    /// [`AnthropicChatModel::DEFAULT_MODEL`]) at
-    /// [`AnthropicChatModel::BASE_URL_ENV`] (default
-    /// [`AnthropicChatModel::DEFAULT_BASE_URL`]) with the key in
-    /// [`AnthropicChatModel::API_KEY_ENV`], default settings otherwise.
+    /// The model configured by the environment: `ANTHROPIC_MODEL`
+    /// (default `claude-sonnet-4-5`) at `ANTHROPIC_BASE_URL` (default
+    /// `https://api.anthropic.com`) with the key in `ANTHROPIC_API_KEY`,
+    /// default settings otherwise (the provider's row, [`Provider::row`]).
     pub fn from_env() -> Result<Self, ModelError> {
         Self::builder().build()
     }

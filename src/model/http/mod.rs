@@ -12,21 +12,12 @@ pub(crate) mod transport;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 
 use crate::error::ModelError;
 use redact::{excerpt, ApiKey, MAX_EXCERPT_CHARS};
-
-/// A request's time limit unless the builder says otherwise.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// How often a failed request is tried again unless the builder says
-/// otherwise.
-pub(crate) const DEFAULT_MAX_RETRIES: u32 = 3;
-/// The first pause before a retry unless the builder says otherwise.
-pub(crate) const DEFAULT_RETRY_BASE_DELAY: Duration = Duration::from_millis(500);
 
 /// `value` trimmed, or `None` when nothing is left: for settings, and for
 /// names and ids a server may send blank.

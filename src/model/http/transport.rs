@@ -31,6 +31,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::redact::{describe, excerpt, ApiKey, MAX_ERROR_BODY_CHARS};
 use crate::error::ModelError;
+use crate::model::settings::Resolved;
 
 /// No wait between two attempts is longer than this, whatever
 /// `Retry-After` says.
@@ -72,14 +73,9 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// A transport to `endpoint`, with its own HTTP client.
-    pub(crate) fn new(
-        endpoint: reqwest::Url,
-        api_key: Option<ApiKey>,
-        timeout: Duration,
-        max_retries: u32,
-        retry_base_delay: Duration,
-    ) -> Result<Self, ModelError> {
+    /// A transport to `endpoint` with these settings, with its own HTTP
+    /// client.
+    pub(crate) fn new(endpoint: reqwest::Url, settings: &Resolved) -> Result<Self, ModelError> {
         let client = reqwest::Client::builder()
             .user_agent(concat!("lc-agent/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -90,12 +86,12 @@ impl Transport {
         Ok(Self {
             client,
             endpoint,
-            api_key,
+            api_key: settings.api_key.clone().map(ApiKey),
             auth: Auth::Bearer,
             headers: HeaderMap::new(),
-            timeout,
-            max_retries,
-            retry_base_delay,
+            timeout: settings.timeout,
+            max_retries: settings.max_retries,
+            retry_base_delay: settings.retry_base_delay,
         })
     }
 

@@ -10,35 +10,18 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::http::overflow::{rough_tokens, LearnedWindow};
-use super::http::redact::ApiKey;
 use super::http::transport::{self, Transport};
-use super::http::{config_error, endpoint, env_var, non_empty};
-use super::http::{DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT};
+use super::http::{config_error, endpoint};
+use super::provider::Provider;
+use super::settings::{http_setters, HttpSettings};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::Message;
 use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
-
-impl OpenAiChatModel {
-    /// The endpoint used when neither the builder nor [`Self::BASE_URL_ENV`] names
-    /// one.
-    pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-    /// The environment variable read for the base URL.
-    pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
-    /// The environment variable read for the API key.
-    pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-    /// The environment variable read for the model name.
-    pub const MODEL_ENV: &str = "OPENAI_MODEL";
-    /// The model used when neither the builder nor [`Self::MODEL_ENV`] names one and
-    /// the endpoint is OpenAI's own ([`Self::DEFAULT_BASE_URL`]). Any other server
-    /// must be told which of its models to use.
-    pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
-}
 
 /// The OpenAI-compatible chat model: chat completions over HTTP.
 ///
@@ -204,8 +187,7 @@ impl fmt::Debug for OpenAiChatModel {
 /// Configures an [`OpenAiChatModel`]; see [`OpenAiChatModel::builder`].
 ///
 /// ```
-/// use std::time::Duration;
-/// use lc_agent::OpenAiChatModel;
+/// /// use lc_agent::OpenAiChatModel;
 ///
 /// let model = OpenAiChatModel::builder()
 ///     .model("gpt-4o-mini")
@@ -217,158 +199,53 @@ impl fmt::Debug for OpenAiChatModel {
 /// assert!(!format!("{model:?}").contains("sk-not-a-real-key"));
 /// # Ok::<(), lc_agent::ModelError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct OpenAiChatModelBuilder {
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<ApiKey>,
-    timeout: Duration,
-    max_retries: u32,
-    retry_base_delay: Duration,
-    temperature: Option<f32>,
-    max_tokens: Option<u32>,
-    context_window: Option<usize>,
-}
-
-impl Default for OpenAiChatModelBuilder {
-    fn default() -> Self {
-        Self {
-            model: None,
-            base_url: None,
-            api_key: None,
-            timeout: DEFAULT_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            retry_base_delay: DEFAULT_RETRY_BASE_DELAY,
-            temperature: None,
-            max_tokens: None,
-            context_window: None,
-        }
-    }
+    http: HttpSettings,
 }
 
 impl OpenAiChatModelBuilder {
-    /// The model name sent with every request (required), e.g.
-    /// `gpt-4o-mini` or `llama3.1`.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
+    http_setters!(http);
 
-    /// The API root, e.g. `http://localhost:8000/v1`; requests go to
-    /// `{base_url}/chat/completions`. Defaults to [`OpenAiChatModel::BASE_URL_ENV`], then
-    /// [`OpenAiChatModel::DEFAULT_BASE_URL`].
-    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = Some(base_url.into());
-        self
-    }
-
-    /// The API key, sent as `Authorization: Bearer <key>`. Defaults to
-    /// [`OpenAiChatModel::API_KEY_ENV`]; may be left out when a base URL is set (local
-    /// servers usually need none).
-    pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey(api_key.into()));
-        self
-    }
-
-    /// The request timeout (default 120 s): for a whole request, or, when
-    /// streaming, for the response to start and then for each next event.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How many times a request that failed with 429, 5xx or a connection
-    /// error is tried again (default 3; 0 disables retries).
-    pub fn max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// The first retry waits about this long, and each next one twice as
-    /// long, with jitter (default 500 ms). A `Retry-After` header wins.
-    pub fn retry_base_delay(mut self, delay: Duration) -> Self {
-        self.retry_base_delay = delay;
-        self
-    }
-
-    /// The sampling temperature; the server's default when not set.
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
-
-    /// The most tokens to generate (`max_tokens`); the server's default
-    /// when not set.
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
-    }
-
-    /// How many tokens the model reads at most (prompt and answer), when
-    /// you know better than the server: it wins over what the server says
-    /// (see [`ChatModel::context_window`]).
-    pub fn context_window(mut self, tokens: usize) -> Self {
-        self.context_window = Some(tokens).filter(|n| *n > 0);
-        self
-    }
-
-    /// Builds the model, reading [`OpenAiChatModel::MODEL_ENV`], [`OpenAiChatModel::BASE_URL_ENV`] and
-    /// [`OpenAiChatModel::API_KEY_ENV`] for whatever was not set explicitly.
+    /// Builds the model, reading `OPENAI_MODEL`, `OPENAI_BASE_URL` and
+    /// `OPENAI_API_KEY` (the provider's row, [`Provider::row`]) for
+    /// whatever was not set explicitly.
     ///
     /// Fails with [`ModelError::Config`] when a server other than OpenAI's
     /// has no model name,
     /// the base URL is not a valid URL, or there is no API key for the
     /// default (OpenAI) endpoint.
     pub fn build(self) -> Result<OpenAiChatModel, ModelError> {
-        let base_url = non_empty(self.base_url).or_else(|| env_var(OpenAiChatModel::BASE_URL_ENV));
-        let model = match (
-            non_empty(self.model).or_else(|| env_var(OpenAiChatModel::MODEL_ENV)),
-            &base_url,
-        ) {
-            (Some(model), _) => model,
-            (None, None) => OpenAiChatModel::DEFAULT_MODEL.to_string(),
-            (None, Some(url)) => {
+        let row = Provider::OpenAi.row();
+        let settings = self.http.resolve(row)?;
+        let model = match (&settings.model, settings.base_url_given) {
+            (Some(model), _) => model.clone(),
+            (None, false) => row.default_model.to_string(),
+            (None, true) => {
                 return Err(config_error(format!(
-                    "no model name for {url}: set {} to a model that server serves, \
+                    "no model name for {}: set {} to a model that server serves, \
                      or call `.model(..)`",
-                    OpenAiChatModel::MODEL_ENV
+                    settings.base_url, row.model_env
                 )))
             }
         };
-        let api_key = non_empty(self.api_key.map(|k| k.0))
-            .or_else(|| env_var(OpenAiChatModel::API_KEY_ENV))
-            .map(ApiKey);
-        if api_key.is_none() && base_url.is_none() {
-            return Err(config_error(format!(
-                "no API key for {}: set {} or call `.api_key(..)` \
-                 (a local server needs only a base URL: set {} or call `.base_url(..)`)",
-                OpenAiChatModel::DEFAULT_BASE_URL,
-                OpenAiChatModel::API_KEY_ENV,
-                OpenAiChatModel::BASE_URL_ENV
-            )));
-        }
-        let base_url = base_url
-            .unwrap_or_else(|| OpenAiChatModel::DEFAULT_BASE_URL.to_string())
-            .trim_end_matches('/')
-            .to_string();
-        let endpoint = endpoint(&base_url, "chat/completions")?;
-        let transport = Transport::new(
-            endpoint,
-            api_key,
-            self.timeout,
-            self.max_retries,
-            self.retry_base_delay,
-        )?;
+        let transport =
+            Transport::new(endpoint(&settings.base_url, "chat/completions")?, &settings)?;
         Ok(OpenAiChatModel {
             transport,
-            base_url,
+            base_url: settings.base_url,
             model,
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-            context_window: self.context_window,
+            temperature: self.http.temperature,
+            max_tokens: self.http.max_tokens,
+            context_window: self.http.context_window,
             learned: Arc::default(),
         })
     }
+}
+
+/// The provider table's constructor for `openai`.
+pub(crate) fn open(settings: HttpSettings) -> Result<Arc<dyn ChatModel>, ModelError> {
+    Ok(Arc::new(OpenAiChatModelBuilder { http: settings }.build()?))
 }
 
 impl OpenAiChatModel {
@@ -378,12 +255,13 @@ impl OpenAiChatModel {
     }
 
     /// The model configured by the environment, as a newcomer sets it:
-    /// [`OpenAiChatModel::MODEL_ENV`] at [`OpenAiChatModel::BASE_URL_ENV`] (default [`OpenAiChatModel::DEFAULT_BASE_URL`])
-    /// with the key in [`OpenAiChatModel::API_KEY_ENV`], and default settings otherwise.
+    /// `OPENAI_MODEL` at `OPENAI_BASE_URL` (default
+    /// `https://api.openai.com/v1`) with the key in `OPENAI_API_KEY`, and
+    /// default settings otherwise (the provider's row, [`Provider::row`]).
     ///
-    /// Without [`OpenAiChatModel::MODEL_ENV`], OpenAI's own endpoint gets
-    /// [`OpenAiChatModel::DEFAULT_MODEL`]; any other server is a [`ModelError::Config`]
-    /// naming the variable (a local server rarely has OpenAI's models).
+    /// Without `OPENAI_MODEL`, OpenAI's own endpoint gets `gpt-4o-mini`;
+    /// any other server is a [`ModelError::Config`] naming the variable
+    /// (a local server rarely has OpenAI's models).
     pub fn from_env() -> Result<Self, ModelError> {
         Self::builder().build()
     }

@@ -23,12 +23,12 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{ChatNode, HumanNode, NetworkError, NodeId, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
-use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides, Setting};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
-use lc_agent_deepagent::spec::AgentSpec;
-use lc_agent_deepagent::summarization::{summarizer_of, CompactError, Compaction};
-use lc_agent_deepagent::titles::write_title;
+use lc_agent_deepagent::{
+    summarizer_of, write_title, AgentContext, AgentSpec, Blueprint, CompactError, Compaction,
+    Overrides, Setting,
+};
 use lc_agent_filesystem::TOOL_NAMES;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -209,9 +209,10 @@ impl Agent {
         )?;
         let window = match blueprint.main_model().and_then(|m| m.context_window) {
             Some(tokens) => Some(tokens),
-            None => main.context_window().await.or_else(|| {
-                lc_agent_deepagent::tokens::ContextWindows::known_window(&args.model.name())
-            }),
+            None => main
+                .context_window()
+                .await
+                .or_else(|| lc_agent_deepagent::ContextWindows::known_window(&args.model.name())),
         };
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
@@ -274,7 +275,7 @@ impl Agent {
     ) -> CliResult<String> {
         let first = !self.titled();
         if first {
-            let title = lc_agent_deepagent::titles::title_of(text);
+            let title = lc_agent_deepagent::title_of(text);
             if !title.is_empty() {
                 self.net.set_name(&title);
                 self.net.set_metadata(TITLE_KEY, Value::String(title));
@@ -503,7 +504,7 @@ impl Agent {
 
 /// Where a session's title is kept in its metadata (also its name, which
 /// `sessions list` and the web page show).
-pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::titles::TITLE_KEY;
+pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::TITLE_KEY;
 
 /// A run's failure in the user's terms: a node's failure says what
 /// failed (the model, a tool) without the node's id.

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use lc_agent::RunnableNetwork;
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent_deepagent::{decide, pending_approvals, Decision, DecisionKind};
 use serde_json::Value;
 
 use crate::console::{paint, short_args, Look};
@@ -236,7 +236,7 @@ fn current_text(net: &RunnableNetwork, path: &str) -> Option<String> {
     if let Some(file) = net.files().get(path) {
         return Some(file.text());
     }
-    let spec = lc_agent_deepagent::spec::AgentSpec::from_network(net)?.ok()?;
+    let spec = lc_agent_deepagent::AgentSpec::from_network(net)?.ok()?;
     let root = spec.backend.root()?;
     std::fs::read_to_string(root.join(path.trim_start_matches('/'))).ok()
 }

@@ -17,9 +17,7 @@ use clap::Args;
 use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Turn};
 use lc_agent::{ListError, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
-use lc_agent_deepagent::deep_agent::MAIN_MODEL;
-use lc_agent_deepagent::spec::AgentSpec;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{AgentSpec, Workspace, MAIN_MODEL};
 use serde::Deserialize;
 use serde_json::Value;
 

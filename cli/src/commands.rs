@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use lc_agent::{ChatNode, ListQuery, OpenAiChatModel};
-use lc_agent_deepagent::todos::{todos_of, TodoStatus};
+use lc_agent_deepagent::{todos_of, TodoStatus};
 
 use crate::agent::Agent;
 use crate::console::{out, usage_of, TurnStats};
@@ -222,18 +222,18 @@ fn current_model(agent: &Agent) -> String {
     agent
         .net
         .chat_model_name()
-        .filter(|n| n != lc_agent_deepagent::deep_agent::MAIN_MODEL)
+        .filter(|n| n != lc_agent_deepagent::MAIN_MODEL)
         .unwrap_or_else(|| agent.model_name.clone())
 }
 
 /// `/compact`: a summary now, and what it saves.
 async fn compact(agent: &Agent) {
-    use lc_agent_deepagent::summarization::CompactError;
+    use lc_agent_deepagent::CompactError;
     match agent.compact().await {
         Ok(done) => out(&format!(
             "compacted: {} messages summarized by {}; the next request: {} -> {} tokens\n",
             done.summarized,
-            if done.model == lc_agent_deepagent::deep_agent::MAIN_MODEL {
+            if done.model == lc_agent_deepagent::MAIN_MODEL {
                 current_model(agent)
             } else {
                 done.model

@@ -19,9 +19,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use lc_agent_deepagent::mcp::server::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
 use lc_agent_deepagent::mcp::FileToolServer;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::mcp::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
+use lc_agent_deepagent::Workspace;
 
 use crate::error::{CliError, CliResult};
 use lc_agent::error_chain;

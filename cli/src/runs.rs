@@ -171,13 +171,11 @@ async fn cancel(
                 // next turn finds them answered.
                 let list = lists.user(&run.user).map_err(failed)?;
                 let net = list.load(run.session).await.map_err(failed)?;
-                for p in lc_agent_deepagent::approvals::pending_approvals(&net) {
-                    lc_agent_deepagent::approvals::decide(
+                for p in lc_agent_deepagent::pending_approvals(&net) {
+                    lc_agent_deepagent::decide(
                         &net,
                         p.node_id,
-                        lc_agent_deepagent::approvals::Decision::Reject(
-                            "the run was cancelled".to_string(),
-                        ),
+                        lc_agent_deepagent::Decision::Reject("the run was cancelled".to_string()),
                     )
                     .map_err(failed)?;
                 }

@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use clap::Args;
 use lc_agent_deepagent::mcp::McpConfig;
-use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::AgentSpec;
 use lc_agent_server::{check_bind, serve, AppState, RunSettings, ServerConfig, Tokens};
 use lc_agent_server::{init_logging, LogFormat, LoggingError};
 

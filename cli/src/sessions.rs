@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use lc_agent::{ListError, ListQuery, Prices, SessionInfo, UsageTotals};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
-use lc_agent_deepagent::todos::{todos_of, TodoStatus};
+use lc_agent_deepagent::{todos_of, TodoStatus};
 
 use crate::args::{find_session, StoreArgs};
 use crate::console::thousands;
@@ -229,7 +229,7 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
         return Ok(());
     }
     let mut prices = Prices::load();
-    if let Some(Ok(spec)) = lc_agent_deepagent::spec::AgentSpec::from_network(net) {
+    if let Some(Ok(spec)) = lc_agent_deepagent::AgentSpec::from_network(net) {
         if let Some(own) = &spec.prices {
             prices.extend(own);
         }
@@ -488,7 +488,7 @@ mod tests {
     fn show_lists_the_todos() {
         let net = RunnableNetwork::new();
         net.set_metadata(
-            lc_agent_deepagent::todos::TODOS_KEY,
+            lc_agent_deepagent::TODOS_KEY,
             json!([
                 {"content": "Read the code", "status": "completed"},
                 {"content": "Fix the bug", "status": "in_progress"},

@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
-use lc_agent_deepagent::deep_agent::DeepAgent;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{DeepAgent, Workspace};
 use lc_agent_filesystem::TOOL_NAMES;
 use lc_agent_filesystem::{run_tool, Backend, StateBackend};
 

@@ -15,10 +15,9 @@
 //! Run: `cargo run --example deep_agent`
 
 use lc_agent::{HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, Decisions};
-use lc_agent_deepagent::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_deepagent::subagents::SubAgent;
-use lc_agent_deepagent::todos::todos_of;
+use lc_agent_deepagent::{
+    decide, pending_approvals, todos_of, Decision, Decisions, DeepAgent, DeepAgentBuilder, SubAgent,
+};
 use serde_json::json;
 
 /// The agent: models, sub-agent, approval and route. The same

@@ -20,8 +20,8 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, RunnableNetwork,
     ScriptedChatModel, Turn,
 };
-use lc_agent_deepagent::deep_agent::DeepAgent;
 use lc_agent_deepagent::memory::{MemoryKind, MemoryModifier, MemoryStore, USER_KEY};
+use lc_agent_deepagent::DeepAgent;
 use serde_json::json;
 
 /// A scripted model that also prints the memory section of each request.

@@ -1,6 +1,6 @@
 //! # Resume: a saved session rebuilds the same agent, from its blueprint
 //!
-//! Shows how an agent is composed (`lc_agent_deepagent::compose`): a
+//! Shows how an agent is composed (`lc_agent_deepagent::Blueprint`): a
 //! caller's blueprint and overrides (here a directory workspace with a
 //! shell, as `lc-agent run --root DIR --shell` gives) become the session's
 //! stored blueprint; a second "process" loads the session from its
@@ -17,9 +17,7 @@
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, HumanNode, ListConfig, ScriptedChatModel, Turn};
-use lc_agent_deepagent::approvals::pending_approvals;
-use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{pending_approvals, AgentContext, Blueprint, Overrides, Workspace};
 use serde_json::json;
 
 #[tokio::main]

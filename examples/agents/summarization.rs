@@ -20,9 +20,10 @@
 //! Run: `cargo run --example summarization`
 
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn};
-use lc_agent_deepagent::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_deepagent::summarization::{compact, SummarizationConfig, SUMMARY_STEP};
-use lc_agent_deepagent::tokens::{counter_for_model, ContextWindows};
+use lc_agent_deepagent::{
+    compact, counter_for_model, ContextWindows, DeepAgent, DeepAgentBuilder, SummarizationConfig,
+    SUMMARY_STEP,
+};
 use serde_json::json;
 
 fn agent(

@@ -13,7 +13,7 @@
 //! Run: `cargo run --example supervisor`
 
 use lc_agent::{HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode, Turn};
-use lc_agent_deepagent::supervisor::{Route, Supervisor};
+use lc_agent_deepagent::{Route, Supervisor};
 use serde_json::json;
 
 /// A route: a small network with its own instructions and model.

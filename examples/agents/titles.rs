@@ -13,7 +13,7 @@
 //! Run: `cargo run --example titles`
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
-use lc_agent_deepagent::titles::{write_title, TITLE_STEP};
+use lc_agent_deepagent::{write_title, TITLE_STEP};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

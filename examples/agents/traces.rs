@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lc_agent::{HumanNode, ScriptedChatModel, Turn};
-use lc_agent_deepagent::deep_agent::DeepAgent;
+use lc_agent_deepagent::DeepAgent;
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};

@@ -13,7 +13,7 @@
 //! Run: `cargo run --example usage`
 
 use lc_agent::{HumanNode, Prices, ScriptedChatModel, Turn, Usage};
-use lc_agent_deepagent::deep_agent::DeepAgent;
+use lc_agent_deepagent::DeepAgent;
 use serde_json::json;
 
 #[tokio::main]

@@ -18,8 +18,7 @@ use std::time::Duration;
 
 use lc_agent::ListConfig;
 use lc_agent::{ScriptedChatModel, ToolCall, Turn};
-use lc_agent_deepagent::approvals::DecisionKind;
-use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
+use lc_agent_deepagent::{AgentSpec, DecisionKind, ModelSpec};
 use lc_agent_server::{serve, AppState, ServerConfig};
 use serde_json::json;
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use lc_agent_deepagent::bearer::bearer_token;
+use lc_agent_deepagent::bearer_token;
 
 use crate::access::AccessNote;
 use crate::config::ANONYMOUS_USER;

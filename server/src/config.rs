@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
-use lc_agent_deepagent::bearer::same_token;
-use lc_agent_deepagent::spec::AgentSpec;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{same_token, AgentSpec, Workspace};
 
 /// The user of requests when the server runs without tokens.
 pub const ANONYMOUS_USER: &str = "default";

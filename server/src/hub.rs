@@ -21,9 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use lc_agent::{ListError, Lists, NetworkList, RunnableNetwork};
-use lc_agent_deepagent::compose::{AgentContext, Blueprint, Overrides};
-use lc_agent_deepagent::deep_agent::DeepAgentBuilder;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{AgentContext, Blueprint, DeepAgentBuilder, Overrides, Workspace};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -270,9 +268,9 @@ pub(crate) fn copy_of(saved: &RunnableNetwork) -> Result<RunnableNetwork, ApiErr
 }
 
 /// Names a session that has no name yet from its first message (the one
-/// title rule, [`title_of`](lc_agent_deepagent::titles::title_of)).
+/// title rule, [`title_of`](lc_agent_deepagent::title_of)).
 pub(crate) fn name_from(net: &RunnableNetwork, text: &str) {
     if net.name() == DEFAULT_NAME {
-        net.set_name(lc_agent_deepagent::titles::title_of(text));
+        net.set_name(lc_agent_deepagent::title_of(text));
     }
 }

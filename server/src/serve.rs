@@ -30,7 +30,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
-use lc_agent_deepagent::bearer::bind_allowed;
+use lc_agent_deepagent::bind_allowed;
 
 use crate::app::app;
 use crate::config::Tokens;

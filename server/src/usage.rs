@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use lc_agent::{Prices, RunnableNetwork, UsageTotals};
-use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::AgentSpec;
 use serde_json::{json, Value};
 
 /// The built-in prices with the user's `prices.toml` on top, read once.

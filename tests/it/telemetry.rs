@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use lc_agent::{
     FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, SystemNode, ToolOutput, Turn,
 };
-use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier, SUMMARY_STEP};
+use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier, SUMMARY_STEP};
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

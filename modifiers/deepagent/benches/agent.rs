@@ -11,8 +11,7 @@ use lc_agent::{
     FnTool, HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode, ToolOutput,
     Turn,
 };
-use lc_agent_deepagent::subagents::{SubAgent, SubAgentModifier};
-use lc_agent_deepagent::supervisor::{Route, Supervisor};
+use lc_agent_deepagent::{Route, SubAgent, SubAgentModifier, Supervisor};
 use serde_json::json;
 
 const TURNS: usize = 50;

@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lc_agent::{ChatNode, ChatRequest, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode};
-use lc_agent_deepagent::tokens::{ApproxCounter, Encoding, TiktokenCounter, TokenCounter};
+use lc_agent_deepagent::{ApproxCounter, Encoding, TiktokenCounter, TokenCounter};
 
 /// A network of `turns` answered turns (a human and an AI message each)
 /// and a pending chat node at the end, its conversation cached.

@@ -47,10 +47,10 @@ use serde_json::{json, Value};
 use crate::delegation;
 
 /// The tool node metadata key recording an approval and its decision.
-pub const APPROVAL_KEY: &str = "approval";
+pub(crate) const APPROVAL_KEY: &str = "approval";
 
 /// The reason a tool node is held while it waits for a decision.
-pub const HOLD_REASON: &str = "approval";
+pub(crate) const HOLD_REASON: &str = "approval";
 
 /// A kind of decision a person may make about a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -184,7 +184,7 @@ struct ApprovalRecord {
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
-/// use lc_agent_deepagent::approvals::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
+/// use lc_agent_deepagent::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
 /// use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 /// use serde_json::json;
 ///

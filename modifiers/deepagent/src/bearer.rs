@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 /// only when requests must carry a token.
 ///
 /// ```
-/// use lc_agent_deepagent::bearer::bind_allowed;
+/// use lc_agent_deepagent::bind_allowed;
 ///
 /// assert!(bind_allowed("127.0.0.1:8080".parse().unwrap(), false));
 /// assert!(bind_allowed("[::1]:8080".parse().unwrap(), false));
@@ -28,7 +28,7 @@ pub fn bind_allowed(addr: SocketAddr, has_token: bool) -> bool {
 /// scheme in any case; `None` for another scheme or an empty token.
 ///
 /// ```
-/// use lc_agent_deepagent::bearer::bearer_token;
+/// use lc_agent_deepagent::bearer_token;
 ///
 /// assert_eq!(bearer_token("Bearer s3cret"), Some("s3cret"));
 /// assert_eq!(bearer_token("  bearer   s3cret "), Some("s3cret"));
@@ -46,7 +46,7 @@ pub fn bearer_token(authorization: &str) -> Option<&str> {
 /// right by how long it took).
 ///
 /// ```
-/// use lc_agent_deepagent::bearer::same_token;
+/// use lc_agent_deepagent::same_token;
 ///
 /// assert!(same_token("s3cret", "s3cret"));
 /// assert!(!same_token("s3cret", "s3creT"));

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use lc_agent::{ChatModel, RunnableNetwork};
 
-pub use crate::context::AgentContext;
+use crate::context::AgentContext;
 use crate::deep_agent::DeepAgentBuilder;
 use crate::mcp::McpConfig;
 use crate::spec::{AgentSpec, MemorySpec, ModelSpec, SpecError};

@@ -15,46 +15,55 @@
 //!
 //! ## Layout
 //!
-//! - [`deep_agent`]: the preset ([`DeepAgent`](deep_agent::DeepAgent)) that puts
+//! The types are re-exported flat at the crate root (`use
+//! lc_agent_deepagent::{DeepAgent, AgentSpec, Workspace}`); the modules
+//! are private, one file per concept. Two features keep a public module as
+//! their namespace, because they are subsystems with many parts of their
+//! own: [`mcp`] (the `mcp` cargo feature) and `memory` (the `memory` cargo
+//! feature).
+//!
+//! - `deep_agent.rs`: the preset ([`DeepAgent`], [`DeepAgentBuilder`]) that puts
 //!   the file tools, todos, sub-agents, approvals, model routes, summaries,
 //!   skills and memory on one network.
-//! - [`spec`]: [`AgentSpec`](spec::AgentSpec), the serializable blueprint (TOML or
+//! - `spec.rs`: [`AgentSpec`], the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
-//! - [`compose`]: [`Blueprint::resolve`](compose::Blueprint::resolve), *which agent*
+//! - `compose.rs`: [`Blueprint::resolve`], *which agent*
 //!   a session runs with (the stored blueprint wins, else the caller's, then the
-//!   caller's overrides, noted); [`AgentContext`](compose::AgentContext) (sessions, user;
+//!   caller's [`Overrides`], noted); [`AgentContext`] (sessions, user;
 //!   in `context.rs`, which the blueprint reads too).
-//! - [`workspace`]: [`Workspace`](workspace::Workspace), *where the file tools work*
+//! - `workspace.rs`: [`Workspace`], *where the file tools work*
 //!   (session files, a directory, a shell) opened into a backend, and the rule that a
 //!   shell holds `execute` for approval. A new kind of workspace is a change there.
-//! - [`approvals`]: tool calls that wait for a person's decision (approve,
-//!   edit, reject, respond), held in the graph ([`ApprovalModifier`](approvals::ApprovalModifier)).
-//! - [`bearer`]: the one rule of serving over HTTP with a bearer token (a loopback
+//! - `approvals.rs`: tool calls that wait for a person's decision (approve,
+//!   edit, reject, respond), held in the graph ([`ApprovalModifier`],
+//!   [`pending_approvals`], [`decide`]).
+//! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
-//!   used by lc-agent-server and the MCP HTTP server.
-//! - [`subagents`]: the `task` tool; each task runs as an isolated
+//!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
+//!   [`bearer_token`], [`same_token`]).
+//! - `subagents.rs`: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph, under its parent's safeguards (approvals,
-//!   eviction, offered tools, summaries) ([`SubAgentModifier`](subagents::SubAgentModifier)).
+//!   eviction, offered tools, summaries) ([`SubAgentModifier`], [`SubAgent`]).
 //! - `delegation.rs`: how a sub-network answers a tool call (wired before
 //!   the call, found by the call's id, its last answer as the result), for
 //!   sub-agents, routes and approvals.
-//! - [`supervisor`]: a supervisor network whose chat model calls named route
-//!   networks as tools ([`Supervisor`](supervisor::Supervisor)); routes see the
+//! - `supervisor.rs`: a supervisor network whose chat model calls named route
+//!   networks as tools ([`Supervisor`], [`Route`]); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.
-//! - [`summarization`]: summaries of long conversations: triggers (context-window
+//! - `summarization.rs`: summaries of long conversations: triggers (context-window
 //!   fraction, tokens, human turns), the cut that never splits a tool call, the
 //!   `summary` step's model, `/conversation_history/<session-id>.md`
-//!   ([`SummarizationModifier`](summarization::SummarizationModifier)); a summary on
-//!   demand ([`compact`](summarization::compact), a chat's `/compact`).
-//! - [`tokens`]: `TokenCounter`, `TiktokenCounter` (feature `tokens`), `ApproxCounter`,
-//!   and [`ContextWindows`](tokens::ContextWindows) per model.
-//! - [`skills`]: `SKILL.md` folders listed in the system prompt
-//!   ([`SkillsModifier`](skills::SkillsModifier)); malformed files are skipped with a warning.
-//! - [`titles`]: session titles written by the `title` step's model after the first
-//!   answer ([`write_title`](titles::write_title)); opt-in by a route.
-//! - [`todos`]: the todo list, `write_todos` and its prompt section
-//!   ([`TodoListModifier`](todos::TodoListModifier)), kept in the network's metadata.
+//!   ([`SummarizationModifier`], [`SummarizationConfig`]); a summary on
+//!   demand ([`compact`], a chat's `/compact`).
+//! - `tokens.rs`: [`TokenCounter`], [`TiktokenCounter`] (feature `tokens`), [`ApproxCounter`],
+//!   and [`ContextWindows`] per model.
+//! - `skills.rs`: `SKILL.md` folders listed in the system prompt
+//!   ([`SkillsModifier`]); malformed files are skipped with a warning.
+//! - `titles.rs`: session titles written by the `title` step's model after the first
+//!   answer ([`write_title`]); opt-in by a route.
+//! - `todos.rs`: the todo list, `write_todos` and its prompt section
+//!   ([`TodoListModifier`], [`todos_of`]), kept in the network's metadata.
 //! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
 //!   - `mcp/config.rs`: `McpConfig`, the `mcpServers` file, `${VAR}` references.
 //!   - `mcp/tools.rs`: `McpTools`, the modifier offering the servers' tools (name clashes prefixed).
@@ -78,21 +87,47 @@
 //!   `lc-agent-filesystem` crate ([`lc_agent_filesystem`]; its crate docs draw
 //!   how they connect).
 
-pub mod approvals;
-pub mod bearer;
-pub mod compose;
+mod approvals;
+mod bearer;
+mod compose;
 mod context;
-pub mod deep_agent;
+mod deep_agent;
 mod delegation;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
-pub mod skills;
-pub mod spec;
-pub mod subagents;
-pub mod summarization;
-pub mod supervisor;
-pub mod titles;
-pub mod todos;
-pub mod tokens;
-pub mod workspace;
+mod skills;
+mod spec;
+mod subagents;
+mod summarization;
+mod supervisor;
+mod titles;
+mod todos;
+mod tokens;
+mod workspace;
+
+pub use approvals::{
+    decide, pending_approvals, ApprovalError, ApprovalModifier, Decision, DecisionKind, Decisions,
+    PendingApproval,
+};
+pub use bearer::{bearer_token, bind_allowed, same_token};
+pub use compose::{Blueprint, Override, Overrides, Setting};
+pub use context::AgentContext;
+pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
+pub use spec::{AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec};
+pub use subagents::{SubAgent, SubAgentModifier, TASK, TASK_CALL_KEY};
+pub use summarization::{
+    compact, summarizer_of, CompactError, Compaction, SummarizationConfig, SummarizationModifier,
+    SummaryError, Trigger, SUMMARY_HEADING, SUMMARY_STEP,
+};
+pub use supervisor::{Route, Supervisor};
+pub use titles::{clean_title, title_of, write_title, TitleError, TITLE_KEY, TITLE_STEP};
+pub use todos::{todos_of, Todo, TodoListModifier, TodoStatus, TODOS_KEY, TODOS_PROMPT};
+#[cfg(feature = "tokens")]
+pub use tokens::TiktokenCounter;
+pub use tokens::{
+    counter_for_model, ApproxCounter, ContextWindows, Encoding, TokenCounter, TokenError,
+    TokenizerUsage,
+};
+pub use workspace::{Workspace, WorkspaceError};

@@ -29,13 +29,13 @@ use serde::Deserialize;
 use lc_agent_filesystem::{path, Backend, BackendSource, FsError};
 
 /// The file that makes a folder a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 
 /// Where the deep agent mounts a skills directory.
-pub const SKILLS_ROUTE: &str = "/skills";
+pub(crate) const SKILLS_ROUTE: &str = "/skills";
 
 /// The opening of the system-prompt section.
-pub const SKILLS_PROMPT: &str = "## Skills
+pub(crate) const SKILLS_PROMPT: &str = "## Skills
 
 You have skills: folders with instructions (and files beside them) for particular kinds of \
 task. When a task matches a skill's description, read its SKILL.md with `read_file` before you \
@@ -109,12 +109,12 @@ struct FrontMatter {
 /// Reads one `SKILL.md` (its text and virtual path).
 ///
 /// ```
-/// use lc_agent_deepagent::skills::parse_skill;
+/// use lc_agent_deepagent::parse_skill;
 ///
 /// let skill = parse_skill("/skills/csv/SKILL.md", "---\nname: csv\ndescription: Clean CSV files\n---\nSteps...")?;
 /// assert_eq!((skill.name.as_str(), skill.description.as_str()), ("csv", "Clean CSV files"));
 /// assert!(parse_skill("/skills/x/SKILL.md", "no front matter").is_err());
-/// # Ok::<(), lc_agent_deepagent::skills::SkillError>(())
+/// # Ok::<(), lc_agent_deepagent::SkillError>(())
 /// ```
 pub fn parse_skill(path: &str, text: &str) -> std::result::Result<Skill, SkillError> {
     let no_front = || SkillError::NoFrontMatter {
@@ -229,7 +229,7 @@ pub async fn load_skills(backend: &dyn Backend, root: &str) -> (Vec<Skill>, Vec<
 
 /// The system-prompt section listing `skills` (`None` when there are
 /// none).
-pub fn skills_section(skills: &[Skill]) -> Option<String> {
+pub(crate) fn skills_section(skills: &[Skill]) -> Option<String> {
     if skills.is_empty() {
         return None;
     }
@@ -249,7 +249,7 @@ pub fn skills_section(skills: &[Skill]) -> Option<String> {
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent_filesystem::{Backend, StateBackend};
-/// use lc_agent_deepagent::skills::SkillsModifier;
+/// use lc_agent_deepagent::SkillsModifier;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let net = RunnableNetwork::builder().default_node("chat").chat_model("m")

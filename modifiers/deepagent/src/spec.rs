@@ -87,7 +87,7 @@ use crate::summarization::SummarizationConfig;
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// The session metadata key holding the agent's blueprint.
-pub const AGENT_SPEC_KEY: &str = "agent_spec";
+pub(crate) const AGENT_SPEC_KEY: &str = "agent_spec";
 
 /// A model by name: what to ask the server for, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -364,7 +364,7 @@ impl AgentSpec {
     /// The MCP servers, as an `mcpServers` configuration (checked).
     ///
     /// ```
-    /// use lc_agent_deepagent::spec::AgentSpec;
+    /// use lc_agent_deepagent::AgentSpec;
     ///
     /// let spec = AgentSpec::from_toml("[mcp_servers.time]\ncommand = \"mcp-server-time\"").unwrap();
     /// assert_eq!(spec.mcp_config().unwrap().mcp_servers.len(), 1);

@@ -52,11 +52,11 @@ use crate::delegation::{last_answer, run_before, serving, unwired_calls};
 pub const TASK: &str = "task";
 
 /// The sub-agent every [`SubAgentModifier`] offers unless told otherwise.
-pub const GENERAL_PURPOSE: &str = "general-purpose";
+pub(crate) const GENERAL_PURPOSE: &str = "general-purpose";
 
 /// How deep sub-agents may nest by default (a task's sub-agent may start
 /// tasks of its own down to this depth).
-pub const DEFAULT_MAX_DEPTH: usize = 3;
+pub(crate) const DEFAULT_MAX_DEPTH: usize = 3;
 
 /// The metadata key on a task's sub-network node naming the call it serves.
 pub const TASK_CALL_KEY: &str = "task_call_id";

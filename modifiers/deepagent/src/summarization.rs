@@ -64,13 +64,14 @@ use lc_agent_filesystem::{BackendSource, StateBackend};
 pub const SUMMARY_STEP: &str = "summary";
 
 /// The modifier's id.
-pub const SUMMARIZATION_ID: &str = "summarization";
+pub(crate) const SUMMARIZATION_ID: &str = "summarization";
 
 /// Where the older history is written: `<dir>/<session-id>.md`.
-pub const HISTORY_DIR: &str = "/conversation_history";
+pub(crate) const HISTORY_DIR: &str = "/conversation_history";
 
 /// The system prompt of a summary request.
-pub const SUMMARY_PROMPT: &str = "You write the running summary of a conversation between a \
+pub(crate) const SUMMARY_PROMPT: &str =
+    "You write the running summary of a conversation between a \
 user and an AI agent, so that the agent can continue the work without the older messages. \
 Keep: the user's goals and requests, decisions and their reasons, facts learned (file paths, \
 names, numbers, errors), what was done with which tools and what came of it, and what is still \
@@ -88,7 +89,7 @@ const MESSAGE_CAP: usize = 4_000;
 /// part of an agent blueprint).
 ///
 /// ```
-/// use lc_agent_deepagent::summarization::SummarizationConfig;
+/// use lc_agent_deepagent::SummarizationConfig;
 ///
 /// let config = SummarizationConfig::default().every_human_turns(None).trigger_tokens(50_000);
 /// assert_eq!(config.trigger_fraction, Some(0.85));
@@ -270,7 +271,7 @@ pub fn summarizer_of(network: &RunnableNetwork) -> SummarizationModifier {
 ///
 /// ```
 /// use lc_agent::{ChatRequest, HumanNode, RunnableNetwork, ScriptedChatModel};
-/// use lc_agent_deepagent::summarization::compact;
+/// use lc_agent_deepagent::compact;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// // An offline stand-in: it answers the turn, then writes the summary.
@@ -297,7 +298,7 @@ pub async fn compact(network: &RunnableNetwork) -> std::result::Result<Compactio
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, SummaryNode};
-/// use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
+/// use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// // An offline stand-in: it answers each turn, and writes the summary.

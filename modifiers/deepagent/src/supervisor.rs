@@ -27,13 +27,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The model step of the supervisor's chat nodes.
-pub const SUPERVISOR_STEP: &str = "supervisor";
+pub(crate) const SUPERVISOR_STEP: &str = "supervisor";
 
 /// The metadata key on a route's sub-network node naming the call it serves.
-pub const ROUTE_CALL_KEY: &str = "route_call_id";
+pub(crate) const ROUTE_CALL_KEY: &str = "route_call_id";
 
 /// The supervisor's model turns by default.
-pub const DEFAULT_MAX_ITERATIONS: usize = 10;
+pub(crate) const DEFAULT_MAX_ITERATIONS: usize = 10;
 
 type Build = Arc<dyn Fn() -> RunnableNetwork + Send + Sync>;
 

@@ -21,7 +21,8 @@ pub const TITLE_STEP: &str = "title";
 pub const TITLE_KEY: &str = "title";
 
 /// The system prompt of a title request.
-pub const TITLE_PROMPT: &str = "You name conversations. Write a title of at most eight words \
+pub(crate) const TITLE_PROMPT: &str =
+    "You name conversations. Write a title of at most eight words \
 for the conversation below: what the user wants, in the user's language. No quotes, no final \
 period. Answer with the title only.";
 
@@ -29,7 +30,7 @@ period. Answer with the title only.";
 const SHOWN: usize = 2_000;
 
 /// The longest title kept (cut at a word, with `…`).
-pub const TITLE_MAX: usize = 60;
+pub(crate) const TITLE_MAX: usize = 60;
 
 /// Why no title was written (the network keeps the one it had).
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +54,7 @@ pub enum TitleError {
 /// when cutting before it would keep less than half).
 ///
 /// ```
-/// use lc_agent_deepagent::titles::title_of;
+/// use lc_agent_deepagent::title_of;
 ///
 /// assert_eq!(title_of("\n  Plan   a trip\nto Lisbon"), "Plan a trip");
 /// assert_eq!(title_of(&"word ".repeat(30)).chars().count(), 60);
@@ -96,7 +97,7 @@ pub fn title_of(text: &str) -> String {
 /// a `Title:` label, Markdown marks or a final period, then [`title_of`].
 ///
 /// ```
-/// use lc_agent_deepagent::titles::clean_title;
+/// use lc_agent_deepagent::clean_title;
 ///
 /// assert_eq!(clean_title("Title: \"Reverse words in Rust.\"\nmore"), "Reverse words in Rust");
 /// assert_eq!(clean_title("**Plan a trip**"), "Plan a trip");
@@ -136,7 +137,7 @@ fn shown(text: &str) -> String {
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
-/// use lc_agent_deepagent::titles::{write_title, TITLE_STEP};
+/// use lc_agent_deepagent::{write_title, TITLE_STEP};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let main = ScriptedChatModel::new(["fn reverse(...) { ... }"]);

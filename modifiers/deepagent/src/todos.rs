@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 pub const TODOS_KEY: &str = "todos";
 
 /// The tool's name.
-pub const WRITE_TODOS: &str = "write_todos";
+pub(crate) const WRITE_TODOS: &str = "write_todos";
 
 /// The system-prompt section about planning.
 pub const TODOS_PROMPT: &str = "## Planning with `write_todos`
@@ -72,14 +72,14 @@ pub fn todos_of(network: &RunnableNetwork) -> Vec<Todo> {
 
 /// The arguments of `write_todos` (read by [`lc_agent::tool_args`]).
 #[derive(Deserialize)]
-pub struct WriteTodosArgs {
+pub(crate) struct WriteTodosArgs {
     /// The whole list, in order.
     pub todos: Vec<Todo>,
 }
 
 /// The `write_todos` tool: replaces the network's todo list.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WriteTodos;
+pub(crate) struct WriteTodos;
 
 impl TypedTool for WriteTodos {
     const NAME: &'static str = WRITE_TODOS;
@@ -137,7 +137,7 @@ impl TypedTool for WriteTodos {
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
-/// use lc_agent_deepagent::todos::{todos_of, TodoListModifier, TodoStatus};
+/// use lc_agent_deepagent::{todos_of, TodoListModifier, TodoStatus};
 /// use serde_json::json;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -22,15 +22,15 @@ use serde::{Deserialize, Serialize};
 
 /// Tokens every message costs beyond its text (role and separators), as
 /// OpenAI's chat format counts them.
-pub const MESSAGE_OVERHEAD: usize = 4;
+pub(crate) const MESSAGE_OVERHEAD: usize = 4;
 
 /// Tokens that prime the model's reply.
-pub const REPLY_PRIMING: usize = 3;
+pub(crate) const REPLY_PRIMING: usize = 3;
 
 /// Counts tokens.
 ///
 /// ```
-/// use lc_agent_deepagent::tokens::{ApproxCounter, TokenCounter};
+/// use lc_agent_deepagent::{ApproxCounter, TokenCounter};
 ///
 /// assert_eq!(ApproxCounter.count("twelve chars"), 3);
 /// ```
@@ -109,7 +109,7 @@ impl Encoding {
     /// `openai/` do not matter).
     ///
     /// ```
-    /// use lc_agent_deepagent::tokens::Encoding;
+    /// use lc_agent_deepagent::Encoding;
     ///
     /// assert_eq!(Encoding::for_model("gpt-4o-mini"), Encoding::O200kBase);
     /// assert_eq!(Encoding::for_model("openai/gpt-4-turbo"), Encoding::Cl100kBase);
@@ -178,11 +178,11 @@ pub enum TokenError {
 /// count. The vocabulary loads once per process (tens of milliseconds).
 ///
 /// ```
-/// use lc_agent_deepagent::tokens::{Encoding, TiktokenCounter, TokenCounter};
+/// use lc_agent_deepagent::{Encoding, TiktokenCounter, TokenCounter};
 ///
 /// let counter = TiktokenCounter::new(Encoding::O200kBase)?;
 /// assert_eq!(counter.count("Hello world"), 2);
-/// # Ok::<(), lc_agent_deepagent::tokens::TokenError>(())
+/// # Ok::<(), lc_agent_deepagent::TokenError>(())
 /// ```
 #[cfg(feature = "tokens")]
 #[derive(Clone)]
@@ -264,7 +264,7 @@ pub fn counter_for_model(model: &str) -> Arc<dyn TokenCounter> {
 
 /// Context windows of well-known models (by name prefix; the longest
 /// matching prefix wins).
-pub const KNOWN_CONTEXT_WINDOWS: &[(&str, usize)] = &[
+pub(crate) const KNOWN_CONTEXT_WINDOWS: &[(&str, usize)] = &[
     ("gpt-5", 400_000),
     ("gpt-4.1", 1_047_576),
     ("gpt-4.5", 128_000),
@@ -297,7 +297,7 @@ pub const KNOWN_CONTEXT_WINDOWS: &[(&str, usize)] = &[
 ];
 
 /// The window of a model that no entry names.
-pub const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
+pub(crate) const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
 
 /// How many tokens each model reads at most: your entries (exact name,
 /// then the longest matching prefix), then [`KNOWN_CONTEXT_WINDOWS`], then
@@ -308,7 +308,7 @@ pub const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
 /// of an agent blueprint):
 ///
 /// ```
-/// use lc_agent_deepagent::tokens::ContextWindows;
+/// use lc_agent_deepagent::ContextWindows;
 ///
 /// let windows = ContextWindows::from_toml(r#"
 ///     default = 16000
@@ -318,7 +318,7 @@ pub const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
 /// assert_eq!(windows.window_for("my-local-model:q4"), 4096);
 /// assert_eq!(windows.window_for("gpt-4o-mini"), 128_000);
 /// assert_eq!(windows.window_for("something-else"), 16_000);
-/// # Ok::<(), lc_agent_deepagent::tokens::TokenError>(())
+/// # Ok::<(), lc_agent_deepagent::TokenError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -490,7 +490,7 @@ mod tests {
 ///
 /// ```
 /// use lc_agent::{ChatRequest, ChatResponse, History, Message, UsageEstimator};
-/// use lc_agent_deepagent::tokens::TokenizerUsage;
+/// use lc_agent_deepagent::TokenizerUsage;
 ///
 /// let request = ChatRequest::new(History::from_messages([Message::human("Hello world")]));
 /// let usage = TokenizerUsage.estimate(&request, &ChatResponse::text("Hi there"));

@@ -14,7 +14,7 @@ use lc_agent_test_support::{needs, LlamaServer};
 use lc_agent::{
     HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode, SystemNode,
 };
-use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier};
+use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier};
 
 fn chat(server: &LlamaServer, window: Option<usize>) -> RunnableNetwork {
     let mut builder = OpenAiChatModel::builder()

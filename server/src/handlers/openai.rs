@@ -291,7 +291,7 @@ pub(crate) async fn completions(
                     )
                 }
                 (None, keep) => {
-                    let title = lc_agent_deepagent::titles::title_of(&text);
+                    let title = lc_agent_deepagent::title_of(&text);
                     let net = state.hub.new_session(&user, &title)?;
                     add_messages(&net, &body.messages)?;
                     let target = if keep {

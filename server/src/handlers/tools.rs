@@ -40,7 +40,7 @@ pub(crate) async fn list(
     let offered: Vec<_> = agent
         .offered_tools(&net)
         .into_iter()
-        .filter(|t| t.name() != lc_agent_deepagent::subagents::TASK)
+        .filter(|t| t.name() != lc_agent_deepagent::TASK)
         .collect();
     let tools = lc_agent::openai_tools(&offered);
     Ok(Json(json!({"object": "list", "tools": tools})))

@@ -2,7 +2,7 @@
 //! (`Run::pending`) and their events (`approval_needed`, `done`) name it.
 
 use lc_agent::{NodeId, ToolCall};
-use lc_agent_deepagent::approvals::{DecisionKind, PendingApproval};
+use lc_agent_deepagent::{DecisionKind, PendingApproval};
 use serde::{Deserialize, Serialize};
 
 /// A tool call waiting for a decision.

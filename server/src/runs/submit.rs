@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use lc_agent::{NetworkList, RunnableNetwork};
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, DecisionKind};
+use lc_agent_deepagent::{decide, pending_approvals, Decision, DecisionKind};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;

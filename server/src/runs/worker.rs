@@ -22,7 +22,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use lc_agent::{revision_of, CheckpointModifier, CheckpointPolicy, NetworkEvent, NodeId};
 use lc_agent::{NetworkList, RunnableNetwork};
-use lc_agent_deepagent::approvals::{pending_approvals, PendingApproval};
+use lc_agent_deepagent::{pending_approvals, PendingApproval};
 use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;

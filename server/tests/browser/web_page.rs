@@ -30,8 +30,7 @@ use async_trait::async_trait;
 use fantoccini::{Client, Locator};
 use lc_agent::{ChatModel, ChatRequest, ChatResponse, ModelError, ScriptedChatModel};
 use lc_agent::{ToolCall, Turn, Usage};
-use lc_agent_deepagent::approvals::DecisionKind;
-use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
+use lc_agent_deepagent::{AgentSpec, DecisionKind, ModelSpec};
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 

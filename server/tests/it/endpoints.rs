@@ -3,7 +3,7 @@
 //! the OpenAI endpoints streamed and not, auth and hostile input.
 
 use lc_agent::Turn;
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::Workspace;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 

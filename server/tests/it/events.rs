@@ -4,7 +4,7 @@
 //! scripted one (a stand-in for a real model).
 
 use lc_agent::Turn;
-use lc_agent_deepagent::summarization::SummarizationConfig;
+use lc_agent_deepagent::SummarizationConfig;
 use lc_agent_test_support::server::*;
 use serde_json::{json, Value};
 

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use lc_agent::ListConfig;
 use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_deepagent::approvals::DecisionKind;
-use lc_agent_deepagent::spec::{AgentSpec, ModelSpec};
+use lc_agent_deepagent::{AgentSpec, DecisionKind, ModelSpec};
 use lc_agent_server::{serve, AppState, ServerConfig, Tokens};
 use serde_json::{json, Value};
 use tower::ServiceExt;

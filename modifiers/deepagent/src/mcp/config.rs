@@ -28,11 +28,11 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 /// The default time a tool call may take, in seconds.
-pub const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
+pub(super) const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
 
 /// The least time a server gets to start and list its tools, in seconds
 /// (more when the call timeout is longer).
-pub const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
+pub(super) const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
 
 /// A set of MCP servers by name: the `mcpServers` object.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

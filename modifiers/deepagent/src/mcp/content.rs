@@ -18,7 +18,7 @@ use serde_json::Value;
 /// reads.
 ///
 /// ```
-/// use lc_agent_deepagent::mcp::content::describe_result;
+/// use lc_agent_deepagent::mcp::describe_result;
 /// use serde_json::json;
 ///
 /// let out = describe_result(&json!({"content": [

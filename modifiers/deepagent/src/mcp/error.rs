@@ -5,7 +5,7 @@
 use super::config::ConfigError;
 
 /// A boxed cause from the MCP SDK.
-pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(super) type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors of connecting to, listing or serving MCP servers.
 #[derive(Debug, thiserror::Error)]

@@ -12,33 +12,37 @@
 //!  any MCP client ── stdio | HTTP + bearer ──▶ FileToolServer ─▶ filesystem::run_tool ─▶ Backend
 //! ```
 //!
-//! Layout: [`config`] (the `mcpServers` file, `${VAR}` references; plain
-//! data, always built), and with the `mcp` feature: [`connection`] (one
-//! server: connect, list, call, reconnect), [`tool`] ([`McpTool`]),
-//! [`tools`] ([`McpTools`], the modifier), [`content`] (results as text),
-//! [`server`] ([`FileToolServer`]), [`error`] ([`McpError`]).
+//! Layout (the types are re-exported here, the files are private):
+//! `config.rs` ([`McpConfig`]: the `mcpServers` file, `${VAR}` references;
+//! plain data, always built), and with the `mcp` feature: `connection.rs`
+//! ([`ServerConnection`], one server: connect, list, call, reconnect),
+//! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
+//! `content.rs` ([`describe_result`], results as text), `server.rs`
+//! ([`FileToolServer`]), `error.rs` ([`McpError`]).
 
-pub mod config;
+mod config;
 #[cfg(feature = "mcp")]
-pub mod connection;
+mod connection;
 #[cfg(feature = "mcp")]
-pub mod content;
+mod content;
 #[cfg(feature = "mcp")]
-pub mod error;
+mod error;
 #[cfg(feature = "mcp")]
-pub mod server;
+mod server;
 #[cfg(feature = "mcp")]
-pub mod tool;
+mod tool;
 #[cfg(feature = "mcp")]
-pub mod tools;
+mod tools;
 
 pub use config::{ConfigError, McpConfig, McpEndpoint, McpServerConfig};
 #[cfg(feature = "mcp")]
 pub use connection::{RemoteTool, ServerConnection};
 #[cfg(feature = "mcp")]
+pub use content::describe_result;
+#[cfg(feature = "mcp")]
 pub use error::McpError;
 #[cfg(feature = "mcp")]
-pub use server::FileToolServer;
+pub use server::{check_token, FileToolServer, MCP_HTTP_PATH, TOKEN_ENV};
 #[cfg(feature = "mcp")]
 pub use tool::McpTool;
 #[cfg(feature = "mcp")]

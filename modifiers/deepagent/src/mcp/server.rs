@@ -165,7 +165,7 @@ impl FileToolServer {
 /// Refuses a non-loopback address without a token.
 ///
 /// ```
-/// use lc_agent_deepagent::mcp::server::check_token;
+/// use lc_agent_deepagent::mcp::check_token;
 ///
 /// assert!(check_token("127.0.0.1:8000".parse().unwrap(), None).is_ok());
 /// assert!(check_token("0.0.0.0:8000".parse().unwrap(), None).is_err());

@@ -21,7 +21,7 @@ use super::error::McpError;
 use super::tool::McpTool;
 
 /// The modifier id of [`McpTools`].
-pub const MCP_MODIFIER_ID: &str = "mcp";
+pub(super) const MCP_MODIFIER_ID: &str = "mcp";
 
 /// MCP servers' tools for a network (see the [module docs](self)).
 ///

@@ -22,32 +22,32 @@
 //! index query and every hit is checked again, so one user's memories
 //! never reach another user's prompt.
 //!
-//! - [`entry`]: [`MemoryEntry`], [`MemoryKind`], [`MemoryQuery`], [`MemoryHit`].
-//! - [`error`](mod@error): [`MemoryError`].
-//! - [`backend`]: the [`MemoryBackend`] trait and [`InMemoryBackend`].
-//! - [`file`]: [`JsonFileBackend`], the append-only JSON-lines file (fsynced, kill-safe).
-//! - [`redis`]: [`RedisMemoryBackend`], a list per user with a hash tag.
+//! - `entry.rs`: [`MemoryEntry`], [`MemoryKind`], [`MemoryQuery`], [`MemoryHit`].
+//! - `error.rs`: [`MemoryError`].
+//! - `backend.rs`: the [`MemoryBackend`] trait and [`InMemoryBackend`].
+//! - `file.rs`: [`JsonFileBackend`], the append-only JSON-lines file (fsynced, kill-safe).
+//! - `redis.rs`: [`RedisMemoryBackend`], a list per user with a hash tag.
 //! - `index.rs`: the tantivy index: schema, analyzer, relevance × recency.
-//! - [`store`]: [`MemoryStore`], backend + index, kept in sync.
-//! - [`modifier`]: [`MemoryModifier`], the prompt section, turns, background summaries.
-//! - [`tools`]: the `remember` and `recall` tools.
+//! - `store.rs`: [`MemoryStore`], backend + index, kept in sync.
+//! - `modifier.rs`: [`MemoryModifier`], the prompt section, turns, background summaries.
+//! - `tools.rs`: the `remember` and `recall` tools ([`Remember`], [`Recall`], [`user_of`]).
 
-pub mod backend;
-pub mod entry;
-pub mod error;
-pub mod file;
+mod backend;
+mod entry;
+mod error;
+mod file;
 mod index;
-pub mod modifier;
-pub mod redis;
-pub mod store;
-pub mod tools;
+mod modifier;
+mod redis;
+mod store;
+mod tools;
 
 pub use backend::{InMemoryBackend, MemoryBackend};
 pub use entry::{session_tag, MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
 pub use error::{MemoryError, MemoryResult};
 pub use file::JsonFileBackend;
 pub use index::Recency;
-pub use modifier::MemoryModifier;
+pub use modifier::{MemoryModifier, SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 pub use redis::RedisMemoryBackend;
 pub use store::MemoryStore;
 pub use tools::{user_of, Recall, Remember, USER_KEY};

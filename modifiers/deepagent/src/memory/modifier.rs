@@ -37,7 +37,7 @@ use super::store::MemoryStore;
 use super::tools::{format_entry, format_hit, user_of, Recall, Remember};
 
 /// The user when the session names none.
-pub const DEFAULT_USER: &str = "default";
+pub(super) const DEFAULT_USER: &str = "default";
 
 /// Session metadata: how many turns of the session memory stored.
 pub const TURNS_KEY: &str = "memory_turns";
@@ -49,17 +49,18 @@ pub const SUMMARIZED_KEY: &str = "memory_summarized_turns";
 pub const TURN_KEY: &str = "memory_turn";
 
 /// The model step that writes summaries (see `lc_agent::routing`).
-pub const SUMMARY_STEP: &str = "summary";
+pub(super) const SUMMARY_STEP: &str = "summary";
 
 /// The system-prompt section's heading and what it says about the tools.
-pub const MEMORY_PROMPT: &str = "## Long-term memory
+pub(super) const MEMORY_PROMPT: &str = "## Long-term memory
 
 You remember this user across conversations. Use `remember` to store a lasting fact (a \
 preference, a decision, a name) and `recall` to search what you remember when the user refers \
 to something from before.";
 
 /// The instructions of the summary model.
-pub const SUMMARY_PROMPT: &str = "You keep a running summary of a user's conversations with an \
+pub(super) const SUMMARY_PROMPT: &str =
+    "You keep a running summary of a user's conversations with an \
 assistant. Given the previous summary (if any) and the latest turns, write the new summary: \
 the user's goals, decisions, preferences and open questions, in a few short paragraphs. Keep \
 what still matters from the previous summary. Answer with the summary only.";

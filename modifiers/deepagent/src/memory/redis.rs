@@ -26,7 +26,7 @@ use super::entry::MemoryEntry;
 use super::error::{MemoryError, MemoryResult};
 
 /// The key prefix when none is given.
-pub const DEFAULT_PREFIX: &str = "lc-agent";
+pub(super) const DEFAULT_PREFIX: &str = "lc-agent";
 
 /// Entries in Redis (see the [module docs](self)).
 #[derive(Debug, Clone)]

@@ -32,7 +32,7 @@ use super::index::{MemoryIndex, Recency};
 use super::redis::RedisMemoryBackend;
 
 /// The longest text an entry may have (bytes).
-pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+pub(super) const MAX_TEXT_BYTES: usize = 64 * 1024;
 
 /// Long-term memory: entries per user in a backend, searched by relevance
 /// and recency (clones share everything).

@@ -23,10 +23,10 @@ use super::store::MemoryStore;
 pub const USER_KEY: &str = "user";
 
 /// The `remember` tool's name.
-pub const REMEMBER: &str = "remember";
+pub(super) const REMEMBER: &str = "remember";
 
 /// The `recall` tool's name.
-pub const RECALL: &str = "recall";
+pub(super) const RECALL: &str = "recall";
 
 /// Most hits `recall` returns.
 const MAX_RECALL: usize = 20;
@@ -43,13 +43,13 @@ pub fn user_of(network: &RunnableNetwork, fallback: &str) -> String {
 }
 
 /// One memory as the model reads it.
-pub fn format_hit(hit: &MemoryHit) -> String {
+pub(super) fn format_hit(hit: &MemoryHit) -> String {
     format_entry(&hit.entry)
 }
 
 /// One entry as the model reads it: `- [kind date] text` (continuation
 /// lines indented).
-pub fn format_entry(entry: &MemoryEntry) -> String {
+pub(super) fn format_entry(entry: &MemoryEntry) -> String {
     format!(
         "- [{} {}] {}",
         entry.kind,

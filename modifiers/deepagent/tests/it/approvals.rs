@@ -9,7 +9,7 @@ use lc_agent::{
     HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,
     ToolStatus, Turn,
 };
-use lc_agent_deepagent::approvals::{
+use lc_agent_deepagent::{
     decide, pending_approvals, ApprovalError, ApprovalModifier, Decision, DecisionKind, Decisions,
 };
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
@@ -193,7 +193,7 @@ async fn a_pending_call_survives_a_reload_and_is_approved_edited_or_answered() {
 /// An agent whose `task` calls wait for a person; the writer sub-agent
 /// has its own model.
 fn delegating(main: &ScriptedChatModel, writer: &ScriptedChatModel) -> RunnableNetwork {
-    use lc_agent_deepagent::subagents::{SubAgent, SubAgentModifier};
+    use lc_agent_deepagent::{SubAgent, SubAgentModifier};
     let net = RunnableNetwork::builder()
         .default_node("chat")
         .chat_model("m")

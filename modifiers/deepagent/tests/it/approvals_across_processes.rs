@@ -9,9 +9,7 @@ use std::process::Command;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent::{JsonNetworkList, NetworkList, RedisNetworkList};
-use lc_agent_deepagent::approvals::{
-    decide, pending_approvals, ApprovalModifier, Decision, Decisions,
-};
+use lc_agent_deepagent::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_test_support::{needs, RedisServer};
 use serde_json::json;

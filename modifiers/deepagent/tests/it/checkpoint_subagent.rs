@@ -13,7 +13,7 @@ use lc_agent::{
     ScriptedChatModel, ToolCall, Turn,
 };
 use lc_agent::{JsonNetworkList, NetworkList};
-use lc_agent_deepagent::subagents::{SubAgent, SubAgentModifier};
+use lc_agent_deepagent::{SubAgent, SubAgentModifier};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 

@@ -4,9 +4,7 @@
 //! stand in for real ones.
 
 use lc_agent::{NetworkError, RunnableNetwork, ScriptedChatModel, Turn};
-use lc_agent_deepagent::approvals::{pending_approvals, Decisions};
-use lc_agent_deepagent::deep_agent::{DeepAgent, BASE_PROMPT};
-use lc_agent_deepagent::subagents::SubAgent;
+use lc_agent_deepagent::{pending_approvals, Decisions, DeepAgent, SubAgent, BASE_PROMPT};
 use serde_json::json;
 
 #[tokio::test]

@@ -7,9 +7,9 @@
 //! redacted) are snapshotted.
 
 use lc_agent::{HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
-use lc_agent_deepagent::approvals::{decide, pending_approvals, Decision, Decisions};
-use lc_agent_deepagent::deep_agent::{DeepAgent, DeepAgentBuilder};
-use lc_agent_deepagent::subagents::SubAgent;
+use lc_agent_deepagent::{
+    decide, pending_approvals, Decision, Decisions, DeepAgent, DeepAgentBuilder, SubAgent,
+};
 use serde_json::{json, Value};
 
 fn todos(first: &str, second: &str) -> Value {

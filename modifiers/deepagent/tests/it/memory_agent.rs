@@ -19,8 +19,8 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork,
     ScriptedChatModel, Turn,
 };
-use lc_agent_deepagent::memory::modifier::{SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 use lc_agent_deepagent::memory::{MemoryKind, MemoryModifier, MemoryStore};
+use lc_agent_deepagent::memory::{SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 use lc_agent_test_support::{needs, RedisServer};
 use parking_lot::Mutex;
 use serde_json::json;
@@ -309,7 +309,7 @@ async fn agent_spec_memory() {
         "[models.main]\nmodel = \"m\"\n\n[memory]\ndir = {:?}\ntop_k = 3\nsummary_every = 0\n",
         dir.path().to_str().unwrap()
     );
-    let spec = lc_agent_deepagent::spec::AgentSpec::from_toml(&toml).unwrap();
+    let spec = lc_agent_deepagent::AgentSpec::from_toml(&toml).unwrap();
     assert_eq!(spec.memory.as_ref().unwrap().top_k, Some(3));
     let model: Arc<dyn ChatModel> = Arc::new(ScriptedChatModel::new([
         Turn::call("m1", "remember", json!({"text": "Prefers metric units"})),
@@ -326,7 +326,6 @@ async fn agent_spec_memory() {
     assert_eq!(entries[0].text, "Prefers metric units");
     assert_eq!(entries[1].kind, MemoryKind::Turn);
     let back =
-        lc_agent_deepagent::spec::AgentSpec::from_json(&serde_json::to_string(&spec).unwrap())
-            .unwrap();
+        lc_agent_deepagent::AgentSpec::from_json(&serde_json::to_string(&spec).unwrap()).unwrap();
     assert_eq!(back, spec);
 }

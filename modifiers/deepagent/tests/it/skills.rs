@@ -9,9 +9,7 @@ use async_trait::async_trait;
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork, Turn,
 };
-use lc_agent_deepagent::deep_agent::DeepAgent;
-use lc_agent_deepagent::skills::{load_skills, SkillError, SkillsModifier};
-use lc_agent_deepagent::spec::AgentSpec;
+use lc_agent_deepagent::{load_skills, AgentSpec, DeepAgent, SkillError, SkillsModifier};
 use lc_agent_filesystem::{Backend, FilesystemBackend, StateBackend};
 use parking_lot::Mutex;
 use serde_json::json;

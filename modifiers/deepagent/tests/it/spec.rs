@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
-use lc_agent_deepagent::approvals::{pending_approvals, DecisionKind};
-use lc_agent_deepagent::spec::{AgentSpec, ModelSpec, SpecError};
-use lc_agent_deepagent::workspace::Workspace;
+use lc_agent_deepagent::{
+    pending_approvals, AgentSpec, DecisionKind, ModelSpec, SpecError, Workspace,
+};
 use serde_json::json;
 
 const TOML: &str = r#"

@@ -16,12 +16,10 @@ use lc_agent::{
     NetworkEvent, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel, SummaryNode, ToolNode,
     ToolOutput, ToolStatus, Turn,
 };
-use lc_agent_deepagent::approvals::{
-    decide, pending_approvals, ApprovalModifier, Decision, Decisions,
+use lc_agent_deepagent::{
+    decide, pending_approvals, ApprovalModifier, Decision, Decisions, Route, SubAgent,
+    SubAgentModifier, SummarizationConfig, SummarizationModifier, Supervisor, SUMMARY_STEP,
 };
-use lc_agent_deepagent::subagents::{SubAgent, SubAgentModifier};
-use lc_agent_deepagent::summarization::{SummarizationConfig, SummarizationModifier, SUMMARY_STEP};
-use lc_agent_deepagent::supervisor::{Route, Supervisor};
 use lc_agent_filesystem::{BackendSource, FilesystemModifier, LocalShellBackend, StateBackend};
 use parking_lot::Mutex;
 use serde_json::json;

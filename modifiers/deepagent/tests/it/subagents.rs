@@ -13,7 +13,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
     ScriptedChatModel, ToolStatus, Turn,
 };
-use lc_agent_deepagent::subagents::{SubAgent, SubAgentModifier, TASK_CALL_KEY};
+use lc_agent_deepagent::{SubAgent, SubAgentModifier, TASK_CALL_KEY};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 

@@ -13,7 +13,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, NetworkEvent,
     RunnableNetwork, SummaryNode, SystemNode, ToolCall, ToolOutput, Turn,
 };
-use lc_agent_deepagent::summarization::{
+use lc_agent_deepagent::{
     compact, CompactError, SummarizationConfig, SummarizationModifier, SUMMARY_HEADING,
     SUMMARY_STEP,
 };
@@ -438,7 +438,7 @@ async fn fraction_of_the_context_window_triggers_with_the_real_tokenizer() {
 
 #[tokio::test]
 async fn a_deep_agent_writes_the_history_file_through_its_backend() {
-    use lc_agent_deepagent::deep_agent::DeepAgent;
+    use lc_agent_deepagent::DeepAgent;
     use lc_agent_filesystem::FilesystemBackend;
 
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkError, NetworkNode,
     RunnableNetwork, ScriptedChatModel, SystemNode, ToolStatus, Turn,
 };
-use lc_agent_deepagent::supervisor::{Route, Supervisor};
+use lc_agent_deepagent::{Route, Supervisor};
 use parking_lot::Mutex;
 use serde_json::json;
 

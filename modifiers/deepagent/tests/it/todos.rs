@@ -11,7 +11,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, RunnableNetwork,
     ScriptedChatModel, ToolStatus, Turn,
 };
-use lc_agent_deepagent::todos::{todos_of, Todo, TodoListModifier, TodoStatus, TODOS_PROMPT};
+use lc_agent_deepagent::{todos_of, Todo, TodoListModifier, TodoStatus, TODOS_PROMPT};
 use parking_lot::Mutex;
 use serde_json::json;
 

@@ -11,9 +11,7 @@ use std::collections::HashMap;
 use lc_agent::{
     HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolNode, ToolStatus, Turn,
 };
-use lc_agent_deepagent::subagents::SubAgentModifier;
-use lc_agent_deepagent::supervisor::{Route, Supervisor};
-use lc_agent_deepagent::todos::{todos_of, TodoListModifier};
+use lc_agent_deepagent::{todos_of, Route, SubAgentModifier, Supervisor, TodoListModifier};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::{json, Value};
 

@@ -16,6 +16,11 @@
 //!     stream_options.include_usage as a last chunk with no choices
 //!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
 //!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
+//!  finish_reason: "stop" (answered), "length" (the answer was cut off by the model's
+//!     output limit: the node's cut_off; POST /api/sessions/{id}/continue goes on),
+//!     "tool_calls" (the run waits for a decision: message.tool_calls are the held
+//!     calls — the agent's own, for a person to decide with POST
+//!     /api/sessions/{id}/approvals, not for the client to run; content says so)
 //! ```
 //!
 //! A retry never starts a second run: a request with the same
@@ -393,6 +398,46 @@ fn answer_text(done: &RunDone, session: Uuid) -> String {
     )
 }
 
+/// OpenAI's `finish_reason` of a `done` event: `tool_calls` when the run
+/// waits for decisions on calls (they are the message's `tool_calls`),
+/// `length` when the answer was cut off by the model's output limit,
+/// else `stop`.
+fn finish_reason(done: &RunDone) -> &'static str {
+    if !done.pending_approvals.is_empty() {
+        "tool_calls"
+    } else if done.cut_off {
+        "length"
+    } else {
+        "stop"
+    }
+}
+
+/// The calls a waiting run holds, as OpenAI's `tool_calls` (`None` when
+/// nothing waits). They are the agent's own calls, waiting for a person's
+/// decision (`POST /api/sessions/{id}/approvals`); a client does not run
+/// them, and a `tool` message sent back is not read.
+fn pending_tool_calls(done: &RunDone, streamed: bool) -> Option<Value> {
+    if done.pending_approvals.is_empty() {
+        return None;
+    }
+    let calls: Vec<Value> = done
+        .pending_approvals
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let mut call = json!({
+                "id": p.tool_call.id, "type": "function",
+                "function": {"name": p.tool_call.name, "arguments": p.tool_call.arguments},
+            });
+            if streamed {
+                call["index"] = json!(index);
+            }
+            call
+        })
+        .collect();
+    Some(Value::Array(calls))
+}
+
 /// The run's usage of an end event, as OpenAI reports it.
 fn usage_of(usage: Option<&Value>) -> Value {
     let totals: lc_agent::UsageTotals = usage
@@ -444,6 +489,10 @@ async fn whole(
             return (StatusCode::REQUEST_TIMEOUT, Json(body)).into_response();
         }
     };
+    let mut message = json!({"role": "assistant", "content": answer_text(&done, session)});
+    if let Some(calls) = pending_tool_calls(&done, false) {
+        message["tool_calls"] = calls;
+    }
     Json(json!({
         "id": completion_id,
         "object": "chat.completion",
@@ -453,8 +502,8 @@ async fn whole(
         "run": id,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": answer_text(&done, session)},
-            "finish_reason": "stop",
+            "message": message,
+            "finish_reason": finish_reason(&done),
         }],
         "usage": usage_of(done.usage.as_ref()),
     }))
@@ -518,12 +567,16 @@ fn stream(
                     } else {
                         answer
                     };
-                    let delta = if rest.is_empty() {
+                    let mut delta = if rest.is_empty() {
                         json!({})
                     } else {
                         json!({"content": rest})
                     };
-                    let mut chunks = vec![chunk(Some(delta), Some("stop"), None)];
+                    if let Some(calls) = pending_tool_calls(&done, true) {
+                        delta["tool_calls"] = calls;
+                    }
+                    let mut chunks =
+                        vec![chunk(Some(delta), Some(finish_reason(&done)), None)];
                     if include_usage {
                         chunks.push(chunk(None, None, Some(usage_of(done.usage.as_ref()))));
                     }

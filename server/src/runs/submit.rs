@@ -327,6 +327,7 @@ impl Runs {
                     run: id,
                     status: RunStatus::Cancelled,
                     usage: None,
+                    cut_off: false,
                 });
                 store.append(id, &[NumberedEvent { seq, event }]).await?;
                 store.settle(&cancelled, self.settings.keep).await?;

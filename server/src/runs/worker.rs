@@ -414,6 +414,15 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         Ending::Finished(Ok(reply)) if pending.is_empty() => reply.text().to_string(),
         _ => String::new(),
     };
+    let cut_off = matches!(ending, Ending::Finished(Ok(_))) && pending.is_empty() && {
+        // The answering chat node: the last one this run ran.
+        net.nodes()
+            .iter()
+            .rev()
+            .filter(|n| !before.contains(&n.id()))
+            .find(|n| n.kind() == lc_agent::ChatNode::KIND && n.is_invoked())
+            .is_some_and(|n| n.metadata_value("cut_off") == Some(json!(true)))
+    };
     if let Some(removed) = stopped {
         publisher.send(RunEvent::Stopped { removed });
     }
@@ -439,6 +448,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             run: run.id,
             status,
             usage,
+            cut_off,
         })),
     }
     active.finish(&net, &before, status.as_str(), &run.usage);

@@ -16,6 +16,8 @@
 //!     stream_options.include_usage as a last chunk with no choices
 //!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
 //!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
+//!  a content part other than text (image_url, input_audio, file, ...)
+//!     ─▶ 400 naming the part (messages[i].content[j]): never dropped silently
 //!  finish_reason: "stop" (answered), "length" (the answer was cut off by the model's
 //!     output limit: the node's cut_off; POST /api/sessions/{id}/continue goes on),
 //!     "tool_calls" (the run waits for a decision: message.tool_calls are the held
@@ -88,7 +90,8 @@ pub(crate) struct InMessage {
 }
 
 impl InMessage {
-    /// The text: a string, or the text parts of a list of parts.
+    /// The text: a string, or the text parts of a list of parts (other
+    /// parts were refused by [`Completion::check_supported`]).
     fn text(&self) -> Result<String, ApiError> {
         match &self.content {
             None | Some(Value::Null) => Ok(String::new()),
@@ -179,6 +182,23 @@ impl Completion {
                     "tool_choice",
                     "the agent chooses its own tools; only \"auto\" and \"none\" are accepted",
                 )
+            }
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            let Some(Value::Array(parts)) = &m.content else {
+                continue;
+            };
+            for (j, part) in parts.iter().enumerate() {
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or("?");
+                if kind != "text" || part.get("text").and_then(Value::as_str).is_none() {
+                    return unsupported(
+                        &format!("messages[{i}].content[{j}]"),
+                        &format!(
+                            "a `{kind}` content part cannot be read: the agent reads text \
+                             only (parts of type \"text\"); send the message without it"
+                        ),
+                    );
+                }
             }
         }
         match &self.response_format {

@@ -146,3 +146,37 @@ async fn a_run_waiting_for_approval_finishes_with_tool_calls_naming_the_held_cal
     let _ = server.stop().await;
 }
 
+#[tokio::test]
+async fn an_image_part_is_refused_with_a_400_naming_it() {
+    let app = InProcess::new(scripted(vec![Turn::text("I see nothing.")]));
+    let body = json!({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is in this picture?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    ]}]});
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("host", "127.0.0.1")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let answer = app.send(request).await;
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    let error: Value = serde_json::from_slice(&answer.body).unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("messages[0].content[1]") && message.contains("image_url"),
+        "{message}"
+    );
+    // Text parts alone are read as before.
+    let body = json!({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hello"},
+    ]}]});
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("host", "127.0.0.1")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let answer = app.send(request).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+}

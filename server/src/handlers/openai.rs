@@ -595,8 +595,7 @@ fn stream(
                     if let Some(calls) = pending_tool_calls(&done, true) {
                         delta["tool_calls"] = calls;
                     }
-                    let mut chunks =
-                        vec![chunk(Some(delta), Some(finish_reason(&done)), None)];
+                    let mut chunks = vec![chunk(Some(delta), Some(finish_reason(&done)), None)];
                     if include_usage {
                         chunks.push(chunk(None, None, Some(usage_of(done.usage.as_ref()))));
                     }

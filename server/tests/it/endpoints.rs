@@ -463,7 +463,8 @@ async fn the_tool_endpoint_refuses_a_shell_command_that_needs_approval() {
     let body: Value = r.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("`execute` needs a person's approval") && message.contains("nothing was run"),
+        message.contains("`execute` needs a person's approval")
+            && message.contains("nothing was run"),
         "{message}"
     );
     assert!(!message.contains("bob's secret"), "{message}");

@@ -60,7 +60,11 @@ async fn complete(base: &str, body: Value) -> reqwest::Response {
 async fn a_cut_off_answer_finishes_with_length_streamed_and_not() {
     let server = start(cut_off_model()).await;
     let base = &server.url;
-    let r = complete(base, json!({"messages": [{"role": "user", "content": "list"}]})).await;
+    let r = complete(
+        base,
+        json!({"messages": [{"role": "user", "content": "list"}]}),
+    )
+    .await;
     assert_eq!(r.status(), 200);
     let answer: Value = r.json().await.unwrap();
     assert_eq!(answer["choices"][0]["finish_reason"], "length", "{answer}");

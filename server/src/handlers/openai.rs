@@ -28,9 +28,12 @@
 //! A retry never starts a second run: a request with the same
 //! `Idempotency-Key`, or the OpenAI SDK's retry of the same body
 //! (`x-stainless-retry-count` > 0), reattaches to the run the first try
-//! started (for an hour). A non-streamed run that outlasts the request
-//! timeout answers `408` with `{"run", "session"}` before the timeout; the
-//! run goes on, and the SDK's own retry of 408 waits for it again.
+//! started (for an hour). A try that started no run (a 429, say) does not
+//! consume the key; the same key with another body is refused (422). A
+//! non-streamed run that outlasts the request timeout answers `408` with
+//! `{"run", "session"}` before the timeout; the run goes on, and the SDK's
+//! own retry of 408 (or the same key) waits for it again — a plain resend
+//! without a key is a new request, and the 408's text says so.
 //!
 //! `"store": false` runs the agent the same way on a session of its own
 //! (a copy of a named session), removed when the run ends: nothing is
@@ -273,6 +276,8 @@ pub(crate) async fn completions(
     headers: HeaderMap,
     raw: axum::body::Bytes,
 ) -> Result<Response, Refused> {
+    // The request's own clock: the 408 must beat the router's timeout.
+    let received = tokio::time::Instant::now();
     let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
         let message = format!("the body is not a chat completion request: {e}");
         match e.classify() {
@@ -362,7 +367,15 @@ pub(crate) async fn completions(
         )
         .into_response()
     } else {
-        whole(state, &run, after, completion_id, model, created).await
+        let keyed = headers.contains_key("idempotency-key");
+        let reply = Reply {
+            completion_id,
+            model,
+            created,
+            keyed,
+            received,
+        };
+        whole(state, &run, after, reply).await
     };
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&run.session.to_string()) {
@@ -469,17 +482,34 @@ fn usage_of(usage: Option<&Value>) -> Value {
 /// A non-streamed answer: waits for the run's end, or answers 408 with
 /// the run and session to reattach to before the request's timeout (the
 /// run goes on; the same request again reattaches).
-async fn whole(
-    state: Arc<AppState>,
-    run: &Run,
-    after: u64,
+/// What a non-streamed answer says besides the run's end.
+struct Reply {
     completion_id: String,
     model: String,
     created: i64,
-) -> Response {
-    let patience = state.config.request_timeout.mul_f64(0.9);
+    /// Whether the request came with an `Idempotency-Key`.
+    keyed: bool,
+    /// When the request came in.
+    received: tokio::time::Instant,
+}
+
+async fn whole(state: Arc<AppState>, run: &Run, after: u64, reply: Reply) -> Response {
+    let Reply {
+        completion_id,
+        model,
+        created,
+        keyed,
+        received,
+    } = reply;
+    // Answer the 408 well before the router's own timeout (which could
+    // not name the run): a tenth of it, at least a second, at most half.
+    let timeout = state.config.request_timeout;
+    let margin = (timeout / 10)
+        .max(std::time::Duration::from_secs(1))
+        .min(timeout / 2);
+    let patience = timeout.saturating_sub(margin);
     let mut events = Box::pin(state.runs.clone().events(run.id, after));
-    let end = tokio::time::timeout(patience, async {
+    let end = tokio::time::timeout_at(received + patience, async {
         let mut end = None;
         while let Some(e) = events.next().await {
             if e.event.is_end() {
@@ -501,7 +531,7 @@ async fn whole(
         Err(_) => {
             let body = json!({
                 "error": {
-                    "message": format!("the run is still going on: the same request again (same body or Idempotency-Key) waits for it, or follow GET /api/runs/{id}/events"),
+                    "message": timed_out(id, keyed),
                     "type": "timeout", "code": 408, "run": id, "session": named,
                 },
                 "run": id, "session": named,
@@ -528,6 +558,26 @@ async fn whole(
         "usage": usage_of(done.usage.as_ref()),
     }))
     .into_response()
+}
+
+/// What a 408 says: how to get the answer of the run that goes on.
+/// Only a retry of the same request reattaches (the same
+/// `Idempotency-Key`, or the OpenAI SDK's own retry); a plain resend is a
+/// new request.
+fn timed_out(run: Uuid, keyed: bool) -> String {
+    if keyed {
+        format!(
+            "the run is still going on: the same request with the same Idempotency-Key waits \
+             for it (so does the OpenAI SDK's own retry), or follow GET /api/runs/{run}/events"
+        )
+    } else {
+        format!(
+            "the run is still going on: follow GET /api/runs/{run}/events (or read its answer \
+             from GET /api/runs/{run} when it is done); the OpenAI SDK's own retry of this \
+             request waits for it too, but a plain resend starts a new run (send an \
+             Idempotency-Key to make resends safe)"
+        )
+    }
 }
 
 fn stream(

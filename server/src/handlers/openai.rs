@@ -321,7 +321,13 @@ pub(crate) async fn completions(
                     )
                 }
                 (None, keep) => {
-                    let title = lc_agent_deepagent::titles::title_of(&text);
+                    // `store: false`: not even the list's index may keep
+                    // words of the message.
+                    let title = if keep {
+                        lc_agent_deepagent::titles::title_of(&text)
+                    } else {
+                        "store: false".to_string()
+                    };
                     let net = state.hub.new_session(&user, &title)?;
                     add_messages(&net, &body.messages)?;
                     let target = if keep {

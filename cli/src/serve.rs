@@ -98,6 +98,14 @@ pub(crate) struct ServeArgs {
     /// Connections served at once (one more gets 503).
     #[arg(long, default_value_t = 1024)]
     pub(crate) max_connections: usize,
+    /// Connections one client address may hold at once (one more is
+    /// refused while other clients are served).
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub(crate) max_client_connections: usize,
+    /// Seconds a new connection may stay silent (send nothing) before it
+    /// is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub(crate) silent_timeout: u64,
     /// Seconds a client may take to send its request headers (and a
     /// kept-alive connection may idle).
     #[arg(long, default_value_t = 10)]
@@ -178,6 +186,8 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .body_limit(args.body_limit)
         .request_timeout(Duration::from_secs(args.timeout))
         .max_connections(args.max_connections)
+        .max_client_connections(args.max_client_connections)
+        .silent_timeout(Duration::from_secs(args.silent_timeout.max(1)))
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)
         .summaries(args.model.summaries())

@@ -138,6 +138,8 @@ pub struct ServerConfig {
     pub(crate) header_timeout: Duration,
     pub(crate) body_timeout: Duration,
     pub(crate) max_connections: usize,
+    pub(crate) max_client_connections: usize,
+    pub(crate) silent_timeout: Duration,
     pub(crate) retention: Option<Duration>,
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
@@ -159,6 +161,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
+            .field("max_client_connections", &self.max_client_connections)
+            .field("silent_timeout", &self.silent_timeout)
             .field("retention", &self.retention)
             .field("session_cache", &self.session_cache)
             .field("runs", &self.runs)
@@ -171,7 +175,8 @@ impl ServerConfig {
     /// session), sessions in the default JSON list, no tokens, a 2 MiB body
     /// limit, a 300 s request timeout, no CORS, 10 s to send a request's
     /// headers (and to start the next one on a kept-alive connection),
-    /// 30 s between pieces of a body, 1024 connections at once, sessions
+    /// 30 s between pieces of a body, 1024 connections at once (128 per
+    /// client address; one that sends nothing for 5 s is closed), sessions
     /// kept forever, and a cache of 64 parsed sessions.
     pub fn new(model: Arc<dyn ChatModel>) -> Self {
         Self {
@@ -189,6 +194,8 @@ impl ServerConfig {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_client_connections: 128,
+            silent_timeout: Duration::from_secs(5),
             retention: None,
             session_cache: 64,
             modifiers: Vec::new(),
@@ -330,6 +337,23 @@ impl ServerConfig {
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// How many connections one client address may hold at once; one
+    /// more is refused (503 when it can be written at once) and closed,
+    /// while other clients keep being served.
+    #[must_use]
+    pub fn max_client_connections(mut self, max: usize) -> Self {
+        self.max_client_connections = max.max(1);
+        self
+    }
+
+    /// How long a new connection may stay silent (send no byte at all)
+    /// before it is closed; the header timeout runs from its first byte.
+    #[must_use]
+    pub fn silent_timeout(mut self, timeout: Duration) -> Self {
+        self.silent_timeout = timeout;
         self
     }
 

@@ -44,7 +44,10 @@
 //! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
 //! handlers/     the HTTP handlers, one file per API, side by side (handlers/mod.rs lists them)
 //! app.rs        the router and its layers
-//! serve.rs      check_bind, serve: connection limit, header/idle timeouts, graceful shutdown
+//! connections.rs Clients: open connections per client address (capped), refusals logged
+//!               at a bounded rate
+//! serve.rs      check_bind, serve: connection limits, silent/header/idle timeouts, graceful
+//!               shutdown
 //! ```
 //!
 //! The modules import each other only downward, never in a cycle (read
@@ -60,7 +63,8 @@
 //!                           ◀ local, redis ◀ service ◀ worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
 //!  1  hub.rs                (SessionHub)
-//!  0  config.rs  error.rs  logging.rs  metrics.rs  usage.rs   (no crate imports at all)
+//!  0  config.rs  connections.rs  error.rs  logging.rs  metrics.rs  usage.rs
+//!                           (no crate imports at all)
 //! ```
 //!
 //! ```no_run
@@ -81,6 +85,7 @@ mod app;
 mod auth;
 mod body;
 mod config;
+mod connections;
 mod error;
 mod guard;
 mod handlers;

@@ -4,7 +4,11 @@
 //! ```text
 //!  check_bind(addr, tokens)   a non-loopback address needs tokens
 //!  serve(listener, state, shutdown)
-//!    accept ─▶ over max_connections? ─▶ 503 (JSON) and close
+//!    accept ─▶ over max_client_connections from this address? ─▶ 503 if it can be written
+//!              at once, and close (refusals logged once a second at most, with a count)
+//!           ─▶ over max_connections? ─▶ 503 (JSON) and close
+//!           ─▶ nothing sent within silent_timeout? ─▶ closed (a silent connection holds
+//!              its slots no longer than that)
 //!           ─▶ HTTP/1 or HTTP/2; headers must arrive within header_timeout (a kept-alive
 //!              connection may idle that long before its next request), then closed;
 //!              a body may pause body_timeout between pieces
@@ -34,6 +38,7 @@ use lc_agent_deepagent::bind_allowed;
 
 use crate::app::app;
 use crate::config::Tokens;
+use crate::connections::Clients;
 use crate::error::{default_message, ApiError};
 use crate::state::AppState;
 
@@ -96,6 +101,8 @@ pub async fn serve(
         .keep_alive_interval(Some(config.header_timeout))
         .keep_alive_timeout(config.header_timeout);
     let slots = Arc::new(Semaphore::new(config.max_connections));
+    let clients = Clients::new(config.max_client_connections);
+    let silent = config.silent_timeout;
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -111,8 +118,14 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(client) = clients.enter(remote.ip()) else {
+            // One address over its share: no task, no wait for it.
+            clients.refused(remote, "too many from one client address");
+            refuse_now(&stream);
+            continue;
+        };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(%remote, max = config.max_connections, "too many connections: refused one");
+            clients.refused(remote, "too many connections");
             tokio::spawn(refuse(stream));
             continue;
         };
@@ -124,15 +137,29 @@ pub async fn serve(
                     request.extensions_mut().insert(ConnectInfo(remote));
                     request.map(Body::new)
                 });
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            // The header timeout starts at the first byte: a connection
+            // that sends nothing at all is closed here.
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(silent, stream.peek(&mut first)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => {
+                    tracing::debug!(%remote, "a connection sent nothing: closed");
+                    return;
+                }
+            }
+            let connection = builder
+                .serve_connection_with_upgrades(
+                    TokioIo::new(stream),
+                    TowerToHyperService::new(service),
+                )
+                .into_owned();
+            if let Err(e) = watcher.watch(connection).await {
                 tracing::debug!(%remote, error = %e, "connection ended with an error");
             }
-            drop(slot);
+            drop((slot, client));
         });
     }
     drop(listener);
@@ -160,16 +187,27 @@ pub async fn serve(
     Ok(())
 }
 
-/// Answers a connection over the limit with a 503 and closes it.
-async fn refuse(mut stream: tokio::net::TcpStream) {
+/// The 503 a refused connection gets.
+fn refusal() -> String {
     let status = axum::http::StatusCode::SERVICE_UNAVAILABLE;
     let body = ApiError::Status(status, default_message(status, &axum::http::Method::GET))
         .body()
         .to_string();
-    let answer = format!(
+    format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
         body.len()
-    );
+    )
+}
+
+/// Answers a connection with a 503 if the socket takes it at once, and
+/// closes it (dropping the stream): nothing waits on such a client.
+fn refuse_now(stream: &tokio::net::TcpStream) {
+    let _ = stream.try_write(refusal().as_bytes());
+}
+
+/// Answers a connection over the limit with a 503 and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    let answer = refusal();
     let _ = tokio::time::timeout(REFUSE_WRITE, async {
         let _ = stream.write_all(answer.as_bytes()).await;
         let _ = stream.shutdown().await;

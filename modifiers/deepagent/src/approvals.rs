@@ -245,6 +245,12 @@ impl NetworkModifier for ApprovalModifier {
         &self.id
     }
 
+    /// So that code outside a run (the server's tool endpoint) reads the
+    /// same rules (`RunnableNetwork::modifier_as`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     /// After the tool loop (-100) and the sub-agents (0) wired the calls.
     fn priority(&self) -> i32 {
         10

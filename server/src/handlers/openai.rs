@@ -16,14 +16,24 @@
 //!     stream_options.include_usage as a last chunk with no choices
 //!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
 //!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
+//!  a content part other than text (image_url, input_audio, file, ...)
+//!     ─▶ 400 naming the part (messages[i].content[j]): never dropped silently
+//!  finish_reason: "stop" (answered), "length" (the answer was cut off by the model's
+//!     output limit: the node's cut_off; POST /api/sessions/{id}/continue goes on),
+//!     "tool_calls" (the run waits for a decision: message.tool_calls are the held
+//!     calls — the agent's own, for a person to decide with POST
+//!     /api/sessions/{id}/approvals, not for the client to run; content says so)
 //! ```
 //!
 //! A retry never starts a second run: a request with the same
 //! `Idempotency-Key`, or the OpenAI SDK's retry of the same body
 //! (`x-stainless-retry-count` > 0), reattaches to the run the first try
-//! started (for an hour). A non-streamed run that outlasts the request
-//! timeout answers `408` with `{"run", "session"}` before the timeout; the
-//! run goes on, and the SDK's own retry of 408 waits for it again.
+//! started (for an hour). A try that started no run (a 429, say) does not
+//! consume the key; the same key with another body is refused (422). A
+//! non-streamed run that outlasts the request timeout answers `408` with
+//! `{"run", "session"}` before the timeout; the run goes on, and the SDK's
+//! own retry of 408 (or the same key) waits for it again — a plain resend
+//! without a key is a new request, and the 408's text says so.
 //!
 //! `"store": false` runs the agent the same way on a session of its own
 //! (a copy of a named session), removed when the run ends: nothing is
@@ -83,7 +93,8 @@ pub(crate) struct InMessage {
 }
 
 impl InMessage {
-    /// The text: a string, or the text parts of a list of parts.
+    /// The text: a string, or the text parts of a list of parts (other
+    /// parts were refused by [`Completion::check_supported`]).
     fn text(&self) -> Result<String, ApiError> {
         match &self.content {
             None | Some(Value::Null) => Ok(String::new()),
@@ -176,6 +187,23 @@ impl Completion {
                 )
             }
         }
+        for (i, m) in self.messages.iter().enumerate() {
+            let Some(Value::Array(parts)) = &m.content else {
+                continue;
+            };
+            for (j, part) in parts.iter().enumerate() {
+                let kind = part.get("type").and_then(Value::as_str).unwrap_or("?");
+                if kind != "text" || part.get("text").and_then(Value::as_str).is_none() {
+                    return unsupported(
+                        &format!("messages[{i}].content[{j}]"),
+                        &format!(
+                            "a `{kind}` content part cannot be read: the agent reads text \
+                             only (parts of type \"text\"); send the message without it"
+                        ),
+                    );
+                }
+            }
+        }
         match &self.response_format {
             None | Some(Value::Null) => {}
             Some(f) if f.get("type").and_then(Value::as_str) == Some("text") => {}
@@ -248,6 +276,8 @@ pub(crate) async fn completions(
     headers: HeaderMap,
     raw: axum::body::Bytes,
 ) -> Result<Response, Refused> {
+    // The request's own clock: the 408 must beat the router's timeout.
+    let received = tokio::time::Instant::now();
     let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
         let message = format!("the body is not a chat completion request: {e}");
         match e.classify() {
@@ -291,7 +321,13 @@ pub(crate) async fn completions(
                     )
                 }
                 (None, keep) => {
-                    let title = lc_agent_deepagent::title_of(&text);
+                    // `store: false`: not even the list's index may keep
+                    // words of the message.
+                    let title = if keep {
+                        lc_agent_deepagent::title_of(&text)
+                    } else {
+                        "store: false".to_string()
+                    };
                     let net = state.hub.new_session(&user, &title)?;
                     add_messages(&net, &body.messages)?;
                     let target = if keep {
@@ -337,7 +373,15 @@ pub(crate) async fn completions(
         )
         .into_response()
     } else {
-        whole(state, &run, after, completion_id, model, created).await
+        let keyed = headers.contains_key("idempotency-key");
+        let reply = Reply {
+            completion_id,
+            model,
+            created,
+            keyed,
+            received,
+        };
+        whole(state, &run, after, reply).await
     };
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&run.session.to_string()) {
@@ -393,6 +437,46 @@ fn answer_text(done: &RunDone, session: Uuid) -> String {
     )
 }
 
+/// OpenAI's `finish_reason` of a `done` event: `tool_calls` when the run
+/// waits for decisions on calls (they are the message's `tool_calls`),
+/// `length` when the answer was cut off by the model's output limit,
+/// else `stop`.
+fn finish_reason(done: &RunDone) -> &'static str {
+    if !done.pending_approvals.is_empty() {
+        "tool_calls"
+    } else if done.cut_off {
+        "length"
+    } else {
+        "stop"
+    }
+}
+
+/// The calls a waiting run holds, as OpenAI's `tool_calls` (`None` when
+/// nothing waits). They are the agent's own calls, waiting for a person's
+/// decision (`POST /api/sessions/{id}/approvals`); a client does not run
+/// them, and a `tool` message sent back is not read.
+fn pending_tool_calls(done: &RunDone, streamed: bool) -> Option<Value> {
+    if done.pending_approvals.is_empty() {
+        return None;
+    }
+    let calls: Vec<Value> = done
+        .pending_approvals
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let mut call = json!({
+                "id": p.tool_call.id, "type": "function",
+                "function": {"name": p.tool_call.name, "arguments": p.tool_call.arguments},
+            });
+            if streamed {
+                call["index"] = json!(index);
+            }
+            call
+        })
+        .collect();
+    Some(Value::Array(calls))
+}
+
 /// The run's usage of an end event, as OpenAI reports it.
 fn usage_of(usage: Option<&Value>) -> Value {
     let totals: lc_agent::UsageTotals = usage
@@ -404,17 +488,34 @@ fn usage_of(usage: Option<&Value>) -> Value {
 /// A non-streamed answer: waits for the run's end, or answers 408 with
 /// the run and session to reattach to before the request's timeout (the
 /// run goes on; the same request again reattaches).
-async fn whole(
-    state: Arc<AppState>,
-    run: &Run,
-    after: u64,
+/// What a non-streamed answer says besides the run's end.
+struct Reply {
     completion_id: String,
     model: String,
     created: i64,
-) -> Response {
-    let patience = state.config.request_timeout.mul_f64(0.9);
+    /// Whether the request came with an `Idempotency-Key`.
+    keyed: bool,
+    /// When the request came in.
+    received: tokio::time::Instant,
+}
+
+async fn whole(state: Arc<AppState>, run: &Run, after: u64, reply: Reply) -> Response {
+    let Reply {
+        completion_id,
+        model,
+        created,
+        keyed,
+        received,
+    } = reply;
+    // Answer the 408 well before the router's own timeout (which could
+    // not name the run): a tenth of it, at least a second, at most half.
+    let timeout = state.config.request_timeout;
+    let margin = (timeout / 10)
+        .max(std::time::Duration::from_secs(1))
+        .min(timeout / 2);
+    let patience = timeout.saturating_sub(margin);
     let mut events = Box::pin(state.runs.clone().events(run.id, after));
-    let end = tokio::time::timeout(patience, async {
+    let end = tokio::time::timeout_at(received + patience, async {
         let mut end = None;
         while let Some(e) = events.next().await {
             if e.event.is_end() {
@@ -436,7 +537,7 @@ async fn whole(
         Err(_) => {
             let body = json!({
                 "error": {
-                    "message": format!("the run is still going on: the same request again (same body or Idempotency-Key) waits for it, or follow GET /api/runs/{id}/events"),
+                    "message": timed_out(id, keyed),
                     "type": "timeout", "code": 408, "run": id, "session": named,
                 },
                 "run": id, "session": named,
@@ -444,6 +545,10 @@ async fn whole(
             return (StatusCode::REQUEST_TIMEOUT, Json(body)).into_response();
         }
     };
+    let mut message = json!({"role": "assistant", "content": answer_text(&done, session)});
+    if let Some(calls) = pending_tool_calls(&done, false) {
+        message["tool_calls"] = calls;
+    }
     Json(json!({
         "id": completion_id,
         "object": "chat.completion",
@@ -453,12 +558,32 @@ async fn whole(
         "run": id,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": answer_text(&done, session)},
-            "finish_reason": "stop",
+            "message": message,
+            "finish_reason": finish_reason(&done),
         }],
         "usage": usage_of(done.usage.as_ref()),
     }))
     .into_response()
+}
+
+/// What a 408 says: how to get the answer of the run that goes on.
+/// Only a retry of the same request reattaches (the same
+/// `Idempotency-Key`, or the OpenAI SDK's own retry); a plain resend is a
+/// new request.
+fn timed_out(run: Uuid, keyed: bool) -> String {
+    if keyed {
+        format!(
+            "the run is still going on: the same request with the same Idempotency-Key waits \
+             for it (so does the OpenAI SDK's own retry), or follow GET /api/runs/{run}/events"
+        )
+    } else {
+        format!(
+            "the run is still going on: follow GET /api/runs/{run}/events (or read its answer \
+             from GET /api/runs/{run} when it is done); the OpenAI SDK's own retry of this \
+             request waits for it too, but a plain resend starts a new run (send an \
+             Idempotency-Key to make resends safe)"
+        )
+    }
 }
 
 fn stream(
@@ -518,12 +643,15 @@ fn stream(
                     } else {
                         answer
                     };
-                    let delta = if rest.is_empty() {
+                    let mut delta = if rest.is_empty() {
                         json!({})
                     } else {
                         json!({"content": rest})
                     };
-                    let mut chunks = vec![chunk(Some(delta), Some("stop"), None)];
+                    if let Some(calls) = pending_tool_calls(&done, true) {
+                        delta["tool_calls"] = calls;
+                    }
+                    let mut chunks = vec![chunk(Some(delta), Some(finish_reason(&done)), None)];
                     if include_usage {
                         chunks.push(chunk(None, None, Some(usage_of(done.usage.as_ref()))));
                     }

@@ -12,13 +12,23 @@
 //! under `--root`, else the files of the `session` named (saved after the
 //! batch; 409 if it changed meanwhile), else a scratch file set dropped
 //! after the request. A bad call gets an error entry; the others run.
+//!
+//! The endpoint follows the agent's rules: a call the agent would hold for
+//! a person's decision (the approval rules: `execute` in a `--shell`
+//! workspace, a blueprint's `interrupt_on`) is refused with 403 naming the
+//! rule, and nothing of the batch runs: nobody is there to approve it
+//! (send the request as a message of a session, where it waits for a
+//! decision). Paths are the backend's: the user's own directory under
+//! `--root` (with tokens, `--root/<user>`), or a session of the user's own
+//! (another user's session is 403), never outside them.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
 use axum::Json;
-use lc_agent::ToolExecutor;
+use lc_agent::{RunnableNetwork, ToolExecutor};
+use lc_agent_deepagent::ApprovalModifier;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -55,6 +65,34 @@ pub(crate) struct Execute {
     session: Option<Uuid>,
 }
 
+/// Refuses (403) a batch that holds a call the agent's approval rules
+/// hold for a person's decision: the endpoint has nobody to ask.
+fn check_approvals(net: &RunnableNetwork, calls: &[Value]) -> Result<(), ApiError> {
+    let Some(rules) = net.modifier_as::<ApprovalModifier>("approvals") else {
+        return Ok(());
+    };
+    for call in calls {
+        let name = call
+            .pointer("/function/name")
+            .or_else(|| call.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if rules.rules_on(name) {
+            return Err(ApiError::Status(
+                axum::http::StatusCode::FORBIDDEN,
+                format!(
+                    "`{name}` needs a person's approval (the agent's approval rules: `execute` \
+                     in a --shell workspace, or the blueprint's interrupt_on), and \
+                     /v1/tools/execute has nobody to approve it: nothing was run. Send the \
+                     request as a message of a session (POST /api/sessions/{{id}}/messages), \
+                     where the call waits for a decision"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The most calls one request may run.
 pub(crate) const MAX_TOOL_CALLS: usize = 256;
 
@@ -75,6 +113,7 @@ pub(crate) async fn execute(
             let list = state.hub.list(&user)?;
             let _claim = state.hub.claim(id, &list)?;
             let (net, agent) = state.hub.open(&user, &list, id).await?;
+            check_approvals(&net, &body.tool_calls)?;
             let executor =
                 ToolExecutor::from_shared(agent.offered_tools(&net)).with_network(net.clone());
             let results = executor.execute_openai(&body.tool_calls).await;
@@ -86,6 +125,7 @@ pub(crate) async fn execute(
             let net = agent
                 .build()
                 .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
+            check_approvals(&net, &body.tool_calls)?;
             ToolExecutor::from_shared(agent.offered_tools(&net))
                 .with_network(net)
                 .execute_openai(&body.tool_calls)

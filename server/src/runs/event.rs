@@ -20,7 +20,7 @@
 //!                                      {outcome, duration_ms[, error | held][, usage]}
 //!  (after the run)                  ─▶ stopped {removed}, approval_needed {pending},
 //!                                      then done {answer, revision, stopped, pending_approvals,
-//!                                      run, status[, usage]} or error {message, status[, revision],
+//!                                      run, status[, usage][, cut_off]} or error {message, status[, revision],
 //!                                      run[, usage]};  handed_back {server} at a shutdown
 //! ```
 //!
@@ -237,6 +237,10 @@ pub struct RunDone {
     /// What it used, priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
+    /// Whether the answer was cut off by the model's output limit (the
+    /// answering chat node's `cut_off`): OpenAI's `finish_reason: length`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_off: bool,
 }
 
 /// `error`: the run failed.

@@ -327,6 +327,7 @@ impl Runs {
                     run: id,
                     status: RunStatus::Cancelled,
                     usage: None,
+                    cut_off: false,
                 });
                 store.append(id, &[NumberedEvent { seq, event }]).await?;
                 store.settle(&cancelled, self.settings.keep).await?;
@@ -362,6 +363,11 @@ impl Runs {
     /// it: the same idempotency `key`, or (no key) a retry (`retry` > 0,
     /// the OpenAI SDK's `x-stainless-retry-count`) of the same `body`.
     /// Else remembers this request as run `id` for `ttl`.
+    ///
+    /// A try that started no run (refused with 429, say) does not consume
+    /// the key: the next try finds no run behind it and takes the key. A
+    /// key that named a run is bound to its body: another body with it is
+    /// refused (422) rather than answered with the first run's answer.
     pub(crate) async fn earlier_try(
         &self,
         user: &str,
@@ -375,14 +381,46 @@ impl Runs {
             Some(key) => format!("key:{}", fingerprint("", key.as_bytes())),
             None => format!("body:{}", fingerprint(user, body)),
         };
+        // The key with this very body.
+        let keyed_body = key.map(|key| format!("key-body:{}", fingerprint(key, body)));
         if key.is_none() && retry == 0 {
             // A first try: the same body sent again later is a new request.
             self.store.forget(user, &slot).await?;
         }
         let Some(earlier) = self.store.remember(user, &slot, id, ttl).await? else {
+            if let Some(keyed_body) = &keyed_body {
+                self.store.forget(user, keyed_body).await?;
+                self.store.remember(user, keyed_body, id, ttl).await?;
+            }
             return Ok(None);
         };
-        Ok(self.store.get(earlier).await?.filter(|r| r.user == user))
+        let Some(run) = self.store.get(earlier).await?.filter(|r| r.user == user) else {
+            // The earlier try started no run (it was refused), or its run
+            // is gone: this try takes the key.
+            self.store.forget(user, &slot).await?;
+            self.store.remember(user, &slot, id, ttl).await?;
+            if let Some(keyed_body) = &keyed_body {
+                self.store.forget(user, keyed_body).await?;
+                self.store.remember(user, keyed_body, id, ttl).await?;
+            }
+            return Ok(None);
+        };
+        if let (Some(key), Some(keyed_body)) = (key, &keyed_body) {
+            match self.store.remember(user, keyed_body, id, ttl).await? {
+                Some(bound) if bound == earlier => {}
+                other => {
+                    if other.is_none() {
+                        self.store.forget(user, keyed_body).await?;
+                    }
+                    return Err(ApiError::Unprocessable(format!(
+                        "the Idempotency-Key `{key}` was used for another request (run {earlier}) \
+                         with a different body: send that request's body again to get its \
+                         answer, or use a new key for a new request"
+                    )));
+                }
+            }
+        }
+        Ok(Some(run))
     }
 }
 

@@ -49,7 +49,15 @@ struct Publisher {
 }
 
 impl Publisher {
-    fn start(runs: &Arc<Runs>, run: Uuid, net: Option<RunnableNetwork>, last: u64) -> Self {
+    /// `bare`: a `store: false` run's events, which carry no message
+    /// (what the response needs is the text, the end and the answer).
+    fn start(
+        runs: &Arc<Runs>,
+        run: Uuid,
+        net: Option<RunnableNetwork>,
+        last: u64,
+        bare: bool,
+    ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
         let runs = runs.clone();
         // What the session had used when the run started: `run_finished`
@@ -91,6 +99,12 @@ impl Publisher {
                                         },
                                     ),
                                 },
+                                Some(RunEvent::NodeFinished { node, .. }) if bare => {
+                                    RunEvent::NodeFinished {
+                                        node,
+                                        message: None,
+                                    }
+                                }
                                 Some(event) => event,
                                 None => continue,
                             }
@@ -118,6 +132,10 @@ impl Publisher {
         self.task.await.unwrap_or(0)
     }
 }
+
+/// How long a `store: false` run's record and events are kept after it
+/// ends: long enough for its response to be read.
+const EPHEMERAL_KEEP: Duration = Duration::from_secs(60);
 
 /// How the invoke ended.
 enum Ending {
@@ -201,7 +219,14 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
             return;
         }
     } else {
-        if let Err(e) = runs.store.settle(&run, runs.settings.keep).await {
+        // `store: false`: the record and events stay only while a
+        // response (or the SDK's retry of it) may still read them.
+        let keep = if run.ephemeral {
+            runs.settings.keep.min(EPHEMERAL_KEEP)
+        } else {
+            runs.settings.keep
+        };
+        if let Err(e) = runs.store.settle(&run, keep).await {
             tracing::error!(run = %id, error = %e, "cannot write a run's end");
         }
         if run.ephemeral {
@@ -312,7 +337,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
     let (net, list, claim) = match opened {
         Ok(parts) => parts,
         Err(e) => {
-            let publisher = Publisher::start(state, run.id, None, last);
+            let publisher = Publisher::start(state, run.id, None, last, run.ephemeral);
             let failure = RunFailure::from(&e);
             let message = failure.message.clone();
             publisher.send(RunEvent::Error(RunErrorEvent {
@@ -326,7 +351,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             return false;
         }
     };
-    let publisher = Publisher::start(state, run.id, Some(net.clone()), last);
+    let publisher = Publisher::start(state, run.id, Some(net.clone()), last, run.ephemeral);
     {
         let tx = publisher.tx.clone();
         net.on_event(move |e| {
@@ -414,6 +439,15 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         Ending::Finished(Ok(reply)) if pending.is_empty() => reply.text().to_string(),
         _ => String::new(),
     };
+    let cut_off = matches!(ending, Ending::Finished(Ok(_))) && pending.is_empty() && {
+        // The answering chat node: the last one this run ran.
+        net.nodes()
+            .iter()
+            .rev()
+            .filter(|n| !before.contains(&n.id()))
+            .find(|n| n.kind() == lc_agent::ChatNode::KIND && n.is_invoked())
+            .is_some_and(|n| n.metadata_value("cut_off") == Some(json!(true)))
+    };
     if let Some(removed) = stopped {
         publisher.send(RunEvent::Stopped { removed });
     }
@@ -439,11 +473,13 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             run: run.id,
             status,
             usage,
+            cut_off,
         })),
     }
     active.finish(&net, &before, status.as_str(), &run.usage);
     publisher.close().await;
-    run.answer = (status == RunStatus::Done).then_some(answer);
+    // `store: false`: the answer went out in the `done` event only.
+    run.answer = (status == RunStatus::Done && !run.ephemeral).then_some(answer);
     run.pending = if status == RunStatus::Waiting {
         pending_list
     } else {

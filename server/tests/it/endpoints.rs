@@ -436,6 +436,73 @@ async fn auth_and_hostile_input_get_clear_4xx_and_write_nothing() {
 }
 
 #[tokio::test]
+async fn the_tool_endpoint_refuses_a_shell_command_that_needs_approval() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().to_path_buf();
+    std::fs::create_dir_all(root.path().join("bob")).unwrap();
+    std::fs::write(root.path().join("bob/secret.txt"), "bob's secret").unwrap();
+    let server = start_with(|dir| {
+        config(scripted(vec![]), dir).workspace(Workspace::directory(&root_path).shell(true))
+    })
+    .await;
+    let base = &server.url;
+    let execute = |command: &str| {
+        json!({"tool_calls": [
+            {"id": "l", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \"/\"}"}},
+            {"id": "e", "type": "function", "function": {"name": "execute",
+             "arguments": json!({"command": command}).to_string()}},
+        ]})
+    };
+    let r = post(
+        &format!("{base}/v1/tools/execute"),
+        ALICE,
+        execute("cat ../bob/secret.txt; touch ran"),
+    )
+    .await;
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`execute` needs a person's approval")
+            && message.contains("nothing was run"),
+        "{message}"
+    );
+    assert!(!message.contains("bob's secret"), "{message}");
+    // Nothing of the batch ran.
+    assert!(!root.path().join("alice/ran").exists());
+    // With the approval turned off by the operator, the command runs, in
+    // the user's own directory.
+    let _ = server.stop().await;
+    let root_path = root.path().to_path_buf();
+    let server = start_with(|dir| {
+        config(scripted(vec![]), dir).workspace(
+            Workspace::directory(&root_path)
+                .shell(true)
+                .execute_approval(false),
+        )
+    })
+    .await;
+    let r: Value = post(
+        &format!("{}/v1/tools/execute", server.url),
+        ALICE,
+        execute("pwd"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(r["results"][1]["success"], true, "{r}");
+    assert!(
+        r["results"][1]["result"]
+            .as_str()
+            .unwrap()
+            .contains("/alice\n"),
+        "{r}"
+    );
+    let _ = server.stop().await;
+}
+
+#[tokio::test]
 async fn with_a_root_each_user_works_in_their_own_directory() {
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().to_path_buf();

@@ -6,6 +6,8 @@
 //!   of another origin cannot change anything (403);
 //! - slow clients: headers must arrive in time, an idle kept-alive
 //!   connection is closed, a stalled body is cut, connections are capped;
+//!   a silent connection is closed and one client address gets at most
+//!   its share (issue 31 item 7: 1,200 silent sockets, chat turns go on);
 //! - `?token=` works only for event streams; the page sends CSP and
 //!   X-Frame-Options;
 //! - errors do not show the Redis address, file paths or the model URL;
@@ -328,6 +330,87 @@ async fn connections_are_capped() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200, "a freed slot serves again");
+    server.stop().await;
+}
+
+/// A connection from `ip` (a loopback address of its own) to `url`.
+async fn connect_from(ip: [u8; 4], url: &str) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::from(ip), 0).into())?;
+    socket.connect(addr(url).parse().unwrap()).await
+}
+
+#[tokio::test]
+async fn silent_connections_from_one_client_cannot_lock_others_out() {
+    let server = start_with(|dir| {
+        ServerConfig::new(Arc::new(
+            ScriptedChatModel::new([Turn::text("ok")]).cycled(),
+        ))
+        .sessions(ListConfig::json(dir.join("sessions")))
+        .silent_timeout(Duration::from_secs(2))
+    })
+    .await;
+    let url = server.url.clone();
+    // 1,200 connections from 127.0.0.2 that never send a byte (more than
+    // the 1,024 the server serves at once), held open.
+    let flood = tokio::spawn({
+        let url = url.clone();
+        async move {
+            let mut held = Vec::new();
+            for _ in 0..1200 {
+                if let Ok(s) = connect_from([127, 0, 0, 2], &url).await {
+                    held.push(s);
+                }
+            }
+            held
+        }
+    });
+    // Meanwhile another client (127.0.0.1) completes chat turns.
+    let turn = |i: usize| {
+        let url = url.clone();
+        async move {
+            let t = Instant::now();
+            let r = client()
+                .post(format!("{url}/v1/chat/completions"))
+                .json(&json!({"messages": [{"role": "user", "content": format!("hi {i}")}]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "turn {i}: {}", r.text().await.unwrap());
+            t.elapsed()
+        }
+    };
+    let mut slowest = Duration::ZERO;
+    for i in 0..5 {
+        slowest = slowest.max(turn(i).await);
+    }
+    let mut held = flood.await.unwrap();
+    assert_eq!(held.len(), 1200, "every silent connection was accepted");
+    for i in 5..10 {
+        slowest = slowest.max(turn(i).await);
+    }
+    eprintln!("slowest chat turn beside 1,200 silent connections: {slowest:?}");
+    assert!(
+        slowest < Duration::from_secs(2),
+        "a chat turn took {slowest:?}"
+    );
+    // The silent ones are all closed by the server within its silent
+    // timeout (the ones over the per-address cap at once).
+    let t = Instant::now();
+    for s in &mut held {
+        let mut buf = [0u8; 512];
+        let closed = tokio::time::timeout(Duration::from_secs(4), async {
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "a silent connection stayed open");
+    }
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     server.stop().await;
 }
 

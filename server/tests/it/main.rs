@@ -10,6 +10,7 @@ mod endpoints;
 mod events;
 mod hardening;
 mod openai_retries;
+mod openai_truth;
 mod runs;
 mod runs_redis;
 mod session_api;

@@ -2,11 +2,14 @@
 //! not run the agent again on each client retry. The `openai` Python SDK
 //! (default retries) against a real server: one session, one run, one
 //! model call, and the SDK gets the answer; an `Idempotency-Key` names
-//! the same run on every try.
+//! the same run on every try. A try refused with 429 does not use up its
+//! key, a key reused with another body is 422, and the 408 says what
+//! reattaches (issue 31 item 8).
 
 use std::time::Duration;
 
 use lc_agent::Turn;
+use lc_agent_server::RunSettings;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use lc_agent_test_support::server::*;
@@ -30,10 +33,11 @@ async fn the_openai_sdks_retries_of_a_timed_out_completion_reattach_to_one_run()
             .await
             .unwrap();
     assert_eq!(got["content"], "patient answer", "{got}");
-    assert!(
-        got["retries"].as_u64().unwrap_or(1) >= 1,
-        "the SDK retried: {got}"
-    );
+    // The SDK must say how many retries it took (none reported fails).
+    let retries = got["retries"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the SDK reported no retries: {got}"));
+    assert!(retries >= 1, "the SDK retried: {got}");
     // One call of the SDK: one session, one run, one model call.
     assert_eq!(calls.calls(), 1);
     let sessions = get_json(&format!("{}/api/sessions", server.url), ALICE).await;
@@ -75,6 +79,11 @@ async fn a_timeout_names_the_run_and_session_and_the_same_idempotency_key_reatta
     let run = timed_out["run"].as_str().unwrap().to_string();
     let session = timed_out["session"].as_str().unwrap().to_string();
     assert_eq!(timed_out["error"]["run"], run.as_str());
+    let message = timed_out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("same Idempotency-Key") && !message.contains("same body"),
+        "{message}"
+    );
     // The run goes on; the same key (once it is over) gets its answer.
     for _ in 0..100 {
         let r = get_json(&format!("{}/api/runs/{run}", server.url), ALICE).await;
@@ -95,5 +104,103 @@ async fn a_timeout_names_the_run_and_session_and_the_same_idempotency_key_reatta
     assert_eq!(other.status(), 200);
     assert_ne!(other.headers()["x-lc-agent-run"], run.as_str());
     assert_eq!(calls.calls(), 2);
+    let _ = server.stop().await;
+}
+
+#[tokio::test]
+async fn a_try_refused_with_429_does_not_use_up_its_key_and_another_body_is_422() {
+    let model = scripted(vec![
+        Turn::text("busy").delayed(Duration::from_millis(800)),
+        Turn::text("the keyed answer"),
+        Turn::text("never"),
+    ]);
+    let calls = model.clone();
+    let server = start_with(|dir| {
+        config(model, dir).runs(RunSettings {
+            per_user: 1,
+            ..RunSettings::default()
+        })
+    })
+    .await;
+    let base = server.url.clone();
+    // A run of Alice's fills her queue.
+    let session = new_session(&base, ALICE).await;
+    let busy: Value = post(
+        &format!("{base}/api/sessions/{session}/runs"),
+        ALICE,
+        json!({"content": "x", "background": true}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let url = format!("{base}/v1/chat/completions");
+    let send = |content: &'static str| {
+        client()
+            .post(&url)
+            .bearer_auth(ALICE)
+            .header("Idempotency-Key", "k-429")
+            .json(&json!({"messages": [{"role": "user", "content": content}]}))
+            .send()
+    };
+    let refused = send("hello").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    wait_status(&base, busy["id"].as_str().unwrap(), "done", 200).await;
+    // The key was not used up: the next try runs, and every later try
+    // names that same run.
+    let ran = send("hello").await.unwrap();
+    assert_eq!(ran.status(), 200);
+    let run = ran.headers()["x-lc-agent-run"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let answer: Value = ran.json().await.unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"],
+        "the keyed answer"
+    );
+    for _ in 0..2 {
+        let again = send("hello").await.unwrap();
+        assert_eq!(again.status(), 200);
+        assert_eq!(again.headers()["x-lc-agent-run"], run.as_str());
+    }
+    // The key with another body is refused, not answered with the run's answer.
+    let other = send("something else").await.unwrap();
+    assert_eq!(other.status(), 422);
+    let error: Value = other.json().await.unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Idempotency-Key `k-429`"),
+        "{error}"
+    );
+    // Two model calls (the busy run, the keyed one); two sessions.
+    assert_eq!(calls.calls(), 2);
+    let sessions = get_json(&format!("{base}/api/sessions"), ALICE).await;
+    assert_eq!(sessions["total"], 2, "{sessions}");
+    let _ = server.stop().await;
+}
+
+#[tokio::test]
+async fn a_timeout_without_a_key_says_a_plain_resend_is_a_new_run() {
+    let model = scripted(vec![
+        Turn::text("slow").delayed(Duration::from_millis(1_000))
+    ]);
+    let server =
+        start_with(|dir| config(model, dir).request_timeout(Duration::from_millis(400))).await;
+    let r = post(
+        &format!("{}/v1/chat/completions", server.url),
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 408);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("a plain resend starts a new run") && !message.contains("same body"),
+        "{message}"
+    );
     let _ = server.stop().await;
 }

@@ -1,7 +1,8 @@
 //! What the server keeps (issue 21 items 10, 11): `store: false` keeps
 //! no session; `retention` removes sessions not saved for that long; two
 //! servers with session caches on one store see each other's turns and
-//! deletes.
+//! deletes. A `store: false` run's record and events keep no message,
+//! no answer and no tool arguments (issue 31 item 9).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +69,62 @@ async fn store_false_keeps_no_session() {
     assert_eq!(before["revision"], after["revision"]);
     assert_eq!(before["messages"], after["messages"]);
     assert_eq!(total(&server.url).await, 1);
+    server.stop().await;
+}
+
+/// Every file under `dir`, as text.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn store_false_keeps_no_message_answer_or_arguments_in_the_run() {
+    let model = scripted(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/s.md", "content": "secret-argument"}),
+        ),
+        Turn::text("secret-answer"),
+    ]);
+    let server = start(model).await;
+    let r = post(
+        &format!("{}/v1/chat/completions", server.url),
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "secret-message"}], "store": false}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let run = r.headers()["x-lc-agent-run"].to_str().unwrap().to_string();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "secret-answer");
+    let record = get_json(&format!("{}/api/runs/{run}", server.url), ALICE).await;
+    assert!(record["answer"].is_null(), "{record}");
+    assert!(!record.to_string().contains("secret-"), "{record}");
+    let events = get(&format!("{}/api/runs/{run}/events", server.url), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(events.contains("event: done"), "{events}");
+    for secret in ["secret-message", "secret-argument"] {
+        assert!(!events.contains(secret), "{secret} in {events}");
+        for (path, text) in files_under(server.dir.path()) {
+            assert!(!text.contains(secret), "{secret} in {}", path.display());
+        }
+    }
     server.stop().await;
 }
 

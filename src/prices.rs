@@ -214,13 +214,42 @@ impl Prices {
             .extend(other.models.iter().map(|(k, v)| (k.clone(), *v)));
     }
 
-    /// The price of `model`: the longest name that is the model's name or a
-    /// prefix of it (after any `provider/` part).
+    /// The price of `model` (after any `provider/` part): its exact name
+    /// first, else the longest name of which it is a dated or sized
+    /// version — the name followed by `-`, `_` or `.` and a digit
+    /// (`gpt-4o-2024-08-06`, `SmolLM2-135M`), or by `:` or `@` (a tag).
+    /// Another model of the family is not a version: `o3-mini` and
+    /// `o3-pro` do not get `o3`'s price.
+    ///
+    /// ```
+    /// use lc_agent::Prices;
+    ///
+    /// let prices = Prices::built_in();
+    /// assert_eq!(prices.of("o3").map(|p| p.input), Some(2.0));
+    /// assert_eq!(prices.of("o3-2025-04-16").map(|p| p.input), Some(2.0));
+    /// assert!(prices.of("o3-mini").is_none());
+    /// assert!(prices.of("o3-pro").is_none());
+    /// assert_eq!(prices.of("openai/gpt-4o-mini").map(|p| p.input), Some(0.15));
+    /// ```
     pub fn of(&self, model: &str) -> Option<Price> {
         let bare = model.rsplit('/').next().unwrap_or(model);
+        if let Some(price) = self.models.get(model).or_else(|| self.models.get(bare)) {
+            return Some(*price);
+        }
+        let version_of = |model: &str, name: &str| {
+            let Some(rest) = model.strip_prefix(name) else {
+                return false;
+            };
+            let mut chars = rest.chars();
+            match chars.next() {
+                Some(':' | '@') => true,
+                Some('-' | '_' | '.') => chars.next().is_some_and(|c| c.is_ascii_digit()),
+                _ => false,
+            }
+        };
         self.models
             .iter()
-            .filter(|(name, _)| model.starts_with(name.as_str()) || bare.starts_with(name.as_str()))
+            .filter(|(name, _)| version_of(model, name) || version_of(bare, name))
             .max_by_key(|(name, _)| name.len())
             .map(|(_, price)| *price)
     }

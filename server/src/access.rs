@@ -6,6 +6,7 @@
 //!          ─▶ handler (User records the user)
 //!          ─▶ one line, target lc_agent_server::access:
 //!             method route path status duration_ms user session id
+//!             (a request the client aborted before its answer: status 499, aborted=true)
 //!          ─▶ the answer carries x-request-id
 //! ```
 //!
@@ -69,9 +70,57 @@ fn session_in_path(path: &str) -> Option<&str> {
     uuid::Uuid::parse_str(id).ok().map(|_| id)
 }
 
+/// A request's access line, written once: with its status when the
+/// answer's head is ready, or — when the client went away first and the
+/// request was dropped — when it drops, as status 499 (`client closed the
+/// request`, nginx's number), so aborted requests are in the log too.
+struct Line {
+    started: Instant,
+    method: axum::http::Method,
+    route: String,
+    path: String,
+    note: AccessNote,
+    span: tracing::Span,
+    written: bool,
+}
+
+impl Line {
+    fn write(&mut self, status: u16, session: Option<String>) {
+        self.written = true;
+        let user = self.note.0.lock().clone();
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let (method, route, path) = (&self.method, &self.route, &self.path);
+        self.span.in_scope(|| {
+            tracing::info!(
+                target: "lc_agent_server::access",
+                method = %method,
+                route = %route,
+                path = %path,
+                status,
+                duration_ms = (duration_ms * 1000.0).round() / 1000.0,
+                user = user.as_deref().unwrap_or("-"),
+                session = session.as_deref().unwrap_or("-"),
+                aborted = status == ABORTED,
+                "{method} {path} {status}"
+            );
+        });
+    }
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        if !self.written {
+            let session = session_in_path(&self.path).map(str::to_string);
+            self.write(ABORTED, session);
+        }
+    }
+}
+
+/// The status an aborted request is logged with (the client closed it).
+const ABORTED: u16 = 499;
+
 /// Middleware: the request's span and its access line.
 pub(crate) async fn log(mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
     let id = request_id(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_string();
@@ -83,30 +132,25 @@ pub(crate) async fn log(mut request: Request, next: Next) -> Response {
     let note = AccessNote::default();
     request.extensions_mut().insert(note.clone());
     let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let mut line = Line {
+        started: Instant::now(),
+        method,
+        route,
+        path,
+        note,
+        span: span.clone(),
+        written: false,
+    };
+    let mut response = next.run(request).instrument(span).await;
     let status = response.status().as_u16();
-    let session = session_in_path(&path).map(str::to_string).or_else(|| {
+    let session = session_in_path(&line.path).map(str::to_string).or_else(|| {
         response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     });
-    let user = note.0.lock().clone();
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    span.in_scope(|| {
-        tracing::info!(
-            target: "lc_agent_server::access",
-            method = %method,
-            route = %route,
-            path = %path,
-            status,
-            duration_ms = (duration_ms * 1000.0).round() / 1000.0,
-            user = user.as_deref().unwrap_or("-"),
-            session = session.as_deref().unwrap_or("-"),
-            "{method} {path} {status}"
-        );
-    });
+    line.write(status, session);
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }

@@ -7,8 +7,10 @@
 //! ```
 //!
 //! A token belongs in the `Authorization` header. `?token=` is read only
-//! where a browser cannot send a header: a `GET` that asks for an event
-//! stream (`Accept: text/event-stream`, what `EventSource` sends). The
+//! where a browser cannot send a header: a `GET` of an event-stream route
+//! (`/api/runs/{id}/events`) that asks for an event stream (`Accept:
+//! text/event-stream`, what `EventSource` sends); not `/metrics` or any
+//! other `GET`. The
 //! page itself needs no token to load; `/?token=T` hands it the token,
 //! which it keeps in the browser's storage and takes out of the address
 //! bar. Everywhere else `?token=` is ignored (401 without a header), so
@@ -36,6 +38,10 @@ fn bearer(parts: &Parts) -> Option<String> {
     bearer_token(header.to_str().ok()?).map(str::to_string)
 }
 
+/// The routes that answer with an event stream to a `GET`: the only ones
+/// where `?token=` is read.
+const EVENT_STREAM_ROUTES: &[&str] = &["/api/runs/:id/events"];
+
 /// `?token=` of a `GET` asking for an event stream (see the module docs).
 fn query_token(parts: &Parts) -> Option<String> {
     let event_stream = parts
@@ -43,7 +49,11 @@ fn query_token(parts: &Parts) -> Option<String> {
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
-    if parts.method != axum::http::Method::GET || !event_stream {
+    let stream_route = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .is_some_and(|p| EVENT_STREAM_ROUTES.contains(&p.as_str()));
+    if parts.method != axum::http::Method::GET || !event_stream || !stream_route {
         return None;
     }
     parts.uri.query()?.split('&').find_map(|pair| {

@@ -5,13 +5,18 @@
 //! ```text
 //!  lc_agent_http_requests_total{method, route, status}      counter   every request (route: the matched pattern)
 //!  lc_agent_http_request_duration_seconds{method, route}    histogram
-//!  lc_agent_runs_total{status}                              counter   completed | waiting | failed | stopped
-//!  lc_agent_run_duration_seconds{status}                    histogram
+//!  lc_agent_runs_total{status}                              counter   done | failed | cancelled: once per
+//!                                                                     run, when it ends (not at each approval pause)
+//!  lc_agent_run_duration_seconds{status}                    histogram the last stretch of the run (after its last pause)
+//!  lc_agent_approval_pauses_total                           counter   a run stopped to wait for decisions
 //!  lc_agent_model_call_duration_seconds{model}              histogram every chat call of a run, sub-agents' too
 //!  lc_agent_tokens_total{model, kind}                       counter   kind: prompt | completion | cached | reasoning
-//!  lc_agent_tool_calls_total{tool, status}                  counter   status: ok | error
+//!  lc_agent_tool_calls_total{tool, status}                  counter   status: ok | error; a call held for
+//!                                                                     approval counts when it runs
 //!  lc_agent_active_runs                                     gauge     runs going on in this process
 //!  lc_agent_active_sessions                                 gauge     sessions claimed by a run here (at scrape time)
+//!  lc_agent_queued_runs                                     gauge     runs waiting in the queue for a server (at
+//!                                                                     scrape time; the deployment's, on Redis)
 //! ```
 //!
 //! One recorder per process (the `metrics` facade is global): servers
@@ -83,19 +88,26 @@ impl ActiveRun {
         Self(Instant::now())
     }
 
-    /// The run ended with `status` (`done`, `waiting`, `failed`,
-    /// `cancelled`) having used `usage` and added the nodes of `net` not in
-    /// `before`: counts the run, its model calls, tokens and tool calls.
+    /// The run stopped with `status` (`done`, `waiting`, `failed`,
+    /// `cancelled`) having used `usage` (since it went on) and run the
+    /// nodes of `net` not in `ran_before` (the nodes that had run when it
+    /// went on): counts its model calls, tokens and tool calls, and the
+    /// run itself once, when it ends (a pause for decisions is counted
+    /// apart).
     pub(crate) fn finish(
         self,
         net: &RunnableNetwork,
-        before: &HashSet<NodeId>,
+        ran_before: &HashSet<NodeId>,
         status: &'static str,
         usage: &lc_agent::UsageTotals,
     ) {
-        metrics::counter!("lc_agent_runs_total", "status" => status).increment(1);
-        metrics::histogram!("lc_agent_run_duration_seconds", "status" => status)
-            .record(self.0.elapsed().as_secs_f64());
+        if status == "waiting" {
+            metrics::counter!("lc_agent_approval_pauses_total").increment(1);
+        } else {
+            metrics::counter!("lc_agent_runs_total", "status" => status).increment(1);
+            metrics::histogram!("lc_agent_run_duration_seconds", "status" => status)
+                .record(self.0.elapsed().as_secs_f64());
+        }
         for (model, counts) in &usage.by_model {
             for (kind, n) in [
                 ("prompt", counts.prompt_tokens),
@@ -110,7 +122,7 @@ impl ActiveRun {
             }
         }
         for node in net.nodes() {
-            if !before.contains(&node.id()) {
+            if !ran_before.contains(&node.id()) {
                 count_node(&node);
             }
         }

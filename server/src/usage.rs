@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use lc_agent::{Prices, RunnableNetwork, UsageTotals};
-use lc_agent_deepagent::AgentSpec;
+use lc_agent_deepagent::{AgentSpec, AGENT_SPEC_KEY};
 use serde_json::{json, Value};
 
 /// The built-in prices with the user's `prices.toml` on top, read once.
@@ -20,21 +20,33 @@ pub(crate) fn base_prices() -> &'static Prices {
     PRICES.get_or_init(Prices::load)
 }
 
-/// The prices for a session: the base table and its blueprint's own.
-pub(crate) fn prices_for(net: &RunnableNetwork) -> Prices {
+/// The blueprint's own `[prices]` of a session.
+pub(crate) fn own_prices(net: &RunnableNetwork) -> Option<Prices> {
+    match AgentSpec::from_network(net) {
+        Some(Ok(spec)) => spec.prices,
+        _ => None,
+    }
+}
+
+/// The blueprint's own `[prices]` in a session's metadata (as a session
+/// list's entry has it), read without the rest of the blueprint.
+pub(crate) fn own_prices_in(metadata: &serde_json::Map<String, Value>) -> Option<Prices> {
+    let prices = metadata.get(AGENT_SPEC_KEY)?.get("prices")?;
+    serde_json::from_value(prices.clone()).ok()
+}
+
+/// The base table with a blueprint's own prices on top.
+pub(crate) fn with_own(own: Option<&Prices>) -> Prices {
     let mut prices = base_prices().clone();
-    if let Some(Ok(spec)) = AgentSpec::from_network(net) {
-        if let Some(own) = &spec.prices {
-            prices.extend(own);
-        }
+    if let Some(own) = own {
+        prices.extend(own);
     }
     prices
 }
 
-/// `totals` as JSON with their cost under the server's prices (no
-/// session's blueprint).
-pub(crate) fn priced_totals(totals: &UsageTotals) -> Value {
-    totals.priced(base_prices())
+/// The prices for a session: the base table and its blueprint's own.
+pub(crate) fn prices_for(net: &RunnableNetwork) -> Prices {
+    with_own(own_prices(net).as_ref())
 }
 
 /// `totals` as JSON with their cost under the session's prices.

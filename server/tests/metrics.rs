@@ -1,6 +1,8 @@
 //! `GET /metrics` (issue 25): Prometheus text behind the bearer token; a
 //! scrape after a run shows the requests, the run, its model calls (a
-//! sub-agent's too), tokens by model and tool calls by tool and status.
+//! sub-agent's too), tokens by model and tool calls by tool and status; a
+//! run that waits for an approval is counted once, its approved call
+//! counts, and the queue's depth is a gauge (issue 31 item 13).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{ScriptedChatModel, Turn, Usage};
@@ -154,4 +156,68 @@ async fn a_scrape_after_a_run_shows_requests_runs_calls_tokens_and_tools() {
     );
     assert_eq!(sample(&after, "lc_agent_active_runs", &[]), 0.0);
     assert!(after.contains("lc_agent_active_sessions"));
+    assert!(after.contains("lc_agent_queued_runs"), "{after}");
+    let _ = server.stop().await;
+
+    // A run that waits for an approval, then goes on: one run, one
+    // pause, and the approved call counts.
+    let model = ScriptedChatModel::new([
+        Turn::call(
+            "w2",
+            "write_file",
+            json!({"file_path": "/b.md", "content": "b"}),
+        ),
+        Turn::text("Approved and written."),
+    ])
+    .named("metrics-approval-model");
+    let server = start_with(|dir| config(model, dir).spec(approval_spec("write_file"))).await;
+    let base = server.url.clone();
+    let before = get(&format!("{base}/metrics"), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let id = new_session(&base, ALICE).await;
+    let body = post(
+        &format!("{base}/api/sessions/{id}/messages"),
+        ALICE,
+        json!({"content": "write b.md"}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let events = sse_events(&body);
+    let needed = events
+        .iter()
+        .find(|(n, _)| n == "approval_needed")
+        .unwrap_or_else(|| panic!("no approval_needed in {body}"));
+    let node_id = needed.1["pending"][0]["node_id"].as_str().unwrap();
+    let r = post(
+        &format!("{base}/api/sessions/{id}/approvals"),
+        ALICE,
+        json!({"decisions": [{"node_id": node_id, "decision": "approve"}]}),
+    )
+    .await;
+    assert!(r.text().await.unwrap().contains("Approved and written."));
+    let after = get(&format!("{base}/metrics"), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let moved = |name: &str, labels: &[(&str, &str)]| {
+        sample(&after, name, labels) - sample(&before, name, labels)
+    };
+    assert_eq!(moved("lc_agent_runs_total", &[]), 1.0, "{after}");
+    assert_eq!(moved("lc_agent_runs_total", &[("status", "done")]), 1.0);
+    assert_eq!(moved("lc_agent_approval_pauses_total", &[]), 1.0, "{after}");
+    assert_eq!(
+        moved(
+            "lc_agent_tool_calls_total",
+            &[("tool", "write_file"), ("status", "ok")]
+        ),
+        1.0,
+        "{after}"
+    );
+    let _ = server.stop().await;
 }

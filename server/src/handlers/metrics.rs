@@ -22,6 +22,11 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>, _user: User) -> 
             .into_response();
     };
     metrics::gauge!("lc_agent_active_sessions").set(state.hub.running_count() as f64);
+    match state.runs.store.queue_depth().await {
+        Ok(Some(depth)) => metrics::gauge!("lc_agent_queued_runs").set(depth as f64),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "metrics: the queue's depth cannot be read"),
+    }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4")],
         handle.render(),

@@ -81,11 +81,15 @@ pub(crate) async fn show(
     Ok(Json(run_json(&run_of(&state, &user, id).await?)))
 }
 
-/// A run as the API shows it: its usage priced (the built-in table and
-/// the server's `prices.toml`).
+/// A run as the API shows it: its usage priced (the built-in table, the
+/// server's `prices.toml` and the session blueprint's `[prices]`).
 fn run_json(run: &Run) -> Value {
     let mut value = json!(run);
-    value["usage"] = crate::usage::priced_totals(&run.usage);
+    let prices = crate::usage::with_own(run.prices.as_ref());
+    value["usage"] = run.usage.priced(&prices);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("prices");
+    }
     value
 }
 

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::auth::User;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::usage::base_prices;
+use crate::usage::{own_prices_in, with_own};
 
 /// `GET /api/usage` query.
 #[derive(Debug, Deserialize)]
@@ -64,7 +64,10 @@ pub(crate) async fn usage(
     let from = time("from", range.from.as_deref())?;
     let to = time("to", range.to.as_deref())?;
     let list = state.hub.list(&user)?;
-    let prices = base_prices();
+    let mut total_cost: Option<f64> = None;
+    // Every session's prices together (for the costs by model).
+    let mut all_prices = with_own(None);
+    let mut unpriced: Vec<String> = Vec::new();
     let mut total = UsageTotals::default();
     let mut sessions = Vec::new();
     let mut offset = 0;
@@ -101,7 +104,22 @@ pub(crate) async fn usage(
                 continue;
             }
             total.merge(&totals);
-            let mut entry = totals.priced(prices);
+            // Each session under its own prices (its blueprint's on top).
+            let own = own_prices_in(&info.metadata);
+            if let Some(own) = &own {
+                all_prices.extend(own);
+            }
+            let prices = with_own(own.as_ref());
+            let cost = prices.cost(&totals);
+            if let Some(usd) = cost.usd {
+                *total_cost.get_or_insert(0.0) += usd;
+            }
+            for model in cost.unpriced {
+                if !unpriced.contains(&model) {
+                    unpriced.push(model);
+                }
+            }
+            let mut entry = totals.priced(&prices);
             entry["id"] = json!(info.id);
             entry["name"] = json!(info.name);
             sessions.push(entry);
@@ -111,7 +129,19 @@ pub(crate) async fn usage(
             break;
         }
     }
-    let mut body = total.priced(prices);
+    // The total's cost is the sum of the sessions' (each at its prices).
+    let mut body = total.priced(&all_prices);
+    if let Some(map) = body.as_object_mut() {
+        map.remove("cost_usd");
+        map.remove("unpriced_models");
+    }
+    if let Some(usd) = total_cost {
+        body["cost_usd"] = json!(usd);
+    }
+    if !unpriced.is_empty() {
+        unpriced.sort();
+        body["unpriced_models"] = json!(unpriced);
+    }
     body["user"] = json!(user);
     body["from"] = json!(range.from);
     body["to"] = json!(range.to);

@@ -425,6 +425,10 @@ impl RunStore for LocalRuns {
         Ok(())
     }
 
+    async fn queue_depth(&self) -> RunResult<Option<u64>> {
+        Ok(Some(self.inner.lock().queue.len() as u64))
+    }
+
     async fn enqueue(&self, id: Uuid) -> RunResult<()> {
         self.inner.lock().queue.push_back(id);
         self.queued.notify_one();

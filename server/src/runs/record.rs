@@ -144,6 +144,10 @@ pub struct Run {
     /// copy, removed when the run ends; nothing of it is kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ephemeral: bool,
+    /// The session blueprint's own `[prices]`, which price its usage on
+    /// top of the server's table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<lc_agent::Prices>,
 }
 
 impl Run {
@@ -168,6 +172,7 @@ impl Run {
             prepared_at: None,
             queue_ms: None,
             ephemeral: false,
+            prices: None,
         }
     }
 }

@@ -742,6 +742,34 @@ impl RunStore for RedisRuns {
             .map_err(store)
     }
 
+    /// The consumer group's `lag`: entries of the queue no server has
+    /// read yet (`XINFO GROUPS`, Redis 7).
+    async fn queue_depth(&self) -> RunResult<Option<u64>> {
+        let (queue, group) = (self.queue_key(), self.group());
+        let reply = self
+            .redis
+            .run("read the queue's depth", |mut conn| {
+                let c = cmd("XINFO").arg("GROUPS").arg(&queue).clone();
+                async move { c.query_async::<Value>(&mut conn).await }
+            })
+            .await;
+        let Ok(reply) = reply else {
+            // No queue yet: nothing waits.
+            return Ok(Some(0));
+        };
+        for info in items(reply) {
+            let fields: Vec<Value> = items(info);
+            let pairs: Vec<(String, String)> = fields
+                .chunks(2)
+                .filter_map(|kv| Some((text(kv.first()?)?, text(kv.get(1)?)?)))
+                .collect();
+            if field(&pairs, "name") == Some(group.as_str()) {
+                return Ok(field(&pairs, "lag").and_then(|l| l.parse().ok()));
+            }
+        }
+        Ok(Some(0))
+    }
+
     async fn enqueue(&self, id: Uuid) -> RunResult<()> {
         let queue = self.queue_key();
         let id = id.to_string();

@@ -151,6 +151,11 @@ pub trait RunStore: Send + Sync + 'static {
     async fn forget(&self, user: &str, key: &str) -> RunResult<()>;
     /// Queues a run for any server of the deployment.
     async fn enqueue(&self, id: Uuid) -> RunResult<()>;
+    /// How many runs wait in the queue for a server to take them (`None`
+    /// when the store cannot say).
+    async fn queue_depth(&self) -> RunResult<Option<u64>> {
+        Ok(None)
+    }
     /// Takes the next queued run for `consumer`, waiting at most `wait`.
     async fn claim(&self, consumer: &str, wait: Duration) -> RunResult<Option<Delivery>>;
     /// Takes a run whose server has not renewed its lease for `idle`.

@@ -351,6 +351,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             return false;
         }
     };
+    run.prices = crate::usage::own_prices(&net);
     let publisher = Publisher::start(state, run.id, Some(net.clone()), last, run.ephemeral);
     {
         let tx = publisher.tx.clone();
@@ -360,6 +361,13 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
     }
     net.set_streaming(true);
     let before: HashSet<NodeId> = net.nodes().iter().map(|n| n.id()).collect();
+    // The nodes that had run: a call held for approval runs in this run.
+    let ran_before: HashSet<NodeId> = net
+        .nodes()
+        .iter()
+        .filter(|n| n.is_invoked())
+        .map(|n| n.id())
+        .collect();
     let usage_before = net.usage();
     let active = crate::metrics::ActiveRun::start();
     let limit = state.settings.time_limit;
@@ -476,7 +484,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             cut_off,
         })),
     }
-    active.finish(&net, &before, status.as_str(), &run.usage);
+    active.finish(&net, &ran_before, status.as_str(), &used);
     publisher.close().await;
     // `store: false`: the answer went out in the `done` event only.
     run.answer = (status == RunStatus::Done && !run.ephemeral).then_some(answer);

@@ -427,8 +427,33 @@ async fn a_query_token_works_only_for_event_streams() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+    // Asking for an event stream is not enough: only the event-stream
+    // routes read it (not /metrics, not the session list).
+    for path in ["/api/sessions", "/metrics"] {
+        let r = client()
+            .get(format!("{}{path}?token={ALICE}", server.url))
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "?token= on {path}");
+    }
+    let session = new_session(&server.url, ALICE).await;
+    let run: Value = post(
+        &format!("{}/api/sessions/{session}/runs", server.url),
+        ALICE,
+        json!({"content": "hi", "background": true}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     let r = client()
-        .get(&url)
+        .get(format!(
+            "{}/api/runs/{}/events?token={ALICE}",
+            server.url,
+            run["id"].as_str().unwrap()
+        ))
         .header("accept", "text/event-stream")
         .send()
         .await
@@ -607,5 +632,77 @@ async fn a_conflict_does_not_give_library_hints() {
     let message = api.public_message();
     assert!(!message.contains("save_force"), "{message}");
     assert!(message.contains("load it again"), "{message}");
+    server.stop().await;
+}
+
+/// Log lines written to a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn the_access_log_keeps_a_request_the_client_aborted() {
+    // This test's thread (the server runs on it: a current-thread
+    // runtime) logs to a buffer.
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    // The model answers long after the client gave up.
+    let model = ScriptedChatModel::new([Turn::text("late").delayed(Duration::from_secs(8))]);
+    let server = start_with(|dir| {
+        ServerConfig::new(Arc::new(model))
+            .sessions(ListConfig::json(dir.join("sessions")))
+            .shutdown_grace(Duration::from_millis(200))
+    })
+    .await;
+    let aborted = client()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .timeout(Duration::from_millis(300))
+        .json(&json!({"messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await;
+    assert!(aborted.is_err(), "the client gave up first");
+    let mut line = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+        line = text
+            .lines()
+            .find(|l| l.contains("lc_agent_server::access") && l.contains("/v1/chat/completions"))
+            .map(str::to_string);
+        if line.is_some() {
+            break;
+        }
+    }
+    let line = line.unwrap_or_else(|| {
+        panic!(
+            "no access line for the aborted request in:\n{}",
+            String::from_utf8_lossy(&captured.0.lock().unwrap())
+        )
+    });
+    assert!(
+        line.contains("status=499") && line.contains("aborted=true"),
+        "{line}"
+    );
     server.stop().await;
 }

@@ -237,3 +237,65 @@ async fn cors_lets_the_browser_sdk_send_its_own_headers() {
         .unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
 }
+
+/// A completion as Alice; its run's id.
+async fn one_completion(base: &str) -> String {
+    let r = post(
+        &format!("{base}/v1/chat/completions"),
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    r.headers()["x-lc-agent-run"].to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn prices_match_names_exactly_and_the_blueprints_prices_count_in_usage_and_runs() {
+    let o3_mini = || {
+        ScriptedChatModel::new([Turn::text("ok")])
+            .cycled()
+            .named("o3-mini")
+            .with_usage(reported())
+    };
+    // `o3-mini` has no built-in price: it is not `o3`.
+    let server = start(o3_mini()).await;
+    let run = one_completion(&server.url).await;
+    let all = get_json(&format!("{}/api/usage", server.url), ALICE).await;
+    assert!(all.get("cost_usd").is_none(), "{all}");
+    assert_eq!(all["unpriced_models"], json!(["o3-mini"]), "{all}");
+    let record = get_json(&format!("{}/api/runs/{run}", server.url), ALICE).await;
+    assert!(record["usage"].get("cost_usd").is_none(), "{record}");
+    let _ = server.stop().await;
+
+    // The blueprint's [prices] price it in /api/usage and the run records.
+    let mut spec = approval_spec("nothing");
+    spec.prices = Some(lc_agent::Prices {
+        models: [(
+            "o3-mini".to_string(),
+            lc_agent::Price {
+                input: 1.0,
+                output: 4.0,
+                cached_input: Some(0.5),
+                cache_write: None,
+            },
+        )]
+        .into(),
+    });
+    let server = start_with(|dir| config(o3_mini(), dir).spec(spec)).await;
+    let run = one_completion(&server.url).await;
+    let usd = (60.0 * 1.0 + 40.0 * 0.5 + 10.0 * 4.0) / 1e6;
+    let all = get_json(&format!("{}/api/usage", server.url), ALICE).await;
+    assert!(close(all["cost_usd"].as_f64().unwrap(), usd), "{all}");
+    assert!(
+        close(all["sessions"][0]["cost_usd"].as_f64().unwrap(), usd),
+        "{all}"
+    );
+    let record = get_json(&format!("{}/api/runs/{run}", server.url), ALICE).await;
+    assert!(
+        close(record["usage"]["cost_usd"].as_f64().unwrap(), usd),
+        "{record}"
+    );
+    assert!(record.get("prices").is_none(), "{record}");
+    let _ = server.stop().await;
+}

@@ -43,12 +43,32 @@ pub(crate) fn color_allowed() -> bool {
     COLOR.load(Ordering::Relaxed)
 }
 
-/// Writes `text` to stdout now (a closed pipe is not an error: the
-/// reader has seen enough).
+/// Set once stdout turned out to be a closed pipe.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to stdout now: the one writer of every command's stdout
+/// (never `println!`, which panics on a closed pipe). A closed pipe
+/// (`lc-agent tool --list | head -1`: the reader has seen enough) is not
+/// an error: the rest is dropped quietly and the command ends as it
+/// would have.
 pub(crate) fn out(text: &str) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`out`] with a line end.
+pub(crate) fn outln(text: &str) {
+    out(&format!("{text}\n"));
 }
 
 /// `text` in an ANSI style when `on` (`"2"` dim, `"1"` bold, `"31"` red...).

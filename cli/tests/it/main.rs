@@ -15,6 +15,7 @@ mod provider;
 mod record_replay;
 mod resume;
 mod run;
+mod runs;
 mod runs_acceptance;
 mod serve;
 mod serve_logs;

@@ -132,7 +132,12 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
                 out("the session has no files of its own\n");
             }
             for (path, file) in files.iter() {
-                out(&format!("{path}  ({} lines)\n", file.content.len()));
+                // `"a\n"` is kept as `["a", ""]`: one line.
+                let mut lines = file.content.len();
+                if file.content.last().is_some_and(String::is_empty) {
+                    lines -= 1;
+                }
+                out(&format!("{path}  ({lines} lines)\n"));
             }
             Action::Stay
         }

@@ -71,6 +71,31 @@ pub(crate) fn outln(text: &str) {
     out(&format!("{text}\n"));
 }
 
+/// A line on stderr while something slow happens outside a turn (a
+/// terminal only), erased when this is dropped.
+pub(crate) struct Status(bool);
+
+impl Status {
+    /// Shows `text` (dim, `…` after it) when stderr is a terminal.
+    pub(crate) fn show(text: &str) -> Self {
+        let shown = std::io::stderr().is_terminal();
+        if shown {
+            eprint!("{}", paint(color_allowed(), "2", &format!("{text}…")));
+            let _ = std::io::stderr().flush();
+        }
+        Self(shown)
+    }
+}
+
+impl Drop for Status {
+    fn drop(&mut self) {
+        if self.0 {
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
 /// `text` in an ANSI style when `on` (`"2"` dim, `"1"` bold, `"31"` red...).
 pub(crate) fn paint(on: bool, style: &str, text: &str) -> String {
     if on {
@@ -445,8 +470,19 @@ impl Screen {
                 s.erase_spinner();
             }
             NetworkEvent::SummaryWritten {
-                kept, summarized, ..
+                node_id,
+                kept,
+                summarized,
             } => {
+                // One asked for (`/compact`) is said by the command, once.
+                let asked = inner
+                    .net
+                    .node(*node_id)
+                    .and_then(|n| n.metadata_value("trigger"))
+                    .is_some_and(|t| t == "asked");
+                if asked {
+                    return;
+                }
                 s.erase_spinner();
                 eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
             }

@@ -183,3 +183,51 @@ fn sessions_resume_and_new_switch_between_sessions() {
     );
     assert!(sessions(dir.path(), &["list"]).contains("1-2 of 2"));
 }
+
+#[test]
+fn approve_refuses_a_tool_the_agent_does_not_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = chat(
+        dir.path(),
+        writing_script(),
+        &[],
+        "/approve nosuchtool\n/approve\n/approve write_file\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error: /approve: the agent has no tool `nosuchtool`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("write_file"), "names the tools: {stderr}");
+    let said: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        said,
+        [
+            "approvals: every call that needs approval is asked",
+            "approvals: approved without asking: write_file; other calls are asked"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn files_under_a_root_lists_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("README.md"), "# Project\n").unwrap();
+    let out = chat(
+        dir.path(),
+        writing_script(),
+        &["--root", root.to_str().unwrap()],
+        "/files\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!stdout.contains("no files"), "{stdout}");
+    assert!(stdout.contains("the workspace "), "{stdout}");
+    let entries: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(entries, ["  src/", "  README.md"], "{stdout}");
+}

@@ -209,10 +209,15 @@ impl Agent {
         )?;
         let window = match blueprint.main_model().and_then(|m| m.context_window) {
             Some(tokens) => Some(tokens),
-            None => main
-                .context_window()
-                .await
-                .or_else(|| lc_agent_deepagent::ContextWindows::known_window(&args.model.name())),
+            None => {
+                // A server may take seconds to say: the screen says why it waits.
+                let _status = crate::console::Status::show(
+                    "asking the model's server for its context window",
+                );
+                main.context_window().await.or_else(|| {
+                    lc_agent_deepagent::ContextWindows::known_window(&args.model.name())
+                })
+            }
         };
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint

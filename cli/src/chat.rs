@@ -36,6 +36,10 @@
 //! or calls waiting for approval) is finished first, without recomputing
 //! what had run. An answer cut off at the model's output limit is a
 //! warning that says to type `/continue`; an empty answer is a warning.
+//! A message too long for the model's context window fails the turn; the
+//! failed call is taken out (sent again it would fail again) and the
+//! error says the way on: `/undo` takes the message back, `/compact`
+//! summarizes the conversation with it.
 
 use std::io::{BufRead, IsTerminal};
 use std::sync::{Arc, Mutex};
@@ -288,7 +292,21 @@ async fn report(agent: &Agent, e: CliError, interactive: bool, interrupt: &Inter
         (Kind::AwaitingApproval | Kind::Interrupted, false) => Err(e),
         _ => {
             eprintln!("error: {}", crate::error::in_cli_terms(&e.message));
+            if e.message.contains(TOO_LONG) {
+                // Sent again it fails again: the failed call is taken out
+                // (the message stays), and the way on is said.
+                agent.cancel_turn().await;
+                eprintln!(
+                    "the way out: /undo takes the message back (then send a shorter one, or \
+                     a file's path instead of its text), or /compact summarizes the \
+                     conversation, the message included"
+                );
+            }
             Ok(())
         }
     }
 }
+
+/// What the error of a request that does not fit the model's context
+/// window says (`lc_agent::ModelError::ContextOverflow`).
+const TOO_LONG: &str = "does not fit the model's context window";

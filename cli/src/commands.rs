@@ -128,11 +128,22 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
         }
         "/files" => {
             let files = agent.net.files();
-            if files.is_empty() {
+            let root = workspace_root(agent);
+            if let Some(root) = &root {
+                workspace_listing(root);
+            } else if files.is_empty() {
                 out("the session has no files of its own\n");
             }
+            if root.is_some() && !files.is_empty() {
+                out("the session's own files:\n");
+            }
             for (path, file) in files.iter() {
-                out(&format!("{path}  ({} lines)\n", file.content.len()));
+                // `"a\n"` is kept as `["a", ""]`: one line.
+                let mut lines = file.content.len();
+                if file.content.last().is_some_and(String::is_empty) {
+                    lines -= 1;
+                }
+                out(&format!("{path}  ({lines} lines)\n"));
             }
             Action::Stay
         }
@@ -141,6 +152,11 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
             Action::Stay
         }
         "/undo" => {
+            // A turn that failed (a message too long for the model) is
+            // taken out first, so it is not sent again.
+            if failed_turn(agent) {
+                agent.cancel_turn().await;
+            }
             match agent.undo() {
                 Some(text) => out(&format!(
                     "undone: {}\nyour next message goes where it was (the undone turn stays in the session's graph)\n",
@@ -171,6 +187,15 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
                         policy.tools.clear();
                     }
                     tool => {
+                        let names = tool_names(agent);
+                        if !names.iter().any(|n| n == tool) {
+                            eprintln!(
+                                "error: /approve: the agent has no tool `{tool}` (its tools: {}); \
+                                 nothing changed",
+                                names.join(", ")
+                            );
+                            return Action::Stay;
+                        }
                         policy.tools.insert(tool.to_string());
                     }
                 }
@@ -188,6 +213,69 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
             ));
             Action::Stay
         }
+    }
+}
+
+/// The names of the tools the agent may call (its own, its modifiers').
+fn tool_names(agent: &Agent) -> Vec<String> {
+    let mut names: Vec<String> = agent
+        .net
+        .tools()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether the last turn failed and waits to be sent again (its chat
+/// node did not run and says why).
+fn failed_turn(agent: &Agent) -> bool {
+    agent
+        .net
+        .pending()
+        .iter()
+        .any(|n| n.held().is_none() && n.metadata_value("error").is_some())
+}
+
+/// The directory the file tools work in (`--root`), when the session has
+/// one.
+fn workspace_root(agent: &Agent) -> Option<std::path::PathBuf> {
+    let spec = lc_agent_deepagent::AgentSpec::from_network(&agent.net)?.ok()?;
+    spec.backend.root().map(std::path::Path::to_path_buf)
+}
+
+/// How many entries of the workspace `/files` shows at most.
+const LISTED: usize = 50;
+
+/// `/files` with `--root`: the workspace's top level (where the agent's
+/// files are), directories first.
+fn workspace_listing(root: &std::path::Path) {
+    let mut entries: Vec<(bool, String)> = match std::fs::read_dir(root) {
+        Ok(dir) => dir
+            .flatten()
+            .map(|e| {
+                let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+                (!is_dir, e.file_name().to_string_lossy().into_owned())
+            })
+            .collect(),
+        Err(e) => {
+            eprintln!("error: /files: cannot list {}: {e}", root.display());
+            return;
+        }
+    };
+    entries.sort();
+    out(&format!(
+        "the workspace {} (the file tools work here; {} entries at its top):\n",
+        root.display(),
+        entries.len()
+    ));
+    for (is_file, name) in entries.iter().take(LISTED) {
+        out(&format!("  {name}{}\n", if *is_file { "" } else { "/" }));
+    }
+    if entries.len() > LISTED {
+        out(&format!("  ... and {} more\n", entries.len() - LISTED));
     }
 }
 
@@ -229,6 +317,11 @@ fn current_model(agent: &Agent) -> String {
 /// `/compact`: a summary now, and what it saves.
 async fn compact(agent: &Agent) {
     use lc_agent_deepagent::CompactError;
+    // A turn that failed (a message too long for the model) is taken out
+    // first: the summary covers what was said, the message included.
+    if failed_turn(agent) {
+        agent.cancel_turn().await;
+    }
     match agent.compact().await {
         Ok(done) => out(&format!(
             "compacted: {} messages summarized by {}; the next request: {} -> {} tokens\n",

@@ -43,12 +43,57 @@ pub(crate) fn color_allowed() -> bool {
     COLOR.load(Ordering::Relaxed)
 }
 
-/// Writes `text` to stdout now (a closed pipe is not an error: the
-/// reader has seen enough).
+/// Set once stdout turned out to be a closed pipe.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to stdout now: the one writer of every command's stdout
+/// (never `println!`, which panics on a closed pipe). A closed pipe
+/// (`lc-agent tool --list | head -1`: the reader has seen enough) is not
+/// an error: the rest is dropped quietly and the command ends as it
+/// would have.
 pub(crate) fn out(text: &str) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`out`] with a line end.
+pub(crate) fn outln(text: &str) {
+    out(&format!("{text}\n"));
+}
+
+/// A line on stderr while something slow happens outside a turn (a
+/// terminal only), erased when this is dropped.
+pub(crate) struct Status(bool);
+
+impl Status {
+    /// Shows `text` (dim, `…` after it) when stderr is a terminal.
+    pub(crate) fn show(text: &str) -> Self {
+        let shown = std::io::stderr().is_terminal();
+        if shown {
+            eprint!("{}", paint(color_allowed(), "2", &format!("{text}…")));
+            let _ = std::io::stderr().flush();
+        }
+        Self(shown)
+    }
+}
+
+impl Drop for Status {
+    fn drop(&mut self) {
+        if self.0 {
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+        }
+    }
 }
 
 /// `text` in an ANSI style when `on` (`"2"` dim, `"1"` bold, `"31"` red...).
@@ -425,8 +470,19 @@ impl Screen {
                 s.erase_spinner();
             }
             NetworkEvent::SummaryWritten {
-                kept, summarized, ..
+                node_id,
+                kept,
+                summarized,
             } => {
+                // One asked for (`/compact`) is said by the command, once.
+                let asked = inner
+                    .net
+                    .node(*node_id)
+                    .and_then(|n| n.metadata_value("trigger"))
+                    .is_some_and(|t| t == "asked");
+                if asked {
+                    return;
+                }
                 s.erase_spinner();
                 eprintln!("  summary written ({summarized} messages summarized, {kept} kept)");
             }

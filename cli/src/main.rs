@@ -38,6 +38,7 @@
 //! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
 //! console.rs     what the terminal shows: streamed answer (Markdown on a terminal), progress
 //!                lines, warnings for cut-off/empty answers, spinner, footer per turn
+//!                — and `out`, the one writer of stdout (a closed pipe ends output quietly)
 //! highlight.rs   fenced code of an answer in colour on a terminal (syntect)
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)

@@ -14,13 +14,13 @@
 //! `cancel` cancels a queued or waiting run at once (on Redis), and asks
 //! the server running a run to stop it (it does within a second).
 
-use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use lc_agent_server::{open_store, Run, RunStatus, RunStore};
 
 use crate::args::StoreArgs;
+use crate::console::outln;
 use crate::error::{CliError, CliResult};
 
 /// Options of `lc-agent runs`.
@@ -79,8 +79,6 @@ pub(crate) async fn run(args: RunsArgs) -> CliResult {
     let config = args.store.config();
     let lists = config.open().map_err(|e| CliError::usage(e.to_string()))?;
     let store = open_store(&config, &lists, Duration::from_secs(3600)).map_err(failed)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     match args.command {
         RunsCommand::List { session, limit } => {
             let runs = match session {
@@ -90,11 +88,10 @@ pub(crate) async fn run(args: RunsArgs) -> CliResult {
             .map_err(failed)?;
             let runs: Vec<Run> = runs.into_iter().filter(|r| r.user == args.user).collect();
             if runs.is_empty() {
-                writeln!(out, "no runs").map_err(failed)?;
+                outln("no runs");
             }
             for r in runs {
-                writeln!(
-                    out,
+                outln(&format!(
                     "{}  {:<9}  session {}  {}  attempts {}{}",
                     r.id,
                     r.status,
@@ -102,23 +99,16 @@ pub(crate) async fn run(args: RunsArgs) -> CliResult {
                     r.created_at.format("%Y-%m-%d %H:%M:%S"),
                     r.attempts,
                     r.error.map(|e| format!("  {e}")).unwrap_or_default()
-                )
-                .map_err(failed)?;
+                ));
             }
         }
         RunsCommand::Show { id, events } => {
             let id = uuid(&id, "run")?;
             let run = find(&*store, &args.user, id).await?;
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&run).map_err(failed)?
-            )
-            .map_err(failed)?;
+            outln(&serde_json::to_string_pretty(&run).map_err(failed)?);
             if events {
                 for e in store.events(id, 0, usize::MAX).await.map_err(failed)? {
-                    writeln!(out, "{}", serde_json::to_string(&e).map_err(failed)?)
-                        .map_err(failed)?;
+                    outln(&serde_json::to_string(&e).map_err(failed)?);
                 }
             }
         }
@@ -132,7 +122,7 @@ pub(crate) async fn run(args: RunsArgs) -> CliResult {
                 )));
             }
             let said = cancel(&*store, &lists, run, config.is_redis()).await?;
-            writeln!(out, "{said}").map_err(failed)?;
+            outln(&said);
         }
     }
     Ok(())

@@ -13,6 +13,7 @@ use lc_agent_filesystem::TOOL_NAMES;
 use lc_agent_filesystem::{run_tool, Backend, StateBackend};
 
 use crate::args::WorkspaceArgs;
+use crate::console::outln;
 use crate::error::{CliError, CliResult};
 
 /// Arguments of `lc-agent tool`. To run a call, one of `--root` and
@@ -59,7 +60,7 @@ fn list(args: &ToolArgs) -> CliResult {
     let net = agent.build().map_err(|e| CliError::usage(e.to_string()))?;
     let text = serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net)))
         .map_err(|e| CliError::failed(e.to_string()))?;
-    println!("{text}");
+    outln(&text);
     Ok(())
 }
 
@@ -109,7 +110,7 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
 async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> CliResult {
     match run_tool(backend, name, args).await {
         Some(out) => {
-            println!("{}", out.content);
+            outln(&out.content);
             if out.status == ToolStatus::Ok {
                 Ok(())
             } else {

@@ -58,3 +58,27 @@ pub fn lc_agent<S: AsRef<std::ffi::OsStr>>(
         .env("LC_AGENT_HOME", dir.join("home"));
     with_stdin(&mut command, stdin)
 }
+
+/// Runs `command` with stdout a pipe whose reader is gone (as with
+/// `| head -1` once `head` has its line) and stdin closed: how it ended
+/// and what it said on stderr.
+pub fn into_closed_pipe(command: &mut Command) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+/// Asserts that `out` (from [`into_closed_pipe`]) is a quiet success.
+pub fn assert_quiet_success(what: &str, out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "{what} into a closed pipe: {:?}, stderr: {stderr}",
+        out.status
+    );
+}

@@ -342,3 +342,108 @@ fn a_missing_model_name_speaks_of_the_flag() {
     assert!(stderr.contains("--model NAME"), "{stderr}");
     assert!(!stderr.contains(".model(..)"), "{stderr}");
 }
+
+/// The server's answer to a request that does not fit its window.
+fn too_long() -> Reply {
+    Reply {
+        status: 400,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: serde_json::json!({"error": {
+            "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9100 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded"}})
+        .to_string(),
+    }
+}
+
+#[test]
+fn a_message_too_long_says_the_way_out_and_undo_takes_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![too_long(), Reply::answer("Short answer.", "stop")]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat"],
+        "A very long message\n/undo\nA short one\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("does not fit the model's context window"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the way out: /undo takes the message back"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("undone: A very long message"), "{stdout}");
+    assert!(stdout.contains("Short answer."), "{stdout}");
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        !requests[1].contains("A very long message"),
+        "{}",
+        requests[1]
+    );
+}
+
+#[test]
+fn a_message_too_long_can_be_compacted_and_compact_says_one_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![
+        too_long(),
+        Reply::answer("The user pasted a long text about ships.", "stop"),
+        Reply::answer("Fine now.", "stop"),
+    ]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat"],
+        "A very long message about ships\n/compact\nAnd now?\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("a turn is still pending"), "{stderr}");
+    assert!(stdout.contains("Fine now."), "{stdout}");
+    let requests = server.chat_requests();
+    assert_eq!(requests.len(), 3, "turn, summary, turn: {requests:?}");
+    assert!(
+        requests[2].contains("a long text about ships"),
+        "{}",
+        requests[2]
+    );
+    assert!(
+        !requests[2].contains("A very long message"),
+        "{}",
+        requests[2]
+    );
+    // One line says what was summarized, with one count.
+    let said: Vec<&str> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.contains("summarized"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("compacted: 1 messages summarized"),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_chat_the_model_never_answered_is_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![Reply::error(400)]);
+    let out = with_server(dir.path(), &server, &["chat"], "Hello\n/exit\n");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("error: the model call failed"), "{stderr}");
+    assert!(
+        stderr.contains("no session saved: the model never answered"),
+        "{stderr}"
+    );
+    let listing = text(&sessions_list(dir.path()).stdout);
+    assert!(listing.contains("0-0 of 0"), "{listing}");
+}

@@ -9,12 +9,14 @@
 mod common;
 mod model_server;
 
+mod chat_commands;
 mod console;
 mod mcp;
 mod provider;
 mod record_replay;
 mod resume;
 mod run;
+mod runs;
 mod runs_acceptance;
 mod serve;
 mod serve_logs;

@@ -601,3 +601,82 @@ fn sessions_list_and_show_tell_tokens_and_cost() {
     let usage = show.lines().find(|l| l.starts_with("usage")).unwrap();
     assert!(usage.contains('$') && !usage.contains("no price"), "{show}");
 }
+
+#[test]
+fn ctrl_c_during_a_shell_command_ends_its_children_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let script_path = dir.path().join("shell-script.json");
+    std::fs::write(
+        &script_path,
+        serde_json::json!([
+            {"tool_calls": [{"id": "c1", "name": "execute",
+                "arguments": {"command": "sleep 30 & echo $! > child.pid; wait"}}]},
+            {"content": "Slept."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Sleep a while.", "--shell", "--yes", "--root"])
+        .arg(&root)
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command's child is running once it wrote its pid.
+    let pid_file = root.join("child.pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let sleeper = loop {
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<u32>() {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let pressed = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // At once, not when the child's 30 s are over.
+    assert!(
+        pressed.elapsed() < std::time::Duration::from_secs(10),
+        "Ctrl-C took {:?}",
+        pressed.elapsed()
+    );
+    // The `sleep 30` is gone (or a zombie nobody reaped yet), not orphaned.
+    let state = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+            })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while state(sleeper).is_some_and(|s| s != 'Z') {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shell command's child {sleeper} still runs ({:?}): {stderr}",
+            state(sleeper)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

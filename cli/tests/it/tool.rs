@@ -201,3 +201,25 @@ fn list_prints_the_agents_tools_as_openai_definitions() {
     let (_, err, code) = lc_agent(&["tool"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn a_closed_pipe_ends_the_tool_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let lines: String = (1..=5000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("long.txt"), lines).unwrap();
+    // `lc-agent tool --list | head`
+    let out = crate::common::into_closed_pipe(
+        Command::new(env!("CARGO_BIN_EXE_lc-agent")).args(["tool", "--list"]),
+    );
+    crate::common::assert_quiet_success("tool --list", &out);
+    // `lc-agent tool read_file ... | head -1`
+    let out = crate::common::into_closed_pipe(Command::new(env!("CARGO_BIN_EXE_lc-agent")).args([
+        "tool",
+        "read_file",
+        r#"{"file_path": "/long.txt"}"#,
+        "--root",
+        root,
+    ]));
+    crate::common::assert_quiet_success("tool read_file", &out);
+}

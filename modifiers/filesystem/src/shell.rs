@@ -86,6 +86,18 @@ fn kill_group(pgid: i32) {
     }
 }
 
+/// A command's process group, killed when this is dropped: at the end of
+/// the call, and also when the call itself is dropped on its way (Ctrl-C
+/// cancelling a turn, a cancelled run), so no child of `sh -c` (a
+/// `sleep 30`, a server it started) outlives it.
+struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Reads a pipe to its end, keeping the first [`OUTPUT_CAP_BYTES`] bytes;
 /// returns them and the total.
 fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
@@ -129,10 +141,12 @@ async fn run(root: &Path, command: &str, timeout: Duration) -> io::Result<Execut
     let mut child = cmd.spawn()?;
     // Close our copies of the write end, so EOF comes when the group is gone.
     drop(cmd);
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .unwrap_or(0);
+    let group = Group(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0),
+    );
     let reading = tokio::task::spawn_blocking(move || drain(reader));
     let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => {
@@ -146,7 +160,7 @@ async fn run(root: &Path, command: &str, timeout: Duration) -> io::Result<Execut
         Err(_) => (None, true),
     };
     // Kill whatever is left of the group (background children too).
-    kill_group(pgid);
+    drop(group);
     if timed_out {
         let _ = child.wait().await;
     }

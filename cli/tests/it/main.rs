@@ -9,6 +9,7 @@
 mod common;
 mod model_server;
 
+mod blueprint;
 mod console;
 mod mcp;
 mod provider;

@@ -195,17 +195,21 @@ impl Agent {
             );
         }
         let stored = if replaced { None } else { loaded.as_ref() };
-        let mut blueprint = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
-            .map_err(|e| CliError::failed(e.to_string()))?
-            .main_model_or(|| args.model.name());
+        let resolved = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        // A blueprint's own `[models.main]` names the model (and where it
+        // is) unless a flag does; else the flags and the environment.
+        let declared = resolved.main_model().cloned();
+        let mut blueprint = resolved.main_model_or(|| args.model.name());
         for change in &blueprint.overridden {
             eprintln!("note: {}: {change}", args.flag_of(change.setting));
         }
         let provider = args.model.record_provider(&mut blueprint.spec);
-        let main = args.model.open_with(
+        let main = args.model.open_main(
             false,
             blueprint.main_model().and_then(|m| m.context_window),
             provider,
+            declared.as_ref(),
         )?;
         let window = match blueprint.main_model().and_then(|m| m.context_window) {
             Some(tokens) => Some(tokens),
@@ -215,13 +219,17 @@ impl Agent {
                     "asking the model's server for its context window",
                 );
                 main.context_window().await.or_else(|| {
-                    lc_agent_deepagent::ContextWindows::known_window(&args.model.name())
+                    lc_agent_deepagent::ContextWindows::known_window(
+                        &blueprint
+                            .main_model()
+                            .map_or_else(|| args.model.name(), |m| m.model.clone()),
+                    )
                 })
             }
         };
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
-            .builder(move |_, _| Ok(main.clone()), &context)
+            .builder(blueprint.with_main(main), &context)
             .map_err(|e| CliError::usage(e.to_string()))?;
         let net = match loaded {
             Some(net) => {

@@ -17,7 +17,7 @@ use clap::Args;
 use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Turn};
 use lc_agent::{ListError, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
-use lc_agent_deepagent::{AgentSpec, Workspace, MAIN_MODEL};
+use lc_agent_deepagent::{AgentSpec, ModelSpec, Workspace, MAIN_MODEL};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -111,13 +111,29 @@ impl ModelArgs {
     /// `cycled`), or this provider's (see [`ModelArgs::provider`]), with
     /// this context window (a resumed session's; a replayed model has the
     /// recorded one); recorded with `--record`.
-    pub(crate) fn open_with(
+    /// A blueprint's `[models.main]` (`declared`) names the model, its
+    /// endpoint and key unless `--model`, `--script` or `--replay` says
+    /// otherwise.
+    pub(crate) fn open_main(
         &self,
         cycled: bool,
         context_window: Option<usize>,
         provider: Provider,
+        declared: Option<&ModelSpec>,
     ) -> CliResult<Arc<dyn ChatModel>> {
-        let model = self.open_model(cycled, context_window, provider)?;
+        let declared = declared.filter(|_| self.model.is_none());
+        let model = match declared {
+            Some(spec) if self.script.is_none() && self.replay.is_none() => {
+                let spec = ModelSpec {
+                    provider: Some(provider),
+                    context_window: context_window.or(spec.context_window),
+                    ..spec.clone()
+                };
+                spec.open()
+                    .map_err(|e| CliError::usage(format!("[models.main]: {e}")))?
+            }
+            _ => self.open_model(cycled, context_window, provider)?,
+        };
         match &self.record {
             Some(path) => Ok(Arc::new(
                 RecordingChatModel::create(model, path)

@@ -177,9 +177,12 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         Some(spec) => args.model.record_provider(spec),
         None => args.model.provider(None),
     };
+    let declared = spec
+        .as_ref()
+        .and_then(|s| s.models.get(lc_agent_deepagent::MAIN_MODEL));
     let model = args
         .model
-        .open_with(true, args.model.context_window(), provider)?;
+        .open_main(true, args.model.context_window(), provider, declared)?;
     let mut config = ServerConfig::new(model)
         .sessions(args.store.config())
         .tokens(tokens)

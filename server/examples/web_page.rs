@@ -75,9 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "main".to_string(),
             ModelSpec {
                 model: "scripted".into(),
-                base_url: None,
-                context_window: None,
-                provider: None,
+                ..ModelSpec::default()
             },
         )]),
         interrupt_on: BTreeMap::from([(

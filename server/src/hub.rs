@@ -8,7 +8,8 @@
 //!  claim(id)   one run (or rename, delete) per session in this process (else 409)
 //!  load(user, id) / open(...)   load + agent_for(user, net).attach(net): Blueprint::resolve,
 //!              the AgentSpec stored in the session wins, else the server's; the server's
-//!              workspace (per user with tokens) always applies
+//!              workspace (per user with tokens) always applies; `main` is the server's
+//!              model, every other model the blueprint names is its own (opened once)
 //!  new_session, copy_of, name_from   new sessions, `store: false` copies, the first-message title
 //!  save_running()   at shutdown: every claimed session saved as it stands
 //! ```
@@ -37,6 +38,8 @@ pub(crate) struct SessionHub {
     config: Arc<ServerConfig>,
     lists: Lists,
     running: Mutex<HashMap<Uuid, Running>>,
+    /// The blueprints' own models (not `main`), by their entry, opened once.
+    models: Mutex<HashMap<String, Arc<dyn lc_agent::ChatModel>>>,
 }
 
 impl std::fmt::Debug for SessionHub {
@@ -84,6 +87,7 @@ impl SessionHub {
             config,
             lists,
             running: Mutex::new(HashMap::new()),
+            models: Mutex::new(HashMap::new()),
         })
     }
 
@@ -193,10 +197,25 @@ impl SessionHub {
         let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());
-        let model = self.config.model.clone();
         let context = AgentContext::new(self.config.sessions.clone(), user);
+        // `main` is the server's model; every other model the blueprint
+        // names is its own, opened once per entry and kept.
+        let own = blueprint.with_main(self.config.model.clone());
         let mut builder = blueprint
-            .builder(move |_, _| Ok(model.clone()), &context)
+            .builder(
+                |name, spec| {
+                    let key = serde_json::to_string(spec).unwrap_or_default();
+                    if let Some(model) = self.models.lock().get(&key) {
+                        return Ok(model.clone());
+                    }
+                    let model = own(name, spec)?;
+                    if name != lc_agent_deepagent::MAIN_MODEL {
+                        self.models.lock().insert(key, model.clone());
+                    }
+                    Ok(model)
+                },
+                &context,
+            )
             .map_err(internal)?;
         for modifier in &self.config.modifiers {
             builder = builder.modifier_shared(modifier.clone());

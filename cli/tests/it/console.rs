@@ -257,7 +257,9 @@ fn a_title_route_has_a_model_write_the_title_after_the_first_answer() {
     let requests = server.chat_requests();
     assert_eq!(requests.len(), 3, "turn, title, turn: {requests:?}");
     let title: serde_json::Value = serde_json::from_str(&requests[1]).unwrap();
-    // (The command line answers every step with its one model.)
+    // The title step asks the blueprint's `small` model (here at the
+    // same server), not the main one.
+    assert_eq!(title["model"], "title-model", "{title}");
     assert!(title.get("tools").is_none(), "{title}");
     let ask = title["messages"].to_string();
     assert!(ask.contains("You name conversations"), "{ask}");

@@ -9,6 +9,7 @@
 mod common;
 mod model_server;
 
+mod blueprint;
 mod chat_commands;
 mod console;
 mod mcp;

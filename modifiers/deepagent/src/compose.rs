@@ -262,9 +262,7 @@ impl Blueprint {
             .entry(crate::deep_agent::MAIN_MODEL.to_string())
             .or_insert_with(|| ModelSpec {
                 model: model(),
-                provider: None,
-                base_url: None,
-                context_window: None,
+                ..ModelSpec::default()
             });
         if let Some(tokens) = self.context_window {
             if self.stored && main.context_window != Some(tokens) {
@@ -279,6 +277,32 @@ impl Blueprint {
             main.context_window = Some(tokens);
         }
         self
+    }
+
+    /// The resolver of a caller that brings its own main model (the
+    /// CLI's, a server's): `main` is answered by `main`, and so is every
+    /// entry that names the same model as the main entry; every other
+    /// entry is a model of its own ([`ModelSpec::open`]: its own
+    /// `base_url`, `provider` and key), so a `[routes] title = "small"`
+    /// step is asked of the small model's server.
+    pub fn with_main(
+        &self,
+        main: Arc<dyn ChatModel>,
+    ) -> impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
+        let main_spec = self.main_model().cloned();
+        move |name, spec| {
+            let same = main_spec.as_ref().is_some_and(|m| {
+                m.model == spec.model
+                    && m.base_url == spec.base_url
+                    && m.provider.unwrap_or_default() == spec.provider.unwrap_or_default()
+                    && m.api_key_env == spec.api_key_env
+            });
+            if name == crate::deep_agent::MAIN_MODEL || same {
+                Ok(main.clone())
+            } else {
+                spec.open()
+            }
+        }
     }
 
     /// The main model's spec (after [`Blueprint::main_model_or`]).

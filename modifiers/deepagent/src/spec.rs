@@ -14,7 +14,12 @@
 //! optionally where; the key comes from the provider's variable
 //! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) when the agent is built, or a
 //! caller resolves names its own way. Each step can use a model of its
-//! own provider (`routes`).
+//! own provider (`routes`): every entry is opened as a model of its own,
+//! at its own `base_url`, with the key of its own `api_key_env` (a
+//! variable's name, never the key) when it says one. A caller that brings
+//! its own main model (the CLI's `--model`, a server's) answers the `main`
+//! name with it; the other names are still their own models
+//! ([`Blueprint::with_main`](crate::compose::Blueprint::with_main)).
 //!
 //! ```toml
 //! [models.main]
@@ -25,8 +30,13 @@
 //! model = "qwen2.5:7b"
 //! base_url = "http://127.0.0.1:11434/v1"
 //!
+//! [models.small]
+//! model = "gpt-4o-mini"
+//! api_key_env = "MY_OPENAI_KEY"
+//!
 //! [routes]
 //! summary = "summary"
+//! title = "small"
 //! ```
 //!
 //! ```toml
@@ -87,10 +97,13 @@ use crate::summarization::SummarizationConfig;
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// The session metadata key holding the agent's blueprint.
-pub(crate) const AGENT_SPEC_KEY: &str = "agent_spec";
+pub const AGENT_SPEC_KEY: &str = "agent_spec";
 
 /// A model by name: what to ask the server for, and where.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Every entry is a model of its own: `[models.small]` with its own
+/// `base_url` (or `provider`) is asked there, whatever the main model is.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// The model name the server serves.
@@ -104,6 +117,11 @@ pub struct ModelSpec {
     /// `ANTHROPIC_BASE_URL`, else the provider's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The environment variable holding its API key (default: the
+    /// provider's, `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`); the key itself
+    /// is never in a blueprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
     /// How many tokens the model reads at most (default: what its server
     /// says, else the table of known models).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,7 +129,7 @@ pub struct ModelSpec {
 }
 
 /// A named sub-agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubAgentSpec {
     /// The name the model asks for.
@@ -388,15 +406,45 @@ impl AgentSpec {
 }
 
 impl ModelSpec {
-    /// The model this entry names, from its provider (key from the
-    /// provider's variable, endpoint from the entry or the provider's
-    /// variable).
+    /// The model this entry names, from its provider (key from
+    /// `api_key_env`, else the provider's variable; endpoint from the entry
+    /// or the provider's variable).
     pub fn open(&self) -> Result<Arc<dyn ChatModel>, SpecError> {
-        Ok(self.provider.unwrap_or_default().open(
-            Some(self.model.clone()),
-            self.base_url.clone(),
-            self.context_window,
-        )?)
+        let provider = self.provider.unwrap_or_default();
+        let Some(variable) = &self.api_key_env else {
+            return Ok(provider.open(
+                Some(self.model.clone()),
+                self.base_url.clone(),
+                self.context_window,
+            )?);
+        };
+        let key = std::env::var(variable)
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .ok_or_else(|| {
+                SpecError::Invalid(format!(
+                    "model `{}`: its key variable {variable} (api_key_env) is not set",
+                    self.model
+                ))
+            })?;
+        // The builders share these settings' names, not a trait.
+        macro_rules! build {
+            ($builder:expr) => {{
+                let mut builder = $builder.model(self.model.clone()).api_key(key);
+                if let Some(url) = &self.base_url {
+                    builder = builder.base_url(url.clone());
+                }
+                if let Some(tokens) = self.context_window {
+                    builder = builder.context_window(tokens);
+                }
+                let model: Arc<dyn ChatModel> = Arc::new(builder.build()?);
+                Ok(model)
+            }};
+        }
+        match provider {
+            Provider::Anthropic => build!(lc_agent::AnthropicChatModel::builder()),
+            Provider::OpenAi => build!(lc_agent::OpenAiChatModel::builder()),
+        }
     }
 }
 

@@ -164,9 +164,7 @@ fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
             "main".to_string(),
             ModelSpec {
                 model: "scripted".into(),
-                base_url: None,
-                context_window: None,
-                provider: None,
+                ..ModelSpec::default()
             },
         )]),
         interrupt_on: BTreeMap::from([(tool.to_string(), decisions)]),

@@ -5,6 +5,7 @@
 //! see Cargo.toml).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
+mod blueprint_models;
 mod conflicts;
 mod endpoints;
 mod events;

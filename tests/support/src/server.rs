@@ -186,9 +186,7 @@ pub fn approval_spec(tool: &str) -> AgentSpec {
             "main".to_string(),
             ModelSpec {
                 model: "scripted".into(),
-                provider: None,
-                base_url: None,
-                context_window: None,
+                ..ModelSpec::default()
             },
         )]),
         interrupt_on: BTreeMap::from([(

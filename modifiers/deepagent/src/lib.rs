@@ -115,7 +115,9 @@ pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
-pub use spec::{AgentSpec, AGENT_SPEC_KEY, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec};
+pub use spec::{
+    AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,
+};
 pub use subagents::{SubAgent, SubAgentModifier, TASK, TASK_CALL_KEY};
 pub use summarization::{
     compact, summarizer_of, CompactError, Compaction, SummarizationConfig, SummarizationModifier,

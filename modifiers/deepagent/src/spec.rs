@@ -314,7 +314,7 @@ impl AgentSpec {
 
     /// The agent, with models made by `resolve`, where `context` says
     /// (see [`crate::compose`]).
-    pub fn builder_in(
+    pub(crate) fn builder_in(
         &self,
         resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,
         context: &AgentContext,

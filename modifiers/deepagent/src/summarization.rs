@@ -197,7 +197,7 @@ pub enum SummaryError {
 /// Why a summary was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// The request reached the fraction of the context window.
     Fraction,
     /// The request reached the absolute token limit.
@@ -376,7 +376,7 @@ impl SummarizationModifier {
     }
 
     /// The path of a session's history file.
-    pub fn history_path(&self, network: &RunnableNetwork) -> String {
+    pub(crate) fn history_path(&self, network: &RunnableNetwork) -> String {
         format!(
             "{}/{}.md",
             self.config.history_dir.trim_end_matches('/'),

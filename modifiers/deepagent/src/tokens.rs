@@ -381,7 +381,7 @@ impl ContextWindows {
 
     /// The window your entries give `model` (exact name, then the longest
     /// matching prefix), if any.
-    pub fn own_window(&self, model: &str) -> Option<usize> {
+    pub(crate) fn own_window(&self, model: &str) -> Option<usize> {
         let name = normalize(model);
         if let Some(n) = self.models.get(&name) {
             return Some(*n);
@@ -396,7 +396,7 @@ impl ContextWindows {
 
     /// The window of a model nothing names: yours, else
     /// [`DEFAULT_CONTEXT_WINDOW`].
-    pub fn default_window(&self) -> usize {
+    pub(crate) fn default_window(&self) -> usize {
         self.default.unwrap_or(DEFAULT_CONTEXT_WINDOW)
     }
 }

@@ -197,7 +197,7 @@ impl Workspace {
 
     /// The decisions an `execute` call waits for, when it waits: a shell
     /// workspace asks a person (any decision) unless told otherwise.
-    pub fn execute_decisions(&self) -> Option<Decisions> {
+    pub(crate) fn execute_decisions(&self) -> Option<Decisions> {
         match self {
             Self::Directory {
                 shell: true,

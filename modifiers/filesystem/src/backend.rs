@@ -30,7 +30,7 @@ pub struct FileDownloadResponse {
 
 impl FileDownloadResponse {
     /// The response for `path` (as given) from a download's outcome.
-    pub fn from_result(path: String, result: FsResult<Vec<u8>>) -> Self {
+    pub(crate) fn from_result(path: String, result: FsResult<Vec<u8>>) -> Self {
         match result {
             Ok(bytes) => Self {
                 path,
@@ -58,7 +58,7 @@ pub struct LsEntry {
 impl LsEntry {
     /// The printed line: the path (control characters escaped, see
     /// [`shown`](crate::path::shown)), with `/` for directories.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         if self.is_dir {
             format!("{}/", shown(&self.path))
         } else {

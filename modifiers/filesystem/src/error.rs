@@ -151,7 +151,7 @@ pub enum FsError {
 
 impl FsError {
     /// The structured code of this error (for uploads and downloads).
-    pub fn code(&self) -> FileOpError {
+    pub(crate) fn code(&self) -> FileOpError {
         match self {
             FsError::FileNotFound(_) | FsError::DirectoryNotFound(_) | FsError::PathNotFound(_) => {
                 FileOpError::FileNotFound

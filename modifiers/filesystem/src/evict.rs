@@ -4,10 +4,10 @@
 use sha2::{Digest, Sha256};
 
 /// Where evicted results go.
-pub const EVICTION_DIR: &str = "/large_tool_results";
+pub(crate) const EVICTION_DIR: &str = "/large_tool_results";
 
 /// Default `tool_token_limit_before_evict` (tokens; 4 chars per token).
-pub const DEFAULT_TOKEN_LIMIT: usize = 20_000;
+pub(crate) const DEFAULT_TOKEN_LIMIT: usize = 20_000;
 
 /// The file name for a tool call id: chars outside `[A-Za-z0-9_-]` become
 /// `_`; ids over 100 chars become `call-` + the SHA-256 hex of the id.
@@ -37,7 +37,7 @@ pub fn file_name_for(tool_call_id: &str) -> String {
 }
 
 /// The virtual path an evicted result is saved to.
-pub fn eviction_path(tool_call_id: &str) -> String {
+pub(crate) fn eviction_path(tool_call_id: &str) -> String {
     format!("{EVICTION_DIR}/{}", file_name_for(tool_call_id))
 }
 
@@ -49,7 +49,7 @@ fn cut(line: &str, chars: usize) -> &str {
 }
 
 /// The message the model sees instead of an evicted result.
-pub fn preview(content: &str, saved_to: &str) -> String {
+pub(crate) fn preview(content: &str, saved_to: &str) -> String {
     let chars = content.chars().count();
     let lines: Vec<&str> = content.lines().collect();
     let head: Vec<&str> = lines.iter().take(10).map(|l| cut(l, 500)).collect();

@@ -61,11 +61,6 @@ impl GlobPattern {
     pub fn is_match(&self, relative: &str) -> bool {
         self.matcher.is_match(relative)
     }
-
-    /// The pattern as it was given.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
 }
 
 /// Two patterns are equal when they were given as the same text.

@@ -180,7 +180,7 @@ pub use error::{FileOpError, FsError, FsResult};
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;
-pub use paging::{MAX_LINE_CHARS, MAX_READ_CHARS, READ_SCAN_BUDGET};
+pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};

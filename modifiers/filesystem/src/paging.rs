@@ -27,7 +27,7 @@ use super::backend::{PageLine, ReadPage};
 /// long-line rule; grep's `content` lines are cut the same way).
 pub const MAX_LINE_CHARS: usize = 2000;
 /// Chars of `read_file` output before it stops at a whole line.
-pub const MAX_READ_CHARS: usize = 50_000;
+pub(crate) const MAX_READ_CHARS: usize = 50_000;
 /// Bytes `read_file` reads without showing them (the cut-off part of long
 /// lines, the lines after the window, counted for the footer) before it
 /// stops reading: 16 MiB.

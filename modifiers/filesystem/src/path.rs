@@ -9,7 +9,7 @@ pub use super::error::shown;
 use super::error::FsError;
 
 /// The longest path argument accepted, in bytes.
-pub const MAX_PATH_BYTES: usize = 4096;
+pub(crate) const MAX_PATH_BYTES: usize = 4096;
 
 /// Normalises a path argument into a virtual absolute path.
 ///
@@ -17,7 +17,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// - `//a///b/` becomes `/a/b`, `.` components are dropped;
 /// - a `..` component or a leading `~` is [`FsError::PathTraversal`];
 /// - a NUL byte, a drive letter (`C:`), a leading `\\` or more than
-///   [`MAX_PATH_BYTES`] bytes is [`FsError::InvalidPath`].
+///   4,096 bytes is [`FsError::InvalidPath`].
 ///
 /// Errors name the argument exactly as given.
 ///
@@ -66,17 +66,7 @@ pub fn normalize(arg: &str) -> Result<String, FsError> {
 /// `edit_file`, uploads) when it contains a control character (a newline,
 /// a tab, ESC, ...): such a name would read as something else in every
 /// listing. [`FsError::ControlCharInName`] names the path escaped.
-///
-/// ```
-/// use lc_agent_filesystem::path::check_new_name;
-///
-/// assert!(check_new_name("/notes/ok name.md").is_ok());
-/// assert_eq!(
-///     check_new_name("/evil\nname.txt").unwrap_err().to_string(),
-///     "Invalid path: /evil\\nname.txt (file names cannot contain control characters)"
-/// );
-/// ```
-pub fn check_new_name(path: &str) -> Result<(), FsError> {
+pub(crate) fn check_new_name(path: &str) -> Result<(), FsError> {
     if path.chars().any(char::is_control) {
         return Err(FsError::ControlCharInName(path.to_string()));
     }
@@ -84,7 +74,7 @@ pub fn check_new_name(path: &str) -> Result<(), FsError> {
 }
 
 /// The components of a normalised virtual path (none for `/`).
-pub fn components(path: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn components(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|c| !c.is_empty())
 }
 
@@ -107,7 +97,7 @@ pub fn parent(path: &str) -> &str {
 
 /// `path` relative to the directory `dir` (both normalised), or `None`
 /// when `path` is not strictly below `dir`.
-pub fn relative_to<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
+pub(crate) fn relative_to<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
     if dir == "/" {
         return path.strip_prefix('/').filter(|r| !r.is_empty());
     }
@@ -116,26 +106,30 @@ pub fn relative_to<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
         .filter(|r| !r.is_empty())
 }
 
-/// Whether `path` is `dir` itself or below it.
-pub fn is_within(path: &str, dir: &str) -> bool {
-    path == dir || relative_to(path, dir).is_some()
-}
-
 /// Whether any component of the path is a `.git` directory, i.e. the path
 /// is `.git` itself or inside one (invisible to `ls`, `glob` and `grep`).
-pub fn in_git_dir(path: &str) -> bool {
+pub(crate) fn in_git_dir(path: &str) -> bool {
     components(path).any(|c| c == ".git")
 }
 
 /// Whether a file at `path` lies inside a `.git` directory (its parent chain
 /// contains `.git`).
-pub fn file_in_git_dir(path: &str) -> bool {
+pub(crate) fn file_in_git_dir(path: &str) -> bool {
     in_git_dir(parent(path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_names_without_control_characters() {
+        assert!(check_new_name("/notes/ok name.md").is_ok());
+        assert_eq!(
+            check_new_name("/evil\nname.txt").unwrap_err().to_string(),
+            "Invalid path: /evil\\nname.txt (file names cannot contain control characters)"
+        );
+    }
 
     #[test]
     fn rules() {

@@ -60,11 +60,6 @@ impl LocalShellBackend {
     pub fn from_backend(fs: FilesystemBackend) -> Self {
         Self { fs }
     }
-
-    /// The file part.
-    pub fn filesystem(&self) -> &FilesystemBackend {
-        &self.fs
-    }
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {

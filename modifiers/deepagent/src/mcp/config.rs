@@ -28,11 +28,13 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 /// The default time a tool call may take, in seconds.
-pub(super) const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
+#[cfg(feature = "mcp")]
+const DEFAULT_CALL_TIMEOUT_SECS: f64 = 60.0;
 
 /// The least time a server gets to start and list its tools, in seconds
 /// (more when the call timeout is longer).
-pub(super) const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
+#[cfg(feature = "mcp")]
+const MIN_CONNECT_TIMEOUT_SECS: f64 = 30.0;
 
 /// A set of MCP servers by name: the `mcpServers` object.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -159,7 +161,7 @@ impl McpConfig {
 
     /// Checks every entry's shape (references are resolved later, when a
     /// server starts).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         for (name, server) in &self.mcp_servers {
             server.check(name)?;
         }
@@ -217,13 +219,15 @@ impl McpServerConfig {
     }
 
     /// The call timeout.
-    pub fn call_timeout(&self) -> std::time::Duration {
+    #[cfg(feature = "mcp")]
+    pub(crate) fn call_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs_f64(self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT_SECS))
     }
 
     /// How long starting the server and listing its tools may take: the
     /// call timeout, at least [`MIN_CONNECT_TIMEOUT_SECS`].
-    pub fn connect_timeout(&self) -> std::time::Duration {
+    #[cfg(feature = "mcp")]
+    pub(crate) fn connect_timeout(&self) -> std::time::Duration {
         self.call_timeout()
             .max(std::time::Duration::from_secs_f64(MIN_CONNECT_TIMEOUT_SECS))
     }

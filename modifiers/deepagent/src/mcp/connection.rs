@@ -33,7 +33,7 @@ const STDERR_LINES: usize = 5;
 
 /// One tool as the server announced it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RemoteTool {
+pub(crate) struct RemoteTool {
     /// The server's name for it.
     pub name: String,
     /// Its description (empty when it has none).
@@ -93,7 +93,7 @@ impl ClientHandler for Handler {
 type Live = RunningService<RoleClient, Handler>;
 
 /// One configured MCP server (see the [module docs](self)).
-pub struct ServerConnection {
+pub(crate) struct ServerConnection {
     name: Arc<str>,
     config: McpServerConfig,
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
@@ -111,7 +111,7 @@ impl std::fmt::Debug for ServerConnection {
 
 impl ServerConnection {
     /// A server, not connected yet.
-    pub fn new(name: impl Into<String>, config: McpServerConfig) -> Self {
+    pub(crate) fn new(name: impl Into<String>, config: McpServerConfig) -> Self {
         Self {
             name: name.into().into(),
             config,
@@ -121,22 +121,17 @@ impl ServerConnection {
     }
 
     /// The server's name in the configuration.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    /// Its configuration.
-    pub fn config(&self) -> &McpServerConfig {
-        &self.config
-    }
-
     /// The tools it announced last (empty before the first connection).
-    pub fn tools(&self) -> Arc<[RemoteTool]> {
+    pub(crate) fn tools(&self) -> Arc<[RemoteTool]> {
         self.tools.read().clone()
     }
 
     /// Whether a connection is open.
-    pub async fn is_connected(&self) -> bool {
+    pub(crate) async fn is_connected(&self) -> bool {
         self.live
             .lock()
             .await
@@ -145,12 +140,12 @@ impl ServerConnection {
     }
 
     /// Connects unless connected; lists the tools on a new connection.
-    pub async fn connect(&self) -> Result<(), McpError> {
+    pub(crate) async fn connect(&self) -> Result<(), McpError> {
         self.live().await.map(|_| ())
     }
 
     /// Closes the connection (a spawned server is stopped).
-    pub async fn disconnect(&self) {
+    pub(crate) async fn disconnect(&self) {
         if let Some(live) = self.live.lock().await.take() {
             live.cancellation_token().cancel();
         }

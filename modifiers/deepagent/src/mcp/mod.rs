@@ -15,7 +15,7 @@
 //! Layout (the types are re-exported here, the files are private):
 //! `config.rs` ([`McpConfig`]: the `mcpServers` file, `${VAR}` references;
 //! plain data, always built), and with the `mcp` feature: `connection.rs`
-//! ([`ServerConnection`], one server: connect, list, call, reconnect),
+//! (`ServerConnection`, one server: connect, list, call, reconnect),
 //! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
 //! `content.rs` ([`describe_result`], results as text), `server.rs`
 //! ([`FileToolServer`]), `error.rs` ([`McpError`]).
@@ -35,8 +35,6 @@ mod tool;
 mod tools;
 
 pub use config::{ConfigError, McpConfig, McpEndpoint, McpServerConfig};
-#[cfg(feature = "mcp")]
-pub use connection::{RemoteTool, ServerConnection};
 #[cfg(feature = "mcp")]
 pub use content::describe_result;
 #[cfg(feature = "mcp")]

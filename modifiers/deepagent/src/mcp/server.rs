@@ -116,7 +116,7 @@ impl FileToolServer {
 
     /// The HTTP app: streamable HTTP on [`MCP_HTTP_PATH`]; with a token,
     /// every request must carry `Authorization: Bearer <token>`.
-    pub fn http_router(self, token: Option<String>) -> axum::Router {
+    pub(crate) fn http_router(self, token: Option<String>) -> axum::Router {
         let mut config = StreamableHttpServerConfig::default();
         if token.is_some() {
             // The token is what keeps other sites out (DNS rebinding needs

@@ -21,7 +21,11 @@ pub struct McpTool {
 
 impl McpTool {
     /// `remote` of `server`, offered as `name`.
-    pub fn new(name: impl Into<String>, remote: RemoteTool, server: Arc<ServerConnection>) -> Self {
+    pub(crate) fn new(
+        name: impl Into<String>,
+        remote: RemoteTool,
+        server: Arc<ServerConnection>,
+    ) -> Self {
         let description = match &remote.schema_problem {
             None => remote.description.clone(),
             Some(problem) => format!(

@@ -65,11 +65,6 @@ impl McpTools {
         self
     }
 
-    /// The servers.
-    pub fn servers(&self) -> &[Arc<ServerConnection>] {
-        &self.servers
-    }
-
     /// Connects every server that is not connected (concurrently) and
     /// lists its tools; returns the failures (the other servers work).
     pub async fn connect(&self) -> Vec<McpError> {

@@ -99,7 +99,7 @@ impl MemoryEntry {
 }
 
 /// The tag of the turns and summaries of one session.
-pub fn session_tag(session: uuid::Uuid) -> String {
+pub(super) fn session_tag(session: uuid::Uuid) -> String {
     format!("session:{session}")
 }
 

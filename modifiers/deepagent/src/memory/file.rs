@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -33,7 +33,7 @@ use super::error::{MemoryError, MemoryResult};
 
 /// Entries in an append-only JSON-lines file (see the [module docs](self)).
 #[derive(Debug)]
-pub struct JsonFileBackend {
+pub(super) struct JsonFileBackend {
     path: PathBuf,
     read: Mutex<ReadState>,
 }
@@ -49,7 +49,7 @@ struct ReadState {
 
 impl JsonFileBackend {
     /// The file at `path` (created, with its directory, when missing).
-    pub fn open(path: impl Into<PathBuf>) -> MemoryResult<Self> {
+    pub(crate) fn open(path: impl Into<PathBuf>) -> MemoryResult<Self> {
         let path = path.into();
         let io = |source| MemoryError::Io {
             path: path.clone(),
@@ -72,11 +72,6 @@ impl JsonFileBackend {
         };
         backend.catch_up()?;
         Ok(backend)
-    }
-
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn io(&self, source: std::io::Error) -> MemoryError {

@@ -25,7 +25,7 @@
 //! - `entry.rs`: [`MemoryEntry`], [`MemoryKind`], [`MemoryQuery`], [`MemoryHit`].
 //! - `error.rs`: [`MemoryError`].
 //! - `backend.rs`: the [`MemoryBackend`] trait and [`InMemoryBackend`].
-//! - `file.rs`: [`JsonFileBackend`], the append-only JSON-lines file (fsynced, kill-safe).
+//! - `file.rs`: `JsonFileBackend`, the append-only JSON-lines file (fsynced, kill-safe).
 //! - `redis.rs`: [`RedisMemoryBackend`], a list per user with a hash tag.
 //! - `index.rs`: the tantivy index: schema, analyzer, relevance × recency.
 //! - `store.rs`: [`MemoryStore`], backend + index, kept in sync.
@@ -43,9 +43,8 @@ mod store;
 mod tools;
 
 pub use backend::{InMemoryBackend, MemoryBackend};
-pub use entry::{session_tag, MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
+pub use entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
 pub use error::{MemoryError, MemoryResult};
-pub use file::JsonFileBackend;
 pub use index::Recency;
 pub use modifier::{MemoryModifier, SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 pub use redis::RedisMemoryBackend;

@@ -99,14 +99,15 @@ impl MemoryStore {
         Ok(Self::from_parts(Arc::new(backend), index))
     }
 
-    /// Memories in [`MemoryStore::default_dir`].
+    /// Memories in the default directory: `$LC_AGENT_HOME/memory`, else
+    /// `<the user's data directory>/lc-agent/memory`, else `.lc-agent/memory`.
     pub fn open_default() -> MemoryResult<Self> {
         Self::open(Self::default_dir())
     }
 
     /// `$LC_AGENT_HOME/memory`, else `<the user's data directory>/lc-agent/memory`
     /// (`~/.local/share/lc-agent/memory` on Linux), else `.lc-agent/memory`.
-    pub fn default_dir() -> PathBuf {
+    pub(crate) fn default_dir() -> PathBuf {
         match std::env::var_os("LC_AGENT_HOME") {
             Some(home) if !home.is_empty() => PathBuf::from(home).join("memory"),
             _ => match dirs::data_dir() {
@@ -207,7 +208,7 @@ impl MemoryStore {
     }
 
     /// Brings the index up to date with `user`'s entries in the backend.
-    pub async fn sync(&self, user: &str) -> MemoryResult<()> {
+    pub(crate) async fn sync(&self, user: &str) -> MemoryResult<()> {
         let _one = self.inner.sync_lock.lock().await;
         let known = self.inner.synced.lock().get(user).copied();
         let known = match known {

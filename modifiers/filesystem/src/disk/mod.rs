@@ -134,13 +134,8 @@ impl FilesystemBackend {
     }
 
     /// The root directory on the host (canonical).
-    pub fn root_dir(&self) -> &Path {
+    pub(crate) fn root_dir(&self) -> &Path {
         &self.disk.root_path
-    }
-
-    /// Whether paths are confined to the root.
-    pub fn virtual_mode(&self) -> bool {
-        self.disk.virtual_mode
     }
 
     async fn run<T: Send + 'static>(

@@ -38,7 +38,9 @@ fn text_completion(text: &str) -> Value {
 
 /// `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL`: fallbacks, a
 /// local server without a key, and explicit settings beating them.
-#[tokio::test]
+/// (Multi-threaded: a model built without a name asks this test's server
+/// for its models.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_environment_fallbacks_and_keyless_local_servers() {
     let _env = ENV.lock().await;
     let server = MockServer::start(
@@ -158,4 +160,120 @@ fn anthropic_configuration_from_the_environment_and_its_errors() {
     for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"] {
         std::env::remove_var(name);
     }
+}
+
+/// A server listing its models at `GET /v1/models` (these ids) and
+/// answering every chat completion with "hi", its request's model echoed
+/// in the answer's `model`.
+async fn serving_models(ids: &[&str]) -> String {
+    use axum::routing::{get, post};
+    let list = json!({"object": "list", "data": ids.iter().map(|id| json!({"id": id, "object": "model"})).collect::<Vec<_>>()});
+    let app = axum::Router::new()
+        .route("/v1/models", get(move || async move { axum::Json(list) }))
+        .route(
+            "/v1/chat/completions",
+            post(|axum::Json(body): axum::Json<Value>| async move {
+                let mut answer = text_completion("hi");
+                answer["model"] = body["model"].clone();
+                axum::Json(answer)
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
+/// Without `OPENAI_MODEL`, a server that lists exactly one model is asked
+/// for that one; one that lists several is an error naming them and the
+/// variable. (Multi-threaded: the question is asked on a thread of its
+/// own while this test's runtime serves the answer.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_model_a_server_lists_is_used_when_none_is_named() {
+    let _env = ENV.lock().await;
+    std::env::remove_var("OPENAI_MODEL");
+    std::env::remove_var("OPENAI_API_KEY");
+    std::env::remove_var("OPENAI_BASE_URL");
+
+    let one = serving_models(&["qwen2.5-0.5b-instruct-q4_k_m.gguf"]).await;
+    let model = OpenAiChatModel::builder().base_url(&one).build().unwrap();
+    assert_eq!(model.model_name(), "qwen2.5-0.5b-instruct-q4_k_m.gguf");
+    let answer = model.complete(&ask("hi")).await.unwrap();
+    assert_eq!(
+        answer.model.as_deref(),
+        Some("qwen2.5-0.5b-instruct-q4_k_m.gguf")
+    );
+    // Through the provider, as the CLI and the server open it.
+    std::env::set_var("OPENAI_BASE_URL", &one);
+    let opened = lc_agent::Provider::OpenAi.open(None, None, None);
+    assert!(opened.is_ok(), "{:?}", opened.err());
+    std::env::remove_var("OPENAI_BASE_URL");
+
+    let several = serving_models(&["a-model", "b-model"]).await;
+    let error = OpenAiChatModel::builder()
+        .base_url(&several)
+        .build()
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("OPENAI_MODEL") && text.contains("`a-model`") && text.contains("`b-model`"),
+        "{text}"
+    );
+}
+
+/// `LC_AGENT_MODEL_TIMEOUT` (seconds) sets every provider's timeout when
+/// the builder does not; a streamed answer still producing tokens lives
+/// past it, a server that says nothing for longer does not.
+#[tokio::test]
+async fn the_model_timeout_comes_from_the_environment_and_streams_outlive_it() {
+    let _env = ENV.lock().await;
+    let chunk = |text: &str| {
+        format!(
+            r#"{{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+        )
+    };
+    // Six pieces 150 ms apart: about 0.9 s in all, against a 0.4 s limit.
+    let mut reply = Reply::sse(&[]);
+    for word in ["one ", "two ", "three ", "four ", "five ", "six"] {
+        reply = reply.then(
+            std::time::Duration::from_millis(150),
+            &format!("data: {}\n\n", chunk(word)),
+        );
+    }
+    let reply = reply.then(std::time::Duration::ZERO, "data: [DONE]\n\n");
+    let server = MockServer::start(
+        "/v1",
+        "/chat/completions",
+        vec![
+            reply,
+            Reply::json(text_completion("late")).after(std::time::Duration::from_millis(1500)),
+        ],
+    )
+    .await;
+    std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "0.4");
+    let model = OpenAiChatModel::builder()
+        .model("m")
+        .base_url(&server.base_url)
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let answer = model.stream(&ask("count"), &mut |_| {}).await.unwrap();
+    assert_eq!(answer.content, "one two three four five six");
+    let error = model.complete(&ask("count")).await.unwrap_err();
+    assert!(
+        matches!(error, ModelError::Timeout(t) if t.as_millis() == 400),
+        "{error}"
+    );
+
+    std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "soon");
+    let error = OpenAiChatModel::builder()
+        .model("m")
+        .base_url(&server.base_url)
+        .build()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("LC_AGENT_MODEL_TIMEOUT"),
+        "{error}"
+    );
+    std::env::remove_var("LC_AGENT_MODEL_TIMEOUT");
 }

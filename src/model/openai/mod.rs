@@ -2,6 +2,7 @@
 //!
 //! (The full description is on the [`OpenAiChatModel`] docs.)
 
+mod discover;
 mod stream;
 mod window;
 mod wire;
@@ -211,8 +212,13 @@ impl OpenAiChatModelBuilder {
     /// `OPENAI_API_KEY` (the provider's row, [`Provider::row`]) for
     /// whatever was not set explicitly.
     ///
+    /// Without a model name, OpenAI's own endpoint gets `gpt-4o-mini`; any
+    /// other server is asked for its models (`GET {base_url}/models`,
+    /// once per process) and, when it lists exactly one, that one is used
+    /// and a warning says so.
+    ///
     /// Fails with [`ModelError::Config`] when a server other than OpenAI's
-    /// has no model name,
+    /// has no model name and does not list exactly one model,
     /// the base URL is not a valid URL, or there is no API key for the
     /// default (OpenAI) endpoint.
     pub fn build(self) -> Result<OpenAiChatModel, ModelError> {
@@ -221,13 +227,14 @@ impl OpenAiChatModelBuilder {
         let model = match (&settings.model, settings.base_url_given) {
             (Some(model), _) => model.clone(),
             (None, false) => row.default_model.to_string(),
-            (None, true) => {
-                return Err(config_error(format!(
-                    "no model name for {}: set {} to a model that server serves, \
-                     or call `.model(..)`",
+            (None, true) => discover::only_model(&settings.base_url, settings.api_key.as_deref())
+                .map_err(|why| {
+                config_error(format!(
+                    "no model name for {} ({why}): set {} to a model that server \
+                             serves, or call `.model(..)`",
                     settings.base_url, row.model_env
-                )))
-            }
+                ))
+            })?,
         };
         let transport =
             Transport::new(endpoint(&settings.base_url, "chat/completions")?, &settings)?;
@@ -260,8 +267,9 @@ impl OpenAiChatModel {
     /// default settings otherwise (the provider's row, [`Provider::row`]).
     ///
     /// Without `OPENAI_MODEL`, OpenAI's own endpoint gets `gpt-4o-mini`;
-    /// any other server is a [`ModelError::Config`] naming the variable
-    /// (a local server rarely has OpenAI's models).
+    /// any other server its only model, when it lists exactly one (a
+    /// warning says so), else a [`ModelError::Config`] naming the
+    /// variable (a local server rarely has OpenAI's models).
     pub fn from_env() -> Result<Self, ModelError> {
         Self::builder().build()
     }

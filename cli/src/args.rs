@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!  ModelArgs      [--provider P] --model NAME | --script F  ─▶ the main ChatModel
+//!                 [--model-timeout SECONDS] (each request's timeout, default 120 s)
 //!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
 //!  WorkspaceArgs  --root DIR [--shell]                      ─▶ Workspace (where the file tools work)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
@@ -46,6 +47,12 @@ pub(crate) struct ModelArgs {
     /// conversation inside it. Recorded in the session's blueprint.
     #[arg(long, value_name = "TOKENS", env = "LC_AGENT_CONTEXT_WINDOW", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) context_window: Option<u64>,
+    /// How long a model request may take, in seconds (default 120): the
+    /// whole answer, or — streamed — until it starts and then between two
+    /// pieces, so an answer still producing tokens lives past it. A slow
+    /// local model on a loaded CPU may need more.
+    #[arg(long, value_name = "SECONDS", env = "LC_AGENT_MODEL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) model_timeout: Option<u64>,
     /// No summaries of long conversations (on by default: older turns are
     /// summarized when a request nears the context window).
     #[arg(long)]
@@ -169,9 +176,11 @@ impl ModelArgs {
                 let model = script_model(path)?;
                 Ok(Arc::new(if cycled { model.cycled() } else { model }))
             }
-            None => provider
-                .open(self.model.clone(), None, context_window)
-                .map_err(|e| CliError::usage(e.to_string())),
+            None => match self.model_timeout {
+                None => provider.open(self.model.clone(), None, context_window),
+                Some(secs) => timed(provider, self.model.clone(), context_window, secs),
+            }
+            .map_err(|e| CliError::usage(e.to_string())),
         }
     }
 
@@ -191,6 +200,34 @@ impl ModelArgs {
             (None, Some(name)) => name.clone(),
             (None, None) => self.provider(None).default_model(),
         }
+    }
+}
+
+/// `provider`'s model (as [`Provider::open`] opens it) with requests
+/// timed out after `secs` seconds (`--model-timeout`).
+fn timed(
+    provider: Provider,
+    model: Option<String>,
+    context_window: Option<usize>,
+    secs: u64,
+) -> Result<Arc<dyn ChatModel>, lc_agent::ModelError> {
+    let timeout = std::time::Duration::from_secs(secs);
+    // The builders share these settings' names, not a trait.
+    macro_rules! build {
+        ($builder:expr) => {{
+            let mut builder = $builder.timeout(timeout);
+            if let Some(model) = model {
+                builder = builder.model(model);
+            }
+            if let Some(tokens) = context_window {
+                builder = builder.context_window(tokens);
+            }
+            Ok(Arc::new(builder.build()?))
+        }};
+    }
+    match provider {
+        Provider::OpenAi => build!(lc_agent::OpenAiChatModel::builder()),
+        Provider::Anthropic => build!(lc_agent::AnthropicChatModel::builder()),
     }
 }
 

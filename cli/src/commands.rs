@@ -157,11 +157,29 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
             if failed_turn(agent) {
                 agent.cancel_turn().await;
             }
+            let touched = touched_files(agent);
             match agent.undo() {
-                Some(text) => out(&format!(
-                    "undone: {}\nyour next message goes where it was (the undone turn stays in the session's graph)\n",
-                    crate::console::cut(&text, 70)
-                )),
+                Some(text) => {
+                    out(&format!(
+                        "undone: {}\nyour next message goes where it was (the undone turn stays in the session's graph)\n",
+                        crate::console::cut(&text, 70)
+                    ));
+                    // Files are not rolled back (yet): say so, and which.
+                    let place = match workspace_root(agent) {
+                        Some(root) => format!("in the workspace {}", root.display()),
+                        None => "in the session's files".to_string(),
+                    };
+                    if touched.is_empty() {
+                        out(&format!(
+                            "note: /undo does not roll files back: what the turn changed stays {place}\n"
+                        ));
+                    } else {
+                        out(&format!(
+                            "note: /undo does not roll files back: {} stay as the undone turn left them, {place}\n",
+                            touched.join(", ")
+                        ));
+                    }
+                }
                 None => out("nothing to undo\n"),
             }
             Action::Stay
@@ -237,6 +255,39 @@ fn failed_turn(agent: &Agent) -> bool {
         .pending()
         .iter()
         .any(|n| n.held().is_none() && n.metadata_value("error").is_some())
+}
+
+/// The files the last turn's tool calls wrote, edited or ran commands
+/// in (from the newest node back to the last human message).
+fn touched_files(agent: &Agent) -> Vec<String> {
+    let mut touched = Vec::new();
+    // Every ancestor up to the human message (a chat node after tool
+    // calls has one parent per call).
+    let mut todo: Vec<_> = agent.net.current_leaf().into_iter().collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(node) = todo.pop() {
+        if node.kind() == lc_agent::HumanNode::KIND || !seen.insert(node.id()) {
+            continue;
+        }
+        if let Some(tool) = node.downcast::<lc_agent::ToolNode>() {
+            let call = &tool.tool_call;
+            let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+            let what = match call.name.as_str() {
+                "write_file" | "edit_file" => args
+                    .get("file_path")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string),
+                "execute" => Some("what `execute` changed".to_string()),
+                _ => None,
+            };
+            if let Some(what) = what.filter(|w| !touched.contains(w)) {
+                touched.push(what);
+            }
+        }
+        todo.extend(agent.net.parents(node.id()));
+    }
+    touched.sort();
+    touched
 }
 
 /// The directory the file tools work in (`--root`), when the session has

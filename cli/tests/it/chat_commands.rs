@@ -104,6 +104,13 @@ fn undo_sends_the_next_message_where_the_last_one_was() {
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("undone: Write a note"), "{stdout}");
+    // The note it wrote is not rolled back, and the chat says so.
+    assert!(
+        stdout.contains(
+            "note: /undo does not roll files back: /note.md stay as the undone turn left them, in the session's files"
+        ),
+        "{stdout}"
+    );
     // The conversation the session goes on with: only the new turn.
     let id = &announced(&stderr)[0];
     let shown = sessions(dir.path(), &["show", id]);

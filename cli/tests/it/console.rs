@@ -449,3 +449,46 @@ fn a_chat_the_model_never_answered_is_not_kept() {
     let listing = text(&sessions_list(dir.path()).stdout);
     assert!(listing.contains("0-0 of 0"), "{listing}");
 }
+
+#[test]
+fn model_timeout_bounds_a_request_to_a_silent_server() {
+    let dir = tempfile::tempdir().unwrap();
+    // A server that takes connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let started = std::time::Instant::now();
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir.path()));
+    command
+        .args(["run", "Hello.", "--model-timeout", "1", "--sessions"])
+        .arg(dir.path().join("sessions"))
+        .env("OPENAI_BASE_URL", &base_url)
+        .env("OPENAI_MODEL", "test-model")
+        .env("LC_AGENT_HOME", dir.path().join("home"));
+    let out = common::with_stdin(&mut command, "");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("timed out") || stderr.contains("timeout"),
+        "{stderr}"
+    );
+    // Four tries of about a second each (and the window probes), not 120 s each.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}: {stderr}",
+        started.elapsed()
+    );
+    let bad = common::lc_agent(
+        dir.path(),
+        &["run", "Hello.", "--model-timeout", "0"],
+        "[]",
+        &[] as &[&str],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}

@@ -234,7 +234,7 @@ impl ApprovalModifier {
     }
 
     /// Whether calls of `tool` have a rule.
-    pub(crate) fn rules_on(&self, tool: &str) -> bool {
+    pub fn rules_on(&self, tool: &str) -> bool {
         self.rules.contains_key(tool)
     }
 }

@@ -159,7 +159,7 @@ impl std::fmt::Display for Override {
     }
 }
 
-/// The blueprint a session runs with (see the [module docs](self)).
+/// The blueprint a session runs with (see the module docs of `compose.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Blueprint {
     /// The blueprint, overrides applied.

@@ -7,7 +7,7 @@
 use lc_agent::ListConfig;
 
 /// Where an agent runs: its session store and user (see the
-/// [composition docs](crate::compose)).
+/// [`Blueprint`](crate::Blueprint)).
 #[derive(Debug, Clone, Default)]
 pub struct AgentContext {
     /// Where the sessions live.

@@ -41,7 +41,7 @@ pub const BASE_PROMPT: &str = "You are a capable agent. Work step by step: plan 
 several steps, use your tools to look before you change anything, hand self-contained \
 pieces of work to sub-agents, and finish with a short answer that says what you did.";
 
-/// The deep-agent preset (see the [module docs](self)).
+/// The deep-agent preset (see the module docs of `deep_agent.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct DeepAgent;
 
@@ -123,7 +123,7 @@ impl DeepAgentBuilder {
         self
     }
 
-    /// Where the file tools work (see [`crate::workspace`]): its backend,
+    /// Where the file tools work (see [`Workspace`](crate::Workspace)): its backend,
     /// and with a shell, `execute` waits for a person's decision unless
     /// the workspace says otherwise or an
     /// [`interrupt_on`](Self::interrupt_on) rule for `execute` replaces it.
@@ -177,7 +177,7 @@ impl DeepAgentBuilder {
     }
 
     /// Summarizes the conversation when it grows (see
-    /// [`crate::summarization`]); the history file goes through the
+    /// [`SummarizationModifier`](crate::SummarizationModifier)); the history file goes through the
     /// agent's backend, where `read_file` finds it.
     pub fn summarization(mut self, config: SummarizationConfig) -> Self {
         self.summarization = Some(config);
@@ -186,7 +186,7 @@ impl DeepAgentBuilder {
 
     /// Skills from a directory on disk: mounted (confined) at `/skills`
     /// of the file tools, and listed in the system prompt (see
-    /// [`crate::skills`]).
+    /// [`SkillsModifier`](crate::SkillsModifier)).
     pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.skills_dir = Some(dir.into());
         self

@@ -5,7 +5,7 @@
 //!
 //! A modifier watches a network run and grows it; the ones here give chat
 //! nodes a plan, sub-agents, approvals, summaries, skills, memory and MCP
-//! tools, and [`deep_agent`] puts them on one network with the file tools:
+//! tools, and [`DeepAgent`] puts them on one network with the file tools:
 //!
 //! ```text
 //!  Blueprint (compose.rs) ─▶ AgentSpec (spec.rs) ─▶ DeepAgentBuilder ─▶ RunnableNetwork

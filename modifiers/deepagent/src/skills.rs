@@ -244,7 +244,7 @@ pub(crate) fn skills_section(skills: &[Skill]) -> Option<String> {
 }
 
 /// Lists the skills under a backend path in the system prompt (see the
-/// [module docs](self)).
+/// module docs of `skills.rs`).
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};

@@ -164,7 +164,7 @@ pub struct MemorySpec {
     pub summary_every: Option<usize>,
 }
 
-/// Where the agent's skills are (see [`crate::skills`]).
+/// Where the agent's skills are (see [`SkillsModifier`](crate::SkillsModifier)).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsSpec {
@@ -176,7 +176,7 @@ pub struct SkillsSpec {
     pub routes: Vec<String>,
 }
 
-/// The blueprint of a deep agent (see the [module docs](self)).
+/// The blueprint of a deep agent (see the module docs of `spec.rs`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
@@ -313,7 +313,7 @@ impl AgentSpec {
     }
 
     /// The agent, with models made by `resolve`, where `context` says
-    /// (see [`crate::compose`]).
+    /// (see [`Blueprint`](crate::Blueprint)).
     pub(crate) fn builder_in(
         &self,
         resolve: impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError>,

@@ -263,7 +263,7 @@ impl SubAgentModifier {
 }
 
 /// Gives chat nodes the `task` tool and runs each task as an isolated
-/// sub-network (see the [module docs](self)).
+/// sub-network (see the module docs of `subagents.rs`).
 #[derive(Debug, Clone)]
 pub struct SubAgentModifier {
     id: String,
@@ -278,7 +278,7 @@ impl Default for SubAgentModifier {
 
 impl SubAgentModifier {
     /// The `general-purpose` sub-agent and a depth limit of
-    /// [`DEFAULT_MAX_DEPTH`] (id `subagents`).
+    /// 3 (id `subagents`).
     pub fn new() -> Self {
         let general = SubAgent::new(
             GENERAL_PURPOSE,

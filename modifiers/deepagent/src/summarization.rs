@@ -267,7 +267,7 @@ pub fn summarizer_of(network: &RunnableNetwork) -> SummarizationModifier {
 /// Summarizes the conversation up to the current leaf now, keeping no
 /// message verbatim: one request to the summary model, then a summary
 /// node after the leaf, so the next request sends the system messages,
-/// the summary and what follows it (see the [module docs](self)).
+/// the summary and what follows it (see the module docs of `summarization.rs`).
 ///
 /// ```
 /// use lc_agent::{ChatRequest, HumanNode, RunnableNetwork, ScriptedChatModel};
@@ -294,7 +294,7 @@ pub async fn compact(network: &RunnableNetwork) -> std::result::Result<Compactio
 }
 
 /// Summarizes the conversation before a chat node when a trigger fires
-/// (see the [module docs](self)).
+/// (see the module docs of `summarization.rs`).
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, SummaryNode};
@@ -443,7 +443,7 @@ impl SummarizationModifier {
     }
 
     /// The context window of the model registered as `model`, and whether
-    /// it is known (not the default guess): see the [module docs](self).
+    /// it is known (not the default guess): see the module docs of `summarization.rs`.
     async fn window(&self, network: &RunnableNetwork, model: &str) -> (usize, bool) {
         let windows = &self.config.context_windows;
         if let Some(window) = windows.own_window(model) {

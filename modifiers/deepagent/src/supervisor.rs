@@ -103,7 +103,7 @@ impl Supervisor {
         self
     }
 
-    /// Caps the supervisor's model turns (default [`DEFAULT_MAX_ITERATIONS`]).
+    /// Caps the supervisor's model turns (default 10).
     pub fn max_iterations(mut self, n: usize) -> Self {
         self.max_iterations = n;
         self

@@ -50,7 +50,7 @@ pub enum TitleError {
 /// The one title rule, for every session title (a first message, a
 /// model's answer, the CLI and the server alike): the first non-empty
 /// line, control characters dropped, spaces collapsed, at most
-/// [`TITLE_MAX`] characters (cut at a word, with `…`; inside the word
+/// 60 characters (cut at a word, with `…`; inside the word
 /// when cutting before it would keep less than half).
 ///
 /// ```

@@ -300,7 +300,7 @@ pub(crate) const KNOWN_CONTEXT_WINDOWS: &[(&str, usize)] = &[
 pub(crate) const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
 
 /// How many tokens each model reads at most: your entries (exact name,
-/// then the longest matching prefix), then [`KNOWN_CONTEXT_WINDOWS`], then
+/// then the longest matching prefix), then the windows of well-known models, then
 /// the default. Names are compared in lower case, without a provider
 /// prefix (`openai/gpt-4o` is `gpt-4o`).
 ///
@@ -323,8 +323,7 @@ pub(crate) const DEFAULT_CONTEXT_WINDOW: usize = 32_768;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextWindows {
-    /// The window of a model nothing names (default
-    /// [`DEFAULT_CONTEXT_WINDOW`]).
+    /// The window of a model nothing names (default 32,768).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<usize>,
     /// Model name (or name prefix) -> window, in tokens.
@@ -389,7 +388,7 @@ impl ContextWindows {
         longest_prefix(self.models.iter().map(|(k, v)| (k.as_str(), *v)), &name)
     }
 
-    /// The window [`KNOWN_CONTEXT_WINDOWS`] gives `model`, if any.
+    /// The window of a well-known model (the table in `tokens.rs`), if any.
     pub fn known_window(model: &str) -> Option<usize> {
         longest_prefix(KNOWN_CONTEXT_WINDOWS.iter().copied(), &normalize(model))
     }

@@ -37,7 +37,7 @@ use lc_agent_filesystem::{
     Backend, BackendSource, FilesystemBackend, LocalShellBackend, StateBackend,
 };
 
-/// Where the file tools work (see the [module docs](self)).
+/// Where the file tools work (see the module docs of `workspace.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]

@@ -92,7 +92,7 @@ impl ClientHandler for Handler {
 
 type Live = RunningService<RoleClient, Handler>;
 
-/// One configured MCP server (see the [module docs](self)).
+/// One configured MCP server (see the [module docs](super)).
 pub(crate) struct ServerConnection {
     name: Arc<str>,
     config: McpServerConfig,

@@ -42,7 +42,7 @@ pub const MCP_HTTP_PATH: &str = "/mcp";
 /// The environment variable holding the HTTP bearer token.
 pub const TOKEN_ENV: &str = "LC_AGENT_TOKEN";
 
-/// The file tools as an MCP server (see the [module docs](self)).
+/// The file tools as an MCP server (see the [module docs](super)).
 #[derive(Clone)]
 pub struct FileToolServer {
     backend: Arc<dyn Backend>,

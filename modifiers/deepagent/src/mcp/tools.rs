@@ -23,7 +23,7 @@ use super::tool::McpTool;
 /// The modifier id of [`McpTools`].
 pub(super) const MCP_MODIFIER_ID: &str = "mcp";
 
-/// MCP servers' tools for a network (see the [module docs](self)).
+/// MCP servers' tools for a network (see the [module docs](super)).
 ///
 /// ```no_run
 /// use lc_agent_deepagent::mcp::{McpConfig, McpTools};

@@ -31,7 +31,7 @@ use super::backend::MemoryBackend;
 use super::entry::MemoryEntry;
 use super::error::{MemoryError, MemoryResult};
 
-/// Entries in an append-only JSON-lines file (see the [module docs](self)).
+/// Entries in an append-only JSON-lines file (see the [module docs](super)).
 #[derive(Debug)]
 pub(super) struct JsonFileBackend {
     path: PathBuf,

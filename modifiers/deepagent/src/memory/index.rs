@@ -120,7 +120,7 @@ fn analyzer() -> TextAnalyzer {
     }
 }
 
-/// The search index of memory entries (see the [module docs](self)).
+/// The search index of memory entries (see the [module docs](super)).
 pub(crate) struct MemoryIndex {
     index: Index,
     reader: IndexReader,
@@ -288,7 +288,7 @@ impl MemoryIndex {
         clauses
     }
 
-    /// The best entries of `user` for `query` (see the [module docs](self)).
+    /// The best entries of `user` for `query` (see the [module docs](super)).
     pub(crate) fn search(&self, user: &str, query: &MemoryQuery) -> MemoryResult<Vec<MemoryHit>> {
         if query.limit == 0 {
             return Ok(Vec::new());

@@ -65,7 +65,7 @@ assistant. Given the previous summary (if any) and the latest turns, write the n
 the user's goals, decisions, preferences and open questions, in a few short paragraphs. Keep \
 what still matters from the previous summary. Answer with the summary only.";
 
-/// Long-term memory for a network (see the [module docs](self)).
+/// Long-term memory for a network (see the [module docs](super)).
 ///
 /// ```
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
@@ -119,7 +119,7 @@ impl std::fmt::Debug for MemoryModifier {
 
 impl MemoryModifier {
     /// The modifier (id `memory`) over `store`: 5 memories per request, a
-    /// summary every 8 turns, user [`DEFAULT_USER`] when the session names none.
+    /// summary every 8 turns, user `default` when the session names none.
     pub fn new(store: MemoryStore) -> Self {
         Self {
             id: "memory".to_string(),

@@ -28,7 +28,7 @@ use super::error::{MemoryError, MemoryResult};
 /// The key prefix when none is given.
 pub(super) const DEFAULT_PREFIX: &str = "lc-agent";
 
-/// Entries in Redis (see the [module docs](self)).
+/// Entries in Redis (see the [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct RedisMemoryBackend {
     redis: RedisConnector,
@@ -52,7 +52,7 @@ impl RedisMemoryBackend {
         }
     }
 
-    /// Keys under `prefix` instead of [`DEFAULT_PREFIX`].
+    /// Keys under `prefix` instead of the default prefix `lc-agent`.
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();

@@ -5,7 +5,7 @@
 //!  ModelArgs      [--provider P] --model NAME | --script F  ─▶ the main ChatModel
 //!                 [--model-timeout SECONDS] (each request's timeout, default 120 s)
 //!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
-//!  WorkspaceArgs  --root DIR [--shell]                      ─▶ Workspace (where the file tools work)
+//!  WorkspaceArgs  --root DIR [--shell [--sandbox MODE]]     ─▶ Workspace (where the file tools work)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
 //! ```
 //!
@@ -19,6 +19,7 @@ use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Tur
 use lc_agent::{ListError, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
 use lc_agent_deepagent::{AgentSpec, ModelSpec, Workspace, MAIN_MODEL};
+use lc_agent_filesystem::SandboxMode;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -278,15 +279,35 @@ pub(crate) struct WorkspaceArgs {
     /// Offer `execute` in --root too (each call asks for approval).
     #[arg(long, requires = "root")]
     pub(crate) shell: bool,
+    /// With --shell: the sandbox commands run in — `workspace-write`
+    /// (default: write only --root, not its .git; no network), `read-only`,
+    /// or `full` (no sandbox: commands run as you, on purpose).
+    #[arg(long, value_name = "MODE", requires = "shell")]
+    pub(crate) sandbox: Option<SandboxMode>,
 }
 
 impl WorkspaceArgs {
     /// The workspace the flags name, if they name one.
     pub(crate) fn workspace(&self) -> Option<Workspace> {
-        self.root
-            .as_ref()
-            .map(|root| Workspace::directory(root).shell(self.shell))
+        self.root.as_ref().map(|root| {
+            let mode = self.sandbox.unwrap_or_default();
+            if self.shell && mode == SandboxMode::Full {
+                warn_unconfined();
+            }
+            Workspace::directory(root).shell(self.shell).sandbox(mode)
+        })
     }
+}
+
+/// Says on stderr, once, that `--sandbox full` runs commands unconfined.
+pub(crate) fn warn_unconfined() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "warning: --sandbox full: commands run unconfined, as you (they can read and \
+             write anything you can, and reach the network)"
+        );
+    });
 }
 
 /// Where sessions live.

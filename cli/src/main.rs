@@ -31,7 +31,7 @@
 //! ```text
 //! main.rs        the command tree; one tokio runtime; error::exit makes the exit code
 //! args.rs        flag groups shared by subcommands: ModelArgs (--model | --script),
-//!                WorkspaceArgs (--root [--shell]), StoreArgs (--sessions | --redis [--prefix])
+//!                WorkspaceArgs (--root [--shell [--sandbox MODE]]), StoreArgs (--sessions | --redis [--prefix])
 //!                — a flag shared by run/chat/serve is added there, once
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals

@@ -2,13 +2,14 @@
 //! client.
 //!
 //! ```text
-//! lc-agent mcp --root DIR [--shell]                 stdio (the client spawns this)
-//! lc-agent mcp --root DIR [--shell] --http ADDR     streamable HTTP on http://ADDR/mcp
+//! lc-agent mcp --root DIR [--shell [--sandbox MODE]]               stdio (the client spawns this)
+//! lc-agent mcp --root DIR [--shell [--sandbox MODE]] --http ADDR   streamable HTTP on http://ADDR/mcp
 //! ```
 //!
 //! The tools are confined to DIR exactly as `FilesystemBackend` confines
 //! them and print the spec's text; `--shell` adds `execute`, which runs
-//! commands in DIR without asking. Over HTTP, `LC_AGENT_TOKEN` (when set)
+//! commands in DIR without asking, in the sandbox `--sandbox` names
+//! (default `workspace-write`; see `Workspace`). Over HTTP, `LC_AGENT_TOKEN` (when set)
 //! is the bearer token every request must carry; it is required for an
 //! address off loopback. Once listening, the server prints
 //! `serving MCP on http://HOST:PORT/mcp` on stderr (so `--http
@@ -22,6 +23,7 @@ use clap::Args;
 use lc_agent_deepagent::mcp::FileToolServer;
 use lc_agent_deepagent::mcp::{check_token, MCP_HTTP_PATH, TOKEN_ENV};
 use lc_agent_deepagent::Workspace;
+use lc_agent_filesystem::SandboxMode;
 
 use crate::error::{CliError, CliResult};
 use lc_agent::error_chain;
@@ -35,6 +37,10 @@ pub(crate) struct McpArgs {
     /// Serve `execute` too (commands run in --root without asking).
     #[arg(long)]
     pub(crate) shell: bool,
+    /// With --shell: the sandbox commands run in — `workspace-write`
+    /// (default), `read-only`, or `full` (no sandbox, on purpose).
+    #[arg(long, value_name = "MODE", requires = "shell")]
+    pub(crate) sandbox: Option<SandboxMode>,
     /// Serve streamable HTTP on this address (`127.0.0.1:8090`,
     /// `localhost:8090`) instead of stdio.
     #[arg(long, value_name = "ADDR")]
@@ -61,8 +67,13 @@ async fn address(text: &str) -> CliResult<SocketAddr> {
 /// Runs `lc-agent mcp`.
 pub(crate) async fn run(args: McpArgs) -> CliResult {
     // Nobody to ask here: with --shell the client's commands run as asked.
+    let mode = args.sandbox.unwrap_or_default();
+    if args.shell && mode == SandboxMode::Full {
+        crate::args::warn_unconfined();
+    }
     let workspace = Workspace::directory(&args.root)
         .shell(args.shell)
+        .sandbox(mode)
         .execute_approval(false);
     let backend = workspace
         .open_directory()

@@ -223,3 +223,63 @@ fn a_closed_pipe_ends_the_tool_quietly() {
     ]));
     crate::common::assert_quiet_success("tool read_file", &out);
 }
+
+/// `lc-agent tool execute --root DIR --shell`: the sandbox by default
+/// (`workspace-write`), `--sandbox read-only`, and `--sandbox full` (loud).
+#[lc_agent_test_support::needs(bwrap)]
+#[test]
+fn execute_runs_in_the_sandbox_unless_full_is_asked_for() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("root");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(outside.join("secret"), "s3cr3t").unwrap();
+    let r = root.to_str().unwrap();
+    let o = outside.display();
+    let command = format!(
+        "echo pwned > {o}/escaped; echo evil >> .git/config; cat {o}/secret; echo in > in.txt"
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    let run = |extra: &[&str]| {
+        let mut all = vec!["tool", "execute", args.as_str(), "--root", r, "--shell"];
+        all.extend_from_slice(extra);
+        lc_agent(&all)
+    };
+
+    let (out, err, code) = run(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("s3cr3t"), "{out}");
+    assert!(!outside.join("escaped").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("in.txt")).unwrap(),
+        "in\n"
+    );
+
+    std::fs::remove_file(root.join("in.txt")).unwrap();
+    let (out, _, _) = run(&["--sandbox", "read-only"]);
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(!root.join("in.txt").exists());
+
+    let (out, err, code) = run(&["--sandbox", "full"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("[sandbox: full mode - this command and the next ones run unconfined"),
+        "{out}"
+    );
+    assert!(
+        err.contains("--sandbox full: commands run unconfined"),
+        "{err}"
+    );
+    assert!(out.contains("s3cr3t"), "{out}");
+    assert!(outside.join("escaped").exists());
+
+    let (_, err, code) = run(&["--sandbox", "none"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("read-only, workspace-write or full"), "{err}");
+}

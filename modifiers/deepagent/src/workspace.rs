@@ -6,7 +6,8 @@
 //!  Workspace::Session                        StateBackend (the session's `files`)
 //!  Workspace::directory(dir)                 FilesystemBackend (confined to dir)
 //!  Workspace::directory(dir).shell(true)     LocalShellBackend: + `execute`, which waits for
-//!                                            an approval unless `execute_approval(false)`
+//!                                            an approval unless `execute_approval(false)`,
+//!    [.sandbox(SandboxMode)]                 run in a sandbox (default `workspace-write`)
 //!        │ open() ─▶ BackendSource      execute_decisions() ─▶ Some(Decisions::all()) | None
 //! ```
 //!
@@ -17,6 +18,9 @@
 //!
 //! ```toml
 //! backend = { kind = "directory", root = "./repo", shell = true }
+//! # the sandbox commands run in: "read-only", "workspace-write" (default)
+//! # or "full" (unconfined, on purpose):
+//! # backend = { kind = "directory", root = "./repo", shell = true, sandbox = "read-only" }
 //! # commands run without asking (only where a person is not needed):
 //! # backend = { kind = "directory", root = "./repo", shell = true, execute_approval = false }
 //! ```
@@ -26,6 +30,13 @@
 //! own `interrupt_on` entry for `execute` replaces that default. Serving the
 //! tools to another program (`lc-agent mcp --shell`, `lc-agent tool`) has
 //! no person to ask: those run what they are asked.
+//!
+//! Commands run in a sandbox ([`lc_agent_filesystem::Sandbox`]): in the
+//! default `workspace-write` mode they write only the root (not its `.git`
+//! and `.lc-agent`) and a private `/tmp`, read nothing of the home
+//! directory, have no network and a process limit. Opening a shell
+//! workspace fails when the sandbox cannot be made (bubblewrap missing),
+//! unless the mode is `full`, which runs commands unconfined and says so.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +45,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::Decisions;
 use lc_agent_filesystem::{
-    Backend, BackendSource, FilesystemBackend, LocalShellBackend, StateBackend,
+    Backend, BackendSource, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMode,
+    SandboxPolicy, StateBackend,
 };
 
 /// Where the file tools work (see the module docs of `workspace.rs`).
@@ -57,7 +69,15 @@ pub enum Workspace {
         /// decision (default: it does).
         #[serde(default = "yes", skip_serializing_if = "is_yes")]
         execute_approval: bool,
+        /// With `shell`: the sandbox commands run in (default
+        /// `workspace-write`).
+        #[serde(default, skip_serializing_if = "is_default_sandbox")]
+        sandbox: SandboxMode,
     },
+}
+
+fn is_default_sandbox(mode: &SandboxMode) -> bool {
+    *mode == SandboxMode::default()
 }
 
 fn yes() -> bool {
@@ -91,6 +111,7 @@ impl Workspace {
             root: root.into(),
             shell: false,
             execute_approval: true,
+            sandbox: SandboxMode::default(),
         }
     }
 
@@ -113,6 +134,17 @@ impl Workspace {
         } = &mut self
         {
             *execute_approval = on;
+        }
+        self
+    }
+
+    /// With a shell: the sandbox commands run in (default
+    /// [`SandboxMode::WorkspaceWrite`]; [`SandboxMode::Full`] runs them
+    /// unconfined).
+    #[must_use]
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        if let Self::Directory { sandbox, .. } = &mut self {
+            *sandbox = mode;
         }
         self
     }
@@ -140,10 +172,12 @@ impl Workspace {
                 root,
                 shell,
                 execute_approval,
+                sandbox,
             } => Self::Directory {
                 root: root.join(user),
                 shell: *shell,
                 execute_approval: *execute_approval,
+                sandbox: *sandbox,
             },
         }
     }
@@ -157,6 +191,7 @@ impl Workspace {
                 root,
                 shell,
                 execute_approval,
+                sandbox,
             } => {
                 let absolute = std::fs::canonicalize(&root)
                     .map_err(|source| WorkspaceError { root, source })?;
@@ -164,12 +199,14 @@ impl Workspace {
                     root: absolute,
                     shell,
                     execute_approval,
+                    sandbox,
                 })
             }
         }
     }
 
-    /// The backend the file tools use (a directory must exist).
+    /// The backend the file tools use (a directory must exist; a shell's
+    /// sandbox must be possible here unless its mode is `full`).
     pub fn open(&self) -> Result<BackendSource, WorkspaceError> {
         let failed = |root: &Path| {
             let root = root.to_path_buf();
@@ -178,8 +215,16 @@ impl Workspace {
         Ok(match self {
             Self::Session => StateBackend::factory().into(),
             Self::Directory {
-                root, shell: true, ..
-            } => LocalShellBackend::new(root).map_err(failed(root))?.into(),
+                root,
+                shell: true,
+                sandbox,
+                ..
+            } => {
+                let fs = FilesystemBackend::new(root).map_err(failed(root))?;
+                let sandbox = Sandbox::open(SandboxPolicy::new(*sandbox))
+                    .map_err(|e| failed(root)(std::io::Error::other(e)))?;
+                LocalShellBackend::sandboxed(fs, sandbox).into()
+            }
             Self::Directory {
                 root, shell: false, ..
             } => FilesystemBackend::new(root).map_err(failed(root))?.into(),
@@ -214,8 +259,17 @@ impl Workspace {
         match self {
             Self::Session => "the session's files".to_string(),
             Self::Directory {
-                root, shell: true, ..
+                root,
+                shell: true,
+                sandbox: SandboxMode::WorkspaceWrite,
+                ..
             } => format!("{} (with a shell)", root.display()),
+            Self::Directory {
+                root,
+                shell: true,
+                sandbox,
+                ..
+            } => format!("{} (with a shell, sandbox {sandbox})", root.display()),
             Self::Directory { root, .. } => root.display().to_string(),
         }
     }
@@ -245,6 +299,20 @@ mod tests {
             serde_json::from_str(r#"{"kind":"directory","root":"/w","shell":true}"#).unwrap();
         assert_eq!(read, Workspace::directory("/w").shell(true));
         assert!(serde_json::from_str::<Workspace>(r#"{"kind":"cloud"}"#).is_err());
+        let read: Workspace = serde_json::from_str(
+            r#"{"kind":"directory","root":"/w","shell":true,"sandbox":"read-only"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read,
+            Workspace::directory("/w")
+                .shell(true)
+                .sandbox(SandboxMode::ReadOnly)
+        );
+        assert_eq!(
+            json(&read),
+            r#"{"kind":"directory","root":"/w","shell":true,"sandbox":"read-only"}"#
+        );
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!       ├─ StateBackend      network.files     (state.rs) ┐ map_backend.rs:
 //!       ├─ StoreBackend      key-value store   (store.rs) ┘ ops on a path map
 //!       ├─ FilesystemBackend a directory, cap-std (disk/; writes: atomic.rs)
-//!       ├─ LocalShellBackend disk + execute    (shell.rs)
+//!       ├─ LocalShellBackend disk + execute    (shell.rs), in a Sandbox
+//!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Bubblewrap, pids cgroup)
 //!       └─ CompositeBackend  routes by prefix  (composite.rs)
 //!                 │ every backend uses the same helpers:
 //!                 ▼
@@ -139,6 +140,9 @@
 //!   (`disk/write.rs`: how it writes, through in-root links, atomically).
 //! - `atomic.rs`: crash-safe writes: temp file, fsync, rename (never a torn file).
 //! - `shell.rs`: [`LocalShellBackend`], a directory plus `execute`.
+//! - `sandbox/`: [`Sandbox`], [`SandboxPolicy`], [`SandboxMode`], the
+//!   [`SandboxMechanism`] trait and [`Bubblewrap`]; `limits.rs`, the
+//!   per-command pids cgroup.
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
 //! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
@@ -164,6 +168,7 @@ mod modifier;
 mod paging;
 pub mod path;
 mod prompt;
+mod sandbox;
 mod shell;
 mod state;
 mod store;
@@ -181,6 +186,9 @@ pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
+pub use sandbox::{
+    Bubblewrap, Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxPolicy,
+};
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};

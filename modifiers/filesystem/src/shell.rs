@@ -1,9 +1,12 @@
 //! [`LocalShellBackend`]: a [`FilesystemBackend`] that also runs commands.
 
+use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,6 +18,7 @@ use super::backend::{
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
+use super::sandbox::{self, ProcessLimit, Sandbox, SandboxMode};
 
 /// Bytes of command output kept.
 pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
@@ -26,13 +30,18 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// `sh -c <command>` with the root as working directory.
 ///
 /// Commands get a clean environment (only `PATH`, `HOME` = the root and
-/// `LANG`), stdin closed, stdout and stderr in one pipe (in the order they
-/// arrive), and their own process group: at the timeout, and when the shell
-/// exits, the whole group is killed, background children included.
+/// `LANG`, plus the variables the sandbox policy passes through by name),
+/// stdin closed, stdout and stderr in one pipe (in the order they arrive),
+/// and their own process group: at the timeout, and when the shell exits,
+/// the whole group is killed, background children included.
 ///
-/// **A shell is not a sandbox**: commands can read and write anything the
-/// process may; confinement applies to the file tools only. Run it inside a
-/// container or VM for untrusted agents.
+/// [`LocalShellBackend::sandboxed`] runs every command in a [`Sandbox`]
+/// (see the [`sandbox`](crate::Sandbox) docs): in `workspace-write` mode a
+/// command writes only the root (not its `.git`) and a private `/tmp`,
+/// reads only the root and the system, has no network and a process
+/// limit. [`LocalShellBackend::new`] has no sandbox — commands can read
+/// and write anything the process may, as with `full` mode — for callers
+/// that confine the whole process themselves (a container or VM).
 ///
 /// ```
 /// use lc_agent_filesystem::{run_tool, LocalShellBackend};
@@ -48,17 +57,40 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 #[derive(Debug, Clone)]
 pub struct LocalShellBackend {
     fs: FilesystemBackend,
+    sandbox: Option<Sandbox>,
+    /// Whether the `full`-mode warning is still to be shown.
+    warn_unconfined: Arc<AtomicBool>,
 }
 
+/// The first line of the first command's output in `full` mode.
+const UNCONFINED_WARNING: &str =
+    "[sandbox: full mode - this command and the next ones run unconfined, as the user]";
+
 impl LocalShellBackend {
-    /// A shell backend on `root_dir` (which must exist).
+    /// A shell backend on `root_dir` (which must exist), without a sandbox.
     pub fn new(root_dir: impl AsRef<Path>) -> io::Result<Self> {
         Ok(Self::from_backend(FilesystemBackend::new(root_dir)?))
     }
 
-    /// Adds `execute` to a filesystem backend.
+    /// Adds `execute` to a filesystem backend, without a sandbox.
     pub fn from_backend(fs: FilesystemBackend) -> Self {
-        Self { fs }
+        Self {
+            fs,
+            sandbox: None,
+            warn_unconfined: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Adds `execute` to a filesystem backend, every command run in
+    /// `sandbox`. In [`SandboxMode::Full`] commands run unconfined and the
+    /// first command's output starts with a line saying so.
+    pub fn sandboxed(fs: FilesystemBackend, sandbox: Sandbox) -> Self {
+        let full = sandbox.policy().mode() == SandboxMode::Full;
+        Self {
+            fs,
+            sandbox: Some(sandbox),
+            warn_unconfined: Arc::new(AtomicBool::new(full)),
+        }
     }
 }
 
@@ -115,19 +147,74 @@ fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
     (kept, total)
 }
 
-async fn run(root: &Path, command: &str, timeout: Duration) -> io::Result<ExecuteResponse> {
+/// The environment commands get: `PATH`, `HOME` = the root, `LANG`, and
+/// the variables passed through by name.
+fn command_env(root: &Path, sandbox: Option<&Sandbox>) -> Vec<(OsString, OsString)> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), path),
+        ("HOME".into(), root.into()),
+        ("LANG".into(), "C.UTF-8".into()),
+    ];
+    for name in sandbox
+        .map(|s| s.policy().env_passthrough.as_slice())
+        .unwrap_or_default()
+    {
+        if let Some(value) = std::env::var_os(name) {
+            env.retain(|(n, _)| n != name.as_str());
+            env.push((name.into(), value));
+        }
+    }
+    env
+}
+
+async fn run(
+    root: &Path,
+    sandbox: Option<&Sandbox>,
+    command: &str,
+    timeout: Duration,
+) -> io::Result<ExecuteResponse> {
+    let env = command_env(root, sandbox);
+    let mut cmd = match sandbox.and_then(|s| s.mechanism().map(|m| (s, m))) {
+        Some((sandbox, mechanism)) => {
+            let argv = mechanism
+                .wrap(sandbox.policy(), root, &env, command)
+                .map_err(io::Error::other)?;
+            let mut cmd = tokio::process::Command::new(&argv[0]);
+            cmd.args(&argv[1..]).env_clear().env("PATH", &env[0].1);
+            cmd
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.arg("-c").arg(command).env_clear().envs(env);
+            cmd
+        }
+    };
+    let limit = sandbox
+        .filter(|s| s.mechanism().is_some())
+        .and_then(|s| ProcessLimit::new(s.policy().max_processes));
+    if let Some(limit) = &limit {
+        let fd = limit.procs_fd();
+        // SAFETY: the closure only calls write(2) on a descriptor opened
+        // before the fork, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || sandbox::join(fd));
+        }
+    }
+    let result = spawn_and_wait(cmd, root, timeout).await;
+    if let Some(limit) = limit {
+        let _ = tokio::task::spawn_blocking(move || limit.remove()).await;
+    }
+    result
+}
+
+async fn spawn_and_wait(
+    mut cmd: tokio::process::Command,
+    root: &Path,
+    timeout: Duration,
+) -> io::Result<ExecuteResponse> {
     let (reader, writer) = pipe()?;
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(root)
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
-        )
-        .env("HOME", root)
-        .env("LANG", "C.UTF-8")
+    cmd.current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer.try_clone()?))
         .stderr(Stdio::from(writer))
@@ -203,8 +290,9 @@ impl Backend for LocalShellBackend {
     }
 
     async fn execute(&self, command: &str, timeout_secs: u64) -> FsResult<ExecuteResponse> {
-        run(
+        let mut response = run(
             self.fs.root_dir(),
+            self.sandbox.as_ref(),
             command,
             Duration::from_secs(timeout_secs),
         )
@@ -212,6 +300,10 @@ impl Backend for LocalShellBackend {
         .map_err(|e| FsError::Io {
             path: "/".to_string(),
             reason: format!("could not run the command: {}", e.kind()),
-        })
+        })?;
+        if self.warn_unconfined.swap(false, Ordering::Relaxed) {
+            response.output = format!("{UNCONFINED_WARNING}\n{}", response.output);
+        }
+        Ok(response)
     }
 }

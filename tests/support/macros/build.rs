@@ -68,6 +68,23 @@ fn present(name: &str) -> bool {
     match name {
         "redis" => on_path("redis-server") && on_path("redis-cli"),
         "tmux" => on_path("tmux"),
+        "bwrap" => {
+            on_path("bwrap")
+                && Command::new("bwrap")
+                    .args([
+                        "--ro-bind",
+                        "/",
+                        "/",
+                        "--unshare-all",
+                        "--die-with-parent",
+                        "true",
+                    ])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+        }
         "chromium" => on_path("chromium") && on_path("chromedriver"),
         "python" => on_path("python3"),
         "python_openai" => python_imports("python3", "import openai"),

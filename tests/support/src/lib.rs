@@ -32,6 +32,7 @@
 //! |---|---|---|
 //! | `redis` | `redis-server` and `redis-cli` | `apt-get install redis-server redis-tools` |
 //! | `tmux` | `tmux` | `apt-get install tmux` |
+//! | `bwrap` | `bwrap` (bubblewrap) able to make a sandbox | `apt-get install bubblewrap` |
 //! | `chromium` | `chromium` and `chromedriver` | `apt-get install chromium chromium-driver` |
 //! | `python` | `python3` | `apt-get install python3` |
 //! | `python_openai` | `python3` with `openai` | `pip install -r .ci/requirements.txt` |

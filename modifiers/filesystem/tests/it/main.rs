@@ -17,6 +17,7 @@
 //! - `modifier` — the modifier in a running network.
 //! - `properties` — properties of the tools on generated inputs.
 //! - `redis_store` — `StoreBackend` over real Redis servers.
+//! - `sandbox` — `execute` in a sandbox: hostile commands, modes, limits.
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
 
@@ -34,5 +35,6 @@ mod kill_writes;
 mod modifier;
 mod properties;
 mod redis_store;
+mod sandbox;
 mod security;
 mod store_cas;

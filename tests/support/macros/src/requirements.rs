@@ -27,6 +27,11 @@ const REQUIREMENTS: &[Requirement] = &[
         install: "apt-get install tmux",
     },
     Requirement {
+        name: "bwrap",
+        what: "bubblewrap (`bwrap`) able to make a sandbox here",
+        install: "apt-get install bubblewrap",
+    },
+    Requirement {
         name: "chromium",
         what: "chromium and chromedriver",
         install: "apt-get install chromium chromium-driver",

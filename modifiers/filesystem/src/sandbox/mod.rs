@@ -1,0 +1,132 @@
+//! The sandbox `execute` runs in: a [`SandboxPolicy`] (what a command may
+//! touch) applied by a [`SandboxMechanism`] (how), held together by a
+//! [`Sandbox`] that [`LocalShellBackend`](crate::LocalShellBackend) runs
+//! every command through.
+//!
+//! ```text
+//!  SandboxPolicy (policy.rs)  mode: read-only | workspace-write | full,
+//!    │                        network, writable/readable/read-only paths,
+//!    │                        max_processes, env_passthrough
+//!    ▼
+//!  Sandbox::open ── self-check once ──▶ dyn SandboxMechanism::wrap(policy, root, command)
+//!    │                                    └─ Bubblewrap (bubblewrap.rs): `bwrap … sh -c`
+//!    └─ ProcessLimit (limits.rs): a pids cgroup per command, where writable
+//! ```
+//!
+//! **The mechanism is bubblewrap** (`bwrap`, Debian package `bubblewrap`;
+//! Claude Code's and Codex's Linux sandboxes use it too). Mount namespaces
+//! give exactly the read set (the system's `/usr`, `/etc` and the root;
+//! nothing of the home directory), a writable root with `.git` bound back
+//! read-only (Landlock cannot carve a read-only subtree out of a writable
+//! one), a private `/tmp`; a network namespace removes the network (the
+//! host's loopback included); a PID namespace makes everything die with
+//! the sandbox (`--die-with-parent`), and `--new-session` keeps commands
+//! off the terminal. Another mechanism (a container) implements
+//! [`SandboxMechanism`].
+//!
+//! **Never silently unconfined.** [`Sandbox::open`] with a mode that needs
+//! a sandbox runs `bwrap … true` once per process (the result is cached)
+//! and fails with [`SandboxError`] when bubblewrap is missing or cannot
+//! make a sandbox here; only [`SandboxMode::Full`], asked for by name,
+//! runs commands as the user, and its first command's output says so.
+//!
+//! What the sandbox does not do: `/etc` is readable (minus `/etc/shadow`
+//! and `/etc/gshadow`), as are `/usr` and `/opt`; files the command may
+//! write in the root can be anything (a `Makefile` a person runs later);
+//! a missing `.git` is not protected when a command creates it; the
+//! process limit needs a writable pids cgroup (see [`SandboxPolicy::max_processes`]).
+
+mod bubblewrap;
+mod limits;
+mod policy;
+
+use std::ffi::OsString;
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use bubblewrap::Bubblewrap;
+pub(crate) use limits::{join, ProcessLimit};
+pub use policy::{SandboxMode, SandboxPolicy};
+
+/// A sandbox that cannot be made.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "cannot sandbox commands ({mode} mode): {reason}. Install bubblewrap \
+     (`apt-get install bubblewrap`), or run commands unconfined on purpose \
+     with `--sandbox full` (blueprint: `sandbox = \"full\"`)"
+)]
+pub struct SandboxError {
+    /// The mode that needed the sandbox.
+    pub mode: SandboxMode,
+    /// What is missing or failed.
+    pub reason: String,
+}
+
+/// How a command is confined: turns a shell command into the argument
+/// vector that runs it confined by a [`SandboxPolicy`].
+pub trait SandboxMechanism: Send + Sync + Debug {
+    /// The mechanism's name for messages (`bubblewrap`).
+    fn name(&self) -> &str;
+
+    /// Whether the mechanism can make a sandbox on this machine (`Err`
+    /// says what is missing). [`Sandbox::open`] calls it once.
+    fn check(&self) -> Result<(), String>;
+
+    /// The program and arguments that run `sh -c command` confined by
+    /// `policy`, with `root` (canonical) as working directory and `HOME`,
+    /// and the environment `env` (and nothing else).
+    fn wrap(
+        &self,
+        policy: &SandboxPolicy,
+        root: &Path,
+        env: &[(OsString, OsString)],
+        command: &str,
+    ) -> Result<Vec<OsString>, String>;
+}
+
+/// A policy and the mechanism that applies it (none in
+/// [`SandboxMode::Full`]).
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    policy: SandboxPolicy,
+    mechanism: Option<Arc<dyn SandboxMechanism>>,
+}
+
+impl Sandbox {
+    /// The sandbox for `policy` with bubblewrap, checked once per process:
+    /// an error when the mode needs a sandbox that cannot be made.
+    pub fn open(policy: SandboxPolicy) -> Result<Self, SandboxError> {
+        Self::with_mechanism(policy, Arc::new(Bubblewrap::default()))
+    }
+
+    /// The sandbox for `policy` with another mechanism (checked now).
+    pub fn with_mechanism(
+        policy: SandboxPolicy,
+        mechanism: Arc<dyn SandboxMechanism>,
+    ) -> Result<Self, SandboxError> {
+        if policy.mode() == SandboxMode::Full {
+            return Ok(Self {
+                policy,
+                mechanism: None,
+            });
+        }
+        mechanism.check().map_err(|reason| SandboxError {
+            mode: policy.mode(),
+            reason,
+        })?;
+        Ok(Self {
+            policy,
+            mechanism: Some(mechanism),
+        })
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {
+        self.mechanism.as_ref()
+    }
+}

@@ -1,0 +1,162 @@
+//! [`SandboxMode`] and [`SandboxPolicy`]: what a sandboxed command may do.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How far commands are confined (serde and CLI names `read-only`,
+/// `workspace-write`, `full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// The root and the system are read-only; only a private `/tmp` is
+    /// writable.
+    ReadOnly,
+    /// The root is writable except its read-only subpaths (`.git`,
+    /// `.lc-agent`); the rest as in `ReadOnly`. The default.
+    #[default]
+    WorkspaceWrite,
+    /// No sandbox: commands run as the user, as a plain shell would
+    /// (with the clean environment and the timeout). Loud.
+    Full,
+}
+
+impl SandboxMode {
+    /// The name (`read-only`, `workspace-write`, `full`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(Self::ReadOnly),
+            "workspace-write" => Ok(Self::WorkspaceWrite),
+            "full" => Ok(Self::Full),
+            other => Err(format!(
+                "unknown sandbox mode `{other}` (read-only, workspace-write or full)"
+            )),
+        }
+    }
+}
+
+/// The subpaths of the root bound read-only by default.
+pub(crate) const DEFAULT_READ_ONLY: &[&str] = &[".git", ".lc-agent"];
+
+/// The process (task) limit by default.
+pub(crate) const DEFAULT_MAX_PROCESSES: u32 = 1024;
+
+/// What a sandboxed command may touch: the mode, the network, more
+/// writable or readable directories, read-only subpaths of the root, a
+/// process limit and the environment variables passed through by name.
+///
+/// ```
+/// use lc_agent_filesystem::{SandboxMode, SandboxPolicy};
+///
+/// let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite)
+///     .network(true)
+///     .pass_env("CARGO_HOME");
+/// assert_eq!(policy.mode(), SandboxMode::WorkspaceWrite);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    pub(crate) mode: SandboxMode,
+    pub(crate) network: bool,
+    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) readable: Vec<PathBuf>,
+    pub(crate) read_only: Vec<PathBuf>,
+    pub(crate) max_processes: u32,
+    pub(crate) env_passthrough: Vec<String>,
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        Self::new(SandboxMode::default())
+    }
+}
+
+impl SandboxPolicy {
+    /// The policy of `mode`: no network, the root's `.git` and `.lc-agent`
+    /// read-only, at most 1,024 processes, no variables passed through.
+    pub fn new(mode: SandboxMode) -> Self {
+        Self {
+            mode,
+            network: false,
+            writable: Vec::new(),
+            readable: Vec::new(),
+            read_only: DEFAULT_READ_ONLY.iter().map(PathBuf::from).collect(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            env_passthrough: Vec::new(),
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    /// Whether commands reach the network (default: no network at all,
+    /// not even the host's loopback).
+    #[must_use]
+    pub fn network(mut self, on: bool) -> Self {
+        self.network = on;
+        self
+    }
+
+    /// Another directory commands may write (absolute; ignored when
+    /// missing). In `read-only` mode it is read-only.
+    #[must_use]
+    pub fn writable(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable.push(dir.into());
+        self
+    }
+
+    /// Another directory commands may read (absolute; ignored when
+    /// missing), e.g. a toolchain under the home directory.
+    #[must_use]
+    pub fn readable(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.readable.push(dir.into());
+        self
+    }
+
+    /// A path kept read-only inside the writable root (relative to the
+    /// root, or absolute inside it), besides `.git` and `.lc-agent`.
+    #[must_use]
+    pub fn read_only(mut self, path: impl Into<PathBuf>) -> Self {
+        self.read_only.push(path.into());
+        self
+    }
+
+    /// The most processes (threads count) a command may have at once,
+    /// enforced with a pids cgroup where one is writable (cgroup v1
+    /// `/sys/fs/cgroup/pids`); elsewhere the PID namespace and the timeout
+    /// bound a fork bomb.
+    #[must_use]
+    pub fn max_processes(mut self, max: u32) -> Self {
+        self.max_processes = max.max(1);
+        self
+    }
+
+    /// An environment variable of this process that commands get (by
+    /// name; commands otherwise see only `PATH`, `HOME` and `LANG`).
+    #[must_use]
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
+        self.env_passthrough.push(name.into());
+        self
+    }
+}

@@ -1,0 +1,389 @@
+//! `execute` in a sandbox: hostile commands in `workspace-write` mode with
+//! their effect checked on disk and on the network (0 escapes), a fork
+//! bomb, `read-only` and `full` modes, and a mechanism that cannot start.
+//! The workspace and the "outside" live under the target directory, not
+//! `/tmp` (which the sandbox replaces with its own).
+
+use std::io::{ErrorKind, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lc_agent_filesystem::{
+    run_tool, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMechanism, SandboxMode,
+    SandboxPolicy,
+};
+use lc_agent_test_support::needs;
+use serde_json::json;
+
+/// A workspace `root` and an `outside` directory next to it holding a
+/// `~/.ssh`-like secret.
+struct Site {
+    _base: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+}
+
+const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- s3cr3t-key-material";
+
+fn site() -> Site {
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = base.path().join("root");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(outside.join(".ssh")).unwrap();
+    std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
+    let root = root.canonicalize().unwrap();
+    let outside = outside.canonicalize().unwrap();
+    Site {
+        _base: base,
+        root,
+        outside,
+    }
+}
+
+fn shell(root: &Path, policy: SandboxPolicy) -> LocalShellBackend {
+    LocalShellBackend::sandboxed(
+        FilesystemBackend::new(root).unwrap(),
+        Sandbox::open(policy).unwrap(),
+    )
+}
+
+async fn exec(shell: &LocalShellBackend, command: &str, timeout: u64) -> String {
+    run_tool(
+        shell,
+        "execute",
+        &json!({"command": command, "timeout": timeout}),
+    )
+    .await
+    .unwrap()
+    .content
+}
+
+#[needs(bwrap)]
+#[tokio::test]
+async fn commands_work_as_before_inside_the_sandbox() {
+    let site = site();
+    let shell = shell(&site.root, SandboxPolicy::default());
+    assert_eq!(
+        exec(&shell, "echo out; echo err >&2; exit 7", 10).await,
+        "out\nerr\nExit code: 7"
+    );
+    assert_eq!(exec(&shell, "kill -9 $$", 10).await, "Exit code: 137");
+    let out = exec(
+        &shell,
+        "echo made > made.txt; [ \"$HOME\" = \"$(pwd)\" ] && echo home-ok; echo t > /tmp/t && cat /tmp/t",
+        10,
+    )
+    .await;
+    assert_eq!(out, "home-ok\nt\nExit code: 0");
+    assert_eq!(
+        std::fs::read_to_string(site.root.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let started = Instant::now();
+    let out = exec(&shell, "echo start; sleep 30", 1).await;
+    assert!(out.contains("timed out") && out.contains("start"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// Every hostile command, then whether it escaped (checked on disk).
+#[needs(bwrap)]
+#[tokio::test]
+async fn hostile_commands_in_workspace_write_mode_do_not_escape() {
+    let site = site();
+    let (root, outside) = (&site.root, &site.outside);
+    // A link into the outside planted before the command runs.
+    std::os::unix::fs::symlink(outside, root.join("planted")).unwrap();
+    let shell = shell(root, SandboxPolicy::new(SandboxMode::WorkspaceWrite));
+    let o = outside.display();
+    let tmp_marker = format!("/tmp/lc-agent-sandbox-escape-{}", std::process::id());
+    let cases: Vec<(&str, String)> = vec![
+        ("absolute path", format!("echo pwned > {o}/absolute")),
+        ("..", "echo pwned > ../outside/dotdot".into()),
+        ("planted symlink", "echo pwned > planted/via-planted".into()),
+        (
+            "symlink made by the command",
+            format!("ln -s {o} made-link; echo pwned > made-link/via-made"),
+        ),
+        (
+            "hard link",
+            format!("ln {o}/.ssh/id_ed25519 hard && echo pwned >> hard"),
+        ),
+        ("host /tmp", format!("echo pwned > {tmp_marker}")),
+        (".git/config", "echo '[evil]' >> .git/config".into()),
+        (".git removed", "rm -rf .git; mv .git gone".into()),
+        ("home", "echo pwned > ~/../outside/home".into()),
+    ];
+    let mut escapes = Vec::new();
+    for (name, command) in &cases {
+        let out = exec(&shell, command, 10).await;
+        let written = ["absolute", "dotdot", "via-planted", "via-made", "home"]
+            .iter()
+            .any(|f| outside.join(f).exists());
+        let secret_changed =
+            std::fs::read_to_string(outside.join(".ssh/id_ed25519")).unwrap() != SECRET;
+        let git = std::fs::read_to_string(root.join(".git/config")).ok();
+        if written
+            || secret_changed
+            || Path::new(&tmp_marker).exists()
+            || git.as_deref() != Some("[core]\n")
+        {
+            escapes.push(format!("{name}: {out}"));
+        }
+    }
+    // Reading the secret, directly or through the planted link.
+    for command in [
+        format!("cat {o}/.ssh/id_ed25519"),
+        "cat ../outside/.ssh/id_ed25519".into(),
+        "cat planted/.ssh/id_ed25519".into(),
+        "cat /etc/shadow".into(),
+    ] {
+        let out = exec(&shell, &command, 10).await;
+        if out.contains("s3cr3t") || out.contains("root:") {
+            escapes.push(format!("read `{command}`: {out}"));
+        }
+    }
+    // The parent's environment: a variable of this process and the
+    // environment of the processes around the command.
+    std::env::set_var("SECRET_API_KEY", "sk-test-do-not-leak");
+    let out = exec(
+        &shell,
+        "env; cat /proc/$PPID/environ; cat /proc/1/environ; ls /proc",
+        10,
+    )
+    .await;
+    if out.contains("sk-test-do-not-leak") {
+        escapes.push(format!("environment: {out}"));
+    }
+    // Writing inside the root works.
+    exec(&shell, "echo ok > inside.txt", 10).await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(escapes.is_empty(), "escapes: {escapes:#?}");
+}
+
+/// Whether a loopback server the test runs got a connection from a command.
+async fn connects(network: bool) -> bool {
+    let site = site();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let shell = shell(
+        &site.root,
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite).network(network),
+    );
+    exec(
+        &shell,
+        &format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}'"),
+        10,
+    )
+    .await;
+    match listener.accept() {
+        Ok((mut stream, _)) => {
+            stream.set_nonblocking(false).unwrap();
+            let mut got = String::new();
+            stream.read_to_string(&mut got).unwrap();
+            assert_eq!(got, "hello\n");
+            true
+        }
+        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[needs(bwrap)]
+#[tokio::test]
+async fn the_network_is_off_unless_allowed() {
+    assert!(
+        !connects(false).await,
+        "a sandboxed command reached loopback"
+    );
+    assert!(connects(true).await, "network(true) did not reach loopback");
+}
+
+/// The processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmdline).contains(marker) {
+                found.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+#[needs(bwrap)]
+#[tokio::test]
+async fn a_fork_bomb_ends_at_the_timeout_and_leaves_nothing_behind() {
+    let site = site();
+    let shell = shell(&site.root, SandboxPolicy::default().max_processes(200));
+    let marker = format!("forkbomb-{}", std::process::id());
+    let started = Instant::now();
+    let out = exec(
+        &shell,
+        &format!("M={marker}; b() {{ b | b & }}; b; sleep 60"),
+        3,
+    )
+    .await;
+    assert!(out.contains("timed out"), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+/// Whether this machine lets the process make pids cgroups.
+fn pids_cgroup_writable() -> bool {
+    let dir = format!("/sys/fs/cgroup/pids/lc-agent-probe-{}", std::process::id());
+    std::fs::create_dir(&dir).is_ok() && std::fs::remove_dir(&dir).is_ok()
+}
+
+#[needs(bwrap)]
+#[tokio::test]
+async fn the_process_limit_holds_where_a_pids_cgroup_can_be_made() {
+    if !pids_cgroup_writable() {
+        eprintln!("no writable pids cgroup here: the limit is the PID namespace and the timeout");
+        return;
+    }
+    let site = site();
+    let shell = shell(&site.root, SandboxPolicy::default().max_processes(20));
+    let out = exec(
+        &shell,
+        "n=0; for i in $(seq 60); do sleep 5 & n=$((n+1)); done; echo spawned",
+        20,
+    )
+    .await;
+    assert!(out.to_lowercase().contains("fork"), "{out}");
+    let leftover = std::fs::read_dir("/sys/fs/cgroup/pids")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("lc-agent-{}-", std::process::id()))
+        })
+        .count();
+    // Other tests of this binary may be running a command right now; this
+    // one's cgroup is gone.
+    assert!(leftover <= 3, "{leftover} cgroups left");
+}
+
+#[needs(bwrap)]
+#[tokio::test]
+async fn read_only_mode_refuses_writes_to_the_root() {
+    let site = site();
+    let shell = shell(&site.root, SandboxPolicy::new(SandboxMode::ReadOnly));
+    std::fs::write(site.root.join("kept.txt"), "kept\n").unwrap();
+    let out = exec(
+        &shell,
+        "echo x > new.txt; echo y > kept.txt; rm kept.txt",
+        10,
+    )
+    .await;
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(!site.root.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(site.root.join("kept.txt")).unwrap(),
+        "kept\n"
+    );
+    assert_eq!(
+        exec(&shell, "cat kept.txt; echo t > /tmp/t && cat /tmp/t", 10).await,
+        "kept\nt\nExit code: 0"
+    );
+}
+
+#[tokio::test]
+async fn full_mode_runs_unconfined_and_says_so_once() {
+    let site = site();
+    let shell = shell(&site.root, SandboxPolicy::new(SandboxMode::Full));
+    let o = site.outside.display();
+    let first = exec(&shell, &format!("echo out > {o}/full.txt"), 10).await;
+    assert_eq!(
+        first,
+        "[sandbox: full mode - this command and the next ones run unconfined, as the user]\n\
+         Exit code: 0"
+    );
+    assert!(site.outside.join("full.txt").exists());
+    assert_eq!(
+        exec(&shell, &format!("cat {o}/.ssh/id_ed25519"), 10).await,
+        format!("{SECRET}\nExit code: 0")
+    );
+}
+
+#[derive(Debug)]
+struct Missing;
+
+impl SandboxMechanism for Missing {
+    fn name(&self) -> &str {
+        "missing"
+    }
+    fn check(&self) -> Result<(), String> {
+        Err("bubblewrap (`bwrap`) is not installed".into())
+    }
+    fn wrap(
+        &self,
+        _: &SandboxPolicy,
+        _: &Path,
+        _: &[(std::ffi::OsString, std::ffi::OsString)],
+        _: &str,
+    ) -> Result<Vec<std::ffi::OsString>, String> {
+        unreachable!("never checked successfully")
+    }
+}
+
+#[test]
+fn a_sandbox_that_cannot_be_made_is_an_error_never_unconfined() {
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let err = Sandbox::with_mechanism(SandboxPolicy::new(mode), Arc::new(Missing))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "cannot sandbox commands ({mode} mode): bubblewrap (`bwrap`) is not installed. \
+                 Install bubblewrap (`apt-get install bubblewrap`), or run commands unconfined \
+                 on purpose with `--sandbox full` (blueprint: `sandbox = \"full\"`)"
+            )
+        );
+    }
+    // Full mode asks nothing of the mechanism.
+    assert!(
+        Sandbox::with_mechanism(SandboxPolicy::new(SandboxMode::Full), Arc::new(Missing)).is_ok()
+    );
+    assert_eq!("workspace-write".parse(), Ok(SandboxMode::WorkspaceWrite));
+    assert!("none"
+        .parse::<SandboxMode>()
+        .unwrap_err()
+        .contains("read-only, workspace-write or full"));
+}
+
+/// Not a check: the overhead of the sandbox on `true` (run with
+/// `--ignored --nocapture`).
+#[needs(bwrap)]
+#[tokio::test]
+#[ignore = "a measurement, run by hand"]
+async fn overhead_of_the_sandbox() {
+    let site = site();
+    for (name, policy) in [
+        ("full", SandboxPolicy::new(SandboxMode::Full)),
+        ("workspace-write", SandboxPolicy::default()),
+    ] {
+        let shell = shell(&site.root, policy);
+        exec(&shell, "true", 10).await;
+        let started = Instant::now();
+        for _ in 0..50 {
+            exec(&shell, "true", 10).await;
+        }
+        eprintln!("{name}: {:?} per `true`", started.elapsed() / 50);
+    }
+}

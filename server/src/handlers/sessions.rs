@@ -253,7 +253,8 @@ fn turn_cost(meta: &serde_json::Map<String, Value>, prices: &lc_agent::Prices) -
 }
 
 /// The node metadata a message of the view carries: the model, its token
-/// usage, whether the answer was cut off or empty, and a failure.
+/// usage, whether the answer was cut off or empty, a failure, and a tool
+/// call's approval.
 const SHOWN_METADATA: &[&str] = &[
     "chat_model_name",
     "response_model",
@@ -262,6 +263,9 @@ const SHOWN_METADATA: &[&str] = &[
     "cut_off",
     "empty_answer",
     "error",
+    // A tool call's approval and its decision (`responded`: a person
+    // wrote the result instead of running the call).
+    "approval",
 ];
 
 /// `PATCH /api/sessions/{id}` body.

@@ -416,8 +416,11 @@ async function watch() {
   if (!state.session || state.running || document.hidden) return;
   const id = state.session;
   try {
-    const s = await api("GET", "/api/sessions/" + id);
-    if (state.session !== id || state.running) return;
+    // Only what changed: the server answers `unchanged` without reading
+    // the session while its revision is the one shown.
+    const since = state.view && state.view.revision != null ? "?since=" + state.view.revision : "";
+    const s = await api("GET", "/api/sessions/" + id + since);
+    if (state.session !== id || state.running || s.unchanged) return;
     if (!state.view || s.revision !== state.view.revision) await refresh();
   } catch (e) {
     if (state.session === id && (e.status === 404 || e.status === 403)) closeSession("This session was deleted (in another window or by another client), so it was closed.");

@@ -199,12 +199,33 @@ fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
     })
 }
 
+/// `GET /api/sessions/{id}` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShowQuery {
+    /// The revision the caller has: when the stored session is still at
+    /// it, the answer is `{"id", "revision", "unchanged": true}` and the
+    /// session is not even read (a page polling a large session).
+    #[serde(default)]
+    since: Option<u64>,
+}
+
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
+    Query(query): Query<ShowQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
+    if let Some(since) = query.since {
+        // Only the user's own list is asked: another user's session is
+        // never found here (the full path below says 403 or 404).
+        if list.stored_revision(id).await? == Some(since) {
+            return Ok(Json(
+                json!({"id": id, "revision": since, "unchanged": true}),
+            ));
+        }
+    }
     let net = state.hub.load(&user, &list, id).await?;
     let mut shown = view(&net);
     if state.hub.has_directory() {

@@ -102,6 +102,13 @@ pub(crate) struct ServeArgs {
     /// refused while other clients are served).
     #[arg(long, value_name = "N", default_value_t = 128)]
     pub(crate) max_client_connections: usize,
+    /// The most bytes one file of a session's own files may hold (a call
+    /// that would write more is undone and told so).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
+    pub(crate) max_file_bytes: u64,
+    /// The most bytes a session's own files may hold in all.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    pub(crate) max_session_files_bytes: u64,
     /// Seconds a new connection may stay silent (send nothing) before it
     /// is closed.
     #[arg(long, value_name = "SECS", default_value_t = 5)]
@@ -190,6 +197,8 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .request_timeout(Duration::from_secs(args.timeout))
         .max_connections(args.max_connections)
         .max_client_connections(args.max_client_connections)
+        .max_file_bytes(args.max_file_bytes)
+        .max_session_files_bytes(args.max_session_files_bytes)
         .silent_timeout(Duration::from_secs(args.silent_timeout.max(1)))
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)

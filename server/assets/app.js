@@ -61,7 +61,7 @@ function plainError(status, message) {
     case 401: return "The server wants a token: paste yours (LC_AGENT_TOKEN) into the token box at the top.";
     case 403: return "This session belongs to another user.";
     case 404: return "This session no longer exists (it was deleted).";
-    case 408: return "The server gave up waiting (request timeout). Try again; a long run may need a larger --request-timeout.";
+    case 408: return "The server gave up waiting (request timeout); the run goes on and its answer will show here. A long run may need a larger --timeout on `lc-agent serve`.";
     case 409: return /waits for decisions/.test(m)
       ? "A tool call waits for your decision: approve or reject it first, then send your message."
       : /in progress/.test(m)
@@ -209,10 +209,14 @@ function toolBox(call) {
   return d;
 }
 
-function finishToolBox(d, content, failed) {
+// `answered`: a person wrote the result instead of running the call
+// ("Answer instead"): nothing ran, so the line says so.
+function finishToolBox(d, content, failed, answered) {
   d.classList.remove("live");
   d.classList.toggle("error", failed);
-  d.querySelector(".tool-line").textContent = toolSummary(d.dataset.name, d.dataset.args, content, failed);
+  d.querySelector(".tool-line").textContent = answered
+    ? toolSummary(d.dataset.name, d.dataset.args) + " — not run: answered by you"
+    : toolSummary(d.dataset.name, d.dataset.args, content, failed);
   for (const old of d.querySelectorAll(":scope > .result, :scope > .label.result-label")) old.remove();
   d.append(el("div", "label result-label", failed ? "error" : "result"), el("pre", "result", content));
 }
@@ -245,7 +249,7 @@ function renderMessageList(box, messages, lastAi) {
     }
     if (m.role === "tool") {
       const d = calls.get(m.tool_call_id) || box.appendChild(toolBox({ id: m.tool_call_id, name: m.name || "tool", arguments: "" }));
-      finishToolBox(d, m.content, m.status === "error");
+      finishToolBox(d, m.content, m.status === "error", m.approval && m.approval.status === "responded");
     }
   }
   for (const s of subs) {
@@ -362,6 +366,7 @@ async function openSession(id, push) {
   }
   $("rename").disabled = $("delete").disabled = !id;
   await refresh();
+  reattach();
 }
 
 // The session closes (deleted here or elsewhere): a notice says so.
@@ -411,8 +416,11 @@ async function watch() {
   if (!state.session || state.running || document.hidden) return;
   const id = state.session;
   try {
-    const s = await api("GET", "/api/sessions/" + id);
-    if (state.session !== id || state.running) return;
+    // Only what changed: the server answers `unchanged` without reading
+    // the session while its revision is the one shown.
+    const since = state.view && state.view.revision != null ? "?since=" + state.view.revision : "";
+    const s = await api("GET", "/api/sessions/" + id + since);
+    if (state.session !== id || state.running || s.unchanged) return;
     if (!state.view || s.revision !== state.view.revision) await refresh();
   } catch (e) {
     if (state.session === id && (e.status === 404 || e.status === 403)) closeSession("This session was deleted (in another window or by another client), so it was closed.");
@@ -866,9 +874,12 @@ function setRunning(on) {
   for (const b of $("approvals").querySelectorAll("button")) b.disabled = on;
 }
 
-// Posts to a run endpoint and shows its events as they come.
-async function run(path, body) {
+// Posts to a run endpoint and shows its events as they come; without a
+// body, follows a run that is going on (GET /api/runs/{id}/events), its
+// events from the start, skipping the nodes `seen` already shows.
+async function run(path, body, seen) {
   if (state.running) return false;
+  seen = seen || new Set();
   setRunning(true);
   step("Sending…");
   const box = $("messages");
@@ -882,7 +893,10 @@ async function run(path, body) {
   let ok = true;
   try {
     let r;
-    try { r = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(body) }); }
+    const init = body === undefined
+      ? { headers: headers(false) }
+      : { method: "POST", headers: headers(true), body: JSON.stringify(body) };
+    try { r = await fetch(path, init); }
     catch (_) { throw new ApiFailure(0, ""); }
     if (!r.ok) throw new ApiFailure(r.status, await errorText(r));
     step("Thinking…");
@@ -908,6 +922,7 @@ async function run(path, body) {
       } catch (_) { /* the server is not back yet: try again */ }
     }
     function handle(name, data) {
+      if (data && data.node_id && seen.has(data.node_id)) return;
       if (name === "text") {
         if (!live || live.dataset.node !== data.node_id) {
           live = el("div", "msg ai streaming");
@@ -971,6 +986,21 @@ async function run(path, body) {
   await loadSessions();
   sendQueued();
   return ok;
+}
+
+// A page opened (or reloaded) while the session's run goes on follows it:
+// the messages so far, the step line, the Stop button; sending waits.
+async function reattach() {
+  if (state.running || !state.session) return;
+  const id = state.session;
+  try {
+    const runs = await api("GET", "/api/sessions/" + id + "/runs?limit=1");
+    const current = runs.runs && runs.runs[0];
+    if (!current || state.session !== id || state.running) return;
+    if (current.status !== "queued" && current.status !== "running") return;
+    const seen = new Set(((state.view && state.view.messages) || []).map((m) => m.node_id).filter(Boolean));
+    await run("/api/runs/" + current.id + "/events", undefined, seen);
+  } catch (_) { /* nothing to follow */ }
 }
 
 async function stopRun() {

@@ -140,6 +140,8 @@ pub struct ServerConfig {
     pub(crate) max_connections: usize,
     pub(crate) max_client_connections: usize,
     pub(crate) silent_timeout: Duration,
+    pub(crate) max_file_bytes: u64,
+    pub(crate) max_session_files_bytes: u64,
     pub(crate) retention: Option<Duration>,
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
@@ -163,6 +165,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_connections", &self.max_connections)
             .field("max_client_connections", &self.max_client_connections)
             .field("silent_timeout", &self.silent_timeout)
+            .field("max_file_bytes", &self.max_file_bytes)
+            .field("max_session_files_bytes", &self.max_session_files_bytes)
             .field("retention", &self.retention)
             .field("session_cache", &self.session_cache)
             .field("runs", &self.runs)
@@ -176,7 +180,8 @@ impl ServerConfig {
     /// limit, a 300 s request timeout, no CORS, 10 s to send a request's
     /// headers (and to start the next one on a kept-alive connection),
     /// 30 s between pieces of a body, 1024 connections at once (128 per
-    /// client address; one that sends nothing for 5 s is closed), sessions
+    /// client address; one that sends nothing for 5 s is closed), 8 MiB
+    /// per file and 32 MiB in all in a session's own files, sessions
     /// kept forever, and a cache of 64 parsed sessions.
     pub fn new(model: Arc<dyn ChatModel>) -> Self {
         Self {
@@ -196,6 +201,8 @@ impl ServerConfig {
             max_connections: 1024,
             max_client_connections: 128,
             silent_timeout: Duration::from_secs(5),
+            max_file_bytes: 8 << 20,
+            max_session_files_bytes: 32 << 20,
             retention: None,
             session_cache: 64,
             modifiers: Vec::new(),
@@ -354,6 +361,22 @@ impl ServerConfig {
     #[must_use]
     pub fn silent_timeout(mut self, timeout: Duration) -> Self {
         self.silent_timeout = timeout;
+        self
+    }
+
+    /// The most bytes one file of a session's own files (the files in its
+    /// graph) may hold; a call that would write more is undone and told so.
+    #[must_use]
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The most bytes a session's own files may hold in all; a call that
+    /// would write more is undone and told so.
+    #[must_use]
+    pub fn max_session_files_bytes(mut self, bytes: u64) -> Self {
+        self.max_session_files_bytes = bytes;
         self
     }
 

@@ -220,6 +220,10 @@ impl SessionHub {
         for modifier in &self.config.modifiers {
             builder = builder.modifier_shared(modifier.clone());
         }
+        builder = builder.modifier_shared(std::sync::Arc::new(crate::caps::SessionCaps::new(
+            self.config.max_file_bytes,
+            self.config.max_session_files_bytes,
+        )));
         Ok((builder, blueprint))
     }
 

@@ -33,6 +33,8 @@
 //! logging.rs    init_logging: the `lc-agent serve` subscriber (RUST_LOG, text or JSON lines)
 //! metrics.rs    the metrics recorder: requests, runs, model and tool calls, tokens, gauges
 //! usage.rs      usage and cost as the API shows them (OpenAI's usage object, priced totals)
+//! caps.rs       SessionCaps: a session's own files capped per file and in total (a call
+//!               over a cap is undone and told so)
 //! hub.rs        SessionHub: session lists per user, claims, building a session's agent, titles
 //! runs/         the runs service: RunEvent (event.rs), records, the stores (in process, or a
 //!               Redis Stream with leases), submit with an Input, the worker, the dispatcher,
@@ -62,8 +64,8 @@
 //!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ store
 //!                           ◀ local, redis ◀ service ◀ worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
-//!  1  hub.rs                (SessionHub)
-//!  0  config.rs  connections.rs  error.rs  logging.rs  metrics.rs  usage.rs
+//!  1  hub.rs                (SessionHub; uses caps.rs)
+//!  0  caps.rs  config.rs  connections.rs  error.rs  logging.rs  metrics.rs  usage.rs
 //!                           (no crate imports at all)
 //! ```
 //!
@@ -84,6 +86,7 @@ mod access;
 mod app;
 mod auth;
 mod body;
+mod caps;
 mod config;
 mod connections;
 mod error;

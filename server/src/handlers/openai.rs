@@ -16,6 +16,7 @@
 //!     stream_options.include_usage as a last chunk with no choices
 //!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
 //!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
+//!  n other than 1 ─▶ 400 (one run gives one answer)
 //!  a content part other than text (image_url, input_audio, file, ...)
 //!     ─▶ 400 naming the part (messages[i].content[j]): never dropped silently
 //!  finish_reason: "stop" (answered), "length" (the answer was cut off by the model's
@@ -143,6 +144,9 @@ pub(crate) struct Completion {
     /// Only `{"type": "text"}`: the agent answers in text.
     #[serde(default)]
     response_format: Option<Value>,
+    /// How many answers: only 1 (one run gives one answer).
+    #[serde(default)]
+    n: Option<Value>,
 }
 
 /// `stream_options` of a streamed completion.
@@ -176,6 +180,16 @@ impl Completion {
                 "the agent runs its own tools on the server (GET /v1/tools lists them) and \
                  answers in text; send the request without client tools",
             );
+        }
+        match &self.n {
+            None | Some(Value::Null) => {}
+            Some(n) if n.as_u64() == Some(1) => {}
+            Some(n) => {
+                return unsupported(
+                    "n",
+                    &format!("one run of the agent gives one answer; `n` must be 1, got {n}"),
+                )
+            }
         }
         match &self.tool_choice {
             None | Some(Value::Null) => {}

@@ -198,12 +198,33 @@ fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
     })
 }
 
+/// `GET /api/sessions/{id}` query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShowQuery {
+    /// The revision the caller has: when the stored session is still at
+    /// it, the answer is `{"id", "revision", "unchanged": true}` and the
+    /// session is not even read (a page polling a large session).
+    #[serde(default)]
+    since: Option<u64>,
+}
+
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     User(user): User,
     Path(id): Path<Uuid>,
+    Query(query): Query<ShowQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
+    if let Some(since) = query.since {
+        // Only the user's own list is asked: another user's session is
+        // never found here (the full path below says 403 or 404).
+        if list.stored_revision(id).await? == Some(since) {
+            return Ok(Json(
+                json!({"id": id, "revision": since, "unchanged": true}),
+            ));
+        }
+    }
     let net = state.hub.load(&user, &list, id).await?;
     let mut shown = view(&net);
     if state.hub.has_directory() {
@@ -252,7 +273,8 @@ fn turn_cost(meta: &serde_json::Map<String, Value>, prices: &lc_agent::Prices) -
 }
 
 /// The node metadata a message of the view carries: the model, its token
-/// usage, whether the answer was cut off or empty, and a failure.
+/// usage, whether the answer was cut off or empty, a failure, and a tool
+/// call's approval.
 const SHOWN_METADATA: &[&str] = &[
     "chat_model_name",
     "response_model",
@@ -261,6 +283,9 @@ const SHOWN_METADATA: &[&str] = &[
     "cut_off",
     "empty_answer",
     "error",
+    // A tool call's approval and its decision (`responded`: a person
+    // wrote the result instead of running the call).
+    "approval",
 ];
 
 /// `PATCH /api/sessions/{id}` body.

@@ -13,7 +13,9 @@
 //! - at 390×844 nothing scrolls sideways and the drawers work;
 //! - sessions: paging, search, rename, delete with confirm, and a session
 //!   deleted elsewhere closes with a notice;
-//! - a cut-off answer shows a Continue button that continues it.
+//! - a cut-off answer shows a Continue button that continues it;
+//! - a reload during a run reattaches to it (its messages, the step line,
+//!   Stop), and an answer given instead of a call says the call did not run.
 //!
 //! Screenshots go to `<target>/tmp/web-page-*.png`; the ignored test
 //! `screenshots` writes the ones in `docs/screenshots/` (see
@@ -1009,5 +1011,59 @@ async fn a_failed_run_says_so_in_plain_words_and_stays_on_the_page() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     wait_text(&p.c, "#messages .msg.error", "The run failed").await;
     wait_text(&p.c, "#messages .msg.human", "hello").await;
+    let _ = server.stop().await;
+}
+
+#[needs(chromium)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_during_a_run_reattaches_and_an_answer_instead_says_nothing_ran() {
+    let model = scripted(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/a.md", "content": "one line"}),
+        ),
+        Turn::text("Noted."),
+        Turn::text("The slow answer.").delayed(Duration::from_secs(5)),
+    ]);
+    let spec = spec_with(
+        "write_file",
+        vec![DecisionKind::Approve, DecisionKind::Respond],
+    );
+    let server = start_with(|dir| config(model, dir).spec(spec)).await;
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.send("Write a.md").await;
+    wait_text(&p.c, "#approvals .approval", "write_file").await;
+    p.click("#approvals button.respond").await;
+    p.type_in("#approvals .respond-form textarea", "No need, it exists.")
+        .await;
+    p.click("#approvals .respond-form button[type=submit]")
+        .await;
+    wait_text(&p.c, "#messages .msg.ai", "Noted.").await;
+    // Nothing was written: the line says the call did not run.
+    let line = wait_text(
+        &p.c,
+        "#messages details.tool .tool-line",
+        "not run: answered by you",
+    )
+    .await;
+    assert!(line.starts_with("write_file /a.md"), "{line}");
+    assert!(!line.contains("written"), "{line}");
+
+    // A slow run, then a reload while it goes on.
+    p.send("Take your time").await;
+    p.until("the run going", "!document.getElementById('stop').hidden")
+        .await;
+    p.c.refresh().await.unwrap();
+    p.until(
+        "the reloaded page following the run",
+        "!document.getElementById('stop').hidden && !document.getElementById('step').hidden",
+    )
+    .await;
+    wait_text(&p.c, "#messages .msg.human", "Take your time").await;
+    wait_text(&p.c, "#messages .msg.ai", "The slow answer.").await;
+    p.until("the run over", "document.getElementById('stop').hidden")
+        .await;
     let _ = server.stop().await;
 }

@@ -340,7 +340,7 @@ async fn connect_from(ip: [u8; 4], url: &str) -> std::io::Result<TcpStream> {
     socket.connect(addr(url).parse().unwrap()).await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connections_from_one_client_cannot_lock_others_out() {
     let server = start_with(|dir| {
         ServerConfig::new(Arc::new(
@@ -351,6 +351,17 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
     })
     .await;
     let url = server.url.clone();
+    // One turn before: the first turn of a process pays for what loads
+    // once (the agent, the tokenizer); the flood's turns are timed apart.
+    let warm = Instant::now();
+    let r = client()
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&json!({"messages": [{"role": "user", "content": "first"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    eprintln!("the first turn, before the flood: {:?}", warm.elapsed());
     // 1,200 connections from 127.0.0.2 that never send a byte (more than
     // the 1,024 the server serves at once), held open.
     let flood = tokio::spawn({
@@ -380,20 +391,18 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
             t.elapsed()
         }
     };
-    let mut slowest = Duration::ZERO;
+    let mut took = Vec::new();
     for i in 0..5 {
-        slowest = slowest.max(turn(i).await);
+        took.push(turn(i).await);
     }
     let mut held = flood.await.unwrap();
     assert_eq!(held.len(), 1200, "every silent connection was accepted");
     for i in 5..10 {
-        slowest = slowest.max(turn(i).await);
+        took.push(turn(i).await);
     }
-    eprintln!("slowest chat turn beside 1,200 silent connections: {slowest:?}");
-    assert!(
-        slowest < Duration::from_secs(2),
-        "a chat turn took {slowest:?}"
-    );
+    eprintln!("chat turns beside 1,200 silent connections: {took:?}");
+    let slowest = took.iter().max().copied().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(2), "chat turns took {took:?}");
     // The silent ones are all closed by the server within its silent
     // timeout (the ones over the per-address cap at once).
     let t = Instant::now();

@@ -184,3 +184,35 @@ async fn an_image_part_is_refused_with_a_400_naming_it() {
     let answer = app.send(request).await;
     assert_eq!(answer.status, 200, "{}", answer.text());
 }
+
+#[tokio::test]
+async fn n_other_than_one_is_refused() {
+    let app = InProcess::new(scripted(vec![Turn::text("one")]));
+    let body = json!({"n": 2, "messages": [{"role": "user", "content": "two answers"}]});
+    let request = axum::http::Request::post("/v1/chat/completions")
+        .header("host", "127.0.0.1")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let answer = app.send(request).await;
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    assert!(answer.text().contains("`n`"), "{}", answer.text());
+}
+
+#[tokio::test]
+async fn the_pages_timeout_text_names_the_servers_flag() {
+    let app = InProcess::new(scripted(vec![]));
+    let page = app.get("/assets/app.js", ALICE, &[]).await;
+    assert_eq!(page.status, 200);
+    let js = page.text();
+    let line = js
+        .lines()
+        .find(|l| l.contains("case 408"))
+        .expect("the page's 408 text");
+    // `lc-agent serve --timeout` (the server's own 408 says so too).
+    assert!(
+        line.contains("--timeout") && !line.contains("--request-timeout"),
+        "{line}"
+    );
+}

@@ -201,3 +201,93 @@ async fn cached_servers_see_each_others_turns_and_deletes() {
     b.stop().await;
     a.stop().await;
 }
+
+#[tokio::test]
+async fn a_sessions_files_are_capped_per_file_and_in_total() {
+    let model = scripted(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/big.md", "content": "x".repeat(2_000)}),
+        ),
+        call(
+            "w2",
+            "write_file",
+            json!({"file_path": "/a.md", "content": "a".repeat(900)}),
+        ),
+        call(
+            "w3",
+            "write_file",
+            json!({"file_path": "/b.md", "content": "b".repeat(900)}),
+        ),
+        Turn::text("Tried."),
+    ]);
+    let server = start_with(|dir| {
+        config(model, dir)
+            .max_file_bytes(1_000)
+            .max_session_files_bytes(1_500)
+    })
+    .await;
+    let r = post(
+        &format!("{}/v1/chat/completions", server.url),
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "write"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let id = r.headers()["x-lc-agent-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
+    // The file over the per-file cap, and the one over the total, were undone.
+    assert!(view["files"].get("/big.md").is_none(), "{}", view["files"]);
+    assert_eq!(view["files"]["/a.md"]["content"], "a".repeat(900));
+    assert!(view["files"].get("/b.md").is_none(), "{}", view["files"]);
+    let results: Vec<String> = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        results[0].contains("--max-file-bytes") && results[0].contains("undone"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].contains("--max-session-files-bytes"),
+        "{results:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_session_view_answers_unchanged_without_reading_the_session() {
+    let server = start(cycled()).await;
+    let id = new_session(&server.url, ALICE).await;
+    let url = format!("{}/api/sessions/{id}", server.url);
+    let view = get_json(&url, ALICE).await;
+    let revision = view["revision"].as_u64().unwrap();
+    let same = get_json(&format!("{url}?since={revision}"), ALICE).await;
+    assert_eq!(
+        same,
+        json!({"id": id, "revision": revision, "unchanged": true})
+    );
+    // Another user learns nothing from it.
+    let r = get(&format!("{url}?since={revision}"), BOB).await;
+    assert_eq!(r.status(), 403);
+    // After a turn: the whole view again.
+    let r = post(
+        &format!("{url}/messages"),
+        ALICE,
+        json!({"content": "hello"}),
+    )
+    .await;
+    assert!(r.text().await.unwrap().contains("event: done"));
+    let changed = get_json(&format!("{url}?since={revision}"), ALICE).await;
+    assert!(changed.get("unchanged").is_none(), "{changed}");
+    assert!(changed["revision"].as_u64().unwrap() > revision);
+    assert!(changed["messages"].as_array().unwrap().len() >= 2);
+    server.stop().await;
+}

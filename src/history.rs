@@ -168,7 +168,7 @@ impl History {
 
     /// This history plus the newest message of `other`, a summary staying
     /// a summary (how sibling histories join).
-    pub fn push_last_of(&self, other: &History) -> History {
+    pub(crate) fn push_last_of(&self, other: &History) -> History {
         match other.head.as_deref() {
             None => self.clone(),
             Some(cell) => match cell.summary.as_deref() {

@@ -60,7 +60,7 @@ impl RetentionList {
     }
 
     /// Deletes every expired session of the user; how many.
-    pub async fn prune(&self) -> ListResult<usize> {
+    pub(crate) async fn prune(&self) -> ListResult<usize> {
         *self.last_prune.lock() = Some(Instant::now());
         let mut removed = 0;
         for info in self.inner.list_everything().await?.into_iter().flatten() {

@@ -61,7 +61,7 @@ impl Default for ListQuery {
 
 impl ListQuery {
     /// The user to list: the query's (checked), else `own`.
-    pub fn user_or(&self, own: &str) -> ListResult<String> {
+    pub(crate) fn user_or(&self, own: &str) -> ListResult<String> {
         match &self.user {
             Some(u) => {
                 validate_user(u)?;

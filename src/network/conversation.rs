@@ -177,7 +177,7 @@ impl RunnableNetwork {
 
     /// Sets what the network sees before its roots (used by sub-networks
     /// to show them the outer conversation).
-    pub fn set_input(&self, input: History) {
+    pub(crate) fn set_input(&self, input: History) {
         let mut g = self.0.graph.lock();
         if g.input.same_as(&input) {
             return;

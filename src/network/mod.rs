@@ -179,7 +179,7 @@ impl RunnableNetwork {
 
     /// The model name a chat node without its own uses: this network's,
     /// else (for a sub-network) the outer network's.
-    pub fn resolved_chat_model_name(&self) -> Option<String> {
+    pub(crate) fn resolved_chat_model_name(&self) -> Option<String> {
         self.chat_model_name()
             .or_else(|| self.outer()?.resolved_chat_model_name())
     }

@@ -192,7 +192,6 @@ async fn request_maps_every_message_kind_and_tools() {
         roles,
         [
             "system",
-            "system",
             "user",
             "assistant",
             "tool",
@@ -204,11 +203,17 @@ async fn request_maps_every_message_kind_and_tools() {
     );
     // An assistant turn with only tool calls sends `content: ""`, never
     // `null` (llama-cpp-python answers `null` with HTTP 500).
-    assert_eq!(body["messages"][3]["content"], "");
+    // One system message, at the start: the conversation's, then the
+    // modifiers' sections (many chat templates accept only one).
+    assert_eq!(
+        body["messages"][0]["content"],
+        "You are terse.\n\nExtra section from a modifier."
+    );
+    assert_eq!(body["messages"][2]["content"], "");
     // Tools go with `tool_choice: auto` unless the request says otherwise.
     assert_eq!(body["tool_choice"], "auto");
     // The dangling `call_c` got a synthetic error result.
-    assert_eq!(body["messages"][7]["tool_call_id"], "call_c");
+    assert_eq!(body["messages"][6]["tool_call_id"], "call_c");
     snapshot("openai_request_full", &body);
 }
 
@@ -1388,4 +1393,64 @@ async fn a_forced_choice_is_not_inherited_by_the_next_turn() {
         "get_weather"
     );
     assert_eq!(server.body(1)["tool_choice"], "auto");
+}
+
+/// A one-letter API key (`OPENAI_API_KEY=x`, as local recipes set it) masks
+/// nothing: an error's words stay readable, and a prompt that does not fit
+/// is still recognised as one.
+#[tokio::test]
+async fn a_short_key_masks_nothing_and_overflows_are_recognised() {
+    let overflow = r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 5085 tokens (5085 in the messages, 0 in the completion).","code":"context_length_exceeded"}}"#;
+    let server = openai_server(vec![
+        Reply::raw(400, overflow),
+        Reply::raw(
+            400,
+            r#"{"error":{"message":"max_tokens exceeds the maximum"}}"#,
+        ),
+    ])
+    .await;
+    let model = server.model().api_key("x").build().unwrap();
+    let error = model.complete(&ask("hi")).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ModelError::ContextOverflow {
+                tokens: Some(5085),
+                window: Some(2048)
+            }
+        ),
+        "{error:?}"
+    );
+    let error = model.complete(&ask("hi")).await.unwrap_err().to_string();
+    assert!(error.contains("max_tokens exceeds the maximum"), "{error}");
+    assert!(!error.contains("***"), "{error}");
+}
+
+/// A server that is not the API (answering 501 with an HTML page, as
+/// Python's `http.server` does for POST) is not taken for one refusing to
+/// stream with tools, and its page is not printed: a short error naming
+/// the endpoint.
+#[tokio::test]
+async fn a_501_web_page_is_a_short_clear_error() {
+    let page = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 501</p>\n        <p>Message: Unsupported method ('POST').</p>\n        <p>Error code explanation: 501 - Server does not support this operation.</p>\n    </body>\n</html>\n";
+    let server = openai_server(vec![
+        Reply::raw(501, page).header("content-type", "text/html;charset=utf-8")
+    ])
+    .await;
+    let model = server.model().max_retries(0).build().unwrap();
+    let mut request = ask("hi");
+    request.tools = vec![weather_tool()];
+    let (result, _) = stream_collect(&model, &request).await;
+    let error = result.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, ModelError::Http { status: 501, .. }),
+        "{error:?}"
+    );
+    assert!(
+        text.contains("Error response") && text.contains("chat/completions"),
+        "{text}"
+    );
+    assert!(!text.contains("<html") && !text.contains('\n'), "{text}");
+    assert_eq!(server.requests(), 1, "not asked again unstreamed");
 }

@@ -273,7 +273,7 @@ impl RedisNetworkList {
 
     /// The same store and user, with this TTL (see the builder's
     /// [`ttl`](RedisNetworkListBuilder::ttl)); shares the connection.
-    pub fn with_ttl(&self, ttl: Option<Duration>) -> Self {
+    pub(crate) fn with_ttl(&self, ttl: Option<Duration>) -> Self {
         Self {
             ttl,
             ..self.clone()

@@ -87,10 +87,15 @@ impl LearnedWindow {
     /// [`ModelError::ContextOverflow`] (with `known` as the window when the
     /// error gives none), and the window it gives is kept.
     pub(crate) fn overflow_or(&self, error: ModelError, known: Option<usize>) -> ModelError {
-        let ModelError::Http { body, .. } = &error else {
-            return error;
+        let overflow = match &error {
+            ModelError::Http { body, .. } => overflow_in(body),
+            ModelError::ContextOverflow { tokens, window } => Some(Overflow {
+                tokens: *tokens,
+                window: *window,
+            }),
+            _ => None,
         };
-        let Some(overflow) = overflow_in(body) else {
+        let Some(overflow) = overflow else {
             return error;
         };
         if let Some(window) = overflow.window {

@@ -27,12 +27,34 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// `text` with every occurrence of the API key replaced by `***`.
+/// Keys shorter than this are not masked: a one-letter test key such as
+/// `x` would otherwise mask every `x` of an error text (and hide what the
+/// error says), and a key this short protects nothing.
+pub(crate) const MIN_SECRET_CHARS: usize = 8;
+
+/// `text` with every whole occurrence of the API key (one not inside a
+/// longer word) replaced by `***`; keys shorter than
+/// [`MIN_SECRET_CHARS`] are left alone.
 pub(crate) fn redact(key: Option<&ApiKey>, text: &str) -> String {
-    match key {
-        Some(ApiKey(key)) if !key.is_empty() => text.replace(key.as_str(), "***"),
-        _ => text.to_string(),
+    let Some(ApiKey(key)) = key.filter(|k| k.0.chars().count() >= MIN_SECRET_CHARS) else {
+        return text.to_string();
+    };
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(key.as_str()) {
+        let before = rest[..at].chars().next_back().or(out.chars().next_back());
+        let after = rest[at + key.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if word(before) || word(after) {
+            out.push_str(key);
+        } else {
+            out.push_str("***");
+        }
+        rest = &rest[at + key.len()..];
     }
+    out.push_str(rest);
+    out
 }
 
 /// `text` cut to `max` characters (marked with `…` when cut), then
@@ -55,4 +77,27 @@ pub(crate) fn describe(key: Option<&ApiKey>, error: &dyn std::error::Error) -> S
         source = cause.source();
     }
     redact(key, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_secrets_of_a_meaningful_length_are_masked() {
+        let short = ApiKey("x".into());
+        let text = "maximum context length exceeded";
+        assert_eq!(redact(Some(&short), text), text);
+        let key = ApiKey("sk-secret-123".into());
+        assert_eq!(
+            redact(Some(&key), "bad key sk-secret-123, see sk-secret-123"),
+            "bad key ***, see ***"
+        );
+        assert_eq!(
+            redact(Some(&key), "Bearer sk-secret-123 in ?k=sk-secret-123&x"),
+            "Bearer *** in ?k=***&x"
+        );
+        // Inside a longer word it is another token, not the key.
+        assert_eq!(redact(Some(&key), "xsk-secret-1234"), "xsk-secret-1234");
+    }
 }

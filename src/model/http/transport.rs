@@ -194,11 +194,23 @@ impl Transport {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
+        let html = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/html"));
         let text = response.text().await.unwrap_or_default();
+        let html = html || text.trim_start().starts_with('<');
+        // Recognised before any masking, so a key that happens to appear in
+        // the server's words cannot hide what they say.
+        if let Some(overflow) = super::overflow::overflow_in(&text) {
+            return Err(Failure::fatal(ModelError::ContextOverflow {
+                tokens: overflow.tokens,
+                window: overflow.window,
+            }));
+        }
         let retry = match status.as_u16() {
-            _ if refuses_a_feature(&text) || super::overflow::overflow_in(&text).is_some() => {
-                Retry::Never
-            }
+            _ if !html && refuses_a_feature(&text) => Retry::Never,
             429 | 502..=504 | 529 => Retry::Always,
             500 => Retry::Once,
             _ => Retry::Never,
@@ -206,7 +218,19 @@ impl Transport {
         Err(Failure {
             error: ModelError::Http {
                 status: status.as_u16(),
-                body: excerpt(self.api_key.as_ref(), text.trim(), MAX_ERROR_BODY_CHARS),
+                body: if html {
+                    // A web page (a proxy's, or a server that is not this
+                    // API) says nothing an API user can act on.
+                    format!(
+                        "a web page{} where an API answer was expected: is {} the model's API?",
+                        page_title(&text)
+                            .map(|t| format!(" (\"{}\")", excerpt(self.api_key.as_ref(), t, 80)))
+                            .unwrap_or_default(),
+                        self.endpoint
+                    )
+                } else {
+                    excerpt(self.api_key.as_ref(), text.trim(), MAX_ERROR_BODY_CHARS)
+                },
             },
             retry,
             retry_after,
@@ -381,6 +405,14 @@ impl Failure {
             retry_after: None,
         }
     }
+}
+
+/// The `<title>` of an HTML page, trimmed, when it has one.
+fn page_title(html: &str) -> Option<&str> {
+    let lower = html.to_ascii_lowercase();
+    let start = lower.find("<title>")? + "<title>".len();
+    let end = start + lower[start..].find("</title>")?;
+    Some(html.get(start..end)?.trim()).filter(|t| !t.is_empty())
 }
 
 /// Whether an error body says the server does not support something the

@@ -35,8 +35,10 @@ use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
 ///
 /// # Behaviour
 ///
-/// - **Messages** go out in protocol order ([`ChatRequest::messages`]):
-///   `system`, `user`, `assistant` (with `tool_calls`; `content` is always
+/// - **Messages** go out in protocol order ([`ChatRequest::messages`]),
+///   the system messages they start with joined into one (blank-line
+///   separated: many chat templates accept one system message, at the
+///   start): `system`, `user`, `assistant` (with `tool_calls`; `content` is always
 ///   a string, `""` beside calls, as some servers refuse `null`; blank
 ///   arguments are sent as `{}`) and `tool` (with `tool_call_id`). `tools`
 ///   is omitted when there are none; when there are, `tool_choice` goes
@@ -376,7 +378,7 @@ impl OpenAiChatModel {
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let messages = request.messages();
+        let messages = wire::one_system_message(request.messages());
         self.complete_body(&self.body(request, &messages, false))
             .await
     }
@@ -386,7 +388,7 @@ impl ChatModel for OpenAiChatModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let messages = request.messages();
+        let messages = wire::one_system_message(request.messages());
         let body = self.body(request, &messages, true);
         let auto_tools = body
             .tool_choice
@@ -397,8 +399,12 @@ impl ChatModel for OpenAiChatModel {
         }
         let response = match self.transport.post(&body).await {
             Ok(response) => response,
+            // (Not 404, 405 or 501: those say the endpoint itself is not
+            // served, whatever the body words.)
             Err(ModelError::Http { status, body: text })
-                if !request.tools.is_empty() && transport::refuses_a_feature(&text) =>
+                if !request.tools.is_empty()
+                    && !matches!(status, 404 | 405 | 501)
+                    && transport::refuses_a_feature(&text) =>
             {
                 tracing::warn!(
                     model = %self.model,

@@ -9,6 +9,8 @@
 //! list of text parts, and tool-call arguments stay the raw text the model
 //! produced. Only a body that is not JSON at all is an error.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -428,6 +430,31 @@ pub(super) struct WireToolCallDelta {
     pub(super) id: Option<String>,
     #[serde(default)]
     pub(super) function: Option<WireFunctionIn>,
+}
+
+/// `messages` with the system messages they start with joined into one
+/// (blank-line separated): many servers' chat templates accept a single
+/// system message, and only at the start.
+pub(super) fn one_system_message(messages: Vec<Cow<'_, Message>>) -> Vec<Cow<'_, Message>> {
+    let leading = messages
+        .iter()
+        .take_while(|m| matches!(&***m, Message::System { .. }))
+        .count();
+    if leading < 2 {
+        return messages;
+    }
+    let mut rest = messages.into_iter();
+    let joined: Vec<String> = rest
+        .by_ref()
+        .take(leading)
+        .filter_map(|m| match m.into_owned() {
+            Message::System { content } => Some(content),
+            _ => None,
+        })
+        .collect();
+    std::iter::once(Cow::Owned(Message::system(joined.join("\n\n"))))
+        .chain(rest)
+        .collect()
 }
 
 #[cfg(test)]

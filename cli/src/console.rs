@@ -43,6 +43,18 @@ pub(crate) fn color_allowed() -> bool {
     COLOR.load(Ordering::Relaxed)
 }
 
+/// Whether a spinner line is drawn on stderr (any screen's).
+static STATUS_DRAWN: AtomicBool = AtomicBool::new(false);
+
+/// Erases the spinner's line, if one is drawn, so that what stderr says
+/// next (a warning of the logs) starts on a line of its own.
+pub(crate) fn clear_status() {
+    if STATUS_DRAWN.swap(false, Ordering::Relaxed) {
+        eprint!("\r\x1b[2K");
+        let _ = std::io::stderr().flush();
+    }
+}
+
 /// Set once stdout turned out to be a closed pipe.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
@@ -272,6 +284,16 @@ struct State {
     waiting_since: Option<Instant>,
     /// Whether a spinner line is drawn on stderr.
     spinner_drawn: bool,
+    /// What the spinner says it waits for (`thinking`, a tool's name).
+    label: String,
+    /// Terminal rows of the block being written, shown provisionally
+    /// (erased and drawn again as more text comes).
+    provisional_rows: usize,
+    /// When the provisional block was drawn last.
+    drawn_at: Option<Instant>,
+    /// When each sub-agent (network node) was added: a `task` call lasts
+    /// from there.
+    sub_started: HashMap<NodeId, Instant>,
     /// The turn so far.
     turn: TurnStats,
     turn_started: Option<Instant>,
@@ -284,8 +306,88 @@ impl State {
             eprint!("\r\x1b[2K");
             let _ = std::io::stderr().flush();
             self.spinner_drawn = false;
+            STATUS_DRAWN.store(false, Ordering::Relaxed);
         }
     }
+
+    /// The escape codes that erase the provisional block (the cursor goes
+    /// back to its first row).
+    fn erase_provisional(&mut self) -> String {
+        let rows = std::mem::take(&mut self.provisional_rows);
+        if rows == 0 {
+            String::new()
+        } else {
+            format!("\r\x1b[{rows}F\x1b[J")
+        }
+    }
+
+    /// Draws what arrived of the answer on a Markdown terminal: whole
+    /// blocks for good, the block still being written provisionally (it
+    /// is redrawn in place as more comes, at most every 40 ms).
+    fn draw_markdown(&mut self, look: Look, closing: bool) {
+        let done = if closing {
+            self.markdown.len()
+        } else {
+            complete_blocks(&self.markdown)
+        };
+        let recent = self
+            .drawn_at
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(40));
+        if done == 0 && recent && !closing {
+            return;
+        }
+        let mut screen = self.erase_provisional();
+        if done > 0 {
+            let blocks: String = self.markdown.drain(..done).collect();
+            if !blocks.trim().is_empty() {
+                screen.push_str(&rendered(look, &blocks));
+            }
+        }
+        if !self.markdown.trim().is_empty() {
+            let (text, rows) = provisional(look, &self.markdown);
+            screen.push_str(&text);
+            self.provisional_rows = rows;
+        }
+        self.drawn_at = Some(Instant::now());
+        out(&screen);
+    }
+}
+
+/// The block being written, rendered, and how many terminal rows it
+/// takes; a block taller than the screen shows its last rows.
+fn provisional(look: Look, text: &str) -> (String, usize) {
+    let (width, height) = termimad::terminal_size();
+    let width = usize::from(width.max(1));
+    let room = usize::from(height).saturating_sub(3).max(1);
+    let rendered = rendered(look, text);
+    let strip = |line: &str| {
+        let mut visible = 0usize;
+        let mut escape = false;
+        for c in line.chars() {
+            match (escape, c) {
+                (false, '\x1b') => escape = true,
+                (true, c) if c.is_ascii_alphabetic() => escape = false,
+                (true, _) => {}
+                (false, _) => visible += 1,
+            }
+        }
+        visible
+    };
+    let mut lines: Vec<(&str, usize)> = rendered
+        .lines()
+        .map(|l| (l, strip(l).div_ceil(width).max(1)))
+        .collect();
+    let mut rows: usize = lines.iter().map(|(_, r)| r).sum();
+    while rows > room && lines.len() > 1 {
+        rows -= lines.remove(0).1;
+    }
+    let mut shown: String = lines.iter().map(|(l, _)| format!("{l}\n")).collect();
+    if rows > room {
+        // One line wider than the screen: not redrawn in place.
+        shown.clear();
+        rows = 0;
+    }
+    (shown, rows)
 }
 
 struct Inner {
@@ -413,18 +515,26 @@ impl Screen {
                 s.streamed.1.push_str(text);
                 if look.markdown {
                     s.markdown.push_str(text);
-                    let done = complete_blocks(&s.markdown);
-                    if done > 0 {
-                        let blocks: String = s.markdown.drain(..done).collect();
-                        out(&rendered(look, &blocks));
-                    }
+                    s.draw_markdown(look, false);
                 } else {
                     out(&rendered(look, text));
                 }
             }
-            NetworkEvent::ToolCallStarted { .. } => {
-                s.waiting_since = None;
+            NetworkEvent::ToolCallStarted { name, .. } => {
+                // The spinner stays, saying what runs.
                 s.erase_spinner();
+                s.label = format!("running {name}");
+                s.waiting_since = Some(Instant::now());
+            }
+            NetworkEvent::NodeAdded { node_id } => {
+                let sub = inner.net.node(*node_id).and_then(|n| {
+                    n.downcast::<lc_agent::NetworkNode>()
+                        .map(|n| n.network().clone())
+                });
+                if let Some(sub) = sub {
+                    s.sub_started.insert(*node_id, Instant::now());
+                    watch_sub_agent(Arc::downgrade(&self.inner), &sub, 1);
+                }
             }
             NetworkEvent::ToolCallFinished {
                 node_id,
@@ -434,19 +544,25 @@ impl Screen {
                 ..
             } => {
                 if inner.net.node(*node_id).is_some() {
-                    s.tools.insert(*node_id, (name.clone(), *status, *elapsed));
+                    // A `task` result follows its sub-agent's node: the
+                    // call lasted as long as the sub-agent ran.
+                    let sub = inner
+                        .net
+                        .parents(*node_id)
+                        .iter()
+                        .find_map(|p| s.sub_started.remove(&p.id()));
+                    let elapsed = sub.map_or(*elapsed, |t| t.elapsed());
+                    s.tools.insert(*node_id, (name.clone(), *status, elapsed));
                 } else {
                     s.erase_spinner();
                     eprintln!("{}", tool_line(look, name, *status, *elapsed, None));
                 }
             }
             NetworkEvent::NodeInvoked { node_id } => {
+                s.label = "thinking".to_string();
                 if s.streamed.0 == Some(*node_id) {
                     if look.markdown {
-                        let rest = std::mem::take(&mut s.markdown);
-                        if !rest.trim().is_empty() {
-                            out(&rendered(look, &rest));
-                        }
+                        s.draw_markdown(look, true);
                     } else {
                         out("\n");
                     }
@@ -636,6 +752,41 @@ pub(crate) fn show_progress_with(net: &RunnableNetwork, look: Look) -> Screen {
     screen
 }
 
+/// Shows what a sub-agent (`depth` levels down) does: the spinner names
+/// its tool while it runs, and a line per finished call, indented under
+/// the `task` that runs it.
+fn watch_sub_agent(weak: Weak<Inner>, sub: &RunnableNetwork, depth: usize) {
+    sub.on_event(move |event| {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let look = inner.look;
+        match event {
+            NetworkEvent::ToolCallStarted { name, .. } => {
+                if let Ok(mut s) = inner.state.lock() {
+                    s.erase_spinner();
+                    s.label = format!("task › {name}");
+                    s.waiting_since = Some(Instant::now());
+                }
+            }
+            NetworkEvent::ToolCallFinished {
+                name,
+                status,
+                elapsed,
+                ..
+            } => {
+                if let Ok(mut s) = inner.state.lock() {
+                    s.erase_spinner();
+                    s.label = "task".to_string();
+                    let line = tool_line(look, name, *status, *elapsed, None);
+                    eprintln!("{}  ↳ {}", "  ".repeat(depth), line.trim_start());
+                }
+            }
+            _ => {}
+        }
+    });
+}
+
 /// Draws the spinner while the screen waits for the model (after a
 /// moment, so quick steps do not flicker).
 fn spin(weak: Weak<Inner>) {
@@ -653,14 +804,20 @@ fn spin(weak: Weak<Inner>) {
             match s.waiting_since {
                 Some(since) if since.elapsed() >= Duration::from_millis(300) => {
                     frame = (frame + 1) % FRAMES.len();
+                    let label = if s.label.is_empty() {
+                        "thinking"
+                    } else {
+                        s.label.as_str()
+                    };
                     let text = format!(
-                        "{} thinking {:.1}s",
+                        "{} {label} {:.1}s",
                         FRAMES[frame],
                         since.elapsed().as_secs_f64()
                     );
                     eprint!("\r\x1b[2K{}", paint(inner.look.color, "2", &text));
                     let _ = std::io::stderr().flush();
                     s.spinner_drawn = true;
+                    STATUS_DRAWN.store(true, Ordering::Relaxed);
                 }
                 _ => {}
             }

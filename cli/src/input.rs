@@ -11,7 +11,7 @@
 //! ```
 
 use std::borrow::Cow;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use rustyline::completion::{Completer, Pair};
@@ -90,6 +90,13 @@ impl Editor {
             .max_history_size(2000)?
             .history_ignore_dups(true)?
             .completion_type(rustyline::CompletionType::List)
+            // stdout piped (`chat | tee log`): the prompt and the editing
+            // go to the terminal, never into the piped answers.
+            .behavior(if std::io::stdout().is_terminal() {
+                rustyline::config::Behavior::Stdio
+            } else {
+                rustyline::config::Behavior::PreferTerm
+            })
             .build();
         let mut editor = rustyline::Editor::with_config(config)?;
         editor.set_helper(Some(Helper { root, commands }));

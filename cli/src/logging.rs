@@ -84,7 +84,11 @@ pub(crate) fn init(args: &LogArgs) {
     };
     let color = args.color() && std::io::stderr().is_terminal();
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        // A warning never lands on the spinner's line.
+        .with_writer(|| {
+            crate::console::clear_status();
+            std::io::stderr()
+        })
         .event_format(Line { color })
         // A closed stderr (a reader that went away) is not worth a word:
         // the subscriber's own complaint would panic in eprintln!.

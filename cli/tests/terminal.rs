@@ -306,3 +306,128 @@ fn a_malformed_skill_warns_on_the_terminal() {
     let screen = tmux.wait_text("Hi.");
     assert!(screen.contains("warning: skipping a skill"), "{screen}");
 }
+
+/// A model server on loopback that streams its one answer in two pieces
+/// with `pause` between them (OpenAI chat-completion chunks), and takes
+/// `probe_delay` to answer anything else (404, as the window probes get).
+fn streaming_server(
+    first: &'static str,
+    rest: &'static str,
+    pause: Duration,
+    probe_delay: Duration,
+) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first_line = String::new();
+                let _ = reader.read_line(&mut first_line);
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                if !first_line.contains("/chat/completions") {
+                    std::thread::sleep(probe_delay);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let chunk = |content: &str, finish: Option<&str>| {
+                    let json = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+                        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]});
+                    format!("data: {json}\n\n")
+                };
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+                let _ = stream.write_all(chunk(first, None).as_bytes());
+                let _ = stream.flush();
+                std::thread::sleep(pause);
+                let _ = stream.write_all(chunk(rest, Some("stop")).as_bytes());
+                let _ = stream.write_all(b"data: [DONE]\n\n");
+                let _ = stream.flush();
+            });
+        }
+    });
+    base
+}
+
+/// `lc-agent chat` against the model server at `base`, as a shell line.
+fn served_chat_command(dir: &Path, base: &str) -> String {
+    format!(
+        "env -u OPENAI_API_KEY -u RUST_LOG -u NO_COLOR OPENAI_BASE_URL={base} OPENAI_MODEL=m LC_AGENT_HOME={home} {bin} chat --sessions {sessions}",
+        home = dir.join("home").display(),
+        bin = own_binary(dir).display(),
+        sessions = dir.join("sessions").display(),
+    )
+}
+
+#[needs(tmux)]
+#[test]
+fn text_shows_as_it_arrives_and_the_window_probe_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = streaming_server(
+        "The first half of a paragraph that takes its time",
+        " and its end.\n",
+        Duration::from_secs(4),
+        Duration::from_secs(2),
+    );
+    let tmux = Tmux::start(&served_chat_command(dir.path(), &base));
+    // The probe of the window is said while it lasts.
+    let screen = tmux.wait_text("context window");
+    assert!(!screen.contains("/help lists the commands"), "{screen}");
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("Tell me");
+    tmux.keys(&["Enter"]);
+    // The first piece shows before the paragraph ends.
+    let screen = tmux.wait_text("The first half");
+    assert!(!screen.contains("its end"), "{screen}");
+    let screen = tmux.wait_for("the prompt after the answer", |s| {
+        s.contains("and its end.") && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
+    assert_eq!(
+        screen.matches("The first half").count(),
+        1,
+        "drawn once: {screen}"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
+}
+
+#[needs(tmux)]
+#[test]
+fn a_chat_piped_into_tee_writes_only_the_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = serde_json::json!([{"content": "Plain **answer**."}]);
+    let log = dir.path().join("log.txt");
+    let command = format!(
+        "{} | tee {}",
+        chat_command(dir.path(), script, ""),
+        log.display()
+    );
+    let tmux = Tmux::start(&command);
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("Hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the prompt after the answer", |s| {
+        s.contains("Plain **answer**.")
+            && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(written, "Plain **answer**.\n", "{written:?}");
+}

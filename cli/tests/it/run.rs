@@ -680,3 +680,38 @@ fn ctrl_c_during_a_shell_command_ends_its_children_too() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_sub_agents_tool_calls_are_shown_and_its_task_lasts_as_long_as_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    // One scripted model serves the main agent and its sub-agent, in turn.
+    let out = run(
+        dir.path(),
+        serde_json::json!([
+            {"tool_calls": [{"id": "t1", "name": "task", "arguments":
+                {"description": "Write /a.txt", "subagent_type": "general-purpose"}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments":
+                {"file_path": "/a.txt", "content": "from the sub-agent\n"}}], "delay_ms": 400},
+            {"content": "Wrote /a.txt.", "delay_ms": 400},
+            {"content": "The sub-agent wrote /a.txt."}
+        ]),
+        &[],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("  ↳ write_file ok ("), "{stderr}");
+    let task = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("task ok ("))
+        .unwrap_or_else(|| panic!("no task line: {stderr}"));
+    let ms: f64 = task
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(" ms"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no duration: {task}"));
+    assert!(
+        ms >= 800.0,
+        "the sub-agent's two model calls took 800 ms: {task}"
+    );
+}

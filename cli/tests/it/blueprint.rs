@@ -190,3 +190,37 @@ fn summaries_come_near_the_context_window_not_after_a_number_of_turns() {
         .unwrap_or_else(|| panic!("no summary: {}", text(&out.stderr)));
     assert_eq!(summary["metadata"]["trigger"], "fraction", "{summary}");
 }
+
+#[test]
+fn a_summary_writes_nothing_into_the_users_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = common::lc_agent(
+        dir.path(),
+        &["chat", "--root", work.to_str().unwrap()],
+        r#"[{"content": "Hi."}, {"content": "The person said hello."}]"#,
+        &[] as &[&str],
+        "hello\n/compact\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("compacted:"),
+        "{}",
+        text(&out.stdout)
+    );
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "the workspace holds {left:?}");
+    // The history is the session's own.
+    let session = exported(dir.path(), &saved_id(&out));
+    let files = session["files"].as_object().unwrap();
+    assert!(
+        files
+            .keys()
+            .any(|path| path.starts_with("/conversation_history/")),
+        "{files:?}"
+    );
+}

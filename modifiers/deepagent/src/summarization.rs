@@ -15,7 +15,7 @@
 //!  `summary` step model(previous summary + old) ──fails──▶ nothing changes; retried
 //!        │ ok                                              at the next trigger
 //!        ▼
-//!  backend.append("/conversation_history/<session-id>.md", old)   (read_file reads it)
+//!  backend.append("/conversation_history/<session-id>.md", old)   (the session's files)
 //!  parents ─▶ SummaryNode(kept) ─▶ chat node      NetworkEvent::SummaryWritten
 //! ```
 //!

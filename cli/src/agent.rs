@@ -77,10 +77,10 @@ pub(crate) struct AgentArgs {
 impl AgentArgs {
     /// The settings the flags give, on top of any blueprint (directories
     /// made absolute, so a session resumed elsewhere finds them).
-    fn overrides(&self) -> CliResult<Overrides> {
+    fn overrides(&self, resumed: bool) -> CliResult<Overrides> {
         let mut overrides = Overrides::none()
             .memory(self.memory)
-            .summaries(self.model.summaries())
+            .summaries(self.model.summaries(resumed))
             .context_window(self.model.context_window());
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
@@ -195,8 +195,9 @@ impl Agent {
             );
         }
         let stored = if replaced { None } else { loaded.as_ref() };
-        let resolved = Blueprint::resolve(stored, caller.as_ref(), &args.overrides()?)
-            .map_err(|e| CliError::failed(e.to_string()))?;
+        let resolved =
+            Blueprint::resolve(stored, caller.as_ref(), &args.overrides(stored.is_some())?)
+                .map_err(|e| CliError::failed(e.to_string()))?;
         // A blueprint's own `[models.main]` names the model (and where it
         // is) unless a flag does; else the flags and the environment.
         let declared = resolved.main_model().cloned();

@@ -54,8 +54,9 @@ pub(crate) struct ModelArgs {
     /// local model on a loaded CPU may need more.
     #[arg(long, value_name = "SECONDS", env = "LC_AGENT_MODEL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) model_timeout: Option<u64>,
-    /// No summaries of long conversations (on by default: older turns are
-    /// summarized when a request nears the context window).
+    /// No summaries of long conversations (on by default for a new
+    /// session: older turns are summarized when a request nears the
+    /// context window; a resumed session keeps what it was made with).
     #[arg(long)]
     pub(crate) no_summaries: bool,
     /// Record every request to the model and its answer (streamed pieces
@@ -110,9 +111,17 @@ impl ModelArgs {
             .and_then(|tokens| usize::try_from(tokens).ok())
     }
 
-    /// Whether summaries are on (`--no-summaries` turns them off).
-    pub(crate) fn summaries(&self) -> bool {
-        !self.no_summaries
+    /// Whether summaries are on: off with `--no-summaries`; else on for a
+    /// new session, and as the stored blueprint says for a resumed one
+    /// (`None`).
+    pub(crate) fn summaries(&self, resumed: bool) -> Option<bool> {
+        if self.no_summaries {
+            Some(false)
+        } else if resumed {
+            None
+        } else {
+            Some(true)
+        }
     }
 
     /// The model: replayed (`--replay`), scripted (over and over when

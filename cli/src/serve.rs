@@ -202,7 +202,7 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .silent_timeout(Duration::from_secs(args.silent_timeout.max(1)))
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)
-        .summaries(args.model.summaries())
+        .summaries(!args.model.no_summaries)
         .shutdown_grace(seconds("--grace", args.grace)?)
         .runs(RunSettings {
             max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),

@@ -76,3 +76,151 @@ fn each_blueprint_model_is_asked_at_its_own_server() {
         text(&out.stderr)
     );
 }
+
+/// The id in a `session <id> saved` line.
+fn saved_id(out: &Output) -> String {
+    let stderr = text(&out.stderr);
+    stderr
+        .lines()
+        .find_map(|l| l.rsplit("session ").next()?.strip_suffix(" saved"))
+        .unwrap_or_else(|| panic!("no session id in {stderr}"))
+        .to_string()
+}
+
+fn exported(dir: &Path, id: &str) -> serde_json::Value {
+    let out = std::process::Command::new(common::own_binary(dir))
+        .args(["sessions", "--sessions"])
+        .arg(dir.join("sessions"))
+        .args(["export", id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn summaries_in(session: &serde_json::Value) -> usize {
+    session["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["__node_type__"] == "summary")
+        .count()
+}
+
+#[test]
+fn a_session_made_without_summaries_stays_without_them_when_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = common::lc_agent(
+        dir.path(),
+        &["run", "hello", "--no-summaries"],
+        r#"[{"content": "Hi."}]"#,
+        &[] as &[&str],
+        "",
+    );
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let id = saved_id(&first);
+    assert!(exported(dir.path(), &id)["metadata"]["agent_spec"]
+        .get("summarization")
+        .is_none());
+    let again = common::lc_agent(
+        dir.path(),
+        &["chat", "--session", &id],
+        r#"[{"content": "Again."}]"#,
+        &[] as &[&str],
+        "once more\n",
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let stderr = text(&again.stderr);
+    assert!(!stderr.contains("summaries"), "{stderr}");
+    let spec = &exported(dir.path(), &id)["metadata"]["agent_spec"];
+    assert!(spec.get("summarization").is_none(), "{spec}");
+}
+
+#[test]
+fn summaries_come_near_the_context_window_not_after_a_number_of_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ten short turns on a large window: no summary (each answer is the
+    // turn's; a summary request would take one and shift them).
+    let script: Vec<serde_json::Value> = (0..10)
+        .map(|n| serde_json::json!({"content": format!("answer {n}")}))
+        .collect();
+    let stdin: String = (0..10).map(|n| format!("question {n}\n")).collect();
+    let out = common::lc_agent(
+        dir.path(),
+        &["chat", "--context-window", "200000"],
+        &serde_json::Value::from(script).to_string(),
+        &[] as &[&str],
+        &stdin,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("answer 9"),
+        "{}",
+        text(&out.stdout)
+    );
+    let id = saved_id(&out);
+    assert_eq!(summaries_in(&exported(dir.path(), &id)), 0);
+
+    // Long turns on a window they soon fill: a summary before the request
+    // that would overflow it.
+    let long = "the harbour lights flicker over the water tonight ".repeat(200);
+    let script = serde_json::json!([
+        {"content": "first"},
+        {"content": "second"},
+        {"content": "The person sent long texts."},
+        {"content": "third"},
+        {"content": "fourth"},
+        {"content": "fifth"},
+    ]);
+    let stdin: String = (0..4).map(|n| format!("{n} {long}\n")).collect();
+    let out = common::lc_agent(
+        dir.path(),
+        &["chat", "--context-window", "9000"],
+        &script.to_string(),
+        &[] as &[&str],
+        &stdin,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let session = exported(dir.path(), &saved_id(&out));
+    let summary = session["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["__node_type__"] == "summary")
+        .unwrap_or_else(|| panic!("no summary: {}", text(&out.stderr)));
+    assert_eq!(summary["metadata"]["trigger"], "fraction", "{summary}");
+}
+
+#[test]
+fn a_summary_writes_nothing_into_the_users_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = common::lc_agent(
+        dir.path(),
+        &["chat", "--root", work.to_str().unwrap()],
+        r#"[{"content": "Hi."}, {"content": "The person said hello."}]"#,
+        &[] as &[&str],
+        "hello\n/compact\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("compacted:"),
+        "{}",
+        text(&out.stdout)
+    );
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "the workspace holds {left:?}");
+    // The history is the session's own.
+    let session = exported(dir.path(), &saved_id(&out));
+    let files = session["files"].as_object().unwrap();
+    assert!(
+        files
+            .keys()
+            .any(|path| path.starts_with("/conversation_history/")),
+        "{files:?}"
+    );
+}

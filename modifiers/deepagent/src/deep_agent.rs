@@ -177,8 +177,9 @@ impl DeepAgentBuilder {
     }
 
     /// Summarizes the conversation when it grows (see
-    /// [`SummarizationModifier`](crate::SummarizationModifier)); the history file goes through the
-    /// agent's backend, where `read_file` finds it.
+    /// [`SummarizationModifier`](crate::SummarizationModifier)); the history file is kept in the
+    /// session's own files (where `read_file` finds it when the file tools
+    /// work there), never in a directory workspace.
     pub fn summarization(mut self, config: SummarizationConfig) -> Self {
         self.summarization = Some(config);
         self
@@ -332,7 +333,9 @@ impl DeepAgentBuilder {
             net.add_modifier(skills)?;
         }
         if let Some(config) = &self.summarization {
-            net.add_modifier(SummarizationModifier::new(config.clone()).backend(backend))?;
+            // The history file is the agent's own record: in the session's
+            // files, never in a directory workspace (the user's project).
+            net.add_modifier(SummarizationModifier::new(config.clone()))?;
         }
         #[cfg(feature = "memory")]
         if let Some(memory) = &self.memory {

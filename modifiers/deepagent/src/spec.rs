@@ -371,7 +371,18 @@ impl AgentSpec {
             }
         }
         if let Some(config) = &self.summarization {
-            agent = agent.summarization(config.clone());
+            // A model's own window (`context_window`, `--context-window`)
+            // is the one its summaries keep to, unless [summarization]
+            // names one for it.
+            let mut config = config.clone();
+            for (name, model) in &self.models {
+                if let Some(tokens) = model.context_window {
+                    if config.context_windows.own_window(name).is_none() {
+                        config = config.context_window(name.clone(), tokens);
+                    }
+                }
+            }
+            agent = agent.summarization(config);
         }
         if let Some(memory) = &self.memory {
             agent = with_memory(agent, memory, context)?;

@@ -7,7 +7,7 @@
 //!  chat node about to run ─▶ on_pre_invoke: triggers?
 //!     tokens of the next request ≥ fraction × context window (0.85)
 //!     tokens of the next request ≥ an absolute limit
-//!     human turns since the last summary ≥ N (8)
+//!     human turns since the last summary ≥ N (only when configured)
 //!        │ yes
 //!        ▼
 //!  old = messages since the last cut, except the newest 6 (an AI message
@@ -15,7 +15,7 @@
 //!  `summary` step model(previous summary + old) ──fails──▶ nothing changes; retried
 //!        │ ok                                              at the next trigger
 //!        ▼
-//!  backend.append("/conversation_history/<session-id>.md", old)   (read_file reads it)
+//!  backend.append("/conversation_history/<session-id>.md", old)   (the session's files)
 //!  parents ─▶ SummaryNode(kept) ─▶ chat node      NetworkEvent::SummaryWritten
 //! ```
 //!
@@ -94,6 +94,8 @@ const MESSAGE_CAP: usize = 4_000;
 /// let config = SummarizationConfig::default().every_human_turns(None).trigger_tokens(50_000);
 /// assert_eq!(config.trigger_fraction, Some(0.85));
 /// assert_eq!(config.keep_messages, 6);
+/// // No summary by turn count unless asked for.
+/// assert_eq!(SummarizationConfig::default().every_human_turns, None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -103,7 +105,8 @@ pub struct SummarizationConfig {
     pub trigger_fraction: Option<f64>,
     /// Summarize when the next request would reach this many tokens.
     pub trigger_tokens: Option<usize>,
-    /// Summarize every this many human turns (`None`: never by turns).
+    /// Summarize every this many human turns (`None`, the default: never
+    /// by turns; summaries come when a request nears the context window).
     pub every_human_turns: Option<usize>,
     /// The newest messages kept verbatim (more when that would split an
     /// AI message from its tool results).
@@ -122,7 +125,7 @@ impl Default for SummarizationConfig {
         Self {
             trigger_fraction: Some(0.85),
             trigger_tokens: None,
-            every_human_turns: Some(8),
+            every_human_turns: None,
             keep_messages: 6,
             context_windows: ContextWindows::default(),
             approximate_tokens: false,

@@ -602,8 +602,41 @@ fn sessions_list_and_show_tell_tokens_and_cost() {
     assert!(usage.contains('$') && !usage.contains("no price"), "{show}");
 }
 
+/// Ctrl-C during a shell command ends the command's children too, in the
+/// sandbox (the default) and unconfined (`--sandbox full`): no process is
+/// left working in the root.
+#[lc_agent_test_support::needs(bwrap)]
 #[test]
 fn ctrl_c_during_a_shell_command_ends_its_children_too() {
+    for sandbox in ["workspace-write", "full"] {
+        ctrl_c_ends_the_children_of_a_shell_command(sandbox);
+    }
+}
+
+/// The processes (not zombies) whose working directory is `root`.
+fn working_in(root: &std::path::Path) -> Vec<(u32, char)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(entry.path().join("cwd")).ok().as_deref() != Some(root) {
+            continue;
+        }
+        let state = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+            });
+        if let Some(state) = state.filter(|s| *s != 'Z') {
+            found.push((pid, state));
+        }
+    }
+    found
+}
+
+fn ctrl_c_ends_the_children_of_a_shell_command(sandbox: &str) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
@@ -619,7 +652,15 @@ fn ctrl_c_during_a_shell_command_ends_its_children_too() {
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
-        .args(["run", "Sleep a while.", "--shell", "--yes", "--root"])
+        .args([
+            "run",
+            "Sleep a while.",
+            "--shell",
+            "--sandbox",
+            sandbox,
+            "--yes",
+            "--root",
+        ])
         .arg(&root)
         .arg("--script")
         .arg(&script_path)
@@ -635,17 +676,18 @@ fn ctrl_c_during_a_shell_command_ends_its_children_too() {
     // The command's child is running once it wrote its pid.
     let pid_file = root.join("child.pid");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let sleeper = loop {
+    loop {
         let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
-        if let Ok(pid) = text.trim().parse::<u32>() {
-            break pid;
+        if text.trim().parse::<u32>().is_ok() {
+            break;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "the command never ran"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    }
+    assert!(!working_in(&root.canonicalize().unwrap()).is_empty());
     let pressed = std::time::Instant::now();
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -661,21 +703,15 @@ fn ctrl_c_during_a_shell_command_ends_its_children_too() {
         "Ctrl-C took {:?}",
         pressed.elapsed()
     );
-    // The `sleep 30` is gone (or a zombie nobody reaped yet), not orphaned.
-    let state = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(") ")
-                    .and_then(|(_, rest)| rest.chars().next())
-            })
-    };
+    // The `sleep 30` is gone (or a zombie nobody reaped yet), not orphaned:
+    // nothing works in the root any more.
+    let root = root.canonicalize().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while state(sleeper).is_some_and(|s| s != 'Z') {
+    while !working_in(&root).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the shell command's child {sleeper} still runs ({:?}): {stderr}",
-            state(sleeper)
+            "{sandbox}: the shell command's children still run ({:?}): {stderr}",
+            working_in(&root)
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -190,7 +190,8 @@ impl fmt::Debug for OpenAiChatModel {
 /// Configures an [`OpenAiChatModel`]; see [`OpenAiChatModel::builder`].
 ///
 /// ```
-/// /// use lc_agent::OpenAiChatModel;
+/// use std::time::Duration;
+/// use lc_agent::OpenAiChatModel;
 ///
 /// let model = OpenAiChatModel::builder()
 ///     .model("gpt-4o-mini")

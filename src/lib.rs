@@ -88,8 +88,9 @@
 //!                     stream.rs (message/content-block events assembled)
 //!   http/             what both share: transport.rs (sending, retries, timeouts),
 //!                     redact.rs (keeping the key out), overflow.rs (prompt too long)
-//!   provider.rs       Provider and the provider table (one row each: name, variables,
-//!                     defaults, constructor), by name or from the environment
+//!   provider/         Provider, by name or from the environment, and the model it opens
+//!                     (mod.rs: opening, parsing); table.rs: the provider table (one row
+//!                     each: name, variables, defaults), below every provider's folder
 //!   settings.rs       HttpSettings: what every HTTP provider takes, its setters written once
 //!   tool_choice.rs    ToolChoice: auto, required, none, a named tool
 //!   scripted.rs       ScriptedChatModel for tests and offline runs

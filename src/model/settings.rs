@@ -8,9 +8,9 @@ use std::fmt;
 use std::time::Duration;
 
 #[cfg(doc)]
-use super::provider::Provider;
+use super::provider::table::Provider;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
-use super::provider::ProviderRow;
+use super::provider::table::ProviderRow;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 use crate::error::ModelError;
 

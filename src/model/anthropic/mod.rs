@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use super::http::endpoint;
 use super::http::overflow::LearnedWindow;
 use super::http::transport::{self, Auth, Transport};
-use super::provider::Provider;
+use super::provider::table::Provider;
 use super::settings::{http_setters, HttpSettings};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use super::http::overflow::{rough_tokens, LearnedWindow};
 use super::http::transport::{self, Transport};
 use super::http::{config_error, endpoint};
-use super::provider::Provider;
+use super::provider::table::Provider;
 use super::settings::{http_setters, HttpSettings};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;

@@ -1,9 +1,13 @@
 //! Which HTTP model client: [`Provider`], chosen by name (a flag, a
 //! blueprint) or by the environment, and the model it opens. Every fact
-//! about a provider is one row of [`PROVIDERS`]: its name, its environment
-//! variables, its defaults and its constructor. A new provider is a folder
-//! under `model/` (a `ChatModel`, a builder holding [`HttpSettings`] and
-//! an `open` function), a variant here and a row in the table.
+//! about a provider is one row of the table (`table.rs`): its name, its
+//! environment variables and its defaults; its constructor is one arm of
+//! `opener` here. A new provider is a folder under `model/` (a
+//! `ChatModel`, a builder holding [`HttpSettings`] and an `open`
+//! function), a variant and a row in `table.rs`, and that arm. The table
+//! sits below the providers' folders (each reads its own row); this file
+//! sits above them (it opens them), so no module imports one that imports
+//! it back.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,100 +19,28 @@ use super::settings::HttpSettings;
 use super::ChatModel;
 use crate::error::ModelError;
 
-/// A model provider: the protocol a model is asked in.
-///
-/// Saved (in a blueprint) and parsed by its name in the provider table
-/// (`openai`, `anthropic`; see [`Provider::row`]).
-///
-/// ```
-/// use lc_agent::Provider;
-///
-/// assert_eq!("anthropic".parse::<Provider>(), Ok(Provider::Anthropic));
-/// assert_eq!(Provider::OpenAi.to_string(), "openai");
-/// assert_eq!(Provider::OpenAi.row().model_env, "OPENAI_MODEL");
-/// assert!("gemini".parse::<Provider>().is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Provider {
-    /// The OpenAI-compatible chat completions protocol
-    /// ([`OpenAiChatModel`](crate::OpenAiChatModel)): OpenAI, vLLM,
-    /// Ollama, llama.cpp, LM Studio, ... (`OPENAI_*` variables).
-    #[default]
-    OpenAi,
-    /// Anthropic's Messages API
-    /// ([`AnthropicChatModel`](crate::AnthropicChatModel);
-    /// `ANTHROPIC_*` variables).
-    Anthropic,
-}
+pub(super) mod table;
 
-/// What lc-agent knows of a provider: one row of the provider table,
-/// read by [`Provider::from_env`], parsing, [`Provider::as_str`] and
-/// [`Provider::open_with`].
-#[derive(Debug)]
-pub struct ProviderRow {
-    /// The provider this row describes.
-    pub provider: Provider,
-    /// Its name in flags and blueprints.
-    pub name: &'static str,
-    /// The variable read for the API key.
-    pub api_key_env: &'static str,
-    /// The variable read for the API root.
-    pub base_url_env: &'static str,
-    /// The variable read for the model name.
-    pub model_env: &'static str,
-    /// The API root used when no base URL is set.
-    pub default_base_url: &'static str,
-    /// The model asked when none is named (at the provider's own
-    /// endpoint).
-    pub default_model: &'static str,
-    /// Opens its model; `None` when this build lacks the provider's cargo
-    /// feature.
-    open: Option<Opener>,
-}
+use table::PROVIDERS;
+pub use table::{Provider, ProviderRow};
 
 /// A provider's constructor.
 type Opener = fn(HttpSettings) -> Result<Arc<dyn ChatModel>, ModelError>;
 
-#[cfg(feature = "openai")]
-const OPEN_OPENAI: Option<Opener> = Some(super::openai::open);
-#[cfg(not(feature = "openai"))]
-const OPEN_OPENAI: Option<Opener> = None;
-#[cfg(feature = "anthropic")]
-const OPEN_ANTHROPIC: Option<Opener> = Some(super::anthropic::open);
-#[cfg(not(feature = "anthropic"))]
-const OPEN_ANTHROPIC: Option<Opener> = None;
-
-/// The provider table, in the order of [`Provider`]'s variants, which is
-/// the order [`Provider::from_env`] prefers them.
-pub(crate) const PROVIDERS: [ProviderRow; 2] = [
-    ProviderRow {
-        provider: Provider::OpenAi,
-        name: "openai",
-        api_key_env: "OPENAI_API_KEY",
-        base_url_env: "OPENAI_BASE_URL",
-        model_env: "OPENAI_MODEL",
-        default_base_url: "https://api.openai.com/v1",
-        default_model: "gpt-4o-mini",
-        open: OPEN_OPENAI,
-    },
-    ProviderRow {
-        provider: Provider::Anthropic,
-        name: "anthropic",
-        api_key_env: "ANTHROPIC_API_KEY",
-        base_url_env: "ANTHROPIC_BASE_URL",
-        model_env: "ANTHROPIC_MODEL",
-        default_base_url: "https://api.anthropic.com",
-        default_model: "claude-sonnet-4-5",
-        open: OPEN_ANTHROPIC,
-    },
-];
+/// The provider's constructor; `None` when this build lacks its cargo
+/// feature.
+fn opener(provider: Provider) -> Option<Opener> {
+    match provider {
+        #[cfg(feature = "openai")]
+        Provider::OpenAi => Some(super::openai::open),
+        #[cfg(feature = "anthropic")]
+        Provider::Anthropic => Some(super::anthropic::open),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
 
 impl Provider {
-    /// Its row of the provider table: name, variables, defaults.
-    pub fn row(self) -> &'static ProviderRow {
-        &PROVIDERS[self as usize]
-    }
-
     /// The provider the environment configures: the first of the table
     /// whose key or base-URL variable is set (OpenAI-compatible when
     /// `OPENAI_API_KEY` or `OPENAI_BASE_URL` is, else Anthropic when
@@ -163,7 +95,7 @@ impl Provider {
     /// incomplete, or this build of lc-agent lacks the provider's cargo
     /// feature.
     pub fn open_with(self, settings: HttpSettings) -> Result<Arc<dyn ChatModel>, ModelError> {
-        match self.row().open {
+        match opener(self) {
             Some(open) => open(settings),
             None => Err(ModelError::Config {
                 message: format!(

@@ -139,7 +139,7 @@
 //! with neither an HTTP nor a Redis client.
 //!
 //! `otel` (off by default, on in the CLI and server): the runs make
-//! OpenTelemetry GenAI spans ([`telemetry`]) and [`otel`] exports them
+//! OpenTelemetry GenAI spans ([`telemetry`]) and `otel` exports them
 //! over OTLP (HTTP or gRPC) when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //!
 //! Beside this crate: `lc-agent-filesystem` (`modifiers/filesystem/`) holds the seven

@@ -183,8 +183,8 @@ impl TokenCounts {
 }
 
 /// Token counts in all and by model: the usage of a run, a session, a user.
-/// Saved in a network's metadata under [`USAGE_KEY`]; see the [module
-/// docs](self) for where the numbers come from.
+/// Saved in a network's metadata under [`USAGE_KEY`]; `usage.rs`'s module
+/// docs say where the numbers come from.
 ///
 /// ```
 /// use lc_agent::{Prices, UsageTotals, Usage};

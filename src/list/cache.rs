@@ -128,7 +128,7 @@ impl SessionCache {
 }
 
 /// A [`NetworkList`] that keeps parsed networks in a [`SessionCache`]
-/// (see the [module docs](self)).
+/// (how it stays right: `list/cache.rs`'s module docs).
 pub struct CachedNetworkList {
     inner: Arc<dyn NetworkList>,
     cache: SessionCache,

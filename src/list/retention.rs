@@ -30,7 +30,7 @@ use crate::network::RunnableNetwork;
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// A [`NetworkList`] whose sessions expire `retention` after their latest
-/// save (see the [module docs](self)).
+/// save (`list/retention.rs`'s module docs say how).
 pub struct RetentionList {
     inner: Arc<dyn NetworkList>,
     retention: Duration,

@@ -157,13 +157,7 @@ async fn an_image_part_is_refused_with_a_400_naming_it() {
         {"type": "text", "text": "what is in this picture?"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
     ]}]});
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("host", "127.0.0.1")
-        .header("authorization", format!("Bearer {ALICE}"))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let answer = app.send(request).await;
+    let answer = app.post("/v1/chat/completions", ALICE, &body).await;
     assert_eq!(answer.status, 400, "{}", answer.text());
     let error: Value = serde_json::from_slice(&answer.body).unwrap();
     let message = error["error"]["message"].as_str().unwrap();
@@ -175,13 +169,7 @@ async fn an_image_part_is_refused_with_a_400_naming_it() {
     let body = json!({"messages": [{"role": "user", "content": [
         {"type": "text", "text": "hello"},
     ]}]});
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("host", "127.0.0.1")
-        .header("authorization", format!("Bearer {ALICE}"))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let answer = app.send(request).await;
+    let answer = app.post("/v1/chat/completions", ALICE, &body).await;
     assert_eq!(answer.status, 200, "{}", answer.text());
 }
 
@@ -189,13 +177,7 @@ async fn an_image_part_is_refused_with_a_400_naming_it() {
 async fn n_other_than_one_is_refused() {
     let app = InProcess::new(scripted(vec![Turn::text("one")]));
     let body = json!({"n": 2, "messages": [{"role": "user", "content": "two answers"}]});
-    let request = axum::http::Request::post("/v1/chat/completions")
-        .header("host", "127.0.0.1")
-        .header("authorization", format!("Bearer {ALICE}"))
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .unwrap();
-    let answer = app.send(request).await;
+    let answer = app.post("/v1/chat/completions", ALICE, &body).await;
     assert_eq!(answer.status, 400, "{}", answer.text());
     assert!(answer.text().contains("`n`"), "{}", answer.text());
 }

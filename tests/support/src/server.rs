@@ -277,4 +277,15 @@ impl InProcess {
             .unwrap_or_else(|e| panic!("GET {path}: {e}"));
         self.send(request).await
     }
+
+    /// `POST path` with a JSON `body` as the user of `token`.
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> Answer {
+        let request = axum::http::Request::post(path)
+            .header("host", "127.0.0.1")
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        self.send(request).await
+    }
 }

@@ -333,14 +333,7 @@ fn ctrl_c_stops_the_run_saves_the_session_and_chat_finishes_it() {
     );
     // The first checkpoint (the question) is there once the run started.
     let (id, _) = saved_session(dir.path(), |text| text.contains("Write the greeting file."));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let (out, stderr) = ctrl_c(child);
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(stderr.contains(&format!("session {id} saved")), "{stderr}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("Too late."));
@@ -602,6 +595,20 @@ fn sessions_list_and_show_tell_tokens_and_cost() {
     assert!(usage.contains('$') && !usage.contains("no price"), "{show}");
 }
 
+/// Presses Ctrl-C (SIGINT) in a running `lc-agent run` and waits for it:
+/// it exits 130; its output and stderr.
+fn ctrl_c(child: std::process::Child) -> (std::process::Output, String) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    (out, stderr)
+}
+
 /// Ctrl-C during a shell command ends the command's children too, in the
 /// sandbox (the default) and unconfined (`--sandbox full`): no process is
 /// left working in the root.
@@ -689,14 +696,7 @@ fn ctrl_c_ends_the_children_of_a_shell_command(sandbox: &str) {
     }
     assert!(!working_in(&root.canonicalize().unwrap()).is_empty());
     let pressed = std::time::Instant::now();
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let (_, stderr) = ctrl_c(child);
     // At once, not when the child's 30 s are over.
     assert!(
         pressed.elapsed() < std::time::Duration::from_secs(10),

@@ -53,7 +53,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         None => {
             // The server, in this process: loopback HTTP with a bearer token.
             let token = "example-token";
-            std::env::set_var("FILES_TOKEN", token);
+            // SAFETY: set at start-up, before any task that reads the environment runs.
+            unsafe { std::env::set_var("FILES_TOKEN", token) };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             let url = format!("http://{}/mcp", listener.local_addr()?);
             let server = FileToolServer::new(FilesystemBackend::new(dir.path())?);

@@ -50,9 +50,12 @@ async fn openai_environment_fallbacks_and_keyless_local_servers() {
     )
     .await;
 
-    std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url));
-    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
-    std::env::set_var("OPENAI_MODEL", "env-model");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("OPENAI_BASE_URL", format!("{}/", server.base_url)) };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("OPENAI_API_KEY", "sk-from-env") };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("OPENAI_MODEL", "env-model") };
     let model = OpenAiChatModel::from_env().unwrap();
     assert_eq!(model.model_name(), "env-model");
     assert_eq!(model.base_url(), server.base_url, "trailing slash trimmed");
@@ -64,14 +67,16 @@ async fn openai_environment_fallbacks_and_keyless_local_servers() {
     assert_eq!(server.body(0)["model"], "env-model");
 
     // A local server needs no key: no Authorization header at all.
-    std::env::remove_var("OPENAI_API_KEY");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_API_KEY") };
     let model = OpenAiChatModel::from_env().unwrap();
     assert!(format!("{model:?}").contains("api_key: None"));
     model.complete(&ask("hi")).await.unwrap();
     assert_eq!(server.authorization(1), None);
 
     // A server other than OpenAI's must be told which model to use.
-    std::env::remove_var("OPENAI_MODEL");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_MODEL") };
     let missing_model = OpenAiChatModel::from_env().unwrap_err();
     assert!(
         matches!(&missing_model, ModelError::Config { message: m, .. } if m.contains("OPENAI_MODEL")),
@@ -84,14 +89,16 @@ async fn openai_environment_fallbacks_and_keyless_local_servers() {
 
     // OpenAI itself needs a key: no key and no base URL is a configuration
     // error (its model defaults to gpt-4o-mini).
-    std::env::remove_var("OPENAI_BASE_URL");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_BASE_URL") };
     let error = OpenAiChatModel::from_env().unwrap_err();
     assert!(
         matches!(&error, ModelError::Config { message: m, .. } if m.contains("OPENAI_API_KEY"))
     );
 
     // Explicit settings beat the environment.
-    std::env::set_var("OPENAI_API_KEY", "sk-from-env");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("OPENAI_API_KEY", "sk-from-env") };
     let model = OpenAiChatModel::builder()
         .model("m")
         .base_url(&server.base_url)
@@ -103,7 +110,8 @@ async fn openai_environment_fallbacks_and_keyless_local_servers() {
         server.authorization(2).as_deref(),
         Some("Bearer sk-explicit")
     );
-    std::env::remove_var("OPENAI_API_KEY");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_API_KEY") };
 }
 
 /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`, and
@@ -118,12 +126,14 @@ fn anthropic_configuration_from_the_environment_and_its_errors() {
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
     ] {
-        std::env::remove_var(name);
+        // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+        unsafe { std::env::remove_var(name) };
     }
     let error = AnthropicChatModel::from_env().unwrap_err().to_string();
     assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
 
-    std::env::set_var("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("ANTHROPIC_API_KEY", ANTHROPIC_KEY) };
     let model = AnthropicChatModel::from_env().unwrap();
     assert_eq!(
         model.model_name(),
@@ -143,9 +153,12 @@ fn anthropic_configuration_from_the_environment_and_its_errors() {
     );
     assert!(!format!("{model:?}").contains(ANTHROPIC_KEY));
 
-    std::env::set_var("ANTHROPIC_MODEL", "claude-haiku-4-5");
-    std::env::set_var("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1/");
-    std::env::remove_var("ANTHROPIC_API_KEY");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("ANTHROPIC_MODEL", "claude-haiku-4-5") };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1/") };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("ANTHROPIC_API_KEY") };
     let model = AnthropicChatModel::from_env().unwrap();
     assert_eq!(model.model_name(), "claude-haiku-4-5");
     assert_eq!(
@@ -154,11 +167,13 @@ fn anthropic_configuration_from_the_environment_and_its_errors() {
         "a gateway needs no key"
     );
 
-    std::env::set_var("ANTHROPIC_BASE_URL", "ftp://example.com");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("ANTHROPIC_BASE_URL", "ftp://example.com") };
     let error = AnthropicChatModel::from_env().unwrap_err().to_string();
     assert!(error.contains("ftp"), "{error}");
     for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"] {
-        std::env::remove_var(name);
+        // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+        unsafe { std::env::remove_var(name) };
     }
 }
 
@@ -191,9 +206,12 @@ async fn serving_models(ids: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_only_model_a_server_lists_is_used_when_none_is_named() {
     let _env = ENV.lock().await;
-    std::env::remove_var("OPENAI_MODEL");
-    std::env::remove_var("OPENAI_API_KEY");
-    std::env::remove_var("OPENAI_BASE_URL");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_MODEL") };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_API_KEY") };
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_BASE_URL") };
 
     let one = serving_models(&["qwen2.5-0.5b-instruct-q4_k_m.gguf"]).await;
     let model = OpenAiChatModel::builder().base_url(&one).build().unwrap();
@@ -204,10 +222,12 @@ async fn the_only_model_a_server_lists_is_used_when_none_is_named() {
         Some("qwen2.5-0.5b-instruct-q4_k_m.gguf")
     );
     // Through the provider, as the CLI and the server open it.
-    std::env::set_var("OPENAI_BASE_URL", &one);
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("OPENAI_BASE_URL", &one) };
     let opened = lc_agent::Provider::OpenAi.open(None, None, None);
     assert!(opened.is_ok(), "{:?}", opened.err());
-    std::env::remove_var("OPENAI_BASE_URL");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("OPENAI_BASE_URL") };
 
     let several = serving_models(&["a-model", "b-model"]).await;
     let error = OpenAiChatModel::builder()
@@ -250,7 +270,8 @@ async fn the_model_timeout_comes_from_the_environment_and_streams_outlive_it() {
         ],
     )
     .await;
-    std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "0.4");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "0.4") };
     let model = OpenAiChatModel::builder()
         .model("m")
         .base_url(&server.base_url)
@@ -265,7 +286,8 @@ async fn the_model_timeout_comes_from_the_environment_and_streams_outlive_it() {
         "{error}"
     );
 
-    std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "soon");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::set_var("LC_AGENT_MODEL_TIMEOUT", "soon") };
     let error = OpenAiChatModel::builder()
         .model("m")
         .base_url(&server.base_url)
@@ -275,5 +297,6 @@ async fn the_model_timeout_comes_from_the_environment_and_streams_outlive_it() {
         error.to_string().contains("LC_AGENT_MODEL_TIMEOUT"),
         "{error}"
     );
-    std::env::remove_var("LC_AGENT_MODEL_TIMEOUT");
+    // SAFETY: this binary's tests take ENV in turn, and no other thread reads the environment meanwhile.
+    unsafe { std::env::remove_var("LC_AGENT_MODEL_TIMEOUT") };
 }

@@ -288,7 +288,7 @@ impl Blueprint {
     pub fn with_main(
         &self,
         main: Arc<dyn ChatModel>,
-    ) -> impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
+    ) -> impl Fn(&str, &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> + use<> {
         let main_spec = self.main_model().cloned();
         move |name, spec| {
             let same = main_spec.as_ref().is_some_and(|m| {

@@ -37,7 +37,7 @@ fn prefix_of(dir: &str) -> String {
 fn under<'a, V>(
     files: &'a BTreeMap<String, V>,
     dir: &str,
-) -> impl Iterator<Item = (&'a String, &'a V)> + 'a {
+) -> impl Iterator<Item = (&'a String, &'a V)> + 'a + use<'a, V> {
     let prefix = prefix_of(dir);
     files
         .range(prefix.clone()..)

@@ -608,7 +608,7 @@ fn stream(
     model: String,
     created: i64,
     include_usage: bool,
-) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
+) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>> + use<>> {
     let (session, id) = (run.session, run.id);
     let named = (!run.ephemeral).then_some(session);
     let chunk = move |delta: Option<Value>, finish: Option<&str>, usage: Option<Value>| {

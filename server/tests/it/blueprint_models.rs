@@ -25,7 +25,8 @@ fn answer(text: &str) -> Reply {
 #[tokio::test]
 async fn a_sub_agents_model_is_asked_at_its_own_server() {
     let small = MockServer::start("/v1", "/chat/completions", vec![answer("Found it.")]).await;
-    std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key");
+    // SAFETY: a variable only this test reads, set before the model that reads it is built.
+    unsafe { std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key") };
     let spec = AgentSpec {
         models: BTreeMap::from([
             (

@@ -275,8 +275,10 @@ impl Transport {
     pub(crate) fn events(
         &self,
         response: reqwest::Response,
-    ) -> Events<'_, impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin>
-    {
+    ) -> Events<
+        '_,
+        impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Unpin + use<>,
+    > {
         Events {
             events: response.bytes_stream().eventsource(),
             transport: self,

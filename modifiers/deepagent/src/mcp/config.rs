@@ -356,7 +356,8 @@ mod tests {
 
     #[test]
     fn references_resolve_or_name_the_missing_variable() {
-        std::env::set_var("LC_MCP_TEST_VALUE", "42");
+        // SAFETY: a variable only this test reads, set before the model that reads it is built.
+        unsafe { std::env::set_var("LC_MCP_TEST_VALUE", "42") };
         let server = McpServerConfig::stdio("srv", ["--n=${LC_MCP_TEST_VALUE}"])
             .with_env("A", "${LC_MCP_TEST_VALUE}-$x-${LC_MCP_TEST_VALUE}");
         let McpEndpoint::Stdio { args, env, .. } = server.resolve("s").unwrap() else {
@@ -374,7 +375,8 @@ mod tests {
     #[test]
     fn a_saved_agent_spec_keeps_references_never_secrets() {
         use crate::spec::AgentSpec;
-        std::env::set_var("LC_MCP_TEST_SECRET", "hunter2");
+        // SAFETY: a variable only this test reads, set before the model that reads it is built.
+        unsafe { std::env::set_var("LC_MCP_TEST_SECRET", "hunter2") };
         let spec = AgentSpec::from_toml(
             "[models.main]\nmodel = \"m\"\n\
              [mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\n\

@@ -148,7 +148,8 @@ async fn hostile_commands_in_workspace_write_mode_do_not_escape() {
     }
     // The parent's environment: a variable of this process and the
     // environment of the processes around the command.
-    std::env::set_var("SECRET_API_KEY", "sk-test-do-not-leak");
+    // SAFETY: set before the sandboxed command starts; only the command's environment reads it.
+    unsafe { std::env::set_var("SECRET_API_KEY", "sk-test-do-not-leak") };
     let out = exec(
         &shell,
         "env; cat /proc/$PPID/environ; cat /proc/1/environ; ls /proc",

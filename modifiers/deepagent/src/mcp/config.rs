@@ -254,10 +254,12 @@ impl McpServerConfig {
     /// What to connect to, with every `${NAME}` replaced from the
     /// environment.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use lc_agent_deepagent::mcp::{McpEndpoint, McpServerConfig};
     ///
-    /// std::env::set_var("DOC_MCP_TOKEN", "s3cret");
+    /// // SAFETY: this example is a process of its own (`standalone_crate`);
+    /// // no other thread reads the environment.
+    /// unsafe { std::env::set_var("DOC_MCP_TOKEN", "s3cret") };
     /// let server = McpServerConfig::http("http://127.0.0.1:9/mcp")
     ///     .with_header("Authorization", "Bearer ${DOC_MCP_TOKEN}");
     /// let McpEndpoint::Http { headers, .. } = server.resolve("web").unwrap() else { panic!() };

@@ -164,10 +164,10 @@ impl Prices {
     pub fn load() -> Self {
         let mut prices = Self::built_in();
         let path = Self::user_file();
-        if path.exists() {
-            if let Err(e) = prices.extend_file(&path) {
-                tracing::warn!("{e}; using the built-in prices");
-            }
+        if path.exists()
+            && let Err(e) = prices.extend_file(&path)
+        {
+            tracing::warn!("{e}; using the built-in prices");
         }
         prices
     }

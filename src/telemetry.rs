@@ -370,21 +370,20 @@ mod spans {
             // sub-agent): it runs inside the call's span, opened now and
             // kept for the call's own node.
             let children = net.children(node.id());
-            if let [child] = children.as_slice() {
-                if let Some(call) = child.downcast::<ToolNode>() {
-                    if !child.is_invoked() {
-                        let span = tool(child, call);
-                        if !span.is_disabled() {
-                            net.0
-                                .runtime
-                                .read()
-                                .open_spans
-                                .lock()
-                                .insert(child.id(), span.clone());
-                        }
-                        return span;
-                    }
+            if let [child] = children.as_slice()
+                && let Some(call) = child.downcast::<ToolNode>()
+                && !child.is_invoked()
+            {
+                let span = tool(child, call);
+                if !span.is_disabled() {
+                    net.0
+                        .runtime
+                        .read()
+                        .open_spans
+                        .lock()
+                        .insert(child.id(), span.clone());
                 }
+                return span;
             }
         }
         Span::none()

@@ -302,10 +302,10 @@ impl UsageTotals {
             }
             if let Some(Value::Object(models)) = map.get_mut("by_model") {
                 for (model, counts) in models.iter_mut() {
-                    if let (Some(c), Some(price)) = (counts.as_object_mut(), prices.of(model)) {
-                        if let Some(n) = self.by_model.get(model) {
-                            c.insert("cost_usd".into(), price.cost(n).into());
-                        }
+                    if let (Some(c), Some(price)) = (counts.as_object_mut(), prices.of(model))
+                        && let Some(n) = self.by_model.get(model)
+                    {
+                        c.insert("cost_usd".into(), price.cost(n).into());
                     }
                 }
             }

@@ -456,10 +456,10 @@ impl Agent {
         let done = summarizer_of(&self.net)
             .compact_after(&self.net, &after, 0)
             .await?;
-        if branch.is_some() {
-            if let Ok(mut b) = self.branch_from.lock() {
-                *b = Some(Some(done.node.id()));
-            }
+        if branch.is_some()
+            && let Ok(mut b) = self.branch_from.lock()
+        {
+            *b = Some(Some(done.node.id()));
         }
         if let Err(e) = self.save().await {
             eprintln!("error: {}", e.message);

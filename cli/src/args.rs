@@ -197,13 +197,12 @@ impl ModelArgs {
     /// The model's name, as a blueprint records it (a replayed model's
     /// is the recorded one unless `--model` gives it).
     pub(crate) fn name(&self) -> String {
-        if let (Some(path), None) = (&self.replay, &self.model) {
-            if let Some(name) = ReplayChatModel::open(path)
+        if let (Some(path), None) = (&self.replay, &self.model)
+            && let Some(name) = ReplayChatModel::open(path)
                 .ok()
                 .and_then(|replay| replay.model_name().map(str::to_string))
-            {
-                return name;
-            }
+        {
+            return name;
         }
         match (&self.script, &self.model) {
             (Some(_), _) => "scripted".to_string(),
@@ -371,10 +370,11 @@ pub(crate) async fn find_session(list: &dyn NetworkList, prefix: &str) -> CliRes
             Err(ListError::Corrupt { id, .. }) => id,
             Err(_) => None,
         };
-        if let Some(id) = id {
-            if id.to_string().starts_with(&prefix) && !matches.contains(&id) {
-                matches.push(id);
-            }
+        if let Some(id) = id
+            && id.to_string().starts_with(&prefix)
+            && !matches.contains(&id)
+        {
+            matches.push(id);
         }
     }
     match matches.as_slice() {

@@ -71,10 +71,10 @@ pub(crate) fn out(text: &str) {
     let written = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush());
-    if let Err(e) = written {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-        }
+    if let Err(e) = written
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
     }
 }
 
@@ -649,14 +649,12 @@ fn tool_line(
         line.push_str("  ");
         line.push_str(&paint(look.color, "2", &short_args(&args)));
     }
-    if !ok {
-        if let Some(output) = node.and_then(|n| n.output()) {
-            let reason = output.text().trim();
-            let reason = reason.strip_prefix("Error:").unwrap_or(reason).trim();
-            if !reason.is_empty() {
-                line.push_str(" — ");
-                line.push_str(&cut(reason, 100));
-            }
+    if !ok && let Some(output) = node.and_then(|n| n.output()) {
+        let reason = output.text().trim();
+        let reason = reason.strip_prefix("Error:").unwrap_or(reason).trim();
+        if !reason.is_empty() {
+            line.push_str(" — ");
+            line.push_str(&cut(reason, 100));
         }
     }
     line

@@ -229,10 +229,10 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
         return Ok(());
     }
     let mut prices = Prices::load();
-    if let Some(Ok(spec)) = lc_agent_deepagent::AgentSpec::from_network(net) {
-        if let Some(own) = &spec.prices {
-            prices.extend(own);
-        }
+    if let Some(Ok(spec)) = lc_agent_deepagent::AgentSpec::from_network(net)
+        && let Some(own) = &spec.prices
+    {
+        prices.extend(own);
     }
     let line = |counts: &lc_agent::TokenCounts, cost: Option<f64>| {
         let mut parts = vec![

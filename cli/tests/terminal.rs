@@ -332,10 +332,10 @@ fn streaming_server(
                     if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
                         break;
                     }
-                    if let Some((name, value)) = header.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = value.trim().parse().unwrap_or(0);
-                        }
+                    if let Some((name, value)) = header.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
                     }
                 }
                 let mut body = vec![0; length];

@@ -194,12 +194,11 @@ async fn background(
                 } else {
                     failures += 1;
                 }
-                if let Ok(r) = http.get(format!("{base}/api/runs/{id}")).send().await {
-                    if let Ok(run) = r.json::<Value>().await {
-                        if let Some(ms) = run["queue_ms"].as_f64() {
-                            queue.push(Duration::from_secs_f64(ms / 1000.0));
-                        }
-                    }
+                if let Ok(r) = http.get(format!("{base}/api/runs/{id}")).send().await
+                    && let Ok(run) = r.json::<Value>().await
+                    && let Some(ms) = run["queue_ms"].as_f64()
+                {
+                    queue.push(Duration::from_secs_f64(ms / 1000.0));
                 }
             }
             (total, queue, failures)

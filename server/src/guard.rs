@@ -190,23 +190,21 @@ fn refuse(guard: &Guard, request: &Request) -> Option<ApiError> {
         ));
     }
     let host = host_of(request);
-    if let Some(host) = &host {
-        if !guard.host_allowed(host) {
-            return Some(ApiError::Refused(format!(
+    if let Some(host) = &host
+        && !guard.host_allowed(host)
+    {
+        return Some(ApiError::Refused(format!(
                 "this server does not answer to the host `{host}`; if that is its name, start it with --allow-host {host}"
             )));
-        }
     }
     let method = request.method();
     let changes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    if changes {
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("(not text)");
-            if !guard.origin_allowed(origin, host.as_deref()) {
-                return Some(ApiError::Refused(format!(
+    if changes && let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("(not text)");
+        if !guard.origin_allowed(origin, host.as_deref()) {
+            return Some(ApiError::Refused(format!(
                     "requests from web pages of another origin (`{origin}`) are refused; start the server with --cors {origin} to allow that page"
                 )));
-            }
         }
     }
     let has_json_body = matches!(*method, Method::POST | Method::PUT | Method::PATCH);

@@ -153,10 +153,10 @@ impl SessionHub {
             if other == user {
                 continue;
             }
-            if let Ok(list) = self.list(&other) {
-                if let Ok(Some(_)) = list.stored_revision(id).await {
-                    return ApiError::Forbidden(id);
-                }
+            if let Ok(list) = self.list(&other)
+                && let Ok(Some(_)) = list.stored_revision(id).await
+            {
+                return ApiError::Forbidden(id);
             }
         }
         ApiError::NotFound(format!("session {id} not found"))

@@ -104,10 +104,11 @@ impl Graph {
             if !expanded {
                 stack.push((n.clone(), true));
                 for p in n.parent_ids() {
-                    if let Some(p) = self.nodes().get(&p) {
-                        if !p.has_cached_history() && !memo.contains_key(&p.id()) {
-                            stack.push((p.clone(), false));
-                        }
+                    if let Some(p) = self.nodes().get(&p)
+                        && !p.has_cached_history()
+                        && !memo.contains_key(&p.id())
+                    {
+                        stack.push((p.clone(), false));
                     }
                 }
                 continue;
@@ -140,10 +141,10 @@ impl Graph {
         // Parents that are not invoked are not cached; lend them their
         // memoized value for this computation.
         let parents = node.parent_ids();
-        if let [p] = parents.as_slice() {
-            if let Some(h) = memo.get(p) {
-                return h.clone();
-            }
+        if let [p] = parents.as_slice()
+            && let Some(h) = memo.get(p)
+        {
+            return h.clone();
         }
         self.input_of(node)
     }

@@ -105,10 +105,10 @@ impl RunnableNetwork {
                         .collect()
                 };
                 let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
-                if let Some(limit) = limit {
-                    if turns + model_turns > limit {
-                        return Err(NetworkError::StepLimit { limit });
-                    }
+                if let Some(limit) = limit
+                    && turns + model_turns > limit
+                {
+                    return Err(NetworkError::StepLimit { limit });
                 }
                 turns += model_turns;
                 if let [node] = wave.as_slice() {

@@ -819,10 +819,10 @@ async fn held_nodes_wait_with_everything_below_them_and_run_once_released() {
         }
         async fn on_post_invoke(&self, net: &RunnableNetwork, node: &NodeRef) -> Result<()> {
             for child in net.children(node.id()) {
-                if let Some(tool) = child.downcast::<lc_agent::ToolNode>() {
-                    if tool.tool_call.arguments.contains("held") {
-                        child.hold("approval");
-                    }
+                if let Some(tool) = child.downcast::<lc_agent::ToolNode>()
+                    && tool.tool_call.arguments.contains("held")
+                {
+                    child.hold("approval");
                 }
             }
             Ok(())

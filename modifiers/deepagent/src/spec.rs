@@ -376,10 +376,10 @@ impl AgentSpec {
             // names one for it.
             let mut config = config.clone();
             for (name, model) in &self.models {
-                if let Some(tokens) = model.context_window {
-                    if config.context_windows.own_window(name).is_none() {
-                        config = config.context_window(name.clone(), tokens);
-                    }
+                if let Some(tokens) = model.context_window
+                    && config.context_windows.own_window(name).is_none()
+                {
+                    config = config.context_window(name.clone(), tokens);
                 }
             }
             agent = agent.summarization(config);

@@ -452,10 +452,10 @@ impl SummarizationModifier {
         if let Some(window) = windows.own_window(model) {
             return (window, true);
         }
-        if let Some(chat_model) = network.model(model) {
-            if let Some(window) = chat_model.context_window().await {
-                return (window, true);
-            }
+        if let Some(chat_model) = network.model(model)
+            && let Some(window) = chat_model.context_window().await
+        {
+            return (window, true);
         }
         match ContextWindows::known_window(model) {
             Some(window) => (window, true),

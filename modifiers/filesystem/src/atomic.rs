@@ -57,10 +57,10 @@ struct TempName<'d> {
 
 impl Drop for TempName<'_> {
     fn drop(&mut self) {
-        if let Some(name) = self.name.take() {
-            if let Err(e) = self.dir.remove_file(&name) {
-                tracing::debug!(error = %e, "could not remove a temp file");
-            }
+        if let Some(name) = self.name.take()
+            && let Err(e) = self.dir.remove_file(&name)
+        {
+            tracing::debug!(error = %e, "could not remove a temp file");
         }
     }
 }

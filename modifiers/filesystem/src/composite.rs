@@ -209,13 +209,11 @@ impl Backend for Routed {
                     break;
                 }
             }
-            if recursive {
-                if let Ok(entries) = backend.ls("/", true).await {
-                    out.extend(entries.into_iter().map(|e| LsEntry {
-                        path: restore(prefix, &e.path),
-                        is_dir: e.is_dir,
-                    }));
-                }
+            if recursive && let Ok(entries) = backend.ls("/", true).await {
+                out.extend(entries.into_iter().map(|e| LsEntry {
+                    path: restore(prefix, &e.path),
+                    is_dir: e.is_dir,
+                }));
             }
         }
         out.sort();

@@ -124,10 +124,10 @@ impl GrepEngine {
         }
         let mut sink = Collect::new(self.limit, self.keep_text);
         let outcome = searcher.search_file(&self.matcher, file, &mut sink);
-        if let Err(e) = &outcome {
-            if !is_heap_limit(e) {
-                return Err(clone_io_error(e));
-            }
+        if let Err(e) = &outcome
+            && !is_heap_limit(e)
+        {
+            return Err(clone_io_error(e));
         }
         Ok(sink.finish(vpath, outcome))
     }

@@ -398,10 +398,10 @@ pub(crate) async fn completions(
         whole(state, &run, after, reply).await
     };
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&run.session.to_string()) {
-        if !run.ephemeral {
-            headers.insert(SESSION_HEADER, value);
-        }
+    if let Ok(value) = HeaderValue::from_str(&run.session.to_string())
+        && !run.ephemeral
+    {
+        headers.insert(SESSION_HEADER, value);
     }
     if let Ok(value) = HeaderValue::from_str(&run.id.to_string()) {
         headers.insert(RUN_HEADER, value);

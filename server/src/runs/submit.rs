@@ -200,12 +200,12 @@ impl Runs {
             }
             Ok(None) => {}
             Err(RunError::Busy { run: holder, .. }) => {
-                if matches!(input, Input::Decisions(_)) {
-                    if let Ok(Some(waiting)) = self.store.get(holder).await {
-                        if waiting.status == RunStatus::Waiting && waiting.user == user {
-                            return self.resume(&list, waiting, input).await;
-                        }
-                    }
+                if matches!(input, Input::Decisions(_))
+                    && let Ok(Some(waiting)) = self.store.get(holder).await
+                    && waiting.status == RunStatus::Waiting
+                    && waiting.user == user
+                {
+                    return self.resume(&list, waiting, input).await;
                 }
                 return Err(self.busy(session, holder).await);
             }

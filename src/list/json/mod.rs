@@ -513,10 +513,10 @@ fn save_blocking(
         dir,
         &IndexLine::Put(Box::new(Entry::new(info.clone(), mtime_ns(&meta))?)),
     )?;
-    if before / COMPACT_EVERY != after / COMPACT_EVERY {
-        if let Err(e) = compact(dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "index compaction failed");
-        }
+    if before / COMPACT_EVERY != after / COMPACT_EVERY
+        && let Err(e) = compact(dir)
+    {
+        tracing::warn!(dir = %dir.display(), error = %e, "index compaction failed");
     }
     Ok(info)
 }

@@ -98,12 +98,12 @@ impl StreamState {
                 BlockIn::Text { text } => self.text(text, on_delta),
                 BlockIn::ToolUse { id, name, input } => {
                     let id = non_empty(Some(id));
-                    if let Some(last) = self.calls.len().checked_sub(1) {
-                        if id.as_deref() == Some(self.calls[last].id.as_str()) {
-                            // The same call again (a gateway's quirk).
-                            self.blocks.insert(index, last);
-                            return;
-                        }
+                    if let Some(last) = self.calls.len().checked_sub(1)
+                        && id.as_deref() == Some(self.calls[last].id.as_str())
+                    {
+                        // The same call again (a gateway's quirk).
+                        self.blocks.insert(index, last);
+                        return;
                     }
                     let ordinal = self.calls.len();
                     let id = id.unwrap_or_else(generated_call_id);
@@ -136,16 +136,15 @@ impl StreamState {
                     let ordinal = self.blocks.get(&index).copied();
                     if let Some((ordinal, call)) =
                         ordinal.and_then(|n| Some((n, self.calls.get_mut(n)?)))
+                        && !partial_json.is_empty()
                     {
-                        if !partial_json.is_empty() {
-                            call.arguments.push_str(&partial_json);
-                            on_delta(StreamDelta::ToolCall {
-                                index: ordinal,
-                                id: None,
-                                name: None,
-                                arguments: partial_json,
-                            });
-                        }
+                        call.arguments.push_str(&partial_json);
+                        on_delta(StreamDelta::ToolCall {
+                            index: ordinal,
+                            id: None,
+                            name: None,
+                            arguments: partial_json,
+                        });
                     }
                 }
                 BlockDelta::Other => {}

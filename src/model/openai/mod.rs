@@ -469,7 +469,8 @@ impl ChatModel for OpenAiChatModel {
         if let Some(window) = self.known_window() {
             return Some(window);
         }
-        let probed = *self
+
+        *self
             .learned
             .probed
             .get_or_init(|| async {
@@ -479,7 +480,6 @@ impl ChatModel for OpenAiChatModel {
                 tracing::debug!(model = %self.model, ?window, "context window from the server");
                 window
             })
-            .await;
-        probed
+            .await
     }
 }

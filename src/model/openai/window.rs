@@ -39,19 +39,18 @@ pub(super) async fn probe(
         }
         request
     };
-    if let Some(props) = json_of(get(format!("{root}/props"))).await {
-        if let Some(n) = props
+    if let Some(props) = json_of(get(format!("{root}/props"))).await
+        && let Some(n) = props
             .pointer("/default_generation_settings/n_ctx")
             .or_else(|| props.get("n_ctx"))
             .and_then(Value::as_u64)
-        {
-            return usize::try_from(n).ok();
-        }
+    {
+        return usize::try_from(n).ok();
     }
-    if let Some(models) = json_of(get(format!("{base_url}/models"))).await {
-        if let Some(n) = window_in_models(&models, model) {
-            return Some(n);
-        }
+    if let Some(models) = json_of(get(format!("{base_url}/models"))).await
+        && let Some(n) = window_in_models(&models, model)
+    {
+        return Some(n);
     }
     let mut show = client
         .post(format!("{root}/api/show"))

@@ -88,10 +88,10 @@ impl RedisServer {
                 return server;
             }
             server.port = free_port();
-            if let Some(i) = server.args.iter().position(|a| a == "--cluster-port") {
-                if let Some(bus) = server.args.get_mut(i + 1) {
-                    *bus = free_port().to_string();
-                }
+            if let Some(i) = server.args.iter().position(|a| a == "--cluster-port")
+                && let Some(bus) = server.args.get_mut(i + 1)
+            {
+                *bus = free_port().to_string();
             }
         }
         panic!("redis-server did not start on any of 5 free ports");

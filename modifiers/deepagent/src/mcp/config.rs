@@ -243,10 +243,10 @@ impl McpServerConfig {
             (Some(c), None) if c.trim().is_empty() => return Err(invalid("`command` is empty")),
             _ => {}
         }
-        if let Some(t) = self.timeout {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(invalid("`timeout` must be a positive number of seconds"));
-            }
+        if let Some(t) = self.timeout
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(invalid("`timeout` must be a positive number of seconds"));
         }
         Ok(())
     }

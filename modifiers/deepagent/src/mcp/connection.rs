@@ -153,10 +153,10 @@ impl ServerConnection {
 
     async fn live(&self) -> Result<Arc<Live>, McpError> {
         let mut slot = self.live.lock().await;
-        if let Some(live) = slot.as_ref() {
-            if !live.is_closed() {
-                return Ok(live.clone());
-            }
+        if let Some(live) = slot.as_ref()
+            && !live.is_closed()
+        {
+            return Ok(live.clone());
         }
         *slot = None;
         let limit = self.config.connect_timeout();
@@ -234,11 +234,11 @@ impl ServerConnection {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url);
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
-                    if name.eq_ignore_ascii_case("authorization") {
-                        if let Some(token) = value.strip_prefix("Bearer ") {
-                            config = config.auth_header(token.to_string());
-                            continue;
-                        }
+                    if name.eq_ignore_ascii_case("authorization")
+                        && let Some(token) = value.strip_prefix("Bearer ")
+                    {
+                        config = config.auth_header(token.to_string());
+                        continue;
                     }
                     let invalid = |reason: String| {
                         McpError::Config(super::config::ConfigError::Invalid {

@@ -35,10 +35,10 @@ pub fn describe_result(result: &Value) -> ToolOutput {
         .map(|blocks| blocks.iter().map(describe_block).collect())
         .unwrap_or_default();
     let mut text = parts.join("\n");
-    if text.is_empty() {
-        if let Some(structured) = result.get("structuredContent") {
-            text = structured.to_string();
-        }
+    if text.is_empty()
+        && let Some(structured) = result.get("structuredContent")
+    {
+        text = structured.to_string();
     }
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         if text.is_empty() {

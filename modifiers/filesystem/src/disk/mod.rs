@@ -289,17 +289,15 @@ impl Disk {
                 .filter_map(|e| e.ok())
                 .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
                 .collect();
-            if let Some(rules) = rules.as_deref_mut() {
-                if entries
+            if let Some(rules) = rules.as_deref_mut()
+                && entries
                     .iter()
                     .any(|(n, t)| n == ".gitignore" && t.is_file())
-                {
-                    if let Ok(mut f) = dir.open(".gitignore") {
-                        let mut text = String::new();
-                        if f.read_to_string(&mut text).is_ok() {
-                            rules.add(&vdir, &text);
-                        }
-                    }
+                && let Ok(mut f) = dir.open(".gitignore")
+            {
+                let mut text = String::new();
+                if f.read_to_string(&mut text).is_ok() {
+                    rules.add(&vdir, &text);
                 }
             }
             for (name, ft) in entries {
@@ -326,10 +324,10 @@ impl Disk {
                 if is_dir && name == ".git" {
                     continue;
                 }
-                if let Some(rules) = rules.as_deref() {
-                    if rules.is_ignored(&vpath, is_dir) {
-                        continue;
-                    }
+                if let Some(rules) = rules.as_deref()
+                    && rules.is_ignored(&vpath, is_dir)
+                {
+                    continue;
                 }
                 if kind == Kind::Dir {
                     stack.push((vpath.clone(), rel.clone(), None));

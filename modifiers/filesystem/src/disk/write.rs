@@ -62,12 +62,11 @@ impl Disk {
             };
             rel = target;
             // The link's directory part must itself stay inside the root.
-            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if let Err(e) = self.root.metadata(parent) {
-                    if is_escape(&e) || e.raw_os_error() == Some(libc::ELOOP) {
-                        return Err(write_err(e, vpath));
-                    }
-                }
+            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty())
+                && let Err(e) = self.root.metadata(parent)
+                && (is_escape(&e) || e.raw_os_error() == Some(libc::ELOOP))
+            {
+                return Err(write_err(e, vpath));
             }
         }
         Err(FsError::SymlinkLoop(vpath.to_string()))

@@ -211,10 +211,10 @@ async fn the_network_is_off_unless_allowed() {
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            if String::from_utf8_lossy(&cmdline).contains(marker) {
-                found.push(entry.file_name().to_string_lossy().into_owned());
-            }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            found.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
     found

@@ -141,6 +141,20 @@ impl PermissionMode {
     }
 }
 
+impl PermissionMode {
+    /// What the mode decides about a call of `tool` on its own:
+    /// `Some(false)` refused, `Some(true)` run without asking, `None` the
+    /// approval rules decide (for code outside a run that must follow the
+    /// same gate, such as a server's tool endpoint).
+    pub fn decides(self, tool: &str) -> Option<bool> {
+        match verdict(self, tool) {
+            Verdict::Refuse => Some(false),
+            Verdict::Allow => Some(true),
+            Verdict::Rules => None,
+        }
+    }
+}
+
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -243,7 +243,9 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         config = config.default_mode(mode);
     }
     if args.allow_bypass || args.mode == Some(lc_agent_deepagent::PermissionMode::Bypass) {
-        tracing::warn!("clients may put sessions in bypass mode: no tool call asks for approval there");
+        tracing::warn!(
+            "clients may put sessions in bypass mode: no tool call asks for approval there"
+        );
     }
     Ok(config.allow_bypass(args.allow_bypass))
 }

@@ -72,6 +72,9 @@ pub(crate) struct AgentArgs {
     /// Long-term memory across sessions (in Redis with --redis).
     #[arg(long)]
     pub(crate) memory: bool,
+    /// The permission mode (`--mode`).
+    #[command(flatten)]
+    pub(crate) mode: crate::mode::ModeArgs,
 }
 
 impl AgentArgs {
@@ -246,6 +249,7 @@ impl Agent {
         blueprint
             .store_in(&net)
             .map_err(|e| CliError::failed(e.to_string()))?;
+        args.mode.apply(&net, !fresh);
         if net.metadata_value(USER_KEY).is_none() {
             net.set_metadata(USER_KEY, Value::String(args.user.clone()));
         }
@@ -355,6 +359,7 @@ impl Agent {
         input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
+        crate::mode::warn_if_bypass(&self.net);
         self.screen.begin_turn();
         let answer =
             loop {

@@ -53,6 +53,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "/approve",
         "`/approve all`, `/approve ask` or `/approve TOOL`: the approval policy",
     ),
+    (
+        "/mode",
+        "the permission mode; `/mode plan|default|accept-edits|bypass` switches",
+    ),
     ("/exit", "save and quit (Ctrl-D does the same)"),
 ];
 
@@ -107,6 +111,7 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
         }
         "/resume" => Action::Switch(Some(rest)),
         "/model" => model(agent, &rest),
+        "/mode" => crate::mode::command(agent, &rest).await,
         "/tokens" => {
             out(&format!("{}\n", tokens(agent)));
             Action::Stay

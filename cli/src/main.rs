@@ -42,6 +42,7 @@
 //! highlight.rs   fenced code of an answer in colour on a terminal (syntect)
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)
+//! mode.rs        the permission mode: --mode, /mode, the bypass warning on stderr
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
@@ -68,6 +69,7 @@ mod input;
 mod interrupt;
 mod logging;
 mod mcp;
+mod mode;
 mod run;
 mod runs;
 mod serve;

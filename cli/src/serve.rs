@@ -8,8 +8,12 @@
 //!                [--allow-host HOST]... [--max-connections N] [--header-timeout SECS]
 //!                [--retention 30d] [--session-cache N] [--log-format text|json]
 //!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
-//!                [--run-retention SECS] [--grace SECS]
+//!                [--run-retention SECS] [--grace SECS] [--mode MODE] [--allow-bypass]
 //! ```
+//!
+//! `--mode` is the permission mode of new sessions; a client may change a
+//! session's (`PATCH /api/sessions/{id} {"mode"}`, the page's switcher),
+//! except to `bypass`, which needs `--allow-bypass` (or `--mode bypass`).
 //!
 //! Every message, decision and completion is a run (queued, taken by any
 //! server on the same sessions store, checkpointed after every node; see
@@ -74,6 +78,15 @@ pub(crate) struct ServeArgs {
     /// The blueprint of new sessions' agents (TOML, or JSON by its extension).
     #[arg(long, value_name = "FILE")]
     pub(crate) agent: Option<PathBuf>,
+    /// The permission mode of new sessions: `plan`, `default`,
+    /// `accept-edits` or `bypass` (a client may change a session's with
+    /// `PATCH /api/sessions/{id} {"mode"}` or the page).
+    #[arg(long, value_name = "MODE")]
+    pub(crate) mode: Option<lc_agent_deepagent::PermissionMode>,
+    /// Let clients put a session in `bypass` mode (refused with 403
+    /// otherwise; `--mode bypass` allows it too).
+    #[arg(long)]
+    pub(crate) allow_bypass: bool,
     /// Where sessions live (Redis shares them between server processes).
     #[command(flatten)]
     pub(crate) store: StoreArgs,
@@ -226,7 +239,15 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
     for origin in &args.cors {
         config = config.cors_origin(origin.clone());
     }
-    Ok(config)
+    if let Some(mode) = args.mode {
+        config = config.default_mode(mode);
+    }
+    if args.allow_bypass || args.mode == Some(lc_agent_deepagent::PermissionMode::Bypass) {
+        tracing::warn!(
+            "clients may put sessions in bypass mode: no tool call asks for approval there"
+        );
+    }
+    Ok(config.allow_bypass(args.allow_bypass))
 }
 
 /// A positive number of seconds, or a usage error naming the flag.

@@ -1,7 +1,8 @@
 //! `lc-agent chat` in a real pseudo-terminal (tmux), as a person uses it:
 //! rendered Markdown, history on Up, slash commands that never reach the
 //! model, Ctrl-C cancelling a turn, Ctrl-D quitting with the resume line,
-//! a malformed skill's warning, a highlighted code block. The model is
+//! a malformed skill's warning, a highlighted code block, `/mode plan`
+//! refusing a write until `/mode accept-edits`. The model is
 //! scripted (`--script`); a command that reached it would use up its one
 //! turn. Without tmux the tests are ignored, saying so (`#[needs(tmux)]`);
 //! under `CI=true` a missing tmux fails them.
@@ -430,4 +431,42 @@ fn a_chat_piped_into_tee_writes_only_the_answers() {
     tmux.wait_text("[exit 0]");
     let written = std::fs::read_to_string(&log).unwrap();
     assert_eq!(written, "Plain **answer**.\n", "{written:?}");
+}
+
+#[needs(tmux)]
+#[test]
+fn slash_mode_switches_to_plan_where_a_write_is_refused_then_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let write = serde_json::json!({"tool_calls": [{"id": "w", "name": "write_file",
+        "arguments": {"file_path": "/out.md", "content": "x"}}]});
+    let script = serde_json::json!([
+        write,
+        {"content": "Planned, not written."},
+        write,
+        {"content": "Written now."}
+    ]);
+    let extra = format!("--root {}", root.display());
+    let tmux = Tmux::start(&chat_command(dir.path(), script, &extra));
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("/mode plan");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("mode: plan");
+    tmux.type_text("Write out.md");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Planned, not written.");
+    assert!(!root.join("out.md").exists(), "plan mode wrote a file");
+    tmux.type_text("/mode");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("/mode accept-edits");
+    tmux.type_text("/mode accept-edits");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("mode: accept-edits");
+    tmux.type_text("Go ahead");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Written now.");
+    assert_eq!(std::fs::read_to_string(root.join("out.md")).unwrap(), "x");
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
 }

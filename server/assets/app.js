@@ -59,7 +59,9 @@ function plainError(status, message) {
   switch (status) {
     case 0: return "Cannot reach the server. Check that `lc-agent serve` is still running, then try again.";
     case 401: return "The server wants a token: paste yours (LC_AGENT_TOKEN) into the token box at the top.";
-    case 403: return "This session belongs to another user.";
+    case 403: return /bypass mode/.test(m)
+      ? "This server does not allow bypass mode (its operator can start it with --allow-bypass)."
+      : "This session belongs to another user.";
     case 404: return "This session no longer exists (it was deleted).";
     case 408: return "The server gave up waiting (request timeout); the run goes on and its answer will show here. A long run may need a larger --timeout on `lc-agent serve`.";
     case 409: return /waits for decisions/.test(m)
@@ -379,6 +381,7 @@ function closeSession(notice) {
   $("session-name").textContent = "No session";
   $("usage").textContent = "";
   $("rename").disabled = $("delete").disabled = true;
+  showMode(null);
   $("messages").replaceChildren();
   renderApprovals([]);
   renderTodos([]);
@@ -398,6 +401,7 @@ async function refresh() {
     $("session-name").textContent = s.name || s.id;
     document.title = (s.name || "session") + " · lc-agent";
     $("usage").textContent = sessionUsageText(s.usage);
+    showMode(s.mode);
     renderMessages(s.messages);
     renderTodos(s.todos);
     renderFiles(s.files);
@@ -451,6 +455,30 @@ async function rename(event) {
     $("session-name").focus();
     await loadSessions();
   } catch (e) { status(e.message); }
+}
+
+// The session's permission mode (modes.rs on the server): shown in the
+// switcher; bypass is marked, and every run in it says so.
+function showMode(mode) {
+  $("mode").disabled = !mode;
+  $("mode").value = mode || "default";
+  $("mode").classList.toggle("danger", mode === "bypass");
+  document.body.dataset.mode = mode || "";
+}
+
+async function setMode() {
+  if (!state.session) return;
+  const mode = $("mode").value;
+  try {
+    const r = await api("PATCH", "/api/sessions/" + state.session, { mode });
+    if (state.view) state.view.mode = r.mode;
+    if (state.view && r.revision != null) state.view.revision = r.revision;
+    showMode(r.mode);
+    status("Mode: " + r.mode + (r.mode === "plan" ? " (read only: the agent proposes a plan for you to approve)" : ""));
+  } catch (e) {
+    status(e.message);
+    showMode(state.view ? state.view.mode : null);
+  }
 }
 
 function confirmDialog(text, yes) {
@@ -938,6 +966,8 @@ async function run(path, body, seen) {
       } else if (name === "node_added") {
         if (data.kind === "summary") step("Summarizing the conversation so far…");
         else if (data.kind === "chat") step("Thinking…");
+      } else if (name === "run_started") {
+        if (data && data.warning) note("notice warning", "Warning: " + data.warning);
       } else if (name === "summary_written") {
         note("notice", "The conversation so far was summarized (" + plural(data.summarized, "message") + ") to fit the model's window.");
       } else if (name === "tool_call_started") {
@@ -1087,6 +1117,7 @@ async function send(event) {
   });
   $("new-session").addEventListener("click", () => { newSession(); if (narrow()) setDrawer("sidebar", false); });
   $("stop").addEventListener("click", stopRun);
+  $("mode").addEventListener("change", setMode);
   $("rename").addEventListener("click", startRename);
   $("rename-form").addEventListener("submit", rename);
   $("rename-cancel").addEventListener("click", endRename);

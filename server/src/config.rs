@@ -11,6 +11,7 @@
 //!    .body_limit(..) .request_timeout(..) .cors_origin(..) .allow_host(..)
 //!    .header_timeout(..) .body_timeout(..) .max_connections(..)   slow clients
 //!    .retention(..) .session_cache(..)                            the session lists
+//!    .default_mode(..) .allow_bypass(..)                 permission modes (modes.rs)
 //! ```
 
 use std::sync::Arc;
@@ -147,6 +148,8 @@ pub struct ServerConfig {
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
     pub(crate) runs: RunSettings,
+    /// Which modes clients may ask for, and new sessions' (`modes.rs`).
+    pub(crate) modes: crate::modes::ModePolicy,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -208,6 +211,7 @@ impl ServerConfig {
             modifiers: Vec::new(),
             summaries: true,
             runs: RunSettings::default(),
+            modes: crate::modes::ModePolicy::default(),
         }
     }
 

@@ -239,6 +239,7 @@ impl SessionHub {
             spec.store_in(&net)
                 .map_err(|e| ApiError::internal("the blueprint cannot be stored", e))?;
         }
+        self.config.modes.apply_default(&net);
         net.set_name(name);
         net.set_user_id(user);
         Ok(net)

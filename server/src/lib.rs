@@ -95,6 +95,7 @@ mod handlers;
 mod hub;
 mod logging;
 mod metrics;
+mod modes;
 mod runs;
 mod serve;
 mod state;

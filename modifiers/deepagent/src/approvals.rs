@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::delegation;
+use crate::modes;
 
 /// The tool node metadata key recording an approval and its decision.
 pub(crate) const APPROVAL_KEY: &str = "approval";
@@ -270,10 +271,16 @@ impl NetworkModifier for ApprovalModifier {
             let Some(tool) = call.downcast::<ToolNode>() else {
                 continue;
             };
-            let Some(decisions) = self.rules.get(&tool.tool_call.name) else {
+            let name = &tool.tool_call.name;
+            let Some(decisions) =
+                (self.rules.get(name).cloned()).or_else(|| modes::always_held(name))
+            else {
                 continue;
             };
-            if call.is_invoked() || call.metadata_value(APPROVAL_KEY).is_some() {
+            if call.is_invoked()
+                || call.metadata_value(APPROVAL_KEY).is_some()
+                || modes::allowed_by_mode(&call)
+            {
                 continue;
             }
             write_record(&call, "pending", &decisions.0, None);

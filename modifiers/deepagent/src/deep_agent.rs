@@ -23,6 +23,7 @@ use lc_agent::{
 };
 
 use crate::approvals::{ApprovalModifier, Decisions};
+use crate::modes::PermissionMode;
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
@@ -73,6 +74,8 @@ pub struct DeepAgentBuilder {
     #[cfg(feature = "memory")]
     memory: Option<crate::memory::MemoryModifier>,
     modifiers: Vec<Arc<dyn NetworkModifier>>,
+    /// A new session's first permission mode.
+    mode: Option<PermissionMode>,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -113,6 +116,13 @@ impl DeepAgentBuilder {
     /// A shared model under `name` (`main` is the main one).
     pub fn model_shared(mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> Self {
         self.models.push((name.into(), model));
+        self
+    }
+
+    /// The permission mode of a session that has none yet (see
+    /// [`PermissionMode`]; a session keeps its own when it is resumed).
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = Some(mode);
         self
     }
 
@@ -322,8 +332,11 @@ impl DeepAgentBuilder {
         net.add_modifier(FilesystemModifier::new(backend.clone()))?;
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
-        if let Some(approvals) = self.approvals() {
-            net.add_modifier(approvals)?;
+        // Always there: the mode may hold `exit_plan_mode` or let calls through.
+        net.add_modifier(crate::modes::ModeModifier)?;
+        net.add_modifier(self.approvals().unwrap_or_default())?;
+        if let (Some(mode), false) = (self.mode, crate::modes::has_mode(net)) {
+            crate::modes::set_permission_mode(net, mode);
         }
         if let Some((first, more)) = skill_roots.split_first() {
             let skills = more.iter().fold(

@@ -38,6 +38,9 @@
 //! - `approvals.rs`: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`],
 //!   [`pending_approvals`], [`decide`]).
+//! - `modes.rs`: permission modes (`plan`, `default`, `accept-edits`, `bypass`), kept in
+//!   the session's metadata and applied before the approval rules; plan mode's
+//!   `exit_plan_mode` ([`PermissionMode`], [`permission_mode`], [`set_permission_mode`]).
 //! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
 //!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
@@ -96,6 +99,7 @@ mod delegation;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
+mod modes;
 mod skills;
 mod spec;
 mod subagents;
@@ -114,6 +118,9 @@ pub use bearer::{bearer_token, bind_allowed, same_token};
 pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use modes::{
+    permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
+};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

@@ -225,6 +225,11 @@ pub struct AgentSpec {
     /// output = 2.0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<lc_agent::Prices>,
+    /// A new session's permission mode (`plan`, `default`, `accept-edits`,
+    /// `bypass`; see [`PermissionMode`](crate::PermissionMode)); a session
+    /// keeps its own once it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::PermissionMode>,
 }
 
 /// Errors of reading or using a blueprint.
@@ -361,6 +366,9 @@ impl AgentSpec {
         }
         if let Some(limit) = self.step_limit {
             agent = agent.step_limit(limit);
+        }
+        if let Some(mode) = self.mode {
+            agent = agent.permission_mode(mode);
         }
         if let Some(skills) = &self.skills {
             if let Some(dir) = &skills.dir {

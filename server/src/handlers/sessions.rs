@@ -3,9 +3,10 @@
 //!
 //! ```text
 //!  GET    /api/sessions?offset=&limit=&q=  a page of SessionInfo (newest first; q: names containing it)
-//!  POST   /api/sessions {name?}         a new session (201), named by its first message unless named
+//!  POST   /api/sessions {name?, mode?}  a new session (201), named by its first message unless named
 //!  GET    /api/sessions/{id}            messages, graph, Mermaid, files, todos, pending approvals, usage
-//!  PATCH  /api/sessions/{id} {name}     renames it (409 while it runs)
+//!  PATCH  /api/sessions/{id} {name?, mode?}  renames it, sets its permission mode (409 while it
+//!                                       runs; 403 for `bypass` unless the server allows it, modes.rs)
 //!  DELETE /api/sessions/{id}            204 (404 when there is none)
 //!  GET    /api/sessions/{id}/nodes/{node_id}   one node: input, output, metadata (any depth)
 //!  POST   /api/sessions/{id}/messages   {content}                       ─▶ SSE (see events.rs)
@@ -31,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lc_agent::{revision_of, ListQuery};
 use lc_agent::{NetworkNode, RunnableNetwork, ToolNode};
-use lc_agent_deepagent::{pending_approvals, todos_of};
+use lc_agent_deepagent::{pending_approvals, permission_mode, todos_of, PermissionMode};
 use lc_agent_filesystem::Backend;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -118,6 +119,9 @@ pub(crate) async fn list(
 pub(crate) struct NewSession {
     #[serde(default)]
     name: Option<String>,
+    /// Its permission mode (default: the server's).
+    #[serde(default)]
+    mode: Option<PermissionMode>,
 }
 
 pub(crate) async fn create(
@@ -132,6 +136,9 @@ pub(crate) async fn create(
         .unwrap_or_else(|| DEFAULT_NAME.to_string());
     let list = state.hub.list(&user)?;
     let net = state.hub.new_session(&user, &name)?;
+    if let Some(mode) = body.mode {
+        state.config.modes.set(&net, mode)?;
+    }
     list.save(&net).await?;
     Ok((StatusCode::CREATED, Json(view(&net))))
 }
@@ -142,6 +149,7 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
     let mut shown = view_with(net, &prices);
     // The session's totals (sub-agents included), priced.
     shown["usage"] = net.usage().priced(&prices);
+    shown["mode"] = json!(permission_mode(net));
     shown
 }
 
@@ -292,7 +300,11 @@ const SHOWN_METADATA: &[&str] = &[
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Rename {
-    name: String,
+    #[serde(default)]
+    name: Option<String>,
+    /// A new permission mode (`modes.rs`).
+    #[serde(default)]
+    mode: Option<PermissionMode>,
 }
 
 pub(crate) async fn rename(
@@ -301,11 +313,16 @@ pub(crate) async fn rename(
     Path(id): Path<Uuid>,
     Json(body): Json<Rename>,
 ) -> Result<Json<Value>, ApiError> {
-    let name = body.name.trim();
-    if name.is_empty() {
+    if body.name.is_none() && body.mode.is_none() {
+        return Err(ApiError::BadRequest(
+            "give a `name` or a `mode` to change".to_string(),
+        ));
+    }
+    let name = body.name.as_deref().map(str::trim);
+    if name.is_some_and(str::is_empty) {
         return Err(ApiError::BadRequest("`name` is empty".to_string()));
     }
-    if name.chars().count() > MAX_NAME_CHARS {
+    if name.is_some_and(|name| name.chars().count() > MAX_NAME_CHARS) {
         return Err(ApiError::BadRequest(format!(
             "`name` is longer than {MAX_NAME_CHARS} characters"
         )));
@@ -313,11 +330,17 @@ pub(crate) async fn rename(
     let list = state.hub.list(&user)?;
     let _claim = state.hub.claim(id, &list)?;
     let net = state.hub.load(&user, &list, id).await?;
-    net.set_name(name);
+    if let Some(mode) = body.mode {
+        state.config.modes.set(&net, mode)?;
+    }
+    if let Some(name) = name {
+        net.set_name(name);
+    }
     let saved = list.save(&net).await?;
-    Ok(Json(
-        json!({"id": id, "name": net.name(), "revision": saved.revision}),
-    ))
+    Ok(Json(json!({
+        "id": id, "name": net.name(), "revision": saved.revision,
+        "mode": permission_mode(&net),
+    })))
 }
 
 /// The longest name a rename accepts.

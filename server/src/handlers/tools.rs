@@ -18,7 +18,9 @@
 //! workspace, a blueprint's `interrupt_on`) is refused with 403 naming the
 //! rule, and nothing of the batch runs: nobody is there to approve it
 //! (send the request as a message of a session, where it waits for a
-//! decision). Paths are the backend's: the user's own directory under
+//! decision). The session's permission mode comes first: in `plan` a call
+//! that writes or executes is refused (403), in `accept-edits` a file edit
+//! and in `bypass` any call runs unasked. Paths are the backend's: the user's own directory under
 //! `--root` (with tokens, `--root/<user>`), or a session of the user's own
 //! (another user's session is 403), never outside them.
 
@@ -28,7 +30,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::Json;
 use lc_agent::{RunnableNetwork, ToolExecutor};
-use lc_agent_deepagent::ApprovalModifier;
+use lc_agent_deepagent::{permission_mode, ApprovalModifier};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -77,6 +79,20 @@ fn check_approvals(net: &RunnableNetwork, calls: &[Value]) -> Result<(), ApiErro
             .or_else(|| call.get("name"))
             .and_then(Value::as_str)
             .unwrap_or_default();
+        match permission_mode(net).decides(name) {
+            Some(false) => {
+                return Err(ApiError::Status(
+                    axum::http::StatusCode::FORBIDDEN,
+                    format!(
+                        "`{name}` was not run: the session is in plan mode, where only tools \
+                         that read run; nothing was run (change its mode with PATCH \
+                         /api/sessions/{{id}} {{\"mode\": \"default\"}})"
+                    ),
+                ))
+            }
+            Some(true) => continue,
+            None => {}
+        }
         if rules.rules_on(name) {
             return Err(ApiError::Status(
                 axum::http::StatusCode::FORBIDDEN,

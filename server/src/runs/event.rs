@@ -16,7 +16,7 @@
 //!                                      {node_id, tool_call_id, name[, status, duration_ms]}
 //!  EmptyAnswer / AnswerCutOff       ─▶ empty_answer / answer_cut_off {node_id, kind, name}
 //!  SummaryWritten                   ─▶ summary_written    {node_id, kind, name, kept, summarized}
-//!  InvokeStarted / InvokeFinished   ─▶ run_started {} / run_finished
+//!  InvokeStarted / InvokeFinished   ─▶ run_started {[warning]} / run_finished
 //!                                      {outcome, duration_ms[, error | held][, usage]}
 //!  (after the run)                  ─▶ stopped {removed}, approval_needed {pending},
 //!                                      then done {answer, revision, stopped, pending_approvals,
@@ -25,6 +25,8 @@
 //! ```
 //!
 //! The fields, where they are not plain:
+//! - `warning` of `run_started`: present when the session runs in bypass
+//!   mode (no call asks for approval), every time.
 //! - `status` of a tool call: `"ok"` or `"error"`.
 //! - `outcome` of a run ([`Outcome`]): `"completed"` (every pending node
 //!   ran), `"failed"` (with `error`, the message), or `"held"` (with
@@ -118,7 +120,11 @@ pub enum RunEvent {
         summarized: usize,
     },
     /// The invoke started.
-    RunStarted {},
+    RunStarted {
+        /// Said when the session runs in bypass mode (nothing asks).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
     /// The invoke ended.
     RunFinished {
         /// How.
@@ -319,7 +325,9 @@ impl RunEvent {
                 kept: *kept,
                 summarized: *summarized,
             },
-            NetworkEvent::InvokeStarted => RunEvent::RunStarted {},
+            NetworkEvent::InvokeStarted => RunEvent::RunStarted {
+                warning: crate::modes::run_warning(net),
+            },
             NetworkEvent::InvokeFinished { outcome, elapsed } => RunEvent::RunFinished {
                 outcome: Outcome::of(outcome),
                 duration_ms: elapsed.as_secs_f64() * 1000.0,
@@ -349,7 +357,7 @@ impl RunEvent {
             RunEvent::EmptyAnswer(_) => "empty_answer",
             RunEvent::AnswerCutOff(_) => "answer_cut_off",
             RunEvent::SummaryWritten { .. } => "summary_written",
-            RunEvent::RunStarted {} => "run_started",
+            RunEvent::RunStarted { .. } => "run_started",
             RunEvent::RunFinished { .. } => "run_finished",
             RunEvent::HandedBack { .. } => "handed_back",
             RunEvent::Stopped { .. } => "stopped",
@@ -472,7 +480,7 @@ mod tests {
             HumanNode::new("hi").id()
         };
         for event in [
-            RunEvent::RunStarted {},
+            RunEvent::RunStarted { warning: None },
             RunEvent::Text {
                 node_id,
                 text: "hello".into(),
@@ -491,6 +499,6 @@ mod tests {
             let parts = RunEvent::from_parts(numbered.event.name(), numbered.event.data()).unwrap();
             assert_eq!(parts, numbered.event);
         }
-        assert_eq!(RunEvent::RunStarted {}.data(), json!({}));
+        assert_eq!(RunEvent::RunStarted { warning: None }.data(), json!({}));
     }
 }

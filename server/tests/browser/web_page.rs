@@ -14,6 +14,8 @@
 //! - sessions: paging, search, rename, delete with confirm, and a session
 //!   deleted elsewhere closes with a notice;
 //! - a cut-off answer shows a Continue button that continues it;
+//! - the mode switcher: in `plan` a write is refused while a read runs;
+//!   `bypass` is refused on a server that does not allow it;
 //! - a reload during a run reattaches to it (its messages, the step line,
 //!   Stop), and an answer given instead of a call says the call did not run.
 //!
@@ -1065,5 +1067,68 @@ async fn a_reload_during_a_run_reattaches_and_an_answer_instead_says_nothing_ran
     wait_text(&p.c, "#messages .msg.ai", "The slow answer.").await;
     p.until("the run over", "document.getElementById('stop').hidden")
         .await;
+    let _ = server.stop().await;
+}
+
+#[needs(chromium)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_to_plan_refuses_a_write_while_a_read_runs() {
+    let model = scripted(vec![
+        Turn::tool_calls([
+            ToolCall::new("l", "ls", json!({"path": "/"})),
+            ToolCall::new(
+                "w",
+                "write_file",
+                json!({"file_path": "/plan.md", "content": "x"}),
+            ),
+        ]),
+        Turn::text("Here is my plan."),
+    ]);
+    let server = start(model).await;
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.until(
+        "the switcher shows the session's mode",
+        "document.body.dataset.mode === 'default'",
+    )
+    .await;
+    p.c.find(Locator::Css("#mode"))
+        .await
+        .unwrap()
+        .select_by_value("plan")
+        .await
+        .unwrap();
+    p.until("the mode is plan", "document.body.dataset.mode === 'plan'")
+        .await;
+    let id = open_id(&p).await;
+    let session = format!("{}/api/sessions/{id}", server.url);
+    assert_eq!(get_json(&session, ALICE).await["mode"], "plan");
+
+    p.send("Write plan.md").await;
+    wait_text(&p.c, "#messages .msg.ai", "Here is my plan.").await;
+    // The write is shown refused, the read ran; nothing was written.
+    let refused = wait_text(&p.c, "#messages details.tool.error", "write_file").await;
+    assert!(refused.contains("plan mode"), "{refused}");
+    p.until(
+        "the read shown done",
+        "[...document.querySelectorAll('#messages details.tool:not(.error)')].some(d => d.dataset.name === 'ls')",
+    )
+    .await;
+    p.screenshot("plan-mode").await;
+    let view = get_json(&session, ALICE).await;
+    assert!(view["files"].get("/plan.md").is_none(), "{view}");
+    // Bypass is the server's to allow: refused here, the switcher stays.
+    p.c.find(Locator::Css("#mode"))
+        .await
+        .unwrap()
+        .select_by_value("bypass")
+        .await
+        .unwrap();
+    wait_text(&p.c, "#status", "does not allow bypass").await;
+    p.until(
+        "the switcher back on plan",
+        "document.getElementById('mode').value === 'plan'",
+    )
+    .await;
     let _ = server.stop().await;
 }

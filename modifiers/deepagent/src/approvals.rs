@@ -101,6 +101,10 @@ impl Decisions {
     pub fn only(kinds: impl IntoIterator<Item = DecisionKind>) -> Self {
         Self(kinds.into_iter().collect())
     }
+
+    pub(crate) fn kinds(&self) -> &[DecisionKind] {
+        &self.0
+    }
 }
 
 /// What a person decided about one pending call.
@@ -270,7 +274,11 @@ impl NetworkModifier for ApprovalModifier {
             let Some(tool) = call.downcast::<ToolNode>() else {
                 continue;
             };
-            let Some(decisions) = self.rules.get(&tool.tool_call.name) else {
+            // Its own rules first: a sub-agent's added rule never loosens one.
+            let name = &tool.tool_call.name;
+            let Some(decisions) = (self.rules.get(name).cloned())
+                .or_else(|| crate::subagent_limits::added_rule(network, name))
+            else {
                 continue;
             };
             if call.is_invoked() || call.metadata_value(APPROVAL_KEY).is_some() {

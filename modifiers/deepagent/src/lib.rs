@@ -98,6 +98,7 @@ pub mod mcp;
 pub mod memory;
 mod skills;
 mod spec;
+mod subagent_limits;
 mod subagents;
 mod summarization;
 mod supervisor;

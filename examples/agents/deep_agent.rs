@@ -4,7 +4,8 @@
 //! network (and again to a loaded session): `TodoListModifier` (the model
 //! plans with `write_todos`),
 //! `SubAgentModifier` (a `task` runs as an isolated sub-network in the
-//! graph, on its own model through the step `subagent:researcher`),
+//! graph, on its own model, with only the tools of its allow-list: its
+//! attempt to write a file is refused, it reads instead),
 //! `ApprovalModifier` (a `write_file` waits for a person: the run returns,
 //! the session is saved, reloaded as another process would, approved, and
 //! finished), all over the session's own files.
@@ -31,9 +32,11 @@ fn agent(main: &ScriptedChatModel, researcher: &ScriptedChatModel) -> DeepAgentB
         .instructions("You answer questions about the team's notes.")
         .subagent(
             SubAgent::new("researcher", "Finds facts in the notes.")
-                .instructions("You read the notes and report facts, briefly."),
+                .instructions("You read the notes and report facts, briefly.")
+                .model("small")
+                // Offered only these; a call of any other tool is refused.
+                .allow_tools(["read_file", "grep"]),
         )
-        .route_model("subagent:researcher", "small")
         .interrupt_on("write_file", Decisions::approve_or_reject())
 }
 
@@ -70,6 +73,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Turn::text("The release is on 2026-12-01; /summary.md says so."),
     ]);
     let researcher = ScriptedChatModel::new([
+        Turn::call(
+            "r0",
+            "write_file",
+            json!({"file_path": "/notes.md", "content": "overwritten"}),
+        ),
         Turn::call("r1", "read_file", json!({"file_path": "/notes.md"})),
         Turn::text("The notes give 2026-12-01 as the release date."),
     ]);
@@ -109,6 +117,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "the sub-agent's own graph has {} nodes (saved inside the session)",
         task.len()
     );
+    let refused = task
+        .nodes()
+        .into_iter()
+        .filter_map(|n| n.output())
+        .find(|m| m.text().contains("may not call"))
+        .ok_or("the sub-agent's write was not refused")?;
+    println!("the sub-agent's write_file: {}", refused.text());
 
     // Another process: load the saved session, attach the agent, approve.
     let saved = net.to_json()?;

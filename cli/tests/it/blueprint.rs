@@ -1,6 +1,7 @@
 //! A blueprint's models through the real binary: every `[models.<name>]`
 //! is its own model, asked at its own server, and `[models.main]` names
-//! the main model without `OPENAI_MODEL`.
+//! the main model without `OPENAI_MODEL`; a sub-agent's own model, tools
+//! allow-list and approval rules (`[[subagents]]`) hold in `lc-agent run`.
 
 use std::path::Path;
 use std::process::Output;
@@ -223,4 +224,177 @@ fn a_summary_writes_nothing_into_the_users_directory() {
             .any(|path| path.starts_with("/conversation_history/")),
         "{files:?}"
     );
+}
+
+/// The tool names a chat request offered, sorted.
+fn offered(request: &str) -> Vec<String> {
+    let body: serde_json::Value = serde_json::from_str(request).unwrap();
+    let mut names: Vec<String> = body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A blueprint with `main` and `helper` at their own servers, and the
+/// `reader` sub-agent on `helper` with `extra` lines.
+fn reader_blueprint(dir: &Path, main: &ModelServer, helper: &ModelServer, extra: &str) -> String {
+    let agent = dir.join("agent.toml");
+    std::fs::write(
+        &agent,
+        format!(
+            "[models.main]\nmodel = \"main-model\"\nbase_url = \"{}\"\n\n\
+             [models.helper]\nmodel = \"helper-model\"\nbase_url = \"{}\"\n\n\
+             [[subagents]]\nname = \"reader\"\ndescription = \"Reads files\"\n\
+             system_prompt = \"You only read files.\"\nmodel = \"helper\"\n{extra}",
+            main.base_url, helper.base_url
+        ),
+    )
+    .unwrap();
+    agent.to_str().unwrap().to_string()
+}
+
+fn reader_task() -> Reply {
+    Reply::call(
+        "t1",
+        "task",
+        serde_json::json!({"description": "Count the notes.", "subagent_type": "reader"}),
+    )
+}
+
+fn write_call() -> Reply {
+    Reply::call(
+        "w1",
+        "write_file",
+        serde_json::json!({"file_path": "/out.md", "content": "written"}),
+    )
+}
+
+#[test]
+fn a_sub_agent_runs_on_its_own_model_with_only_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = ModelServer::start(vec![
+        reader_task(),
+        Reply::answer("The reader may not write.", "stop"),
+    ]);
+    let helper = ModelServer::start(vec![
+        write_call(),
+        Reply::answer("I could only read.", "stop"),
+    ]);
+    let agent = reader_blueprint(
+        dir.path(),
+        &main,
+        &helper,
+        "tools = [\"read_file\", \"grep\"]\n",
+    );
+    let out = run(
+        dir.path(),
+        &["run", "Ask the reader.", "--agent", &agent],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).lines().last(),
+        Some("The reader may not write.")
+    );
+    // The sub-agent's two turns went to its own server, with its tools only.
+    let asked_helper = helper.chat_requests();
+    assert_eq!(asked_helper.len(), 2, "{asked_helper:?}");
+    for request in &asked_helper {
+        assert_eq!(model_of(request), "helper-model");
+        assert_eq!(offered(request), ["grep", "read_file"]);
+        assert!(request.contains("You only read files."));
+    }
+    // Its `write_file` call was refused, and it read why.
+    assert!(
+        asked_helper[1].contains("may not call `write_file`; its tools are: grep, read_file"),
+        "{}",
+        asked_helper[1]
+    );
+    // The main server got the agent's turns only, with every tool.
+    let asked_main = main.chat_requests();
+    assert!(asked_main.len() >= 2, "{asked_main:?}");
+    for request in &asked_main {
+        assert_eq!(model_of(request), "main-model");
+        assert!(!request.contains("You only read files."), "{request}");
+    }
+    assert!(offered(&asked_main[0]).contains(&"write_file".to_string()));
+}
+
+#[test]
+fn a_sub_agents_own_approval_is_asked_and_a_rejection_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = ModelServer::start(vec![
+        reader_task(),
+        Reply::answer("The reader was stopped.", "stop"),
+    ]);
+    let helper = ModelServer::start(vec![
+        write_call(),
+        Reply::answer("I was not allowed.", "stop"),
+    ]);
+    let agent = reader_blueprint(
+        dir.path(),
+        &main,
+        &helper,
+        "interrupt_on = { write_file = [\"approve\", \"reject\"] }\n",
+    );
+    let out = run(
+        dir.path(),
+        &["run", "Ask the reader.", "--agent", &agent],
+        "n\n",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("approve write_file").count(),
+        1,
+        "asked once: {stderr}"
+    );
+    let asked_helper = helper.chat_requests();
+    assert_eq!(asked_helper.len(), 2, "{asked_helper:?}");
+    assert!(
+        asked_helper[1].contains("the user rejected this call"),
+        "{}",
+        asked_helper[1]
+    );
+    assert_eq!(
+        text(&out.stdout).lines().last(),
+        Some("The reader was stopped.")
+    );
+}
+
+#[test]
+fn a_sub_agent_listing_a_tool_the_agent_lacks_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = ModelServer::start(vec![]);
+    let helper = ModelServer::start(vec![]);
+    let agent = reader_blueprint(
+        dir.path(),
+        &main,
+        &helper,
+        "tools = [\"read_file\", \"reed_file\"]\n",
+    );
+    let out = run(
+        dir.path(),
+        &["run", "Ask the reader.", "--agent", &agent],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("sub-agent `reader`: tools: the agent has no tool `reed_file`"),
+        "{stderr}"
+    );
+    assert!(main.chat_requests().is_empty() && helper.chat_requests().is_empty());
 }

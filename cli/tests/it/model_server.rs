@@ -35,6 +35,26 @@ impl Reply {
         }
     }
 
+    /// A 200 answer that calls one tool with these arguments.
+    pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> Self {
+        let body = serde_json::json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": "test-model",
+            "choices": [{"index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": [{
+                    "id": id, "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()}}]},
+                "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234}
+        });
+        Self {
+            status: 200,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: body.to_string(),
+        }
+    }
+
     /// An error status (with `Retry-After: 0`, so a retry comes at once).
     pub fn error(status: u16) -> Self {
         Self {

@@ -102,6 +102,10 @@ impl Decisions {
     pub fn only(kinds: impl IntoIterator<Item = DecisionKind>) -> Self {
         Self(kinds.into_iter().collect())
     }
+
+    pub(crate) fn kinds(&self) -> &[DecisionKind] {
+        &self.0
+    }
 }
 
 /// What a person decided about one pending call.
@@ -271,9 +275,11 @@ impl NetworkModifier for ApprovalModifier {
             let Some(tool) = call.downcast::<ToolNode>() else {
                 continue;
             };
+            // Its own rules first: a sub-agent's added rule never loosens one.
             let name = &tool.tool_call.name;
-            let Some(decisions) =
-                (self.rules.get(name).cloned()).or_else(|| modes::always_held(name))
+            let Some(decisions) = (self.rules.get(name).cloned())
+                .or_else(|| crate::subagent_limits::added_rule(network, name))
+                .or_else(|| modes::always_held(name))
             else {
                 continue;
             };

@@ -282,11 +282,12 @@ impl DeepAgentBuilder {
     }
 
     /// The approval rules: the caller's, and the workspace's for `execute`
-    /// unless the caller ruled on it.
+    /// unless the caller ruled on it; a modifier without rules of its own
+    /// when only sub-agents have some (they add theirs in their networks).
     fn approvals(&self) -> Option<ApprovalModifier> {
         let execute = <Execute as TypedTool>::NAME;
         let ruled = self.approvals.as_ref().is_some_and(|a| a.rules_on(execute));
-        match &self.execute_rule {
+        let own = match &self.execute_rule {
             Some(rule) if !ruled => Some(
                 self.approvals
                     .clone()
@@ -294,7 +295,31 @@ impl DeepAgentBuilder {
                     .interrupt_on(execute, rule.clone()),
             ),
             _ => self.approvals.clone(),
-        }
+        };
+        own.or_else(|| {
+            self.subagents
+                .has_approval_rules()
+                .then(ApprovalModifier::new)
+        })
+    }
+
+    /// The names of the agent's tools (found by attaching to a scratch
+    /// network; MCP tools that a caller connects later are not among
+    /// them).
+    pub(crate) fn tool_names(&self) -> Result<Vec<String>> {
+        let scratch = RunnableNetwork::builder().build();
+        self.attach(&scratch)?;
+        Ok(scratch
+            .tools()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect())
+    }
+
+    /// The sub-agents' allow-listed tools that are not in `known` (nor
+    /// their own), as `(sub-agent, tool)`.
+    pub(crate) fn unknown_subagent_tools(&self, known: &[String]) -> Vec<(String, String)> {
+        self.subagents.unknown_tools(known)
     }
 
     /// Attaches the models, tools, modifiers and routes to a network (a

@@ -48,6 +48,8 @@
 //! - `subagents.rs`: the `task` tool; each task runs as an isolated
 //!   sub-network in the graph, under its parent's safeguards (approvals,
 //!   eviction, offered tools, summaries) ([`SubAgentModifier`], [`SubAgent`]).
+//! - `subagent_limits.rs`: a sub-agent's tools allow-list and added approval
+//!   rules, kept in its network's metadata; they only tighten down the nesting.
 //! - `delegation.rs`: how a sub-network answers a tool call (wired before
 //!   the call, found by the call's id, its last answer as the result), for
 //!   sub-agents, routes and approvals.
@@ -102,6 +104,7 @@ pub mod memory;
 mod modes;
 mod skills;
 mod spec;
+mod subagent_limits;
 mod subagents;
 mod summarization;
 mod supervisor;

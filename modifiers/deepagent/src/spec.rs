@@ -51,6 +51,10 @@
 //! [[subagents]]
 //! name = "researcher"
 //! description = "Finds facts in the code base"
+//! system_prompt = "Search, read, and report with file names."
+//! model = "openai:gpt-4o-mini"        # or a [models] name
+//! tools = ["ls", "glob", "grep", "read_file", "execute"]  # only these
+//! interrupt_on = { execute = ["approve", "reject"] }       # more approvals, never fewer
 //!
 //! [interrupt_on]
 //! execute = ["approve", "reject"]
@@ -76,6 +80,16 @@
 //! input = 0.2
 //! output = 0.6
 //! ```
+//!
+//! A sub-agent (`[[subagents]]`, as deepagents' sub-agent specs) may have
+//! its own `model` (a `[models]` name, or `provider:model` /
+//! `provider/model` opened like a `[models]` entry), its own `tools`
+//! allow-list (only those are offered to it and only those it may call;
+//! a call of another is answered with an error, and a name the agent does
+//! not have is an error when the blueprint is built) and its own
+//! `interrupt_on`, added to the agent's: for a tool the agent already
+//! holds, the agent's rule stands, so a sub-agent can never loosen an
+//! approval. A sub-agent started by a sub-agent keeps both limits.
 //!
 //! MCP servers (`mcp_servers`, the entries of an `mcpServers` file) are
 //! named here and connected by the caller ([`AgentSpec::mcp_config`], then
@@ -128,7 +142,9 @@ pub struct ModelSpec {
     pub context_window: Option<usize>,
 }
 
-/// A named sub-agent.
+/// A named sub-agent, as deepagents' sub-agent specs have them: its own
+/// instructions (`system_prompt` is read too), model, tools allow-list and
+/// approval rules (see the module docs of `spec.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubAgentSpec {
@@ -137,11 +153,28 @@ pub struct SubAgentSpec {
     /// When to use it.
     pub description: String,
     /// Its system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "system_prompt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub instructions: Option<String>,
-    /// A model name of [`AgentSpec::models`].
+    /// Its model: a name of [`AgentSpec::models`], else
+    /// `provider:model` or `provider/model` (`openai:gpt-4o-mini`,
+    /// `anthropic/claude-haiku-4-5`), opened as the `[models]` entries are.
+    /// Default: the `subagent:<name>` route, else the main model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The only tools offered to it and that it may call (absent: every
+    /// tool of the agent). A name the agent does not have is an error when
+    /// the blueprint is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Tools whose calls inside it wait for a person, added to the
+    /// agent's own rules; a tool the agent already holds keeps the agent's
+    /// rule (a sub-agent cannot loosen an approval).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interrupt_on: BTreeMap<String, Vec<DecisionKind>>,
 }
 
 /// Long-term memory (the `memory` feature; see
@@ -342,6 +375,25 @@ impl AgentSpec {
         for (name, spec) in &self.models {
             agent = agent.model_shared(name.clone(), resolve(name, spec)?);
         }
+        // A sub-agent's `provider:model` is a model of its own, made by the
+        // same resolver, under the name of its step.
+        for sub in &self.subagents {
+            if let Some(model) = sub
+                .model
+                .as_deref()
+                .filter(|m| !self.models.contains_key(*m))
+            {
+                let spec = provider_model(model).ok_or_else(|| {
+                    SpecError::Invalid(format!(
+                        "sub-agent `{}`: model `{model}` is neither a name in [models] \
+                         nor `provider:model` (providers: openai, anthropic)",
+                        sub.name
+                    ))
+                })?;
+                let name = format!("subagent:{}", sub.name);
+                agent = agent.model_shared(name.clone(), resolve(&name, &spec)?);
+            }
+        }
         if let Some(instructions) = &self.instructions {
             agent = agent.instructions(instructions.clone());
         }
@@ -352,8 +404,25 @@ impl AgentSpec {
                 agent_sub = agent_sub.instructions(instructions.clone());
             }
             if let Some(model) = &sub.model {
-                known(model)?;
-                agent_sub = agent_sub.model(model.clone());
+                agent_sub = agent_sub.model(if self.models.contains_key(model) {
+                    model.clone()
+                } else {
+                    format!("subagent:{}", sub.name)
+                });
+            }
+            if let Some(tools) = &sub.tools {
+                agent_sub = agent_sub.allow_tools(tools.iter().cloned());
+            }
+            for (tool, decisions) in &sub.interrupt_on {
+                if decisions.is_empty() {
+                    return Err(SpecError::Invalid(format!(
+                        "sub-agent `{}`: interrupt_on.{tool} allows no decision \
+                         (say which: approve, edit, reject, respond)",
+                        sub.name
+                    )));
+                }
+                agent_sub = agent_sub
+                    .interrupt_on(tool.clone(), Decisions::only(decisions.iter().copied()));
             }
             agent = agent.subagent(agent_sub);
         }
@@ -395,7 +464,29 @@ impl AgentSpec {
         if let Some(memory) = &self.memory {
             agent = with_memory(agent, memory, context)?;
         }
+        self.check_subagent_tools(&agent)?;
         Ok(agent)
+    }
+
+    /// Every tool a sub-agent's allow-list names is one the agent has
+    /// (with MCP servers, other names are taken as theirs: they connect
+    /// later).
+    fn check_subagent_tools(&self, agent: &DeepAgentBuilder) -> Result<(), SpecError> {
+        if self.subagents.iter().all(|s| s.tools.is_none()) {
+            return Ok(());
+        }
+        if !self.mcp_servers.is_empty() {
+            return Ok(());
+        }
+        let mut known = agent.tool_names()?;
+        if let Some((sub, tool)) = agent.unknown_subagent_tools(&known).first() {
+            known.sort();
+            return Err(SpecError::Invalid(format!(
+                "sub-agent `{sub}`: tools: the agent has no tool `{tool}` (its tools: {})",
+                known.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// The MCP servers, as an `mcpServers` configuration (checked).
@@ -422,6 +513,20 @@ impl AgentSpec {
     pub fn openai_models(_name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
         spec.open()
     }
+}
+
+/// `provider:model` or `provider/model` as a model entry, when the prefix
+/// is a provider's name (`openai`, `anthropic`); a model whose own name
+/// starts so (`openai/gpt-oss-20b` on vLLM) needs a `[models]` entry.
+fn provider_model(text: &str) -> Option<ModelSpec> {
+    let at = text.find([':', '/'])?;
+    let (provider, model) = (&text[..at], &text[at + 1..]);
+    let provider: Provider = provider.parse().ok()?;
+    (!model.trim().is_empty()).then(|| ModelSpec {
+        model: model.to_string(),
+        provider: Some(provider),
+        ..ModelSpec::default()
+    })
 }
 
 impl ModelSpec {

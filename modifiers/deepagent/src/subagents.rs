@@ -21,6 +21,14 @@
 //! `subagent:<name>`. A depth limit stops a sub-agent from spawning
 //! sub-agents without end.
 //!
+//! Like deepagents' sub-agent specs (`name`, `description`,
+//! `system_prompt`, `tools`, `model`, `interrupt_on`), a [`SubAgent`] may
+//! have its own model ([`SubAgent::model`]), its own tools allow-list
+//! ([`SubAgent::allow_tools`]: only those are offered to it, a call of
+//! any other tool is answered with an error and never runs) and approval
+//! rules of its own ([`SubAgent::interrupt_on`]), added to those it
+//! inherits — see `subagent_limits.rs`: limits only tighten.
+//!
 //! **A sub-agent never escapes its parent's safeguards.** It is composed
 //! from the same blueprint: the modifiers of the parent that guard a run
 //! copy themselves into each task's network
@@ -30,8 +38,11 @@
 //! their offered-tools rule (no `execute` without a sandbox), the
 //! summaries, the checkpoints, and this modifier itself (a task resumed
 //! from a saved session starts tasks and has its own tools again). A
-//! sub-agent may get more tools of its own ([`SubAgent::tool`]); it never
-//! gets fewer safeguards. When a call inside waits, the task's node waits
+//! sub-agent may get more tools of its own ([`SubAgent::tool`]), fewer
+//! tools ([`SubAgent::allow_tools`]) and more approvals
+//! ([`SubAgent::interrupt_on`]); it never gets fewer safeguards (unlike
+//! deepagents, where a sub-agent's `interrupt_on` replaces the main
+//! agent's). When a call inside waits, the task's node waits
 //! too and the parent's `invoke` stops; see [`crate::approvals`] for how
 //! the nested call is listed, decided and resumed.
 
@@ -46,7 +57,9 @@ use lc_agent::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::approvals::Decisions;
 use crate::delegation::{last_answer, run_before, serving, unwired_calls};
+use crate::subagent_limits::Limits;
 
 /// The tool's name.
 pub const TASK: &str = "task";
@@ -67,13 +80,16 @@ another agent. Do the task with the tools you have, then answer with a complete,
 self-contained report: it is the only thing the other agent will see of your work.";
 
 /// A sub-agent: a name the model asks for, a description telling the
-/// model when to, instructions, extra tools and a model.
+/// model when to, instructions, extra tools, an allow-list of tools,
+/// approval rules and a model.
 #[derive(Clone)]
 pub struct SubAgent {
     name: String,
     description: String,
     instructions: String,
     tools: Vec<Arc<dyn Tool>>,
+    allowed: Option<Vec<String>>,
+    interrupt_on: std::collections::BTreeMap<String, Decisions>,
     model: Option<String>,
 }
 
@@ -87,6 +103,8 @@ impl std::fmt::Debug for SubAgent {
                 "tools",
                 &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
+            .field("allowed", &self.allowed)
+            .field("interrupt_on", &self.interrupt_on)
             .finish()
     }
 }
@@ -100,6 +118,8 @@ impl SubAgent {
             description: description.into(),
             instructions: GENERAL_PURPOSE_INSTRUCTIONS.to_string(),
             tools: Vec::new(),
+            allowed: None,
+            interrupt_on: std::collections::BTreeMap::new(),
             model: None,
         }
     }
@@ -119,6 +139,27 @@ impl SubAgent {
     /// Tools of its own.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Only these tools (and its own, [`SubAgent::tool`]) are offered to
+    /// it, and only these may it call: a call of another tool is answered
+    /// with an error naming the tools it has, and never runs. A sub-agent
+    /// it starts gets none of the tools this list leaves out. Default:
+    /// every tool of the parent.
+    pub fn allow_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Its calls of `tool` wait for one of `decisions`, on top of the
+    /// approval rules it inherits; for a tool an inherited rule already
+    /// holds, the inherited rule stands (a sub-agent never loosens an
+    /// approval). The network needs an
+    /// [`ApprovalModifier`](crate::ApprovalModifier) (a [`DeepAgent`](crate::DeepAgent)
+    /// attaches one).
+    pub fn interrupt_on(mut self, tool: impl Into<String>, decisions: Decisions) -> Self {
+        self.interrupt_on.insert(tool.into(), decisions);
         self
     }
 
@@ -256,7 +297,7 @@ impl SubAgentModifier {
         let Some(agent) = self.agents.by_name.get(&args.subagent_type) else {
             return Ok(());
         };
-        let inner = self.task_network(agent, &args.description);
+        let inner = self.task_network(network, agent, &args.description);
         let logic = NetworkNode::isolated(inner);
         run_before(network, child, logic, agent.step(), TASK_CALL_KEY)
     }
@@ -316,8 +357,38 @@ impl SubAgentModifier {
         self
     }
 
-    /// The sub-network that does one task.
-    fn task_network(&self, agent: &SubAgent, description: &str) -> RunnableNetwork {
+    /// Whether a sub-agent has approval rules of its own (its network
+    /// then needs an approval modifier).
+    pub(crate) fn has_approval_rules(&self) -> bool {
+        self.agents
+            .by_name
+            .values()
+            .any(|a| !a.interrupt_on.is_empty())
+    }
+
+    /// The sub-agents' allow-lists: `(sub-agent, tool)` for each listed
+    /// tool that is not in `known` nor one of the sub-agent's own.
+    pub(crate) fn unknown_tools(&self, known: &[String]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for agent in self.agents.by_name.values() {
+            for tool in agent.allowed.iter().flatten() {
+                let own = agent.tools.iter().any(|t| t.name() == tool);
+                if !own && !known.contains(tool) {
+                    out.push((agent.name.clone(), tool.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The sub-network that does one task (in `outer`, whose limits it
+    /// keeps).
+    fn task_network(
+        &self,
+        outer: &RunnableNetwork,
+        agent: &SubAgent,
+        description: &str,
+    ) -> RunnableNetwork {
         let mut builder = RunnableNetwork::builder()
             .name(agent.step())
             .default_node("chat")
@@ -328,6 +399,13 @@ impl SubAgentModifier {
         // The sub-agent's own tools come from the modifier (see `tools`),
         // so a task resumed from a saved session has them again.
         let inner = builder.build();
+        Limits::of(outer)
+            .narrowed(
+                agent.allowed.as_deref(),
+                agent.tools.iter().map(|t| t.name().to_string()),
+                &agent.interrupt_on,
+            )
+            .store_in(&inner);
         {
             let _scope = inner.enter();
             SystemNode::new(agent.instructions.clone());
@@ -349,12 +427,19 @@ impl NetworkModifier for SubAgentModifier {
         0
     }
 
+    /// Offers a sub-agent only its allowed tools (and the `task`
+    /// section only when it may start tasks).
     async fn on_chat_request(
         &self,
-        _network: &RunnableNetwork,
+        network: &RunnableNetwork,
         _node: &NodeRef,
         request: &mut ChatRequest,
     ) -> Result<()> {
+        let limits = Limits::of(network);
+        request.tools.retain(|t| limits.allows(&t.name));
+        if !limits.allows(TASK) {
+            return Ok(());
+        }
         let list: Vec<String> = self
             .agents
             .by_name
@@ -380,8 +465,13 @@ impl NetworkModifier for SubAgentModifier {
 
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
         if node.downcast::<ChatNode>().is_some() {
+            // A call of a tool the sub-agent may not call is answered
+            // before anything else sees it (it never runs, nor waits).
+            let limits = Limits::of(network);
             for child in network.children(node.id()) {
-                self.wire(network, &child)?;
+                if !limits.refuse(network, &child) {
+                    self.wire(network, &child)?;
+                }
             }
         }
         Ok(())

@@ -22,6 +22,7 @@
 //! - `skills` — skills discovery and the prompt section.
 //! - `spec` — `AgentSpec`: build, store, rebuild.
 //! - `subagent_safeguards` — a sub-agent under its parent's safeguards.
+//! - `subagent_specs` — a sub-agent's own model, tools allow-list and approvals.
 //! - `subagents` — sub-agent tasks and their file changes.
 //! - `summarization` — summaries by tokens, turns and the window.
 //! - `supervisor` — a supervisor's routes.
@@ -45,6 +46,7 @@ mod modes;
 mod skills;
 mod spec;
 mod subagent_safeguards;
+mod subagent_specs;
 mod subagents;
 mod summarization;
 mod supervisor;

@@ -59,6 +59,14 @@ pub enum NetworkError {
         /// The limit that was reached.
         limit: usize,
     },
+    /// Only a human message or a tool result can be said differently.
+    #[error("node {node} is a {kind} node: only a human message or a tool result can be edited")]
+    NotEditable {
+        /// The node.
+        node: NodeId,
+        /// Its kind.
+        kind: String,
+    },
     /// Nothing to invoke and no output to return.
     #[error("the network has no nodes")]
     Empty,

@@ -53,6 +53,7 @@
 //!   builder.rs        NetworkBuilder
 //!   graph.rs          storage: nodes, edges, pending set, topological order, queries
 //!   edit.rs           adding, rewiring and removing nodes
+//!   fork.rs           time travel: fork_at, branch_at, edit_at, rewind_to; files at a node
 //!   conversation.rs   what a node reads: input_of / history_of, cached
 //!   runtime.rs        attachments: modifiers, tools, models, settings, events
 //!   scope.rs          the scope guard (which network new nodes join)

@@ -68,6 +68,8 @@ impl RunnableNetwork {
                 drop(g);
                 return self.set_parents(id, parents);
             }
+            // A rewind lasts until the next node joins.
+            g.metadata.shift_remove(super::fork::REWOUND_TO);
         }
         let modifiers = self.0.runtime.read().modifiers.clone();
         for m in modifiers.iter() {

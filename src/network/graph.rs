@@ -75,6 +75,17 @@ impl Graph {
     }
 
     pub(super) fn current_leaf(&self) -> Option<&NodeRef> {
+        // After a rewind: the node rewound to (none for "before the roots").
+        match self.metadata.get(super::fork::REWOUND_TO) {
+            Some(Value::Null) => return None,
+            Some(Value::String(id)) => {
+                let node = id.parse().ok().and_then(|id: NodeId| self.nodes.get(&id));
+                if node.is_some() {
+                    return node;
+                }
+            }
+            _ => {}
+        }
         self.nodes
             .values()
             .rev()

@@ -10,14 +10,15 @@
 //!
 //! Where each job lives: `builder.rs` (configuring a new network),
 //! `graph.rs` (storage, topological order, read-only queries), `edit.rs`
-//! (adding, rewiring, removing nodes), `conversation.rs` (what a node
-//! reads), `runtime.rs` (attachments and events), `scope.rs` (the scope
+//! (adding, rewiring, removing nodes), `fork.rs` (forks, branches,
+//! edits, rewinds), `conversation.rs` (what a node reads), `runtime.rs` (attachments and events), `scope.rs` (the scope
 //! guard), `ops.rs` (`>>`), `mermaid.rs` (drawing). This file holds the
 //! type itself, its identity, metadata and files.
 
 mod builder;
 mod conversation;
 mod edit;
+pub(crate) mod fork;
 mod graph;
 pub(crate) mod mermaid;
 pub(crate) mod ops;

@@ -12,6 +12,7 @@
 //! - `checkpoint_input_saved` — the checkpoint saves a run's input first.
 //! - `conformance` — the `NetworkList` conformance suite (not tests by
 //!   itself: `list_json` and `list_redis` run it).
+//! - `fork` — time travel: forks, branches, edits and rewinds.
 //! - `graph` — building graphs: the scope guard, `>>`, removal, queries.
 //! - `held_inside` — a sub-network holding held work holds the outer run.
 //! - `invoke` — invocation: passes, modifiers, failures, the step limit.
@@ -33,6 +34,7 @@
 mod anthropic;
 mod checkpoint_input_saved;
 mod conformance;
+mod fork;
 mod graph;
 mod held_inside;
 mod invoke;

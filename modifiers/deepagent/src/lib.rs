@@ -38,6 +38,11 @@
 //! - `approvals.rs`: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`],
 //!   [`pending_approvals`], [`decide`]).
+//! - `hooks/`: the user's hook commands in the Claude Code settings format
+//!   ([`HooksModifier`], [`HookSettings`]): `mod.rs` the modifier (which event fires
+//!   where, what a decision does), `settings.rs` the files (event → matcher → command),
+//!   `events.rs` exit codes and JSON answers, `runner.rs` one command (stdin, timeout,
+//!   process group).
 //! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
 //!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
@@ -93,6 +98,7 @@ mod compose;
 mod context;
 mod deep_agent;
 mod delegation;
+mod hooks;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
@@ -114,6 +120,7 @@ pub use bearer::{bearer_token, bind_allowed, same_token};
 pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

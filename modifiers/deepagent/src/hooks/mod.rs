@@ -371,10 +371,19 @@ impl HooksModifier {
         if !output.tool_calls().is_empty() || !self.settings.has(event) {
             return Ok(());
         }
-        let active = network.parents(chat.id()).iter().any(|p| {
-            p.metadata_value(HOOK_KEY)
-                .is_some_and(|h| h["event"] == json!(event.name()))
-        });
+        // The turn's human message came from a Stop hook: it is active.
+        let mut cur = chat.clone();
+        let active = loop {
+            let Some(parent) = network.parents(cur.id()).into_iter().next() else {
+                break false;
+            };
+            if parent.downcast::<HumanNode>().is_some() {
+                break parent
+                    .metadata_value(HOOK_KEY)
+                    .is_some_and(|h| h["event"] == json!(event.name()));
+            }
+            cur = parent;
+        };
         let fields = json!({"stop_hook_active": active, "last_assistant_message": output.text()});
         let verdicts = self.fire(network, event, None, None, fields).await;
         stop_if_asked(event, &verdicts)?;

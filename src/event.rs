@@ -8,6 +8,7 @@
 //!    Delta ... (streaming)      EmptyAnswer (a model said nothing)
 //!                               AnswerCutOff (a model hit its output limit)
 //!    SummaryWritten (a summary node joined the conversation)
+//!    HookRan (a user's hook command ran: its event, outcome and message)
 //!  InvokeFinished (outcome, duration)
 //! ```
 //!
@@ -113,6 +114,21 @@ pub enum NetworkEvent {
         /// Messages before those (the ones it stands for, earlier
         /// summaries included).
         summarized: usize,
+    },
+    /// A user's hook command ran (the `hooks` of a settings file, run by
+    /// the agent layer): what it decided, or how it failed. Reported so a
+    /// failing or hanging hook is never silent.
+    HookRan {
+        /// The tool node it ran for, if any.
+        node_id: Option<NodeId>,
+        /// The hook event (`PreToolUse`, `Stop`, ...).
+        event: String,
+        /// The command as the settings wrote it.
+        command: String,
+        /// `ok`, `blocked`, `failed` or `timed_out`.
+        outcome: String,
+        /// What it said: the reason of a block, the error of a failure.
+        message: String,
     },
 }
 

@@ -75,6 +75,9 @@ pub(crate) struct AgentArgs {
     /// The permission mode (`--mode`).
     #[command(flatten)]
     pub(crate) mode: crate::mode::ModeArgs,
+    /// The hooks to run (`--settings FILE`, `--no-hooks`).
+    #[command(flatten)]
+    pub(crate) hooks: crate::hooks::HookArgs,
 }
 
 impl AgentArgs {
@@ -256,6 +259,11 @@ impl Agent {
         let mcp = connect_mcp(&blueprint.spec).await?;
         if let Some(tools) = &mcp {
             net.add_modifier(tools.clone())
+                .map_err(|e| CliError::failed(e.to_string()))?;
+        }
+        // The user's hooks, run in the workspace (else here).
+        if let Some(hooks) = args.hooks.modifier(blueprint.spec.backend.root())? {
+            net.add_modifier(hooks)
                 .map_err(|e| CliError::failed(e.to_string()))?;
         }
         // Saved after every node while it runs, so a killed process loses

@@ -621,9 +621,42 @@ impl Screen {
                     paint(look.color, "33", "warning:")
                 );
             }
+            NetworkEvent::HookRan {
+                event,
+                command,
+                outcome,
+                message,
+                ..
+            } => {
+                if let Some(line) = hook_line(look, event, command, outcome, message) {
+                    s.erase_spinner();
+                    eprintln!("{line}");
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// What the terminal says of a hook's run: a failure or a timeout as a
+/// warning, a block with its reason; nothing of a hook that let things be.
+fn hook_line(
+    look: Look,
+    event: &str,
+    command: &str,
+    outcome: &str,
+    message: &str,
+) -> Option<String> {
+    let (label, what) = match outcome {
+        "failed" => ("warning:", "failed"),
+        "timed_out" => ("warning:", "timed out"),
+        "blocked" => ("hook:", "blocked"),
+        _ => return None,
+    };
+    Some(format!(
+        "{} {event} hook `{command}` {what}: {message}",
+        paint(look.color, "33", label)
+    ))
 }
 
 /// `  read_file ok (1.2 ms)  file_path=/a.txt`, and the reason of an error.

@@ -18,7 +18,8 @@
 //! Two warnings of the chat node (an answer cut off at the output limit,
 //! an empty answer) are said by the console in its own words, with what
 //! to do next (`console.rs`), so the default filter leaves their log
-//! lines out; `RUST_LOG` or `-v` show them.
+//! lines out; `RUST_LOG` or `-v` show them. So are the hooks' failures
+//! and blocks (a line each, from the network's events).
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -66,7 +67,7 @@ impl LogArgs {
         };
         if self.verbose == 0 {
             // Said by the console (see the module docs).
-            format!("{level},lc_agent::nodes::chat=error")
+            format!("{level},lc_agent::nodes::chat=error,lc_agent_deepagent::hooks=error")
         } else {
             level.to_string()
         }

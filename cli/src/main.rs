@@ -35,6 +35,8 @@
 //!                — a flag shared by run/chat/serve is added there, once
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
+//! hooks.rs       HookArgs (--settings FILE, --no-hooks): the user's, the project's and the
+//!                flag's settings files -> the hooks run, serve's from its own flags only
 //! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
 //! console.rs     what the terminal shows: streamed answer (Markdown on a terminal), progress
 //!                lines, warnings for cut-off/empty answers, spinner, footer per turn
@@ -65,6 +67,7 @@ mod commands;
 mod console;
 mod error;
 mod highlight;
+mod hooks;
 mod input;
 mod interrupt;
 mod logging;

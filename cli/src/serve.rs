@@ -160,6 +160,10 @@ pub(crate) struct ServeArgs {
     /// back to the queue.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub(crate) grace: f64,
+    /// The hooks every session's agent runs: the server's own settings
+    /// files and `--settings FILE`, never a client's.
+    #[command(flatten)]
+    pub(crate) hooks: crate::hooks::HookArgs,
 }
 
 /// `30d`, `12h`, `90m`, `45s` or plain seconds.
@@ -238,6 +242,9 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
     }
     for origin in &args.cors {
         config = config.cors_origin(origin.clone());
+    }
+    if let Some(hooks) = args.hooks.modifier(args.workspace.root.as_deref())? {
+        config = config.modifier_shared(std::sync::Arc::new(hooks));
     }
     if let Some(mode) = args.mode {
         config = config.default_mode(mode);

@@ -255,8 +255,9 @@ impl RunnableNetwork {
         rx
     }
 
-    /// Calls every event callback.
-    pub(crate) fn emit(&self, event: &NetworkEvent) {
+    /// Calls every event callback (modifiers report their own events,
+    /// such as [`NetworkEvent::HookRan`], this way).
+    pub fn emit(&self, event: &NetworkEvent) {
         let callbacks = self.0.runtime.read().callbacks.clone();
         for cb in callbacks.iter() {
             cb(event);

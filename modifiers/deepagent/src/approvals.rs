@@ -289,6 +289,10 @@ impl NetworkModifier for ApprovalModifier {
             {
                 continue;
             }
+            // A `PreToolUse` hook that allowed the call spares it the asking.
+            if crate::hooks::allowed(&call) {
+                continue;
+            }
             write_record(&call, "pending", &decisions.0, None);
             call.hold(HOLD_REASON);
             // A sub-agent's or a route's work waits for the decision too.
@@ -297,6 +301,22 @@ impl NetworkModifier for ApprovalModifier {
             }
         }
         Ok(())
+    }
+}
+
+/// Holds `call` for a person's decision (approve or reject) because
+/// `who` asked for it (a `PreToolUse` hook), saying why.
+pub(crate) fn hold_for(network: &RunnableNetwork, call: &NodeRef, who: &str, reason: &str) {
+    let allowed = Decisions::approve_or_reject().0;
+    write_record(
+        call,
+        "pending",
+        &allowed,
+        Some(json!({"asked_by": who, "reason": reason})),
+    );
+    call.hold(HOLD_REASON);
+    if let Some(served) = delegation::waiting_delegate(network, call) {
+        served.hold(HOLD_REASON);
     }
 }
 

@@ -41,6 +41,11 @@
 //! - `modes.rs`: permission modes (`plan`, `default`, `accept-edits`, `bypass`), kept in
 //!   the session's metadata and applied before the approval rules; plan mode's
 //!   `exit_plan_mode` ([`PermissionMode`], [`permission_mode`], [`set_permission_mode`]).
+//! - `hooks/`: the user's hook commands in the Claude Code settings format
+//!   ([`HooksModifier`], [`HookSettings`]): `mod.rs` the modifier (which event fires
+//!   where, what a decision does), `settings.rs` the files (event → matcher → command),
+//!   `events.rs` exit codes and JSON answers, `runner.rs` one command (stdin, timeout,
+//!   process group).
 //! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
 //!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
@@ -98,6 +103,7 @@ mod compose;
 mod context;
 mod deep_agent;
 mod delegation;
+mod hooks;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
@@ -124,6 +130,7 @@ pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
 pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };
+pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

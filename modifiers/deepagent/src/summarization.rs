@@ -488,6 +488,7 @@ impl SummarizationModifier {
         let counter = self.counter_loaded(&model).await;
         let overhead = *self.overhead.lock();
         let tokens_before = counter.count_request(&ChatRequest::new(history.clone())) + overhead;
+        crate::hooks::pre_compact(network, "manual").await;
         let (text, mut meta, path) = self
             .write_summary(network, &history, &recent, first_kept)
             .await?;
@@ -760,6 +761,7 @@ impl NetworkModifier for SummarizationModifier {
             return Ok(());
         };
         let kept = kept_of(&input, &recent, first_kept);
+        crate::hooks::pre_compact(network, "auto").await;
         let (text, mut meta, path) = match self
             .write_summary(network, &input, &recent, first_kept)
             .await

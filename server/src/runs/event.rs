@@ -16,6 +16,7 @@
 //!                                      {node_id, tool_call_id, name[, status, duration_ms]}
 //!  EmptyAnswer / AnswerCutOff       ─▶ empty_answer / answer_cut_off {node_id, kind, name}
 //!  SummaryWritten                   ─▶ summary_written    {node_id, kind, name, kept, summarized}
+//!  HookRan                          ─▶ hook               {event, command, outcome, message[, node_id]}
 //!  InvokeStarted / InvokeFinished   ─▶ run_started {[warning]} / run_finished
 //!                                      {outcome, duration_ms[, error | held][, usage]}
 //!  (after the run)                  ─▶ stopped {removed}, approval_needed {pending},
@@ -118,6 +119,21 @@ pub enum RunEvent {
         kept: usize,
         /// Messages it stands for.
         summarized: usize,
+    },
+    /// A hook command of the server's settings ran (`outcome`: `ok`,
+    /// `blocked`, `failed`, `timed_out`).
+    Hook {
+        /// The hook event (`PreToolUse`, `Stop`, ...).
+        event: String,
+        /// The command.
+        command: String,
+        /// How it ended.
+        outcome: String,
+        /// Its reason or error.
+        message: String,
+        /// The tool node it ran for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_id: Option<NodeId>,
     },
     /// The invoke started.
     RunStarted {
@@ -325,6 +341,19 @@ impl RunEvent {
                 kept: *kept,
                 summarized: *summarized,
             },
+            NetworkEvent::HookRan {
+                node_id,
+                event,
+                command,
+                outcome,
+                message,
+            } => RunEvent::Hook {
+                event: event.clone(),
+                command: command.clone(),
+                outcome: outcome.clone(),
+                message: message.clone(),
+                node_id: *node_id,
+            },
             NetworkEvent::InvokeStarted => RunEvent::RunStarted {
                 warning: crate::modes::run_warning(net),
             },
@@ -357,6 +386,7 @@ impl RunEvent {
             RunEvent::EmptyAnswer(_) => "empty_answer",
             RunEvent::AnswerCutOff(_) => "answer_cut_off",
             RunEvent::SummaryWritten { .. } => "summary_written",
+            RunEvent::Hook { .. } => "hook",
             RunEvent::RunStarted { .. } => "run_started",
             RunEvent::RunFinished { .. } => "run_finished",
             RunEvent::HandedBack { .. } => "handed_back",

@@ -10,6 +10,7 @@ mod conflicts;
 mod endpoints;
 mod events;
 mod hardening;
+mod hooks;
 mod modes;
 mod openai_retries;
 mod openai_truth;

@@ -1,0 +1,49 @@
+//! The hooks `run`, `chat` and `serve` run (`--settings FILE`,
+//! `--no-hooks`): the user's settings
+//! (`$XDG_CONFIG_HOME/lc-agent/settings.json`, else
+//! `~/.config/lc-agent/settings.json`), the project's
+//! (`<project>/.lc-agent/settings.json`, the project being `--root` or
+//! the session's workspace, else the current directory), then
+//! `--settings FILE`; their `hooks` merged in that order (see
+//! `lc_agent_deepagent::HookSettings`). The server reads only its own
+//! files and flags: nothing a client sends adds a hook.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use lc_agent_deepagent::{HookSettings, HooksModifier};
+
+use crate::error::{CliError, CliResult};
+
+/// Where hooks come from.
+#[derive(Debug, Args, Default)]
+pub(crate) struct HookArgs {
+    /// A settings JSON whose `hooks` run too (after the user's and the
+    /// project's `.lc-agent/settings.json`).
+    #[arg(long, value_name = "FILE.json")]
+    pub(crate) settings: Option<PathBuf>,
+    /// Run no hooks (no settings file is read).
+    #[arg(long, conflicts_with = "settings")]
+    pub(crate) no_hooks: bool,
+}
+
+impl HookArgs {
+    /// The hooks for a project directory (`None` for the current one);
+    /// `None` when no file configures any.
+    pub(crate) fn modifier(&self, project: Option<&Path>) -> CliResult<Option<HooksModifier>> {
+        if self.no_hooks {
+            return Ok(None);
+        }
+        let project = match project {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir()
+                .map_err(|e| CliError::usage(format!("the current directory: {e}")))?,
+        };
+        let settings = HookSettings::standard(Some(&project), self.settings.as_deref())
+            .map_err(|e| CliError::usage(format!("hooks: {e}")))?;
+        if settings.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(HooksModifier::new(settings, project)))
+    }
+}

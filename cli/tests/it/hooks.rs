@@ -1,0 +1,235 @@
+//! Hooks through `lc-agent run` (the real binary, a scripted model,
+//! offline): a `PreToolUse` hook in the project's `.lc-agent/settings.json`
+//! refuses `rm -rf` (the model reads why, the run goes on and its next
+//! command runs), one that only logs (the event on its stdin, nothing
+//! decided), a hanging one (killed at its timeout, reported, the call
+//! runs) and a crashing one (reported, the call runs); a settings file
+//! with a mistake stops the command before anything runs.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common;
+
+/// `lc-agent run TASK --root <dir>/root --shell --yes <extra>` offline,
+/// the user's settings directory (`XDG_CONFIG_HOME`) empty.
+fn run(dir: &Path, script: Value, extra: &[&str]) -> Output {
+    let root = dir.join("root");
+    let config = dir.join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    let script_path = dir.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir));
+    command
+        .args(["run", "Clean up.", "--shell", "--yes", "--root"])
+        .arg(&root)
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .args(extra)
+        .env("LC_AGENT_HOME", dir.join("home"))
+        .env("XDG_CONFIG_HOME", &config);
+    common::with_stdin(&mut command, "")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Every saved session's JSON text, joined.
+fn saved(dir: &Path) -> String {
+    let mut all = String::new();
+    for entry in walk(&dir.join("sessions")) {
+        all.push_str(&std::fs::read_to_string(entry).unwrap_or_default());
+    }
+    all
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "json") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn settings(hooks: Value) -> String {
+    json!({"hooks": {"PreToolUse": [{"matcher": "execute", "hooks": hooks}]}}).to_string()
+}
+
+#[test]
+fn a_pre_tool_use_hook_refuses_rm_rf_the_model_reads_why_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("victim")).unwrap();
+    std::fs::write(root.join("victim/keep.txt"), "precious\n").unwrap();
+    std::fs::create_dir_all(root.join(".lc-agent")).unwrap();
+    let hook = dir.path().join("block-rm.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'rm -rf'*) echo 'rm -rf is not allowed here; delete files one by one' >&2; exit 2;; esac\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".lc-agent/settings.json"),
+        settings(json!([{"type": "command", "command": format!("sh {}", hook.display())}])),
+    )
+    .unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "rm -rf victim"}}]},
+        {"tool_calls": [{"id": "c2", "name": "execute", "arguments": {"command": "echo tidy > tidy.txt"}}]},
+        {"content": "I was not allowed to remove victim; I wrote tidy.txt instead."}
+    ]);
+    let out = run(dir.path(), script, &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Nothing was removed; the run went on to its next command and answer.
+    assert_eq!(
+        std::fs::read_to_string(root.join("victim/keep.txt")).unwrap(),
+        "precious\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("tidy.txt")).unwrap(),
+        "tidy\n"
+    );
+    assert!(
+        stdout.contains("I was not allowed to remove victim"),
+        "{stdout}"
+    );
+    // The person sees the block, once.
+    assert_eq!(
+        stderr.matches("PreToolUse hook `sh ").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("blocked: rm -rf is not allowed here"),
+        "{stderr}"
+    );
+    // The model read the reason: it is the call's result in the session.
+    let session = saved(dir.path());
+    assert!(
+        session.contains(
+            "Error: a PreToolUse hook blocked this call: rm -rf is not allowed here; delete files one by one"
+        ),
+        "{session}"
+    );
+}
+
+#[test]
+fn a_hook_that_only_logs_sees_the_event_and_decides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hook-log.jsonl");
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        settings(json!([{"type": "command", "command": format!("cat >> {0}; echo >> {0}", log.display())}])),
+    )
+    .unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo hi > hi.txt"}}]},
+        {"content": "Done."}
+    ]);
+    let out = run(dir.path(), script, &["--settings", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("hook"),
+        "a quiet hook says nothing: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("root/hi.txt")).unwrap(),
+        "hi\n"
+    );
+    let logged: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    let event = &logged[0];
+    assert_eq!(event["hook_event_name"], "PreToolUse");
+    assert_eq!(event["tool_name"], "execute");
+    assert_eq!(event["tool_input"], json!({"command": "echo hi > hi.txt"}));
+    assert_eq!(event["tool_use_id"], "c1");
+    let root = dir.path().join("root");
+    assert_eq!(
+        event["cwd"],
+        json!(root.canonicalize().unwrap_or(root).display().to_string())
+    );
+    assert!(
+        event["session_id"].as_str().is_some_and(|s| s.len() == 36),
+        "{event}"
+    );
+}
+
+#[test]
+fn a_hanging_hook_times_out_and_a_crashing_one_is_reported_and_neither_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        settings(json!([
+            {"type": "command", "command": "sleep 30", "timeout": 1},
+            {"type": "command", "command": "echo 'hook script broke' >&2; exit 1"},
+        ])),
+    )
+    .unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"content": "Done."}
+    ]);
+    let clock = Instant::now();
+    let out = run(dir.path(), script, &["--settings", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        clock.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        clock.elapsed()
+    );
+    assert!(
+        stderr
+            .contains("warning: PreToolUse hook `sleep 30` timed out: no answer after 1s; killed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: PreToolUse hook `echo 'hook script broke' >&2; exit 1` failed: exit code 1: hook script broke"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("root/ran.txt")).unwrap(),
+        "ran\n"
+    );
+}
+
+#[test]
+fn a_settings_file_with_a_mistake_stops_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        r#"{"hooks": {"PreToolUse": [{"matcher": "execute", "hooks": [{"type": "command"}]}]}}"#,
+    )
+    .unwrap();
+    let script = json!([{"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo ran > ran.txt"}}]}, {"content": "Done."}]);
+    let out = run(dir.path(), script, &["--settings", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hooks.PreToolUse[0].hooks[0]: `command` is missing"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("root/ran.txt").exists());
+}

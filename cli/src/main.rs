@@ -33,6 +33,7 @@
 //! args.rs        flag groups shared by subcommands: ModelArgs (--model | --script),
 //!                WorkspaceArgs (--root [--shell [--sandbox MODE]]), StoreArgs (--sessions | --redis [--prefix])
 //!                — a flag shared by run/chat/serve is added there, once
+//! permissions.rs --allow/--deny/--ask OPS:GLOBS: path rules in command-line order
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
 //! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
@@ -68,6 +69,7 @@ mod input;
 mod interrupt;
 mod logging;
 mod mcp;
+mod permissions;
 mod run;
 mod runs;
 mod serve;

@@ -23,6 +23,7 @@ use lc_agent::{
 };
 
 use crate::approvals::{ApprovalModifier, Decisions};
+use crate::permissions::PathRulesModifier;
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
@@ -30,7 +31,8 @@ use crate::todos::TodoListModifier;
 use crate::workspace::{Workspace, WorkspaceError};
 use lc_agent_filesystem::Execute;
 use lc_agent_filesystem::{
-    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
+    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, Permissions,
+    StateBackend,
 };
 
 /// The name the preset registers its main model under.
@@ -73,6 +75,7 @@ pub struct DeepAgentBuilder {
     #[cfg(feature = "memory")]
     memory: Option<crate::memory::MemoryModifier>,
     modifiers: Vec<Arc<dyn NetworkModifier>>,
+    permissions: Permissions,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -131,6 +134,16 @@ impl DeepAgentBuilder {
         self.backend = Some(workspace.open()?);
         self.execute_rule = workspace.execute_decisions();
         Ok(self)
+    }
+
+    /// Path rules for every file tool and `execute` (see
+    /// [`Permissions`]): the backend is wrapped so that a `deny` rule
+    /// refuses wherever a call comes from, and a call an `ask` rule covers
+    /// waits for a person's approval, naming the rule. Sub-agents inherit
+    /// them.
+    pub fn permissions(mut self, rules: Permissions) -> Self {
+        self.permissions = rules;
+        self
     }
 
     /// The agent's own instructions, after the preset's base prompt.
@@ -264,11 +277,13 @@ impl DeepAgentBuilder {
 
     /// The backend the file tools use on `net` (the session's own files
     /// unless [`backend`](Self::backend) named another).
+    /// Path rules apply (an `ask` is refused there: nobody approves).
     pub fn backend_for(&self, net: &RunnableNetwork) -> Arc<dyn Backend> {
-        self.backend
+        let backend = self
+            .backend
             .clone()
-            .unwrap_or_else(|| StateBackend::factory().into())
-            .resolve(net)
+            .unwrap_or_else(|| StateBackend::factory().into());
+        self.permissions.guard(backend, false).resolve(net)
     }
 
     /// The approval rules: the caller's, and the workspace's for `execute`
@@ -318,6 +333,15 @@ impl DeepAgentBuilder {
                 .route(&format!("{SKILLS_ROUTE}/"), FilesystemBackend::new(dir)?)
                 .into();
             skill_roots.insert(0, SKILLS_ROUTE.to_string());
+        }
+        if !self.permissions.is_empty() {
+            // Every tool (and sub-agent) sees the guarded backend; `ask`
+            // calls are held before they reach it.
+            backend = self.permissions.guard(backend, true);
+            net.add_modifier(PathRulesModifier::new(
+                self.permissions.clone(),
+                backend.clone(),
+            ))?;
         }
         net.add_modifier(FilesystemModifier::new(backend.clone()))?;
         net.add_modifier(TodoListModifier::new())?;

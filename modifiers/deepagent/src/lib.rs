@@ -38,6 +38,8 @@
 //! - `approvals.rs`: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`],
 //!   [`pending_approvals`], [`decide`]).
+//! - `permissions.rs`: path rules on agents: the backend guarded, and calls an `ask`
+//!   rule covers held for approval naming the rule ([`PathRulesModifier`]).
 //! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
 //!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
@@ -96,6 +98,7 @@ mod delegation;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
+mod permissions;
 mod skills;
 mod spec;
 mod subagents;
@@ -114,6 +117,7 @@ pub use bearer::{bearer_token, bind_allowed, same_token};
 pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use permissions::PathRulesModifier;
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

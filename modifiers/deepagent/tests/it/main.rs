@@ -18,6 +18,7 @@
 //! - `mcp_client` — `McpTools` against real MCP servers.
 //! - `memory_agent` — `MemoryModifier` across sessions of a user.
 //! - `memory_store` — `MemoryStore` on every backend.
+//! - `permissions` — path rules on agents: deny, ask held naming the rule, sub-agents, blueprint.
 //! - `skills` — skills discovery and the prompt section.
 //! - `spec` — `AgentSpec`: build, store, rebuild.
 //! - `subagent_safeguards` — a sub-agent under its parent's safeguards.
@@ -40,6 +41,7 @@ mod deep_agent_e2e;
 mod mcp_client;
 mod memory_agent;
 mod memory_store;
+mod permissions;
 mod skills;
 mod spec;
 mod subagent_safeguards;

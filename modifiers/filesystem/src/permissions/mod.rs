@@ -241,7 +241,7 @@ impl PermissionRule {
 }
 
 /// A rule with its globs compiled.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Compiled {
     operations: Vec<Operation>,
     matchers: Vec<GlobMatcher>,
@@ -399,6 +399,20 @@ impl Permissions {
         Ok(Self {
             rules: Arc::new(compiled),
         })
+    }
+
+    /// These rules, then those of `more` that are not among them (a
+    /// server's or the command line's rules before a blueprint's).
+    pub fn then(&self, more: &Permissions) -> Permissions {
+        let mut all: Vec<(PermissionRule, Compiled)> = self.rules.as_ref().clone();
+        for (rule, compiled) in more.rules.iter() {
+            if !all.iter().any(|(r, _)| r == rule) {
+                all.push((rule.clone(), compiled.clone()));
+            }
+        }
+        Self {
+            rules: Arc::new(all),
+        }
     }
 
     /// The rules, in order.

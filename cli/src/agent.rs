@@ -208,6 +208,12 @@ impl Agent {
         // is) unless a flag does; else the flags and the environment.
         let declared = resolved.main_model().cloned();
         let mut blueprint = resolved.main_model_or(|| args.model.name());
+        // The command line's path rules first, then the blueprint's.
+        blueprint.spec.permissions = args
+            .workspace
+            .permissions
+            .rules()?
+            .then(&blueprint.spec.permissions);
         for change in &blueprint.overridden {
             eprintln!("note: {}: {change}", args.flag_of(change.setting));
         }

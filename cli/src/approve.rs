@@ -103,6 +103,9 @@ pub(crate) fn ask(
                 paint(look.color, "1", &call.name),
                 short_args(&call.arguments)
             );
+            if let Some(reason) = &pending.reason {
+                eprintln!("  (asked by {reason})");
+            }
             if let Some(diff) = preview(net, &call.name, &call.arguments) {
                 eprint!("{}", colour_diff(look.color, &diff));
             }
@@ -111,8 +114,13 @@ pub(crate) fn ask(
             }
             format!("approve? [{letters}] ")
         } else {
+            let why = pending
+                .reason
+                .as_ref()
+                .map(|r| format!(" (asked by {r})"))
+                .unwrap_or_default();
             format!(
-                "approve {} {}? [{letters}] ",
+                "approve {} {}{why}? [{letters}] ",
                 call.name,
                 short(&call.arguments)
             )

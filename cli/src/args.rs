@@ -6,6 +6,7 @@
 //!                 [--model-timeout SECONDS] (each request's timeout, default 120 s)
 //!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
 //!  WorkspaceArgs  --root DIR [--shell [--sandbox MODE]]     ─▶ Workspace (where the file tools work)
+//!                 [--allow|--deny|--ask OPS:GLOBS]...       ─▶ Permissions (permissions.rs)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
 //! ```
 //!
@@ -292,6 +293,9 @@ pub(crate) struct WorkspaceArgs {
     /// or `full` (no sandbox: commands run as you, on purpose).
     #[arg(long, value_name = "MODE", requires = "shell")]
     pub(crate) sandbox: Option<SandboxMode>,
+    /// Path rules: --allow, --deny, --ask.
+    #[command(flatten)]
+    pub(crate) permissions: crate::permissions::PermissionArgs,
 }
 
 impl WorkspaceArgs {

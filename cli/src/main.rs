@@ -33,6 +33,7 @@
 //! args.rs        flag groups shared by subcommands: ModelArgs (--model | --script),
 //!                WorkspaceArgs (--root [--shell [--sandbox MODE]]), StoreArgs (--sessions | --redis [--prefix])
 //!                — a flag shared by run/chat/serve is added there, once
+//! permissions.rs --allow/--deny/--ask OPS:GLOBS: path rules in command-line order
 //! agent.rs       AgentArgs and Agent: flags -> Blueprint -> a session with its agent
 //!                (checkpointed, MCP connected), the turn loop with approvals
 //! hooks.rs       HookArgs (--settings FILE, --no-hooks): the user's, the project's and the
@@ -73,6 +74,7 @@ mod interrupt;
 mod logging;
 mod mcp;
 mod mode;
+mod permissions;
 mod run;
 mod runs;
 mod serve;

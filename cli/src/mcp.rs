@@ -4,6 +4,7 @@
 //! ```text
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]]               stdio (the client spawns this)
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]] --http ADDR   streamable HTTP on http://ADDR/mcp
+//!              [--allow|--deny|--ask OPS:GLOBS]...                 path rules (an `ask` refuses)
 //! ```
 //!
 //! The tools are confined to DIR exactly as `FilesystemBackend` confines
@@ -45,6 +46,10 @@ pub(crate) struct McpArgs {
     /// `localhost:8090`) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<String>,
+    /// Path rules: --allow, --deny, --ask (an `ask` refuses here: nobody
+    /// can approve).
+    #[command(flatten)]
+    pub(crate) permissions: crate::permissions::PermissionArgs,
 }
 
 /// The address of `--http`: an IP and port, or a host name and port.
@@ -79,7 +84,8 @@ pub(crate) async fn run(args: McpArgs) -> CliResult {
         .open_directory()
         .map_err(|e| CliError::usage(e.to_string()))?
         .ok_or_else(|| CliError::usage("--root: give a directory"))?;
-    let server = FileToolServer::shared(backend);
+    let backend = args.permissions.rules()?.guard(backend, false);
+    let server = FileToolServer::shared(backend.resolve(&lc_agent::RunnableNetwork::new()));
     let failed = |e: lc_agent_deepagent::mcp::McpError| CliError::failed(error_chain(&e));
     match &args.http {
         None => server.serve_stdio().await.map_err(failed),

@@ -237,6 +237,7 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
     if let Some(workspace) = args.workspace.workspace() {
         config = config.workspace(workspace);
     }
+    config = config.permissions(args.workspace.permissions.rules()?);
     if let Some(spec) = spec {
         config = config.spec(spec);
     }

@@ -57,6 +57,7 @@ fn list(args: &ToolArgs) -> CliResult {
             .workspace(&workspace)
             .map_err(|e| CliError::usage(e.to_string()))?;
     }
+    agent = agent.permissions(args.workspace.permissions.rules()?);
     let net = agent.build().map_err(|e| CliError::usage(e.to_string()))?;
     let text = serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net)))
         .map_err(|e| CliError::failed(e.to_string()))?;
@@ -92,8 +93,9 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
             )))
         }
     };
+    let rules = args.workspace.permissions.rules()?;
     if let Some(state) = &args.state {
-        return run_on_state(state, &name, &call_args).await;
+        return run_on_state(state, &name, &call_args, &rules).await;
     }
     let Some(workspace) = workspace(&args) else {
         return Err(CliError::usage("give --root DIR or --state FILE.json"));
@@ -102,6 +104,8 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         .open_directory()
         .map_err(|e| CliError::usage(e.to_string()))?
         .ok_or_else(|| CliError::usage("give --root DIR or --state FILE.json"))?;
+    // Path rules: nobody to ask here, so an `ask` refuses.
+    let backend = rules.guard(backend, false).resolve(&RunnableNetwork::new());
     call(&*backend, &name, &call_args).await
 }
 
@@ -121,12 +125,20 @@ async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> Cl
     }
 }
 
-async fn run_on_state(state: &Path, name: &str, args: &serde_json::Value) -> CliResult {
+async fn run_on_state(
+    state: &Path,
+    name: &str,
+    args: &serde_json::Value,
+    rules: &lc_agent_filesystem::Permissions,
+) -> CliResult {
     let text = std::fs::read_to_string(state)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", state.display())))?;
     let network = RunnableNetwork::from_json(&text)
         .map_err(|e| CliError::usage(format!("{} is not a saved network: {e}", state.display())))?;
-    let outcome = call(&StateBackend::new(network.clone()), name, args).await;
+    let backend = rules
+        .guard(StateBackend::new(network.clone()), false)
+        .resolve(&network);
+    let outcome = call(&*backend, name, args).await;
     let saved = network
         .to_json()
         .map_err(|e| CliError::failed(format!("cannot save the network: {e}")))?;

@@ -150,6 +150,7 @@ pub struct ServerConfig {
     pub(crate) runs: RunSettings,
     /// Which modes clients may ask for, and new sessions' (`modes.rs`).
     pub(crate) modes: crate::modes::ModePolicy,
+    pub(crate) permissions: lc_agent_filesystem::Permissions,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -212,7 +213,19 @@ impl ServerConfig {
             summaries: true,
             runs: RunSettings::default(),
             modes: crate::modes::ModePolicy::default(),
+            permissions: lc_agent_filesystem::Permissions::default(),
         }
+    }
+
+    /// Path rules for every session (see
+    /// [`lc_agent_filesystem::Permissions`]): checked before the rules of a
+    /// session's own blueprint, whatever it says; an `ask` rule holds a
+    /// session's call for approval, and refuses on `/v1/tools/execute`
+    /// (nobody there can approve).
+    #[must_use]
+    pub fn permissions(mut self, rules: lc_agent_filesystem::Permissions) -> Self {
+        self.permissions = rules;
+        self
     }
 
     /// How the server takes and keeps runs: how many at once, per user,

@@ -194,9 +194,11 @@ impl SessionHub {
         let overrides = Overrides::none()
             .workspace(self.workspace_of(user)?)
             .summaries(self.config.summaries);
-        let blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
+        let mut blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());
+        // The server's path rules come first, whatever the session says.
+        blueprint.spec.permissions = self.config.permissions.then(&blueprint.spec.permissions);
         let context = AgentContext::new(self.config.sessions.clone(), user);
         // `main` is the server's model; every other model the blueprint
         // names is its own, opened once per entry and kept.

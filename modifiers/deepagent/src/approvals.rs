@@ -53,6 +53,10 @@ pub(crate) const APPROVAL_KEY: &str = "approval";
 /// The reason a tool node is held while it waits for a decision.
 pub(crate) const HOLD_REASON: &str = "approval";
 
+/// The tool node metadata key naming why a call waits (the rule that
+/// asked), shown with the pending call ([`PendingApproval::reason`]).
+pub(crate) const REASON_KEY: &str = "approval_reason";
+
 /// A kind of decision a person may make about a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -145,6 +149,9 @@ pub struct PendingApproval {
     /// The sub-network nodes the call runs inside, outermost first (empty
     /// for a call of the network itself); [`decide`] finds it without them.
     pub within: Vec<NodeId>,
+    /// Why it waits, when a rule says (`path rule 1 (ask write:docs/**)`);
+    /// `None` for a tool's approval rule.
+    pub reason: Option<String>,
 }
 
 /// Errors of [`decide`].
@@ -293,28 +300,26 @@ impl NetworkModifier for ApprovalModifier {
             if crate::hooks::allowed(&call) {
                 continue;
             }
-            write_record(&call, "pending", &decisions.0, None);
-            call.hold(HOLD_REASON);
-            // A sub-agent's or a route's work waits for the decision too.
-            if let Some(served) = delegation::waiting_delegate(network, &call) {
-                served.hold(HOLD_REASON);
-            }
+            hold_call(network, &call, decisions, None);
         }
         Ok(())
     }
 }
 
-/// Holds `call` for a person's decision (approve or reject) because
-/// `who` asked for it (a `PreToolUse` hook), saying why.
-pub(crate) fn hold_for(network: &RunnableNetwork, call: &NodeRef, who: &str, reason: &str) {
-    let allowed = Decisions::approve_or_reject().0;
-    write_record(
-        call,
-        "pending",
-        &allowed,
-        Some(json!({"asked_by": who, "reason": reason})),
-    );
+/// Holds a tool call for one of `decisions`, with the sub-network that
+/// serves it (a sub-agent's, a route's); `reason` names the rule that asked.
+pub(crate) fn hold_call(
+    network: &RunnableNetwork,
+    call: &NodeRef,
+    decisions: &Decisions,
+    reason: Option<String>,
+) {
+    write_record(call, "pending", &decisions.0, None);
+    if let Some(reason) = reason {
+        call.set_metadata(REASON_KEY, Value::String(reason));
+    }
     call.hold(HOLD_REASON);
+    // A sub-agent's or a route's work waits for the decision too.
     if let Some(served) = delegation::waiting_delegate(network, call) {
         served.hold(HOLD_REASON);
     }
@@ -367,6 +372,9 @@ fn collect_pending(
             tool_call: tool.tool_call.clone(),
             allowed: record.allowed,
             within: within.clone(),
+            reason: node
+                .metadata_value(REASON_KEY)
+                .and_then(|v| v.as_str().map(str::to_string)),
         });
     }
 }

@@ -24,6 +24,7 @@ use lc_agent::{
 
 use crate::approvals::{ApprovalModifier, Decisions};
 use crate::modes::PermissionMode;
+use crate::permissions::PathRulesModifier;
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};
 use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
@@ -31,7 +32,8 @@ use crate::todos::TodoListModifier;
 use crate::workspace::{Workspace, WorkspaceError};
 use lc_agent_filesystem::Execute;
 use lc_agent_filesystem::{
-    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, StateBackend,
+    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, Permissions,
+    StateBackend,
 };
 
 /// The name the preset registers its main model under.
@@ -76,6 +78,7 @@ pub struct DeepAgentBuilder {
     modifiers: Vec<Arc<dyn NetworkModifier>>,
     /// A new session's first permission mode.
     mode: Option<PermissionMode>,
+    permissions: Permissions,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -141,6 +144,16 @@ impl DeepAgentBuilder {
         self.backend = Some(workspace.open()?);
         self.execute_rule = workspace.execute_decisions();
         Ok(self)
+    }
+
+    /// Path rules for every file tool and `execute` (see
+    /// [`Permissions`]): the backend is wrapped so that a `deny` rule
+    /// refuses wherever a call comes from, and a call an `ask` rule covers
+    /// waits for a person's approval, naming the rule. Sub-agents inherit
+    /// them.
+    pub fn permissions(mut self, rules: Permissions) -> Self {
+        self.permissions = rules;
+        self
     }
 
     /// The agent's own instructions, after the preset's base prompt.
@@ -274,11 +287,13 @@ impl DeepAgentBuilder {
 
     /// The backend the file tools use on `net` (the session's own files
     /// unless [`backend`](Self::backend) named another).
+    /// Path rules apply (an `ask` is refused there: nobody approves).
     pub fn backend_for(&self, net: &RunnableNetwork) -> Arc<dyn Backend> {
-        self.backend
+        let backend = self
+            .backend
             .clone()
-            .unwrap_or_else(|| StateBackend::factory().into())
-            .resolve(net)
+            .unwrap_or_else(|| StateBackend::factory().into());
+        self.permissions.guard(backend, false).resolve(net)
     }
 
     /// The approval rules: the caller's, and the workspace's for `execute`
@@ -353,6 +368,15 @@ impl DeepAgentBuilder {
                 .route(&format!("{SKILLS_ROUTE}/"), FilesystemBackend::new(dir)?)
                 .into();
             skill_roots.insert(0, SKILLS_ROUTE.to_string());
+        }
+        if !self.permissions.is_empty() {
+            // Every tool (and sub-agent) sees the guarded backend; `ask`
+            // calls are held before they reach it.
+            backend = self.permissions.guard(backend, true);
+            net.add_modifier(PathRulesModifier::new(
+                self.permissions.clone(),
+                backend.clone(),
+            ))?;
         }
         net.add_modifier(FilesystemModifier::new(backend.clone()))?;
         net.add_modifier(TodoListModifier::new())?;

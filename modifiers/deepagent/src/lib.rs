@@ -46,6 +46,8 @@
 //!   where, what a decision does), `settings.rs` the files (event → matcher → command),
 //!   `events.rs` exit codes and JSON answers, `runner.rs` one command (stdin, timeout,
 //!   process group).
+//! - `permissions.rs`: path rules on agents: the backend guarded, and calls an `ask`
+//!   rule covers held for approval naming the rule ([`PathRulesModifier`]).
 //! - `bearer.rs`: the one rule of serving over HTTP with a bearer token (a loopback
 //!   bind may go without one; `Authorization: Bearer`, compared in constant time),
 //!   used by lc-agent-server and the MCP HTTP server ([`bind_allowed`],
@@ -108,6 +110,7 @@ pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
 mod modes;
+mod permissions;
 mod skills;
 mod spec;
 mod subagent_limits;
@@ -131,6 +134,7 @@ pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };
 pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
+pub use permissions::PathRulesModifier;
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

@@ -68,6 +68,11 @@
 //! [skills]
 //! dir = "./skills"
 //!
+//! [[permissions]]     # path rules, first match wins (omitted operations/paths: all)
+//! operations = ["write", "edit", "delete"]
+//! paths = ["secrets/**", ".env"]
+//! mode = "deny"
+//!
 //! [summarization]
 //! every_human_turns = 8
 //! context_windows = { models = { "qwen2.5-coder" = 32768 } }
@@ -263,6 +268,14 @@ pub struct AgentSpec {
     /// keeps its own once it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::PermissionMode>,
+    /// Path rules (`[[permissions]]`: `operations`, `paths`, `mode`; see
+    /// [`lc_agent_filesystem::Permissions`]), first match wins; inherited
+    /// by sub-agents.
+    #[serde(
+        default,
+        skip_serializing_if = "lc_agent_filesystem::Permissions::is_empty"
+    )]
+    pub permissions: lc_agent_filesystem::Permissions,
 }
 
 /// Errors of reading or using a blueprint.
@@ -398,6 +411,7 @@ impl AgentSpec {
             agent = agent.instructions(instructions.clone());
         }
         agent = agent.workspace(&self.backend)?;
+        agent = agent.permissions(self.permissions.clone());
         for sub in &self.subagents {
             let mut agent_sub = SubAgent::new(sub.name.clone(), sub.description.clone());
             if let Some(instructions) = &sub.instructions {

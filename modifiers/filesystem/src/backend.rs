@@ -263,6 +263,14 @@ pub trait Backend: Send + Sync {
         }
     }
 
+    /// Where each path leads once the symbolic links along it are
+    /// followed, as a virtual path: `None` where no link is involved or
+    /// the path leads out of the workspace. Path permissions check a path
+    /// and where it leads. The default: a backend without links.
+    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
+        vec![None; paths.len()]
+    }
+
     /// Whether [`Backend::execute`] runs commands (the sandbox extension).
     fn supports_execute(&self) -> bool {
         false

@@ -387,6 +387,28 @@ impl Backend for Routed {
         }
     }
 
+    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            let real = match self.route(p) {
+                Some((prefix, b, inner)) => b
+                    .real_paths(&[inner])
+                    .await
+                    .pop()
+                    .flatten()
+                    .map(|r| restore(prefix, &r)),
+                None => self
+                    .default
+                    .real_paths(std::slice::from_ref(p))
+                    .await
+                    .pop()
+                    .flatten(),
+            };
+            out.push(real);
+        }
+        out
+    }
+
     fn supports_execute(&self) -> bool {
         self.default.supports_execute()
     }

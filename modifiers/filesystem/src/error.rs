@@ -147,6 +147,10 @@ pub enum FsError {
     /// The key-value store failed.
     #[error("Storage error: {0}")]
     Store(String),
+    /// A path rule refused the operation (the message names the rule and
+    /// the path; see `permissions/`).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl FsError {
@@ -158,7 +162,9 @@ impl FsError {
             }
             FsError::IsDirectory(_) | FsError::IsDirectoryUseLs(_) => FileOpError::IsDirectory,
             FsError::AlreadyExists(_) => FileOpError::AlreadyExists,
-            FsError::PermissionDenied(_) | FsError::Escapes(_) => FileOpError::PermissionDenied,
+            FsError::PermissionDenied(_) | FsError::Escapes(_) | FsError::Refused(_) => {
+                FileOpError::PermissionDenied
+            }
             _ => FileOpError::InvalidPath,
         }
     }

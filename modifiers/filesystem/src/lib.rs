@@ -18,7 +18,8 @@
 //!       ├─ FilesystemBackend a directory, cap-std (disk/; writes: atomic.rs)
 //!       ├─ LocalShellBackend disk + execute    (shell.rs), in a Sandbox
 //!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Bubblewrap, pids cgroup)
-//!       └─ CompositeBackend  routes by prefix  (composite.rs)
+//!       ├─ CompositeBackend  routes by prefix  (composite.rs)
+//!       └─ guard: Permissions (permissions/): path rules around any of them
 //!                 │ every backend uses the same helpers:
 //!                 ▼
 //!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
@@ -137,13 +138,18 @@
 //! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
 //! - `map_backend.rs`: the shared logic of map-backed backends (state, store).
 //! - `disk/`: [`FilesystemBackend`], a directory confined with cap-std
-//!   (`disk/write.rs`: how it writes, through in-root links, atomically).
+//!   (`disk/write.rs`: how it writes, through in-root links, atomically;
+//!   `disk/links.rs`: where a path leads through links, for path rules).
 //! - `atomic.rs`: crash-safe writes: temp file, fsync, rename (never a torn file).
 //! - `shell.rs`: [`LocalShellBackend`], a directory plus `execute`.
 //! - `sandbox/`: [`Sandbox`], [`SandboxPolicy`], [`SandboxMode`], the
 //!   [`SandboxMechanism`] trait and [`Bubblewrap`]; `limits.rs`, the
 //!   per-command pids cgroup.
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
+//! - `permissions/`: path rules ([`Permissions`], [`PermissionRule`], [`Operation`],
+//!   [`RuleMode`], [`Verdict`]; the flag syntax) and `guard.rs`, the backend wrapper that
+//!   checks them on every call and filters listings
+//!   ([`Permissions::guard`]).
 //! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
 //! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
@@ -167,6 +173,7 @@ mod map_backend;
 mod modifier;
 mod paging;
 pub mod path;
+mod permissions;
 mod prompt;
 mod sandbox;
 mod shell;
@@ -186,6 +193,7 @@ pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
+pub use permissions::{Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict};
 pub use sandbox::{
     Bubblewrap, Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxPolicy,
 };

@@ -284,6 +284,9 @@ impl Backend for LocalShellBackend {
     async fn delete(&self, file: &str) -> FsResult<()> {
         self.fs.delete(file).await
     }
+    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
+        self.fs.real_paths(paths).await
+    }
 
     fn supports_execute(&self) -> bool {
         true

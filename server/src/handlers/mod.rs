@@ -1,7 +1,7 @@
 //! The HTTP handlers, one file per API, side by side: each reads the
 //! request, calls the services (the runs, the session hub) and writes the
 //! answer. None imports another, except the helpers of this folder
-//! (`sse.rs`, `refusal.rs`, `graph.rs`).
+//! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`).
 //!
 //! ```text
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
@@ -13,12 +13,14 @@
 //!  metrics.rs   /metrics (the recorder's Prometheus text)
 //!  web.rs       /, /assets/*, /favicon.ico (the embedded page)
 //!  sse.rs       a run's events as SSE;  refusal.rs  the 409 / 429 of a refused run
+//!  path_rules.rs  /v1/tools/execute refuses what an `ask` path rule covers (nobody approves)
 //!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
 //! ```
 
 mod graph;
 pub(crate) mod metrics;
 pub(crate) mod openai;
+mod path_rules;
 mod refusal;
 pub(crate) mod runs;
 pub(crate) mod sessions;

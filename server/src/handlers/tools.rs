@@ -130,6 +130,7 @@ pub(crate) async fn execute(
             let _claim = state.hub.claim(id, &list)?;
             let (net, agent) = state.hub.open(&user, &list, id).await?;
             check_approvals(&net, &body.tool_calls)?;
+            super::path_rules::refuse_asks(&net, &body.tool_calls).await?;
             let executor =
                 ToolExecutor::from_shared(agent.offered_tools(&net)).with_network(net.clone());
             let results = executor.execute_openai(&body.tool_calls).await;
@@ -142,6 +143,7 @@ pub(crate) async fn execute(
                 .build()
                 .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
             check_approvals(&net, &body.tool_calls)?;
+            super::path_rules::refuse_asks(&net, &body.tool_calls).await?;
             ToolExecutor::from_shared(agent.offered_tools(&net))
                 .with_network(net)
                 .execute_openai(&body.tool_calls)

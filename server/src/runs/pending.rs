@@ -14,6 +14,9 @@ pub struct PendingCall {
     pub tool_call: ToolCall,
     /// The decisions allowed for it.
     pub allowed: Vec<DecisionKind>,
+    /// Why it waits, when a rule says (`path rule 1 (ask write:docs/**)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl From<&PendingApproval> for PendingCall {
@@ -22,6 +25,7 @@ impl From<&PendingApproval> for PendingCall {
             node_id: p.node_id,
             tool_call: p.tool_call.clone(),
             allowed: p.allowed.clone(),
+            reason: p.reason.clone(),
         }
     }
 }

@@ -282,7 +282,12 @@ impl HooksModifier {
             );
             match decision {
                 Permission::Allow => {}
-                Permission::Ask => approvals::hold_for(network, &call, "PreToolUse hook", &reason),
+                Permission::Ask => approvals::hold_call(
+                    network,
+                    &call,
+                    &approvals::Decisions::approve_or_reject(),
+                    Some(format!("a PreToolUse hook asked: {reason}")),
+                ),
                 Permission::Deny => {
                     // A sub-agent's or a route's work for the call never runs.
                     if let Some(served) = delegation::waiting_delegate(network, &call) {

@@ -19,6 +19,7 @@
 //! - `memory_agent` — `MemoryModifier` across sessions of a user.
 //! - `memory_store` — `MemoryStore` on every backend.
 //! - `modes` — permission modes: plan, accept-edits, bypass.
+//! - `permissions` — path rules on agents: deny, ask held naming the rule, sub-agents, blueprint.
 //! - `skills` — skills discovery and the prompt section.
 //! - `spec` — `AgentSpec`: build, store, rebuild.
 //! - `subagent_safeguards` — a sub-agent under its parent's safeguards.
@@ -43,6 +44,7 @@ mod mcp_client;
 mod memory_agent;
 mod memory_store;
 mod modes;
+mod permissions;
 mod skills;
 mod spec;
 mod subagent_safeguards;

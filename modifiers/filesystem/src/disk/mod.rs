@@ -1,8 +1,10 @@
 //! [`FilesystemBackend`]: files in a real directory, confined with cap-std.
 //!
 //! This file holds the backend, its walk, reads, search and listing;
-//! `write.rs` holds how it writes (links, parents, atomic commit).
+//! `write.rs` holds how it writes (links, parents, atomic commit);
+//! `links.rs` where a path leads through its links (for path permissions).
 
+mod links;
 mod write;
 
 use std::ffi::OsString;
@@ -632,5 +634,13 @@ impl Backend for FilesystemBackend {
     async fn delete(&self, file: &str) -> FsResult<()> {
         let file = file.to_string();
         self.run(move |d| d.delete(&file)).await
+    }
+
+    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
+        let wanted = paths.to_vec();
+        let count = wanted.len();
+        self.run(move |d| Ok(wanted.iter().map(|p| d.real_path(p)).collect()))
+            .await
+            .unwrap_or_else(|_| vec![None; count])
     }
 }

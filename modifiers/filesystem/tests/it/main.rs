@@ -15,6 +15,7 @@
 //! - `golden` — the golden table against every backend.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
 //! - `modifier` — the modifier in a running network.
+//! - `permissions` — path rules on every backend, with hostile paths.
 //! - `properties` — properties of the tools on generated inputs.
 //! - `redis_store` — `StoreBackend` over real Redis servers.
 //! - `sandbox` — `execute` in a sandbox: hostile commands, modes, limits.
@@ -33,6 +34,7 @@ mod execute;
 mod golden;
 mod kill_writes;
 mod modifier;
+mod permissions;
 mod properties;
 mod redis_store;
 mod sandbox;

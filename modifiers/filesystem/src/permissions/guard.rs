@@ -1,0 +1,239 @@
+//! The backend wrapper that checks [`Permissions`] on every call: targets
+//! are refused with an error naming the rule, listings leave out what the
+//! operation may not see.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{Operation, Permissions, Verdict};
+use crate::backend::{
+    Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
+    FileUploadResponse, GrepQuery, LsEntry, ReadPage,
+};
+use crate::error::{shown, FileOpError, FsError, FsResult};
+use crate::glob::GlobPattern;
+use crate::path;
+
+/// `backend` behind the rules (a factory stays a factory).
+pub(super) fn wrap(
+    rules: Permissions,
+    backend: BackendSource,
+    approved_upstream: bool,
+) -> BackendSource {
+    match backend {
+        BackendSource::Ready(inner) => BackendSource::Ready(Arc::new(Guarded {
+            rules,
+            inner,
+            approved_upstream,
+        })),
+        BackendSource::Factory(factory) => {
+            BackendSource::Factory(BackendFactory::new(move |net| {
+                Arc::new(Guarded {
+                    rules: rules.clone(),
+                    inner: factory.build(net),
+                    approved_upstream,
+                })
+            }))
+        }
+    }
+}
+
+struct Guarded {
+    rules: Permissions,
+    inner: Arc<dyn Backend>,
+    approved_upstream: bool,
+}
+
+/// How an operation reads in an error: `cannot <verb> <path>`.
+fn verb(op: Operation) -> &'static str {
+    match op {
+        Operation::Read => "read",
+        Operation::Write => "write",
+        Operation::Edit => "edit",
+        Operation::Delete => "delete",
+        Operation::Execute => "run commands in",
+        Operation::Ls => "list",
+        Operation::Glob => "glob in",
+        Operation::Grep => "search",
+    }
+}
+
+/// Whether the call's target was an approved `ask` (its listing may then
+/// show entries under the same kind of rule).
+type Asked = bool;
+
+impl Guarded {
+    /// Checks the call's target for each of `ops`.
+    async fn target(&self, ops: &[Operation], target: &str) -> FsResult<Asked> {
+        let mut asked = false;
+        for &op in ops {
+            match self
+                .rules
+                .check_through(self.inner.as_ref(), op, target)
+                .await
+            {
+                Verdict::Allow => {}
+                Verdict::Deny(rule) => {
+                    return Err(FsError::Refused(format!(
+                        "Permission denied by {rule}: cannot {} {}",
+                        verb(op),
+                        shown(target)
+                    )))
+                }
+                Verdict::Ask(_) if self.approved_upstream => asked = true,
+                Verdict::Ask(rule) => {
+                    return Err(FsError::Refused(format!(
+                        "Approval needed: {rule} asks a person before anyone may {} {}, \
+                         and nobody can approve here. Run it in an agent session (chat or \
+                         run), where the call waits for approval, or change the rule",
+                        verb(op),
+                        shown(target)
+                    )))
+                }
+            }
+        }
+        Ok(asked)
+    }
+
+    /// Which of `paths` the listing may show for `ops`.
+    async fn visible(&self, ops: &[Operation], paths: &[String], asked: Asked) -> Vec<bool> {
+        let shows = |v: &Verdict| match v {
+            Verdict::Allow => true,
+            Verdict::Ask(_) => asked,
+            Verdict::Deny(_) => false,
+        };
+        let mut keep: Vec<bool> = paths
+            .iter()
+            .map(|p| ops.iter().all(|&op| shows(&self.rules.check(op, p))))
+            .collect();
+        let real = self.inner.real_paths(paths).await;
+        for (i, real) in real.into_iter().enumerate() {
+            if let (Some(real), true) = (real, keep[i]) {
+                keep[i] = ops.iter().all(|&op| shows(&self.rules.check(op, &real)));
+            }
+        }
+        keep
+    }
+}
+
+fn filter<T>(items: Vec<T>, keep: &[bool]) -> Vec<T> {
+    items
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(item, &k)| k.then_some(item))
+        .collect()
+}
+
+#[async_trait]
+impl Backend for Guarded {
+    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
+        let asked = self.target(&[Operation::Ls], dir).await?;
+        let entries = self.inner.ls(dir, recursive).await?;
+        let paths: Vec<String> = entries.iter().map(|e| e.path.clone()).collect();
+        let keep = self.visible(&[Operation::Ls], &paths, asked).await;
+        Ok(filter(entries, &keep))
+    }
+
+    async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
+        self.target(&[Operation::Read], file).await?;
+        self.inner.read(file, offset, limit).await
+    }
+
+    async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
+        self.target(&[Operation::Write], file).await?;
+        self.inner.write(file, content, overwrite).await
+    }
+
+    async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        self.target(&[Operation::Edit], file).await?;
+        self.inner.edit(file, old, new, replace_all).await
+    }
+
+    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
+        let asked = self.target(&[Operation::Glob], dir).await?;
+        let found = self.inner.glob(pattern, dir).await?;
+        let keep = self.visible(&[Operation::Glob], &found, asked).await;
+        Ok(filter(found, &keep))
+    }
+
+    async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
+        const OPS: [Operation; 2] = [Operation::Grep, Operation::Read];
+        let asked = self.target(&OPS, target).await?;
+        let found = self.inner.grep(query, target).await?;
+        let paths: Vec<String> = found.iter().map(|m| m.path.clone()).collect();
+        let keep = self.visible(&OPS, &paths, asked).await;
+        Ok(filter(found, &keep))
+    }
+
+    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
+        let mut refused = Vec::new();
+        let mut allowed = Vec::new();
+        for (i, (given, bytes)) in files.into_iter().enumerate() {
+            match path::normalize(&given) {
+                Ok(p) if self.target(&[Operation::Write], &p).await.is_err() => refused.push((
+                    i,
+                    FileUploadResponse {
+                        path: given,
+                        error: Some(FileOpError::PermissionDenied),
+                    },
+                )),
+                _ => allowed.push((i, (given, bytes))),
+            }
+        }
+        let (order, batch): (Vec<usize>, Vec<_>) = allowed.into_iter().unzip();
+        let done = self.inner.upload_files(batch).await;
+        merge(refused, order.into_iter().zip(done).collect())
+    }
+
+    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
+        let mut refused = Vec::new();
+        let mut allowed = Vec::new();
+        for (i, given) in paths.into_iter().enumerate() {
+            match path::normalize(&given) {
+                Ok(p) if self.target(&[Operation::Read], &p).await.is_err() => refused.push((
+                    i,
+                    FileDownloadResponse {
+                        path: given,
+                        content: None,
+                        error: Some(FileOpError::PermissionDenied),
+                    },
+                )),
+                _ => allowed.push((i, given)),
+            }
+        }
+        let (order, batch): (Vec<usize>, Vec<_>) = allowed.into_iter().unzip();
+        let done = self.inner.download_files(batch).await;
+        merge(refused, order.into_iter().zip(done).collect())
+    }
+
+    async fn delete(&self, file: &str) -> FsResult<()> {
+        self.target(&[Operation::Delete], file).await?;
+        self.inner.delete(file).await
+    }
+
+    async fn append(&self, file: &str, text: &str) -> FsResult<()> {
+        self.target(&[Operation::Write], file).await?;
+        self.inner.append(file, text).await
+    }
+
+    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
+        self.inner.real_paths(paths).await
+    }
+
+    fn supports_execute(&self) -> bool {
+        self.inner.supports_execute()
+    }
+
+    async fn execute(&self, command: &str, timeout_secs: u64) -> FsResult<ExecuteResponse> {
+        self.target(&[Operation::Execute], "/").await?;
+        self.inner.execute(command, timeout_secs).await
+    }
+}
+
+/// Two index-tagged lists back in their original order.
+fn merge<T>(mut a: Vec<(usize, T)>, b: Vec<(usize, T)>) -> Vec<T> {
+    a.extend(b);
+    a.sort_by_key(|(i, _)| *i);
+    a.into_iter().map(|(_, t)| t).collect()
+}

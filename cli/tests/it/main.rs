@@ -22,6 +22,7 @@ mod run;
 mod runs;
 mod runs_acceptance;
 mod serve;
+mod sandbox;
 mod serve_logs;
 mod subagent_approvals;
 mod tool;

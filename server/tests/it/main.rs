@@ -16,6 +16,7 @@ mod openai_retries;
 mod openai_truth;
 mod runs;
 mod runs_redis;
+mod sandbox;
 mod session_api;
 mod shutdown;
 mod storage;

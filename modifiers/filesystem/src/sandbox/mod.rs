@@ -49,6 +49,9 @@ pub use bubblewrap::Bubblewrap;
 pub(crate) use limits::{join, ProcessLimit};
 pub use policy::{SandboxMode, SandboxPolicy};
 
+/// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
+const MECHANISM_VARIABLE: &str = "LC_AGENT_SANDBOX_MECHANISM";
+
 /// A sandbox that cannot be made.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
@@ -96,8 +99,26 @@ pub struct Sandbox {
 impl Sandbox {
     /// The sandbox for `policy` with bubblewrap, checked once per process:
     /// an error when the mode needs a sandbox that cannot be made.
+    ///
+    /// The mechanism is bubblewrap; the environment variable
+    /// `LC_AGENT_SANDBOX_MECHANISM` (`auto`, `bubblewrap`) names one, and
+    /// a name it does not know is an error.
     pub fn open(policy: SandboxPolicy) -> Result<Self, SandboxError> {
-        Self::with_mechanism(policy, Arc::new(Bubblewrap::default()))
+        let mechanism: Arc<dyn SandboxMechanism> = match std::env::var(MECHANISM_VARIABLE)
+            .unwrap_or_default()
+            .as_str()
+        {
+            "" | "auto" | "bubblewrap" => Arc::new(Bubblewrap::default()),
+            other => {
+                return Err(SandboxError {
+                    mode: policy.mode(),
+                    reason: format!(
+                        "{MECHANISM_VARIABLE}={other} names no mechanism (auto or bubblewrap)"
+                    ),
+                })
+            }
+        };
+        Self::with_mechanism(policy, mechanism)
     }
 
     /// The sandbox for `policy` with another mechanism (checked now).

@@ -141,10 +141,10 @@ fn connections(listener: &TcpListener) -> Vec<String> {
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            if String::from_utf8_lossy(&cmdline).contains(marker) {
-                found.push(entry.file_name().to_string_lossy().into_owned());
-            }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            found.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
     found

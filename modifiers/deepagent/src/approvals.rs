@@ -300,7 +300,7 @@ impl NetworkModifier for ApprovalModifier {
             if crate::hooks::allowed(&call) {
                 continue;
             }
-            hold_call(network, &call, decisions, None);
+            hold_call(network, &call, &decisions, None);
         }
         Ok(())
     }

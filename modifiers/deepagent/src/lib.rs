@@ -130,10 +130,10 @@ pub use bearer::{bearer_token, bind_allowed, same_token};
 pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
 pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };
-pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
 pub use permissions::PathRulesModifier;
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{

@@ -102,10 +102,10 @@ impl Limits {
                 Value::from(tools.iter().map(String::as_str).collect::<Vec<_>>()),
             );
         }
-        if !self.interrupt_on.is_empty() {
-            if let Ok(rules) = serde_json::to_value(&self.interrupt_on) {
-                network.set_metadata(INTERRUPT_ON_KEY, rules);
-            }
+        if !self.interrupt_on.is_empty()
+            && let Ok(rules) = serde_json::to_value(&self.interrupt_on)
+        {
+            network.set_metadata(INTERRUPT_ON_KEY, rules);
         }
     }
 

@@ -194,7 +194,8 @@ async fn a_sub_agent_is_offered_only_its_tools_and_a_call_of_another_is_refused(
         vec![write_call(), answer("I could only read.")],
     )
     .await;
-    std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key");
+    // SAFETY: a variable only this test reads, set before the model that reads it is built.
+    unsafe { std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key") };
     let spec = researcher_spec(
         &small.base_url,
         Some(vec!["read_file".into(), "grep".into()]),
@@ -229,7 +230,8 @@ async fn a_sub_agents_own_approval_rule_holds_its_call_in_the_server() {
         vec![write_call(), answer("Written.")],
     )
     .await;
-    std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key");
+    // SAFETY: a variable only this test reads, set before the model that reads it is built.
+    unsafe { std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key") };
     let spec = researcher_spec(
         &small.base_url,
         None,

@@ -84,7 +84,8 @@ fn connections(listener: &TcpListener) -> Vec<String> {
 #[tokio::test]
 async fn a_token_holder_reaches_no_other_users_files_nothing_outside_root_no_server_secret() {
     // The server's own environment holds a key (set before it starts).
-    std::env::set_var("SANDBOX_SERVER_TEST_API_KEY", API_KEY);
+    // SAFETY: set before the server starts; the test checks that the sandboxed command never sees it.
+    unsafe { std::env::set_var("SANDBOX_SERVER_TEST_API_KEY", API_KEY) };
     let site = site();
     let root = site.root.clone();
     let server = start_with(|dir| {
@@ -183,10 +184,10 @@ async fn a_token_holder_reaches_no_other_users_files_nothing_outside_root_no_ser
     assert!(started.elapsed() < Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            if String::from_utf8_lossy(&cmdline).contains(&marker) {
-                escapes.push(format!("fork bomb left {:?}", entry.file_name()));
-            }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(&marker)
+        {
+            escapes.push(format!("fork bomb left {:?}", entry.file_name()));
         }
     }
     // Alice's own directory works as a workspace.

@@ -240,10 +240,10 @@ fn read_answer(event: HookEvent, stdout: &str, v: &mut Verdict) {
         if let (Some(p), HookEvent::PreToolUse) = (decided, event) {
             v.permission = Some((p, reason));
         }
-        if let Some(context) = specific.get("additionalContext").and_then(Value::as_str) {
-            if !context.trim().is_empty() {
-                v.context = Some(context.to_string());
-            }
+        if let Some(context) = specific.get("additionalContext").and_then(Value::as_str)
+            && !context.trim().is_empty()
+        {
+            v.context = Some(context.to_string());
         }
     }
 }

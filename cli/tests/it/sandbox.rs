@@ -31,6 +31,7 @@ fn site() -> Site {
     let root = base.path().join("root");
     let outside = base.path().join("outside");
     std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
     std::fs::create_dir_all(outside.join(".ssh")).unwrap();
     std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
@@ -69,7 +70,7 @@ fn hostile_script(site: &Site, port: u16, marker: &str) -> String {
          >> env.txt 2>&1"
             .to_string(),
         format!("exec 2>/dev/null; M={marker}; b() {{ b | b & }}; b; sleep 60"),
-        "echo ok > inside.txt".to_string(),
+        "echo ok > src/inside.txt".to_string(),
     ];
     let mut turns: Vec<Value> = commands
         .iter()
@@ -224,7 +225,7 @@ fn escapes_in_workspace_write(mechanism: Option<&str>) -> Vec<String> {
         .into_iter()
         .rev()
         .collect();
-    assert_eq!(read(root.join("inside.txt")), "ok\n", "{tail}");
+    assert_eq!(read(root.join("src/inside.txt")), "ok\n", "{tail}");
     escapes
 }
 
@@ -239,6 +240,15 @@ fn hostile_commands_through_run_shell_do_not_escape() {
 #[test]
 fn hostile_commands_through_run_shell_do_not_escape_bubblewrap() {
     let escapes = escapes_in_workspace_write(Some("bubblewrap"));
+    assert!(escapes.is_empty(), "escapes: {escapes:#?}");
+}
+
+/// Landlock asked for by name, on a root with `.git` (writes granted per
+/// top-level entry other than `.git`).
+#[needs(bwrap)]
+#[test]
+fn hostile_commands_through_run_shell_do_not_escape_landlock() {
+    let escapes = escapes_in_workspace_write(Some("landlock"));
     assert!(escapes.is_empty(), "escapes: {escapes:#?}");
 }
 

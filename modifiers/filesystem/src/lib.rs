@@ -17,7 +17,7 @@
 //!       ├─ StoreBackend      key-value store   (store.rs) ┘ ops on a path map
 //!       ├─ FilesystemBackend a directory, cap-std (disk/; writes: atomic.rs)
 //!       ├─ LocalShellBackend disk + execute    (shell.rs), in a Sandbox
-//!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Bubblewrap, pids cgroup)
+//!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Landlock, Bubblewrap, pids cgroup)
 //!       ├─ CompositeBackend  routes by prefix  (composite.rs)
 //!       └─ guard: Permissions (permissions/): path rules around any of them
 //!                 │ every backend uses the same helpers:
@@ -143,8 +143,9 @@
 //! - `atomic.rs`: crash-safe writes: temp file, fsync, rename (never a torn file).
 //! - `shell.rs`: [`LocalShellBackend`], a directory plus `execute`.
 //! - `sandbox/`: [`Sandbox`], [`SandboxPolicy`], [`SandboxMode`], the
-//!   [`SandboxMechanism`] trait and [`Bubblewrap`]; `limits.rs`, the
-//!   per-command pids cgroup.
+//!   [`SandboxMechanism`] trait, [`Landlock`] (+ `seccomp.rs`), [`Bubblewrap`]
+//!   and the per-command choice between them (`auto.rs`); `limits.rs`, the
+//!   per-command pids cgroup (v1 or v2).
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
 //! - `permissions/`: path rules ([`Permissions`], [`PermissionRule`], [`Operation`],
 //!   [`RuleMode`], [`Verdict`]; the flag syntax) and `guard.rs`, the backend wrapper that
@@ -195,7 +196,8 @@ pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
 pub use permissions::{Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict};
 pub use sandbox::{
-    Bubblewrap, Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxPolicy,
+    Bubblewrap, Landlock, Prepared, Sandbox, SandboxError, SandboxMechanism, SandboxMode,
+    SandboxPolicy,
 };
 pub use shell::LocalShellBackend;
 pub use state::StateBackend;

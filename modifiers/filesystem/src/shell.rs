@@ -175,14 +175,15 @@ async fn run(
     timeout: Duration,
 ) -> io::Result<ExecuteResponse> {
     let env = command_env(root, sandbox);
+    let mut keep = Vec::new();
     let mut cmd = match sandbox.and_then(|s| s.mechanism().map(|m| (s, m))) {
         Some((sandbox, mechanism)) => {
-            let argv = mechanism
-                .wrap(sandbox.policy(), root, &env, command)
-                .map_err(io::Error::other)?;
-            let mut cmd = tokio::process::Command::new(&argv[0]);
-            cmd.args(&argv[1..]).env_clear().env("PATH", &env[0].1);
-            cmd
+            let (cmd, kept) = mechanism
+                .prepare(sandbox.policy(), root, &env, command)
+                .map_err(io::Error::other)?
+                .into_parts();
+            keep = kept;
+            tokio::process::Command::from(cmd)
         }
         None => {
             let mut cmd = tokio::process::Command::new("sh");
@@ -202,6 +203,7 @@ async fn run(
         }
     }
     let result = spawn_and_wait(cmd, root, timeout).await;
+    drop(keep);
     if let Some(limit) = limit {
         let _ = tokio::task::spawn_blocking(move || limit.remove()).await;
     }

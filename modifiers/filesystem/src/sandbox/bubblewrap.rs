@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{SandboxMechanism, SandboxMode, SandboxPolicy};
+use super::{Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
 
 /// Runs commands in bubblewrap (`bwrap` on the `PATH`): new user, PID,
 /// network (unless allowed), IPC, UTS and cgroup namespaces; `/usr`,
@@ -120,13 +120,13 @@ impl SandboxMechanism for Bubblewrap {
             .clone()
     }
 
-    fn wrap(
+    fn prepare(
         &self,
         policy: &SandboxPolicy,
         root: &Path,
         env: &[(OsString, OsString)],
         command: &str,
-    ) -> Result<Vec<OsString>, String> {
+    ) -> Result<Prepared, String> {
         if policy.mode == SandboxMode::Full {
             return Err("full mode runs without a sandbox".to_string());
         }
@@ -169,7 +169,13 @@ impl SandboxMechanism for Bubblewrap {
         for (name, value) in env {
             arg(&mut args, &[&"--setenv", name, value]);
         }
+        arg(&mut args, &[&"--setenv", &"TMPDIR", &"/tmp"]);
         arg(&mut args, &[&"--chdir", &root, &"sh", &"-c", &command]);
-        Ok(args)
+        let mut cmd = Command::new("bwrap");
+        cmd.args(&args[1..]).env_clear();
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+        Ok(Prepared::new(cmd))
     }
 }

@@ -36,16 +36,22 @@
 //! a missing `.git` is not protected when a command creates it; the
 //! process limit needs a writable pids cgroup (see [`SandboxPolicy::max_processes`]).
 
+mod auto;
 mod bubblewrap;
+mod landlock;
 mod limits;
 mod policy;
+mod seccomp;
 
 use std::ffi::OsString;
 use std::fmt::Debug;
 use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 
+use auto::Auto;
 pub use bubblewrap::Bubblewrap;
+pub use landlock::Landlock;
 pub(crate) use limits::{join, ProcessLimit};
 pub use policy::{SandboxMode, SandboxPolicy};
 
@@ -66,26 +72,64 @@ pub struct SandboxError {
     pub reason: String,
 }
 
-/// How a command is confined: turns a shell command into the argument
-/// vector that runs it confined by a [`SandboxPolicy`].
+/// How a command is confined: turns a shell command into a process,
+/// ready to spawn, that runs it confined by a [`SandboxPolicy`].
 pub trait SandboxMechanism: Send + Sync + Debug {
-    /// The mechanism's name for messages (`bubblewrap`).
+    /// The mechanism's name for messages (`bubblewrap`, `landlock`).
     fn name(&self) -> &str;
 
     /// Whether the mechanism can make a sandbox on this machine (`Err`
     /// says what is missing). [`Sandbox::open`] calls it once.
     fn check(&self) -> Result<(), String>;
 
-    /// The program and arguments that run `sh -c command` confined by
-    /// `policy`, with `root` (canonical) as working directory and `HOME`,
-    /// and the environment `env` (and nothing else).
-    fn wrap(
+    /// The process that runs `sh -c command` confined by `policy`, with
+    /// `root` (canonical) as working directory and `HOME`, and the
+    /// environment `env` (and nothing else but `TMPDIR`). The caller sets
+    /// its working directory, standard streams and process group.
+    fn prepare(
         &self,
         policy: &SandboxPolicy,
         root: &Path,
         env: &[(OsString, OsString)],
         command: &str,
-    ) -> Result<Vec<OsString>, String>;
+    ) -> Result<Prepared, String>;
+}
+
+/// A command a [`SandboxMechanism`] made ready: the process to spawn and
+/// what must live until it ends (a private temporary directory).
+pub struct Prepared {
+    command: Command,
+    keep: Vec<Box<dyn Send + Sync>>,
+}
+
+impl Prepared {
+    /// `command`, with nothing to keep.
+    pub fn new(command: Command) -> Self {
+        Self {
+            command,
+            keep: Vec::new(),
+        }
+    }
+
+    /// Keeps `value` until the command has ended (then drops it).
+    #[must_use]
+    pub fn keep(mut self, value: impl Send + Sync + 'static) -> Self {
+        self.keep.push(Box::new(value));
+        self
+    }
+
+    pub(crate) fn into_parts(self) -> (Command, Vec<Box<dyn Send + Sync>>) {
+        (self.command, self.keep)
+    }
+}
+
+impl Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("command", &self.command)
+            .field("keep", &self.keep.len())
+            .finish()
+    }
 }
 
 /// A policy and the mechanism that applies it (none in
@@ -97,23 +141,29 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// The sandbox for `policy` with bubblewrap, checked once per process:
-    /// an error when the mode needs a sandbox that cannot be made.
+    /// The sandbox for `policy` with the mechanism of this machine,
+    /// checked once per process: an error when the mode needs a sandbox
+    /// that cannot be made.
     ///
-    /// The mechanism is bubblewrap; the environment variable
-    /// `LC_AGENT_SANDBOX_MECHANISM` (`auto`, `bubblewrap`) names one, and
-    /// a name it does not know is an error.
+    /// The mechanism is Landlock + seccomp where the kernel has Landlock
+    /// ABI 6, for a root without a read-only path (`.git`, `.lc-agent`),
+    /// and bubblewrap otherwise (see the module docs). The
+    /// environment variable `LC_AGENT_SANDBOX_MECHANISM` (`auto`,
+    /// `landlock`, `bubblewrap`) names one; a name it does not know is an
+    /// error.
     pub fn open(policy: SandboxPolicy) -> Result<Self, SandboxError> {
-        let mechanism: Arc<dyn SandboxMechanism> = match std::env::var(MECHANISM_VARIABLE)
-            .unwrap_or_default()
-            .as_str()
-        {
-            "" | "auto" | "bubblewrap" => Arc::new(Bubblewrap::default()),
+        let name = std::env::var(MECHANISM_VARIABLE).unwrap_or_default();
+        let mechanism: Arc<dyn SandboxMechanism> = match name.as_str() {
+            "" | "auto" => Arc::new(Auto::default()),
+            "landlock" => Arc::new(Landlock::default()),
+            "bubblewrap" => Arc::new(Bubblewrap::default()),
+            _ if policy.mode() == SandboxMode::Full => Arc::new(Auto::default()),
             other => {
                 return Err(SandboxError {
                     mode: policy.mode(),
                     reason: format!(
-                        "{MECHANISM_VARIABLE}={other} names no mechanism (auto or bubblewrap)"
+                        "{MECHANISM_VARIABLE}={other} names no mechanism (auto, landlock or \
+                         bubblewrap)"
                     ),
                 })
             }
@@ -145,6 +195,11 @@ impl Sandbox {
     /// The policy.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
+    }
+
+    /// The mechanism's name (`none` in full mode).
+    pub fn mechanism_name(&self) -> &str {
+        self.mechanism.as_ref().map_or("none", |m| m.name())
     }
 
     pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {

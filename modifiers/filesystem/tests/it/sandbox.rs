@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lc_agent_filesystem::{
-    run_tool, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMechanism, SandboxMode,
-    SandboxPolicy,
+    run_tool, Bubblewrap, FilesystemBackend, Landlock, LocalShellBackend, Sandbox,
+    SandboxMechanism, SandboxMode, SandboxPolicy,
 };
 use lc_agent_test_support::needs;
 use serde_json::json;
@@ -32,6 +32,7 @@ fn site() -> Site {
     let root = base.path().join("root");
     let outside = base.path().join("outside");
     std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
     std::fs::create_dir_all(outside.join(".ssh")).unwrap();
     std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
@@ -66,6 +67,8 @@ async fn exec(shell: &LocalShellBackend, command: &str, timeout: u64) -> String 
 #[tokio::test]
 async fn commands_work_as_before_inside_the_sandbox() {
     let site = site();
+    // Without `.git`, so the default mechanism may be Landlock.
+    std::fs::remove_dir_all(site.root.join(".git")).unwrap();
     let shell = shell(&site.root, SandboxPolicy::default());
     assert_eq!(
         exec(&shell, "echo out; echo err >&2; exit 7", 10).await,
@@ -74,7 +77,7 @@ async fn commands_work_as_before_inside_the_sandbox() {
     assert_eq!(exec(&shell, "kill -9 $$", 10).await, "Exit code: 137");
     let out = exec(
         &shell,
-        "echo made > made.txt; [ \"$HOME\" = \"$(pwd)\" ] && echo home-ok; echo t > /tmp/t && cat /tmp/t",
+        "echo made > made.txt; [ \"$HOME\" = \"$(pwd)\" ] && echo home-ok; echo t > $TMPDIR/t && cat $TMPDIR/t",
         10,
     )
     .await;
@@ -159,10 +162,11 @@ async fn hostile_commands_in_workspace_write_mode_do_not_escape() {
     if out.contains("sk-test-do-not-leak") {
         escapes.push(format!("environment: {out}"));
     }
-    // Writing inside the root works.
-    exec(&shell, "echo ok > inside.txt", 10).await;
+    // Writing inside the root works (in a directory: forced Landlock
+    // takes no new top-level entry beside `.git`).
+    exec(&shell, "echo ok > src/inside.txt", 10).await;
     assert_eq!(
-        std::fs::read_to_string(root.join("inside.txt")).unwrap(),
+        std::fs::read_to_string(root.join("src/inside.txt")).unwrap(),
         "ok\n"
     );
     assert!(escapes.is_empty(), "escapes: {escapes:#?}");
@@ -291,14 +295,22 @@ async fn read_only_mode_refuses_writes_to_the_root() {
         10,
     )
     .await;
-    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(
+        out.contains("Read-only file system") || out.contains("Permission denied"),
+        "{out}"
+    );
     assert!(!site.root.join("new.txt").exists());
     assert_eq!(
         std::fs::read_to_string(site.root.join("kept.txt")).unwrap(),
         "kept\n"
     );
     assert_eq!(
-        exec(&shell, "cat kept.txt; echo t > /tmp/t && cat /tmp/t", 10).await,
+        exec(
+            &shell,
+            "cat kept.txt; echo t > $TMPDIR/t && cat $TMPDIR/t",
+            10
+        )
+        .await,
         "kept\nt\nExit code: 0"
     );
 }
@@ -331,13 +343,13 @@ impl SandboxMechanism for Missing {
     fn check(&self) -> Result<(), String> {
         Err("bubblewrap (`bwrap`) is not installed".into())
     }
-    fn wrap(
+    fn prepare(
         &self,
         _: &SandboxPolicy,
         _: &Path,
         _: &[(std::ffi::OsString, std::ffi::OsString)],
         _: &str,
-    ) -> Result<Vec<std::ffi::OsString>, String> {
+    ) -> Result<lc_agent_filesystem::Prepared, String> {
         unreachable!("never checked successfully")
     }
 }
@@ -368,18 +380,28 @@ fn a_sandbox_that_cannot_be_made_is_an_error_never_unconfined() {
         .contains("read-only, workspace-write or full"));
 }
 
-/// Not a check: the overhead of the sandbox on `true` (run with
-/// `--ignored --nocapture`).
+/// Not a check: the overhead of the sandbox on `true` per mechanism (run
+/// with `--ignored --nocapture`; `examples/agents/sandbox.rs` prints the
+/// same figures from a release build).
 #[needs(bwrap)]
 #[tokio::test]
 #[ignore = "a measurement, run by hand"]
 async fn overhead_of_the_sandbox() {
     let site = site();
-    for (name, policy) in [
-        ("full", SandboxPolicy::new(SandboxMode::Full)),
-        ("workspace-write", SandboxPolicy::default()),
-    ] {
-        let shell = shell(&site.root, policy);
+    std::fs::remove_dir_all(site.root.join(".git")).unwrap();
+    let full = Sandbox::open(SandboxPolicy::new(SandboxMode::Full)).unwrap();
+    let landlock: Arc<dyn SandboxMechanism> = Arc::new(Landlock::default());
+    let bubblewrap: Arc<dyn SandboxMechanism> = Arc::new(Bubblewrap::default());
+    let mut sandboxes = vec![("unconfined (full)", full)];
+    for (name, mechanism) in [("landlock", landlock), ("bubblewrap", bubblewrap)] {
+        match Sandbox::with_mechanism(SandboxPolicy::default(), mechanism) {
+            Ok(sandbox) => sandboxes.push((name, sandbox)),
+            Err(e) => eprintln!("{name}: {e}"),
+        }
+    }
+    for (name, sandbox) in sandboxes {
+        let shell =
+            LocalShellBackend::sandboxed(FilesystemBackend::new(&site.root).unwrap(), sandbox);
         exec(&shell, "true", 10).await;
         let started = Instant::now();
         for _ in 0..50 {

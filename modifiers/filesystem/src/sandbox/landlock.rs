@@ -1,0 +1,330 @@
+//! [`Landlock`]: the [`SandboxMechanism`] that confines the command's own
+//! process (Landlock rules and a seccomp filter, applied between fork and
+//! exec), with no namespaces: about 1 ms instead of bubblewrap's 28.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use ::landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+
+use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
+
+/// Confines `sh -c` itself: Landlock (ABI 6 or later: filesystem, TCP
+/// bind/connect, signal and abstract-socket scopes) allows reading the
+/// system (`/usr`, `/etc` without `/etc/shadow`, `/opt`, `/proc`, a few
+/// `/dev` files), the root, and writing the root and a private temporary
+/// directory (`TMPDIR`, removed after the command); a seccomp filter
+/// refuses what Landlock does not govern (sockets, `io_uring`, `setsid`,
+/// and what root could use past it); a command started as root loses
+/// every capability. No namespaces: the command sees the host's process
+/// list, and `/tmp` is the host's, read-only.
+///
+/// Landlock grants and never denies under a grant, so a writable root
+/// cannot keep `.git` read-only: when a read-only path of the policy
+/// exists in the root, writes are granted per top-level entry of the root
+/// other than those paths, and the root itself takes no new entries (the
+/// default mechanism uses bubblewrap for such a root instead).
+#[derive(Debug, Clone, Default)]
+pub struct Landlock {
+    _private: (),
+}
+
+/// The self-check's result, once per process.
+static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// The Landlock ABI this mechanism needs (kernel 6.12).
+const NEEDED_ABI: ABI = ABI::V6;
+
+/// Temporary directories made so far (names them).
+static TEMP_DIRS: AtomicU64 = AtomicU64::new(0);
+
+/// System directories readable (when they exist).
+const READABLE: &[&str] = &[
+    "/usr", "/opt", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/proc",
+];
+
+/// Devices readable and writable.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// A command's private temporary directory, removed when dropped.
+#[derive(Debug)]
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let n = TEMP_DIRS.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("lc-agent-sandbox-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The rights of a writable directory: everything but making device
+/// nodes (root could otherwise make one for a disk).
+fn write_access() -> BitFlags<AccessFs> {
+    AccessFs::from_all(NEEDED_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
+/// Whether a read-only path of `policy` exists in `root`.
+pub(crate) fn has_read_only_paths(policy: &SandboxPolicy, root: &Path) -> bool {
+    policy
+        .read_only
+        .iter()
+        .any(|p| root.join(p).symlink_metadata().is_ok())
+}
+
+/// The rules: (path, rights) for every path the command may use.
+fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let read = AccessFs::from_read(NEEDED_ABI);
+    let write = write_access();
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> =
+        READABLE.iter().map(|p| (PathBuf::from(p), read)).collect();
+    rules.extend(
+        DEVICES
+            .iter()
+            .map(|p| (PathBuf::from(p), AccessFs::from_file(NEEDED_ABI))),
+    );
+    // `/etc` entry by entry, without the password hashes.
+    rules.push(("/etc".into(), AccessFs::ReadDir.into()));
+    if let Ok(entries) = std::fs::read_dir("/etc") {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let hidden = matches!(
+                name.as_ref(),
+                "shadow" | "gshadow" | "shadow-" | "gshadow-" | "sudoers" | "sudoers.d"
+            );
+            // A link's target takes the grant: only system ones.
+            let system = std::fs::canonicalize(entry.path()).is_ok_and(|target| {
+                ["/etc", "/usr", "/proc", "/run"]
+                    .iter()
+                    .any(|dir| target.starts_with(dir))
+            });
+            if !hidden && system {
+                rules.push((entry.path(), read));
+            }
+        }
+    }
+    rules.push((tmp.to_path_buf(), write));
+    let writable = policy.mode == SandboxMode::WorkspaceWrite;
+    for dir in policy.readable.iter().filter(|d| d.is_absolute()) {
+        rules.push((dir.clone(), read));
+    }
+    for dir in policy.writable.iter().filter(|d| d.is_absolute()) {
+        rules.push((dir.clone(), if writable { write } else { read }));
+    }
+    if !writable {
+        rules.push((root.to_path_buf(), read));
+    } else if !has_read_only_paths(policy, root) {
+        rules.push((root.to_path_buf(), write));
+    } else {
+        rules.push((root.to_path_buf(), read));
+        let read_only: Vec<PathBuf> = policy.read_only.iter().map(|p| root.join(p)).collect();
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for entry in entries.flatten() {
+                // Never a link: its target (maybe outside) would take the grant.
+                let link = entry.file_type().map_or(true, |t| t.is_symlink());
+                if !link && !read_only.contains(&entry.path()) {
+                    rules.push((entry.path(), write));
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// The ruleset for `policy`, as the descriptor `landlock_restrict_self`
+/// takes.
+fn ruleset(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Result<OwnedFd, String> {
+    let failed = |e: ::landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(NEEDED_ABI))
+        .map_err(failed)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(failed)?;
+    if !policy.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(failed)?;
+    }
+    let mut created = ruleset.create().map_err(failed)?;
+    for (path, access) in rules(policy, root, tmp) {
+        // A path that does not exist here is skipped.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        // A file takes only a file's rights.
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(NEEDED_ABI)
+        };
+        if let Ok(fd) = PathFd::new(&path) {
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(failed)?;
+        }
+    }
+    Option::<OwnedFd>::from(created).ok_or_else(|| "Landlock is not supported here".to_string())
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Drops every capability (bounding set, ambient, effective, permitted,
+/// inheritable). Only system calls: safe between fork and exec.
+fn drop_capabilities() -> io::Result<()> {
+    for cap in 0..64 {
+        // SAFETY: prctl with integer arguments; an unknown cap gives EINVAL.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    let header = CapHeader {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads a valid header and two data structs (version 3).
+    if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Landlock {
+    /// `sh -c command`, confined by `policy` in `root` between fork and exec.
+    fn confined(
+        policy: &SandboxPolicy,
+        root: &Path,
+        env: &[(OsString, OsString)],
+        command: &str,
+    ) -> Result<Prepared, String> {
+        if policy.mode == SandboxMode::Full {
+            return Err("full mode runs without a sandbox".to_string());
+        }
+        let tmp = TempDir::new().map_err(|e| format!("no temporary directory: {e}"))?;
+        let ruleset = ruleset(policy, root, &tmp.0)?;
+        let filter = seccomp::filter(policy.network)?;
+        // SAFETY: geteuid has no memory effects.
+        let root_user = unsafe { libc::geteuid() } == 0;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(command)
+            .env_clear()
+            .envs(env.iter().map(|(n, v)| (n, v)))
+            .env("TMPDIR", &tmp.0);
+        let confine = move || -> io::Result<()> {
+            if root_user {
+                drop_capabilities()?;
+            }
+            // SAFETY: prctl and the two system calls below take integers and a
+            // descriptor this closure owns; nothing is allocated.
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: as above.
+            if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) }
+                != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            seccompiler::apply_filter(&filter).map_err(|_| io::Error::last_os_error())
+        };
+        // SAFETY: the closure only makes system calls (prctl, capset,
+        // landlock_restrict_self, seccomp) on data prepared before the fork.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, confine);
+        }
+        Ok(Prepared::new(cmd).keep(tmp))
+    }
+}
+
+impl SandboxMechanism for Landlock {
+    fn name(&self) -> &str {
+        "landlock"
+    }
+
+    fn check(&self) -> Result<(), String> {
+        CHECKED
+            .get_or_init(|| {
+                let policy = SandboxPolicy::new(SandboxMode::ReadOnly);
+                let root = std::env::temp_dir();
+                let prepared = Self::confined(&policy, &root, &[], "exit 0").map_err(|e| {
+                    format!("Landlock (ABI 6, Linux 6.12) cannot confine here: {e}")
+                })?;
+                let (mut cmd, _keep) = prepared.into_parts();
+                match cmd
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                {
+                    Ok(status) if status.success() => Ok(()),
+                    Ok(status) => Err(format!("a confined `sh` failed here ({status})")),
+                    Err(e) => Err(format!("a confined `sh` could not start here ({e})")),
+                }
+            })
+            .clone()
+    }
+
+    fn prepare(
+        &self,
+        policy: &SandboxPolicy,
+        root: &Path,
+        env: &[(OsString, OsString)],
+        command: &str,
+    ) -> Result<Prepared, String> {
+        Self::confined(policy, root, env, command)
+    }
+}

@@ -13,6 +13,7 @@ mod blueprint;
 mod chat_commands;
 mod console;
 mod mcp;
+mod permissions;
 mod provider;
 mod record_replay;
 mod resume;

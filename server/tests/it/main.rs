@@ -12,6 +12,7 @@ mod events;
 mod hardening;
 mod openai_retries;
 mod openai_truth;
+mod permissions;
 mod runs;
 mod runs_redis;
 mod session_api;

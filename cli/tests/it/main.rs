@@ -15,6 +15,7 @@ mod console;
 mod hooks;
 mod mcp;
 mod modes;
+mod permissions;
 mod provider;
 mod record_replay;
 mod resume;

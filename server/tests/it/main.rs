@@ -14,6 +14,7 @@ mod hooks;
 mod modes;
 mod openai_retries;
 mod openai_truth;
+mod permissions;
 mod runs;
 mod runs_redis;
 mod sandbox;

@@ -272,8 +272,8 @@ impl NetworkModifier for ApprovalModifier {
                 continue;
             };
             let name = &tool.tool_call.name;
-            let Some(decisions) =
-                (self.rules.get(name).cloned()).or_else(|| modes::always_held(name))
+            let Some(decisions) = (self.rules.get(name).cloned())
+                .or_else(|| modes::always_held(name).then(Decisions::all))
             else {
                 continue;
             };

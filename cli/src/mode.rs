@@ -60,7 +60,11 @@ pub(crate) fn command(net: &RunnableNetwork, rest: &str) -> bool {
     if rest.is_empty() {
         let mut text = format!("mode: {now} — {}\n", now.describe());
         for mode in PermissionMode::ALL.into_iter().filter(|m| *m != now) {
-            text.push_str(&format!("  /mode {mode:<13} {}\n", mode.describe()));
+            text.push_str(&format!(
+                "  /mode {:<13} {}\n",
+                mode.name(),
+                mode.describe()
+            ));
         }
         out(&text);
         return false;

@@ -3,9 +3,9 @@
 //! Shows the four permission modes of a session
 //! (`lc_agent_deepagent::PermissionMode`) on one agent with a shell in a
 //! temporary directory:
-//! - `plan`: a read runs, a write is refused (the model reads why), the
+//! - `plan`: a read runs, an edit is refused (the model reads why), the
 //!   model hands its plan over with `exit_plan_mode`, which waits for the
-//!   user; approved, the session switches to `default` and the write runs;
+//!   user; approved, the session switches to `default` and the edit runs;
 //! - `default`: `execute` waits for approval (the shell's rule);
 //! - `accept-edits`: a write runs without asking, `execute` still waits;
 //! - `bypass`: nothing waits.
@@ -70,7 +70,7 @@ fn write_and_run() -> ScriptedChatModel {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("(offline: a ScriptedChatModel replays fixed answers)");
 
-    // plan: read, refused write, the plan approved, then the write.
+    // plan: read, refused edit, the plan approved, then the edit.
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("notes.md"), "draft\n")?;
     let model = ScriptedChatModel::new([
@@ -78,8 +78,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ToolCall::new("r", "read_file", json!({"file_path": "/notes.md"})),
             ToolCall::new(
                 "w",
-                "write_file",
-                json!({"file_path": "/notes.md", "content": "final\n"}),
+                "edit_file",
+                json!({"file_path": "/notes.md", "old_string": "draft", "new_string": "final"}),
             ),
         ]),
         Turn::call(
@@ -89,8 +89,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         Turn::call(
             "w2",
-            "write_file",
-            json!({"file_path": "/notes.md", "content": "final\n"}),
+            "edit_file",
+            json!({"file_path": "/notes.md", "old_string": "draft", "new_string": "final"}),
         ),
         Turn::text("notes.md is final."),
     ]);
@@ -106,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find(|t| t.contains("plan mode"))
         .unwrap_or_default();
     println!(
-        "plan: the write was refused: {}",
+        "plan: the edit was refused: {}",
         &refused[..70.min(refused.len())]
     );
     println!(

@@ -111,7 +111,14 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
         }
         "/resume" => Action::Switch(Some(rest)),
         "/model" => model(agent, &rest),
-        "/mode" => crate::mode::command(agent, &rest).await,
+        "/mode" => {
+            if crate::mode::command(&agent.net, &rest) {
+                if let Err(e) = agent.save().await {
+                    eprintln!("error: {}", e.message);
+                }
+            }
+            Action::Stay
+        }
         "/tokens" => {
             out(&format!("{}\n", tokens(agent)));
             Action::Stay

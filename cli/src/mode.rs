@@ -16,8 +16,6 @@ use clap::Args;
 use lc_agent::RunnableNetwork;
 use lc_agent_deepagent::{permission_mode, set_permission_mode, PermissionMode, BYPASS_WARNING};
 
-use crate::agent::Agent;
-use crate::commands::Action;
 use crate::console::out;
 
 /// The permission mode flag.
@@ -55,29 +53,34 @@ pub(crate) fn warn_if_bypass(net: &RunnableNetwork) {
     }
 }
 
-/// `/mode` (shows the mode and the others) and `/mode MODE` (sets it).
-pub(crate) async fn command(agent: &Agent, rest: &str) -> Action {
-    let now = permission_mode(&agent.net);
+/// `/mode` (shows the mode and the others) and `/mode MODE` (sets it):
+/// whether the mode changed (the session is then saved).
+pub(crate) fn command(net: &RunnableNetwork, rest: &str) -> bool {
+    let now = permission_mode(net);
     if rest.is_empty() {
         let mut text = format!("mode: {now} — {}\n", now.describe());
         for mode in PermissionMode::ALL.into_iter().filter(|m| *m != now) {
-            text.push_str(&format!("  /mode {mode:<13} {}\n", mode.describe()));
+            text.push_str(&format!(
+                "  /mode {:<13} {}\n",
+                mode.name(),
+                mode.describe()
+            ));
         }
         out(&text);
-        return Action::Stay;
+        return false;
     }
     match rest.parse::<PermissionMode>() {
         Ok(mode) => {
-            set_permission_mode(&agent.net, mode);
+            set_permission_mode(net, mode);
             out(&format!("mode: {mode} — {}\n", mode.describe()));
             if mode == PermissionMode::Bypass {
                 eprintln!("warning: {BYPASS_WARNING}");
             }
-            if let Err(e) = agent.save().await {
-                eprintln!("error: {}", e.message);
-            }
+            true
         }
-        Err(e) => eprintln!("error: {e}"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
     }
-    Action::Stay
 }

@@ -465,7 +465,9 @@ fn slash_mode_switches_to_plan_where_a_write_is_refused_then_back() {
     tmux.wait_text("mode: accept-edits");
     tmux.type_text("Go ahead");
     tmux.keys(&["Enter"]);
-    tmux.wait_text("Written now.");
+    tmux.wait_for("the prompt after the answer", |s| {
+        s.contains("Written now.") && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
     assert_eq!(std::fs::read_to_string(root.join("out.md")).unwrap(), "x");
     tmux.keys(&["C-d"]);
     tmux.wait_text("[exit 0]");

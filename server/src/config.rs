@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use lc_agent::validate_user;
 use lc_agent::{ChatModel, ListConfig};
-use lc_agent_deepagent::{same_token, AgentSpec, Workspace};
+use lc_agent_deepagent::{same_token, AgentSpec, PermissionMode, Workspace};
 
 /// The user of requests when the server runs without tokens.
 pub const ANONYMOUS_USER: &str = "default";
@@ -148,8 +148,11 @@ pub struct ServerConfig {
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
     pub(crate) runs: RunSettings,
-    /// Which modes clients may ask for, and new sessions' (`modes.rs`).
-    pub(crate) modes: crate::modes::ModePolicy,
+    /// The permission mode of new sessions (`modes.rs`).
+    pub(crate) default_mode: Option<PermissionMode>,
+    /// Whether clients may ask for `bypass` (`modes.rs`).
+    pub(crate) allow_bypass: bool,
+    /// Path rules checked before every session's own.
     pub(crate) permissions: lc_agent_filesystem::Permissions,
 }
 
@@ -212,7 +215,8 @@ impl ServerConfig {
             modifiers: Vec::new(),
             summaries: true,
             runs: RunSettings::default(),
-            modes: crate::modes::ModePolicy::default(),
+            default_mode: None,
+            allow_bypass: false,
             permissions: lc_agent_filesystem::Permissions::default(),
         }
     }
@@ -251,6 +255,23 @@ impl ServerConfig {
     #[must_use]
     pub fn model_name(mut self, name: impl Into<String>) -> Self {
         self.model_name = name.into();
+        self
+    }
+
+    /// The permission mode of new sessions (default `default`; a
+    /// blueprint's `mode` wins). `bypass` here also allows clients to ask
+    /// for it.
+    #[must_use]
+    pub fn default_mode(mut self, mode: PermissionMode) -> Self {
+        self.default_mode = Some(mode);
+        self
+    }
+
+    /// Whether a client may put a session in `bypass` mode (default: no,
+    /// such a request is refused with 403).
+    #[must_use]
+    pub fn allow_bypass(mut self, on: bool) -> Self {
+        self.allow_bypass = on;
         self
     }
 

@@ -241,7 +241,13 @@ impl SessionHub {
             spec.store_in(&net)
                 .map_err(|e| ApiError::internal("the blueprint cannot be stored", e))?;
         }
-        self.config.modes.apply_default(&net);
+        // The server's mode of new sessions, unless the blueprint gave one.
+        if let (Some(mode), None) = (
+            self.config.default_mode,
+            net.metadata_value(lc_agent_deepagent::MODE_KEY),
+        ) {
+            lc_agent_deepagent::set_permission_mode(&net, mode);
+        }
         net.set_name(name);
         net.set_user_id(user);
         Ok(net)

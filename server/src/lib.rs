@@ -36,6 +36,8 @@
 //! caps.rs       SessionCaps: a session's own files capped per file and in total (a call
 //!               over a cap is undone and told so)
 //! hub.rs        SessionHub: session lists per user, claims, building a session's agent, titles
+//! modes.rs      permission modes on the server: which a client may ask for (bypass only
+//!               when the operator allows it), the warning a run in bypass starts with
 //! runs/         the runs service: RunEvent (event.rs), records, the stores (in process, or a
 //!               Redis Stream with leases), submit with an Input, the worker, the dispatcher,
 //!               the event streams (runs/mod.rs has its own map)
@@ -65,6 +67,7 @@
 //!                           ◀ local, redis ◀ service ◀ worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
 //!  1  hub.rs                (SessionHub; uses caps.rs)
+//!     modes.rs              (uses config.rs, error.rs)
 //!  0  caps.rs  config.rs  connections.rs  error.rs  logging.rs  metrics.rs  usage.rs
 //!                           (no crate imports at all)
 //! ```

@@ -286,7 +286,7 @@ impl NetworkModifier for ApprovalModifier {
             let name = &tool.tool_call.name;
             let Some(decisions) = (self.rules.get(name).cloned())
                 .or_else(|| crate::subagent_limits::added_rule(network, name))
-                .or_else(|| modes::always_held(name))
+                .or_else(|| modes::always_held(name).then(Decisions::all))
             else {
                 continue;
             };

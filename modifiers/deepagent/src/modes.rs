@@ -53,7 +53,6 @@ use lc_agent::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::approvals::Decisions;
 use crate::delegation;
 
 /// The session metadata key holding the permission mode.
@@ -235,10 +234,10 @@ pub(crate) fn allowed_by_mode(node: &NodeRef) -> bool {
         .is_some_and(|record| record["decision"] == "allowed")
 }
 
-/// The decisions a tool always waits for, whatever the rules: the plan
-/// handed to the user.
-pub(crate) fn always_held(tool: &str) -> Option<Decisions> {
-    (tool == EXIT_PLAN_MODE).then(Decisions::all)
+/// Whether a tool always waits for the user, whatever the rules: the plan
+/// handed over (any decision allowed).
+pub(crate) fn always_held(tool: &str) -> bool {
+    tool == EXIT_PLAN_MODE
 }
 
 fn refusal(tool: &str) -> String {
@@ -281,9 +280,11 @@ impl NetworkModifier for ModeModifier {
         Some(Arc::new(self.clone()))
     }
 
+    /// Noted in the log (at info: the CLI and the server say it louder,
+    /// in their own words, each time).
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
         if network.outer().is_none() && permission_mode(network) == PermissionMode::Bypass {
-            tracing::warn!(session = %network.id(), "{BYPASS_WARNING}");
+            tracing::info!(session = %network.id(), "{BYPASS_WARNING}");
         }
         Ok(())
     }

@@ -137,7 +137,7 @@ pub(crate) async fn create(
     let list = state.hub.list(&user)?;
     let net = state.hub.new_session(&user, &name)?;
     if let Some(mode) = body.mode {
-        state.config.modes.set(&net, mode)?;
+        crate::modes::set(&state.config, &net, mode)?;
     }
     list.save(&net).await?;
     Ok((StatusCode::CREATED, Json(view(&net))))
@@ -331,7 +331,7 @@ pub(crate) async fn rename(
     let _claim = state.hub.claim(id, &list)?;
     let net = state.hub.load(&user, &list, id).await?;
     if let Some(mode) = body.mode {
-        state.config.modes.set(&net, mode)?;
+        crate::modes::set(&state.config, &net, mode)?;
     }
     if let Some(name) = name {
         net.set_name(name);

@@ -472,3 +472,83 @@ fn slash_mode_switches_to_plan_where_a_write_is_refused_then_back() {
     tmux.keys(&["C-d"]);
     tmux.wait_text("[exit 0]");
 }
+
+#[needs(tmux)]
+#[test]
+fn hooks_refuse_rm_rf_and_a_prompt_on_the_terminal_and_the_chat_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("victim")).unwrap();
+    std::fs::write(root.join("victim/keep.txt"), "precious\n").unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        serde_json::json!({"hooks": {
+            "PreToolUse": [{"matcher": "execute", "hooks": [{"type": "command",
+                "command": "grep -q 'rm -rf' && { echo 'rm -rf is not allowed here' >&2; exit 2; }; exit 0"}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command",
+                "command": "grep -q password && { echo 'prompts never carry passwords' >&2; exit 2; }; exit 0"}]}]
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "rm -rf victim"}}]},
+        {"content": "I left victim alone."},
+        {"content": "Hello again."}
+    ]);
+    let extra = format!(
+        "--root {} --shell --yes --settings {}",
+        root.display(),
+        settings.display()
+    );
+    let line = format!(
+        "XDG_CONFIG_HOME={} {}",
+        dir.path().join("config").display(),
+        chat_command(dir.path(), script, &extra)
+    );
+    let tmux = Tmux::start(&line);
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("Clean up the victim folder");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("I left victim alone.");
+    assert!(
+        screen.contains("PreToolUse hook `grep -q 'rm -rf'"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("blocked: rm -rf is not allowed here"),
+        "{screen}"
+    );
+    tmux.type_text("my password is hunter2");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("prompts never carry passwords");
+    assert!(!screen.contains("Hello again."), "{screen}");
+    tmux.type_text("Hi");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Hello again.");
+    assert_eq!(
+        std::fs::read_to_string(root.join("victim/keep.txt")).unwrap(),
+        "precious\n"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
+    // The refused prompt never reached the model, nor the saved session.
+    let mut saved = String::new();
+    let mut dirs = vec![dir.path().join("sessions")];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap().flatten() {
+            if entry.path().is_dir() {
+                dirs.push(entry.path());
+            } else {
+                saved.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+    }
+    assert!(saved.contains("Clean up the victim folder"), "{saved}");
+    assert!(!saved.contains("hunter2"), "{saved}");
+    assert!(
+        saved.contains("Error: a PreToolUse hook blocked this call: rm -rf is not allowed here"),
+        "{saved}"
+    );
+}

@@ -50,6 +50,10 @@ use crate::modes;
 /// The tool node metadata key recording an approval and its decision.
 pub(crate) const APPROVAL_KEY: &str = "approval";
 
+/// The tool node metadata key where a hook records its decision (see
+/// `hooks/mod.rs`).
+pub(crate) const HOOK_KEY: &str = "hook";
+
 /// The reason a tool node is held while it waits for a decision.
 pub(crate) const HOLD_REASON: &str = "approval";
 
@@ -297,13 +301,19 @@ impl NetworkModifier for ApprovalModifier {
                 continue;
             }
             // A `PreToolUse` hook that allowed the call spares it the asking.
-            if crate::hooks::allowed(&call) {
+            if allowed_by_hook(&call) {
                 continue;
             }
             hold_call(network, &call, &decisions, None);
         }
         Ok(())
     }
+}
+
+/// Whether a `PreToolUse` hook allowed this call (it is not held then).
+fn allowed_by_hook(call: &NodeRef) -> bool {
+    call.metadata_value(HOOK_KEY)
+        .is_some_and(|h| h["decision"] == json!("allow"))
 }
 
 /// Holds a tool call for one of `decisions`, with the sub-network that

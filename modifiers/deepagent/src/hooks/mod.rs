@@ -45,13 +45,10 @@ use lc_agent::{
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use crate::approvals::{self, APPROVAL_KEY};
+use crate::approvals::{self, APPROVAL_KEY, HOOK_KEY};
 use crate::delegation;
 use events::{verdict, HookEvent, Permission, Verdict};
 pub use settings::{HookSettings, HookSettingsError};
-
-/// The tool node (and note) metadata key recording a hook's decision.
-pub(crate) const HOOK_KEY: &str = "hook";
 
 /// Runs the hooks of [`HookSettings`] on a network (see the module docs
 /// of `hooks/mod.rs`).
@@ -418,13 +415,6 @@ pub(crate) async fn pre_compact(network: &RunnableNetwork, trigger: &str) {
             json!({"trigger": trigger, "custom_instructions": ""}),
         )
         .await;
-}
-
-/// Whether a `PreToolUse` hook allowed this call (it is not held for
-/// approval then).
-pub(crate) fn allowed(call: &NodeRef) -> bool {
-    call.metadata_value(HOOK_KEY)
-        .is_some_and(|h| h["decision"] == json!("allow"))
 }
 
 fn reasons<'a>(parts: impl Iterator<Item = &'a str>) -> String {

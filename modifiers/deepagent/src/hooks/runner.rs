@@ -10,7 +10,14 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::settings::HookCommand;
+/// One hook command.
+#[derive(Debug, Clone)]
+pub(crate) struct HookCommand {
+    /// The shell line, run by `sh -c`.
+    pub(crate) command: String,
+    /// How long it may run before its process group is killed.
+    pub(crate) timeout: Duration,
+}
 
 /// Bytes kept of a hook's stdout and of its stderr.
 const OUTPUT_CAP: usize = 64 * 1024;

@@ -21,6 +21,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::events::HookEvent;
+use super::runner::HookCommand;
 
 /// How long a hook may run when its settings give no `timeout`.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,15 +46,6 @@ pub enum HookSettingsError {
         /// What is wrong, in the file's terms.
         message: String,
     },
-}
-
-/// One hook command.
-#[derive(Debug, Clone)]
-pub(crate) struct HookCommand {
-    /// The shell line, run by `sh -c`.
-    pub(crate) command: String,
-    /// How long it may run before its process group is killed.
-    pub(crate) timeout: Duration,
 }
 
 /// A matcher and its commands.

@@ -40,6 +40,7 @@ mod checkpoint_subagent;
 mod common;
 mod deep_agent;
 mod deep_agent_e2e;
+mod hooks;
 mod mcp_client;
 mod memory_agent;
 mod memory_store;

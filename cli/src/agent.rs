@@ -387,7 +387,7 @@ impl Agent {
                     }
                 };
                 match invoked {
-                    Err(e) => break Err(CliError::failed(in_user_terms(&e))),
+                    Err(e) => break Err(CliError::failed(in_user_terms(&e)).caused_by(e)),
                     Ok(reply) if self.net.held().is_empty() => break Ok(reply.text().to_string()),
                     Ok(_) => {
                         self.screen.pause();

@@ -292,7 +292,7 @@ async fn report(agent: &Agent, e: CliError, interactive: bool, interrupt: &Inter
         (Kind::AwaitingApproval | Kind::Interrupted, false) => Err(e),
         _ => {
             eprintln!("error: {}", crate::error::in_cli_terms(&e.message));
-            if e.message.contains(TOO_LONG) {
+            if e.is_context_overflow() {
                 // Sent again it fails again: the failed call is taken out
                 // (the message stays), and the way on is said.
                 agent.cancel_turn().await;
@@ -306,7 +306,3 @@ async fn report(agent: &Agent, e: CliError, interactive: bool, interrupt: &Inter
         }
     }
 }
-
-/// What the error of a request that does not fit the model's context
-/// window says (`lc_agent::ModelError::ContextOverflow`).
-const TOO_LONG: &str = "does not fit the model's context window";

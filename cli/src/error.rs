@@ -28,11 +28,14 @@ pub(crate) enum Kind {
     Interrupted,
 }
 
-/// A command's failure: its kind and what to say on stderr.
+/// A command's failure: its kind, what to say on stderr, and the error
+/// it came from (kept for what the CLI decides by the error's type, such
+/// as [`CliError::is_context_overflow`]).
 #[derive(Debug)]
 pub(crate) struct CliError {
     pub(crate) kind: Kind,
     pub(crate) message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl CliError {
@@ -51,7 +54,43 @@ impl CliError {
         Self {
             kind,
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// The same failure, caused by `source`.
+    pub(crate) fn caused_by(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Whether a request did not fit the model's context window
+    /// ([`ModelError::ContextOverflow`](lc_agent::ModelError::ContextOverflow)
+    /// among the causes), whatever the message says.
+    pub(crate) fn is_context_overflow(&self) -> bool {
+        use lc_agent::{ModelError, NetworkError};
+        let mut current: Option<&(dyn std::error::Error + 'static)> = self
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static));
+        while let Some(e) = current {
+            // `NetworkError::Model` is transparent: its source skips the
+            // model error, so both types are looked at.
+            let model =
+                e.downcast_ref::<ModelError>()
+                    .or_else(|| match e.downcast_ref::<NetworkError>() {
+                        Some(NetworkError::Model(m)) => Some(m),
+                        _ => None,
+                    });
+            if matches!(model, Some(ModelError::ContextOverflow { .. })) {
+                return true;
+            }
+            current = e.source();
+        }
+        false
     }
 
     /// The process exit code.
@@ -71,7 +110,13 @@ impl std::fmt::Display for CliError {
     }
 }
 
-impl std::error::Error for CliError {}
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A command's result.
 pub(crate) type CliResult<T = ()> = Result<T, CliError>;

@@ -390,6 +390,37 @@ fn a_message_too_long_says_the_way_out_and_undo_takes_it_back() {
     );
 }
 
+/// A refusal that is not about the window, whose text quotes the
+/// overflow message (a gateway passing on another agent's error).
+fn quotes_the_overflow_text() -> Reply {
+    Reply {
+        status: 400,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: serde_json::json!({"error": {
+            "message": "blocked by policy: the upstream agent said 'the request does not fit the model's context window'",
+            "type": "invalid_request_error"}})
+        .to_string(),
+    }
+}
+
+#[test]
+fn only_a_real_overflow_is_taken_for_one_not_a_message_that_quotes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![quotes_the_overflow_text(), quotes_the_overflow_text()]);
+    let out = with_server(dir.path(), &server, &["chat"], "Hello\n/exit\n");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("error: the model call failed"), "{stderr}");
+    assert!(
+        stderr.contains("does not fit the model's context window"),
+        "the message is shown as it is: {stderr}"
+    );
+    assert!(
+        !stderr.contains("the way out"),
+        "a refusal that is no overflow offers no way out of one: {stderr}"
+    );
+}
+
 #[test]
 fn a_message_too_long_can_be_compacted_and_compact_says_one_count() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,8 +3,9 @@
 //! still running; `show --events` into a closed pipe is a quiet success.
 
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use lc_agent_test_support::poll;
 use lc_agent_test_support::serve::{serve_command, Served};
 use serde_json::{json, Value};
 
@@ -28,24 +29,10 @@ fn output(dir: &std::path::Path, args: &[&str]) -> (Output, String, String) {
     (out, stdout, stderr)
 }
 
-/// Waits until the server says the run is `status`.
+/// Waits (30 s at most) until the server says the run is `status`.
 async fn wait_status(http: &reqwest::Client, base: &str, run: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got: Value = http
-            .get(format!("{base}/api/runs/{run}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if got["status"] == status {
-            return got;
-        }
-        assert!(Instant::now() < deadline, "run {run} never {status}: {got}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let tries = poll::tries_in(Duration::from_secs(30));
+    poll::run_status(http, base, run, None, status, tries).await
 }
 
 async fn background_run(http: &reqwest::Client, base: &str, session: &str, text: &str) -> String {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lc_agent_test_support::needs;
+use lc_agent_test_support::poll;
 use lc_agent_test_support::serve::{serve_command, Served};
 use lc_agent_test_support::sse;
 use lc_agent_test_support::RedisServer;
@@ -106,42 +107,40 @@ async fn submit(
 }
 
 /// The run's end: `Some(run)` done, `None` when its server died before
-/// saving its input (to be sent again; nothing of it ran).
+/// saving its input (to be sent again; nothing of it ran). Asks the other
+/// server once this one is gone; 60 s at most.
 async fn wait_done(
     http: &reqwest::Client,
     bases: &[String],
     at: &mut usize,
     run: &str,
 ) -> Option<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "run {run} never ended");
-        match http
-            .get(format!("{}/api/runs/{run}", bases[*at]))
-            .send()
-            .await
+    let tries = poll::tries_in(Duration::from_secs(60));
+    let now_at = AtomicUsize::new(*at);
+    let now_at = &now_at;
+    let ended = poll::until(&format!("run {run} ends"), tries, || async move {
+        let url = format!("{}/api/runs/{run}", bases[now_at.load(Ordering::SeqCst)]);
+        let Ok(r) = http.get(&url).send().await else {
+            now_at.store(1, Ordering::SeqCst);
+            return Err(format!("{url} unreachable"));
+        };
+        let Ok(record) = r.json::<Value>().await else {
+            now_at.store(1, Ordering::SeqCst); // cut off by the kill
+            return Err(format!("{url} cut off"));
+        };
+        match record["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not a run: {record}"))
         {
-            Ok(r) => {
-                let Ok(run) = r.json::<Value>().await else {
-                    *at = 1; // cut off by the kill
-                    continue;
-                };
-                match run["status"]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("not a run: {run}"))
-                {
-                    "done" => return Some(run),
-                    "failed" if run["error"].as_str().unwrap().contains("send it again") => {
-                        return None
-                    }
-                    "failed" | "cancelled" => panic!("a run did not end done: {run}"),
-                    _ => {}
-                }
-            }
-            Err(_) => *at = 1,
+            "done" => Ok(Some(record)),
+            "failed" if record["error"].as_str().unwrap().contains("send it again") => Ok(None),
+            "failed" | "cancelled" => panic!("a run did not end done: {record}"),
+            _ => Err(record.to_string()),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    *at = now_at.load(Ordering::SeqCst);
+    ended
 }
 
 /// Reads SSE from `r` into `out` (id, event) until the stream ends or

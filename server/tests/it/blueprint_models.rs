@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use lc_agent::Turn;
-use lc_agent_deepagent::{AgentSpec, ModelSpec, SubAgentSpec};
+use lc_agent_deepagent::{AgentSpec, SubAgentSpec};
 use lc_agent_test_support::mock_model::{MockServer, Reply};
 use lc_agent_test_support::server::*;
 use serde_json::json;
@@ -28,33 +28,7 @@ async fn a_sub_agents_model_is_asked_at_its_own_server() {
     let small = MockServer::start("/v1", "/chat/completions", vec![answer("Found it.")]).await;
     // SAFETY: a variable only this test reads, set before the model that reads it is built.
     unsafe { std::env::set_var("LC_AGENT_TEST_SMALL_KEY", "sk-small-model-key") };
-    let spec = AgentSpec {
-        models: BTreeMap::from([
-            (
-                "main".to_string(),
-                ModelSpec {
-                    model: "scripted".into(),
-                    ..ModelSpec::default()
-                },
-            ),
-            (
-                "small".to_string(),
-                ModelSpec {
-                    model: "small-model".into(),
-                    base_url: Some(small.base_url.clone()),
-                    api_key_env: Some("LC_AGENT_TEST_SMALL_KEY".into()),
-                    ..ModelSpec::default()
-                },
-            ),
-        ]),
-        subagents: vec![SubAgentSpec {
-            name: "researcher".into(),
-            description: "Finds facts".into(),
-            model: Some("small".into()),
-            ..SubAgentSpec::default()
-        }],
-        ..AgentSpec::default()
-    };
+    let spec = researcher_spec(&small.base_url, None, BTreeMap::new());
     let model = scripted(vec![
         call(
             "t1",
@@ -116,24 +90,10 @@ fn researcher_spec(
     interrupt_on: BTreeMap<String, Vec<lc_agent_deepagent::DecisionKind>>,
 ) -> AgentSpec {
     AgentSpec {
-        models: BTreeMap::from([
-            (
-                "main".to_string(),
-                ModelSpec {
-                    model: "scripted".into(),
-                    ..ModelSpec::default()
-                },
-            ),
-            (
-                "small".to_string(),
-                ModelSpec {
-                    model: "small-model".into(),
-                    base_url: Some(url.to_string()),
-                    api_key_env: Some("LC_AGENT_TEST_SMALL_KEY".into()),
-                    ..ModelSpec::default()
-                },
-            ),
-        ]),
+        models: models([(
+            "small",
+            model_at("small-model", url, "LC_AGENT_TEST_SMALL_KEY"),
+        )]),
         subagents: vec![SubAgentSpec {
             name: "researcher".into(),
             description: "Finds facts".into(),

@@ -70,6 +70,8 @@
 //!   durations masked, for byte-for-byte comparisons.
 //! - `serve.rs` — [`serve::Served`]: `lc-agent serve` as a process, its
 //!   address read from its first line, its logs kept.
+//! - `poll.rs` — [`poll::until`], [`poll::run_status`]: one poller (every
+//!   50 ms, a bounded number of tries, the last thing seen in the failure).
 //! - `sse.rs` — [`sse::events`], [`sse::Reader`], [`sse::read`]: one
 //!   reader of server-sent events, whole or as they come.
 //! - `python.rs` — [`python::run_json`]: the Python clients (OpenAI's SDK,
@@ -93,6 +95,7 @@ pub mod llama;
 pub mod mock_model;
 pub mod own_binary;
 pub mod phoenix;
+pub mod poll;
 pub mod process;
 pub mod python;
 pub mod redis;

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lc_agent::ListConfig;
 use lc_agent::{ChatModel, ScriptedChatModel, ToolCall, Turn};
@@ -165,30 +164,45 @@ pub async fn new_session(base: &str, token: &str) -> String {
 
 /// Polls `GET /api/runs/{run}` as Alice every 50 ms until its status is
 /// `want`, `tries` times at most; the run's record. Panics with the last
-/// record seen.
+/// record seen ([`crate::poll::run_status`]).
 pub async fn wait_status(base: &str, run: &str, want: &str, tries: usize) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..tries {
-        last = get_json(&format!("{base}/api/runs/{run}"), ALICE).await;
-        if last["status"] == want {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    crate::poll::run_status(&client(), base, run, Some(ALICE), want, tries).await
+}
+
+/// A blueprint's models: `main` (answered by the server's own scripted
+/// model) and `others` by name.
+pub fn models(
+    others: impl IntoIterator<Item = (&'static str, ModelSpec)>,
+) -> BTreeMap<String, ModelSpec> {
+    let main = ModelSpec {
+        model: "scripted".into(),
+        ..ModelSpec::default()
+    };
+    std::iter::once(("main".to_string(), main))
+        .chain(
+            others
+                .into_iter()
+                .map(|(name, spec)| (name.to_string(), spec)),
+        )
+        .collect()
+}
+
+/// A model entry asked at `base_url` for `model`, with the key in the
+/// variable `key_env`.
+pub fn model_at(model: &str, base_url: &str, key_env: &str) -> ModelSpec {
+    ModelSpec {
+        model: model.into(),
+        base_url: Some(base_url.to_string()),
+        api_key_env: Some(key_env.to_string()),
+        ..ModelSpec::default()
     }
-    panic!("run {run} never became {want}: {last}");
 }
 
 /// A blueprint whose main model is the scripted one and whose calls of
 /// `tool` wait for a person to approve or reject them.
 pub fn approval_spec(tool: &str) -> AgentSpec {
     AgentSpec {
-        models: BTreeMap::from([(
-            "main".to_string(),
-            ModelSpec {
-                model: "scripted".into(),
-                ..ModelSpec::default()
-            },
-        )]),
+        models: models([]),
         interrupt_on: BTreeMap::from([(
             tool.to_string(),
             vec![DecisionKind::Approve, DecisionKind::Reject],

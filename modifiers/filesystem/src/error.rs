@@ -147,6 +147,9 @@ pub enum FsError {
     /// The key-value store failed.
     #[error("Storage error: {0}")]
     Store(String),
+    /// A rewind to a node the session does not hold.
+    #[error("node {0} is not in this session")]
+    UnknownNode(String),
 }
 
 impl FsError {

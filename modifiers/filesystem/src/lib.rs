@@ -23,6 +23,8 @@
 //!                 ▼
 //!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
 //!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
+//!  snapshots.rs: write_file/edit_file keep a file's prior content under the
+//!  session (named on the tool node); rewind_files puts files back
 //! ```
 //!
 //! A tool call reads its typed arguments once (the core's
@@ -170,6 +172,7 @@ pub mod path;
 mod prompt;
 mod sandbox;
 mod shell;
+mod snapshots;
 mod state;
 mod store;
 mod tools;
@@ -190,6 +193,7 @@ pub use sandbox::{
     Bubblewrap, Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxPolicy,
 };
 pub use shell::LocalShellBackend;
+pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
 pub use tools::{

@@ -17,6 +17,7 @@
 //! - `modifier` — the modifier in a running network.
 //! - `properties` — properties of the tools on generated inputs.
 //! - `redis_store` — `StoreBackend` over real Redis servers.
+//! - `rewind` — files follow the conversation: snapshots and `rewind_files`.
 //! - `sandbox` — `execute` in a sandbox: hostile commands, modes, limits.
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
@@ -35,6 +36,7 @@ mod kill_writes;
 mod modifier;
 mod properties;
 mod redis_store;
+mod rewind;
 mod sandbox;
 mod security;
 mod store_cas;

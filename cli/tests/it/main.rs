@@ -21,5 +21,6 @@ mod runs;
 mod runs_acceptance;
 mod serve;
 mod serve_logs;
+mod sessions_fork;
 mod subagent_approvals;
 mod tool;

@@ -16,6 +16,7 @@
 //!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
 //! ```
 
+pub(crate) mod branches;
 mod graph;
 pub(crate) mod metrics;
 pub(crate) mod openai;

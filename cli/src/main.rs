@@ -50,6 +50,7 @@
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
+//! fork.rs        sessions fork / diff / import: branches of saved sessions
 //! ```
 //!
 //! Which workspace, which sessions and which agent are decided in the
@@ -67,6 +68,7 @@ mod chat;
 mod commands;
 mod console;
 mod error;
+mod fork;
 mod highlight;
 mod hooks;
 mod input;

@@ -5,6 +5,7 @@
 //! lc-agent sessions show <ID> [--mermaid]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions export <ID> [--pretty]
+//! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B> | import <FILE>   (fork.rs)
 //! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
 //!
@@ -83,6 +84,26 @@ pub(crate) enum SessionsCommand {
         #[arg(long)]
         pretty: bool,
     },
+    /// Makes a new session of a node and what is above it (ids kept).
+    Fork {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// The node to fork at (an id or a unique prefix).
+        #[arg(long, value_name = "NODE")]
+        at: String,
+    },
+    /// Compares two sessions from where their branches part.
+    Diff {
+        /// One session (id or unique prefix).
+        a: String,
+        /// The other.
+        b: String,
+    },
+    /// Saves a session exported by `sessions export` (never overwrites).
+    Import {
+        /// The exported JSON file.
+        file: PathBuf,
+    },
     /// Moves Redis sessions of every user from the key layout before
     /// per-user hash tags into the current one (needs --redis; idempotent).
     Migrate,
@@ -152,6 +173,9 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
                 writeln!(out, "{}", list.load_json(id).await?)?;
             }
         }
+        SessionsCommand::Fork { id, at } => crate::fork::fork(list, &id, &at, out).await?,
+        SessionsCommand::Diff { a, b } => crate::fork::diff(list, &a, &b, out).await?,
+        SessionsCommand::Import { file } => crate::fork::import(list, &file, out).await?,
         SessionsCommand::Migrate => {
             let Some(redis) = lists.redis() else {
                 return Err("migrate moves Redis keys: give --redis URL".into());

@@ -34,7 +34,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::access::{self, SESSION_HEADER};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
-use crate::handlers::{metrics, openai, runs, sessions, tools, usage, web};
+use crate::handlers::{branches, metrics, openai, runs, sessions, tools, usage, web};
 use crate::state::AppState;
 
 /// The server's routes over `state` (the `Host` check knows only the
@@ -74,6 +74,9 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
             post(sessions::continue_cut_off),
         )
         .route("/api/sessions/:id/stop", post(sessions::stop))
+        .route("/api/sessions/:id/fork", post(branches::fork))
+        .route("/api/sessions/:id/rewind", post(branches::rewind))
+        .route("/api/sessions/:id/diff/:other", get(branches::diff))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
         .route(

@@ -150,8 +150,9 @@ impl RunnableNetwork {
         self.0.graph.lock().metadata.insert(key.into(), value);
     }
 
-    /// `f` over the metadata, under the graph's lock.
-    pub(crate) fn with_metadata_mut<R>(
+    /// `f` over the metadata, under the graph's lock (a read and a write
+    /// that no other task can come between).
+    pub fn with_metadata_mut<R>(
         &self,
         f: impl FnOnce(&mut serde_json::Map<String, Value>) -> R,
     ) -> R {

@@ -25,5 +25,6 @@ mod runs_acceptance;
 mod sandbox;
 mod serve;
 mod serve_logs;
+mod sessions_fork;
 mod subagent_approvals;
 mod tool;

@@ -151,6 +151,9 @@ pub enum FsError {
     /// the path; see `permissions/`).
     #[error("{0}")]
     Refused(String),
+    /// A rewind to a node the session does not hold.
+    #[error("node {0} is not in this session")]
+    UnknownNode(String),
 }
 
 impl FsError {

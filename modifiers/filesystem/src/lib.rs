@@ -24,6 +24,8 @@
 //!                 ▼
 //!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
 //!  encoding.rs UTF-8/UTF-16/binary · paging.rs page · edit.rs plan_edit
+//!  snapshots.rs: write_file/edit_file keep a file's prior content under the
+//!  session (named on the tool node); rewind_files puts files back
 //! ```
 //!
 //! A tool call reads its typed arguments once (the core's
@@ -178,6 +180,7 @@ mod permissions;
 mod prompt;
 mod sandbox;
 mod shell;
+mod snapshots;
 mod state;
 mod store;
 mod tools;
@@ -200,6 +203,7 @@ pub use sandbox::{
     SandboxPolicy,
 };
 pub use shell::LocalShellBackend;
+pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
 pub use tools::{

@@ -7,6 +7,7 @@
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
 //!  sessions.rs  /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
+//!  branches.rs  /api/sessions/{id}/fork, /rewind, /diff/{other}: time travel
 //!  runs.rs      /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]
 //!  tools.rs     /v1/tools, /v1/tools/execute
 //!  usage.rs     /api/usage (a user, a time range)
@@ -17,6 +18,7 @@
 //!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
 //! ```
 
+pub(crate) mod branches;
 mod graph;
 pub(crate) mod metrics;
 pub(crate) mod openai;

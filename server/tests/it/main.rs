@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod blueprint_models;
+mod branches;
 mod conflicts;
 mod endpoints;
 mod events;

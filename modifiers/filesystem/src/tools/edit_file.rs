@@ -52,6 +52,10 @@ impl FileTool for EditFile {
         })
     }
 
+    fn changed_path<'a>(args: &Self::Args<'a>) -> Option<&'a str> {
+        Some(args.file_path)
+    }
+
     async fn run(backend: &dyn Backend, args: EditFileArgs<'_>) -> Result<ToolOutput, ToolError> {
         let (old, new) = (args.old_string, args.new_string);
         if old.is_empty() {

@@ -70,7 +70,16 @@ macro_rules! file_tool {
                 ctx: &::lc_agent::ToolContext,
             ) -> Result<::lc_agent::ToolOutput, ::lc_agent::ToolError> {
                 let backend = self.backend.resolve(&ctx.network);
-                <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args).await
+                let changed = <$tool as $crate::tools::FileTool>::changed_path(&args)
+                    .and_then(|p| $crate::path::normalize(p).ok());
+                let run = <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args);
+                match changed {
+                    // Files follow the conversation (snapshots.rs).
+                    Some(file) => {
+                        $crate::snapshots::recorded(backend.as_ref(), ctx, &file, run).await
+                    }
+                    None => run.await,
+                }
             }
         }
     };
@@ -167,6 +176,12 @@ pub trait FileTool {
 
     /// The JSON schema of the arguments.
     fn parameters() -> Value;
+
+    /// The file a call changes (its content is kept for rewinds first),
+    /// `None` for tools that change nothing.
+    fn changed_path<'a>(_args: &Self::Args<'a>) -> Option<&'a str> {
+        None
+    }
 
     /// Runs one call. `Err` is an error result the model reads.
     fn run<'a>(

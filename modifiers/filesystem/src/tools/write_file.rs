@@ -47,6 +47,10 @@ impl FileTool for WriteFile {
         })
     }
 
+    fn changed_path<'a>(args: &Self::Args<'a>) -> Option<&'a str> {
+        Some(args.file_path)
+    }
+
     async fn run(backend: &dyn Backend, args: WriteFileArgs<'_>) -> Result<ToolOutput, ToolError> {
         let file = path::normalize(args.file_path)?;
         path::check_new_name(&file)?;

@@ -18,6 +18,7 @@
 //! - `permissions` — path rules on every backend, with hostile paths.
 //! - `properties` — properties of the tools on generated inputs.
 //! - `redis_store` — `StoreBackend` over real Redis servers.
+//! - `rewind` — files follow the conversation: snapshots and `rewind_files`.
 //! - `sandbox` — `execute` in a sandbox: hostile commands, modes, limits.
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
@@ -37,6 +38,7 @@ mod modifier;
 mod permissions;
 mod properties;
 mod redis_store;
+mod rewind;
 mod sandbox;
 mod security;
 mod store_cas;

@@ -1,0 +1,195 @@
+//! `lc-agent sessions fork | diff | import`: branches of a saved session.
+//!
+//! ```text
+//! sessions fork <ID> --at <NODE>   a new session: the ancestors of NODE (ids kept),
+//!                                  the in-graph files as they were there
+//! sessions diff <A> <B>            from where the current branches part: each
+//!                                  side's messages, tool calls, files changed, tokens
+//! sessions import <FILE>           a session exported by `sessions export`; an id
+//!                                  that exists already is refused, never overwritten
+//! ```
+//!
+//! `<NODE>` is a node id or a unique prefix of one (`sessions export`
+//! shows them). Two sessions part after the last node of their current
+//! branches (root to current leaf) with the same id: a fork and its
+//! origin share the nodes above the fork.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+
+use lc_agent::{ListError, NetworkList, NodeId, NodeRef, RunnableNetwork, TOKEN_USAGE_KEY};
+use serde_json::Value;
+
+use crate::args::find_session;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// `sessions fork <ID> --at <NODE>`: saves the fork, prints its id.
+pub(crate) async fn fork(
+    list: &dyn NetworkList,
+    id: &str,
+    at: &str,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let id = find_session(list, id).await?;
+    let net = list.load(id).await?;
+    let node = find_node(&net, at)?;
+    let fork = net.fork_at(node)?;
+    list.save(&fork).await?;
+    writeln!(
+        out,
+        "forked {} from {id} at node {node} ({} nodes)",
+        fork.id(),
+        fork.len()
+    )?;
+    Ok(())
+}
+
+/// `sessions import <FILE>`: saves an exported session unless its id is
+/// taken.
+pub(crate) async fn import(
+    list: &dyn NetworkList,
+    file: &Path,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let net = RunnableNetwork::from_json(&text).map_err(|e| {
+        format!(
+            "{} is not an exported lc-agent session: {e}",
+            file.display()
+        )
+    })?;
+    match list.load(net.id()).await {
+        Ok(_) => {
+            return Err(format!(
+                "session {} exists already; import does not overwrite it (delete it first with `sessions rm`)",
+                net.id()
+            )
+            .into())
+        }
+        Err(ListError::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    list.save(&net).await?;
+    writeln!(out, "imported {} ({} nodes)", net.id(), net.len())?;
+    Ok(())
+}
+
+/// `sessions diff <A> <B>`: what each current branch holds after the
+/// nodes both share.
+pub(crate) async fn diff(
+    list: &dyn NetworkList,
+    a: &str,
+    b: &str,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let a = list.load(find_session(list, a).await?).await?;
+    let b = list.load(find_session(list, b).await?).await?;
+    let (path_a, path_b) = (branch(&a), branch(&b));
+    let shared = path_a
+        .iter()
+        .zip(&path_b)
+        .take_while(|(x, y)| x.id() == y.id())
+        .count();
+    match path_a.get(shared.wrapping_sub(1)).filter(|_| shared > 0) {
+        Some(last) => writeln!(out, "shared: {shared} nodes, up to node {}", last.id())?,
+        None => writeln!(out, "shared: nothing (no common node)")?,
+    }
+    for (mark, net, path) in [("-", &a, &path_a), ("+", &b, &path_b)] {
+        side(out, mark, net, &path[shared..])?;
+    }
+    Ok(())
+}
+
+/// The nodes from a root to the current leaf (first parents).
+fn branch(net: &RunnableNetwork) -> Vec<NodeRef> {
+    let mut path = Vec::new();
+    let mut seen = HashSet::new();
+    let mut at = net.current_leaf();
+    while let Some(node) = at {
+        if !seen.insert(node.id()) {
+            break;
+        }
+        at = node.parents().first().and_then(|p| net.node(*p));
+        path.push(node);
+    }
+    path.reverse();
+    path
+}
+
+fn side(
+    out: &mut dyn Write,
+    mark: &str,
+    net: &RunnableNetwork,
+    nodes: &[NodeRef],
+) -> Result<(), Error> {
+    writeln!(
+        out,
+        "{mark}{mark}{mark} {} ({} nodes after)",
+        net.id(),
+        nodes.len()
+    )?;
+    let mut calls = Vec::new();
+    let mut files: Vec<String> = Vec::new();
+    let mut tokens = 0u64;
+    for node in nodes {
+        if let Some(message) = node.output() {
+            let text = message.text().replace('\n', " ");
+            if !text.is_empty() {
+                writeln!(
+                    out,
+                    "{mark} [{}] {}",
+                    message.role(),
+                    crate::console::cut(&text, 100)
+                )?;
+            }
+            calls.extend(message.tool_calls().iter().map(|c| c.name.clone()));
+        }
+        let meta = node.metadata();
+        if let Some(Value::Array(changes)) = meta.get("file_changes") {
+            for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
+                if !files.iter().any(|f| f == path) {
+                    files.push(path.to_string());
+                }
+            }
+        }
+        tokens += meta
+            .get(TOKEN_USAGE_KEY)
+            .and_then(|u| u.get("total_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+    }
+    let none = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    writeln!(out, "{mark} tool calls: {}", none(&calls))?;
+    writeln!(out, "{mark} files changed: {}", none(&files))?;
+    writeln!(out, "{mark} tokens: {tokens}")?;
+    Ok(())
+}
+
+/// A node by id or unique prefix.
+fn find_node(net: &RunnableNetwork, prefix: &str) -> Result<NodeId, Error> {
+    let prefix = prefix.trim().to_ascii_lowercase();
+    let found: Vec<NodeId> = net
+        .nodes()
+        .iter()
+        .map(NodeRef::id)
+        .filter(|id| !prefix.is_empty() && id.to_string().starts_with(&prefix))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(format!("session {} has no node `{prefix}`", net.id()).into()),
+        _ => Err(format!(
+            "`{prefix}` names {} nodes; give more of the id",
+            found.len()
+        )
+        .into()),
+    }
+}

@@ -112,11 +112,10 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
         "/resume" => Action::Switch(Some(rest)),
         "/model" => model(agent, &rest),
         "/mode" => {
-            if crate::mode::command(&agent.net, &rest) {
-                if let Err(e) = agent.save().await {
+            if crate::mode::command(&agent.net, &rest)
+                && let Err(e) = agent.save().await {
                     eprintln!("error: {}", e.message);
                 }
-            }
             Action::Stay
         }
         "/tokens" => {

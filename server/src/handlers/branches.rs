@@ -85,13 +85,12 @@ pub(crate) async fn rewind(
     let list = state.hub.list(&user)?;
     let _claim = state.hub.claim(id, &list)?;
     let net = state.hub.load(&user, &list, id).await?;
-    if let Some(node) = body.node {
-        if net.node(node).is_none() {
+    if let Some(node) = body.node
+        && net.node(node).is_none() {
             return Err(ApiError::BadRequest(format!(
                 "session {id} has no node {node}"
             )));
         }
-    }
     let mut files = Value::Null;
     if body.what != What::Conversation {
         let (agent, _) = state.hub.agent_for(&user, Some(&net))?;

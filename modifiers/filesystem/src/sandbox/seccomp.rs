@@ -74,7 +74,7 @@ pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
     let mut ioctl = Vec::new();
     for request in [libc::TIOCSTI, libc::TIOCLINUX] {
         ioctl.push(
-            SeccompRule::new(vec![condition(1, SeccompCmpOp::Eq, request as u64)?])
+            SeccompRule::new(vec![condition(1, SeccompCmpOp::Eq, request)?])
                 .map_err(|e| e.to_string())?,
         );
     }

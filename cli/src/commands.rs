@@ -113,9 +113,10 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
         "/model" => model(agent, &rest),
         "/mode" => {
             if crate::mode::command(&agent.net, &rest)
-                && let Err(e) = agent.save().await {
-                    eprintln!("error: {}", e.message);
-                }
+                && let Err(e) = agent.save().await
+            {
+                eprintln!("error: {}", e.message);
+            }
             Action::Stay
         }
         "/tokens" => {

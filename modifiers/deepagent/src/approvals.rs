@@ -44,6 +44,7 @@ use lc_agent::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::decisions::{Decision, DecisionKind, Decisions};
 use crate::delegation;
 use crate::modes;
 
@@ -60,86 +61,6 @@ pub(crate) const HOLD_REASON: &str = "approval";
 /// The tool node metadata key naming why a call waits (the rule that
 /// asked), shown with the pending call ([`PendingApproval::reason`]).
 pub(crate) const REASON_KEY: &str = "approval_reason";
-
-/// A kind of decision a person may make about a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionKind {
-    /// Run the call as the model asked.
-    Approve,
-    /// Run it with other arguments.
-    Edit,
-    /// Do not run it; the model reads why.
-    Reject,
-    /// Do not run it; the person writes the tool's result.
-    Respond,
-}
-
-impl DecisionKind {
-    fn name(self) -> &'static str {
-        match self {
-            DecisionKind::Approve => "approve",
-            DecisionKind::Edit => "edit",
-            DecisionKind::Reject => "reject",
-            DecisionKind::Respond => "respond",
-        }
-    }
-}
-
-/// The decisions allowed for a tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decisions(Vec<DecisionKind>);
-
-impl Decisions {
-    /// Approve, edit, reject or respond.
-    pub fn all() -> Self {
-        Self(vec![
-            DecisionKind::Approve,
-            DecisionKind::Edit,
-            DecisionKind::Reject,
-            DecisionKind::Respond,
-        ])
-    }
-
-    /// Approve or reject only.
-    pub fn approve_or_reject() -> Self {
-        Self(vec![DecisionKind::Approve, DecisionKind::Reject])
-    }
-
-    /// Exactly these.
-    pub fn only(kinds: impl IntoIterator<Item = DecisionKind>) -> Self {
-        Self(kinds.into_iter().collect())
-    }
-
-    pub(crate) fn kinds(&self) -> &[DecisionKind] {
-        &self.0
-    }
-}
-
-/// What a person decided about one pending call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    /// Run the call as asked.
-    Approve,
-    /// Run the call with these arguments (a JSON object).
-    Edit(Value),
-    /// Do not run it; the model reads this message as the call's error.
-    Reject(String),
-    /// Do not run it; this text is the call's result.
-    Respond(String),
-}
-
-impl Decision {
-    /// Its kind.
-    pub fn kind(&self) -> DecisionKind {
-        match self {
-            Decision::Approve => DecisionKind::Approve,
-            Decision::Edit(_) => DecisionKind::Edit,
-            Decision::Reject(_) => DecisionKind::Reject,
-            Decision::Respond(_) => DecisionKind::Respond,
-        }
-    }
-}
 
 /// A tool call waiting for a decision.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,8 @@ use lc_agent::{
     ChatModel, NetworkError, NetworkModifier, Result, RunnableNetwork, SystemNode, Tool, TypedTool,
 };
 
-use crate::approvals::{ApprovalModifier, Decisions};
+use crate::approvals::ApprovalModifier;
+use crate::decisions::Decisions;
 use crate::modes::PermissionMode;
 use crate::permissions::PathRulesModifier;
 use crate::skills::{SkillsModifier, SKILLS_ROUTE};

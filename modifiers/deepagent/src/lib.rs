@@ -35,6 +35,8 @@
 //! - `workspace.rs`: [`Workspace`], *where the file tools work*
 //!   (session files, a directory, a shell) opened into a backend, and the rule that a
 //!   shell holds `execute` for approval. A new kind of workspace is a change there.
+//! - `decisions.rs`: what a person may decide about a held call ([`Decisions`],
+//!   [`DecisionKind`]) and what they decided ([`Decision`]).
 //! - `approvals.rs`: tool calls that wait for a person's decision (approve,
 //!   edit, reject, respond), held in the graph ([`ApprovalModifier`],
 //!   [`pending_approvals`], [`decide`]).
@@ -103,6 +105,7 @@ mod approvals;
 mod bearer;
 mod compose;
 mod context;
+mod decisions;
 mod deep_agent;
 mod delegation;
 mod hooks;
@@ -122,13 +125,11 @@ mod todos;
 mod tokens;
 mod workspace;
 
-pub use approvals::{
-    decide, pending_approvals, ApprovalError, ApprovalModifier, Decision, DecisionKind, Decisions,
-    PendingApproval,
-};
+pub use approvals::{decide, pending_approvals, ApprovalError, ApprovalModifier, PendingApproval};
 pub use bearer::{bearer_token, bind_allowed, same_token};
 pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
+pub use decisions::{Decision, DecisionKind, Decisions};
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
 pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
 pub use modes::{

@@ -30,7 +30,8 @@ use lc_agent::{ChatNode, NetworkModifier, NodeRef, Result, RunnableNetwork, Tool
 use lc_agent_filesystem::{BackendSource, Permissions, Verdict};
 use serde_json::Value;
 
-use crate::approvals::{hold_call, DecisionKind, Decisions, APPROVAL_KEY};
+use crate::approvals::{hold_call, APPROVAL_KEY};
+use crate::decisions::{DecisionKind, Decisions};
 use crate::delegation;
 
 /// The modifier's id (servers find it with `RunnableNetwork::modifier_as`).

@@ -107,8 +107,8 @@ use std::sync::Arc;
 use lc_agent::{ChatModel, ModelError, NetworkError, Provider, RunnableNetwork};
 use serde::{Deserialize, Serialize};
 
-use crate::approvals::{DecisionKind, Decisions};
 use crate::context::AgentContext;
+use crate::decisions::{DecisionKind, Decisions};
 use crate::deep_agent::{DeepAgent, DeepAgentBuilder, MAIN_MODEL};
 use crate::mcp::{McpConfig, McpServerConfig};
 use crate::subagents::SubAgent;

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lc_agent::{Message, NodeRef, RunnableNetwork, ToolNode, ToolStatus};
 use serde_json::Value;
 
-use crate::approvals::{DecisionKind, Decisions};
+use crate::decisions::{DecisionKind, Decisions};
 
 /// The sub-agent network's metadata key listing the tools it may call.
 const TOOLS_KEY: &str = "subagent_tools";

@@ -57,7 +57,7 @@ use lc_agent::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::approvals::Decisions;
+use crate::decisions::Decisions;
 use crate::delegation::{last_answer, run_before, serving, unwired_calls};
 use crate::subagent_limits::Limits;
 

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::approvals::Decisions;
+use crate::decisions::Decisions;
 use lc_agent_filesystem::{
     Backend, BackendSource, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMode,
     SandboxPolicy, StateBackend,

@@ -86,11 +86,12 @@ pub(crate) async fn rewind(
     let _claim = state.hub.claim(id, &list)?;
     let net = state.hub.load(&user, &list, id).await?;
     if let Some(node) = body.node
-        && net.node(node).is_none() {
-            return Err(ApiError::BadRequest(format!(
-                "session {id} has no node {node}"
-            )));
-        }
+        && net.node(node).is_none()
+    {
+        return Err(ApiError::BadRequest(format!(
+            "session {id} has no node {node}"
+        )));
+    }
     let mut files = Value::Null;
     if body.what != What::Conversation {
         let (agent, _) = state.hub.agent_for(&user, Some(&net))?;

@@ -282,7 +282,7 @@ impl HooksModifier {
                 Permission::Ask => approvals::hold_call(
                     network,
                     &call,
-                    &approvals::Decisions::approve_or_reject(),
+                    &crate::decisions::Decisions::approve_or_reject(),
                     Some(format!("a PreToolUse hook asked: {reason}")),
                 ),
                 Permission::Deny => {

@@ -72,7 +72,9 @@ pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
     };
     rules.insert(libc::SYS_socket, socket);
     let mut ioctl = Vec::new();
-    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
+    // The request's type differs between architectures.
+    #[allow(clippy::unnecessary_cast)]
+    for request in [libc::TIOCSTI as u64, libc::TIOCLINUX as u64] {
         ioctl.push(
             SeccompRule::new(vec![condition(1, SeccompCmpOp::Eq, request)?])
                 .map_err(|e| e.to_string())?,

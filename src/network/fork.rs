@@ -58,6 +58,7 @@ impl RunnableNetwork {
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let net = RunnableNetwork::builder()
+    ///     .default_node("chat")
     ///     .chat_model("m")
     ///     .model("m", ScriptedChatModel::new(["one", "two"]))
     ///     .build();

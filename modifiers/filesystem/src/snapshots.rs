@@ -185,7 +185,7 @@ fn in_object<R>(
 /// let node = lc_agent::HumanNode::new("write it"); // a node to hang the change on
 /// net.add_node(&node).unwrap();
 /// let ctx = ToolContext { network: net.clone(), node_id: node.id(), tool_call_id: "c1".into() };
-/// write.call(&json!({"file_path": "/a.md", "content": "hi"}), &ctx).await.unwrap();
+/// write.call(json!({"file_path": "/a.md", "content": "hi"}), &ctx).await.unwrap();
 /// let report = rewind_files(&net, &backend, None).await.unwrap();
 /// assert_eq!(report.restored, ["/a.md"]);
 /// assert!(net.files().is_empty());

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lc_agent_filesystem::{
-    run_tool, Bubblewrap, FilesystemBackend, Landlock, LocalShellBackend, Sandbox,
-    SandboxMechanism, SandboxMode, SandboxPolicy,
+    run_tool, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMechanism, SandboxMode,
+    SandboxPolicy,
 };
 use lc_agent_test_support::needs;
 use serde_json::json;
@@ -378,35 +378,4 @@ fn a_sandbox_that_cannot_be_made_is_an_error_never_unconfined() {
         .parse::<SandboxMode>()
         .unwrap_err()
         .contains("read-only, workspace-write or full"));
-}
-
-/// Not a check: the overhead of the sandbox on `true` per mechanism (run
-/// with `--ignored --nocapture`; `examples/agents/sandbox.rs` prints the
-/// same figures from a release build).
-#[needs(bwrap)]
-#[tokio::test]
-#[ignore = "a measurement, run by hand"]
-async fn overhead_of_the_sandbox() {
-    let site = site();
-    std::fs::remove_dir_all(site.root.join(".git")).unwrap();
-    let full = Sandbox::open(SandboxPolicy::new(SandboxMode::Full)).unwrap();
-    let landlock: Arc<dyn SandboxMechanism> = Arc::new(Landlock::default());
-    let bubblewrap: Arc<dyn SandboxMechanism> = Arc::new(Bubblewrap::default());
-    let mut sandboxes = vec![("unconfined (full)", full)];
-    for (name, mechanism) in [("landlock", landlock), ("bubblewrap", bubblewrap)] {
-        match Sandbox::with_mechanism(SandboxPolicy::default(), mechanism) {
-            Ok(sandbox) => sandboxes.push((name, sandbox)),
-            Err(e) => eprintln!("{name}: {e}"),
-        }
-    }
-    for (name, sandbox) in sandboxes {
-        let shell =
-            LocalShellBackend::sandboxed(FilesystemBackend::new(&site.root).unwrap(), sandbox);
-        exec(&shell, "true", 10).await;
-        let started = Instant::now();
-        for _ in 0..50 {
-            exec(&shell, "true", 10).await;
-        }
-        eprintln!("{name}: {:?} per `true`", started.elapsed() / 50);
-    }
 }

@@ -8,7 +8,9 @@
 //!    │                        network, writable/readable/read-only paths,
 //!    │                        max_processes, env_passthrough
 //!    ▼
-//!  Sandbox::open ── self-check once ──▶ dyn SandboxMechanism::wrap(policy, root, command)
+//!  Sandbox::open ── self-check once ──▶ dyn SandboxMechanism::prepare(policy, root, command)
+//!    │                                    ├─ Auto (auto.rs): one of the two per command
+//!    │                                    ├─ Landlock (landlock.rs + seccomp.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs): `bwrap … sh -c`
 //!    └─ ProcessLimit (limits.rs): a pids cgroup per command, where writable
 //! ```
@@ -17,10 +19,9 @@
 //! confines `sh` itself between fork and exec: Landlock rules (ABI 6:
 //! filesystem, TCP bind/connect, signal and abstract-socket scopes) and a
 //! seccomp filter (`seccomp.rs`: sockets, `io_uring`, `setsid`, and what
-//! root could use past Landlock); no namespaces. A `true` took 7.7 ms
-//! under Landlock, 17.4 ms under bubblewrap, 2.0 ms unconfined (debug
-//! build: `cargo test -p lc-agent-filesystem --test it overhead --
-//! --include-ignored --nocapture`).
+//! root could use past Landlock); no namespaces. What one `true`
+//! costs under each mechanism and unconfined: `cargo run --release
+//! --example sandbox` prints it.
 //! Landlock cannot carve a read-only `.git` out of a writable root, so a
 //! root holding a read-only path (`.git`, `.lc-agent`) runs in
 //! [`Bubblewrap`] (`bwrap`): mount namespaces give exactly the read set,

@@ -47,6 +47,8 @@ fn site() -> Site {
 
 /// The hostile commands (each a tool call of its own), then an ordinary
 /// one; `port` is the test's loopback server, `marker` names the fork bomb.
+/// What a command reads goes into the existing `src/` folder: a root
+/// holding `.git` under Landlock alone gets no new top-level entries.
 fn hostile_script(site: &Site, port: u16, marker: &str) -> String {
     let o = site.outside.display();
     let commands = [
@@ -57,17 +59,17 @@ fn hostile_script(site: &Site, port: u16, marker: &str) -> String {
         format!("ln {o}/.ssh/id_ed25519 hard; echo pwned >> hard"),
         "echo '[evil]' >> .git/config; rm -rf .git".to_string(),
         format!(
-            "cat {o}/.ssh/id_ed25519 > stolen-absolute 2>&1; \
-             cat planted/.ssh/id_ed25519 > stolen-planted 2>&1; \
-             cat ../outside/.ssh/id_ed25519 > stolen-dotdot 2>&1"
+            "cat {o}/.ssh/id_ed25519 > src/stolen-absolute 2>&1; \
+             cat planted/.ssh/id_ed25519 > src/stolen-planted 2>&1; \
+             cat ../outside/.ssh/id_ed25519 > src/stolen-dotdot 2>&1"
         ),
-        format!("curl -s -m 3 http://127.0.0.1:{port}/curl > curl.out 2>&1"),
+        format!("curl -s -m 3 http://127.0.0.1:{port}/curl > src/curl.out 2>&1"),
         format!(
             "/usr/bin/python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port}), 3); \
-             s.sendall(b'python')\" > python.out 2>&1"
+             s.sendall(b'python')\" > src/python.out 2>&1"
         ),
-        "env > env.txt; for f in /proc/$PPID/environ /proc/*/environ; do cat $f; echo; done \
-         >> env.txt 2>&1"
+        "env > src/env.txt; for f in /proc/$PPID/environ /proc/*/environ; do cat $f; echo; done \
+         >> src/env.txt 2>&1"
             .to_string(),
         format!("exec 2>/dev/null; M={marker}; b() {{ b | b & }}; b; sleep 60"),
         "echo ok > src/inside.txt".to_string(),
@@ -193,7 +195,7 @@ fn escapes_in_workspace_write(mechanism: Option<&str>) -> Vec<String> {
         ));
     }
     for name in ["stolen-absolute", "stolen-planted", "stolen-dotdot"] {
-        if read(root.join(name)).contains("s3cr3t") {
+        if read(root.join("src").join(name)).contains("s3cr3t") {
             escapes.push(format!("read the secret ({name})"));
         }
     }
@@ -201,7 +203,7 @@ fn escapes_in_workspace_write(mechanism: Option<&str>) -> Vec<String> {
     if !got.is_empty() {
         escapes.push(format!("reached the loopback server: {got:?}"));
     }
-    let env = read(root.join("env.txt"));
+    let env = read(root.join("src/env.txt"));
     assert!(env.contains("PATH="), "{env}");
     if env.contains(API_KEY) || env.contains(TOKEN) {
         escapes.push(format!("read the secrets of the environment: {env}"));

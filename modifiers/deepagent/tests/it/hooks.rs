@@ -57,17 +57,16 @@ async fn ask_holds_the_call_for_approval_and_allow_skips_interrupt_on() {
     // Allowed by the hook: interrupt_on does not hold it.
     assert_eq!(ask(&net, "first").await, "one");
     assert!(net.files().contains_key("/allowed.md"));
-    // Asked by the hook: held, the approval record naming the hook's reason.
+    // Asked by the hook: held, the pending approval naming the hook's reason.
     ask(&net, "second").await;
     let pending = pending_approvals(&net);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].tool_call.id, "c2");
-    let node = net.node(pending[0].node_id).unwrap();
-    let record = node.metadata_value("approval").unwrap();
     assert_eq!(
-        record["detail"]["reason"], "a person checks this one",
-        "{record}"
+        pending[0].reason.as_deref(),
+        Some("a PreToolUse hook asked: a person checks this one")
     );
+    let node = net.node(pending[0].node_id).unwrap();
     assert_eq!(node.metadata_value("hook").unwrap()["decision"], "ask");
     decide(&net, pending[0].node_id, Decision::Approve).unwrap();
     assert_eq!(net.invoke().await.unwrap().text(), "two");

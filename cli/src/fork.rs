@@ -14,12 +14,11 @@
 //! branches (root to current leaf) with the same id: a fork and its
 //! origin share the nodes above the fork.
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
-use lc_agent::{ListError, NetworkList, NodeId, NodeRef, RunnableNetwork, TOKEN_USAGE_KEY};
-use serde_json::Value;
+use lc_agent::{ListError, NetworkList, NodeId, NodeRef, RunnableNetwork};
+use lc_agent_filesystem::BranchSide;
 
 use crate::args::find_session;
 
@@ -87,79 +86,39 @@ pub(crate) async fn diff(
 ) -> Result<(), Error> {
     let a = list.load(find_session(list, a).await?).await?;
     let b = list.load(find_session(list, b).await?).await?;
-    let (path_a, path_b) = (branch(&a), branch(&b));
-    let shared = path_a
-        .iter()
-        .zip(&path_b)
-        .take_while(|(x, y)| x.id() == y.id())
-        .count();
-    match path_a.get(shared.wrapping_sub(1)).filter(|_| shared > 0) {
-        Some(last) => writeln!(out, "shared: {shared} nodes, up to node {}", last.id())?,
+    let diff = lc_agent_filesystem::diff_branches(&a, &b);
+    match diff.last_shared {
+        Some(last) => writeln!(out, "shared: {} nodes, up to node {last}", diff.shared)?,
         None => writeln!(out, "shared: nothing (no common node)")?,
     }
-    for (mark, net, path) in [("-", &a, &path_a), ("+", &b, &path_b)] {
-        side(out, mark, net, &path[shared..])?;
+    for (mark, net, side_of) in [("-", &a, &diff.a), ("+", &b, &diff.b)] {
+        side(out, mark, net, side_of)?;
     }
     Ok(())
-}
-
-/// The nodes from a root to the current leaf (first parents).
-fn branch(net: &RunnableNetwork) -> Vec<NodeRef> {
-    let mut path = Vec::new();
-    let mut seen = HashSet::new();
-    let mut at = net.current_leaf();
-    while let Some(node) = at {
-        if !seen.insert(node.id()) {
-            break;
-        }
-        at = node.parents().first().and_then(|p| net.node(*p));
-        path.push(node);
-    }
-    path.reverse();
-    path
 }
 
 fn side(
     out: &mut dyn Write,
     mark: &str,
     net: &RunnableNetwork,
-    nodes: &[NodeRef],
+    side: &BranchSide,
 ) -> Result<(), Error> {
     writeln!(
         out,
         "{mark}{mark}{mark} {} ({} nodes after)",
         net.id(),
-        nodes.len()
+        side.nodes.len()
     )?;
-    let mut calls = Vec::new();
-    let mut files: Vec<String> = Vec::new();
-    let mut tokens = 0u64;
-    for node in nodes {
-        if let Some(message) = node.output() {
-            let text = message.text().replace('\n', " ");
-            if !text.is_empty() {
-                writeln!(
-                    out,
-                    "{mark} [{}] {}",
-                    message.role(),
-                    crate::console::cut(&text, 100)
-                )?;
-            }
-            calls.extend(message.tool_calls().iter().map(|c| c.name.clone()));
+    for message in side.nodes.iter().filter_map(NodeRef::output) {
+        let text = message.text().replace('\n', " ");
+        if !text.is_empty() {
+            writeln!(
+                out,
+                "{mark} [{}] {}",
+                message.role(),
+                crate::console::cut(&text, 100)
+            )?;
         }
-        let meta = node.metadata();
-        if let Some(Value::Array(changes)) = meta.get("file_changes") {
-            for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
-                if !files.iter().any(|f| f == path) {
-                    files.push(path.to_string());
-                }
-            }
-        }
-        tokens += meta
-            .get(TOKEN_USAGE_KEY)
-            .and_then(|u| u.get("total_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
     }
     let none = |v: &[String]| {
         if v.is_empty() {
@@ -168,9 +127,9 @@ fn side(
             v.join(", ")
         }
     };
-    writeln!(out, "{mark} tool calls: {}", none(&calls))?;
-    writeln!(out, "{mark} files changed: {}", none(&files))?;
-    writeln!(out, "{mark} tokens: {tokens}")?;
+    writeln!(out, "{mark} tool calls: {}", none(&side.tool_calls))?;
+    writeln!(out, "{mark} files changed: {}", none(&side.files_changed))?;
+    writeln!(out, "{mark} tokens: {}", side.tokens)?;
     Ok(())
 }
 

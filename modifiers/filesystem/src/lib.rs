@@ -148,6 +148,8 @@
 //!   [`SandboxMechanism`] trait, [`Landlock`] (+ `seccomp.rs`), [`Bubblewrap`]
 //!   and the per-command choice between them (`auto.rs`); `limits.rs`, the
 //!   per-command pids cgroup (v1 or v2).
+//! - `branch_diff.rs`: [`diff_branches`], where two sessions' branches part
+//!   and what each holds after (tools called, files changed, tokens).
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
 //! - `permissions/`: path rules ([`Permissions`], [`PermissionRule`], [`Operation`],
 //!   [`RuleMode`], [`Verdict`]; the flag syntax) and `guard.rs`, the backend wrapper that
@@ -163,6 +165,7 @@
 
 mod atomic;
 mod backend;
+mod branch_diff;
 mod composite;
 mod disk;
 mod edit;
@@ -190,6 +193,7 @@ pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
 };
+pub use branch_diff::{diff_branches, BranchDiff, BranchSide};
 pub use composite::CompositeBackend;
 pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
 pub use error::{FileOpError, FsError, FsResult};

@@ -12,13 +12,13 @@
 //! Files are rewound in the session's workspace: its own files, or the
 //! user's directory when the server works in one.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use lc_agent::{NodeId, NodeRef, RunnableNetwork, TOKEN_USAGE_KEY};
+use lc_agent::{NodeId, RunnableNetwork};
+use lc_agent_filesystem::BranchSide;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -119,63 +119,22 @@ pub(crate) async fn diff(
     let list = state.hub.list(&user)?;
     let a = state.hub.load(&user, &list, a).await?;
     let b = state.hub.load(&user, &list, b).await?;
-    let (path_a, path_b) = (branch(&a), branch(&b));
-    let shared = path_a
-        .iter()
-        .zip(&path_b)
-        .take_while(|(x, y)| x.id() == y.id())
-        .count();
-    let last = shared
-        .checked_sub(1)
-        .and_then(|i| path_a.get(i))
-        .map(NodeRef::id);
+    let diff = lc_agent_filesystem::diff_branches(&a, &b);
     Ok(Json(json!({
-        "shared": {"nodes": shared, "last": last},
-        "a": side(&a, &path_a[shared..]),
-        "b": side(&b, &path_b[shared..]),
+        "shared": {"nodes": diff.shared, "last": diff.last_shared},
+        "a": side(&a, &diff.a),
+        "b": side(&b, &diff.b),
     })))
 }
 
-/// The nodes from a root to the current leaf (first parents).
-fn branch(net: &RunnableNetwork) -> Vec<NodeRef> {
-    let mut path = Vec::new();
-    let mut seen = HashSet::new();
-    let mut at = net.current_leaf();
-    while let Some(node) = at {
-        if !seen.insert(node.id()) {
-            break;
-        }
-        at = node.parents().first().and_then(|p| net.node(*p));
-        path.push(node);
-    }
-    path.reverse();
-    path
-}
-
-fn side(net: &RunnableNetwork, nodes: &[NodeRef]) -> Value {
-    let mut messages = Vec::new();
-    let mut calls = Vec::new();
-    let mut files: Vec<String> = Vec::new();
-    let mut tokens = 0u64;
-    for node in nodes {
-        if let Some(message) = node.output() {
-            messages
-                .push(json!({"node": node.id(), "role": message.role(), "text": message.text()}));
-            calls.extend(message.tool_calls().iter().map(|c| c.name.clone()));
-        }
-        let meta = node.metadata();
-        if let Some(Value::Array(changes)) = meta.get("file_changes") {
-            for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
-                if !files.iter().any(|f| f == path) {
-                    files.push(path.to_string());
-                }
-            }
-        }
-        tokens += meta
-            .get(TOKEN_USAGE_KEY)
-            .and_then(|u| u.get("total_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-    }
-    json!({"id": net.id(), "nodes": nodes.len(), "messages": messages, "tool_calls": calls, "files_changed": files, "tokens": tokens})
+fn side(net: &RunnableNetwork, side: &BranchSide) -> Value {
+    let messages: Vec<Value> = side
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            let message = node.output()?;
+            Some(json!({"node": node.id(), "role": message.role(), "text": message.text()}))
+        })
+        .collect();
+    json!({"id": net.id(), "nodes": side.nodes.len(), "messages": messages, "tool_calls": side.tool_calls, "files_changed": side.files_changed, "tokens": side.tokens})
 }

@@ -10,6 +10,7 @@ use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
 use crate::error::ModelError;
 use crate::message::ToolCall;
 use crate::model::Usage;
+use crate::usage::UsageEstimator;
 
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,7 +123,9 @@ impl ScriptedChatModel {
     }
 
     /// Reports `usage` with every answer, as a server that counts tokens
-    /// does (without it the answers report none).
+    /// does. Without it each answer reports the cheap estimate of
+    /// [`ApproxUsage`](crate::ApproxUsage) (four characters a token, marked
+    /// `estimated`), so that a scripted run never needs a real tokenizer.
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
         self
@@ -149,12 +152,12 @@ impl ScriptedChatModel {
 
 #[async_trait]
 impl ChatModel for ScriptedChatModel {
-    async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let turn = self.next_turn()?;
         if let Some(delay) = turn.delay {
             tokio::time::sleep(delay).await;
         }
-        Ok(ChatResponse {
+        let mut response = ChatResponse {
             content: turn.content.clone(),
             tool_calls: turn.tool_calls.clone(),
             usage: self.usage,
@@ -164,7 +167,11 @@ impl ChatModel for ScriptedChatModel {
                 "tool_calls".into()
             }),
             model: Some(self.name.clone()),
-        })
+        };
+        if response.usage.is_none() {
+            response.usage = Some(crate::usage::ApproxUsage.estimate(request, &response));
+        }
+        Ok(response)
     }
 
     async fn stream(

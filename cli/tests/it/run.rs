@@ -751,3 +751,38 @@ fn a_sub_agents_tool_calls_are_shown_and_its_task_lasts_as_long_as_it_ran() {
         "the sub-agent's two model calls took 800 ms: {task}"
     );
 }
+
+/// A scripted model reports its own estimate of usage, and a short
+/// conversation cannot reach a summary's token trigger even counted a
+/// token per byte, so such a run never loads the real tokenizer (most of
+/// a scripted run's time before). A message whose bytes could reach the
+/// trigger is counted for real.
+#[test]
+fn the_tokenizer_loads_only_when_a_count_can_matter() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = lc_agent(
+        dir.path(),
+        &["run", "Say hello."],
+        serde_json::json!([{"content": "Hello."}]),
+        &["-vv"],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(short.status.success(), "{stderr}");
+    assert!(stderr.contains("checkpoint saved"), "debug logs on: {stderr}");
+    assert!(!stderr.contains("loading the tokenizer"), "{stderr}");
+
+    // 35,000 bytes: over 85% of the default 32,768-token window if every
+    // byte were a token.
+    let long = "word ".repeat(7_000);
+    let out = lc_agent(
+        dir.path(),
+        &["run", &long],
+        serde_json::json!([{"content": "Hello."}]),
+        &["-vv"],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("loading the tokenizer"), "{stderr}");
+}

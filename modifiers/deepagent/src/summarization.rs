@@ -323,10 +323,10 @@ pub struct SummarizationModifier {
     config: Arc<SummarizationConfig>,
     backend: BackendSource,
     counter: Option<Arc<dyn TokenCounter>>,
-    /// Tokens of the latest request beyond its messages (system sections
+    /// The latest request's parts beyond its messages (system sections
     /// and tool specs), seen in `on_chat_request`: the next request's
-    /// estimate adds them.
-    overhead: Arc<Mutex<usize>>,
+    /// estimate adds their tokens.
+    overhead: Arc<Mutex<Overhead>>,
 }
 
 impl std::fmt::Debug for SummarizationModifier {
@@ -353,7 +353,7 @@ impl SummarizationModifier {
             config: Arc::new(config),
             backend: StateBackend::factory().into(),
             counter: None,
-            overhead: Arc::new(Mutex::new(0)),
+            overhead: Arc::new(Mutex::new(Overhead::default())),
         }
     }
 
@@ -409,9 +409,34 @@ impl SummarizationModifier {
         }
     }
 
+    /// Tokens of the latest request's system sections and tool specs, by
+    /// `counter`.
+    fn overhead_tokens(&self, counter: &dyn TokenCounter) -> usize {
+        self.overhead.lock().tokens(counter)
+    }
+
+    /// The fewest tokens that fire a token trigger for a `window`-token
+    /// model, if any token trigger is set.
+    fn token_limit(&self, window: usize) -> Option<usize> {
+        let config = &self.config;
+        let fraction = config
+            .trigger_fraction
+            .map(|f| (f * window as f64).ceil().max(0.0) as usize);
+        match (config.trigger_tokens, fraction) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Which trigger fires for a request of `input` to `model`, and the
     /// estimated tokens.
-    fn trigger(
+    ///
+    /// The real tokenizer loads only when its count can matter: a byte
+    /// count bounds a byte-level tokenizer's tokens from above, so while
+    /// that bound stays under every token trigger only the turn trigger
+    /// can fire, and a summary about to be written (a model call) is
+    /// counted exactly for its record.
+    async fn trigger(
         &self,
         input: &History,
         recent: &[(usize, &Message)],
@@ -424,9 +449,23 @@ impl SummarizationModifier {
             .iter()
             .filter(|(pos, m)| *pos > after && matches!(m, Message::Human { .. }))
             .count();
-        let counter = self.counter_for(model);
-        let tokens =
-            counter.count_request(&ChatRequest::new(input.clone())) + *self.overhead.lock();
+        let request = ChatRequest::new(input.clone());
+        let bound = if self.counter.is_some() || self.config.approximate_tokens {
+            None
+        } else {
+            Some(BytesBound.count_request(&request) + self.overhead_tokens(&BytesBound))
+        };
+        let turns_due = config
+            .every_human_turns
+            .is_some_and(|n| n > 0 && humans >= n);
+        if let Some(bound) = bound
+            && self.token_limit(window).is_none_or(|limit| bound < limit)
+            && !turns_due
+        {
+            return (None, bound);
+        }
+        let counter = self.counter_loaded(model).await;
+        let tokens = counter.count_request(&request) + self.overhead_tokens(&*counter);
         let trigger = if config.trigger_tokens.is_some_and(|limit| tokens >= limit) {
             Some(Trigger::Tokens)
         } else if config
@@ -434,10 +473,7 @@ impl SummarizationModifier {
             .is_some_and(|f| tokens as f64 >= f * window as f64)
         {
             Some(Trigger::Fraction)
-        } else if config
-            .every_human_turns
-            .is_some_and(|n| n > 0 && humans >= n)
-        {
+        } else if turns_due {
             Some(Trigger::Turns)
         } else {
             None
@@ -486,7 +522,7 @@ impl SummarizationModifier {
         let first_kept = plan_cut(&recent, keep).ok_or(CompactError::Nothing)?;
         let model = network.model_for_step(CHAT_STEP).unwrap_or_default();
         let counter = self.counter_loaded(&model).await;
-        let overhead = *self.overhead.lock();
+        let overhead = self.overhead_tokens(&*counter);
         let tokens_before = counter.count_request(&ChatRequest::new(history.clone())) + overhead;
         crate::hooks::pre_compact(network, "manual").await;
         let (text, mut meta, path) = self
@@ -702,7 +738,7 @@ impl NetworkModifier for SummarizationModifier {
     /// rules; its request overhead is its own.
     fn for_sub_network(&self) -> Option<Arc<dyn NetworkModifier>> {
         Some(Arc::new(SummarizationModifier {
-            overhead: Arc::new(Mutex::new(0)),
+            overhead: Arc::new(Mutex::new(Overhead::default())),
             ..self.clone()
         }))
     }
@@ -717,20 +753,23 @@ impl NetworkModifier for SummarizationModifier {
             .downcast::<ChatNode>()
             .map(|chat| model_of(network, chat))
             .unwrap_or_default();
-        let counter = self.counter_loaded(&model).await;
-        let sections: usize = request
-            .system
-            .iter()
-            .map(|s| counter.count(s) + crate::tokens::MESSAGE_OVERHEAD)
-            .sum();
-        let tools = counter.count_request(&ChatRequest {
+        *self.overhead.lock() = Overhead {
+            system: request.system.clone(),
             tools: request.tools.clone(),
-            ..ChatRequest::default()
-        });
-        *self.overhead.lock() = sections + tools;
+        };
         let (window, known) = self.window(network, &model).await;
+        if !known {
+            return Ok(());
+        }
+        // Under the byte bound's window, no tokenizer is needed to know
+        // that the request fits.
+        let exact = self.counter.is_some() || self.config.approximate_tokens;
+        if !exact && BytesBound.count_request(request) <= window {
+            return Ok(());
+        }
+        let counter = self.counter_loaded(&model).await;
         let tokens = counter.count_request(request);
-        if known && tokens > window {
+        if tokens > window {
             return Err(lc_agent::ModelError::ContextOverflow {
                 tokens: Some(tokens),
                 window: Some(window),
@@ -751,9 +790,7 @@ impl NetworkModifier for SummarizationModifier {
         let input = network.input_of(node);
         let recent = input.since_cut();
         let (window, _) = self.window(network, &model).await;
-        // Loaded here, off the async threads; `trigger` finds it cached.
-        self.counter_loaded(&model).await;
-        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model, window) else {
+        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model, window).await else {
             return Ok(());
         };
         let Some(first_kept) = plan_cut(&recent, self.config.keep_messages) else {
@@ -777,6 +814,47 @@ impl NetworkModifier for SummarizationModifier {
         meta.insert("history_file".into(), json!(path));
         network.insert_summary(node, text, kept, meta)?;
         Ok(())
+    }
+}
+
+/// A request's parts beyond its messages: system sections and tool specs.
+#[derive(Debug, Default)]
+struct Overhead {
+    system: Vec<String>,
+    tools: Vec<lc_agent::ToolSpec>,
+}
+
+impl Overhead {
+    /// Their tokens, by `counter`.
+    fn tokens(&self, counter: &dyn TokenCounter) -> usize {
+        let sections: usize = self
+            .system
+            .iter()
+            .map(|s| counter.count(s) + crate::tokens::MESSAGE_OVERHEAD)
+            .sum();
+        if self.tools.is_empty() {
+            return sections;
+        }
+        let tools = counter.count_request(&ChatRequest {
+            tools: self.tools.clone(),
+            ..ChatRequest::default()
+        });
+        sections + tools
+    }
+}
+
+/// An upper bound on a byte-level tokenizer's count, with no vocabulary to
+/// load: every token stands for at least one byte of UTF-8.
+#[derive(Debug, Clone, Copy)]
+struct BytesBound;
+
+impl TokenCounter for BytesBound {
+    fn name(&self) -> &'static str {
+        "bytes"
+    }
+
+    fn count(&self, text: &str) -> usize {
+        text.len()
     }
 }
 

@@ -200,12 +200,14 @@ impl TiktokenCounter {
         static O200K: OnceLock<Loaded> = OnceLock::new();
         static CL100K: OnceLock<Loaded> = OnceLock::new();
         let loaded = match encoding {
-            Encoding::O200kBase => {
-                O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
-            }
-            Encoding::Cl100kBase => {
-                CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
-            }
+            Encoding::O200kBase => O200K.get_or_init(|| {
+                tracing::debug!(encoding = encoding.name(), "loading the tokenizer");
+                tiktoken_rs::o200k_base().map_err(|e| e.to_string())
+            }),
+            Encoding::Cl100kBase => CL100K.get_or_init(|| {
+                tracing::debug!(encoding = encoding.name(), "loading the tokenizer");
+                tiktoken_rs::cl100k_base().map_err(|e| e.to_string())
+            }),
         };
         match loaded {
             Ok(bpe) => Ok(Self { encoding, bpe }),

@@ -92,7 +92,8 @@ pub struct SummaryInfo {
 impl SummaryInfo {
     /// The position of the first message that requests still send
     /// verbatim (1-based); everything before it is summarized.
-    pub fn cut(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn cut(&self) -> usize {
         self.position.saturating_sub(self.kept).max(1)
     }
 }
@@ -118,11 +119,11 @@ pub struct History {
 }
 
 /// The text every dangling tool call gets as its synthetic result.
-pub const TOOL_NOT_EXECUTED: &str = "Error: tool call was not executed";
+pub(crate) const TOOL_NOT_EXECUTED: &str = "Error: tool call was not executed";
 
 impl History {
     /// An empty history.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -135,7 +136,7 @@ impl History {
 
     /// This history with one more message at the end (O(1); `self` is
     /// unchanged).
-    pub fn push(&self, message: Arc<Message>) -> History {
+    pub(crate) fn push(&self, message: Arc<Message>) -> History {
         let systems = match (&*message, &self.head) {
             (Message::System { .. }, _) => self.systems().push_plain(message.clone()),
             (_, Some(cell)) => cell.systems.clone(),
@@ -150,7 +151,7 @@ impl History {
     /// Requests then send the system messages, this summary, those `kept`
     /// messages and whatever follows (see [`History::assemble`]); the
     /// history itself keeps every message.
-    pub fn push_summary(&self, message: Arc<Message>, kept: usize) -> History {
+    pub(crate) fn push_summary(&self, message: Arc<Message>, kept: usize) -> History {
         let at = self.len() + 1;
         let kept = kept.min(self.len());
         let mut before_cut = self.clone();
@@ -331,7 +332,7 @@ impl History {
     }
 
     /// Whether both are the very same list (not just equal messages).
-    pub fn same_as(&self, other: &History) -> bool {
+    pub(crate) fn same_as(&self, other: &History) -> bool {
         match (&self.head, &other.head) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
@@ -340,15 +341,10 @@ impl History {
     }
 
     /// The history without its newest message.
-    pub fn parent(&self) -> History {
+    pub(crate) fn parent(&self) -> History {
         History {
             head: self.head.as_ref().and_then(|c| c.prev.clone()),
         }
-    }
-
-    /// The newest message as a shared pointer.
-    pub fn last_shared(&self) -> Option<Arc<Message>> {
-        self.head.as_ref().map(|c| c.message.clone())
     }
 
     /// Messages newest first.
@@ -380,7 +376,7 @@ impl History {
     ///    call ids across turns, `call_0` or `call_abc123` every turn, so an
     ///    id alone does not say which turn a result answers);
     /// 3. a call without a result gets a synthetic error result
-    ///    ([`TOOL_NOT_EXECUTED`]) — chat APIs reject dangling calls;
+    ///    (`Error: tool call was not executed`) — chat APIs reject dangling calls;
     /// 4. a tool result that answers no call of the AI message before it is
     ///    dropped (chat APIs reject it too), with a `tracing` warning.
     ///

@@ -30,7 +30,7 @@ pub(crate) type Loader =
     Arc<dyn Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync>;
 
 /// The kinds this crate defines; they cannot be replaced.
-pub const BUILTIN_KINDS: [&str; 6] = [
+pub(crate) const BUILTIN_KINDS: [&str; 6] = [
     HumanNode::KIND,
     SystemNode::KIND,
     ChatNode::KIND,
@@ -99,18 +99,10 @@ fn serde_loader<T: NodeLogic + DeserializeOwned>() -> Loader {
 /// register_node_kind::<Note>("note");
 /// ```
 ///
-/// The built-in kinds ([`BUILTIN_KINDS`]) cannot be replaced; registering
+/// The built-in kinds (`human`, `chat`, `tool`, ...) cannot be replaced; registering
 /// one of them is ignored with a warning.
 pub fn register_node_kind<T: NodeLogic + DeserializeOwned>(kind: &str) {
     register_loader(kind, serde_loader::<T>());
-}
-
-/// Registers a node kind with a custom loader.
-pub fn register_node_loader(
-    kind: &str,
-    loader: impl Fn(Map<String, Value>) -> Result<Arc<dyn NodeLogic>> + Send + Sync + 'static,
-) {
-    register_loader(kind, Arc::new(loader));
 }
 
 fn register_loader(kind: &str, loader: Loader) {
@@ -119,11 +111,6 @@ fn register_loader(kind: &str, loader: Loader) {
         return;
     }
     registry().write().insert(kind.to_string(), loader);
-}
-
-/// Whether a loader is registered for this kind.
-pub fn is_registered(kind: &str) -> bool {
-    registry().read().contains_key(kind)
 }
 
 /// The loader of a registered kind.

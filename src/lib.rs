@@ -223,23 +223,18 @@ pub struct ReadmeDoctests;
 pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{now_rfc3339, FileData, Files};
-pub use format::{FORMAT, NODE_TYPE_KEY};
-pub use history::{History, SummaryInfo, TOOL_NOT_EXECUTED};
-pub use kinds::{is_registered, register_node_kind, register_node_loader, BUILTIN_KINDS};
+pub use format::FORMAT;
+pub use history::{History, SummaryInfo};
+pub use kinds::register_node_kind;
 #[cfg(feature = "redis")]
 pub use list::{
-    redis::{
-        Migration, RedisConnection, RedisConnector, RedisConnectorBuilder,
-        DEFAULT_PREFIX as DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_URL,
-        DEFAULT_TIMEOUT as DEFAULT_REDIS_TIMEOUT,
-    },
+    redis::{Migration, RedisConnection, RedisConnector, RedisConnectorBuilder},
     RedisNetworkList, RedisNetworkListBuilder,
 };
 pub use list::{
     revision_of, validate_user, CachedNetworkList, CheckpointModifier, CheckpointPolicy,
-    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, ListResult, Lists, NetworkList,
-    RetentionList, SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, DEFAULT_PAGE_SIZE,
-    DEFAULT_USER, REVISION_KEY, UPDATED_AT_KEY,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, RetentionList,
+    SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY,
 };
 pub use message::{Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
@@ -248,25 +243,19 @@ pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatModelRegistry, ChatRequest, ChatResponse, DeltaSink, HttpSettings, Match,
-    Provider, ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta,
-    ToolChoice, ToolChoiceError, Usage, CASSETTE_FORMAT,
+    ChatModel, ChatRequest, ChatResponse, DeltaSink, HttpSettings, Match, Provider, ProviderError,
+    ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError,
+    Usage,
 };
-pub use network::{
-    scope::current as current_network, NetworkBuilder, RunnableNetwork, ScopeGuard,
-    DEFAULT_STEP_LIMIT,
-};
+pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
 pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{
     ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
 };
 pub use prices::{Cost, Price, Prices, PricesError};
-pub use routing::{CHAT_STEP, MODEL_ROUTES_KEY};
-pub use run::{
-    current_modifier, ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, DEFAULT_MODIFIER_IDS,
-    HELD_INSIDE, HELD_KEY,
-};
-pub use tool::{run_tool_call, FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
+pub use routing::CHAT_STEP;
+pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};
+pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
 pub use usage::{
     ApproxUsage, TokenCounts, UsageEstimator, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,

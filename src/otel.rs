@@ -38,7 +38,7 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
 /// The service name when `OTEL_SERVICE_NAME` says none.
-pub const DEFAULT_SERVICE_NAME: &str = "lc-agent";
+pub(crate) const DEFAULT_SERVICE_NAME: &str = "lc-agent";
 
 /// Why the exporter could not start.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +53,7 @@ pub enum OtelError {
 /// The endpoint the environment names for traces
 /// (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
 /// `OTEL_EXPORTER_OTLP_ENDPOINT`), when it names one.
-pub fn endpoint_from_env() -> Option<String> {
+pub(crate) fn endpoint_from_env() -> Option<String> {
     [
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -68,15 +68,6 @@ pub fn endpoint_from_env() -> Option<String> {
 /// (waiting at most 5 s) and stops it.
 pub struct OtelGuard {
     provider: SdkTracerProvider,
-}
-
-impl OtelGuard {
-    /// Sends the spans ended so far now.
-    pub fn flush(&self) {
-        if let Err(e) = self.provider.force_flush() {
-            tracing::warn!(error = %e, "could not send the OpenTelemetry spans");
-        }
-    }
 }
 
 impl std::fmt::Debug for OtelGuard {
@@ -113,7 +104,8 @@ pub fn shutdown() {
 }
 
 /// The subscriber layer that exports the runs' spans, when the
-/// environment names an endpoint ([`endpoint_from_env`]); `None` when it
+/// environment names an endpoint (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`); `None` when it
 /// does not (nothing starts, nothing is spent). The protocol is
 /// `OTEL_EXPORTER_OTLP_PROTOCOL`'s (`http/protobuf` by default, `grpc`
 /// needs a Tokio runtime running: call this inside it). Keep the guard

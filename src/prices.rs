@@ -159,7 +159,7 @@ impl Prices {
     }
 
     /// The built-in table with the user's file
-    /// ([`Prices::user_file`]) on top; a file that cannot be used is a
+    /// (`$LC_AGENT_HOME/prices.toml`, else `~/.lc-agent/prices.toml`) on top; a file that cannot be used is a
     /// warning naming it (logged), and the built-in table stays.
     pub fn load() -> Self {
         let mut prices = Self::built_in();
@@ -173,7 +173,7 @@ impl Prices {
     }
 
     /// `$LC_AGENT_HOME/prices.toml`, else `~/.lc-agent/prices.toml`.
-    pub fn user_file() -> PathBuf {
+    pub(crate) fn user_file() -> PathBuf {
         match std::env::var_os("LC_AGENT_HOME") {
             Some(home) if !home.is_empty() => PathBuf::from(home).join("prices.toml"),
             _ => dirs::home_dir()

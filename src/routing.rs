@@ -24,7 +24,7 @@ use crate::network::RunnableNetwork;
 /// metadata as `chat_model_name`.
 ///
 /// The network metadata key holding the step → model-name map.
-pub const MODEL_ROUTES_KEY: &str = "model_routes";
+pub(crate) const MODEL_ROUTES_KEY: &str = "model_routes";
 
 /// The step of a chat node that names none.
 pub const CHAT_STEP: &str = "chat";
@@ -81,7 +81,7 @@ impl RunnableNetwork {
 
     /// Chat nodes of `step` that name no tool choice of their own answer
     /// with `choice` (saved in the network's metadata under
-    /// [`ToolChoice::ROUTES_KEY`], like the model routes; `None` removes
+    /// `tool_choice_routes`, like the model routes; `None` removes
     /// the route).
     ///
     /// ```

@@ -379,7 +379,7 @@ impl Tool for FnTool {
 
 /// Runs one tool call against a set of tools and always returns a result:
 /// errors of every kind become `Error: ...` outputs.
-pub async fn run_tool_call(
+pub(crate) async fn run_tool_call(
     tools: &[Arc<dyn Tool>],
     call: &crate::message::ToolCall,
     ctx: &ToolContext,

@@ -1,7 +1,6 @@
 //! Reading a tool's arguments: the one place where argument errors are
 //! worded, for every tool built on [`TypedTool`](crate::TypedTool) (and
-//! for the checks [`run_tool_call`](crate::tool::run_tool_call) makes
-//! before any tool runs).
+//! for the checks made before any tool runs).
 //!
 //! A tool's arguments are a struct that derives `Deserialize`; [`parse`]
 //! reads it from the model's JSON object. Every mistake becomes

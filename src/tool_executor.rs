@@ -194,16 +194,6 @@ impl ToolExecutor {
         }
     }
 
-    /// An executor of every tool a network offers its chat nodes (its own
-    /// and its modifiers'), running in that network: file tools over the
-    /// session's own files change those files.
-    pub fn for_network(network: &RunnableNetwork) -> Self {
-        Self {
-            tools: network.tools(),
-            network: network.clone(),
-        }
-    }
-
     /// Runs the calls in `network` (the [`ToolContext::network`] the tools see).
     #[must_use]
     pub fn with_network(mut self, network: RunnableNetwork) -> Self {

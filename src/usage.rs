@@ -163,7 +163,7 @@ impl TokenCounts {
     }
 
     /// These counts less `earlier`'s (never below zero).
-    pub fn since(&self, earlier: &TokenCounts) -> TokenCounts {
+    pub(crate) fn since(&self, earlier: &TokenCounts) -> TokenCounts {
         let mut out = *self;
         for (mine, theirs) in out.fields_mut().into_iter().zip(earlier.fields()) {
             *mine = mine.saturating_sub(theirs);
@@ -172,7 +172,7 @@ impl TokenCounts {
     }
 
     /// Whether nothing was counted.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.calls == 0 && self.total_tokens == 0
     }
 

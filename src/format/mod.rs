@@ -45,7 +45,7 @@ pub(crate) use document::{SavedDocument, SavedHead};
 pub const FORMAT: &str = "lc-agent/1";
 
 /// The key naming a node's kind in the saved format.
-pub const NODE_TYPE_KEY: &str = "__node_type__";
+pub(crate) const NODE_TYPE_KEY: &str = "__node_type__";
 
 /// The fields every node has, written first in this order.
 const COMMON_KEYS: [&str; 6] = [

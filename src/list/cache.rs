@@ -60,21 +60,11 @@ impl std::fmt::Debug for SessionCache {
 
 impl SessionCache {
     /// A cache of at most `capacity` networks (0 keeps none).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Self(Arc::new(Mutex::new(Entries {
             capacity,
             ..Entries::default()
         })))
-    }
-
-    /// How many networks are kept.
-    pub fn len(&self) -> usize {
-        self.0.lock().map.len()
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Loads served from the cache and loads that read the store.
@@ -136,7 +126,7 @@ pub struct CachedNetworkList {
 
 impl CachedNetworkList {
     /// `inner`, with its networks kept in `cache`.
-    pub fn new(inner: Arc<dyn NetworkList>, cache: SessionCache) -> Self {
+    pub(crate) fn new(inner: Arc<dyn NetworkList>, cache: SessionCache) -> Self {
         Self { inner, cache }
     }
 

@@ -104,7 +104,7 @@ impl std::fmt::Debug for CheckpointModifier {
 
 impl CheckpointModifier {
     /// The default modifier id.
-    pub const ID: &'static str = "lc-agent/checkpoint";
+    pub(crate) const ID: &'static str = "lc-agent/checkpoint";
 
     /// Checkpoints into `list` after every node.
     pub fn new(list: Arc<dyn NetworkList>) -> Self {

@@ -177,11 +177,6 @@ impl std::fmt::Debug for Lists {
 }
 
 impl Lists {
-    /// What was opened.
-    pub fn config(&self) -> &ListConfig {
-        &self.config
-    }
-
     /// Sessions expire `retention` after their latest save: each user's
     /// list removes its expired ones ([`RetentionList`]), and in Redis the
     /// user's keys expire after it too. Applies to lists handed out after

@@ -40,9 +40,9 @@ pub const CREATED_AT_KEY: &str = "created_at";
 /// Metadata key of the time of the latest save (RFC 3339).
 pub const UPDATED_AT_KEY: &str = "updated_at";
 /// The user (namespace) a list works in unless told otherwise.
-pub const DEFAULT_USER: &str = "default";
+pub(crate) const DEFAULT_USER: &str = "default";
 /// The page size of a [`ListQuery`] unless told otherwise.
-pub const DEFAULT_PAGE_SIZE: usize = 50;
+pub(crate) const DEFAULT_PAGE_SIZE: usize = 50;
 
 /// Errors of session lists.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +106,7 @@ pub enum ListError {
 }
 
 /// `Result` with [`ListError`].
-pub type ListResult<T> = std::result::Result<T, ListError>;
+pub(crate) type ListResult<T> = std::result::Result<T, ListError>;
 
 /// Sessions: saving, loading, listing and deleting networks.
 ///

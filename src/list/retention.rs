@@ -39,7 +39,7 @@ pub struct RetentionList {
 
 impl RetentionList {
     /// `inner`, with sessions kept for `retention` after their latest save.
-    pub fn new(inner: Arc<dyn NetworkList>, retention: Duration) -> Self {
+    pub(crate) fn new(inner: Arc<dyn NetworkList>, retention: Duration) -> Self {
         Self {
             inner,
             retention,

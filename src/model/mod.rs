@@ -13,7 +13,7 @@ pub(crate) mod scripted;
 mod settings;
 mod tool_choice;
 
-pub use cassette::{Match, RecordingChatModel, ReplayChatModel, CASSETTE_FORMAT};
+pub use cassette::{Match, RecordingChatModel, ReplayChatModel};
 pub use provider::{Provider, ProviderError, ProviderRow};
 pub use settings::HttpSettings;
 pub use tool_choice::{ToolChoice, ToolChoiceError};
@@ -129,7 +129,7 @@ impl ChatResponse {
 
     /// Whether the answer has neither text (beyond whitespace) nor tool
     /// calls.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.content.trim().is_empty() && self.tool_calls.is_empty()
     }
 
@@ -226,42 +226,34 @@ pub(crate) fn replay_as_deltas<'a>(
 }
 
 /// Chat models by name.
-///
-/// ```
-/// use lc_agent::{ChatModelRegistry, ScriptedChatModel};
-///
-/// let mut models = ChatModelRegistry::new();
-/// models.register("scripted", ScriptedChatModel::new(["hello"]));
-/// assert!(models.get("scripted").is_some());
-/// ```
 #[derive(Clone, Default)]
-pub struct ChatModelRegistry {
+pub(crate) struct ChatModelRegistry {
     models: HashMap<String, Arc<dyn ChatModel>>,
 }
 
 impl ChatModelRegistry {
     /// An empty registry.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Registers (or replaces) the model called `name`.
-    pub fn register(&mut self, name: impl Into<String>, model: impl ChatModel + 'static) {
+    pub(crate) fn register(&mut self, name: impl Into<String>, model: impl ChatModel + 'static) {
         self.models.insert(name.into(), Arc::new(model));
     }
 
     /// Registers a shared model.
-    pub fn register_shared(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
+    pub(crate) fn register_shared(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
         self.models.insert(name.into(), model);
     }
 
     /// The model called `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
         self.models.get(name).cloned()
     }
 
     /// Registered names, sorted.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.models.keys().map(String::as_str).collect();
         names.sort_unstable();
         names

@@ -40,15 +40,7 @@ pub enum ToolChoice {
 impl ToolChoice {
     /// The network metadata key holding the step → tool-choice map (see
     /// [`RunnableNetwork::set_tool_choice_route`](crate::RunnableNetwork::set_tool_choice_route)).
-    pub const ROUTES_KEY: &'static str = "tool_choice_routes";
-
-    /// The tool this choice names, if it names one.
-    pub fn tool_name(&self) -> Option<&str> {
-        match self {
-            ToolChoice::Tool(name) => Some(name),
-            _ => None,
-        }
-    }
+    pub(crate) const ROUTES_KEY: &'static str = "tool_choice_routes";
 }
 
 impl fmt::Display for ToolChoice {

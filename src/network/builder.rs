@@ -64,8 +64,8 @@ impl NetworkBuilder {
     }
 
     /// Routes the chat nodes of `step` (`chat`, `summary`, `subagent:<name>`
-    /// or your own) to the model registered as `model` (see
-    /// [`MODEL_ROUTES_KEY`](crate::MODEL_ROUTES_KEY)).
+    /// or your own) to the model registered as `model` (kept in the
+    /// network metadata's `model_routes`).
     pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
         let routes = self
             .metadata
@@ -89,12 +89,6 @@ impl NetworkBuilder {
     /// Registers a chat model under `name`.
     pub fn model(mut self, name: impl Into<String>, model: impl ChatModel + 'static) -> Self {
         self.models.register(name, model);
-        self
-    }
-
-    /// Uses these models.
-    pub fn models(mut self, models: ChatModelRegistry) -> Self {
-        self.models = models;
         self
     }
 

@@ -172,7 +172,7 @@ impl RunnableNetwork {
 
     /// What the network sees before its roots (empty for a top-level
     /// network; a sub-network's outer conversation while it runs).
-    pub fn input(&self) -> History {
+    pub(crate) fn input(&self) -> History {
         self.0.graph.lock().input.clone()
     }
 

@@ -165,7 +165,7 @@ impl RunnableNetwork {
     }
 
     /// The node kind the chat loop adds after a human leaf.
-    pub fn default_node(&self) -> Option<String> {
+    pub(crate) fn default_node(&self) -> Option<String> {
         self.0.graph.lock().default_node.clone()
     }
 

@@ -81,7 +81,8 @@ impl RunnableNetwork {
     /// Who this session belongs to: [`RunnableNetwork::set_user_id`]'s,
     /// this network's or else its outer network's, else the session's
     /// `metadata["user"]` (the CLI's `--user`).
-    pub fn user_id(&self) -> Option<String> {
+    #[cfg(feature = "otel")]
+    pub(crate) fn user_id(&self) -> Option<String> {
         let own = self.0.runtime.read().user_id.clone();
         own.or_else(|| match self.outer() {
             Some(outer) => outer.user_id(),
@@ -122,20 +123,6 @@ impl RunnableNetwork {
         list.sort_by_key(|m| m.priority());
         rt.modifiers = list.into();
         Ok(())
-    }
-
-    /// Detaches the modifier with this id; returns whether there was one.
-    pub fn remove_modifier(&self, id: &str) -> bool {
-        let mut rt = self.0.runtime.write();
-        let before = rt.modifiers.len();
-        let list: Vec<_> = rt
-            .modifiers
-            .iter()
-            .filter(|m| m.id() != id)
-            .cloned()
-            .collect();
-        rt.modifiers = list.into();
-        rt.modifiers.len() != before
     }
 
     /// A copy of the attached modifier with this id, when it is an `M`
@@ -214,7 +201,7 @@ impl RunnableNetwork {
     }
 
     /// Model turns allowed in one `invoke` (`None`: unlimited).
-    pub fn step_limit(&self) -> Option<usize> {
+    pub(crate) fn step_limit(&self) -> Option<usize> {
         self.0.runtime.read().step_limit
     }
 
@@ -224,7 +211,7 @@ impl RunnableNetwork {
     }
 
     /// Whether chat nodes stream.
-    pub fn streaming(&self) -> bool {
+    pub(crate) fn streaming(&self) -> bool {
         self.0.runtime.read().streaming
     }
 

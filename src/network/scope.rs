@@ -90,7 +90,7 @@ impl Drop for ScopeGuard {
 }
 
 /// The innermost active network on this thread.
-pub fn current() -> Option<RunnableNetwork> {
+pub(crate) fn current() -> Option<RunnableNetwork> {
     STACK
         .try_with(|s| {
             s.borrow()

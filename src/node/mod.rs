@@ -97,7 +97,7 @@ pub trait NodeLogic: AsAny + Send + Sync + 'static {
     /// `Some(kept)` when the node's output is a summary of the
     /// conversation before it: requests below it send the summary instead
     /// of everything before it except its newest `kept` messages (see
-    /// [`History::push_summary`]). Default `None`: an ordinary message.
+    /// [`History::latest_summary`]). Default `None`: an ordinary message.
     fn summary_keeps(&self) -> Option<usize> {
         None
     }
@@ -179,7 +179,7 @@ impl NodeRef {
     }
 
     /// The node's logic, to downcast to a concrete kind.
-    pub fn logic(&self) -> &dyn NodeLogic {
+    pub(crate) fn logic(&self) -> &dyn NodeLogic {
         &*self.0.logic
     }
 

@@ -28,7 +28,7 @@ use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatNode {
     /// The model to use; `None` means the route of the node's step, else
-    /// the network's `chat_model_name` (see [`MODEL_ROUTES_KEY`](crate::MODEL_ROUTES_KEY)).
+    /// the network's `chat_model_name` (see the metadata's `model_routes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_model_name: Option<String>,
     /// The step this turn belongs to (`summary`, `subagent:<name>`, ...);

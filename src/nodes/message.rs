@@ -52,7 +52,7 @@ pub struct SystemNode {
 
 impl SystemNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "system";
+    pub(crate) const KIND: &'static str = "system";
 
     /// A system node, attached to the active network.
     #[allow(clippy::new_ret_no_self)]

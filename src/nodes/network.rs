@@ -68,7 +68,7 @@ pub struct NetworkNode {
 
 impl NetworkNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "network";
+    pub(crate) const KIND: &'static str = "network";
 
     /// A sub-network node around `inner`, attached to the active network.
     #[allow(clippy::new_ret_no_self)]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::event::NetworkEvent;
 use crate::message::{Message, ToolCall};
-use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+use crate::node::{fields_of, NodeContext, NodeLogic};
 use crate::tool::{run_tool_call, ToolContext};
 
 /// Runs one tool call of an AI message (kind `tool`).
@@ -25,13 +25,7 @@ pub struct ToolNode {
 
 impl ToolNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "tool";
-
-    /// A tool node, attached to the active network.
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(tool_call: ToolCall) -> NodeRef {
-        NodeRef::create(ToolNode { tool_call })
-    }
+    pub(crate) const KIND: &'static str = "tool";
 }
 
 #[async_trait]

@@ -19,7 +19,7 @@ pub struct ChatLoop;
 
 impl ChatLoop {
     /// The modifier id.
-    pub const ID: &'static str = "lc-agent/chat-loop";
+    pub(crate) const ID: &'static str = "lc-agent/chat-loop";
 }
 
 #[async_trait]

@@ -21,7 +21,7 @@ use crate::node::NodeRef;
 use crate::nodes::NetworkNode;
 
 /// The node metadata key that holds a node back (its value says why).
-pub const HELD_KEY: &str = "held";
+pub(crate) const HELD_KEY: &str = "held";
 
 /// The reason a sub-network node holds itself: its inner network holds
 /// work (a nested call waiting for a decision, say).

@@ -25,13 +25,14 @@ mod tool_loop;
 use std::sync::Arc;
 
 pub use chat_loop::ChatLoop;
-pub use hold::{HELD_INSIDE, HELD_KEY};
+pub use hold::HELD_INSIDE;
+pub(crate) use modifier::current_modifier;
 pub(crate) use modifier::hook;
-pub use modifier::{current_modifier, InvokeOutcome, NetworkModifier};
+pub use modifier::{InvokeOutcome, NetworkModifier};
 pub use tool_loop::ToolLoop;
 
 /// Ids of the default modifiers.
-pub const DEFAULT_MODIFIER_IDS: [&str; 2] = [ChatLoop::ID, ToolLoop::ID];
+pub(crate) const DEFAULT_MODIFIER_IDS: [&str; 2] = [ChatLoop::ID, ToolLoop::ID];
 
 /// The modifiers every network starts with (unless the builder leaves
 /// them out).

@@ -125,7 +125,7 @@ tokio::task_local! {
 }
 
 /// The id of the modifier whose hook is running in this task, if any.
-pub fn current_modifier() -> Option<Arc<str>> {
+pub(crate) fn current_modifier() -> Option<Arc<str>> {
     CURRENT_MODIFIER.try_with(|id| id.clone()).ok()
 }
 

@@ -23,7 +23,7 @@ pub struct ToolLoop;
 
 impl ToolLoop {
     /// The modifier id.
-    pub const ID: &'static str = "lc-agent/tool-loop";
+    pub(crate) const ID: &'static str = "lc-agent/tool-loop";
 }
 
 #[async_trait]

@@ -153,7 +153,7 @@ impl std::fmt::Debug for JsonNetworkList {
 
 impl JsonNetworkList {
     /// Sessions under `root` (created on the first save), for the user
-    /// [`DEFAULT_USER`].
+    /// `default`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             inner: Arc::new(Inner {

@@ -43,9 +43,9 @@ use ::redis::{
 use crate::list::{ListError, ListResult};
 
 /// The URL used unless the builder or `LC_AGENT_REDIS_URL` says otherwise.
-pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+pub(crate) const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 /// The deadline of one operation unless the builder says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where Redis is, how long an operation may take, and the connection to
 /// it, made on first use and shared by clones.
@@ -112,7 +112,7 @@ pub struct RedisConnectorBuilder {
 impl RedisConnectorBuilder {
     /// One server: `redis://[:password@]host:port[/db]`, `rediss://...`
     /// (TLS) or `redis+unix:///path/to/socket[?db=N]` (default:
-    /// `LC_AGENT_REDIS_URL`, else [`DEFAULT_REDIS_URL`]).
+    /// `LC_AGENT_REDIS_URL`, else `redis://127.0.0.1:6379`).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self
@@ -134,7 +134,7 @@ impl RedisConnectorBuilder {
     }
 
     /// The deadline of one operation, connecting included (default
-    /// [`DEFAULT_TIMEOUT`]).
+    /// 5 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

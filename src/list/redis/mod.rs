@@ -19,14 +19,12 @@ use super::{
     DEFAULT_USER,
 };
 use crate::network::RunnableNetwork;
-pub use connection::{
-    RedisConnection, RedisConnector, RedisConnectorBuilder, DEFAULT_REDIS_URL, DEFAULT_TIMEOUT,
-};
+pub use connection::{RedisConnection, RedisConnector, RedisConnectorBuilder};
 use keys::UserKeys;
 pub use migrate::Migration;
 
 /// The key prefix used unless the builder says otherwise.
-pub const DEFAULT_PREFIX: &str = super::config::DEFAULT_PREFIX;
+pub(crate) const DEFAULT_PREFIX: &str = super::config::DEFAULT_PREFIX;
 
 const LIST_LUA: &str = r#"
 -- KEYS: info, timeline; ARGV: start, stop
@@ -178,7 +176,7 @@ pub struct RedisNetworkListBuilder {
 
 impl RedisNetworkListBuilder {
     /// One server: `redis://`, `rediss://` (TLS) or `redis+unix://`
-    /// (default: `LC_AGENT_REDIS_URL`, else [`DEFAULT_REDIS_URL`]).
+    /// (default: `LC_AGENT_REDIS_URL`, else `redis://127.0.0.1:6379`).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.connector = self.connector.url(url);
         self
@@ -198,7 +196,7 @@ impl RedisNetworkListBuilder {
     }
 
     /// The deadline of one operation, connecting included (default
-    /// [`DEFAULT_TIMEOUT`]).
+    /// 5 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.connector = self.connector.timeout(timeout);
         self
@@ -211,13 +209,13 @@ impl RedisNetworkListBuilder {
         self
     }
 
-    /// The key prefix (default [`DEFAULT_PREFIX`]; no `{` or `}`).
+    /// The key prefix (default `lc_agent`; no `{` or `}`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
 
-    /// The user (namespace) (default [`DEFAULT_USER`]).
+    /// The user (namespace) (default `default`).
     pub fn user(mut self, user: impl Into<String>) -> Self {
         self.user = user.into();
         self
@@ -286,19 +284,9 @@ impl RedisNetworkList {
         &self.connector
     }
 
-    /// The key holding a session's stored revision (watched by saves).
-    pub fn rev_key(&self, user: &str, id: &str) -> String {
-        UserKeys::new(&self.prefix, user).rev(id)
-    }
-
     /// The key of one of a user's structures (`info`, `timeline`).
-    pub fn key(&self, user: &str, what: &str) -> String {
+    pub(crate) fn key(&self, user: &str, what: &str) -> String {
         UserKeys::named(&self.prefix, user, what)
-    }
-
-    /// The key holding a session's network JSON.
-    pub fn entry_key(&self, user: &str, id: &str) -> String {
-        UserKeys::new(&self.prefix, user).entry(id)
     }
 
     /// Moves the sessions of every user that are still stored in the

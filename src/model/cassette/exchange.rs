@@ -11,7 +11,7 @@ use crate::model::{ChatRequest, ChatResponse, StreamDelta, ToolChoice, Usage};
 use crate::tool::ToolSpec;
 
 /// The format version on every line of a cassette.
-pub const CASSETTE_FORMAT: &str = "lc-agent-cassette/1";
+pub(crate) const CASSETTE_FORMAT: &str = "lc-agent-cassette/1";
 
 /// One request and what the model did with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,6 +8,5 @@ mod record;
 mod redact;
 mod replay;
 
-pub use exchange::CASSETTE_FORMAT;
 pub use record::RecordingChatModel;
 pub use replay::{Match, ReplayChatModel};

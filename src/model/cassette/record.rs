@@ -125,11 +125,6 @@ impl RecordingChatModel {
         self
     }
 
-    /// The cassette.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// How many exchanges were written.
     pub fn recorded(&self) -> usize {
         self.recorded.load(Ordering::SeqCst)

@@ -177,7 +177,7 @@ impl FromStr for Match {
 ///  "response":{"content":"Hello","usage":{...},"finish_reason":"stop","model":"..."}}
 /// ```
 ///
-/// - `format` ([`CASSETTE_FORMAT`](crate::CASSETTE_FORMAT)) is on every
+/// - `format` (`lc-agent-cassette/1`) is on every
 ///   line, so a line another version wrote is found.
 /// - `request` is what a provider would be sent, and nothing that changes
 ///   from run to run: the messages the request assembles (provider-neutral
@@ -267,11 +267,6 @@ impl ReplayChatModel {
     pub fn redact(mut self, secret: impl AsRef<str>) -> Self {
         self.redactor.add(secret.as_ref());
         self
-    }
-
-    /// The cassette.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The name the recording gave its model

@@ -55,7 +55,7 @@ impl Provider {
     }
 
     /// Its name: `openai` or `anthropic`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.row().name
     }
 

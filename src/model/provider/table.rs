@@ -30,7 +30,7 @@ pub enum Provider {
 }
 
 /// What lc-agent knows of a provider: one row of the provider table,
-/// read by [`Provider::from_env`], parsing, [`Provider::as_str`] and
+/// read by [`Provider::from_env`], parsing, the provider's name and
 /// `Provider::open_with`.
 #[derive(Debug)]
 pub struct ProviderRow {

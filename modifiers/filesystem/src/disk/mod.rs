@@ -25,7 +25,7 @@ use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
-use super::paging::{page, Paged};
+use super::paging::page;
 use super::path;
 
 /// Files in a directory on disk.
@@ -521,26 +521,22 @@ impl Disk {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let head = read_head(&file).map_err(io_err)?;
-        let paged = match classify(&head) {
-            Encoding::Binary => Paged::Binary,
+        match classify(&head) {
+            Encoding::Binary => Err(FsError::Binary {
+                path: vpath.to_string(),
+                size,
+            }),
             Encoding::Utf16Le | Encoding::Utf16Be => {
                 // Transcoded to UTF-8 as it is read (never whole in memory).
                 let decoded = encoding_rs_io::DecodeReaderBytesBuilder::new()
                     .bom_sniffing(true)
                     .strip_bom(true)
                     .build(file);
-                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)?
+                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)
             }
             Encoding::Utf8 => {
-                page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)?
+                page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)
             }
-        };
-        match paged {
-            Paged::Text(window) => Ok(window),
-            Paged::Binary => Err(FsError::Binary {
-                path: vpath.to_string(),
-                size,
-            }),
         }
     }
 

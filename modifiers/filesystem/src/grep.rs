@@ -196,6 +196,7 @@ impl Collect {
                 path: vpath.to_string(),
                 lines: Vec::new(),
                 line_too_long: true,
+                unreadable: false,
             }),
             Err(e) => {
                 tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file");
@@ -206,6 +207,7 @@ impl Collect {
                 path: vpath.to_string(),
                 lines: self.lines,
                 line_too_long: false,
+                unreadable: false,
             }),
         }
     }

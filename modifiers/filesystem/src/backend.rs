@@ -183,6 +183,22 @@ pub struct FileMatches {
     /// grep's per-line limit ([`GREP_LINE_LIMIT`](crate::GREP_LINE_LIMIT));
     /// `lines` is then empty and the tool prints a note naming the file.
     pub line_too_long: bool,
+    /// The file (or, with a trailing `/`, the directory) could not be read,
+    /// so it was not searched; `lines` is then empty and the tool prints a
+    /// note naming it.
+    pub unreadable: bool,
+}
+
+impl FileMatches {
+    /// A path that could not be read (a directory ends with `/`).
+    pub(crate) fn unreadable(path: String) -> Self {
+        Self {
+            path,
+            lines: Vec::new(),
+            line_too_long: false,
+            unreadable: true,
+        }
+    }
 }
 
 /// The output of `execute`.
@@ -204,6 +220,12 @@ pub struct ExecuteResponse {
 /// [`super::path::normalize`]); the tools validate arguments first. Results
 /// are unsorted and uncapped: the tools sort, cap and format them, so every
 /// backend prints the same answers.
+///
+/// A walk (`ls` recursive, `glob`, `grep`) that meets a directory it cannot
+/// read goes on and reports it: as a path ending with `/` among `ls`'s
+/// entries and `glob`'s files, as a [`FileMatches`] marked `unreadable` in
+/// `grep`'s results (a file grep cannot open is reported the same way,
+/// without the `/`). The tools print those as notes.
 #[async_trait]
 pub trait Backend: Send + Sync {
     /// Entries directly under `dir` (all descendants with `recursive`).

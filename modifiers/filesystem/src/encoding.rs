@@ -1,7 +1,7 @@
 //! What a file's first bytes say: UTF-8 text, UTF-16 with a BOM, or binary
-//! (a NUL byte in the first [`BINARY_SNIFF_BYTES`]; `read_file` and `grep`
-//! also stop at a NUL met later, and `edit_file` looks at the whole file:
-//! [`classify_whole`]); and the UTF-16 transcoding they share.
+//! (a NUL byte in the first [`BINARY_SNIFF_BYTES`], the spec's rule: a NUL
+//! byte after them is text to `read_file`, `edit_file` and `grep`); and the
+//! UTF-16 transcoding they share.
 //!
 //! ```text
 //!  FF FE ..  -> Utf16Le   (checked before the NUL byte)
@@ -38,16 +38,6 @@ pub(crate) fn classify(head: &[u8]) -> Encoding {
         Encoding::Binary
     } else {
         Encoding::Utf8
-    }
-}
-
-/// Classifies a whole file held in memory (what `edit_file` rewrites): a
-/// UTF-16 BOM first, then a NUL byte *anywhere* makes it binary, as a NUL
-/// met by `read_file` or `grep` while reading does.
-pub(crate) fn classify_whole(bytes: &[u8]) -> Encoding {
-    match classify(bytes) {
-        Encoding::Utf8 if memchr::memchr(0, bytes).is_some() => Encoding::Binary,
-        other => other,
     }
 }
 

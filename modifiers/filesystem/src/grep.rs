@@ -10,8 +10,8 @@
 //!
 //! Both read through the searcher's line buffer (in-memory text too, so
 //! every backend answers alike), which bounds memory and time per line:
-//! - a NUL byte anywhere in what is read stops the search and the file is
-//!   skipped as binary (not only a NUL in the first 8 KiB);
+//! - a file with a NUL byte in its first 8 KiB is skipped as binary (the
+//!   spec's rule); a NUL byte after them is searched as text;
 //! - the buffer may not grow past [`GREP_LINE_LIMIT`]: a file with a longer
 //!   line is not searched (`line_too_long`; the tool prints a note);
 //! - printed lines are cut like `read_file`'s, at [`MAX_LINE_CHARS`] chars.
@@ -81,7 +81,7 @@ impl GrepEngine {
         SearcherBuilder::new()
             .line_number(true)
             .line_terminator(LineTerminator::crlf())
-            .binary_detection(BinaryDetection::quit(0))
+            .binary_detection(BinaryDetection::none())
             .heap_limit(Some(GREP_LINE_LIMIT))
             .before_context(self.context)
             .after_context(self.context)
@@ -159,8 +159,6 @@ struct Collect {
     matches: usize,
     limit: usize,
     keep_text: bool,
-    /// A NUL byte was met: the file is binary and skipped.
-    binary: bool,
 }
 
 impl Collect {
@@ -170,7 +168,6 @@ impl Collect {
             matches: 0,
             limit,
             keep_text,
-            binary: false,
         }
     }
 
@@ -191,24 +188,26 @@ impl Collect {
         });
     }
 
-    /// What the search of `vpath` found: `None` for no match or a binary
-    /// file, a `line_too_long` entry when the buffer hit its limit.
+    /// What the search of `vpath` found: `None` for no match, a
+    /// `line_too_long` entry when the buffer hit its limit.
     fn finish(self, vpath: &str, outcome: io::Result<()>) -> Option<FileMatches> {
         match outcome {
             Err(e) if is_heap_limit(&e) => Some(FileMatches {
                 path: vpath.to_string(),
                 lines: Vec::new(),
                 line_too_long: true,
+                unreadable: false,
             }),
             Err(e) => {
                 tracing::debug!(path = %vpath, error = %e, "grep: skipping unreadable file");
                 None
             }
-            Ok(()) if self.binary || self.matches == 0 => None,
+            Ok(()) if self.matches == 0 => None,
             Ok(()) => Some(FileMatches {
                 path: vpath.to_string(),
                 lines: self.lines,
                 line_too_long: false,
+                unreadable: false,
             }),
         }
     }
@@ -232,11 +231,6 @@ impl Sink for Collect {
     fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, io::Error> {
         self.push(ctx.line_number(), ctx.bytes(), false);
         Ok(true)
-    }
-
-    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
-        self.binary = true;
-        Ok(false)
     }
 }
 

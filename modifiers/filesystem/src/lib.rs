@@ -84,12 +84,11 @@
 //!   count. ...`); a line cut at the budget says `over <k> more chars`.
 //!   Skipping to `offset` has no budget (the caller asked for that line),
 //!   and an offset past the end still names the exact length.
-//! - **Binary is decided by every byte read, not only the first 8 KiB.**
-//!   A NUL byte anywhere `read_file` reads (skipped lines, window, counted
-//!   tail) gives `Error: <path> is a binary file (<n> bytes)`; `edit_file`
-//!   looks at the whole file; `grep` stops at a NUL byte and skips the file
-//!   (unless `max_count` was reached before it). NULs are never shown
-//!   escaped: a model gets the binary error instead of NUL garbage.
+//! - **Binary is decided by the first 8 KiB** (the spec's rule): a NUL byte
+//!   there makes `read_file` and `edit_file` answer `Error: <path> is a
+//!   binary file (<n> bytes)` and `grep` skip the file; a NUL byte after
+//!   them is text (shown and searched as it is), so no tool reads a whole
+//!   file to decide.
 //! - **grep's line limit.** The searcher's line buffer stops at
 //!   [`GREP_LINE_LIMIT`] (8 MiB): a file with a longer line is not searched,
 //!   and the answer begins with `Note: <path> was not searched: it has a

@@ -17,12 +17,12 @@ use lc_agent::FileData;
 
 use super::backend::{FileMatches, GrepQuery, LsEntry, ReadPage};
 use super::edit::plan_edit;
-use super::encoding::{classify, classify_whole, Encoding};
+use super::encoding::{classify, Encoding};
 use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
-use super::paging::{page, Paged};
+use super::paging::page;
 use super::path;
 
 fn prefix_of(dir: &str) -> String {
@@ -221,8 +221,7 @@ pub(crate) fn read_text(file: &str, text: &str, offset: usize, limit: usize) -> 
         return Err(binary());
     }
     match page(text.as_bytes(), offset, limit) {
-        Ok(Paged::Text(window)) => Ok(window),
-        Ok(Paged::Binary) => Err(binary()),
+        Ok(window) => Ok(window),
         Err(e) => Err(FsError::Io {
             path: file.to_string(),
             reason: e.to_string(),
@@ -266,7 +265,7 @@ pub(crate) fn edit_text(
     replace_all: bool,
 ) -> FsResult<(String, usize)> {
     path::check_new_name(file)?;
-    if classify_whole(text.as_bytes()) == Encoding::Binary {
+    if classify(text.as_bytes()) == Encoding::Binary {
         return Err(FsError::Binary {
             path: file.to_string(),
             size: text.len() as u64,

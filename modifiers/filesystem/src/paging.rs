@@ -8,9 +8,11 @@
 //!                       (the rest of a long line is counted, not kept); stop
 //!                       keeping once the window passes MAX_READ_CHARS
 //!                   --> count the lines after it, up to READ_SCAN_BUDGET bytes
-//!                   --> Paged::Text(ReadPage { lines, total, blank })
-//!  a NUL byte in any byte it reads                 --> Paged::Binary
+//!                   --> ReadPage { lines, total, blank }
 //! ```
+//!
+//! Whether a file is binary is decided before paging, by its first 8 KiB
+//! (`encoding.rs`); a NUL byte later on is text like any other byte.
 //!
 //! Everything it reads but does not show (the cut-off part of long lines
 //! and the lines after the window) counts against [`READ_SCAN_BUDGET`];
@@ -36,15 +38,6 @@ pub const READ_SCAN_BUDGET: u64 = 16 << 20;
 /// Bytes of a line kept to show its first [`MAX_LINE_CHARS`] chars (a char
 /// is at most 4 bytes, and one more char tells that the line goes on).
 const KEEP_BYTES: usize = 4 * MAX_LINE_CHARS + 4;
-
-/// What [`page`] read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Paged {
-    /// Text: the window.
-    Text(ReadPage),
-    /// A NUL byte in the bytes it read: a binary file.
-    Binary,
-}
 
 fn is_blank_bytes(bytes: &[u8]) -> bool {
     if bytes.is_ascii() {
@@ -94,8 +87,6 @@ enum Fed {
     All,
     /// Took this many bytes and stopped (budget spent).
     Stopped(usize),
-    /// Met a NUL byte.
-    Binary,
 }
 
 impl Pager {
@@ -116,18 +107,14 @@ impl Pager {
         }
     }
 
-    /// Notes bytes read (NUL check, blank check, line start).
-    fn saw(&mut self, bytes: &[u8]) -> bool {
-        if memchr::memchr(0, bytes).is_some() {
-            return false;
-        }
+    /// Notes bytes read (blank check, line start).
+    fn saw(&mut self, bytes: &[u8]) {
         if self.blank {
             self.blank = is_blank_bytes(bytes);
         }
         if let Some(last) = bytes.last() {
             self.at_line_start = *last == b'\n';
         }
-        true
     }
 
     fn feed(&mut self, buf: &[u8]) -> Fed {
@@ -147,9 +134,7 @@ impl Pager {
                     self.line += need;
                     at + 1
                 };
-                if !self.saw(&rest[..took]) {
-                    return Fed::Binary;
-                }
+                self.saw(&rest[..took]);
                 pos += took;
             } else if self.line < self.window_end {
                 let newline = memchr::memchr(b'\n', rest);
@@ -160,9 +145,7 @@ impl Pager {
                     .len()
                     .min(usize::try_from(self.budget).unwrap_or(usize::MAX));
                 let seen = &rest[..keep + tail_taken];
-                if !self.saw(seen) {
-                    return Fed::Binary;
-                }
+                self.saw(seen);
                 self.current.extend_from_slice(kept);
                 self.tail_chars += char_starts(&tail[..tail_taken]);
                 self.budget -= tail_taken as u64;
@@ -192,9 +175,7 @@ impl Pager {
                     .len()
                     .min(usize::try_from(self.budget).unwrap_or(usize::MAX));
                 let region = &rest[..take];
-                if !self.saw(region) {
-                    return Fed::Binary;
-                }
+                self.saw(region);
                 self.line += bytecount::count(region, b'\n');
                 self.budget -= take as u64;
                 pos += take;
@@ -263,9 +244,9 @@ impl Pager {
 /// the window counted up to [`READ_SCAN_BUDGET`] bytes.
 ///
 /// Lines end at `\n` (a `\r` before it is dropped); a final newline does not
-/// start another line. A NUL byte anywhere in what it reads (the skipped
-/// lines, the window, what it counts) makes the file binary.
-pub(crate) fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Result<Paged> {
+/// start another line. NUL bytes are text here (the caller has checked
+/// the first 8 KiB).
+pub(crate) fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io::Result<ReadPage> {
     let mut pager = Pager::new(offset, limit);
     loop {
         let buf = reader.fill_buf()?;
@@ -279,21 +260,17 @@ pub(crate) fn page<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> io
                 reader.consume(n);
                 break;
             }
-            Fed::Binary => return Ok(Paged::Binary),
         }
     }
-    Ok(Paged::Text(pager.finish()))
+    Ok(pager.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn text(p: io::Result<Paged>) -> ReadPage {
-        match p.unwrap() {
-            Paged::Text(page) => page,
-            Paged::Binary => panic!("binary"),
-        }
+    fn text(p: io::Result<ReadPage>) -> ReadPage {
+        p.unwrap()
     }
 
     fn shown(p: &ReadPage) -> Vec<&str> {
@@ -340,9 +317,9 @@ mod tests {
     }
 
     #[test]
-    fn a_nul_anywhere_read_is_binary_and_one_past_the_budget_is_not_read() {
-        assert_eq!(page(&b"a\nb\0\n"[..], 0, 1).unwrap(), Paged::Binary);
-        assert_eq!(page(&b"a\nb\0\nc\n"[..], 2, 1).unwrap(), Paged::Binary);
+    fn a_nul_is_text_and_one_past_the_budget_is_not_read() {
+        let p = text(page(&b"a\nb\0\nc\n"[..], 1, 1));
+        assert_eq!((shown(&p), p.total), (vec!["b\0"], Some(3)));
         let budget = READ_SCAN_BUDGET as usize;
         let mut bytes = b"a\n".to_vec();
         bytes.resize(2 + budget, b'\n');

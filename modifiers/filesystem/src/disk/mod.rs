@@ -25,7 +25,7 @@ use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
-use super::paging::{page, Paged};
+use super::paging::page;
 use super::path;
 
 /// Files in a directory on disk.
@@ -161,6 +161,8 @@ enum Kind {
     Dir,
     LinkFile,
     LinkDir,
+    /// A directory that could not be opened or read (not searched).
+    Unreadable,
 }
 
 struct Found {
@@ -203,6 +205,12 @@ fn map_err(e: io::Error, vpath: &str, missing: fn(String) -> FsError) -> FsError
             reason: e.kind().to_string(),
         }
     }
+}
+
+/// How a walk reports a directory it could not read: its path with a
+/// trailing `/` (see `Backend`).
+fn unreadable_dir(vpath: &str) -> String {
+    format!("{}/", vpath.trim_end_matches('/'))
 }
 
 fn read_head(file: &std::fs::File) -> io::Result<Vec<u8>> {
@@ -281,10 +289,24 @@ impl Disk {
                 Some(d) => d,
                 None => match self.root.open_dir_nofollow(&rdir) {
                     Ok(d) => d,
-                    Err(_) => continue,
+                    // Gone since it was listed: nothing to report.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(_) => {
+                        visit(Found {
+                            vpath: vdir,
+                            rel: rdir,
+                            kind: Kind::Unreadable,
+                        });
+                        continue;
+                    }
                 },
             };
             let Ok(entries) = dir.entries() else {
+                visit(Found {
+                    vpath: vdir,
+                    rel: rdir,
+                    kind: Kind::Unreadable,
+                });
                 continue;
             };
             let entries: Vec<(OsString, cap_std::fs::FileType)> = entries
@@ -348,9 +370,16 @@ impl Disk {
             return Ok(self
                 .walk(dir, handle, None)
                 .into_iter()
-                .map(|f| LsEntry {
-                    is_dir: matches!(f.kind, Kind::Dir | Kind::LinkDir),
-                    path: f.vpath,
+                .map(|f| match f.kind {
+                    // Reported with a trailing `/` (see `Backend`).
+                    Kind::Unreadable => LsEntry {
+                        path: unreadable_dir(&f.vpath),
+                        is_dir: true,
+                    },
+                    kind => LsEntry {
+                        is_dir: matches!(kind, Kind::Dir | Kind::LinkDir),
+                        path: f.vpath,
+                    },
                 })
                 .collect());
         }
@@ -406,9 +435,15 @@ impl Disk {
         Ok(self
             .walk(dir, handle, Some(&mut rules))
             .into_iter()
-            .filter(|f| matches!(f.kind, Kind::File | Kind::LinkFile))
-            .filter(|f| path::relative_to(&f.vpath, dir).is_some_and(|r| glob.is_match(r)))
-            .map(|f| f.vpath)
+            .filter_map(|f| match f.kind {
+                Kind::Unreadable => Some(unreadable_dir(&f.vpath)),
+                Kind::File | Kind::LinkFile
+                    if path::relative_to(&f.vpath, dir).is_some_and(|r| glob.is_match(r)) =>
+                {
+                    Some(f.vpath)
+                }
+                _ => None,
+            })
             .collect())
     }
 
@@ -428,8 +463,13 @@ impl Disk {
         }
         let handle = self.open_dir(target, FsError::PathNotFound)?;
         let mut rules = self.ancestor_rules(target);
-        Ok(self.search_files(&engine, |send| {
+        let mut unreadable = Vec::new();
+        let mut found = self.search_files(&engine, |send| {
             self.walk_each(target, handle, Some(&mut rules), &mut |f| {
+                if f.kind == Kind::Unreadable {
+                    unreadable.push(FileMatches::unreadable(unreadable_dir(&f.vpath)));
+                    return;
+                }
                 let wanted = matches!(f.kind, Kind::File | Kind::LinkFile)
                     && glob.is_none_or(|g| {
                         path::relative_to(&f.vpath, target).is_some_and(|r| g.is_match(r))
@@ -438,7 +478,9 @@ impl Disk {
                     send(f.vpath, f.rel);
                 }
             });
-        }))
+        });
+        found.extend(unreadable);
+        Ok(found)
     }
 
     /// Searches the files `produce` hands over, on worker threads that start
@@ -478,7 +520,8 @@ impl Disk {
         })
     }
 
-    /// Searches one file; unreadable files are skipped.
+    /// Searches one file; a file that cannot be opened is reported
+    /// (`unreadable`) unless it is gone.
     fn search_one(
         &self,
         engine: &GrepEngine,
@@ -486,7 +529,11 @@ impl Disk {
         vpath: &str,
         rel: &std::path::Path,
     ) -> Option<FileMatches> {
-        let file = self.root.open(rel).ok()?;
+        let file = match self.root.open(rel) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(_) => return Some(FileMatches::unreadable(vpath.to_string())),
+        };
         match engine.search_file(searcher, vpath, &file.into_std()) {
             Ok(found) => found,
             Err(e) => {
@@ -521,26 +568,22 @@ impl Disk {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let head = read_head(&file).map_err(io_err)?;
-        let paged = match classify(&head) {
-            Encoding::Binary => Paged::Binary,
+        match classify(&head) {
+            Encoding::Binary => Err(FsError::Binary {
+                path: vpath.to_string(),
+                size,
+            }),
             Encoding::Utf16Le | Encoding::Utf16Be => {
                 // Transcoded to UTF-8 as it is read (never whole in memory).
                 let decoded = encoding_rs_io::DecodeReaderBytesBuilder::new()
                     .bom_sniffing(true)
                     .strip_bom(true)
                     .build(file);
-                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)?
+                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)
             }
             Encoding::Utf8 => {
-                page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)?
+                page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)
             }
-        };
-        match paged {
-            Paged::Text(window) => Ok(window),
-            Paged::Binary => Err(FsError::Binary {
-                path: vpath.to_string(),
-                size,
-            }),
         }
     }
 

@@ -17,7 +17,7 @@ use cap_std::fs::Dir;
 use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
 use crate::edit::plan_edit;
-use crate::encoding::{classify_whole, decode_utf16, encode_utf16, Encoding};
+use crate::encoding::{classify, decode_utf16, encode_utf16, Encoding};
 use crate::error::{FsError, FsResult};
 use crate::path;
 
@@ -178,7 +178,7 @@ impl Disk {
             let (dir, name) = self.write_dir(&target, vpath)?;
             write_atomically(&dir, &name, Commit::Replace, |out| fill(out)).map_err(io_err)
         };
-        match classify_whole(&bytes) {
+        match classify(&bytes) {
             Encoding::Binary => Err(FsError::Binary {
                 path: vpath.to_string(),
                 size,

@@ -9,7 +9,7 @@ use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{cap_lines, FileTool};
+use super::{cap_lines, unreadable_notes, FileTool};
 use crate::backend::Backend;
 use crate::glob::GlobPattern;
 use crate::{atomic, path};
@@ -51,14 +51,20 @@ impl FileTool for Glob {
         let pattern = GlobPattern::new(args.pattern)?;
         let mut files = backend.glob(&pattern, &dir).await?;
         files.retain(|f| !atomic::is_temp_path(f));
+        // A walk reports a directory it could not read with a trailing `/`.
+        let (unreadable, files): (Vec<String>, Vec<String>) =
+            files.into_iter().partition(|f| f.ends_with('/'));
+        let mut out = unreadable_notes(&unreadable, "searched");
         if files.is_empty() {
-            return Ok(ToolOutput::ok("No files found"));
+            out.push("No files found".to_string());
+            return Ok(ToolOutput::ok(out.join("\n")));
         }
         let mut lines: Vec<String> = files.iter().map(|f| path::shown(f).into_owned()).collect();
         lines.sort_unstable();
         lines.dedup();
-        Ok(ToolOutput::ok(cap_lines(lines, |n| {
+        out.push(cap_lines(lines, |n| {
             format!("... ({n} more matches; narrow the pattern)")
-        })))
+        }));
+        Ok(ToolOutput::ok(out.join("\n")))
     }
 }

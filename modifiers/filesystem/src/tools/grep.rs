@@ -10,7 +10,7 @@ use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{AtLeast, FileTool};
+use super::{unreadable_notes, AtLeast, FileTool};
 use crate::backend::{Backend, FileMatches, GrepMode, GrepQuery};
 use crate::glob::GlobPattern;
 use crate::grep::{invalid_regex_note, GREP_LINE_LIMIT};
@@ -91,6 +91,13 @@ impl FileTool for Grep {
         let mut results = backend.grep(&query, &target).await?;
         results.retain(|f| !atomic::is_temp_path(&f.path));
         let mut notes: Vec<String> = note.into_iter().collect();
+        let unreadable: Vec<String> = results
+            .iter()
+            .filter(|f| f.unreadable)
+            .map(|f| f.path.clone())
+            .collect();
+        notes.extend(unreadable_notes(&unreadable, "searched"));
+        results.retain(|f| !f.unreadable);
         let mut too_long: Vec<String> = results
             .iter()
             .filter(|f| f.line_too_long)

@@ -3,13 +3,15 @@
 //! ```text
 //!  LsArgs { path = "/", recursive = false } -> Backend::ls -> format_ls
 //!    sorted, directories with `/`, at most 1000 lines, "(empty directory)"
+//!    after a note per directory the walk could not read (`Note: could not
+//!    read <dir>/; not listed.`)
 //! ```
 
 use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{cap_lines, FileTool};
+use super::{cap_lines, unreadable_notes, FileTool};
 use crate::backend::{Backend, LsEntry};
 use crate::{atomic, path};
 
@@ -48,7 +50,13 @@ impl FileTool for Ls {
         let dir = path::normalize(args.path.unwrap_or("/"))?;
         let mut entries = backend.ls(&dir, args.recursive.unwrap_or(false)).await?;
         entries.retain(|e| !atomic::is_temp_path(&e.path));
-        Ok(ToolOutput::ok(format_ls(entries)))
+        // A walk reports a directory it could not read with a trailing `/`.
+        let (unreadable, entries): (Vec<LsEntry>, Vec<LsEntry>) =
+            entries.into_iter().partition(|e| e.path.ends_with('/'));
+        let unreadable: Vec<String> = unreadable.into_iter().map(|e| e.path).collect();
+        let mut out = unreadable_notes(&unreadable, "listed");
+        out.push(format_ls(entries));
+        Ok(ToolOutput::ok(out.join("\n")))
     }
 }
 

@@ -235,6 +235,36 @@ pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec
     tools
 }
 
+/// At most this many paths a walk could not read are named, one note each
+/// (then one note with how many more).
+const MAX_UNREADABLE_NOTES: usize = 20;
+
+/// The notes `ls`, `glob` and `grep` print first for the paths their walk
+/// could not read (a directory ends with `/`): `Note: could not read
+/// <path>; not <missed>.`, sorted by the printed path, at most
+/// [`MAX_UNREADABLE_NOTES`], then `Note: could not read <n> more paths; not
+/// <missed>.`
+fn unreadable_notes(paths: &[String], missed: &str) -> Vec<String> {
+    let mut shown: Vec<String> = paths
+        .iter()
+        .map(|p| crate::path::shown(p).into_owned())
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    let more = shown.len().saturating_sub(MAX_UNREADABLE_NOTES);
+    shown.truncate(MAX_UNREADABLE_NOTES);
+    let mut notes: Vec<String> = shown
+        .into_iter()
+        .map(|p| format!("Note: could not read {p}; not {missed}."))
+        .collect();
+    if more > 0 {
+        notes.push(format!(
+            "Note: could not read {more} more paths; not {missed}."
+        ));
+    }
+    notes
+}
+
 /// Caps a sorted list at [`MAX_LIST_LINES`], then a footer naming how many
 /// more there are.
 fn cap_lines(mut lines: Vec<String>, footer: impl Fn(usize) -> String) -> String {

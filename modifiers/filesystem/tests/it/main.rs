@@ -22,6 +22,7 @@
 //! - `sandbox` — `execute` in a sandbox: hostile commands, modes, limits.
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
+//! - `unreadable` — folders the process cannot read are named by `ls`, `glob`, `grep`.
 
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, unreachable_pub)]
@@ -42,3 +43,4 @@ mod rewind;
 mod sandbox;
 mod security;
 mod store_cas;
+mod unreadable;

@@ -1,5 +1,5 @@
 //! Files at the edges, the same on every backend: huge lines, NUL bytes
-//! past the first 8 KiB, files too large to count, control characters in
+//! in and past the first 8 KiB, files too large to count, control characters in
 //! names, bytes that are not UTF-8.
 
 use lc_agent_filesystem::{
@@ -31,10 +31,34 @@ fn late_nul() -> String {
     text
 }
 
+/// Lines of 99 `x` then `y`s up to a NUL byte at byte index `at`, then
+/// `"\nafter\n"` (the spec's 8 KiB rule: 8,191 is binary, 8,192 is text).
+fn nul_at(at: usize) -> String {
+    let mut text = format!("{}\n", "x".repeat(99)).repeat(at / 100);
+    text.push_str(&"y".repeat(at - text.len()));
+    text.push_str("\0\nafter\n");
+    text
+}
+
+/// A NUL byte far past the first 8 KiB (about 1 MiB in).
+fn far_nul() -> String {
+    let mut text: String = (0..FAR_NUL_LINES)
+        .map(|i| format!("far line {i:06}\n"))
+        .collect();
+    text.push_str("zero \0 here\nafter\n");
+    text
+}
+
+/// Lines before the NUL byte of `/far_nul.txt`.
+const FAR_NUL_LINES: usize = 65_000;
+
 /// The edge fixture (path, content): all text a model could write.
 pub fn fixture() -> Vec<(String, String)> {
     vec![
         ("/late_nul.txt".into(), late_nul()),
+        ("/nul_8191.txt".into(), nul_at(8191)),
+        ("/nul_8192.txt".into(), nul_at(8192)),
+        ("/far_nul.txt".into(), far_nul()),
         (
             "/two_mib.txt".into(),
             format!("{}\nend\n", "a".repeat(TWO_MIB)),
@@ -63,20 +87,28 @@ pub async fn load(backend: &dyn Backend, prefix: &str) {
 
 /// The edge table (items 13 and 14 of issue 21). `{R}` is the route prefix.
 pub fn table() -> Vec<Case> {
-    let late_size = late_nul().len();
     let y = "y".repeat(999);
     let x_shown = "x".repeat(MAX_LINE_CHARS);
     // Kept: 4 * 2000 + 4 bytes, of which 2000 are shown; then the budget.
     let over_more = 4 * MAX_LINE_CHARS + 4 - MAX_LINE_CHARS + READ_SCAN_BUDGET as usize;
     let limit_mib = GREP_LINE_LIMIT >> 20;
     vec![
-        // 13: a NUL byte past the first 8 KiB is binary too, wherever read.
-        case("read_file", json!({"file_path": "{R}/late_nul.txt", "limit": 3}), format!("Error: {{R}}/late_nul.txt is a binary file ({late_size} bytes)")),
-        case("read_file", json!({"file_path": "{R}/late_nul.txt", "offset": 2001}), format!("Error: {{R}}/late_nul.txt is a binary file ({late_size} bytes)")),
-        case("grep", json!({"pattern": "text line 0001", "path": "{R}/late_nul.txt"}), "No matches found"),
-        case("grep", json!({"pattern": "text line 0001", "path": "{R}/", "output_mode": "content"}), format!("Note: {{R}}/over.txt was not searched: it has a line longer than {limit_mib} MiB.\nNo matches found")),
-        case("grep", json!({"pattern": "after", "path": "{R}/late_nul.txt", "output_mode": "count"}), "No matches found"),
-        case("edit_file", json!({"file_path": "{R}/late_nul.txt", "old_string": "after", "new_string": "b"}), "Error: {R}/late_nul.txt is a binary file (".to_string() + &late_size.to_string() + " bytes)"),
+        // Issue 36 item 2, the spec's rule: a NUL byte in the first 8 KiB
+        // (index 8,191) is binary; at 8,192 or later it is text.
+        case("read_file", json!({"file_path": "{R}/nul_8191.txt", "offset": 81}), format!("Error: {{R}}/nul_8191.txt is a binary file ({} bytes)", nul_at(8191).len())),
+        case("edit_file", json!({"file_path": "{R}/nul_8191.txt", "old_string": "after", "new_string": "b"}), format!("Error: {{R}}/nul_8191.txt is a binary file ({} bytes)", nul_at(8191).len())),
+        case("grep", json!({"pattern": "after", "path": "{R}/nul_8191.txt"}), "No matches found"),
+        case("read_file", json!({"file_path": "{R}/nul_8192.txt", "offset": 81}), format!("    82\t{}\0\n    83\tafter", "y".repeat(92))),
+        case("grep", json!({"pattern": "after|y\\x00", "path": "{R}/", "glob": "nul_*", "output_mode": "content"}), format!("{{R}}/nul_8192.txt:82:{}\0\n{{R}}/nul_8192.txt:83:after", "y".repeat(92))),
+        case("grep", json!({"pattern": "after", "path": "{R}/", "glob": "*nul*"}), "{R}/far_nul.txt\n{R}/late_nul.txt\n{R}/nul_8192.txt"),
+        case("grep", json!({"pattern": "after", "path": "{R}/late_nul.txt", "output_mode": "count"}), "{R}/late_nul.txt: 1"),
+        case("read_file", json!({"file_path": "{R}/late_nul.txt", "offset": 1999, "limit": 3}), "  2000\ttext line 1999\n  2001\t\0\0\0\n  2002\tafter"),
+        case("read_file", json!({"file_path": "{R}/far_nul.txt", "offset": FAR_NUL_LINES}), format!("{:>6}\tzero \0 here\n{:>6}\tafter", FAR_NUL_LINES + 1, FAR_NUL_LINES + 2)),
+        case("grep", json!({"pattern": "zero", "path": "{R}/far_nul.txt", "output_mode": "content"}), format!("{{R}}/far_nul.txt:{}:zero \0 here", FAR_NUL_LINES + 1)),
+        case("edit_file", json!({"file_path": "{R}/nul_8192.txt", "old_string": "after", "new_string": "AFTER"}), "Successfully replaced 1 occurrence(s) in {R}/nul_8192.txt"),
+        case("read_file", json!({"file_path": "{R}/nul_8192.txt", "offset": 82}), "    83\tAFTER"),
+        case("edit_file", json!({"file_path": "{R}/far_nul.txt", "old_string": "zero \0 here", "new_string": "zero"}), "Successfully replaced 1 occurrence(s) in {R}/far_nul.txt"),
+        case("grep", json!({"pattern": "^zero$", "path": "{R}/far_nul.txt", "output_mode": "count"}), "{R}/far_nul.txt: 1"),
         // 13: a long line is cut, and the rest of it counted exactly...
         case("read_file", json!({"file_path": "{R}/two_mib.txt"}), format!("     1\t{} ... [line truncated, {} more chars]\n     2\tend", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
         case("grep", json!({"pattern": "^a+$", "path": "{R}/two_mib.txt", "output_mode": "content"}), format!("{{R}}/two_mib.txt:1:{} ... [line truncated, {} more chars]", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
@@ -102,7 +134,7 @@ pub fn table() -> Vec<Case> {
         case("write_file", json!({"file_path": "{R}/esc\u{1b}[31m.txt", "content": "x"}), "Error: Invalid path: {R}/esc\\u{1b}[31m.txt (file names cannot contain control characters)"),
         case("write_file", json!({"file_path": "{R}/c1\u{85}.txt", "content": "x"}), "Error: Invalid path: {R}/c1\\u{85}.txt (file names cannot contain control characters)"),
         case("edit_file", json!({"file_path": "{R}/ok\r.txt", "old_string": "a", "new_string": "b"}), "Error: Invalid path: {R}/ok\\r.txt (file names cannot contain control characters)"),
-        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/late_nul.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/two_mib.txt"),
+        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/far_nul.txt\n{R}/late_nul.txt\n{R}/nul_8191.txt\n{R}/nul_8192.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/two_mib.txt"),
         // ...and a path argument is echoed escaped (a NUL never raw).
         case("read_file", json!({"file_path": "{R}/nope\n.txt"}), "Error: File not found: {R}/nope\\n.txt"),
         case("ls", json!({"path": "{R}/a\u{0}b"}), "Error: Invalid path: {R}/a\\0b"),

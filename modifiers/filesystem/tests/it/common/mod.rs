@@ -76,7 +76,7 @@ pub struct Case {
     pub expected: String,
 }
 
-fn case(tool: &'static str, args: Value, expected: impl Into<String>) -> Case {
+pub fn case(tool: &'static str, args: Value, expected: impl Into<String>) -> Case {
     Case {
         tool,
         args,

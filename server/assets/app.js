@@ -21,6 +21,8 @@ const state = {
   zoom: { scale: 1, x: 0, y: 0 },
 };
 const PAGE = 30;
+// Messages per page of the session view (the server's page size).
+const PAGE_MESSAGES = 200;
 const narrow = () => window.matchMedia("(max-width: 900px)").matches;
 
 // ---------------------------------------------------------------- basics
@@ -298,6 +300,8 @@ function renderMessages(messages) {
   const box = $("messages");
   box.replaceChildren();
   const lastAi = [...messages].reverse().find((m) => m.role === "ai" && m.kind !== "network");
+  const earlier = state.view && state.view.messages_offset;
+  if (earlier > 0) box.append(button(earlier + " earlier messages: show them", "small earlier", () => loadEarlier()));
   renderMessageList(box, messages, lastAi);
   if (!messages.some((m) => m.role === "human")) box.append(el("p", "empty hello", "Ask the agent something to start."));
   box.append(...state.notes);
@@ -412,6 +416,22 @@ async function refresh() {
     if (e.status === 404 || e.status === 403) closeSession(e.message);
     else status(e.message);
   }
+}
+
+// The view is a page of the latest messages: earlier ones come on demand.
+async function loadEarlier() {
+  const id = state.session;
+  const view = state.view;
+  if (!id || !view || !(view.messages_offset > 0)) return;
+  try {
+    const offset = Math.max(0, view.messages_offset - PAGE_MESSAGES);
+    const s = await api("GET", "/api/sessions/" + id + "?offset=" + offset + "&limit=" + (view.messages_offset - offset));
+    if (state.session !== id || state.view !== view) return;
+    view.messages = s.messages.concat(view.messages);
+    view.messages_offset = offset;
+    renderMessages(view.messages);
+    $("messages").scrollTop = 0;
+  } catch (e) { status(e.message); }
 }
 
 // Watches the open session while no run goes on: a change made elsewhere
@@ -535,8 +555,16 @@ function renderFiles(files) {
     li.append(button(path, "file-link", () => {
       const v = $("file-view");
       v.hidden = false;
-      const text = files[path].content;
-      v.textContent = text === null ? "(not shown: binary or larger than 64 KiB)" : text;
+      const file = files[path];
+      if (file.omitted && state.session) {
+        // Large files come one at a time, when asked.
+        v.textContent = "(loading " + file.bytes + " bytes…)";
+        api("GET", "/api/sessions/" + state.session + "?limit=1&file=" + encodeURIComponent(path))
+          .then((s) => { const t = s.files[path] && s.files[path].content; v.textContent = t == null ? "(not shown: binary)" : t; })
+          .catch((e) => { v.textContent = e.message; });
+        return;
+      }
+      v.textContent = file.content === null ? "(not shown: binary)" : file.content;
     }));
     ul.append(li);
   }

@@ -244,9 +244,62 @@ impl TokenCounter for TiktokenCounter {
         self.encoding.name()
     }
 
+    /// Linear in the text: tiktoken's merges are quadratic in the length
+    /// of one word, so a long text is counted in pieces cut before a
+    /// whitespace (once a piece holds [`PIECE`] bytes) and inside a run
+    /// of [`RUN`] bytes without any (a base64 blob, a minified line),
+    /// where no real token is that long. Short texts count exactly.
     fn count(&self, text: &str) -> usize {
-        self.bpe.encode_ordinary(text).len()
+        if text.len() <= PIECE {
+            return self.bpe.encode_ordinary(text).len();
+        }
+        // A long run repeats itself more often than not: count each
+        // distinct piece once.
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        pieces(text)
+            .map(|piece| {
+                *seen
+                    .entry(piece)
+                    .or_insert_with(|| self.bpe.encode_ordinary(piece).len())
+            })
+            .sum()
     }
+}
+
+/// Bytes of a piece of a long text before it is cut at a whitespace.
+#[cfg(feature = "tokens")]
+const PIECE: usize = 4096;
+
+/// Bytes without whitespace or punctuation after which a long text is cut
+/// anyway (longer than any token of the vocabularies).
+#[cfg(feature = "tokens")]
+const RUN: usize = 64;
+
+/// `text` in pieces (see [`TiktokenCounter::count`]), on char boundaries.
+#[cfg(feature = "tokens")]
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut run = 0;
+        let mut cut = rest.len();
+        for (i, c) in rest.char_indices() {
+            if i > 0 && ((c.is_whitespace() && i >= PIECE) || run >= RUN) {
+                cut = i;
+                break;
+            }
+            run = if c.is_alphanumeric() {
+                run + c.len_utf8()
+            } else {
+                0
+            };
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// The best counter for a model: the real tokenizer with the `tokens`
@@ -481,6 +534,52 @@ mod tests {
                 < ApproxCounter.count(&"lorem ipsum ".repeat(1000))
         );
         assert_eq!(counter_for_model("gpt-4o").name(), "o200k_base");
+    }
+
+    /// Issue 31 item 10: a 1.9 MB message cost seconds of CPU. A long
+    /// text counts in linear time, even one long word, and prose counts
+    /// as it did (the pieces are cut before a whitespace).
+    #[cfg(feature = "tokens")]
+    #[test]
+    fn a_long_text_counts_in_linear_time() {
+        let o200k = TiktokenCounter::new(Encoding::O200kBase).unwrap();
+        let prose = "The quick brown fox jumps over the lazy dog. ".repeat(400);
+        assert!(prose.len() > PIECE);
+        assert_eq!(o200k.count(&prose), o200k.bpe.encode_ordinary(&prose).len());
+        let word = "x".repeat(PIECE * 2);
+        assert!(
+            o200k
+                .count(&word)
+                .abs_diff(o200k.bpe.encode_ordinary(&word).len())
+                * 50
+                <= o200k.count(&word)
+        );
+        assert_eq!(
+            pieces(&"é".repeat(5000)).collect::<String>(),
+            "é".repeat(5000)
+        );
+        // 1.9 MB of one word, and of prose: well under a second each
+        // (a debug build; the quadratic merge took minutes on the word).
+        let hex: String = (0..1_900_000u32)
+            .map(|i| {
+                char::from(b"0123456789abcdef"[(i.wrapping_mul(2_654_435_761) >> 28) as usize])
+            })
+            .collect();
+        for text in [
+            "a".repeat(1_900_000),
+            hex,
+            prose.repeat(1_900_000 / prose.len()),
+        ] {
+            let started = std::time::Instant::now();
+            let tokens = o200k.count(&text);
+            let took = started.elapsed();
+            assert!(tokens > 1_900_000 / 150, "{tokens}");
+            assert!(
+                took < std::time::Duration::from_secs(3),
+                "{} bytes: {took:?}",
+                text.len()
+            );
+        }
     }
 }
 

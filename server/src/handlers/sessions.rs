@@ -4,7 +4,14 @@
 //! ```text
 //!  GET    /api/sessions?offset=&limit=&q=  a page of SessionInfo (newest first; q: names containing it)
 //!  POST   /api/sessions {name?, mode?}  a new session (201), named by its first message unless named
-//!  GET    /api/sessions/{id}            messages, graph, Mermaid, files, todos, pending approvals, usage
+//!  GET    /api/sessions/{id}?since=&offset=&limit=&file=
+//!                                       messages (a page: the last 200 unless offset/limit say;
+//!                                       messages_total, messages_offset; texts over 64 KiB clipped,
+//!                                       `clipped: true`, the node whole at .../nodes/{node_id}),
+//!                                       graph, Mermaid, files (text up to 64 KiB each and 1 MiB in
+//!                                       all, else `content: null, omitted: true` with `bytes`;
+//!                                       `file=PATH` adds that one whole), todos, approvals, usage;
+//!                                       `since=REV` answers {unchanged: true} while at REV
 //!  PATCH  /api/sessions/{id} {name?, mode?}  renames it, sets its permission mode (409 while it
 //!                                       runs; 403 for `bypass` unless the server allows it, modes.rs)
 //!  DELETE /api/sessions/{id}            204 (404 when there is none)
@@ -215,6 +222,106 @@ pub(crate) struct ShowQuery {
     /// session is not even read (a page polling a large session).
     #[serde(default)]
     since: Option<u64>,
+    /// The first message of the page (default: the last [`PAGE`]).
+    #[serde(default)]
+    offset: Option<usize>,
+    /// Messages in the page (default and at most [`PAGE`]).
+    #[serde(default)]
+    limit: Option<usize>,
+    /// One file whose whole text the view carries (up to the session's
+    /// per-file cap), whatever its size.
+    #[serde(default)]
+    file: Option<String>,
+}
+
+/// Messages in one page of the view (the latest, unless `offset` says).
+const PAGE: usize = 200;
+
+/// The longest text of one message (its content, a tool call's
+/// arguments) in the view; the whole node is `GET .../nodes/{node_id}`.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// The file texts one view carries in all; the files past it are listed
+/// with their size only (`?file=` fetches one).
+const MAX_VIEW_FILE_BYTES: usize = 1024 * 1024;
+
+/// Bounds a view: one page of messages (`messages_total`,
+/// `messages_offset` say where it is), each message's long texts clipped
+/// (`clipped: true`), file texts within [`MAX_VIEW_FILE_BYTES`] (the
+/// others `content: null`, `omitted: true`, with their `bytes`), and the
+/// file `wanted` whole.
+fn bound_view(shown: &mut Value, query: &ShowQuery, wanted: Option<&Value>) {
+    if let Some(Value::Array(messages)) = shown.get_mut("messages") {
+        let total = messages.len();
+        let limit = query.limit.unwrap_or(PAGE).clamp(1, PAGE);
+        let offset = query
+            .offset
+            .unwrap_or(total.saturating_sub(limit))
+            .min(total);
+        let mut page: Vec<Value> = messages.drain(..).skip(offset).take(limit).collect();
+        for message in &mut page {
+            clip_message(message);
+        }
+        *messages = page;
+        shown["messages_total"] = json!(total);
+        shown["messages_offset"] = json!(offset);
+    }
+    if let Some(Value::Object(files)) = shown.get_mut("files") {
+        let mut budget = MAX_VIEW_FILE_BYTES;
+        for (path, file) in files.iter_mut() {
+            let Some(text) = file.get("content").and_then(Value::as_str) else {
+                continue;
+            };
+            let bytes = text.len();
+            file["bytes"] = json!(bytes);
+            if query.file.as_deref() == Some(path.as_str()) {
+                continue;
+            }
+            if bytes > MAX_SHOWN_BYTES || bytes > budget {
+                file["content"] = Value::Null;
+                file["omitted"] = json!(true);
+            } else {
+                budget -= bytes;
+            }
+        }
+        if let (Some(path), Some(wanted)) = (&query.file, wanted) {
+            files.insert(path.clone(), wanted.clone());
+        }
+    }
+}
+
+/// Clips a message's content and its tool calls' arguments (and a
+/// sub-agent's messages) to [`MAX_MESSAGE_BYTES`].
+fn clip_message(message: &mut Value) {
+    let mut clipped = false;
+    let mut clip = |v: &mut Value| {
+        if let Some(text) = v.as_str().filter(|t| t.len() > MAX_MESSAGE_BYTES) {
+            let mut end = MAX_MESSAGE_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            *v = json!(format!("{}…", &text[..end]));
+            clipped = true;
+        }
+    };
+    if let Some(content) = message.get_mut("content") {
+        clip(content);
+    }
+    if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
+        for call in calls {
+            if let Some(arguments) = call.get_mut("arguments") {
+                clip(arguments);
+            }
+        }
+    }
+    if clipped {
+        message["clipped"] = json!(true);
+    }
+    if let Some(Value::Array(inner)) = message.get_mut("inner") {
+        for m in inner {
+            clip_message(m);
+        }
+    }
 }
 
 pub(crate) async fn show(
@@ -235,12 +342,34 @@ pub(crate) async fn show(
     }
     let net = state.hub.load(&user, &list, id).await?;
     let mut shown = view(&net);
+    let mut wanted = None;
     if state.hub.has_directory() {
         // The file tools work in the user's directory: show its files.
         let (agent, _) = state.hub.agent_for(&user, Some(&net))?;
-        shown["files"] = directory_files(&*agent.backend_for(&net)).await;
+        let backend = agent.backend_for(&net);
+        shown["files"] = directory_files(&*backend).await;
+        if let Some(path) = &query.file {
+            wanted = directory_file(&*backend, path).await;
+        }
+    } else if let Some(path) = &query.file {
+        wanted = shown["files"].get(path).cloned();
     }
+    bound_view(&mut shown, &query, wanted.as_ref());
     Ok(Json(shown))
+}
+
+/// One file of a directory backend, whole when it is text (up to the
+/// session's per-file cap, which the backend enforces on writes).
+async fn directory_file(backend: &dyn Backend, path: &str) -> Option<Value> {
+    let d = backend
+        .download_files(vec![path.to_string()])
+        .await
+        .into_iter()
+        .next()?;
+    let bytes = d.content?;
+    let size = bytes.len();
+    let text = String::from_utf8(bytes).ok();
+    Some(json!({"content": text, "bytes": size}))
 }
 
 /// Files listed from a directory backend (the first [`MAX_LISTED_FILES`]);
@@ -257,11 +386,17 @@ async fn directory_files(backend: &dyn Backend) -> Value {
     let files: serde_json::Map<String, Value> = downloads
         .into_iter()
         .map(|d| {
+            let size = d.content.as_ref().map(Vec::len);
+            let omitted = size.is_some_and(|n| n > MAX_SHOWN_BYTES);
             let text = d
                 .content
                 .filter(|bytes| bytes.len() <= MAX_SHOWN_BYTES)
                 .and_then(|bytes| String::from_utf8(bytes).ok());
-            (d.path, json!({"content": text}))
+            let mut file = json!({"content": text, "bytes": size});
+            if omitted {
+                file["omitted"] = json!(true);
+            }
+            (d.path, file)
         })
         .collect();
     Value::Object(files)

@@ -183,24 +183,32 @@ async fn a_try_refused_with_429_does_not_use_up_its_key_and_another_body_is_422(
 }
 
 #[tokio::test]
-async fn a_timeout_without_a_key_says_a_plain_resend_is_a_new_run() {
+async fn a_timeout_without_a_key_says_a_plain_resend_is_a_new_run_and_it_is() {
     let model = scripted(vec![
-        Turn::text("slow").delayed(Duration::from_millis(1_000))
+        Turn::text("slow").delayed(Duration::from_millis(1_000)),
+        Turn::text("second").delayed(Duration::from_millis(1_000)),
     ]);
+    let calls = model.clone();
     let server =
         start_with(|dir| config(model, dir).request_timeout(Duration::from_millis(400))).await;
-    let r = post(
-        &format!("{}/v1/chat/completions", server.url),
-        ALICE,
-        json!({"messages": [{"role": "user", "content": "hi"}]}),
-    )
-    .await;
+    let url = format!("{}/v1/chat/completions", server.url);
+    let body = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let r = post(&url, ALICE, body.clone()).await;
     assert_eq!(r.status(), 408);
-    let body: Value = r.json().await.unwrap();
-    let message = body["error"]["message"].as_str().unwrap();
+    let first: Value = r.json().await.unwrap();
+    let message = first["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("a plain resend starts a new run") && !message.contains("same body"),
         "{message}"
     );
+    // What the text says is what happens: the same body again, by the
+    // same user, without a key or the SDK's retry header, is a new run.
+    let r = post(&url, ALICE, body).await;
+    assert_eq!(r.status(), 408);
+    let second: Value = r.json().await.unwrap();
+    assert_ne!(first["run"], second["run"], "{first} {second}");
+    assert_ne!(first["session"], second["session"], "{first} {second}");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(calls.calls(), 2);
     let _ = server.stop().await;
 }

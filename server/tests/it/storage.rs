@@ -291,3 +291,84 @@ async fn the_session_view_answers_unchanged_without_reading_the_session() {
     assert!(changed["messages"].as_array().unwrap().len() >= 2);
     server.stop().await;
 }
+
+/// Issue 31 item 10: the session view is bounded. A page of messages
+/// (`messages_total`, `offset`/`limit`), a long tool call clipped (the
+/// node whole at `/nodes/{id}`), a large file listed with its size and
+/// fetched alone with `?file=`.
+#[tokio::test]
+async fn the_session_view_is_paged_and_large_texts_are_left_out_unless_asked() {
+    let big = "line of the big file\n"
+        .repeat(15_000)
+        .trim_end()
+        .to_string();
+    let model = scripted(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/big.md", "content": big}),
+        ),
+        call(
+            "w2",
+            "write_file",
+            json!({"file_path": "/small.md", "content": "small"}),
+        ),
+        Turn::text("Written."),
+    ]);
+    let server = start_with(|dir| config(model, dir)).await;
+    let r = post(
+        &format!("{}/v1/chat/completions", server.url),
+        ALICE,
+        json!({"messages": [{"role": "user", "content": "write"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let id = r.headers()["x-lc-agent-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let url = format!("{}/api/sessions/{id}", server.url);
+    let whole = get(&url, ALICE).await.text().await.unwrap();
+    assert!(whole.len() < 100_000, "the view is {} bytes", whole.len());
+    let view: Value = serde_json::from_str(&whole).unwrap();
+    let total = view["messages_total"].as_u64().unwrap();
+    assert_eq!(total, view["messages"].as_array().unwrap().len() as u64);
+    assert!(total >= 6, "{view}");
+    assert_eq!(view["files"]["/small.md"]["content"], "small");
+    assert_eq!(view["files"]["/big.md"]["content"], Value::Null);
+    assert_eq!(view["files"]["/big.md"]["omitted"], true);
+    assert_eq!(view["files"]["/big.md"]["bytes"], big.len());
+    // The write's call is clipped; its node holds it whole.
+    let clipped = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["clipped"] == true)
+        .unwrap_or_else(|| panic!("no clipped message: {view}"));
+    let node = get_json(
+        &format!("{url}/nodes/{}", clipped["node_id"].as_str().unwrap()),
+        ALICE,
+    )
+    .await;
+    assert!(node.to_string().len() > big.len(), "the node is whole");
+    // One file, whole, when asked.
+    let one = get_json(&format!("{url}?file=/big.md"), ALICE).await;
+    assert_eq!(
+        one["files"]["/big.md"]["content"],
+        big.trim_end_matches('\n')
+    );
+    // A page: the first two messages, then the rest.
+    let first = get_json(&format!("{url}?offset=0&limit=2"), ALICE).await;
+    assert_eq!(first["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(first["messages_offset"], 0);
+    assert_eq!(
+        first["messages"][0]["node_id"],
+        view["messages"][0]["node_id"]
+    );
+    let rest = get_json(&format!("{url}?offset=2"), ALICE).await;
+    assert_eq!(rest["messages"].as_array().unwrap().len() as u64, total - 2);
+    // Nothing changed: the revision alone.
+    let same = get_json(&format!("{url}?since={}", view["revision"]), ALICE).await;
+    assert_eq!(same["unchanged"], true, "{same}");
+    let _ = server.stop().await;
+}

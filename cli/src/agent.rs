@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::{ChatNode, HumanNode, NetworkError, NodeId, RunnableNetwork};
+use lc_agent::{ChatNode, HumanNode, NetworkError, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
@@ -29,7 +29,7 @@ use lc_agent_deepagent::{
     summarizer_of, write_title, AgentContext, AgentSpec, Blueprint, CompactError, Compaction,
     Overrides, Setting,
 };
-use lc_agent_filesystem::TOOL_NAMES;
+use lc_agent_filesystem::{Backend, TOOL_NAMES};
 use serde_json::Value;
 use std::sync::Mutex;
 
@@ -157,8 +157,9 @@ pub(crate) struct Agent {
     /// Made by this process (not resumed): not kept when the model never
     /// answered.
     fresh: bool,
-    /// Where the next human turn attaches after `/undo`.
-    branch_from: Mutex<Option<Option<NodeId>>>,
+    /// The session's workspace, as its file tools see it (what `/rewind`
+    /// restores files in).
+    pub(crate) backend: Arc<dyn Backend>,
     /// The first turn was answered: a model may title the session.
     title_due: AtomicBool,
 }
@@ -279,6 +280,7 @@ impl Agent {
         let model_name = blueprint
             .main_model()
             .map_or_else(|| args.model.name(), |m| m.model.clone());
+        let backend = builder.backend_for(&net);
         let screen = show_progress_with(&net, look.unwrap_or_else(Look::detect));
         screen.set_context_window(window);
         Ok(Self {
@@ -293,7 +295,7 @@ impl Agent {
                 ..Policy::default()
             }),
             fresh,
-            branch_from: Mutex::new(None),
+            backend,
             title_due: AtomicBool::new(false),
         })
     }
@@ -313,23 +315,10 @@ impl Agent {
                 self.net.set_metadata(TITLE_KEY, Value::String(title));
             }
         }
-        let branch = self.branch_from.lock().ok().and_then(|mut b| b.take());
-        match branch {
-            Some(parent) => {
-                let parents: Vec<NodeId> = parent.into_iter().collect();
-                self.net
-                    .add(
-                        HumanNode {
-                            text: text.to_string(),
-                        },
-                        &parents,
-                    )
-                    .map_err(|e| CliError::failed(e.to_string()))?;
-            }
-            None => {
-                let _scope = self.net.enter();
-                HumanNode::new(text);
-            }
+        {
+            // Below the current leaf (or where `/rewind` went back to).
+            let _scope = self.net.enter();
+            HumanNode::new(text);
         }
         let answer = self.finish(input, interrupt).await?;
         if first {
@@ -427,59 +416,29 @@ impl Agent {
         }
     }
 
-    /// `/undo`: the next human turn goes below what preceded the last
-    /// one; the undone turn stays in the graph as a branch. The text of
-    /// the undone turn, or `None` when there is nothing to undo.
-    pub(crate) fn undo(&self) -> Option<String> {
-        let humans: Vec<_> = self
+    /// Takes out a turn that failed and waits to be sent again (a
+    /// message too long for the model: its chat node did not run and
+    /// says why), so a rewind or a summary does not send it again.
+    pub(crate) async fn drop_failed_turn(&self) {
+        let failed = self
             .net
-            .nodes()
-            .into_iter()
-            .filter(|n| n.kind() == HumanNode::KIND && n.is_invoked())
-            .collect();
-        // The last human turn on the current branch.
-        let leaf = self.net.current_leaf()?;
-        let mut current = Some(leaf);
-        let mut last = None;
-        while let Some(node) = current {
-            if humans.iter().any(|h| h.id() == node.id()) {
-                last = Some(node.clone());
-                break;
-            }
-            current = self.net.parents(node.id()).into_iter().next();
+            .pending()
+            .iter()
+            .any(|n| n.held().is_none() && n.metadata_value("error").is_some());
+        if failed {
+            self.cancel_turn().await;
         }
-        let last = last?;
-        let parent = self
-            .net
-            .parents(last.id())
-            .into_iter()
-            .next()
-            .map(|p| p.id());
-        if let Ok(mut b) = self.branch_from.lock() {
-            *b = Some(parent);
-        }
-        last.output().map(|m| m.text().to_string())
     }
 
     /// `/compact`: summarizes the conversation now (the one the next turn
-    /// continues, also after `/undo`), keeping no message verbatim, and
+    /// continues, also after `/rewind`: the summary joins below the
+    /// current leaf and becomes it), keeping no message verbatim, and
     /// saves the session.
     pub(crate) async fn compact(&self) -> Result<Compaction, CompactError> {
-        let branch = self.branch_from.lock().ok().and_then(|b| *b);
-        let after = match branch {
-            Some(Some(id)) => self.net.node(id),
-            Some(None) => None,
-            None => self.net.current_leaf(),
-        }
-        .ok_or(CompactError::Nothing)?;
+        let after = self.net.current_leaf().ok_or(CompactError::Nothing)?;
         let done = summarizer_of(&self.net)
             .compact_after(&self.net, &after, 0)
             .await?;
-        if branch.is_some()
-            && let Ok(mut b) = self.branch_from.lock()
-        {
-            *b = Some(Some(done.node.id()));
-        }
         if let Err(e) = self.save().await {
             eprintln!("error: {}", e.message);
         }

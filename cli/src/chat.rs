@@ -12,7 +12,7 @@
 //! completes commands and paths under `--root`, Alt-Enter or a trailing
 //! `\` for multi-line input), slash commands that never reach the model
 //! (`/help`, `/model`, `/tokens`, `/todos`, `/files`, `/sessions`,
-//! `/resume`, `/new`, `/compact`, `/undo`, `/continue`, `/approve`,
+//! `/resume`, `/new`, `/compact`, `/rewind`, `/undo`, `/continue`, `/approve`,
 //! `/exit`; `commands.rs`), Markdown answers, a spinner and a footer per
 //! turn (`console.rs`), approvals with a diff preview (`approve.rs`).
 //! Ctrl-C cancels the turn in flight (what ran is saved, the prompt
@@ -210,7 +210,7 @@ async fn converse(
         }
         input.remember(&line);
         let text = if commands::is_command(&line) {
-            match commands::run(agent, &line).await {
+            match commands::run(agent, &line, input).await {
                 Action::Stay => continue,
                 Action::Quit => break,
                 Action::Run => None,

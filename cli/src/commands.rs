@@ -17,6 +17,7 @@ use lc_agent_deepagent::{todos_of, TodoStatus};
 
 use crate::agent::Agent;
 use crate::console::{out, usage_of, TurnStats};
+use crate::input::Input;
 
 /// Every command and what it does (for `/help` and Tab).
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -42,8 +43,12 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "summarize the conversation now; the next request sends the summary instead",
     ),
     (
+        "/rewind",
+        "go back to before one of your messages: the conversation, the files, or both",
+    ),
+    (
         "/undo",
-        "go back to before your last message (the undone turn stays in the graph)",
+        "take back your last message and the files its turn changed (/rewind of the last turn)",
     ),
     (
         "/continue",
@@ -81,7 +86,7 @@ pub(crate) fn is_command(line: &str) -> bool {
 }
 
 /// Runs the command `line` (see [`COMMANDS`]).
-pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
+pub(crate) async fn run(agent: &Agent, line: &str, input: &mut dyn Input) -> Action {
     if let Some(text) = line.strip_prefix("//") {
         return Action::Send(format!("/{text}"));
     }
@@ -164,36 +169,11 @@ pub(crate) async fn run(agent: &Agent, line: &str) -> Action {
             Action::Stay
         }
         "/undo" => {
-            // A turn that failed (a message too long for the model) is
-            // taken out first, so it is not sent again.
-            if failed_turn(agent) {
-                agent.cancel_turn().await;
-            }
-            let touched = touched_files(agent);
-            match agent.undo() {
-                Some(text) => {
-                    out(&format!(
-                        "undone: {}\nyour next message goes where it was (the undone turn stays in the session's graph)\n",
-                        crate::console::cut(&text, 70)
-                    ));
-                    // Files are not rolled back (yet): say so, and which.
-                    let place = match workspace_root(agent) {
-                        Some(root) => format!("in the workspace {}", root.display()),
-                        None => "in the session's files".to_string(),
-                    };
-                    if touched.is_empty() {
-                        out(&format!(
-                            "note: /undo does not roll files back: what the turn changed stays {place}\n"
-                        ));
-                    } else {
-                        out(&format!(
-                            "note: /undo does not roll files back: {} stay as the undone turn left them, {place}\n",
-                            touched.join(", ")
-                        ));
-                    }
-                }
-                None => out("nothing to undo\n"),
-            }
+            crate::rewind::undo(agent, input).await;
+            Action::Stay
+        }
+        "/rewind" => {
+            crate::rewind::rewind(agent, &rest, input).await;
             Action::Stay
         }
         "/continue" => match agent.net.continue_cut_off() {
@@ -257,49 +237,6 @@ fn tool_names(agent: &Agent) -> Vec<String> {
     names.sort();
     names.dedup();
     names
-}
-
-/// Whether the last turn failed and waits to be sent again (its chat
-/// node did not run and says why).
-fn failed_turn(agent: &Agent) -> bool {
-    agent
-        .net
-        .pending()
-        .iter()
-        .any(|n| n.held().is_none() && n.metadata_value("error").is_some())
-}
-
-/// The files the last turn's tool calls wrote, edited or ran commands
-/// in (from the newest node back to the last human message).
-fn touched_files(agent: &Agent) -> Vec<String> {
-    let mut touched = Vec::new();
-    // Every ancestor up to the human message (a chat node after tool
-    // calls has one parent per call).
-    let mut todo: Vec<_> = agent.net.current_leaf().into_iter().collect();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(node) = todo.pop() {
-        if node.kind() == lc_agent::HumanNode::KIND || !seen.insert(node.id()) {
-            continue;
-        }
-        if let Some(tool) = node.downcast::<lc_agent::ToolNode>() {
-            let call = &tool.tool_call;
-            let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-            let what = match call.name.as_str() {
-                "write_file" | "edit_file" => args
-                    .get("file_path")
-                    .and_then(|p| p.as_str())
-                    .map(str::to_string),
-                "execute" => Some("what `execute` changed".to_string()),
-                _ => None,
-            };
-            if let Some(what) = what.filter(|w| !touched.contains(w)) {
-                touched.push(what);
-            }
-        }
-        todo.extend(agent.net.parents(node.id()));
-    }
-    touched.sort();
-    touched
 }
 
 /// The directory the file tools work in (`--root`), when the session has
@@ -382,9 +319,7 @@ async fn compact(agent: &Agent) {
     use lc_agent_deepagent::CompactError;
     // A turn that failed (a message too long for the model) is taken out
     // first: the summary covers what was said, the message included.
-    if failed_turn(agent) {
-        agent.cancel_turn().await;
-    }
+    agent.drop_failed_turn().await;
     match agent.compact().await {
         Ok(done) => out(&format!(
             "compacted: {} messages summarized by {}; the next request: {} -> {} tokens\n",

@@ -54,6 +54,10 @@ pub(crate) trait Input {
 
     /// Keeps `line` in the history (the editor's; piped input has none).
     fn remember(&mut self, _line: &str) {}
+
+    /// Puts `text` into the next prompt to edit or send (a message
+    /// `/rewind` took back; piped input has no prompt to fill).
+    fn prefill(&mut self, _text: &str) {}
 }
 
 /// Lines of stdin, the prompt on stderr.
@@ -74,6 +78,8 @@ impl<I: Iterator<Item = std::io::Result<String>>> Input for Piped<I> {
 pub(crate) struct Editor {
     editor: rustyline::Editor<Helper, FileHistory>,
     history: Option<PathBuf>,
+    /// What the next prompt starts with.
+    initial: Option<String>,
 }
 
 impl Editor {
@@ -109,7 +115,11 @@ impl Editor {
             // A missing file is a first chat.
             let _ = editor.load_history(path);
         }
-        Ok(Self { editor, history })
+        Ok(Self {
+            editor,
+            history,
+            initial: None,
+        })
     }
 
     /// Adds `line` to the history and saves it (a failure is a warning).
@@ -128,7 +138,11 @@ impl Editor {
 
 impl Input for Editor {
     fn read(&mut self, prompt: &str) -> Read {
-        match self.editor.readline(prompt) {
+        let read = match self.initial.take() {
+            Some(text) => self.editor.readline_with_initial(prompt, (&text, "")),
+            None => self.editor.readline(prompt),
+        };
+        match read {
             Ok(line) => Read::Line(line.replace("\\\n", "\n")),
             Err(ReadlineError::Interrupted) => Read::Interrupted,
             Err(ReadlineError::Eof) => Read::End,
@@ -145,6 +159,10 @@ impl Input for Editor {
 
     fn remember(&mut self, line: &str) {
         self.add_to_history(line);
+    }
+
+    fn prefill(&mut self, text: &str) {
+        self.initial = Some(text.to_string());
     }
 }
 

@@ -45,6 +45,7 @@
 //! highlight.rs   fenced code of an answer in colour on a terminal (syntect)
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)
+//! rewind.rs      /rewind and /undo: back to before a message (conversation, files, both)
 //! mode.rs        the permission mode: --mode, /mode, the bypass warning on stderr
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
@@ -77,6 +78,7 @@ mod logging;
 mod mcp;
 mod mode;
 mod permissions;
+mod rewind;
 mod run;
 mod runs;
 mod serve;

@@ -552,3 +552,112 @@ fn hooks_refuse_rm_rf_and_a_prompt_on_the_terminal_and_the_chat_goes_on() {
         "{saved}"
     );
 }
+
+/// Every file under `root` with its text, by path from the root.
+fn tree(root: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                files.insert(name, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[needs(tmux)]
+#[test]
+fn slash_rewind_picks_a_turn_and_restores_its_files_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("README.md"), "the user's own\n").unwrap();
+    let write = |id: &str, path: &str, content: &str| {
+        serde_json::json!({"id": id, "name": "write_file",
+            "arguments": {"file_path": path, "content": content, "overwrite": true}})
+    };
+    let edit = |id: &str, path: &str, old: &str, new: &str| {
+        serde_json::json!({"id": id, "name": "edit_file",
+            "arguments": {"file_path": path, "old_string": old, "new_string": new}})
+    };
+    let script = serde_json::json!([
+        {"tool_calls": [write("1", "/plan.md", "step 1\n"), write("2", "/src/lib.rs", "fn a() {}\n")]},
+        {"content": "Planned."},
+        {"tool_calls": [edit("3", "/plan.md", "step 1", "step 1\nstep 2"), write("4", "/notes.md", "n\n")]},
+        {"content": "Stepped."},
+        {"tool_calls": [edit("5", "/src/lib.rs", "fn a() {}", "fn a() {}\nfn b() {}"), write("6", "/plan.md", "all new\n")]},
+        {"content": "Rewritten."},
+        {"content": "From turn two again."}
+    ]);
+    let extra = format!("--root {} --yes", root.display());
+    let tmux = Tmux::start(&chat_command(dir.path(), script, &extra));
+    tmux.wait_text("/help lists the commands");
+    let mut after = Vec::new();
+    for (message, answer) in [
+        ("Plan it", "Planned."),
+        ("Add a step", "Stepped."),
+        ("Rewrite it", "Rewritten."),
+    ] {
+        tmux.type_text(message);
+        tmux.keys(&["Enter"]);
+        tmux.wait_for("the prompt after the answer", |s| {
+            s.contains(answer) && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+        });
+        after.push(tree(&root));
+    }
+    assert_eq!(after[2]["plan.md"], "all new\n");
+    tmux.type_text("/rewind");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("rewind to before which message?");
+    assert!(
+        screen.contains("1. Plan it  (changed /plan.md, /src/lib.rs)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("3. Rewrite it  (changed /src/lib.rs, /plan.md)"),
+        "{screen}"
+    );
+    tmux.type_text("3");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("restore what?");
+    tmux.type_text("b");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("conversation: back to before");
+    assert!(
+        screen.contains("files restored: /plan.md, /src/lib.rs"),
+        "{screen}"
+    );
+    // Back to the files as turn two left them, exactly; the user's own
+    // file untouched.
+    assert_eq!(tree(&root), after[1]);
+    assert_eq!(after[1]["README.md"], "the user's own\n");
+    // The message comes back into the prompt; a changed one is sent.
+    tmux.wait_for("the message in the prompt", |s| {
+        s.lines()
+            .last_non_empty()
+            .is_some_and(|l| l.contains("› Rewrite it"))
+    });
+    tmux.keys(&["C-u"]);
+    tmux.type_text("Something else");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("From turn two again.");
+    // Now to before the first message, files only: nothing the agent
+    // wrote is left; the user's file stays.
+    tmux.type_text("/rewind 1 files");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("files restored: /notes.md, /plan.md, /src/lib.rs");
+    let left = tree(&root);
+    assert_eq!(
+        left.keys().collect::<Vec<_>>(),
+        ["README.md"],
+        "{left:?}"
+    );
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
+}

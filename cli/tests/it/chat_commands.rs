@@ -1,7 +1,7 @@
 //! The chat's slash commands, piped (one line of stdin per turn or
 //! command, their output on stdout) with a scripted model: `/todos`,
-//! `/files`, `/model`, `/approve`, `/undo`, `/sessions`, `/resume`,
-//! `/new`. A command that reached the model would use up a scripted turn.
+//! `/files`, `/model`, `/approve`, `/undo`, `/rewind`, `/sessions`,
+//! `/resume`, `/new`. A command that reached the model would use up a scripted turn.
 
 use std::path::Path;
 use std::process::Output;
@@ -104,13 +104,8 @@ fn undo_sends_the_next_message_where_the_last_one_was() {
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("undone: Write a note"), "{stdout}");
-    // The note it wrote is not rolled back, and the chat says so.
-    assert!(
-        stdout.contains(
-            "note: /undo does not roll files back: /note.md stay as the undone turn left them, in the session's files"
-        ),
-        "{stdout}"
-    );
+    // The note it wrote is taken back with it, and the chat says so.
+    assert!(stdout.contains("files restored: /note.md"), "{stdout}");
     // The conversation the session goes on with: only the new turn.
     let id = &announced(&stderr)[0];
     let shown = sessions(dir.path(), &["show", id]);
@@ -123,9 +118,12 @@ fn undo_sends_the_next_message_where_the_last_one_was() {
         ["[human] Something else", "[ai] Second answer."],
         "{shown}"
     );
-    // The undone turn stays in the graph.
+    // The undone turn stays in the graph; the session's files no longer
+    // hold its note.
     let saved = sessions(dir.path(), &["export", id]);
     assert!(saved.contains("Write a note") && saved.contains("Done."));
+    let files = serde_json::from_str::<serde_json::Value>(&saved).unwrap()["files"].clone();
+    assert!(files.get("/note.md").is_none(), "{files}");
     let nothing = chat(dir.path(), writing_script(), &[], "/undo\n/exit\n");
     assert!(text(&nothing.stdout).contains("nothing to undo"));
 }
@@ -237,4 +235,125 @@ fn files_under_a_root_lists_the_workspace() {
     assert!(stdout.contains("the workspace "), "{stdout}");
     let entries: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
     assert_eq!(entries, ["  src/", "  README.md"], "{stdout}");
+}
+
+/// Three turns on a directory: write a, b; edit a, write c; rewrite b.
+fn workspace_script() -> serde_json::Value {
+    let write = |id: &str, path: &str, content: &str| json!({"id": id, "name": "write_file", "arguments": {"file_path": path, "content": content, "overwrite": true}});
+    json!([
+        {"tool_calls": [write("1", "/a.txt", "a1\n"), write("2", "/b.txt", "b1\n")]},
+        {"content": "First done."},
+        {"tool_calls": [
+            {"id": "3", "name": "edit_file", "arguments": {"file_path": "/a.txt", "old_string": "a1", "new_string": "a2"}},
+            write("4", "/c.txt", "c2\n")]},
+        {"content": "Second done."},
+        {"tool_calls": [write("5", "/b.txt", "b3\n")]},
+        {"content": "Third done."},
+        {"content": "After the rewind."}
+    ])
+}
+
+#[test]
+fn rewind_asks_which_message_and_what_then_restores_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let root_arg = root.to_str().unwrap();
+    let out = chat(
+        dir.path(),
+        workspace_script(),
+        &["--root", root_arg, "--yes"],
+        // /rewind asks two questions (read from the next lines): to before
+        // message 2, the files only; then a user edit of b, and to before
+        // message 1 with both.
+        "one\ntwo\nthree\n/rewind\n2\nf\n/rewind 1 both\nagain\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("  1. one  (changed /a.txt, /b.txt)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  2. two  (changed /a.txt, /c.txt)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  3. three  (changed /b.txt)"), "{stdout}");
+    assert!(
+        stderr.contains("rewind to before which message? (1-3"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("files restored: /a.txt, /b.txt, /c.txt"),
+        "{stdout}"
+    );
+    // Files only: the conversation went on after turn three, so `/rewind
+    // 1` lists three turns still and the last answer follows "again".
+    assert!(
+        stdout.contains("conversation: back to before “one”"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("After the rewind."), "{stdout}");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names.is_empty(),
+        "the workspace before message 1: {names:?}"
+    );
+    // The session goes on from the start: the new message is a root.
+    let id = &announced(&stderr)[0];
+    let shown = sessions(dir.path(), &["show", id]);
+    let convo: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("[human]") || l.starts_with("[ai]"))
+        .collect();
+    assert_eq!(
+        convo,
+        ["[human] again", "[ai] After the rewind."],
+        "{shown}"
+    );
+}
+
+#[test]
+fn rewind_reports_a_file_changed_outside_the_agent_and_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let root_arg = root.to_str().unwrap();
+    // Two turns; then the user edits b.txt; a new chat resumes the
+    // session and rewinds to before message 1.
+    let first = chat(
+        dir.path(),
+        workspace_script(),
+        &["--root", root_arg, "--yes"],
+        "one\ntwo\n/exit\n",
+    );
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let id = announced(&text(&first.stderr))[0].clone();
+    std::fs::write(root.join("b.txt"), "the user's b\n").unwrap();
+    let out = chat(
+        dir.path(),
+        workspace_script(),
+        &["--session", &id],
+        "/rewind 1 files\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("files restored: /a.txt, /c.txt"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("files changed outside the agent since, left as they are: /b.txt"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b.txt")).unwrap(),
+        "the user's b\n"
+    );
+    assert!(!root.join("a.txt").exists() && !root.join("c.txt").exists());
 }

@@ -6,7 +6,8 @@
 //! root's `.git/config`, a connection to a server on the host's loopback —
 //! and an ordinary command that works. Each effect is checked on disk or
 //! on the socket, and printed. Then `read-only` mode refuses a write to
-//! the root itself. Last, what the sandbox costs: `true` run 50 times
+//! the root itself. Then how a command's processes are bounded here (a
+//! pids cgroup v2 or v1, else `RLIMIT_NPROC`). Last, what the sandbox costs: `true` run 50 times
 //! unconfined, under Landlock + seccomp and under bubblewrap (run it with
 //! `--release` for figures worth comparing).
 //!
@@ -121,6 +122,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Err(e) => println!("{name}: not available here: {e}"),
         }
     }
+    println!(
+        "\nthe process limit of a command here: {}",
+        Sandbox::open(SandboxPolicy::default())?.process_limit()
+    );
     println!("\nthe cost of one `true` (mean of 50, after one warm-up):");
     for (name, sandbox) in sandboxes {
         let shell = LocalShellBackend::sandboxed(FilesystemBackend::new(&plain)?, sandbox);

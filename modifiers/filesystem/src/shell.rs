@@ -18,7 +18,7 @@ use super::backend::{
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
-use super::sandbox::{self, ProcessLimit, Sandbox, SandboxMode};
+use super::sandbox::{ProcessLimit, Sandbox, SandboxMode};
 
 /// Bytes of command output kept.
 pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
@@ -193,18 +193,23 @@ async fn run(
     };
     let limit = sandbox
         .filter(|s| s.mechanism().is_some())
-        .and_then(|s| ProcessLimit::new(s.policy().max_processes));
+        .map(|s| ProcessLimit::new(s.policy().max_processes));
     if let Some(limit) = &limit {
-        let fd = limit.procs_fd();
         // SAFETY: the closure only calls write(2) on a descriptor opened
-        // before the fork, which is async-signal-safe.
+        // before the fork, or setrlimit(2): both async-signal-safe.
         unsafe {
-            cmd.pre_exec(move || sandbox::join(fd));
+            cmd.pre_exec(limit.applier());
         }
     }
-    let result = spawn_and_wait(cmd, root, timeout).await;
+    let mut result = spawn_and_wait(cmd, root, timeout).await;
     drop(keep);
     if let Some(limit) = limit {
+        if let (Ok(response), Some(note)) = (&mut result, limit.note()) {
+            if !response.output.is_empty() && !response.output.ends_with('\n') {
+                response.output.push('\n');
+            }
+            response.output.push_str(&note);
+        }
         let _ = tokio::task::spawn_blocking(move || limit.remove()).await;
     }
     result

@@ -12,7 +12,8 @@
 //!    │                                    ├─ Auto (auto.rs): one of the two per command
 //!    │                                    ├─ Landlock (landlock.rs + seccomp.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs): `bwrap … sh -c`
-//!    └─ ProcessLimit (limits.rs): a pids cgroup per command, where writable
+//!    └─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
+//!                                 else RLIMIT_NPROC
 //! ```
 //!
 //! **Two mechanisms, chosen per command** (`auto.rs`). [`Landlock`]
@@ -42,7 +43,9 @@
 //! and `/etc/gshadow`), as are `/usr` and `/opt`; files the command may
 //! write in the root can be anything (a `Makefile` a person runs later);
 //! a missing `.git` is not protected when a command creates it; the
-//! process limit needs a writable pids cgroup (see [`SandboxPolicy::max_processes`]).
+//! process limit is a pids cgroup where one can be made, else
+//! `RLIMIT_NPROC`, which the kernel does not enforce for root (see
+//! `limits.rs` and [`SandboxPolicy::max_processes`]).
 
 mod auto;
 mod bubblewrap;
@@ -60,7 +63,7 @@ use std::sync::Arc;
 use auto::Auto;
 pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
-pub(crate) use limits::{join, ProcessLimit};
+pub(crate) use limits::{LimitKind, ProcessLimit};
 pub use policy::{SandboxMode, SandboxPolicy};
 
 /// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
@@ -208,6 +211,16 @@ impl Sandbox {
     /// The mechanism's name (`none` in full mode).
     pub fn mechanism_name(&self) -> &str {
         self.mechanism.as_ref().map_or("none", |m| m.name())
+    }
+
+    /// How a command's processes are bounded here: `a pids cgroup (v2)`,
+    /// `a pids cgroup (v1)` or `RLIMIT_NPROC` (see
+    /// [`SandboxPolicy::max_processes`]); `none` in full mode.
+    pub fn process_limit(&self) -> &'static str {
+        match self.mechanism {
+            Some(_) => LimitKind::here().name(),
+            None => "none",
+        }
     }
 
     pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {

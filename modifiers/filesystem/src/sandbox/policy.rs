@@ -143,9 +143,12 @@ impl SandboxPolicy {
     }
 
     /// The most processes (threads count) a command may have at once,
-    /// enforced with a pids cgroup where one is writable (cgroup v1
-    /// `/sys/fs/cgroup/pids`); elsewhere the PID namespace and the timeout
-    /// bound a fork bomb.
+    /// enforced with a pids cgroup where this process can make one (cgroup
+    /// v2 under its own cgroup, else v1 `/sys/fs/cgroup/pids`), else with
+    /// `RLIMIT_NPROC` (the machine's processes now plus `max`; not
+    /// enforced for root, where the timeout bounds a fork bomb).
+    /// [`Sandbox::process_limit`](super::Sandbox::process_limit) says
+    /// which; a command that reaches a cgroup's limit gets a line saying so.
     #[must_use]
     pub fn max_processes(mut self, max: u32) -> Self {
         self.max_processes = max.max(1);

@@ -237,7 +237,23 @@ async fn a_fork_bomb_ends_at_the_timeout_and_leaves_nothing_behind() {
         3,
     )
     .await;
-    assert!(out.contains("timed out"), "{out}");
+    // What the person and the model read: the timeout first, then, where
+    // a cgroup bounds the command, the line naming the limit it reached.
+    assert!(
+        out.starts_with("Error: Command timed out after 3 s\n"),
+        "{out}"
+    );
+    let sandbox = Sandbox::open(SandboxPolicy::default()).unwrap();
+    if sandbox.process_limit().starts_with("a pids cgroup") {
+        let last = out.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with(&format!(
+                "[sandbox: the command reached its limit of 200 processes ({}); ",
+                sandbox.process_limit()
+            )) && last.ends_with("process(es) could not start]"),
+            "{out}"
+        );
+    }
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "took {:?}",
@@ -269,6 +285,10 @@ async fn the_process_limit_holds_where_a_pids_cgroup_can_be_made() {
     )
     .await;
     assert!(out.to_lowercase().contains("fork"), "{out}");
+    assert!(
+        out.contains("[sandbox: the command reached its limit of 20 processes (a pids cgroup"),
+        "{out}"
+    );
     let leftover = std::fs::read_dir("/sys/fs/cgroup/pids")
         .unwrap()
         .flatten()

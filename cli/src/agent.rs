@@ -307,6 +307,15 @@ impl Agent {
         input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
+        let first = self.begin_turn(text)?;
+        let answer = self.finish(input, interrupt).await?;
+        self.answered(first);
+        Ok(answer)
+    }
+
+    /// The person's text joins the session (titling a new one); whether
+    /// it is the session's first turn (pass it to [`Agent::answered`]).
+    pub(crate) fn begin_turn(&self, text: &str) -> CliResult<bool> {
         let first = !self.titled();
         if first {
             let title = lc_agent_deepagent::title_of(text);
@@ -320,11 +329,15 @@ impl Agent {
             let _scope = self.net.enter();
             HumanNode::new(text);
         }
-        let answer = self.finish(input, interrupt).await?;
+        Ok(first)
+    }
+
+    /// The turn [`Agent::begin_turn`] began was answered: the first one
+    /// makes a model-written title due.
+    pub(crate) fn answered(&self, first: bool) {
         if first {
             self.title_due.store(true, Ordering::Relaxed);
         }
-        Ok(answer)
     }
 
     /// After the first answer (once it is shown): a model-written title,

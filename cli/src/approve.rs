@@ -40,7 +40,7 @@ pub(crate) struct Policy {
 
 impl Policy {
     /// Whether a call of `tool` is approved without asking.
-    fn allows(&self, tool: &str) -> bool {
+    pub(crate) fn allows(&self, tool: &str) -> bool {
         self.all || self.tools.contains(tool)
     }
 

@@ -126,6 +126,9 @@ pub(crate) struct Look {
     pub(crate) status: bool,
     /// Colour on stderr.
     pub(crate) color: bool,
+    /// Nothing at all: the run's events are read by another writer
+    /// (`lc-agent exec`), so neither the answer nor progress is shown.
+    pub(crate) headless: bool,
 }
 
 impl Look {
@@ -137,6 +140,7 @@ impl Look {
             markdown: color && std::io::stdout().is_terminal(),
             status: stderr,
             color: color && stderr,
+            headless: false,
         }
     }
 }
@@ -771,6 +775,9 @@ pub(crate) fn show_progress_with(net: &RunnableNetwork, look: Look) -> Screen {
             continue_hint: Mutex::new(String::new()),
         }),
     };
+    if look.headless {
+        return screen;
+    }
     let weak: Weak<Inner> = Arc::downgrade(&screen.inner);
     net.on_event(move |event| {
         if let Some(inner) = weak.upgrade() {
@@ -878,6 +885,7 @@ mod tests {
             markdown: true,
             status: true,
             color: true,
+            headless: false,
         };
         let out = rendered(on, ANSWER);
         // The colour sequences are inside the code, which reads as written.
@@ -903,6 +911,7 @@ mod tests {
                 markdown: false,
                 status: true,
                 color: true,
+                headless: false,
             },
         ] {
             assert_eq!(rendered(off, ANSWER), ANSWER);

@@ -6,7 +6,8 @@
 //! | --- | --- | --- |
 //! | [`Kind::Failed`] | 1 | the work failed (the message says why) |
 //! | [`Kind::Usage`] | 2 | bad flags, files or arguments |
-//! | [`Kind::AwaitingApproval`] | 3 | a call waits for approval and stdin ended |
+//! | [`Kind::AwaitingApproval`] | 3 | a call waits for approval and stdin ended (`exec`: nobody can give it) |
+//! | [`Kind::SchemaMismatch`] | 4 | `exec --output-schema`: the answer does not fit the schema |
 //! | [`Kind::Interrupted`] | 130 | Ctrl-C stopped the run |
 //!
 //! Messages speak of flags, not of the library's API ([`in_cli_terms`]).
@@ -24,6 +25,8 @@ pub(crate) enum Kind {
     Usage,
     /// Exit 3.
     AwaitingApproval,
+    /// Exit 4.
+    SchemaMismatch,
     /// Exit 130 (128 + SIGINT, as shells do).
     Interrupted,
 }
@@ -99,6 +102,7 @@ impl CliError {
             Kind::Failed => 1,
             Kind::Usage => 2,
             Kind::AwaitingApproval => 3,
+            Kind::SchemaMismatch => 4,
             Kind::Interrupted => 130,
         }
     }

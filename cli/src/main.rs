@@ -3,6 +3,9 @@
 //! - `lc-agent run "TASK" [--root DIR [--shell]] [--model NAME | --script FILE.json]
 //!   [--agent FILE] [--mcp FILE] [--skills DIR] [--memory] [--yes] [--sessions DIR | --redis URL]` runs one task
 //!   with a deep agent (see `run.rs` for streaming, approvals, exit codes).
+//! - `lc-agent exec [PROMPT | -] [--json] [--output-schema FILE]` and
+//!   `lc-agent exec resume SESSION [PROMPT] [--fork]` run one prompt to
+//!   completion with no terminal UI; nothing is asked (see `exec/`).
 //! - `lc-agent chat [--session ID] ...` a conversation: interactive on a
 //!   terminal (line editing, slash commands, Markdown, Ctrl-C cancels a
 //!   turn), one line per turn when piped; resumes a saved session (see
@@ -51,6 +54,8 @@
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
+//! exec/          `exec`: the headless run (mod.rs), its JSON-lines stream made from
+//!                RunEvent (events.rs), --output-schema (output_schema.rs)
 //! fork.rs        sessions fork / diff / import: branches of saved sessions
 //! ```
 //!
@@ -69,6 +74,7 @@ mod chat;
 mod commands;
 mod console;
 mod error;
+mod exec;
 mod fork;
 mod highlight;
 mod hooks;
@@ -109,6 +115,10 @@ enum Command {
     /// Run one task with a deep agent (file tools, todos, sub-agents,
     /// approvals); the final answer is the last line on stdout.
     Run(run::RunArgs),
+    /// Run one prompt to completion with no terminal UI (scripts, CI):
+    /// `--json` prints one JSON event per line; `exec resume SESSION`
+    /// continues a session.
+    Exec(exec::ExecArgs),
     /// A conversation with the deep agent, one line per turn; resumes a
     /// saved session with --session.
     Chat(chat::ChatArgs),
@@ -142,6 +152,7 @@ async fn main() -> ExitCode {
     console::set_color(cli.log.color());
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Exec(args) => exec::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Tool(args) => tool::run(args).await,
         Command::Sessions(args) => sessions::run(args).await,

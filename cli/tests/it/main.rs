@@ -12,6 +12,7 @@ mod model_server;
 mod blueprint;
 mod chat_commands;
 mod console;
+mod exec;
 mod hooks;
 mod mcp;
 mod modes;

@@ -1,0 +1,481 @@
+//! `lc-agent exec` as scripts and CI run it: the real binary, a scripted
+//! model (offline), no terminal, nothing asked. The `--json` stream is
+//! snapshotted (ids and token counts masked) and read by an independent
+//! JSON-lines reader in Python.
+
+use std::path::Path;
+use std::process::Output;
+
+use lc_agent_test_support::needs;
+use serde_json::{json, Value};
+
+use crate::common;
+
+/// `lc-agent exec <args> --script S --sessions DIR <extra>` with this
+/// stdin.
+fn exec(dir: &Path, args: &[&str], script: Value, extra: &[&str], stdin: &str) -> Output {
+    let mut command = vec!["exec"];
+    command.extend_from_slice(args);
+    common::lc_agent(dir, &command, &script.to_string(), extra, stdin)
+}
+
+/// The stream on stdout: every line one JSON value (the test fails on
+/// anything else).
+fn events(out: &Output) -> Vec<Value> {
+    let stdout = std::str::from_utf8(&out.stdout).expect("stdout is UTF-8");
+    stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}\nstdout: {stdout}"))
+        })
+        .collect()
+}
+
+fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let t = e["type"].as_str().unwrap().to_string();
+            match e["item"]["type"].as_str() {
+                Some(item) => format!("{t} {item}"),
+                None => t,
+            }
+        })
+        .collect()
+}
+
+fn thread_id(events: &[Value]) -> String {
+    assert_eq!(events[0]["type"], "thread.started", "{events:?}");
+    events[0]["thread_id"].as_str().unwrap().to_string()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn workdir(dir: &Path) -> String {
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    work.display().to_string()
+}
+
+/// A plan, a message with a file write, a command, the plan done, the
+/// answer.
+fn full_script() -> Value {
+    json!([
+        {"tool_calls": [{"id": "c1", "name": "write_todos", "arguments":
+            {"todos": [{"content": "Write the greeting", "status": "in_progress"}]}}]},
+        {"content": "Writing the greeting.", "tool_calls": [{"id": "c2", "name": "write_file",
+            "arguments": {"file_path": "/hello.txt", "content": "hello\n"}}]},
+        {"tool_calls": [{"id": "c3", "name": "execute", "arguments": {"command": "cat hello.txt; exit 3"}}]},
+        {"tool_calls": [{"id": "c4", "name": "write_todos", "arguments":
+            {"todos": [{"content": "Write the greeting", "status": "completed"}]}}]},
+        {"content": "Wrote /hello.txt."}
+    ])
+}
+
+/// The stream with what changes from run to run masked: ids (uuids) and
+/// token counts.
+fn masked(stdout: &str) -> String {
+    let uuid =
+        regex::Regex::new("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
+    let tokens =
+        regex::Regex::new(r#""(input_tokens|cached_input_tokens|output_tokens)":\d+"#).unwrap();
+    let text = uuid.replace_all(stdout, "[id]");
+    tokens.replace_all(&text, "\"$1\":\"[n]\"").into_owned()
+}
+
+#[test]
+fn the_json_stream_of_a_run_is_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = workdir(dir.path());
+    let out = exec(
+        dir.path(),
+        &["Write the greeting file.", "--json"],
+        full_script(),
+        &["--root", &work, "--shell", "--yes"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    // Nothing but events on stdout; the notes on stderr.
+    assert!(stderr(&out).contains("saved"), "{}", stderr(&out));
+    assert_eq!(
+        types(&events).last().map(String::as_str),
+        Some("turn.completed")
+    );
+    let completed = events.last().unwrap();
+    assert!(
+        completed["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{completed}"
+    );
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("exec_json_stream", masked(&stdout));
+    });
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&work).join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+#[needs(python)]
+fn an_independent_python_reader_reads_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = workdir(dir.path());
+    let out = exec(
+        dir.path(),
+        &["Write the greeting file.", "--json"],
+        full_script(),
+        &["--root", &work, "--shell", "--yes"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A reader that knows only the README: one JSON object per line, a
+    // `type` on each, items with an id and a type; it reports what it saw.
+    let reader = r#"
+import json, sys
+seen, items, answer, usage = [], {}, None, None
+for raw in sys.stdin.buffer:
+    event = json.loads(raw.decode("utf-8"))
+    kind = event["type"]
+    seen.append(kind)
+    if kind.startswith("item."):
+        item = event["item"]
+        items.setdefault(item["id"], []).append((kind, item["type"]))
+        if kind == "item.completed" and item["type"] == "agent_message":
+            answer = item["text"]
+    if kind == "turn.completed":
+        usage = sorted(event["usage"])
+print(json.dumps({"first": seen[0], "last": seen[-1], "turns": seen.count("turn.started"),
+                  "items": len(items), "answer": answer, "usage": usage,
+                  "commands": [v for v in items.values() if v[-1][1] == "command_execution"]}))
+"#;
+    let mut python = std::process::Command::new("python3");
+    python.args(["-c", reader]);
+    let stdout = std::str::from_utf8(&out.stdout).unwrap();
+    let read = common::with_stdin(&mut python, stdout);
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let report: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(report["first"], "thread.started");
+    assert_eq!(report["last"], "turn.completed");
+    assert_eq!(report["turns"], 1);
+    assert_eq!(report["answer"], "Wrote /hello.txt.");
+    assert_eq!(
+        report["usage"],
+        json!(["cached_input_tokens", "input_tokens", "output_tokens"])
+    );
+    assert_eq!(
+        report["commands"],
+        json!([[
+            ["item.started", "command_execution"],
+            ["item.completed", "command_execution"]
+        ]])
+    );
+}
+
+#[test]
+fn without_json_the_answer_alone_is_on_stdout_and_the_prompt_may_come_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = exec(
+        dir.path(),
+        &[],
+        json!([{"content": "The sea is wide."}]),
+        &[],
+        "Say something about the sea.\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "The sea is wide.\n");
+    // `-` reads stdin too.
+    let out = exec(
+        dir.path(),
+        &["-", "--json"],
+        json!([{"content": "Calm."}]),
+        &[],
+        "And now?",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["item"]["text"] == "Calm." && e["type"] == "item.completed"),
+        "{events:?}"
+    );
+    // No prompt at all is bad usage.
+    let out = exec(dir.path(), &[], json!([]), &[], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no prompt"), "{}", stderr(&out));
+}
+
+fn schema_file(dir: &Path) -> String {
+    let path = dir.join("schema.json");
+    std::fs::write(
+        &path,
+        json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "people": {"type": "integer", "minimum": 0}},
+            "required": ["city", "people"],
+            "additionalProperties": false
+        })
+        .to_string(),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn an_answer_that_misses_the_output_schema_is_asked_again_with_the_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema_file(dir.path());
+    let out = exec(
+        dir.path(),
+        &["How big is Lyon?", "--json", "--output-schema", &schema],
+        json!([
+            {"content": "Lyon has about 520,000 people."},
+            {"content": "```json\n{\"city\": \"Lyon\", \"people\": \"many\"}\n```"},
+            {"content": "{\"city\": \"Lyon\", \"people\": 520000}"}
+        ]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    let turns = types(&events);
+    assert_eq!(
+        turns.iter().filter(|t| *t == "turn.completed").count(),
+        3,
+        "{turns:?}"
+    );
+    let answers: Vec<&str> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "agent_message")
+        .map(|e| e["item"]["text"].as_str().unwrap())
+        .collect();
+    let last: Value = serde_json::from_str(answers.last().unwrap()).unwrap();
+    assert_eq!(last, json!({"city": "Lyon", "people": 520000}));
+    // The session holds what was sent back: the schema, then the errors.
+    let id = thread_id(&events);
+    let saved =
+        std::fs::read_to_string(dir.path().join(format!("sessions/default/{id}.json"))).unwrap();
+    assert!(saved.contains("valid against this JSON Schema"), "{saved}");
+    assert!(saved.contains("the answer is not JSON"), "{saved}");
+    assert!(saved.contains("/people"), "{saved}");
+
+    // Without --json, stdout is the JSON answer alone.
+    let out = exec(
+        dir.path(),
+        &["How big is Lyon?", "--output-schema", &schema],
+        json!([{"content": "{\"city\": \"Lyon\", \"people\": 520000}"}]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["people"], 520000);
+}
+
+#[test]
+fn an_answer_that_never_fits_the_output_schema_fails_with_the_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema_file(dir.path());
+    let out = exec(
+        dir.path(),
+        &["How big is Lyon?", "--json", "--output-schema", &schema],
+        json!([
+            {"content": "{\"city\": \"Lyon\"}"},
+            {"content": "{\"city\": \"Lyon\"}"},
+            {"content": "{\"city\": \"Lyon\"}"},
+            {"content": "{\"city\": \"Lyon\", \"people\": 1}"}
+        ]),
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let events = events(&out);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "error", "{events:?}");
+    let message = last["message"].as_str().unwrap();
+    assert!(message.contains("after 3 answers"), "{message}");
+    assert!(message.contains("people"), "{message}");
+    assert!(stderr(&out).contains("--output-schema"), "{}", stderr(&out));
+    // A schema that is no schema is bad usage, before any model call.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"type": 12}"#).unwrap();
+    let out = exec(
+        dir.path(),
+        &["x", "--output-schema", bad.to_str().unwrap()],
+        json!([]),
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a JSON Schema"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn resume_continues_the_session_and_fork_continues_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = exec(
+        dir.path(),
+        &["Remember the word: heron.", "--json"],
+        json!([{"content": "Noted: heron."}]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = thread_id(&events(&out));
+    let saved = |id: &str| {
+        std::fs::read_to_string(dir.path().join(format!("sessions/default/{id}.json"))).unwrap()
+    };
+    let before = saved(&id);
+
+    // Fork: a new session with the history; the original is untouched.
+    let out = exec(
+        dir.path(),
+        &["resume", &id[..8], "Which word?", "--fork", "--json"],
+        json!([{"content": "The word was heron (fork)."}]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events_fork = events(&out);
+    let fork = thread_id(&events_fork);
+    assert_ne!(fork, id);
+    assert_eq!(events_fork[0]["forked_from"], json!(id));
+    assert_eq!(saved(&id), before, "the original is left as it was");
+    let forked = saved(&fork);
+    assert!(
+        forked.contains("Remember the word: heron.") && forked.contains("(fork)"),
+        "{forked}"
+    );
+
+    // Resume: the same session goes on.
+    let out = exec(
+        dir.path(),
+        &["resume", &id, "Which word?", "--json"],
+        json!([{"content": "The word was heron."}]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    assert_eq!(thread_id(&events), id);
+    assert!(events[0].get("forked_from").is_none());
+    let after = saved(&id);
+    assert!(
+        after.contains("Noted: heron.") && after.contains("The word was heron."),
+        "{after}"
+    );
+    // The model read the first turn.
+    assert!(!after.contains("(fork)"), "{after}");
+
+    // --fork without resume is bad usage.
+    let out = exec(dir.path(), &["x", "--fork"], json!([]), &[], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn an_approval_nobody_can_give_ends_the_run_with_exit_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = workdir(dir.path());
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo ran > ran.txt"}}]},
+        {"content": "Done."}
+    ]);
+    // stdin has a `y`: exec never reads approvals from it.
+    let out = exec(
+        dir.path(),
+        &["Run it.", "--json"],
+        script.clone(),
+        &["--root", &work, "--shell"],
+        "y\n",
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let events = events(&out);
+    let seen = types(&events);
+    assert_eq!(
+        seen,
+        [
+            "thread.started",
+            "turn.started",
+            "item.started approval_request",
+            "item.completed approval_request",
+            "turn.failed"
+        ],
+        "{events:?}"
+    );
+    assert_eq!(events[3]["item"]["status"], "unanswered");
+    assert_eq!(events[3]["item"]["tool"], "execute");
+    assert_eq!(
+        events[3]["item"]["arguments"]["command"],
+        "echo ran > ran.txt"
+    );
+    let message = events[4]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("needs an approval"), "{message}");
+    assert!(!Path::new(&work).join("ran.txt").exists());
+
+    // The session keeps the call: resumed with --yes, it runs.
+    let id = thread_id(&events);
+    let out = exec(
+        dir.path(),
+        &["resume", &id, "--json"],
+        json!([{"content": "Done."}]),
+        &["--root", &work, "--shell", "--yes"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = types(&crate::exec::events(&out));
+    assert!(
+        seen.contains(&"item.completed approval_request".to_string())
+            && seen.contains(&"item.completed command_execution".to_string()),
+        "{seen:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&work).join("ran.txt")).unwrap(),
+        "ran\n"
+    );
+}
+
+#[test]
+fn binary_tool_output_keeps_every_line_valid_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = workdir(dir.path());
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute",
+            "arguments": {"command": "printf 'a\\377\\376\\000\\001\\033[31m\\342\\200\\250b\\r\\n'; head -c 256 /dev/urandom"}}]},
+        {"content": "Printed bytes."}
+    ]);
+    let out = exec(
+        dir.path(),
+        &["Print bytes.", "--json"],
+        script,
+        &["--root", &work, "--shell", "--yes"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    let command = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .unwrap();
+    let output = command["item"]["aggregated_output"].as_str().unwrap();
+    assert!(
+        output.starts_with("a\u{fffd}\u{fffd}\u{0}\u{1}\u{1b}[31m\u{2028}b"),
+        "{output:?}"
+    );
+    // Each line is whole: the line separator inside is escaped.
+    let stdout = std::str::from_utf8(&out.stdout).unwrap();
+    assert!(!stdout.contains('\u{2028}'), "{stdout}");
+    assert_eq!(stdout.lines().count(), events.len());
+}

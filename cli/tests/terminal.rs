@@ -653,11 +653,7 @@ fn slash_rewind_picks_a_turn_and_restores_its_files_exactly() {
     tmux.keys(&["Enter"]);
     tmux.wait_text("files restored: /notes.md, /plan.md, /src/lib.rs");
     let left = tree(&root);
-    assert_eq!(
-        left.keys().collect::<Vec<_>>(),
-        ["README.md"],
-        "{left:?}"
-    );
+    assert_eq!(left.keys().collect::<Vec<_>>(), ["README.md"], "{left:?}");
     tmux.keys(&["C-d"]);
     tmux.wait_text("[exit 0]");
 }

@@ -769,7 +769,10 @@ fn the_tokenizer_loads_only_when_a_count_can_matter() {
     );
     let stderr = String::from_utf8_lossy(&short.stderr);
     assert!(short.status.success(), "{stderr}");
-    assert!(stderr.contains("checkpoint saved"), "debug logs on: {stderr}");
+    assert!(
+        stderr.contains("checkpoint saved"),
+        "debug logs on: {stderr}"
+    );
     assert!(!stderr.contains("loading the tokenizer"), "{stderr}");
 
     // 35,000 bytes: over 85% of the default 32,768-token window if every

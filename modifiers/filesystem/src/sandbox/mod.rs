@@ -201,13 +201,8 @@ impl Sandbox {
     }
 
     /// The policy.
-    pub fn policy(&self) -> &SandboxPolicy {
+    pub(crate) fn policy(&self) -> &SandboxPolicy {
         &self.policy
-    }
-
-    /// The mechanism's name (`none` in full mode).
-    pub fn mechanism_name(&self) -> &str {
-        self.mechanism.as_ref().map_or("none", |m| m.name())
     }
 
     pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {

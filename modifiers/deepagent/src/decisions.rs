@@ -76,7 +76,7 @@ pub enum Decision {
 
 impl Decision {
     /// Its kind.
-    pub fn kind(&self) -> DecisionKind {
+    pub(crate) fn kind(&self) -> DecisionKind {
         match self {
             Decision::Approve => DecisionKind::Approve,
             Decision::Edit(_) => DecisionKind::Edit,

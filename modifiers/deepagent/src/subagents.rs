@@ -170,13 +170,8 @@ impl SubAgent {
         self
     }
 
-    /// The name the model asks for.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The model step its chat nodes belong to.
-    pub fn step(&self) -> String {
+    pub(crate) fn step(&self) -> String {
         format!("subagent:{}", self.name)
     }
 }

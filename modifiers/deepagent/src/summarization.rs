@@ -373,11 +373,6 @@ impl SummarizationModifier {
         self
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &SummarizationConfig {
-        &self.config
-    }
-
     /// The path of a session's history file.
     pub(crate) fn history_path(&self, network: &RunnableNetwork) -> String {
         format!(

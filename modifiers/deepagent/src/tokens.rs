@@ -219,13 +219,8 @@ impl TiktokenCounter {
     }
 
     /// The counter for a model name (see [`Encoding::for_model`]).
-    pub fn for_model(model: &str) -> Result<Self, TokenError> {
+    pub(crate) fn for_model(model: &str) -> Result<Self, TokenError> {
         Self::new(Encoding::for_model(model))
-    }
-
-    /// The encoding it counts with.
-    pub fn encoding(&self) -> Encoding {
-        self.encoding
     }
 }
 
@@ -524,7 +519,7 @@ mod tests {
     fn tiktoken_counts_like_openai() {
         let o200k = TiktokenCounter::new(Encoding::O200kBase).unwrap();
         let cl100k = TiktokenCounter::for_model("gpt-4").unwrap();
-        assert_eq!(cl100k.encoding(), Encoding::Cl100kBase);
+        assert_eq!(cl100k.encoding, Encoding::Cl100kBase);
         // Reference counts from OpenAI's tiktoken (its cookbook's example).
         assert_eq!(cl100k.count("hello world"), 2);
         assert_eq!(cl100k.count("tiktoken is great!"), 6);

@@ -158,7 +158,8 @@ impl Workspace {
     }
 
     /// Whether the model may run commands (`execute` is offered).
-    pub fn has_shell(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_shell(&self) -> bool {
         matches!(self, Self::Directory { shell: true, .. })
     }
 

@@ -209,4 +209,4 @@ impl std::fmt::Display for FileOpError {
 }
 
 /// `Result` with [`FsError`].
-pub type FsResult<T> = Result<T, FsError>;
+pub(crate) type FsResult<T> = Result<T, FsError>;

@@ -194,8 +194,8 @@ pub use backend::{
 };
 pub use branch_diff::{diff_branches, BranchDiff, BranchSide};
 pub use composite::CompositeBackend;
-pub use disk::{FilesystemBackend, FilesystemBackendBuilder};
-pub use error::{FileOpError, FsError, FsResult};
+pub use disk::FilesystemBackend;
+pub use error::{FileOpError, FsError};
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lc_agent::{ChatRequest, Message, NetworkModifier, NodeRef, RunnableNetwork, Tool, ToolNode};
 
-use super::backend::{Backend, BackendSource};
+use super::backend::BackendSource;
 use super::evict;
 use super::prompt;
 use super::tools::{self, FILE_TOOL_NAMES};
@@ -66,11 +66,6 @@ impl FilesystemModifier {
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
         self
-    }
-
-    /// The backend as resolved for `network`.
-    pub fn backend(&self, network: &RunnableNetwork) -> Arc<dyn Backend> {
-        self.backend.resolve(network)
     }
 
     async fn evict(&self, network: &RunnableNetwork, node: &NodeRef) {

@@ -73,7 +73,7 @@ impl LocalShellBackend {
     }
 
     /// Adds `execute` to a filesystem backend, without a sandbox.
-    pub fn from_backend(fs: FilesystemBackend) -> Self {
+    pub(crate) fn from_backend(fs: FilesystemBackend) -> Self {
         Self {
             fs,
             sandbox: None,

@@ -429,7 +429,7 @@ impl StoreBackend {
     }
 
     /// A backend over a shared store.
-    pub fn shared<S: Into<String>>(
+    pub(crate) fn shared<S: Into<String>>(
         store: Arc<dyn Store>,
         namespace: impl IntoIterator<Item = S>,
     ) -> Self {

@@ -90,7 +90,7 @@ pub struct HooksModifier {
 
 impl HooksModifier {
     /// The modifier id.
-    pub const ID: &'static str = "hooks";
+    pub(crate) const ID: &'static str = "hooks";
 
     /// Runs `settings`' hooks, each in `cwd` (the workspace root, or the
     /// directory the agent was started in).

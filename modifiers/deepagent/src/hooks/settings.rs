@@ -93,7 +93,7 @@ struct CommandJson {
 
 impl HookSettings {
     /// No hooks.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -200,7 +200,7 @@ impl HookSettings {
     }
 
     /// Adds another file's hooks after these.
-    pub fn merge(&mut self, other: HookSettings) {
+    pub(crate) fn merge(&mut self, other: HookSettings) {
         self.groups.extend(other.groups);
         self.sources.extend(other.sources);
     }
@@ -208,11 +208,6 @@ impl HookSettings {
     /// Whether no hook is configured.
     pub fn is_empty(&self) -> bool {
         self.groups.iter().all(|g| g.commands.is_empty())
-    }
-
-    /// The files read, in order.
-    pub fn sources(&self) -> &[PathBuf] {
-        &self.sources
     }
 
     /// The commands for `event` (and, for tool events, this tool).

@@ -46,11 +46,6 @@ impl McpTool {
     pub fn remote_name(&self) -> &str {
         &self.remote.name
     }
-
-    /// The server's name in the configuration.
-    pub fn server_name(&self) -> &str {
-        self.server.name()
-    }
 }
 
 #[async_trait]

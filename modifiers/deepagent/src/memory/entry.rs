@@ -19,7 +19,7 @@ pub enum MemoryKind {
 
 impl MemoryKind {
     /// The name stored and shown (`turn`, `summary`, `fact`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MemoryKind::Turn => "turn",
             MemoryKind::Summary => "summary",
@@ -28,7 +28,7 @@ impl MemoryKind {
     }
 
     /// The kind named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "turn" => Some(MemoryKind::Turn),
             "summary" => Some(MemoryKind::Summary),

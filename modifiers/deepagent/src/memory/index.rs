@@ -55,7 +55,7 @@ const WRITER_BUDGET: usize = 20_000_000;
 /// `1 + weight` times an old one of the same relevance, and a clearly
 /// more relevant old entry still wins.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Recency {
+pub(crate) struct Recency {
     /// The boost of a brand-new entry (default 0.5).
     pub weight: f32,
     /// The age at which the boost has halved (default 30 days).
@@ -186,11 +186,6 @@ impl MemoryIndex {
             fields,
             recency: Mutex::new(Recency::default()),
         })
-    }
-
-    /// Weighs recency this way from now on.
-    pub(crate) fn set_recency(&self, recency: Recency) {
-        *self.recency.lock() = recency;
     }
 
     fn term(&self, field: Field, text: &str) -> TermQuery {

@@ -30,7 +30,7 @@
 //! - `index.rs`: the tantivy index: schema, analyzer, relevance × recency.
 //! - `store.rs`: [`MemoryStore`], backend + index, kept in sync.
 //! - `modifier.rs`: [`MemoryModifier`], the prompt section, turns, background summaries.
-//! - `tools.rs`: the `remember` and `recall` tools ([`Remember`], [`Recall`], [`user_of`]).
+//! - `tools.rs`: the `remember` and `recall` tools ([`Remember`], [`Recall`], `user_of`).
 
 mod backend;
 mod entry;
@@ -45,8 +45,7 @@ mod tools;
 pub use backend::{InMemoryBackend, MemoryBackend};
 pub use entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
 pub use error::{MemoryError, MemoryResult};
-pub use index::Recency;
 pub use modifier::{MemoryModifier, SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};
 pub use redis::RedisMemoryBackend;
 pub use store::MemoryStore;
-pub use tools::{user_of, Recall, Remember, USER_KEY};
+pub use tools::{Recall, Remember, USER_KEY};

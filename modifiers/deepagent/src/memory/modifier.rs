@@ -152,11 +152,6 @@ impl MemoryModifier {
         self
     }
 
-    /// The store.
-    pub fn store(&self) -> &MemoryStore {
-        &self.store
-    }
-
     /// Waits for the summaries being written (before a process exits, say).
     pub async fn flush(&self) {
         loop {

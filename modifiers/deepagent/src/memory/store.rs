@@ -28,7 +28,7 @@ use super::backend::{InMemoryBackend, MemoryBackend};
 use super::entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
 use super::error::{MemoryError, MemoryResult};
 use super::file::JsonFileBackend;
-use super::index::{MemoryIndex, Recency};
+use super::index::MemoryIndex;
 use super::redis::RedisMemoryBackend;
 
 /// The longest text an entry may have (bytes).
@@ -101,7 +101,7 @@ impl MemoryStore {
 
     /// Memories in the default directory: `$LC_AGENT_HOME/memory`, else
     /// `<the user's data directory>/lc-agent/memory`, else `.lc-agent/memory`.
-    pub fn open_default() -> MemoryResult<Self> {
+    pub(crate) fn open_default() -> MemoryResult<Self> {
         Self::open(Self::default_dir())
     }
 
@@ -138,16 +138,6 @@ impl MemoryStore {
                 sync_lock: tokio::sync::Mutex::new(()),
             }),
         }
-    }
-
-    /// Weighs recency this way from now on (see [`Recency`]).
-    pub fn set_recency(&self, recency: Recency) {
-        self.inner.index.set_recency(recency);
-    }
-
-    /// The backend, for messages.
-    pub fn describe(&self) -> String {
-        self.inner.backend.describe()
     }
 
     /// Stores one entry (see [`MemoryStore::add_many`]).

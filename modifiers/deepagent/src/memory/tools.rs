@@ -33,7 +33,7 @@ const MAX_RECALL: usize = 20;
 
 /// The user a network works for: its session's `metadata["user"]` when
 /// that is a valid user name, else `fallback`.
-pub fn user_of(network: &RunnableNetwork, fallback: &str) -> String {
+pub(crate) fn user_of(network: &RunnableNetwork, fallback: &str) -> String {
     network
         .session()
         .metadata_value(USER_KEY)

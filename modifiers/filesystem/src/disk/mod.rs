@@ -77,20 +77,14 @@ impl std::fmt::Debug for FilesystemBackend {
 
 /// Configures a [`FilesystemBackend`].
 #[derive(Debug, Clone)]
-pub struct FilesystemBackendBuilder {
+pub(crate) struct FilesystemBackendBuilder {
     root: PathBuf,
     virtual_mode: bool,
 }
 
 impl FilesystemBackendBuilder {
-    /// Confine every path to the root (default true).
-    pub fn virtual_mode(mut self, on: bool) -> Self {
-        self.virtual_mode = on;
-        self
-    }
-
     /// Opens the root directory (it must exist).
-    pub fn build(self) -> io::Result<FilesystemBackend> {
+    pub(crate) fn build(self) -> io::Result<FilesystemBackend> {
         let root_path = std::fs::canonicalize(&self.root)?;
         if !root_path.is_dir() {
             return Err(io::Error::new(
@@ -128,7 +122,7 @@ impl FilesystemBackend {
     }
 
     /// A builder for `root_dir`.
-    pub fn builder(root_dir: impl AsRef<Path>) -> FilesystemBackendBuilder {
+    pub(crate) fn builder(root_dir: impl AsRef<Path>) -> FilesystemBackendBuilder {
         FilesystemBackendBuilder {
             root: root_dir.as_ref().to_path_buf(),
             virtual_mode: true,

@@ -204,7 +204,7 @@ impl Sandbox {
     }
 
     /// The policy.
-    pub fn policy(&self) -> &SandboxPolicy {
+    pub(crate) fn policy(&self) -> &SandboxPolicy {
         &self.policy
     }
 

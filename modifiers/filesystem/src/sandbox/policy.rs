@@ -25,7 +25,7 @@ pub enum SandboxMode {
 
 impl SandboxMode {
     /// The name (`read-only`, `workspace-write`, `full`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ReadOnly => "read-only",
             Self::WorkspaceWrite => "workspace-write",

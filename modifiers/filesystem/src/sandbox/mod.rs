@@ -208,11 +208,6 @@ impl Sandbox {
         &self.policy
     }
 
-    /// The mechanism's name (`none` in full mode).
-    pub fn mechanism_name(&self) -> &str {
-        self.mechanism.as_ref().map_or("none", |m| m.name())
-    }
-
     /// How a command's processes are bounded here: `a pids cgroup (v2)`,
     /// `a pids cgroup (v1)` or `RLIMIT_NPROC` (see
     /// [`SandboxPolicy::max_processes`]); `none` in full mode.

@@ -87,7 +87,8 @@ impl AgentArgs {
         let mut overrides = Overrides::none()
             .memory(self.memory)
             .summaries(self.model.summaries(resumed))
-            .context_window(self.model.context_window());
+            .context_window(self.model.context_window())
+            .project_memory(self.model.no_project_memory.then_some(false));
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
                 .absolute()
@@ -137,6 +138,7 @@ impl AgentArgs {
             Setting::Summaries if self.model.no_summaries => "--no-summaries",
             Setting::Summaries => "summaries (on unless --no-summaries)",
             Setting::ContextWindow => "--context-window",
+            Setting::ProjectMemory => "--no-project-memory",
             _ => "a flag",
         }
     }

@@ -60,6 +60,11 @@ pub(crate) struct ModelArgs {
     /// context window; a resumed session keeps what it was made with).
     #[arg(long)]
     pub(crate) no_summaries: bool,
+    /// No project memory files (`AGENTS.md` from the workspace root up to
+    /// the repository root, and the user's configuration directory) in the
+    /// system prompt. Recorded in the session's blueprint.
+    #[arg(long)]
+    pub(crate) no_project_memory: bool,
     /// Record every request to the model and its answer (streamed pieces
     /// and errors too) in this cassette, JSON lines with secrets erased
     /// (replaced if it exists); `--replay FILE` plays it back offline.

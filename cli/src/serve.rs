@@ -220,6 +220,7 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)
         .summaries(!args.model.no_summaries)
+        .project_memory(!args.model.no_project_memory)
         .shutdown_grace(seconds("--grace", args.grace)?)
         .runs(RunSettings {
             max_runs: usize::try_from(args.max_runs).unwrap_or(usize::MAX),

@@ -147,6 +147,8 @@ pub struct ServerConfig {
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
+    /// `false`: no project memory files in any session's prompt.
+    pub(crate) project_memory: bool,
     pub(crate) runs: RunSettings,
     /// The permission mode of new sessions (`modes.rs`).
     pub(crate) default_mode: Option<PermissionMode>,
@@ -214,6 +216,7 @@ impl ServerConfig {
             session_cache: 64,
             modifiers: Vec::new(),
             summaries: true,
+            project_memory: true,
             runs: RunSettings::default(),
             default_mode: None,
             allow_bypass: false,
@@ -248,6 +251,15 @@ impl ServerConfig {
     #[must_use]
     pub fn summaries(mut self, on: bool) -> Self {
         self.summaries = on;
+        self
+    }
+
+    /// Whether sessions read the project memory files (`AGENTS.md`; default
+    /// on, as the blueprint says); off applies to every session the server
+    /// runs, whatever its stored blueprint says.
+    #[must_use]
+    pub fn project_memory(mut self, on: bool) -> Self {
+        self.project_memory = on;
         self
     }
 

@@ -193,7 +193,8 @@ impl SessionHub {
         let internal = |e| ApiError::internal("the session's agent cannot be built", e);
         let overrides = Overrides::none()
             .workspace(self.workspace_of(user)?)
-            .summaries(self.config.summaries);
+            .summaries(self.config.summaries)
+            .project_memory((!self.config.project_memory).then_some(false));
         let mut blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());

@@ -17,6 +17,7 @@ mod hooks;
 mod mcp;
 mod modes;
 mod permissions;
+mod project_memory;
 mod provider;
 mod record_replay;
 mod resume;

@@ -56,6 +56,8 @@ pub struct Overrides {
     /// How many tokens the main model reads at most (recorded on the
     /// blueprint's `main` model).
     pub context_window: Option<usize>,
+    /// Turns project memory files on (`Some(true)`) or off (`Some(false)`).
+    pub project_memory: Option<bool>,
 }
 
 impl Overrides {
@@ -99,6 +101,13 @@ impl Overrides {
         self
     }
 
+    /// Turns project memory files on or off (`None`: as the blueprint says).
+    #[must_use]
+    pub fn project_memory(mut self, on: impl Into<Option<bool>>) -> Self {
+        self.project_memory = on.into();
+        self
+    }
+
     /// Turns memory on.
     #[must_use]
     pub fn memory(mut self, on: bool) -> Self {
@@ -123,6 +132,8 @@ pub enum Setting {
     Summaries,
     /// [`Overrides::context_window`].
     ContextWindow,
+    /// [`Overrides::project_memory`].
+    ProjectMemory,
 }
 
 impl std::fmt::Display for Setting {
@@ -134,6 +145,7 @@ impl std::fmt::Display for Setting {
             Setting::Memory => "memory",
             Setting::Summaries => "summaries",
             Setting::ContextWindow => "context window",
+            Setting::ProjectMemory => "project memory",
         })
     }
 }
@@ -242,6 +254,16 @@ impl Blueprint {
                 spec.summarization = None;
             }
             _ => {}
+        }
+        if let Some(on) = overrides.project_memory
+            && on != spec.project_memory.enabled
+        {
+            note(
+                Setting::ProjectMemory,
+                on_off(spec.project_memory.enabled),
+                on_off(on),
+            );
+            spec.project_memory.enabled = on;
         }
         Ok(Self {
             spec,

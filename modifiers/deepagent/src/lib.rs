@@ -72,6 +72,10 @@
 //!   demand ([`compact`], a chat's `/compact`).
 //! - `tokens.rs`: [`TokenCounter`], [`TiktokenCounter`] (feature `tokens`), [`ApproxCounter`],
 //!   and [`ContextWindows`] per model.
+//! - `project_memory.rs`: `AGENTS.md` (and the other names a blueprint gives) from
+//!   the workspace root up to the repository root and the user's configuration
+//!   directory, in the system prompt within a token budget ([`ProjectMemory`],
+//!   [`ProjectMemorySpec`]).
 //! - `skills.rs`: `SKILL.md` folders listed in the system prompt
 //!   ([`SkillsModifier`]); malformed files are skipped with a warning.
 //! - `titles.rs`: session titles written by the `title` step's model after the first
@@ -114,6 +118,7 @@ pub mod mcp;
 pub mod memory;
 mod modes;
 mod permissions;
+mod project_memory;
 mod skills;
 mod spec;
 mod subagent_limits;
@@ -136,6 +141,7 @@ pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };
 pub use permissions::PathRulesModifier;
+pub use project_memory::{ProjectMemory, ProjectMemorySpec};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

@@ -68,6 +68,10 @@
 //! [skills]
 //! dir = "./skills"
 //!
+//! [project_memory]    # on by default with ["AGENTS.md"]; `project_memory = false` turns it off
+//! files = ["AGENTS.md", "CLAUDE.md"]
+//! max_tokens = 4000
+//!
 //! [[permissions]]     # path rules, first match wins (omitted operations/paths: all)
 //! operations = ["write", "edit", "delete"]
 //! paths = ["secrets/**", ".env"]
@@ -251,6 +255,13 @@ pub struct AgentSpec {
     /// Skills listed in the system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<SkillsSpec>,
+    /// Project memory files (`AGENTS.md`) in the system prompt: on unless
+    /// it says `false` (see [`ProjectMemorySpec`](crate::ProjectMemorySpec)).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::project_memory::ProjectMemorySpec::is_default"
+    )]
+    pub project_memory: crate::project_memory::ProjectMemorySpec,
     /// Summaries of long conversations (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summarization: Option<SummarizationConfig>,
@@ -460,6 +471,13 @@ impl AgentSpec {
             for route in &skills.routes {
                 agent = agent.skills(route.clone());
             }
+        }
+        if self.project_memory.enabled {
+            agent =
+                agent.modifier_shared(Arc::new(crate::project_memory::ProjectMemory::from_spec(
+                    &self.project_memory,
+                    self.backend.root(),
+                )));
         }
         if let Some(config) = &self.summarization {
             // A model's own window (`context_window`, `--context-window`)

@@ -20,6 +20,7 @@
 //! - `memory_store` — `MemoryStore` on every backend.
 //! - `modes` — permission modes: plan, accept-edits, bypass.
 //! - `permissions` — path rules on agents: deny, ask held naming the rule, sub-agents, blueprint.
+//! - `project_memory` — `AGENTS.md` files in the prompt: order, budget, changes, blueprint.
 //! - `skills` — skills discovery and the prompt section.
 //! - `spec` — `AgentSpec`: build, store, rebuild.
 //! - `subagent_safeguards` — a sub-agent under its parent's safeguards.
@@ -46,6 +47,7 @@ mod memory_agent;
 mod memory_store;
 mod modes;
 mod permissions;
+mod project_memory;
 mod skills;
 mod spec;
 mod subagent_safeguards;

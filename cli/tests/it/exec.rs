@@ -479,3 +479,92 @@ fn binary_tool_output_keeps_every_line_valid_json() {
     assert!(!stdout.contains('\u{2028}'), "{stdout}");
     assert_eq!(stdout.lines().count(), events.len());
 }
+
+/// Serves one streamed chat answer whose bytes are not all UTF-8 (a
+/// character split across two events, a stray 0xFF), then 500s: the base
+/// URL.
+fn invalid_utf8_model() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut answered = false;
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            if !first.contains("/chat/completions") || answered {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                continue;
+            }
+            answered = true;
+            let chunk = |content: &[u8], finish: &str| {
+                let mut event = br#"data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":""#.to_vec();
+                event.extend_from_slice(content);
+                event.extend_from_slice(format!(r#""}},"finish_reason":{finish}}}]}}"#).as_bytes());
+                event.extend_from_slice(b"\n\n");
+                event
+            };
+            let mut body = Vec::new();
+            body.extend(chunk(b"caf\xc3", "null"));
+            body.extend(chunk(b"\xa9 \xff end", "null"));
+            body.extend(chunk(b"", "\"stop\""));
+            body.extend_from_slice(b"data: [DONE]\n\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+            let _ = stream.flush();
+        }
+    });
+    base
+}
+
+#[test]
+fn a_model_that_streams_invalid_utf8_keeps_every_line_valid_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = invalid_utf8_model();
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir.path()));
+    command
+        .args(["exec", "Say it.", "--json", "--model", "m", "--sessions"])
+        .arg(dir.path().join("sessions"))
+        .env("OPENAI_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "test")
+        .env("LC_AGENT_CONTEXT_WINDOW", "100000")
+        .env("LC_AGENT_HOME", dir.path().join("home"));
+    let out = common::with_stdin(&mut command, "");
+    // However the answer ends (the text decoded, or the call failed),
+    // stdout is whole JSON lines and the turn says how it ended.
+    let events = events(&out);
+    let seen = types(&events);
+    assert_eq!(seen.first().map(String::as_str), Some("thread.started"));
+    let last = seen.last().unwrap();
+    assert!(
+        last == "turn.completed" || last == "turn.failed",
+        "{seen:?}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.success(), last == "turn.completed");
+    if let Some(message) = events.iter().find(|e| e["item"]["type"] == "agent_message") {
+        let text = message["item"]["text"].as_str().unwrap();
+        assert!(text.ends_with(" end"), "{text:?}");
+    }
+}

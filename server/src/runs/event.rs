@@ -1,7 +1,9 @@
 //! [`RunEvent`]: the one protocol of what a run emits. The worker writes
 //! these, the stores keep them numbered ([`NumberedEvent`]), and every
 //! reader gets them typed: the chat completions (streamed or not), the
-//! session API's and the runs API's SSE streams, and the web page.
+//! session API's and the runs API's SSE streams, and the web page; the
+//! CLI's `lc-agent exec --json` maps them to its Codex-shaped JSON lines
+//! (`cli/src/exec/events.rs`).
 //!
 //! On the wire (SSE, the stores, `lc-agent runs show --events`) an event
 //! is `{"seq": N, "event": "<name>", "data": {...}}` (SSE: `id: N`,

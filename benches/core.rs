@@ -1,4 +1,8 @@
-//! Core benchmarks: `invoke_chain`, `agent_loop`, `json_roundtrip`.
+//! Core benchmarks: `invoke_chain`, `agent_loop`, `json_roundtrip` (with
+//! `fork_10k_nodes` beside `load_10k_nodes`: a fork should cost no more
+//! than loading), `file_snapshots` (a write-heavy agent turn on a disk
+//! workspace with the file tools that keep snapshots, and with the same
+//! calls run without them: snapshots should add at most 5 %).
 //!
 //! Run: `cargo bench --bench core` (all) or `cargo bench --bench core -- invoke_chain`.
 //! Every model here is a `ScriptedChatModel` (instant, offline), so the
@@ -16,7 +20,10 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use lc_agent::{ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};
+use lc_agent::{
+    ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolOutput, Turn,
+};
+use lc_agent_filesystem::{run_tool, EditFile, FilesystemBackend, WriteFile};
 use serde_json::json;
 
 /// Counts live heap bytes, for the bytes-per-node figure.
@@ -184,6 +191,15 @@ fn json_roundtrip(c: &mut Criterion) {
     group.bench_function("load_10k_nodes", |b| {
         b.iter(|| RunnableNetwork::from_json(&text).expect("load"))
     });
+    // A fork of the whole session (at its leaf) and of its first half.
+    let leaf = net.current_leaf().expect("a leaf").id();
+    let middle = net.nodes()[net.len() / 2].id();
+    group.bench_function("fork_10k_nodes", |b| {
+        b.iter(|| net.fork_at(leaf).expect("fork"))
+    });
+    group.bench_function("fork_10k_nodes_at_half", |b| {
+        b.iter(|| net.fork_at(middle).expect("fork"))
+    });
     group.bench_function("first_save_then_load_10k_nodes", |b| {
         b.iter_batched(
             || RunnableNetwork::from_json(&text).expect("load"),
@@ -199,6 +215,91 @@ fn json_roundtrip(c: &mut Criterion) {
             serde_json::from_str::<serde_json::Value>(&s).expect("from_str")
         })
     });
+    group.finish();
+}
+
+/// One question answered by `turns` model turns of four file calls each
+/// (two files written, ~4 KB each, and two edits of the first file) on a
+/// fresh directory, then a final answer; `snapshots`: the file tools
+/// (`WriteFile`, `EditFile`) that keep each file's previous content on
+/// the session, else the same calls through `run_tool` (no snapshot).
+fn writing_agent(turns: usize, snapshots: bool) -> (RunnableNetwork, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let backend = FilesystemBackend::new(dir.path()).expect("the workspace");
+    let body = "a line of generated code, about forty bytes\n".repeat(100);
+    let mut script: Vec<Turn> = Vec::new();
+    for t in 0..turns {
+        script.push(Turn::tool_calls([
+            ToolCall::new(
+                format!("w{t}a"),
+                "write_file",
+                json!({"file_path": format!("/src/a{t}.rs"), "content": body, "overwrite": true}),
+            ),
+            ToolCall::new(
+                format!("w{t}b"),
+                "write_file",
+                json!({"file_path": "/src/shared.rs", "content": format!("{t}\n{body}"), "overwrite": true}),
+            ),
+        ]));
+        script.push(Turn::tool_calls([ToolCall::new(
+            format!("e{t}"),
+            "edit_file",
+            json!({"file_path": format!("/src/a{t}.rs"), "old_string": "a line", "new_string": "one line", "replace_all": true}),
+        )]));
+    }
+    script.push(Turn::text("done"));
+    let mut builder = RunnableNetwork::builder()
+        .default_node("chat")
+        .chat_model("scripted")
+        .model("scripted", ScriptedChatModel::new(script))
+        .unlimited_steps();
+    if snapshots {
+        builder = builder
+            .tool(WriteFile::new(backend.clone()))
+            .tool(EditFile::new(backend.clone()));
+    } else {
+        for name in ["write_file", "edit_file"] {
+            let backend = backend.clone();
+            builder = builder.tool(FnTool::new(
+                name,
+                "the file tool without snapshots",
+                json!({"type": "object"}),
+                move |args, _| {
+                    let backend = backend.clone();
+                    async move { Ok(run_tool(&backend, name, &args).await.expect("a file tool")) }
+                },
+            ));
+        }
+    }
+    let net = builder.build();
+    let _scope = net.enter();
+    HumanNode::new("write the code");
+    drop(_scope);
+    (net, dir)
+}
+
+fn file_snapshots(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("file_snapshots");
+    group.sample_size(20);
+    let turns = 20usize;
+    group.throughput(Throughput::Elements(3 * turns as u64));
+    for (name, snapshots) in [
+        ("write_heavy_turn_without", false),
+        ("write_heavy_turn_with", true),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || writing_agent(turns, snapshots),
+                |(net, dir)| {
+                    let reply = rt.block_on(net.invoke()).expect("invoke");
+                    assert_eq!(reply.text(), "done");
+                    (net, dir)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
     group.finish();
 }
 
@@ -227,5 +328,12 @@ fn memory(c: &mut Criterion) {
     let _ = c;
 }
 
-criterion_group!(benches, memory, invoke_chain, agent_loop, json_roundtrip);
+criterion_group!(
+    benches,
+    memory,
+    invoke_chain,
+    agent_loop,
+    json_roundtrip,
+    file_snapshots
+);
 criterion_main!(benches);

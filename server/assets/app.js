@@ -235,7 +235,7 @@ function renderMessageList(box, messages, lastAi) {
   for (const m of messages) {
     if (m.role === "system") continue;
     if (m.kind === "network") { subs.push(m); continue; }
-    if (m.role === "human") box.append(el("div", "msg human", m.content));
+    if (m.role === "human") box.append(humanMessage(m, lastAi !== null));
     if (m.role === "ai") {
       if (m.content) {
         const b = aiBubble(m.content);
@@ -265,6 +265,97 @@ function renderMessageList(box, messages, lastAi) {
     inner.append(list);
     (host || box).append(inner);
   }
+}
+
+// A message of yours; on the session's own conversation (not a
+// sub-agent's) with its buttons: edit or retry it (a new branch below the
+// same parent; the old answer stays), put the files back as they were
+// before it, and ‹ n/m › between the branches where it was said
+// differently.
+function humanMessage(m, own) {
+  const d = el("div", "msg human");
+  d.dataset.node = m.node_id;
+  d.append(el("div", "text", m.content));
+  if (!own || !m.node_id) return d;
+  const bar = el("div", "msg-actions");
+  const branches = m.branches || [];
+  if (branches.length > 1) {
+    const at = branches.findIndex((b) => b.node === m.node_id);
+    const sw = el("span", "branch-switch");
+    const go = (i) => () => switchBranch(branches[i].leaf);
+    const prev = button("‹", "small prev-branch", go(at - 1));
+    const next = button("›", "small next-branch", go(at + 1));
+    prev.disabled = at <= 0;
+    next.disabled = at >= branches.length - 1;
+    prev.title = "the previous version of this message";
+    next.title = "the next version of this message";
+    sw.append(prev, el("span", "branch-count", (at + 1) + "/" + branches.length), next);
+    bar.append(sw);
+  }
+  bar.append(
+    button("Edit", "small edit-message", () => editMessage(d, m)),
+    button("Retry", "small retry-message", () => resend(m, m.content)),
+    button("Rewind files", "small rewind-files", () => rewindFiles(m)),
+  );
+  d.append(bar);
+  return d;
+}
+
+// The message said differently, in place: a textarea and Send / Cancel.
+function editMessage(d, m) {
+  if (state.running || d.querySelector("textarea")) return;
+  const area = el("textarea", "edit-text");
+  area.value = m.content;
+  area.setAttribute("aria-label", "the message, edited");
+  const row = el("div", "msg-actions");
+  row.append(
+    button("Send", "small primary send-edit", () => { const t = area.value.trim(); if (t) resend(m, t); }),
+    button("Cancel", "small", () => renderMessages(state.view.messages)),
+  );
+  d.replaceChildren(area, row);
+  area.focus();
+}
+
+// Sends `text` in place of message `m`: the conversation goes back to
+// before it (a rewind of the conversation only), then the text runs as a
+// new branch; the old one stays in the graph.
+async function resend(m, text) {
+  if (state.running) return;
+  try {
+    await api("POST", "/api/sessions/" + state.session + "/rewind", { node: m.parent || null, what: "conversation" });
+  } catch (e) { status(e.message); return; }
+  const box = $("messages");
+  const at = box.querySelector('.msg.human[data-node="' + m.node_id + '"]');
+  if (at) { while (at.nextSibling) at.nextSibling.remove(); at.remove(); }
+  await sendNow(text);
+}
+
+// Shows another branch: its leaf becomes the current one.
+async function switchBranch(leaf) {
+  if (state.running) return;
+  try {
+    await api("POST", "/api/sessions/" + state.session + "/rewind", { node: leaf, what: "conversation" });
+  } catch (e) { status(e.message); return; }
+  await refresh();
+}
+
+// The files the agent changed from message `m` on, put back as they were
+// before it (the conversation stays); files changed outside the agent
+// meanwhile are named and kept.
+async function rewindFiles(m) {
+  if (state.running) return;
+  if (!(await confirmDialog("Put the files the agent changed since this message back as they were before it? Files changed by someone else meanwhile are kept.", "Rewind files"))) return;
+  let r;
+  try {
+    r = await api("POST", "/api/sessions/" + state.session + "/rewind", { node: m.parent || null, what: "files" });
+  } catch (e) { status(e.message); return; }
+  const f = r.files || {};
+  const parts = [];
+  parts.push(f.restored && f.restored.length ? "Files restored: " + f.restored.join(", ") + "." : "No file to restore.");
+  if (f.changed_outside && f.changed_outside.length) parts.push("Changed outside the agent, kept: " + f.changed_outside.join(", ") + ".");
+  if (f.not_kept && f.not_kept.length) parts.push("Earlier content not kept: " + f.not_kept.join(", ") + ".");
+  state.notes = [el("div", "msg notice rewound", parts.join(" "))];
+  await refresh();
 }
 
 // A dollar amount as the page shows it ($0.0012; tiny amounts keep two digits).
@@ -735,6 +826,7 @@ function mermaidText(text) {
 function graphSource(graph, full, ids) {
   const lines = ["flowchart TD"];
   const edges = [];
+  const off = []; // nodes of other branches: drawn faded
   const walk = (g, prefix, depth) => {
     const local = new Map();
     g.nodes.forEach((n, i) => local.set(n.id, prefix + i));
@@ -751,6 +843,7 @@ function graphSource(graph, full, ids) {
         lines.push("  style " + mid + " fill:#f4f6ff,stroke:#6b7cff");
       } else {
         lines.push("  " + mid + '["' + (openable ? "⊞ " : "") + mermaidText(label) + '"]:::' + n.state);
+        if (n.off_branch) off.push(mid);
       }
       for (const p of n.parents) if (local.has(p)) edges.push("  " + local.get(p) + " --> " + mid);
     });
@@ -761,6 +854,10 @@ function graphSource(graph, full, ids) {
   lines.push("  classDef failed fill:#fde8e8,stroke:#b42318,color:#5a0d0d");
   lines.push("  classDef held fill:#fff4d6,stroke:#b7791f,color:#4a3300");
   lines.push("  classDef pending fill:#f1f1f4,stroke:#888,stroke-dasharray:4 3,color:#333");
+  if (off.length) {
+    lines.push("  classDef off opacity:0.45,stroke-dasharray:5 4");
+    lines.push("  class " + off.join(",") + " off");
+  }
   return lines.join("\n");
 }
 

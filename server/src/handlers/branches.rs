@@ -8,16 +8,25 @@
 //!                                  messages, tool calls, files changed and tokens
 //! ```
 //!
+//! Switching between branches is a rewind of the conversation to the
+//! leaf of the branch to show (`{"node": leaf, "what": "conversation"}`):
+//! the current leaf is where the next message goes, so no endpoint of its
+//! own. The session view (`GET /api/sessions/{id}`) shows the current
+//! branch's messages; a human message said differently carries
+//! `branches: [{node, leaf}]` (see [`alternatives`]), and the graph marks
+//! the nodes of other branches `off_branch` ([`off_branch`]).
+//!
 //! Another user's session is refused as everywhere else (`Hub::load`).
 //! Files are rewound in the session's workspace: its own files, or the
 //! user's directory when the server works in one.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use lc_agent::{NodeId, RunnableNetwork};
+use lc_agent::{HumanNode, NodeId, NodeRef, RunnableNetwork};
 use lc_agent_filesystem::BranchSide;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -137,4 +146,74 @@ fn side(net: &RunnableNetwork, side: &BranchSide) -> Value {
         })
         .collect();
     json!({"id": net.id(), "nodes": side.nodes.len(), "messages": messages, "tool_calls": side.tool_calls, "files_changed": side.files_changed, "tokens": side.tokens})
+}
+
+/// The nodes of turns that are not on the current branch: a human message
+/// that is not an ancestor of the current leaf, and everything below it.
+/// The page shows the current branch's messages and dims the others in
+/// the graph.
+pub(crate) fn off_branch(net: &RunnableNetwork) -> HashSet<NodeId> {
+    let nodes = net.nodes();
+    let by_id: HashMap<NodeId, &NodeRef> = nodes.iter().map(|n| (n.id(), n)).collect();
+    let mut on = HashSet::new();
+    let mut stack: Vec<NodeId> = net.current_leaf().map(|n| n.id()).into_iter().collect();
+    while let Some(id) = stack.pop() {
+        if on.insert(id)
+            && let Some(node) = by_id.get(&id)
+        {
+            stack.extend(node.parents());
+        }
+    }
+    let mut off = HashSet::new();
+    for node in &nodes {
+        if (node.kind() == HumanNode::KIND && !on.contains(&node.id()))
+            || node.parents().iter().any(|p| off.contains(p))
+        {
+            off.insert(node.id());
+        }
+    }
+    off
+}
+
+/// The messages said in place of a human message `human` (its siblings
+/// of the same kind under the same parent, itself included, oldest
+/// first), each with the leaf its branch ends at (the newest node below
+/// it with no children): what the page's ‹ › switch between. Empty when
+/// the message was never said differently.
+pub(crate) fn alternatives(net: &RunnableNetwork, human: &NodeRef) -> Vec<Value> {
+    let parents = human.parents();
+    let siblings: Vec<NodeRef> = match parents.first() {
+        Some(p) => net.children(*p),
+        None => net
+            .nodes()
+            .into_iter()
+            .filter(|n| n.parents().is_empty())
+            .collect(),
+    }
+    .into_iter()
+    .filter(|n| n.kind() == HumanNode::KIND && n.parents() == parents)
+    .collect();
+    if siblings.len() < 2 {
+        return Vec::new();
+    }
+    siblings
+        .iter()
+        .map(|s| json!({"node": s.id(), "leaf": branch_leaf(net, s)}))
+        .collect()
+}
+
+/// The newest node below `top` (or `top`) with no children.
+fn branch_leaf(net: &RunnableNetwork, top: &NodeRef) -> NodeId {
+    let mut below = HashSet::new();
+    let mut stack = vec![top.id()];
+    while let Some(id) = stack.pop() {
+        if below.insert(id) {
+            stack.extend(net.children(id).iter().map(NodeRef::id));
+        }
+    }
+    net.nodes()
+        .iter()
+        .rev()
+        .find(|n| below.contains(&n.id()) && net.children(n.id()).is_empty())
+        .map_or(top.id(), NodeRef::id)
 }

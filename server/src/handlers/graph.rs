@@ -3,11 +3,13 @@
 //! node; and one node in full (input, output, metadata).
 //!
 //! ```text
-//!  graph_json(net)  ─▶ {nodes: [{id, kind, name, state, parents, excerpt, inner?}]}
+//!  graph_json(net)  ─▶ {nodes: [{id, kind, name, state, parents, excerpt, off_branch?, inner?}]}
 //!                      state: "ran" | "failed" | "held" | "pending"
 //!  node_json(net, id) ─▶ {id, kind, name, state, input: [messages], output, metadata}
 //!                        (found at any depth of sub-networks)
 //! ```
+
+use std::collections::HashSet;
 
 use lc_agent::{NetworkNode, NodeId, NodeRef, RunnableNetwork};
 use serde_json::{json, Value};
@@ -30,8 +32,9 @@ pub(crate) fn state_of(node: &NodeRef) -> &'static str {
     }
 }
 
-/// The graph of `net` (sub-networks nested).
-pub(crate) fn graph_json(net: &RunnableNetwork) -> Value {
+/// The graph of `net` (sub-networks nested); the nodes in `off` (turns
+/// of another branch) are marked `off_branch`.
+pub(crate) fn graph_json(net: &RunnableNetwork, off: &HashSet<NodeId>) -> Value {
     let nodes: Vec<Value> = net
         .nodes()
         .iter()
@@ -44,8 +47,11 @@ pub(crate) fn graph_json(net: &RunnableNetwork) -> Value {
                 "parents": node.parents(),
                 "excerpt": excerpt(node),
             });
+            if off.contains(&node.id()) {
+                v["off_branch"] = json!(true);
+            }
             if let Some(inner) = inner_of(node) {
-                v["inner"] = graph_json(&inner);
+                v["inner"] = graph_json(&inner, &HashSet::new());
             }
             v
         })

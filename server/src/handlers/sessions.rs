@@ -161,14 +161,24 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
 }
 
 fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
+    let off = super::branches::off_branch(net);
     let messages: Vec<Value> = net
         .nodes()
         .iter()
+        .filter(|node| !off.contains(&node.id()))
         .filter_map(|node| {
             let output = node.output()?;
             let mut m = serde_json::to_value(&*output).ok()?;
             m["node_id"] = json!(node.id());
             m["kind"] = json!(node.kind());
+            if node.kind() == lc_agent::HumanNode::KIND {
+                // Where an edit or a retry goes: below the same parent.
+                m["parent"] = json!(node.parents().first());
+                let branches = super::branches::alternatives(net, node);
+                if !branches.is_empty() {
+                    m["branches"] = Value::Array(branches);
+                }
+            }
             let meta = node.metadata();
             for key in SHOWN_METADATA {
                 if let Some(v) = meta.get(*key) {
@@ -206,7 +216,7 @@ fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
         "revision": revision_of(net),
         "messages": messages,
         "mermaid": net.to_mermaid(),
-        "graph": graph_json(net),
+        "graph": graph_json(net, &off),
         "files": files,
         "todos": todos_of(net),
         "pending_approvals": pending_approvals(net).iter().map(PendingCall::from).collect::<Vec<_>>(),

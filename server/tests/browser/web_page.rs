@@ -1132,3 +1132,129 @@ async fn switching_to_plan_refuses_a_write_while_a_read_runs() {
     .await;
     let _ = server.stop().await;
 }
+
+/// The page's branches: a message edited runs as a second branch (the old
+/// answer kept), ‹ › switch between the two, Retry runs the message
+/// again, and Rewind files puts the workspace back as it was before the
+/// message. Screenshots at 1400 and 390 px wide.
+#[needs(chromium)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_a_message_see_both_answers_switch_and_rewind_files() {
+    let write = |id: &str, content: &str| {
+        call(
+            id,
+            "write_file",
+            json!({"file_path": "/notes.md", "content": content, "overwrite": true}),
+        )
+    };
+    let model = scripted(vec![
+        write("w1", "first notes\n"),
+        Turn::text("Wrote the first notes."),
+        write("w2", "second notes\n"),
+        Turn::text("Wrote the second notes."),
+        Turn::text("Retried: nothing written."),
+    ]);
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().to_path_buf();
+    let server = start_with(|dir| {
+        config(model, dir).workspace(lc_agent_deepagent::Workspace::directory(&root_path))
+    })
+    .await;
+    let notes = root.path().join("alice/notes.md");
+    for (label, size) in [("wide", WIDE), ("phone", PHONE)] {
+        let p = Page::open(&server, size).await;
+        let c = &p.c;
+        if label == "wide" {
+            p.new_session().await;
+            p.send("Write the notes").await;
+            wait_text(c, "#messages .msg.ai", "Wrote the first notes.").await;
+            p.until(
+                "no run going",
+                "!document.body.classList.contains('running')",
+            )
+            .await;
+            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first notes\n");
+
+            // Edit: the message said differently runs as a new branch.
+            p.click("#messages .msg.human button.edit-message").await;
+            let area = c
+                .find(Locator::Css("#messages .msg.human textarea.edit-text"))
+                .await
+                .unwrap();
+            area.clear().await.unwrap();
+            area.send_keys("Write the notes again").await.unwrap();
+            p.click("#messages .msg.human button.send-edit").await;
+            wait_text(c, "#messages .msg.ai", "Wrote the second notes.").await;
+            p.until(
+                "no run going",
+                "!document.body.classList.contains('running')",
+            )
+            .await;
+            wait_text(c, "#messages .branch-count", "2/2").await;
+            let shown = c
+                .find(Locator::Css("#messages"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(
+                !shown.contains("Wrote the first notes."),
+                "one branch shown: {shown}"
+            );
+            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second notes\n");
+
+            // Switch back: the first answer, 1/2; and forth.
+            p.click("#messages button.prev-branch").await;
+            wait_text(c, "#messages .branch-count", "1/2").await;
+            wait_text(c, "#messages .msg.ai", "Wrote the first notes.").await;
+            let shown = c
+                .find(Locator::Css("#messages"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(!shown.contains("Wrote the second notes."), "{shown}");
+            // The graph draws both branches, the other one faded.
+            p.until(
+                "the other branch faded in the graph",
+                "document.querySelectorAll('#graph svg .node.off').length >= 2",
+            )
+            .await;
+            p.click("#messages button.next-branch").await;
+            wait_text(c, "#messages .branch-count", "2/2").await;
+            wait_text(c, "#messages .msg.ai", "Wrote the second notes.").await;
+
+            // Retry: the same message once more, a third branch.
+            p.click("#messages .msg.human button.retry-message").await;
+            wait_text(c, "#messages .msg.ai", "Retried: nothing written.").await;
+            p.until(
+                "no run going",
+                "!document.body.classList.contains('running')",
+            )
+            .await;
+            wait_text(c, "#messages .branch-count", "3/3").await;
+
+            // Rewind files to before the message: notes.md was not there.
+            p.click("#messages .msg.human button.rewind-files").await;
+            wait_text(c, "#confirm-text", "Put the files").await;
+            p.click("#confirm-yes").await;
+            wait_text(c, "#messages .rewound", "Files restored: /notes.md").await;
+            assert!(!notes.exists(), "notes.md is back to not existing");
+        } else {
+            p.c.goto(&format!("{}/?token={ALICE}&session={}", server.url, {
+                let sessions = get_json(&format!("{}/api/sessions", server.url), ALICE).await;
+                sessions["sessions"][0]["id"].as_str().unwrap().to_string()
+            }))
+            .await
+            .unwrap();
+            wait_text(c, "#messages .branch-count", "3/3").await;
+            let sideways = "document.documentElement.scrollWidth > window.innerWidth || document.getElementById('messages').scrollWidth > document.getElementById('messages').clientWidth";
+            assert_eq!(p.js(&format!("return {sideways}")).await, json!(false));
+        }
+        p.screenshot(&format!("branches-{label}")).await;
+        p.c.clone().close().await.unwrap();
+    }
+    let _ = server.stop().await;
+}

@@ -116,3 +116,95 @@ async fn fork_rewind_and_diff_a_session() {
         .unwrap();
     assert!(matches!(r.status().as_u16(), 403 | 404), "{}", r.status());
 }
+
+/// The contents of `message` in a session view, in order.
+fn contents(view: &Value) -> Vec<String> {
+    view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "human" || m["role"] == "ai")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_said_again_makes_a_branch_the_view_switches_between() {
+    let server = start(scripted(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("two, again"),
+    ]))
+    .await;
+    let base = &server.url;
+    let id = new_session(base, ALICE).await;
+    let session = format!("{base}/api/sessions/{id}");
+    let say = |text: &'static str| {
+        let url = format!("{session}/messages");
+        async move {
+            let body = post(&url, ALICE, json!({"content": text}))
+                .await
+                .text()
+                .await
+                .unwrap();
+            assert!(sse_events(&body).iter().any(|(n, _)| n == "done"), "{body}");
+        }
+    };
+    say("first").await;
+    say("second").await;
+    let view = get_json(&session, ALICE).await;
+    let second = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == "second")
+        .unwrap()
+        .clone();
+    assert!(second.get("branches").is_none(), "{second}");
+    // Edit: back to the message's parent (the conversation only), then
+    // the new text runs as a second branch.
+    let r = post(
+        &format!("{session}/rewind"),
+        ALICE,
+        json!({"node": second["parent"], "what": "conversation"}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    say("second, said again").await;
+    let view = get_json(&session, ALICE).await;
+    assert_eq!(
+        contents(&view),
+        ["first", "one", "second, said again", "two, again"],
+        "only the current branch: {view}"
+    );
+    let edited = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == "second, said again")
+        .unwrap();
+    let branches = edited["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 2, "{edited}");
+    assert_eq!(branches[1]["node"], edited["node_id"]);
+    assert_eq!(branches[0]["node"], second["node_id"]);
+    // The graph keeps both, the old branch marked.
+    let off: Vec<&Value> = view["graph"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["off_branch"] == true)
+        .collect();
+    assert_eq!(off.len(), 2, "the old message and its answer: {view}");
+    assert!(off.iter().any(|n| n["id"] == second["node_id"]));
+    // Switch: the old branch's leaf becomes the current one.
+    let r = post(
+        &format!("{session}/rewind"),
+        ALICE,
+        json!({"node": branches[0]["leaf"], "what": "conversation"}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let view = get_json(&session, ALICE).await;
+    assert_eq!(contents(&view), ["first", "one", "second", "two"], "{view}");
+}

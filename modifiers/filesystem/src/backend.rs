@@ -248,6 +248,21 @@ pub trait Backend: Send + Sync {
     /// Deletes a file.
     async fn delete(&self, path: &str) -> FsResult<()>;
 
+    /// Deletes the directory `dir` and everything below it (a file at
+    /// `dir` is deleted like [`delete`](Self::delete)). The workspace root
+    /// itself is refused. The default deletes every file `ls` lists below
+    /// `dir` (map-backed backends, whose directories are their files'
+    /// paths); backends with real directories override it.
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        refuse_root(dir)?;
+        for entry in self.ls(dir, true).await? {
+            if !entry.is_dir && !entry.path.ends_with('/') {
+                self.delete(&entry.path).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds `text` at the end of a file, creating it (and its parents)
     /// when missing; what the file held stays as it was. The default reads
     /// the file and writes it back whole (atomically where the backend
@@ -302,6 +317,17 @@ pub trait Backend: Send + Sync {
     async fn execute(&self, _command: &str, _timeout_secs: u64) -> FsResult<ExecuteResponse> {
         Err(FsError::NoSandbox)
     }
+}
+
+/// Refuses the workspace root (`/`) as a target of [`Backend::delete_tree`].
+pub(crate) fn refuse_root(dir: &str) -> FsResult<()> {
+    if super::path::components(dir).next().is_none() {
+        return Err(FsError::Refused(format!(
+            "Cannot delete {}: it is the workspace root",
+            shown(dir)
+        )));
+    }
+    Ok(())
 }
 
 type FactoryFn = dyn Fn(&RunnableNetwork) -> Arc<dyn Backend> + Send + Sync;

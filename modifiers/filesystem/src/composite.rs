@@ -387,6 +387,23 @@ impl Backend for Routed {
         }
     }
 
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        crate::backend::refuse_root(dir)?;
+        match self.route(dir) {
+            // A route's own folder is where its backend keeps everything:
+            // refused like the root.
+            Some((_, _, inner)) if inner == "/" => Err(FsError::Refused(format!(
+                "Cannot delete {}: it is the workspace root",
+                crate::error::shown(dir)
+            ))),
+            Some((prefix, b, inner)) => b
+                .delete_tree(&inner)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.delete_tree(dir).await,
+        }
+    }
+
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
         let mut out = Vec::with_capacity(paths.len());
         for p in paths {

@@ -131,6 +131,8 @@
 //!   - `tools/glob.rs`: [`Glob`].
 //!   - `tools/grep.rs`: [`Grep`] and `format_grep`.
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
+//!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder; callable by name
+//!     through [`run_tool`], not among the seven offered by default.
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait and what it returns.
@@ -210,7 +212,7 @@ pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
 pub use tools::{
-    all as all_tools, is_offered, offered as offered_tools, run_tool, EditFile, EditFileArgs,
-    Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs, ReadFile,
-    ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
+    all as all_tools, is_offered, offered as offered_tools, run_tool, Delete, DeleteArgs, EditFile,
+    EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs,
+    ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
 };

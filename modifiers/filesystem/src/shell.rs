@@ -291,6 +291,9 @@ impl Backend for LocalShellBackend {
     async fn delete(&self, file: &str) -> FsResult<()> {
         self.fs.delete(file).await
     }
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        self.fs.delete_tree(dir).await
+    }
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
         self.fs.real_paths(paths).await
     }

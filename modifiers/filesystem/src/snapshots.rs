@@ -27,8 +27,9 @@
 //!   [`SNAPSHOT_CAP_BYTES`] per session; a content beyond the cap (or not
 //!   text) is named by its hash and not kept: a rewind says so instead of
 //!   restoring it.
-//! - **What counts as the agent's.** Changes made by `write_file` and
-//!   `edit_file` through the file tools. A command run by `execute` (an
+//! - **What counts as the agent's.** Changes made by `write_file`,
+//!   `edit_file` and `delete` through the file tools (a folder's delete is
+//!   recorded file by file, the files `ls` lists in it). A command run by `execute` (an
 //!   `rm`, a build) is not snapshotted: nothing tells which files it
 //!   touched.
 //! - **Changed outside.** A file whose bytes differ from what the agent
@@ -79,6 +80,42 @@ pub(crate) async fn recorded(
     if out.status == ToolStatus::Ok {
         let after = read(backend, file).await;
         record(ctx, file, before, after);
+    }
+    Ok(out)
+}
+
+/// Runs a call that deletes what is at `dir` (a folder and everything in
+/// it, or a file), recording on the call's tool node, file by file, what it
+/// removed when it succeeds. The files are those `ls` lists below `dir`.
+pub(crate) async fn recorded_tree(
+    backend: &dyn Backend,
+    ctx: &ToolContext,
+    dir: &str,
+    run: impl std::future::Future<Output = Result<ToolOutput, ToolError>>,
+) -> Result<ToolOutput, ToolError> {
+    let mut files: Vec<String> = match backend.ls(dir, true).await {
+        Ok(entries) => entries
+            .into_iter()
+            .filter(|e| !e.is_dir && !e.path.ends_with('/'))
+            .map(|e| e.path)
+            .collect(),
+        // A file (or nothing): the call says which.
+        Err(_) => vec![dir.to_string()],
+    };
+    files.sort_unstable();
+    let mut before = Vec::with_capacity(files.len());
+    for file in files {
+        let bytes = read(backend, &file).await;
+        before.push((file, bytes));
+    }
+    let out = run.await?;
+    if out.status == ToolStatus::Ok {
+        for (file, bytes) in before {
+            let after = read(backend, &file).await;
+            if bytes.is_some() || after.is_some() {
+                record(ctx, &file, bytes, after);
+            }
+        }
     }
     Ok(out)
 }

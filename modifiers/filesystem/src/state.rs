@@ -157,6 +157,22 @@ impl Backend for StateBackend {
         })
     }
 
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        crate::backend::refuse_root(dir)?;
+        self.network.with_files_mut(|files| {
+            if files.remove(dir).is_some() {
+                return Ok(());
+            }
+            let before = files.len();
+            files.retain(|k, _| path::relative_to(k, dir).is_none());
+            if files.len() == before {
+                Err(FsError::PathNotFound(dir.to_string()))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
     async fn delete(&self, file: &str) -> FsResult<()> {
         self.network
             .with_files_mut(|files| match files.remove(file) {

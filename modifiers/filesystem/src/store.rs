@@ -587,6 +587,23 @@ impl Backend for StoreBackend {
         out
     }
 
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        crate::backend::refuse_root(dir)?;
+        let keys: Vec<String> = self
+            .key_map()
+            .await?
+            .into_keys()
+            .filter(|k| k == dir || path::relative_to(k, dir).is_some())
+            .collect();
+        if keys.is_empty() {
+            return Err(FsError::PathNotFound(dir.to_string()));
+        }
+        for key in keys {
+            self.store.delete(&self.namespace, &key).await?;
+        }
+        Ok(())
+    }
+
     async fn delete(&self, file: &str) -> FsResult<()> {
         if self.store.delete(&self.namespace, file).await? {
             Ok(())

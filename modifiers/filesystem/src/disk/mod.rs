@@ -599,6 +599,23 @@ impl Disk {
             .remove_file(rel)
             .map_err(|e| map_err(e, vpath, FsError::FileNotFound))
     }
+
+    /// Deletes a directory and everything in it, through the root handle
+    /// (confined; links inside are removed, never followed).
+    fn delete_tree(&self, vpath: &str) -> FsResult<()> {
+        crate::backend::refuse_root(vpath)?;
+        let rel = self.rel(vpath);
+        let md = self
+            .root
+            .symlink_metadata(&rel)
+            .map_err(|e| map_err(e, vpath, FsError::PathNotFound))?;
+        if !md.is_dir() {
+            return self.delete(vpath);
+        }
+        self.root
+            .remove_dir_all(&rel)
+            .map_err(|e| map_err(e, vpath, FsError::PathNotFound))
+    }
 }
 
 #[async_trait]
@@ -671,6 +688,11 @@ impl Backend for FilesystemBackend {
     async fn delete(&self, file: &str) -> FsResult<()> {
         let file = file.to_string();
         self.run(move |d| d.delete(&file)).await
+    }
+
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        let dir = dir.to_string();
+        self.run(move |d| d.delete_tree(&dir)).await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

@@ -212,6 +212,18 @@ impl Backend for Guarded {
         self.inner.delete(file).await
     }
 
+    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
+        self.target(&[Operation::Delete], dir).await?;
+        // A rule on anything inside holds for the whole folder.
+        if let Ok(entries) = self.inner.ls(dir, true).await {
+            for entry in entries {
+                self.target(&[Operation::Delete], entry.path.trim_end_matches('/'))
+                    .await?;
+            }
+        }
+        self.inner.delete_tree(dir).await
+    }
+
     async fn append(&self, file: &str, text: &str) -> FsResult<()> {
         self.target(&[Operation::Write], file).await?;
         self.inner.append(file, text).await

@@ -72,9 +72,13 @@ macro_rules! file_tool {
                 let backend = self.backend.resolve(&ctx.network);
                 let changed = <$tool as $crate::tools::FileTool>::changed_path(&args)
                     .and_then(|p| $crate::path::normalize(p).ok());
+                let tree = <$tool as $crate::tools::FileTool>::changes_tree(&args);
                 let run = <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args);
                 match changed {
                     // Files follow the conversation (snapshots.rs).
+                    Some(dir) if tree => {
+                        $crate::snapshots::recorded_tree(backend.as_ref(), ctx, &dir, run).await
+                    }
                     Some(file) => {
                         $crate::snapshots::recorded(backend.as_ref(), ctx, &file, run).await
                     }
@@ -85,6 +89,7 @@ macro_rules! file_tool {
     };
 }
 
+mod delete;
 mod edit_file;
 mod execute;
 mod glob;
@@ -93,6 +98,7 @@ mod ls;
 mod read_file;
 mod write_file;
 
+pub use delete::{Delete, DeleteArgs};
 pub use edit_file::{EditFile, EditFileArgs};
 pub use execute::{Execute, ExecuteArgs};
 pub use glob::{Glob, GlobArgs};
@@ -127,8 +133,8 @@ macro_rules! file_tools {
             vec![$(Arc::new($tool::new(backend.clone())) as Arc<dyn Tool>),*]
         }
 
-        /// Runs one file tool against a backend and returns what the model sees.
-        /// `None` when `name` is not one of the seven tools.
+        /// Runs one file tool against a backend and returns what the model sees:
+        /// the seven tools and `delete`. `None` for any other name.
         ///
         /// ```
         /// use lc_agent::RunnableNetwork;
@@ -149,6 +155,10 @@ macro_rules! file_tools {
                     return Some(call::<$tool>(backend, args).await);
                 }
             )*
+            // Not offered by default (see `Delete`), callable by name.
+            if name == Delete::NAME {
+                return Some(call::<Delete>(backend, args).await);
+            }
             None
         }
     };
@@ -181,6 +191,13 @@ pub trait FileTool {
     /// `None` for tools that change nothing.
     fn changed_path<'a>(_args: &Self::Args<'a>) -> Option<&'a str> {
         None
+    }
+
+    /// Whether the call changes everything below
+    /// [`changed_path`](Self::changed_path) (a folder), so every file there
+    /// is kept for rewinds first.
+    fn changes_tree(_args: &Self::Args<'_>) -> bool {
+        false
     }
 
     /// Runs one call. `Err` is an error result the model reads.

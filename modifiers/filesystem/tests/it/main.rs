@@ -9,6 +9,7 @@
 //!   exactly, the files at the edges, temp-file finders, two editors.
 //! - `agree` — every backend gives the same answers on a generated tree.
 //! - `append` — `Backend::append` on every kind of backend.
+//! - `delete` — `delete` on every backend: root refused, rules, rewinds.
 //! - `disk_writes` — `FilesystemBackend` writes: symlinks, atomicity, modes.
 //! - `e2e` — a scripted model drives the tools through a network.
 //! - `execute` — `execute` through `LocalShellBackend`.
@@ -30,6 +31,7 @@
 mod agree;
 mod append;
 mod common;
+mod delete;
 mod disk_writes;
 mod e2e;
 mod execute;

@@ -50,7 +50,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "peak memory (VmHWM) of `lc-agent serve` per file tool call on a {mib} MiB file ({})",
         bin.display()
     );
-    println!("{:<12} {:<44} {:>10} {:>10} {:>9}  result", "file", "call", "idle", "peak", "secs");
+    println!(
+        "{:<12} {:<44} {:>10} {:>10} {:>9}  result",
+        "file", "call", "idle", "peak", "secs"
+    );
     let mut worst = 0;
     for (shape, master) in [("one line", &one_line), ("many lines", &many_lines)] {
         for (label, tool, args) in calls() {
@@ -59,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut server = Server::start(&bin, root.path())?;
             let idle = vm_hwm(server.child.id())?;
             let started = Instant::now();
-            let result = runtime.block_on(execute(&server.url, tool, args))?;
+            let result = runtime.block_on(execute(&server.url, tool, &args))?;
             let secs = started.elapsed().as_secs_f64();
             let peak = vm_hwm(server.child.id())?;
             worst = worst.max(peak);
@@ -72,10 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             server.stop();
         }
     }
-    println!(
-        "worst peak: {} MB (target: 64 MB)",
-        worst / 1024
-    );
+    println!("worst peak: {} MB (target: 64 MB)", worst / 1024);
     Ok(())
 }
 
@@ -84,7 +84,11 @@ fn calls() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         ("ls /", "ls", json!({"path": "/"})),
         ("glob **/*.txt", "glob", json!({"pattern": "**/*.txt"})),
-        ("read_file (first lines)", "read_file", json!({"file_path": "/big.txt"})),
+        (
+            "read_file (first lines)",
+            "read_file",
+            json!({"file_path": "/big.txt"}),
+        ),
         (
             "read_file (offset near the end)",
             "read_file",
@@ -95,7 +99,11 @@ fn calls() -> Vec<(&'static str, &'static str, Value)> {
             "grep",
             json!({"pattern": NEEDLE, "output_mode": "content", "fixed_strings": true}),
         ),
-        ("grep count", "grep", json!({"pattern": "a", "output_mode": "count"})),
+        (
+            "grep count",
+            "grep",
+            json!({"pattern": "a", "output_mode": "count"}),
+        ),
         (
             "edit_file (one match near the end)",
             "edit_file",
@@ -149,7 +157,11 @@ fn summary(answer: &Value) -> String {
     let Some(result) = answer["results"].get(0) else {
         return format!("no result: {}", clip(&answer.to_string()));
     };
-    let ok = if result["success"] == true { "ok" } else { "error" };
+    let ok = if result["success"] == true {
+        "ok"
+    } else {
+        "error"
+    };
     let text = result["result"]
         .as_str()
         .or_else(|| result["error"].as_str())

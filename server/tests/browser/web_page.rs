@@ -1256,5 +1256,43 @@ async fn edit_a_message_see_both_answers_switch_and_rewind_files() {
         p.screenshot(&format!("branches-{label}")).await;
         p.c.clone().close().await.unwrap();
     }
+/// Issue 31 item 10: the session view leaves a large file's text out; the
+/// page lists the file and fetches its text alone (`?file=`) when opened.
+#[needs(chromium)]
+#[tokio::test]
+async fn a_large_file_is_listed_and_its_text_fetched_when_opened() {
+    let big = format!("{}END-OF-BIG", "a line of a large file\n".repeat(4_000));
+    let model = scripted(vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"file_path": "/big.md", "content": big}),
+        ),
+        Turn::text("Wrote it."),
+    ]);
+    let server = start_with(|dir| config(model, dir)).await;
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.send("write a large file").await;
+    wait_text(&p.c, "#messages", "Wrote it.").await;
+    p.until(
+        "the file is listed",
+        "[...document.querySelectorAll('#files .file-link')].some((b) => b.textContent === '/big.md')",
+    )
+    .await;
+    let id = open_id(&p).await;
+    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
+    assert_eq!(
+        view["files"]["/big.md"]["omitted"], true,
+        "{}",
+        view["files"]
+    );
+    p.js("[...document.querySelectorAll('#files .file-link')].find((b) => b.textContent === '/big.md').click(); return true")
+        .await;
+    p.until(
+        "the file's text is shown",
+        "document.getElementById('file-view').textContent.endsWith('END-OF-BIG')",
+    )
+    .await;
     let _ = server.stop().await;
 }

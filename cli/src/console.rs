@@ -644,7 +644,7 @@ impl Screen {
 
 /// What the terminal says of a hook's run: a failure or a timeout as a
 /// warning, a block with its reason; nothing of a hook that let things be.
-fn hook_line(
+pub(crate) fn hook_line(
     look: Look,
     event: &str,
     command: &str,

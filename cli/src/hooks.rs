@@ -1,4 +1,4 @@
-//! The hooks `run`, `chat` and `serve` run (`--settings FILE`,
+//! The hooks `run`, `chat`, `serve`, `tool` and `mcp` run (`--settings FILE`,
 //! `--no-hooks`): the user's settings
 //! (`$XDG_CONFIG_HOME/lc-agent/settings.json`, else
 //! `~/.config/lc-agent/settings.json`), the project's
@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use lc_agent::{NetworkEvent, RunnableNetwork};
 use lc_agent_deepagent::{HookSettings, HooksModifier};
 
 use crate::error::{CliError, CliResult};
@@ -46,4 +47,28 @@ impl HookArgs {
         }
         Ok(Some(HooksModifier::new(settings, project)))
     }
+}
+
+/// Prints the failing and blocking hook runs of `network` on stderr, as
+/// `run` and `chat` do (for the commands without a console: `tool`).
+pub(crate) fn report_on_stderr(network: &RunnableNetwork) {
+    network.on_event(|event| {
+        if let NetworkEvent::HookRan {
+            event,
+            command,
+            outcome,
+            message,
+            ..
+        } = event
+            && let Some(line) = crate::console::hook_line(
+                crate::console::Look::detect(),
+                event,
+                command,
+                outcome,
+                message,
+            )
+        {
+            eprintln!("{line}");
+        }
+    });
 }

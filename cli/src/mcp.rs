@@ -5,6 +5,7 @@
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]]               stdio (the client spawns this)
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]] --http ADDR   streamable HTTP on http://ADDR/mcp
 //!              [--allow|--deny|--ask OPS:GLOBS]...                 path rules (an `ask` refuses)
+//!              [--settings FILE | --no-hooks]                      PreToolUse / PostToolUse hooks
 //! ```
 //!
 //! The tools are confined to DIR exactly as `FilesystemBackend` confines
@@ -50,6 +51,10 @@ pub(crate) struct McpArgs {
     /// can approve).
     #[command(flatten)]
     pub(crate) permissions: crate::permissions::PermissionArgs,
+    /// The `PreToolUse` / `PostToolUse` hooks every call meets (the
+    /// user's, the root's `.lc-agent/settings.json`, `--settings FILE`).
+    #[command(flatten)]
+    pub(crate) hooks: crate::hooks::HookArgs,
 }
 
 /// The address of `--http`: an IP and port, or a host name and port.
@@ -85,7 +90,10 @@ pub(crate) async fn run(args: McpArgs) -> CliResult {
         .map_err(|e| CliError::usage(e.to_string()))?
         .ok_or_else(|| CliError::usage("--root: give a directory"))?;
     let backend = args.permissions.rules()?.guard(backend, false);
-    let server = FileToolServer::shared(backend.resolve(&lc_agent::RunnableNetwork::new()));
+    let mut server = FileToolServer::shared(backend.resolve(&lc_agent::RunnableNetwork::new()));
+    if let Some(hooks) = args.hooks.modifier(Some(&args.root))? {
+        server = server.with_hooks(hooks);
+    }
     let failed = |e: lc_agent_deepagent::mcp::McpError| CliError::failed(error_chain(&e));
     match &args.http {
         None => server.serve_stdio().await.map_err(failed),

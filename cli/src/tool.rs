@@ -1,20 +1,29 @@
 //! `lc-agent tool`: runs one file-tool call from a shell, or lists the
 //! deep agent's tools as OpenAI definitions (`--list [--root DIR [--shell]]`).
 //!
+//! The call meets the same checks as the agent's: the `PreToolUse` hooks
+//! (the user's and the project's settings, `--settings FILE`; `--no-hooks`
+//! reads none; a hook's `ask` refuses, nobody approves here; its
+//! `updatedInput` is the call that runs), the path rules, then
+//! `PostToolUse`; a failing hook is a warning on stderr.
+//!
 //! Exit codes: 0 the call succeeded, 1 the tool returned an error, 2 usage
 //! error (unknown tool, arguments that are not a JSON object, bad flags,
 //! neither `--root` nor `--state`, or an unreadable state file).
 
 use std::path::{Path, PathBuf};
 
-use lc_agent::{openai_tools, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
-use lc_agent_deepagent::{DeepAgent, Workspace};
+use lc_agent::{
+    openai_tools, RunnableNetwork, ScriptedChatModel, ToolCall, ToolOutput, ToolStatus, Turn,
+};
+use lc_agent_deepagent::{DeepAgent, HooksModifier, Workspace};
 use lc_agent_filesystem::TOOL_NAMES;
 use lc_agent_filesystem::{run_tool, Backend, StateBackend};
 
 use crate::args::WorkspaceArgs;
 use crate::console::outln;
 use crate::error::{CliError, CliResult};
+use crate::hooks::HookArgs;
 
 /// Arguments of `lc-agent tool`. To run a call, one of `--root` and
 /// `--state` is required: a tool never runs against a directory nobody named.
@@ -39,6 +48,10 @@ pub(crate) struct ToolArgs {
     /// Run against the files of a saved network JSON (StateBackend); the file is written back.
     #[arg(long, value_name = "FILE.json")]
     state: Option<PathBuf>,
+    /// The `PreToolUse` / `PostToolUse` hooks the call meets (the user's,
+    /// the project's `.lc-agent/settings.json`, `--settings FILE`).
+    #[command(flatten)]
+    hooks: HookArgs,
 }
 
 /// The workspace of the flags (the caller runs the call: nobody to ask).
@@ -94,8 +107,14 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         }
     };
     let rules = args.workspace.permissions.rules()?;
+    let hooks = args.hooks.modifier(args.workspace.root.as_deref())?;
+    let call_of = |net: &RunnableNetwork| Gate {
+        hooks: hooks.as_ref(),
+        network: net.clone(),
+        call: ToolCall::new("call_0", name.clone(), call_args.clone()),
+    };
     if let Some(state) = &args.state {
-        return run_on_state(state, &name, &call_args, &rules).await;
+        return run_on_state(state, call_of, &rules).await;
     }
     let Some(workspace) = workspace(&args) else {
         return Err(CliError::usage("give --root DIR or --state FILE.json"));
@@ -105,30 +124,46 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         .map_err(|e| CliError::usage(e.to_string()))?
         .ok_or_else(|| CliError::usage("give --root DIR or --state FILE.json"))?;
     // Path rules: nobody to ask here, so an `ask` refuses.
-    let backend = rules.guard(backend, false).resolve(&RunnableNetwork::new());
-    call(&*backend, &name, &call_args).await
+    let network = RunnableNetwork::new();
+    let backend = rules.guard(backend, false).resolve(&network);
+    call(&*backend, call_of(&network)).await
 }
 
-/// Runs the call and prints what the model would see; a tool error is
-/// exit code 1 (its text is on stdout already).
-async fn call(backend: &dyn Backend, name: &str, args: &serde_json::Value) -> CliResult {
-    match run_tool(backend, name, args).await {
-        Some(out) => {
-            outln(&out.content);
-            if out.status == ToolStatus::Ok {
-                Ok(())
-            } else {
-                Err(CliError::failed(""))
-            }
+/// A call and the hooks it meets, in the network the hooks name.
+struct Gate<'a> {
+    hooks: Option<&'a HooksModifier>,
+    network: RunnableNetwork,
+    call: ToolCall,
+}
+
+/// Runs the call through the hooks (a `PreToolUse` hook first, then the
+/// backend's path rules, then `PostToolUse`) and prints what the model
+/// would see; a tool error is exit code 1 (its text is on stdout already).
+async fn call(backend: &dyn Backend, gate: Gate<'_>) -> CliResult {
+    let run = |call: ToolCall| async move {
+        let args = call.parsed_arguments().unwrap_or_default();
+        run_tool(backend, &call.name, &args)
+            .await
+            .unwrap_or_else(|| ToolOutput::error(format!("Error: unknown tool `{}`", call.name)))
+    };
+    let out = match gate.hooks {
+        Some(hooks) => {
+            crate::hooks::report_on_stderr(&gate.network);
+            hooks.run_call(&gate.network, gate.call, run).await
         }
-        None => Err(CliError::usage(format!("unknown tool `{name}`"))),
+        None => run(gate.call).await,
+    };
+    outln(&out.content);
+    if out.status == ToolStatus::Ok {
+        Ok(())
+    } else {
+        Err(CliError::failed(""))
     }
 }
 
-async fn run_on_state(
+async fn run_on_state<'a>(
     state: &Path,
-    name: &str,
-    args: &serde_json::Value,
+    call_of: impl Fn(&RunnableNetwork) -> Gate<'a>,
     rules: &lc_agent_filesystem::Permissions,
 ) -> CliResult {
     let text = std::fs::read_to_string(state)
@@ -138,7 +173,7 @@ async fn run_on_state(
     let backend = rules
         .guard(StateBackend::new(network.clone()), false)
         .resolve(&network);
-    let outcome = call(&*backend, name, args).await;
+    let outcome = call(&*backend, call_of(&network)).await;
     let saved = network
         .to_json()
         .map_err(|e| CliError::failed(format!("cannot save the network: {e}")))?;

@@ -4,7 +4,9 @@
 //! command runs), one that only logs (the event on its stdin, nothing
 //! decided), a hanging one (killed at its timeout, reported, the call
 //! runs) and a crashing one (reported, the call runs); a settings file
-//! with a mistake stops the command before anything runs.
+//! with a mistake stops the command before anything runs. A hook's
+//! `updatedInput` rewrites the call that runs and is saved; `lc-agent tool`
+//! and `lc-agent mcp` run the same hooks around each call.
 
 use std::path::Path;
 use std::process::Output;
@@ -232,4 +234,229 @@ fn a_settings_file_with_a_mistake_stops_before_anything_runs() {
         "{stderr}"
     );
     assert!(!dir.path().join("root/ran.txt").exists());
+}
+
+#[test]
+fn a_hook_rewrites_a_call_and_the_session_records_what_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join(".lc-agent")).unwrap();
+    let answer = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {"command": "echo safe > safe.txt"}}});
+    std::fs::write(
+        root.join(".lc-agent/settings.json"),
+        settings(
+            json!([{"type": "command", "command": format!("cat > /dev/null; echo '{answer}'")}]),
+        ),
+    )
+    .unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo bad > bad.txt"}}]},
+        {"content": "Done."}
+    ]);
+    let out = run(dir.path(), script, &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // The rewritten call is what ran.
+    assert_eq!(
+        std::fs::read_to_string(root.join("safe.txt")).unwrap(),
+        "safe\n"
+    );
+    assert!(!root.join("bad.txt").exists());
+    // The tool node holds the rewritten call, with a note naming the original.
+    let nodes: Vec<Value> = walk(&dir.path().join("sessions"))
+        .into_iter()
+        .filter_map(|f| serde_json::from_str::<Value>(&std::fs::read_to_string(f).ok()?).ok())
+        .flat_map(|s| s["nodes"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let tool = nodes
+        .iter()
+        .find(|n| n["tool_call"]["id"] == "c1")
+        .unwrap_or_else(|| panic!("{nodes:#?}"));
+    let args: Value =
+        serde_json::from_str(tool["tool_call"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"command": "echo safe > safe.txt"}));
+    let hook = &tool["metadata"]["hook"];
+    assert_eq!(
+        (
+            &hook["decision"],
+            &hook["updated_input"],
+            &hook["original_input"]
+        ),
+        (
+            &json!("allow"),
+            &json!(true),
+            &json!({"command": "echo bad > bad.txt"})
+        ),
+        "{tool}"
+    );
+}
+
+/// `lc-agent tool write_file ARGS --root <dir>/root --settings <dir>/settings.json`.
+fn tool_call(dir: &Path, args: Value, extra: &[&str]) -> (String, String, i32) {
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        lc_agent_test_support::trust::gate_hooks().to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("root")).unwrap();
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    let out = std::process::Command::new(common::own_binary(dir))
+        .arg("tool")
+        .arg("write_file")
+        .arg(args.to_string())
+        .arg("--root")
+        .arg(dir.join("root"))
+        .arg("--settings")
+        .arg(&settings)
+        .args(extra)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .output()
+        .unwrap();
+    (
+        text(&out.stdout),
+        text(&out.stderr),
+        out.status.code().unwrap(),
+    )
+}
+
+#[test]
+fn lc_agent_tool_runs_the_hooks_refusing_rewriting_asking_and_adding_to_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (out, err, code) = tool_call(
+        dir.path(),
+        json!({"file_path": "/secrets/key.md", "content": "k"}),
+        &[],
+    );
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "Error: a PreToolUse hook blocked this call: secrets stay untouched\n",
+            1
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("PreToolUse hook `input=$(cat)") && err.contains("blocked"),
+        "{err}"
+    );
+    assert!(!root.join("secrets/key.md").exists());
+    let (out, err, code) = tool_call(
+        dir.path(),
+        json!({"file_path": "/draft.md", "content": "draft"}),
+        &[],
+    );
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "Successfully wrote to /final.md\n\nFrom a PostToolUse hook: checked by the post hook\n",
+            0
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("final.md")).unwrap(),
+        "rewritten"
+    );
+    assert!(!root.join("draft.md").exists());
+    let (out, _, code) = tool_call(
+        dir.path(),
+        json!({"file_path": "/ask.md", "content": "a"}),
+        &[],
+    );
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "Error: Approval needed: a PreToolUse hook asked: a person reads ask.md first; \
+             nobody can approve a call here, so nothing was run\n",
+            1
+        )
+    );
+    assert!(!root.join("ask.md").exists());
+}
+
+/// One JSON-RPC answer of `lc-agent mcp` over stdio to `requests` (the last
+/// one's), the handshake first.
+fn mcp_call(dir: &Path, call: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        lc_agent_test_support::trust::gate_hooks().to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("root")).unwrap();
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    let mut child = std::process::Command::new(common::own_binary(dir))
+        .arg("mcp")
+        .arg("--root")
+        .arg(dir.join("root"))
+        .arg("--settings")
+        .arg(&settings)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}),
+    ];
+    for request in requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let answer = loop {
+        let line = lines.next().unwrap().unwrap();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["id"] == 2 {
+            break value;
+        }
+    };
+    drop(stdin);
+    let _ = child.wait();
+    answer
+}
+
+#[test]
+fn lc_agent_mcp_runs_the_hooks_on_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let refused = mcp_call(
+        dir.path(),
+        json!({"name": "write_file", "arguments": {"file_path": "/secrets/key.md", "content": "k"}}),
+    );
+    assert_eq!(
+        (
+            &refused["result"]["isError"],
+            &refused["result"]["content"][0]["text"]
+        ),
+        (
+            &json!(true),
+            &json!("Error: a PreToolUse hook blocked this call: secrets stay untouched")
+        ),
+        "{refused}"
+    );
+    assert!(!root.join("secrets/key.md").exists());
+    let rewritten = mcp_call(
+        dir.path(),
+        json!({"name": "write_file", "arguments": {"file_path": "/draft.md", "content": "draft"}}),
+    );
+    assert_eq!(
+        rewritten["result"]["content"][0]["text"],
+        "Successfully wrote to /final.md\n\nFrom a PostToolUse hook: checked by the post hook",
+        "{rewritten}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("final.md")).unwrap(),
+        "rewritten"
+    );
+    assert!(!root.join("draft.md").exists());
 }

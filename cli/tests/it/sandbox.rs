@@ -7,49 +7,30 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use lc_agent_test_support::needs;
+use lc_agent_test_support::trust::{sandbox_site, SandboxSite, SECRET};
 use serde_json::{json, Value};
 
-const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- s3cr3t-key-material";
 const API_KEY: &str = "sk-sandbox-test-do-not-leak";
 const TOKEN: &str = "tok-sandbox-test-do-not-leak";
 
 /// A workspace `root` (with `.git/config` and a link `planted` to the
 /// outside) and an `outside` directory holding a `~/.ssh`-like secret.
-struct Site {
-    base: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-fn site() -> Site {
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = base.path().join("root");
-    let outside = base.path().join("outside");
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
-    std::fs::create_dir_all(outside.join(".ssh")).unwrap();
-    std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
-    std::os::unix::fs::symlink(&outside, root.join("planted")).unwrap();
-    let root = root.canonicalize().unwrap();
-    let outside = outside.canonicalize().unwrap();
-    Site {
-        base,
-        root,
-        outside,
-    }
+fn site() -> SandboxSite {
+    let site = sandbox_site(Path::new(env!("CARGO_TARGET_TMPDIR")), "");
+    std::os::unix::fs::symlink(&site.outside, site.root.join("planted")).unwrap();
+    site
 }
 
 /// The hostile commands (each a tool call of its own), then an ordinary
 /// one; `port` is the test's loopback server, `marker` names the fork bomb.
 /// What a command reads goes into the existing `src/` folder: a root
 /// holding `.git` under Landlock alone gets no new top-level entries.
-fn hostile_script(site: &Site, port: u16, marker: &str) -> String {
+fn hostile_script(site: &SandboxSite, port: u16, marker: &str) -> String {
     let o = site.outside.display();
     let commands = [
         format!("echo pwned > {o}/absolute"),
@@ -89,8 +70,8 @@ fn hostile_script(site: &Site, port: u16, marker: &str) -> String {
 /// `lc-agent run --shell --yes --root <root> --sandbox <mode>` with the
 /// script, a secret-looking variable and a token in its environment, and
 /// `mechanism` (when given) as `LC_AGENT_SANDBOX_MECHANISM`.
-fn run(site: &Site, script: &str, mode: &str, mechanism: Option<&str>) -> Output {
-    let script_path = site.base.path().join("script.json");
+fn run(site: &SandboxSite, script: &str, mode: &str, mechanism: Option<&str>) -> Output {
+    let script_path = site.base().join("script.json");
     std::fs::write(&script_path, script).unwrap();
     let mut command =
         lc_agent_test_support::own_binary::offline(Path::new(env!("CARGO_BIN_EXE_lc-agent")));
@@ -108,8 +89,8 @@ fn run(site: &Site, script: &str, mode: &str, mechanism: Option<&str>) -> Output
         .arg("--script")
         .arg(&script_path)
         .arg("--sessions")
-        .arg(site.base.path().join("sessions"))
-        .env("LC_AGENT_HOME", site.base.path().join("home"))
+        .arg(site.base().join("sessions"))
+        .env("LC_AGENT_HOME", site.base().join("home"))
         .env("SANDBOX_TEST_API_KEY", API_KEY)
         .env("LC_AGENT_TOKEN", format!("alice:{TOKEN}"))
         .env_remove("LC_AGENT_SANDBOX_MECHANISM")

@@ -136,7 +136,7 @@ pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use decisions::{Decision, DecisionKind, Decisions};
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
-pub use hooks::{HookSettings, HookSettingsError, HooksModifier};
+pub use hooks::{HookDecision, HookSettings, HookSettingsError, HooksModifier};
 pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };

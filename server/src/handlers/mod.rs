@@ -1,7 +1,7 @@
 //! The HTTP handlers, one file per API, side by side: each reads the
 //! request, calls the services (the runs, the session hub) and writes the
 //! answer. None imports another, except the helpers of this folder
-//! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`).
+//! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`, `tool_hooks.rs`).
 //!
 //! ```text
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
@@ -15,6 +15,7 @@
 //!  web.rs       /, /assets/*, /favicon.ico (the embedded page)
 //!  sse.rs       a run's events as SSE;  refusal.rs  the 409 / 429 of a refused run
 //!  path_rules.rs  /v1/tools/execute refuses what an `ask` path rule covers (nobody approves)
+//!  tool_hooks.rs  /v1/tools/execute runs the server's PreToolUse / PostToolUse hooks
 //!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
 //! ```
 
@@ -27,6 +28,7 @@ mod refusal;
 pub(crate) mod runs;
 pub(crate) mod sessions;
 mod sse;
+mod tool_hooks;
 pub(crate) mod tools;
 pub(crate) mod usage;
 pub(crate) mod web;

@@ -13,7 +13,11 @@
 //! batch; 409 if it changed meanwhile), else a scratch file set dropped
 //! after the request. A bad call gets an error entry; the others run.
 //!
-//! The endpoint follows the agent's rules: a call the agent would hold for
+//! The endpoint follows the agent's rules, in the agent's order. First the
+//! server's own `PreToolUse` hooks (`tool_hooks.rs`): `deny` answers the
+//! call with the reason, `ask` is a 403, `allow` spares the approval
+//! rules, `updatedInput` rewrites the call; its `PostToolUse` hooks see
+//! each result. Then a call the agent would hold for
 //! a person's decision (the approval rules: `execute` in a `--shell`
 //! workspace, a blueprint's `interrupt_on`) is refused with 403 naming the
 //! rule, and nothing of the batch runs: nobody is there to approve it
@@ -30,7 +34,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::Json;
 use lc_agent::{RunnableNetwork, ToolExecutor};
-use lc_agent_deepagent::{permission_mode, ApprovalModifier};
+use lc_agent_deepagent::{permission_mode, ApprovalModifier, DeepAgentBuilder};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -69,11 +73,15 @@ pub(crate) struct Execute {
 
 /// Refuses (403) a batch that holds a call the agent's approval rules
 /// hold for a person's decision: the endpoint has nobody to ask.
-fn check_approvals(net: &RunnableNetwork, calls: &[Value]) -> Result<(), ApiError> {
+fn check_approvals(
+    net: &RunnableNetwork,
+    calls: &[Value],
+    allowed: &[bool],
+) -> Result<(), ApiError> {
     let Some(rules) = net.modifier_as::<ApprovalModifier>("approvals") else {
         return Ok(());
     };
-    for call in calls {
+    for (call, &hook_allowed) in calls.iter().zip(allowed) {
         let name = call
             .pointer("/function/name")
             .or_else(|| call.get("name"))
@@ -93,7 +101,8 @@ fn check_approvals(net: &RunnableNetwork, calls: &[Value]) -> Result<(), ApiErro
             Some(true) => continue,
             None => {}
         }
-        if rules.rules_on(name) {
+        // A `PreToolUse` hook that allowed the call spares it the asking.
+        if rules.rules_on(name) && !hook_allowed {
             return Err(ApiError::Status(
                 axum::http::StatusCode::FORBIDDEN,
                 format!(
@@ -107,6 +116,25 @@ fn check_approvals(net: &RunnableNetwork, calls: &[Value]) -> Result<(), ApiErro
         }
     }
     Ok(())
+}
+
+/// Runs a batch through the checks of one tool call, in the agent's order:
+/// the `PreToolUse` hooks, the mode, the approval rules and the path rules'
+/// `ask` (a 403 refuses the batch before anything runs; a path rule's
+/// `deny` is the backend's), then the calls, then the `PostToolUse` hooks.
+async fn run_batch(
+    net: &RunnableNetwork,
+    agent: &DeepAgentBuilder,
+    calls: &[Value],
+) -> Result<Vec<Value>, ApiError> {
+    let gated = super::tool_hooks::before(net, calls).await?;
+    check_approvals(net, &gated.to_run, &gated.allowed)?;
+    super::path_rules::refuse_asks(net, &gated.to_run).await?;
+    let ran = ToolExecutor::from_shared(agent.offered_tools(net))
+        .with_network(net.clone())
+        .execute_openai(&gated.to_run)
+        .await;
+    Ok(gated.after(net, ran).await)
 }
 
 /// The most calls one request may run.
@@ -129,11 +157,7 @@ pub(crate) async fn execute(
             let list = state.hub.list(&user)?;
             let _claim = state.hub.claim(id, &list)?;
             let (net, agent) = state.hub.open(&user, &list, id).await?;
-            check_approvals(&net, &body.tool_calls)?;
-            super::path_rules::refuse_asks(&net, &body.tool_calls).await?;
-            let executor =
-                ToolExecutor::from_shared(agent.offered_tools(&net)).with_network(net.clone());
-            let results = executor.execute_openai(&body.tool_calls).await;
+            let results = run_batch(&net, &agent, &body.tool_calls).await?;
             list.save(&net).await?;
             results
         }
@@ -142,12 +166,7 @@ pub(crate) async fn execute(
             let net = agent
                 .build()
                 .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
-            check_approvals(&net, &body.tool_calls)?;
-            super::path_rules::refuse_asks(&net, &body.tool_calls).await?;
-            ToolExecutor::from_shared(agent.offered_tools(&net))
-                .with_network(net)
-                .execute_openai(&body.tool_calls)
-                .await
+            run_batch(&net, &agent, &body.tool_calls).await?
         }
     };
     Ok(Json(json!({

@@ -4,6 +4,8 @@
 //! logs every call with another, and a crashing `PostToolUse` hook and a
 //! hanging `Stop` hook are reported as `hook` SSE events without stopping
 //! the run. The model is a scripted one (a stand-in for a real model).
+//! `/v1/tools/execute` runs the same hooks first: a refusal is the call's
+//! result, a rewrite is what runs, an `ask` is a 403.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,4 +116,65 @@ async fn the_servers_hooks_refuse_log_and_report_failures_as_events() {
         logged.iter().all(|e| e["session_id"] == json!(id)),
         "{logged:?}"
     );
+}
+
+#[tokio::test]
+async fn the_tool_endpoint_runs_the_servers_hooks_first() {
+    let settings = lc_agent_test_support::trust::gate_hooks().to_string();
+    let settings = HookSettings::parse(&settings, "server-settings.json").unwrap();
+    let server = start_with(|dir| {
+        config(scripted(vec![]), dir).modifier_shared(Arc::new(HooksModifier::new(settings, dir)))
+    })
+    .await;
+    let base = &server.url;
+    let write = |id: &str, path: &str| {
+        json!({"id": id, "type": "function", "function": {"name": "write_file",
+            "arguments": json!({"file_path": path, "content": "draft"}).to_string()}})
+    };
+    let r = post(
+        &format!("{base}/v1/tools/execute"),
+        ALICE,
+        json!({"tool_calls": [write("a", "/secrets/key.md"), write("b", "/draft.md")]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    // The refused call's result is the hook's reason; the other one ran as
+    // the hook rewrote it, and the PostToolUse hook added to its result.
+    assert_eq!(
+        (
+            &results[0]["tool_call_id"],
+            &results[0]["success"],
+            &results[0]["error"]
+        ),
+        (
+            &json!("a"),
+            &json!(false),
+            &json!("Error: a PreToolUse hook blocked this call: secrets stay untouched")
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        (&results[1]["tool_call_id"], &results[1]["result"]),
+        (
+            &json!("b"),
+            &json!("Successfully wrote to /final.md\n\nFrom a PostToolUse hook: checked by the post hook")
+        ),
+        "{body}"
+    );
+    // A hook's ask refuses the batch: nobody approves here, nothing runs.
+    let r = post(
+        &format!("{base}/v1/tools/execute"),
+        ALICE,
+        json!({"tool_calls": [write("c", "/ask.md")]}),
+    )
+    .await;
+    assert_eq!(r.status(), 403);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("a PreToolUse hook asked: a person reads ask.md first"),
+        "{text}"
+    );
+    let _ = server.stop().await;
 }

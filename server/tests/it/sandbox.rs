@@ -8,43 +8,29 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lc_agent_deepagent::Workspace;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
+use lc_agent_test_support::trust::{sandbox_site, SandboxSite};
 use serde_json::{json, Value};
 
-const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- s3cr3t-key-material";
 const BOBS: &str = "bob's diary: do-not-read";
 const API_KEY: &str = "sk-server-sandbox-test-do-not-leak";
 
-/// `--root` (alice's and bob's directories), and a directory beside it.
-struct Site {
-    _base: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-fn site() -> Site {
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = base.path().join("root");
-    let outside = base.path().join("outside");
-    std::fs::create_dir_all(root.join("alice/.git")).unwrap();
-    std::fs::write(root.join("alice/.git/config"), "[core]\n").unwrap();
+/// `--root` (alice's directory with `.git`, bob's), and a directory
+/// beside it.
+fn site() -> SandboxSite {
+    let site = sandbox_site(Path::new(env!("CARGO_TARGET_TMPDIR")), "alice");
+    let root = &site.root;
     std::fs::create_dir_all(root.join("bob")).unwrap();
     std::fs::write(root.join("bob/diary.txt"), BOBS).unwrap();
-    std::fs::create_dir_all(outside.join(".ssh")).unwrap();
-    std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
     // Links planted in alice's directory before she runs anything.
     std::os::unix::fs::symlink(root.join("bob"), root.join("alice/to-bob")).unwrap();
-    std::os::unix::fs::symlink(&outside, root.join("alice/to-outside")).unwrap();
-    Site {
-        root: root.canonicalize().unwrap(),
-        outside: outside.canonicalize().unwrap(),
-        _base: base,
-    }
+    std::os::unix::fs::symlink(&site.outside, root.join("alice/to-outside")).unwrap();
+    site
 }
 
 /// Runs `command` as alice through the tool endpoint; what it printed.

@@ -70,6 +70,8 @@
 //!   durations masked, for byte-for-byte comparisons.
 //! - `serve.rs` — [`serve::Served`]: `lc-agent serve` as a process, its
 //!   address read from its first line, its logs kept.
+//! - `trust.rs` — [`trust::sandbox_site`], [`trust::gate_hooks`]: the
+//!   sandbox suites' site and the hook settings the entry points share.
 //! - `poll.rs` — [`poll::until`], [`poll::run_status`]: one poller (every
 //!   50 ms, a bounded number of tries, the last thing seen in the failure).
 //! - `sse.rs` — [`sse::events`], [`sse::Reader`], [`sse::read`]: one
@@ -106,6 +108,7 @@ pub mod server;
 pub mod sse;
 mod stable;
 mod tls;
+pub mod trust;
 
 pub use litellm::LiteLlm;
 pub use llama::LlamaServer;

@@ -13,6 +13,8 @@
 //! the old spelling of allow for `PreToolUse`);
 //! `hookSpecificOutput.permissionDecision` (`allow` | `deny` | `ask`) +
 //! `permissionDecisionReason` decide a `PreToolUse` call;
+//! `hookSpecificOutput.updatedInput` (a JSON object) replaces a
+//! `PreToolUse` call's arguments (of several hooks, the last one's wins);
 //! `hookSpecificOutput.additionalContext` is context for the model;
 //! `systemMessage` is shown to the user. Of several hooks of one event,
 //! deny wins over ask, ask over allow.
@@ -87,6 +89,17 @@ pub(crate) enum Permission {
     Deny,
 }
 
+impl Permission {
+    /// Its name in settings and records (`allow`, `ask`, `deny`).
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Permission::Allow => "allow",
+            Permission::Ask => "ask",
+            Permission::Deny => "deny",
+        }
+    }
+}
+
 /// What one hook's run means.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Verdict {
@@ -104,6 +117,9 @@ pub(crate) struct Verdict {
     pub(crate) failure: Option<String>,
     /// It was killed at its timeout.
     pub(crate) timed_out: bool,
+    /// `PreToolUse`'s `hookSpecificOutput.updatedInput`: the call's new
+    /// arguments (a JSON object).
+    pub(crate) updated_input: Option<Value>,
 }
 
 impl Verdict {
@@ -240,6 +256,15 @@ fn read_answer(event: HookEvent, stdout: &str, v: &mut Verdict) {
         if let (Some(p), HookEvent::PreToolUse) = (decided, event) {
             v.permission = Some((p, reason));
         }
+        match specific.get("updatedInput") {
+            Some(input @ Value::Object(_)) if event == HookEvent::PreToolUse => {
+                v.updated_input = Some(input.clone());
+            }
+            Some(other) if event == HookEvent::PreToolUse => {
+                v.failure = Some(format!("updatedInput must be a JSON object, got `{other}`"));
+            }
+            _ => {}
+        }
         if let Some(context) = specific.get("additionalContext").and_then(Value::as_str)
             && !context.trim().is_empty()
         {
@@ -295,6 +320,29 @@ mod tests {
             &run(0, r#"{"continue": false, "stopReason": "enough"}"#, ""),
         );
         assert_eq!(v.stop.as_deref(), Some("enough"));
+        let v = verdict(
+            HookEvent::PreToolUse,
+            &run(
+                0,
+                r#"{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": "ls"}}}"#,
+                "",
+            ),
+        );
+        assert_eq!(v.updated_input, Some(serde_json::json!({"command": "ls"})));
+        let v = verdict(
+            HookEvent::PreToolUse,
+            &run(0, r#"{"hookSpecificOutput": {"updatedInput": "ls"}}"#, ""),
+        );
+        assert_eq!(
+            (v.updated_input.clone(), v.report()),
+            (
+                None,
+                (
+                    "failed",
+                    "updatedInput must be a JSON object, got `\"ls\"`".into()
+                )
+            )
+        );
         let timed = HookRun {
             exit: Exit::TimedOut(Duration::from_secs(2)),
             stdout: String::new(),

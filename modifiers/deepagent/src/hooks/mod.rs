@@ -28,6 +28,18 @@
 //! Sub-networks (sub-agents, routes) inherit the modifier: their tool
 //! calls meet the same `PreToolUse` hooks, and their last answer fires
 //! `SubagentStop` instead of `Stop`.
+//!
+//! A `PreToolUse` answer's `hookSpecificOutput.updatedInput` rewrites the
+//! call: its tool node is replaced by one holding the new arguments
+//! (recorded: `metadata["hook"]` has `updated_input: true` and the
+//! `original_input`), before the path rules, the mode and the approvals
+//! look at it; what runs and what is saved is the rewritten call. A call
+//! a sub-network already serves (`task`, a route) keeps its arguments,
+//! and the hook's run is reported as failed saying so.
+//!
+//! Calls made outside a model turn (a tool endpoint, `lc-agent tool`, an
+//! MCP server) meet the same hooks through [`HooksModifier::before_call`],
+//! [`HooksModifier::after_call`] and [`HooksModifier::run_call`].
 
 mod events;
 mod runner;
@@ -40,7 +52,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lc_agent::{
     ChatNode, HumanNode, Message, NetworkError, NetworkEvent, NetworkModifier, NodeId, NodeRef,
-    Result, RunnableNetwork, ToolNode,
+    Result, RunnableNetwork, ToolCall, ToolNode, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
@@ -229,6 +241,49 @@ impl HooksModifier {
         Ok(())
     }
 
+    /// What the `PreToolUse` hooks say about `tc` (`node_id`: its tool
+    /// node, when it has one); `continue: false` is the error.
+    async fn decide(
+        &self,
+        network: &RunnableNetwork,
+        tc: &ToolCall,
+        node_id: Option<NodeId>,
+    ) -> Result<Decided> {
+        let fields = json!({
+            "tool_name": tc.name,
+            "tool_input": tc.parsed_arguments().unwrap_or_else(|_| json!({})),
+            "tool_use_id": tc.id,
+        });
+        let verdicts = self
+            .fire(
+                network,
+                HookEvent::PreToolUse,
+                Some(&tc.name),
+                node_id,
+                fields,
+            )
+            .await;
+        stop_if_asked(HookEvent::PreToolUse, &verdicts)?;
+        let permission = verdicts
+            .iter()
+            .filter_map(|v| v.permission.as_ref().map(|p| p.0))
+            .max();
+        let reason = reasons(verdicts.iter().filter_map(|v| match &v.permission {
+            Some((p, r)) if Some(*p) == permission => Some(r.as_str()),
+            _ => None,
+        }));
+        // A refused call runs with no arguments at all; else the last
+        // rewrite wins.
+        let updated = (permission != Some(Permission::Deny))
+            .then(|| verdicts.iter().rev().find_map(|v| v.updated_input.clone()))
+            .flatten();
+        Ok(Decided {
+            permission,
+            reason,
+            updated,
+        })
+    }
+
     /// `PreToolUse` for the calls of a model turn.
     async fn pre_tool_use(&self, network: &RunnableNetwork, chat: &NodeRef) -> Result<()> {
         for call in delegation::turn_calls(network, chat) {
@@ -242,41 +297,43 @@ impl HooksModifier {
                 continue;
             }
             let tc = tool.tool_call.clone();
-            let fields = json!({
-                "tool_name": tc.name,
-                "tool_input": tc.parsed_arguments().unwrap_or_else(|_| json!({})),
-                "tool_use_id": tc.id,
+            let decided = self.decide(network, &tc, Some(call.id())).await?;
+            let mut call = call;
+            let mut record = json!({
+                "event": "PreToolUse",
+                "decision": decided.permission.map(Permission::word),
+                "reason": decided.reason,
             });
-            let verdicts = self
-                .fire(
-                    network,
-                    HookEvent::PreToolUse,
-                    Some(&tc.name),
-                    Some(call.id()),
-                    fields,
-                )
-                .await;
-            stop_if_asked(HookEvent::PreToolUse, &verdicts)?;
-            let Some(decision) = verdicts
-                .iter()
-                .filter_map(|v| v.permission.as_ref().map(|p| p.0))
-                .max()
-            else {
+            if let Some(input) = &decided.updated {
+                match rewrite(network, &call, &tc, input)? {
+                    Some(rewritten) => {
+                        call = rewritten;
+                        record["updated_input"] = json!(true);
+                        record["original_input"] = tc
+                            .parsed_arguments()
+                            .unwrap_or_else(|_| json!(tc.arguments));
+                    }
+                    None => network.emit(&NetworkEvent::HookRan {
+                        node_id: Some(call.id()),
+                        event: HookEvent::PreToolUse.name().to_string(),
+                        command: "updatedInput".to_string(),
+                        outcome: "failed".to_string(),
+                        message: format!(
+                            "not applied: `{}` runs a sub-network built for the call as the \
+                             model made it",
+                            tc.name
+                        ),
+                    }),
+                }
+            }
+            let Some(decision) = decided.permission else {
+                if decided.updated.is_some() {
+                    call.set_metadata(HOOK_KEY, record);
+                }
                 continue;
             };
-            let reason = reasons(verdicts.iter().filter_map(|v| match &v.permission {
-                Some((p, r)) if *p == decision => Some(r.as_str()),
-                _ => None,
-            }));
-            let word = match decision {
-                Permission::Allow => "allow",
-                Permission::Ask => "ask",
-                Permission::Deny => "deny",
-            };
-            call.set_metadata(
-                HOOK_KEY,
-                json!({"event": "PreToolUse", "decision": word, "reason": reason}),
-            );
+            call.set_metadata(HOOK_KEY, record);
+            let reason = decided.reason;
             match decision {
                 Permission::Allow => {}
                 Permission::Ask => approvals::hold_call(
@@ -291,13 +348,8 @@ impl HooksModifier {
                         network.set_parents(call.id(), &served.parents())?;
                         network.remove_node(served.id())?;
                     }
-                    let why = if reason.is_empty() {
-                        "no reason given".to_string()
-                    } else {
-                        reason
-                    };
                     call.set_output(Message::Tool {
-                        content: format!("Error: a PreToolUse hook blocked this call: {why}"),
+                        content: denied(&reason),
                         tool_call_id: tc.id.clone(),
                         name: Some(tc.name.clone()),
                         status: lc_agent::ToolStatus::Error,
@@ -306,6 +358,39 @@ impl HooksModifier {
             }
         }
         Ok(())
+    }
+
+    /// What the `PostToolUse` hooks add to a result (empty: nothing).
+    async fn feedback(
+        &self,
+        network: &RunnableNetwork,
+        tc: &ToolCall,
+        node_id: Option<NodeId>,
+        content: &str,
+        ok: bool,
+    ) -> Result<String> {
+        let fields = json!({
+            "tool_name": tc.name,
+            "tool_input": tc.parsed_arguments().unwrap_or_else(|_| json!({})),
+            "tool_use_id": tc.id,
+            "tool_response": {"content": content, "status": if ok { "ok" } else { "error" }},
+        });
+        let verdicts = self
+            .fire(
+                network,
+                HookEvent::PostToolUse,
+                Some(&tc.name),
+                node_id,
+                fields,
+            )
+            .await;
+        stop_if_asked(HookEvent::PostToolUse, &verdicts)?;
+        Ok(reasons(
+            verdicts
+                .iter()
+                .flat_map(|v| [v.block.as_deref(), v.context.as_deref()])
+                .flatten(),
+        ))
     }
 
     /// `PostToolUse` for a call that ran.
@@ -322,42 +407,108 @@ impl HooksModifier {
         else {
             return Ok(());
         };
-        let tc = &tool.tool_call;
-        let fields = json!({
-            "tool_name": tc.name,
-            "tool_input": tc.parsed_arguments().unwrap_or_else(|_| json!({})),
-            "tool_use_id": tc.id,
-            "tool_response": {"content": content, "status": if matches!(status, lc_agent::ToolStatus::Ok) { "ok" } else { "error" }},
-        });
-        let verdicts = self
-            .fire(
-                network,
-                HookEvent::PostToolUse,
-                Some(&tc.name),
-                Some(node.id()),
-                fields,
-            )
-            .await;
-        stop_if_asked(HookEvent::PostToolUse, &verdicts)?;
-        let feedback = reasons(
-            verdicts
-                .iter()
-                .flat_map(|v| [v.block.as_deref(), v.context.as_deref()])
-                .flatten(),
-        );
+        let ok = matches!(status, lc_agent::ToolStatus::Ok);
+        let feedback = self
+            .feedback(network, &tool.tool_call, Some(node.id()), content, ok)
+            .await?;
         if !feedback.is_empty() {
             node.set_metadata(
                 HOOK_KEY,
                 json!({"event": "PostToolUse", "feedback": feedback}),
             );
             node.set_output(Message::Tool {
-                content: format!("{content}\n\nFrom a PostToolUse hook: {feedback}"),
+                content: with_feedback(content, &feedback),
                 tool_call_id: tool_call_id.clone(),
                 name: name.clone(),
                 status: *status,
             });
         }
         Ok(())
+    }
+
+    /// Runs the `PreToolUse` hooks for a call made outside a model turn
+    /// (a tool endpoint, `lc-agent tool`, an MCP server): what they
+    /// decided, with the call as a hook rewrote it (`updatedInput`). The
+    /// caller applies the other checks after it (path rules, the mode,
+    /// the approval rules), as the agent does.
+    pub async fn before_call(&self, network: &RunnableNetwork, call: ToolCall) -> HookDecision {
+        let decided = match self.decide(network, &call, None).await {
+            Ok(decided) => decided,
+            Err(e) => {
+                return HookDecision::Deny {
+                    message: format!("Error: {e}"),
+                }
+            }
+        };
+        let call = match decided.updated {
+            Some(input) => ToolCall::new(call.id, call.name, input),
+            None => call,
+        };
+        match decided.permission {
+            None => HookDecision::Run {
+                call,
+                allowed: false,
+            },
+            Some(Permission::Allow) => HookDecision::Run {
+                call,
+                allowed: true,
+            },
+            Some(Permission::Ask) => HookDecision::Ask {
+                call,
+                reason: format!("a PreToolUse hook asked: {}", decided.reason),
+            },
+            Some(Permission::Deny) => HookDecision::Deny {
+                message: denied(&decided.reason),
+            },
+        }
+    }
+
+    /// Runs the `PostToolUse` hooks for a call made outside a model turn
+    /// that ran: the result, with what they said appended.
+    pub async fn after_call(
+        &self,
+        network: &RunnableNetwork,
+        call: &ToolCall,
+        output: ToolOutput,
+    ) -> ToolOutput {
+        let ok = output.status == lc_agent::ToolStatus::Ok;
+        match self
+            .feedback(network, call, None, &output.content, ok)
+            .await
+        {
+            Ok(feedback) if feedback.is_empty() => output,
+            Ok(feedback) => ToolOutput {
+                content: with_feedback(&output.content, &feedback),
+                status: output.status,
+            },
+            Err(e) => ToolOutput::error(format!("{}\n\nError: {e}", output.content)),
+        }
+    }
+
+    /// A call made where nobody can approve (`lc-agent tool`, an MCP
+    /// server): `PreToolUse` hooks, then `run` with the call as they left
+    /// it (an `ask` refuses), then `PostToolUse`.
+    pub async fn run_call<F, Fut>(
+        &self,
+        network: &RunnableNetwork,
+        call: ToolCall,
+        run: F,
+    ) -> ToolOutput
+    where
+        F: FnOnce(ToolCall) -> Fut,
+        Fut: std::future::Future<Output = ToolOutput>,
+    {
+        match self.before_call(network, call).await {
+            HookDecision::Deny { message } => ToolOutput::error(message),
+            HookDecision::Ask { reason, .. } => ToolOutput::error(format!(
+                "Error: Approval needed: {reason}; nobody can approve a call here, so nothing \
+                 was run"
+            )),
+            HookDecision::Run { call, .. } => {
+                let output = run(call.clone()).await;
+                self.after_call(network, &call, output).await
+            }
+        }
     }
 
     /// `Stop` (or `SubagentStop`) for an answer with no tool calls.
@@ -415,6 +566,91 @@ pub(crate) async fn pre_compact(network: &RunnableNetwork, trigger: &str) {
             json!({"trigger": trigger, "custom_instructions": ""}),
         )
         .await;
+}
+
+/// What the `PreToolUse` hooks of one call said together.
+struct Decided {
+    /// The strongest decision (deny over ask over allow), if any.
+    permission: Option<Permission>,
+    /// The reasons of the hooks that made it.
+    reason: String,
+    /// The arguments a hook rewrote the call to.
+    updated: Option<Value>,
+}
+
+/// What the `PreToolUse` hooks decided about a call made outside a model
+/// turn ([`HooksModifier::before_call`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HookDecision {
+    /// Run `call` (with the arguments a hook rewrote it to, if one did);
+    /// `allowed`: a hook allowed it, so the approval rules do not hold it
+    /// (path rules still apply).
+    Run {
+        /// The call to run.
+        call: ToolCall,
+        /// Whether a hook allowed it.
+        allowed: bool,
+    },
+    /// A hook asks a person about `call`.
+    Ask {
+        /// The call (as rewritten).
+        call: ToolCall,
+        /// `a PreToolUse hook asked: <reason>`.
+        reason: String,
+    },
+    /// A hook refused the call; `message` is its result.
+    Deny {
+        /// `Error: a PreToolUse hook blocked this call: <reason>`.
+        message: String,
+    },
+}
+
+/// The result of a call a hook refused.
+fn denied(reason: &str) -> String {
+    let why = if reason.is_empty() {
+        "no reason given"
+    } else {
+        reason
+    };
+    format!("Error: a PreToolUse hook blocked this call: {why}")
+}
+
+/// A result with what the `PostToolUse` hooks said appended.
+fn with_feedback(content: &str, feedback: &str) -> String {
+    format!("{content}\n\nFrom a PostToolUse hook: {feedback}")
+}
+
+/// Replaces a call's tool node with one holding `input` as its arguments
+/// (its metadata and children kept); `None` when a sub-network already
+/// serves the call (a task, a route), which would not see new arguments.
+fn rewrite(
+    network: &RunnableNetwork,
+    call: &NodeRef,
+    tc: &ToolCall,
+    input: &Value,
+) -> Result<Option<NodeRef>> {
+    if delegation::waiting_delegate(network, call).is_some() {
+        return Ok(None);
+    }
+    let edited = ToolCall::new(tc.id.clone(), tc.name.clone(), input.clone());
+    let replacement = network.add(ToolNode { tool_call: edited }, &call.parents())?;
+    let fresh = replacement.metadata();
+    for (key, value) in call.metadata() {
+        if !fresh.contains_key(&key) {
+            replacement.set_metadata(key, value);
+        }
+    }
+    for child in network.children(call.id()) {
+        let parents: Vec<NodeId> = child
+            .parents()
+            .into_iter()
+            .map(|p| if p == call.id() { replacement.id() } else { p })
+            .collect();
+        network.set_parents(child.id(), &parents)?;
+    }
+    network.remove_node(call.id())?;
+    Ok(Some(replacement))
 }
 
 fn reasons<'a>(parts: impl Iterator<Item = &'a str>) -> String {

@@ -4,8 +4,8 @@
 //! ```text
 //!  MCP client ── stdio | POST /mcp (Authorization: Bearer <token>) ──▶ FileToolServer
 //!    tools/list ─▶ ls, read_file, write_file, edit_file, glob, grep (+ execute with a shell)
-//!    tools/call ─▶ filesystem::run_tool(backend, name, args) ─▶ the spec's text,
-//!                  isError when the tool said `Error: ...`
+//!    tools/call ─▶ PreToolUse hooks (with_hooks) ─▶ filesystem::run_tool(backend, name, args)
+//!                  ─▶ PostToolUse hooks ─▶ the spec's text, isError when it says `Error: ...`
 //! ```
 //!
 //! The tool types, their descriptions, schemas and output strings are the
@@ -15,13 +15,14 @@
 //! clients you trust with a shell in that directory.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use lc_agent::ToolStatus;
+use lc_agent::{ToolCall, ToolOutput, ToolStatus};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -34,7 +35,11 @@ use serde_json::Value;
 
 use super::error::McpError;
 use crate::bearer::{bearer_token, bind_allowed, same_token};
+use crate::hooks::HooksModifier;
 use lc_agent_filesystem::{offered_tools, run_tool, Backend, Execute, FileTool};
+
+/// Calls served so far (names them for the hooks' `tool_use_id`).
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// The path the HTTP transport answers on.
 pub const MCP_HTTP_PATH: &str = "/mcp";
@@ -47,6 +52,8 @@ pub const TOKEN_ENV: &str = "LC_AGENT_TOKEN";
 pub struct FileToolServer {
     backend: Arc<dyn Backend>,
     tools: Arc<[rmcp::model::Tool]>,
+    /// The `PreToolUse`/`PostToolUse` hooks every call meets.
+    hooks: Option<Arc<HooksModifier>>,
 }
 
 impl std::fmt::Debug for FileToolServer {
@@ -90,7 +97,19 @@ impl FileToolServer {
                 )
             })
             .collect();
-        Self { backend, tools }
+        Self {
+            backend,
+            tools,
+            hooks: None,
+        }
+    }
+
+    /// Runs every call through `hooks`' `PreToolUse` and `PostToolUse`
+    /// hooks (a `PreToolUse` `ask` refuses: nobody can approve here).
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: HooksModifier) -> Self {
+        self.hooks = Some(Arc::new(hooks));
+        self
     }
 
     /// The names of the tools served.
@@ -234,11 +253,27 @@ impl ServerHandler for FileToolServer {
             return Err(rmcp::ErrorData::invalid_params(message, None));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let Some(output) = run_tool(self.backend.as_ref(), &request.name, &args).await else {
-            return Err(rmcp::ErrorData::invalid_params(
-                format!("unknown tool `{}`", request.name),
-                None,
-            ));
+        let backend = self.backend.clone();
+        let run = |call: ToolCall| async move {
+            let args = call.parsed_arguments().unwrap_or_default();
+            run_tool(backend.as_ref(), &call.name, &args)
+                .await
+                .unwrap_or_else(|| {
+                    ToolOutput::error(format!("Error: unknown tool `{}`", call.name))
+                })
+        };
+        let call = ToolCall::new(
+            format!("mcp_call_{}", CALLS.fetch_add(1, Ordering::Relaxed)),
+            request.name.to_string(),
+            args,
+        );
+        let output = match &self.hooks {
+            Some(hooks) => {
+                hooks
+                    .run_call(&lc_agent::RunnableNetwork::new(), call, run)
+                    .await
+            }
+            None => run(call).await,
         };
         let content = vec![ContentBlock::text(output.content)];
         Ok(match output.status {

@@ -6,7 +6,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,34 +15,13 @@ use lc_agent_filesystem::{
     SandboxPolicy,
 };
 use lc_agent_test_support::needs;
+use lc_agent_test_support::trust::{sandbox_site, SandboxSite, SECRET};
 use serde_json::json;
 
-/// A workspace `root` and an `outside` directory next to it holding a
-/// `~/.ssh`-like secret.
-struct Site {
-    _base: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- s3cr3t-key-material";
-
-fn site() -> Site {
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let root = base.path().join("root");
-    let outside = base.path().join("outside");
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
-    std::fs::create_dir_all(outside.join(".ssh")).unwrap();
-    std::fs::write(outside.join(".ssh/id_ed25519"), SECRET).unwrap();
-    let root = root.canonicalize().unwrap();
-    let outside = outside.canonicalize().unwrap();
-    Site {
-        _base: base,
-        root,
-        outside,
-    }
+/// A workspace `root` (with `.git` and `src/`) and an `outside`
+/// directory beside it holding a `~/.ssh`-like secret.
+fn site() -> SandboxSite {
+    sandbox_site(Path::new(env!("CARGO_TARGET_TMPDIR")), "")
 }
 
 fn shell(root: &Path, policy: SandboxPolicy) -> LocalShellBackend {

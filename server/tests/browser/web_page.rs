@@ -1256,6 +1256,8 @@ async fn edit_a_message_see_both_answers_switch_and_rewind_files() {
         p.screenshot(&format!("branches-{label}")).await;
         p.c.clone().close().await.unwrap();
     }
+}
+
 /// Issue 31 item 10: the session view leaves a large file's text out; the
 /// page lists the file and fetches its text alone (`?file=`) when opened.
 #[needs(chromium)]

@@ -102,7 +102,7 @@ pub struct HooksModifier {
 
 impl HooksModifier {
     /// The modifier id.
-    pub(crate) const ID: &'static str = "hooks";
+    pub const ID: &'static str = "hooks";
 
     /// Runs `settings`' hooks, each in `cwd` (the workspace root, or the
     /// directory the agent was started in).

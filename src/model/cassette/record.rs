@@ -285,7 +285,10 @@ mod tests {
             json!({"format": "lc-agent-cassette/1", "model_name": "scripted", "mode": "stream",
                    "request": {"messages": [{"role": "human", "content": "hi ***"}]},
                    "deltas": [{"text": "Hello "}, {"text": "you"}],
-                   "response": {"content": "Hello you", "finish_reason": "stop", "model": "scripted"}})
+                   "response": {"content": "Hello you",
+                                "usage": {"prompt_tokens": 9, "completion_tokens": 3,
+                                          "total_tokens": 12, "estimated": true},
+                                "finish_reason": "stop", "model": "scripted"}})
         );
         assert_eq!(written[1]["mode"], "complete");
         assert_eq!(

@@ -651,7 +651,10 @@ fn slash_rewind_picks_a_turn_and_restores_its_files_exactly() {
     // wrote is left; the user's file stays.
     tmux.type_text("/rewind 1 files");
     tmux.keys(&["Enter"]);
-    tmux.wait_text("files restored: /notes.md, /plan.md, /src/lib.rs");
+    tmux.wait_for("the files restored and the prompt back", |s| {
+        s.contains("files restored: /notes.md, /plan.md, /src/lib.rs")
+            && s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
     let left = tree(&root);
     assert_eq!(left.keys().collect::<Vec<_>>(), ["README.md"], "{left:?}");
     tmux.keys(&["C-d"]);

@@ -86,17 +86,24 @@ fn masked(stdout: &str) -> String {
     tokens.replace_all(&text, "\"$1\":\"[n]\"").into_owned()
 }
 
-#[test]
-fn the_json_stream_of_a_run_is_stable() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = workdir(dir.path());
+/// The whole scripted run ([`full_script`]) with `--json` in a work
+/// folder under `dir`, approvals given; the output and the folder.
+fn full_run(dir: &Path) -> (Output, String) {
+    let work = workdir(dir);
     let out = exec(
-        dir.path(),
+        dir,
         &["Write the greeting file.", "--json"],
         full_script(),
         &["--root", &work, "--shell", "--yes"],
         "",
     );
+    (out, work)
+}
+
+#[test]
+fn the_json_stream_of_a_run_is_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, work) = full_run(dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let events = events(&out);
     // Nothing but events on stdout; the notes on stderr.
@@ -124,14 +131,7 @@ fn the_json_stream_of_a_run_is_stable() {
 #[needs(python)]
 fn an_independent_python_reader_reads_the_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let work = workdir(dir.path());
-    let out = exec(
-        dir.path(),
-        &["Write the greeting file.", "--json"],
-        full_script(),
-        &["--root", &work, "--shell", "--yes"],
-        "",
-    );
+    let (out, _work) = full_run(dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     // A reader that knows only the README: one JSON object per line, a
     // `type` on each, items with an id and a type; it reports what it saw.

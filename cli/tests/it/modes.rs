@@ -47,6 +47,28 @@ fn write_and_run() -> serde_json::Value {
     ])
 }
 
+/// [`write_and_run`] in a `repo` folder under `dir` (the shell
+/// unconfined), in permission mode `mode`; the output and the folder.
+fn write_and_run_in_mode(dir: &Path, mode: &str) -> (Output, std::path::PathBuf) {
+    let root = dir.join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = run(
+        dir,
+        write_and_run(),
+        &[
+            "--mode",
+            mode,
+            "--root",
+            root.to_str().unwrap(),
+            "--shell",
+            "--sandbox",
+            "full",
+        ],
+        "",
+    );
+    (out, root)
+}
+
 #[test]
 fn plan_mode_refuses_a_write_runs_a_read_and_the_resumed_session_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,22 +134,7 @@ fn plan_mode_refuses_a_write_runs_a_read_and_the_resumed_session_keeps_it() {
 #[test]
 fn accept_edits_writes_without_asking_while_execute_still_waits() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    let out = run(
-        dir.path(),
-        write_and_run(),
-        &[
-            "--mode",
-            "accept-edits",
-            "--root",
-            root.to_str().unwrap(),
-            "--shell",
-            "--sandbox",
-            "full",
-        ],
-        "",
-    );
+    let (out, root) = write_and_run_in_mode(dir.path(), "accept-edits");
     let stderr = text(&out.stderr);
     // stdin ended while `execute` waited: exit 3; the write ran unasked.
     assert_eq!(out.status.code(), Some(3), "{stderr}");
@@ -139,22 +146,7 @@ fn accept_edits_writes_without_asking_while_execute_still_waits() {
 #[test]
 fn bypass_holds_nothing_and_warns_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(&root).unwrap();
-    let out = run(
-        dir.path(),
-        write_and_run(),
-        &[
-            "--mode",
-            "bypass",
-            "--root",
-            root.to_str().unwrap(),
-            "--shell",
-            "--sandbox",
-            "full",
-        ],
-        "",
-    );
+    let (out, root) = write_and_run_in_mode(dir.path(), "bypass");
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

@@ -83,7 +83,9 @@
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
 //!   openai/           OpenAiChatModel: mod.rs (config, request, the ChatModel impl),
 //!                     wire.rs (JSON types), stream.rs (SSE assembly), window.rs
-//!                     (the context window asked of the server)
+//!                     (the context window asked of the server), discover.rs (the
+//!                     only model a server lists), remembered.rs (what a server
+//!                     cannot do, kept across processes: remember_servers_in)
 //!   anthropic/        AnthropicChatModel (Messages API): mod.rs (config, the ChatModel
 //!                     impl), wire.rs (JSON types, roles merged, cache markers),
 //!                     stream.rs (message/content-block events assembled)
@@ -240,7 +242,7 @@ pub use message::{Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
 pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 #[cfg(feature = "openai")]
-pub use model::openai::{OpenAiChatModel, OpenAiChatModelBuilder};
+pub use model::openai::{remember_servers_in, OpenAiChatModel, OpenAiChatModelBuilder};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, DeltaSink, HttpSettings, Match, Provider, ProviderError,

@@ -246,7 +246,13 @@ impl Agent {
         let context = AgentContext::new(args.store.config(), args.user.clone());
         let builder = blueprint
             .builder(blueprint.with_main(main), &context)
-            .map_err(|e| CliError::usage(e.to_string()))?;
+            .map_err(|e| CliError::usage(e.to_string()))?
+            .context_window(window);
+        if let Some(notice) = builder.lean_notice()
+            && !LEAN_SAID.swap(true, Ordering::Relaxed)
+        {
+            eprintln!("note: {notice}");
+        }
         let net = match loaded {
             Some(net) => {
                 builder
@@ -391,7 +397,15 @@ impl Agent {
                     }
                 };
                 match invoked {
-                    Err(e) => break Err(CliError::failed(in_user_terms(&e)).caused_by(e)),
+                    Err(e) => {
+                        let mut failure = CliError::failed(in_user_terms(&e)).caused_by(e);
+                        if let Some((tokens, window)) = failure.overflow_sizes()
+                            && self.first_request()
+                        {
+                            failure.message = first_request_too_big(tokens, window);
+                        }
+                        break Err(failure);
+                    }
                     Ok(reply) if self.net.held().is_empty() => break Ok(reply.text().to_string()),
                     Ok(_) => {
                         self.screen.pause();
@@ -408,6 +422,15 @@ impl Agent {
             };
         self.screen.end_turn();
         answer
+    }
+
+    /// Whether no model call of the session was answered yet.
+    fn first_request(&self) -> bool {
+        !self
+            .net
+            .nodes()
+            .iter()
+            .any(|n| n.kind() == ChatNode::KIND && n.is_invoked())
     }
 
     /// Whether the newest answer was empty (no text, no tool call).
@@ -508,6 +531,34 @@ impl Agent {
         Ok(true)
     }
 }
+
+/// The failure of a first request that does not fit the model's window:
+/// what it holds, and exactly what to change.
+fn first_request_too_big(tokens: Option<usize>, window: Option<usize>) -> String {
+    let size = match (tokens, window) {
+        (Some(tokens), Some(window)) => format!(" ({tokens} tokens; {window} fit)"),
+        (None, Some(window)) => format!(" ({window} tokens)"),
+        (Some(tokens), None) => format!(" ({tokens} tokens)"),
+        (None, None) => String::new(),
+    };
+    // A window that holds the request and room to answer and go on.
+    let wanted = tokens
+        .map_or(lc_agent_deepagent::LEAN_BELOW, |t| {
+            (t + t / 2).next_power_of_two()
+        })
+        .max(lc_agent_deepagent::LEAN_BELOW);
+    format!(
+        "the first request does not fit the model's context window{size}: the agent's \
+         instructions, its tools and your message. Give the model a window of {wanted} tokens \
+         (llama-cpp-python: --n_ctx {wanted}; llama.cpp: -c {wanted}; Ollama: num_ctx {wanted}) \
+         and, if its server does not report it, pass --context-window {wanted}; or send a \
+         shorter message (a file's path instead of its text)"
+    )
+}
+
+/// The lean prompt was announced (once per process: `/new` and
+/// `/resume` open the agent again).
+static LEAN_SAID: AtomicBool = AtomicBool::new(false);
 
 /// Where a session's title is kept in its metadata (also its name, which
 /// `sessions list` and the web page show).

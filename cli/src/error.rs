@@ -74,6 +74,12 @@ impl CliError {
     /// ([`ModelError::ContextOverflow`](lc_agent::ModelError::ContextOverflow)
     /// among the causes), whatever the message says.
     pub(crate) fn is_context_overflow(&self) -> bool {
+        self.overflow_sizes().is_some()
+    }
+
+    /// The sizes (the request's tokens, the window) of a request that did
+    /// not fit, when that is among the causes.
+    pub(crate) fn overflow_sizes(&self) -> Option<(Option<usize>, Option<usize>)> {
         use lc_agent::{ModelError, NetworkError};
         let mut current: Option<&(dyn std::error::Error + 'static)> = self
             .source
@@ -88,12 +94,12 @@ impl CliError {
                         Some(NetworkError::Model(m)) => Some(m),
                         _ => None,
                     });
-            if matches!(model, Some(ModelError::ContextOverflow { .. })) {
-                return true;
+            if let Some(ModelError::ContextOverflow { tokens, window }) = model {
+                return Some((*tokens, *window));
             }
             current = e.source();
         }
-        false
+        None
     }
 
     /// The process exit code.

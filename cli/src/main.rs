@@ -150,6 +150,9 @@ async fn main() -> ExitCode {
         logging::init(&cli.log);
     }
     console::set_color(cli.log.color());
+    // What a model server cannot do is remembered across runs (under
+    // $LC_AGENT_HOME/cache, else the user's cache directory).
+    lc_agent::remember_servers_in(None);
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Exec(args) => exec::run(args).await,

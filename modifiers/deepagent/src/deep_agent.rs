@@ -80,6 +80,9 @@ pub struct DeepAgentBuilder {
     /// A new session's first permission mode.
     mode: Option<PermissionMode>,
     permissions: Permissions,
+    /// The main model's window, when it is small enough for the lean
+    /// prompt.
+    lean: Option<usize>,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -253,6 +256,24 @@ impl DeepAgentBuilder {
         self
     }
 
+    /// The main model's context window, as its server said: under
+    /// [`LEAN_BELOW`](crate::LEAN_BELOW) tokens the agent runs lean (a
+    /// short base prompt, short tool descriptions, no `glob`,
+    /// `write_todos` or `task`; see [`lean_notice`](Self::lean_notice)).
+    /// `None` (unknown) keeps the full agent.
+    pub fn context_window(mut self, tokens: Option<usize>) -> Self {
+        self.lean = tokens.filter(|&t| t < crate::lean::LEAN_BELOW);
+        self
+    }
+
+    /// When the agent runs lean (see
+    /// [`context_window`](Self::context_window)): one line saying what
+    /// was left out and how to get the full set, for a program to show
+    /// once.
+    pub fn lean_notice(&self) -> Option<String> {
+        self.lean.map(crate::lean::notice)
+    }
+
     /// A new agent network: the system prompt, and everything attached.
     /// Fails without a main model.
     pub fn build(&self) -> Result<RunnableNetwork> {
@@ -261,9 +282,14 @@ impl DeepAgentBuilder {
             .default_node("chat")
             .build();
         self.attach(&net)?;
+        let base = if self.lean.is_some() {
+            crate::lean::LEAN_BASE_PROMPT
+        } else {
+            BASE_PROMPT
+        };
         let prompt = match &self.instructions {
-            Some(own) => format!("{BASE_PROMPT}\n\n{own}"),
-            None => BASE_PROMPT.to_string(),
+            Some(own) => format!("{base}\n\n{own}"),
+            None => base.to_string(),
         };
         {
             let _scope = net.enter();
@@ -403,6 +429,9 @@ impl DeepAgentBuilder {
         #[cfg(feature = "memory")]
         if let Some(memory) = &self.memory {
             net.add_modifier(memory.clone())?;
+        }
+        if self.lean.is_some() {
+            net.add_modifier(crate::lean::LeanPrompt)?;
         }
         for modifier in &self.modifiers {
             net.add_modifier_shared(modifier.clone())?;

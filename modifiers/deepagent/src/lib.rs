@@ -25,6 +25,10 @@
 //! - `deep_agent.rs`: the preset ([`DeepAgent`], [`DeepAgentBuilder`]) that puts
 //!   the file tools, todos, sub-agents, approvals, model routes, summaries,
 //!   skills and memory on one network.
+//! - `lean.rs`: the lean prompt for a model with a small context window
+//!   (under [`LEAN_BELOW`] tokens): short instructions and tool
+//!   descriptions, no `glob`, `write_todos` or `task`
+//!   ([`DeepAgentBuilder::context_window`], [`DeepAgentBuilder::lean_notice`]).
 //! - `spec.rs`: [`AgentSpec`], the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
@@ -113,6 +117,7 @@ mod decisions;
 mod deep_agent;
 mod delegation;
 mod hooks;
+mod lean;
 pub mod mcp;
 #[cfg(feature = "memory")]
 pub mod memory;
@@ -137,6 +142,7 @@ pub use context::AgentContext;
 pub use decisions::{Decision, DecisionKind, Decisions};
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
 pub use hooks::{HookDecision, HookSettings, HookSettingsError, HooksModifier};
+pub use lean::LEAN_BELOW;
 pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };

@@ -15,7 +15,10 @@
 //!   `Retry-After` (in seconds) says, never more than 60 s. Other 4xx,
 //!   timeouts, a server saying a feature is not supported and a prompt
 //!   that does not fit fail at once. Every retry is logged (a warning naming the status, the wait
-//!   and the attempt).
+//!   and the attempt), except the first retry of a kept-alive connection
+//!   the server had closed (servers close idle connections; the retry on a
+//!   fresh one is routine): that one is a debug line, and only its failure
+//!   is said.
 //! - **Timeouts**: a non-streamed request has reqwest's whole-request
 //!   timeout; a streamed one is limited while waiting for the response,
 //!   then for each next event.
@@ -146,14 +149,24 @@ impl Transport {
                     retried_once |= failure.retry == Retry::Once;
                     let delay = self.retry_delay(attempt, failure.retry_after);
                     attempt += 1;
-                    tracing::warn!(
-                        model = %body.model(),
-                        attempt,
-                        max_retries = self.max_retries,
-                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        error = %failure.error,
-                        "model request failed; retrying"
-                    );
+                    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                    if failure.closed_connection && attempt == 1 {
+                        tracing::debug!(
+                            model = %body.model(),
+                            delay_ms,
+                            error = %failure.error,
+                            "the server closed a kept-alive connection; trying on a new one"
+                        );
+                    } else {
+                        tracing::warn!(
+                            model = %body.model(),
+                            attempt,
+                            max_retries = self.max_retries,
+                            delay_ms,
+                            error = %failure.error,
+                            "model request failed; retrying"
+                        );
+                    }
                     tokio::time::sleep(delay).await;
                 }
                 Err(failure) => return Err(failure.error),
@@ -234,6 +247,7 @@ impl Transport {
             },
             retry,
             retry_after,
+            closed_connection: false,
         })
     }
 
@@ -296,6 +310,9 @@ impl Transport {
             })
         } else {
             Failure {
+                // Not a connection that could not be made: one that was
+                // (a pooled, kept-alive one) and got closed under the request.
+                closed_connection: !error.is_connect(),
                 error: self.connect_error(error),
                 retry: Retry::Always,
                 retry_after: None,
@@ -386,6 +403,9 @@ struct Failure {
     error: ModelError,
     retry: Retry,
     retry_after: Option<Duration>,
+    /// An open connection was closed under the request (the server ended
+    /// a kept-alive connection): its first retry is routine.
+    closed_connection: bool,
 }
 
 /// Whether a failed attempt is worth another.
@@ -405,6 +425,7 @@ impl Failure {
             error,
             retry: Retry::Never,
             retry_after: None,
+            closed_connection: false,
         }
     }
 }

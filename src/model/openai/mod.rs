@@ -3,6 +3,7 @@
 //! (The full description is on the [`OpenAiChatModel`] docs.)
 
 mod discover;
+mod remembered;
 mod stream;
 mod window;
 mod wire;
@@ -19,10 +20,12 @@ use super::http::transport::{self, Transport};
 use super::http::{config_error, endpoint};
 use super::provider::table::Provider;
 use super::settings::{http_setters, HttpSettings};
-use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink};
+use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink, ToolChoice};
 use crate::error::ModelError;
 use crate::message::Message;
 use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
+
+pub use remembered::remember_servers_in;
 
 /// The OpenAI-compatible chat model: chat completions over HTTP.
 ///
@@ -49,7 +52,13 @@ use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
 ///   choice (an error saying it is not supported, or, as llama-cpp-python
 ///   does for `auto`, an empty event stream) gets the same request
 ///   unstreamed, and with `auto` this model (and its clones) asks that way
-///   from then on; the answer is still reported as deltas. Any other empty
+///   from then on — as do the next processes, for a day, once
+///   [`remember_servers_in`] was called; the answer is still reported as
+///   deltas.
+/// - **Empty answers with tools**: an answer with no text and no tool call
+///   to a request that let the model choose (`auto`) is asked again once
+///   with `tool_choice: none` (llama-cpp-python's function-calling format
+///   loses the text of every answer that is not a tool call). Any other empty
 ///   stream is asked again unstreamed once too, so the server says what
 ///   went wrong.
 /// - **Streamed tool calls** are joined by their index: a name or id a
@@ -104,6 +113,9 @@ use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
 /// - `stream.rs` — a server-sent event stream assembled into deltas and
 ///   one answer.
 /// - `window.rs` — the context window, asked of the server.
+/// - `discover.rs` — the only model a server lists, when none is named.
+/// - `remembered.rs` — what a server cannot do, kept across processes
+///   ([`remember_servers_in`]).
 /// - shared with the other providers (`model/http/`): `transport.rs`
 ///   (sending: retries, backoff, `Retry-After`, timeouts, the HTTP
 ///   client's failures as [`ModelError`]s), `redact.rs` (the API key, and
@@ -241,6 +253,13 @@ impl OpenAiChatModelBuilder {
         };
         let transport =
             Transport::new(endpoint(&settings.base_url, "chat/completions")?, &settings)?;
+        let learned = Learned::default();
+        if let Some(entry) = remembered::recall(&settings.base_url, &model) {
+            tracing::debug!(base_url = %settings.base_url, model = %model, ?entry, "remembered of this server");
+            learned
+                .no_streaming_with_tools
+                .store(entry.no_streaming_with_tools, Ordering::Relaxed);
+        }
         Ok(OpenAiChatModel {
             transport,
             base_url: settings.base_url,
@@ -248,7 +267,7 @@ impl OpenAiChatModelBuilder {
             temperature: self.http.temperature,
             max_tokens: self.http.max_tokens,
             context_window: self.http.context_window,
-            learned: Arc::default(),
+            learned: Arc::new(learned),
         })
     }
 }
@@ -313,6 +332,19 @@ impl OpenAiChatModel {
 }
 
 impl OpenAiChatModel {
+    /// This server will not stream a request with tools and `auto`: asked
+    /// unstreamed from now on, by this model, its clones and (when
+    /// [`remember_servers_in`] was called) the next processes.
+    fn no_streaming_with_tools(&self) {
+        if !self
+            .learned
+            .no_streaming_with_tools
+            .swap(true, Ordering::Relaxed)
+        {
+            remembered::no_streaming_with_tools(&self.base_url, &self.model);
+        }
+    }
+
     /// The window known without asking the server: configured, else
     /// learned from an error, else the server's answer if it was asked.
     fn known_window(&self) -> Option<usize> {
@@ -380,11 +412,56 @@ impl OpenAiChatModel {
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let messages = wire::one_system_message(request.messages());
-        self.complete_body(&self.body(request, &messages, false))
-            .await
+        let answer = self
+            .complete_body(&self.body(request, &messages, false))
+            .await?;
+        match without_tools_if_empty(request, &answer) {
+            Some(again) => {
+                let messages = wire::one_system_message(again.messages());
+                self.complete_body(&self.body(&again, &messages, false))
+                    .await
+            }
+            None => Ok(answer),
+        }
     }
 
     async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let answer = self.stream_once(request, &mut *on_delta).await?;
+        match without_tools_if_empty(request, &answer) {
+            Some(again) => self.stream_once(&again, on_delta).await,
+            None => Ok(answer),
+        }
+    }
+
+    async fn context_window(&self) -> Option<usize> {
+        self.window().await
+    }
+}
+
+/// `request` again with `tool_choice: none`, when `answer` is empty (no
+/// text, no tool call) and the model was left to choose (`auto`): a
+/// server may lose the text of an answer that is not a tool call
+/// (llama-cpp-python's function-calling format does, always).
+fn without_tools_if_empty(request: &ChatRequest, answer: &ChatResponse) -> Option<ChatRequest> {
+    let auto = matches!(request.tool_choice, None | Some(ToolChoice::Auto));
+    let empty = answer.content.trim().is_empty() && answer.tool_calls.is_empty();
+    if request.tools.is_empty() || !auto || !empty || answer.is_cut_off() {
+        return None;
+    }
+    tracing::debug!("an empty answer with tools offered; asking again with tool_choice none");
+    Some(ChatRequest {
+        tool_choice: Some(ToolChoice::None),
+        ..request.clone()
+    })
+}
+
+impl OpenAiChatModel {
+    /// One streamed request (see [`ChatModel::stream`]).
+    async fn stream_once(
         &self,
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
@@ -415,9 +492,7 @@ impl ChatModel for OpenAiChatModel {
                      from now on"
                 );
                 if auto_tools {
-                    self.learned
-                        .no_streaming_with_tools
-                        .store(true, Ordering::Relaxed);
+                    self.no_streaming_with_tools();
                 }
                 return self.complete_as_stream(request, &messages, on_delta).await;
             }
@@ -458,14 +533,13 @@ impl ChatModel for OpenAiChatModel {
                 },
             })?;
         if auto_tools {
-            self.learned
-                .no_streaming_with_tools
-                .store(true, Ordering::Relaxed);
+            self.no_streaming_with_tools();
         }
         Ok(answer)
     }
 
-    async fn context_window(&self) -> Option<usize> {
+    /// The context window: known, else asked of the server once.
+    async fn window(&self) -> Option<usize> {
         if let Some(window) = self.known_window() {
             return Some(window);
         }

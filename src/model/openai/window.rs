@@ -10,10 +10,12 @@
 //! | vLLM | `GET /v1/models` → `data[].max_model_len` |
 //! | llama.cpp, LM Studio, OpenRouter | `GET /v1/models` → `data[].meta.n_ctx`, `context_length`, `max_context_length` |
 //! | Ollama | `POST /api/show` → `parameters` `num_ctx`, else `model_info.*.context_length` |
+//! | llama-cpp-python | nowhere: a server answering `POST /extras/tokenize/count` is it, and its default `--n_ctx` (2,048) is assumed |
 //!
-//! A server that says nothing (llama-cpp-python, OpenAI) still says it
-//! when a prompt does not fit: `http::overflow` reads the window (and the
-//! prompt's size) from its error texts.
+//! A server that says nothing (OpenAI; llama-cpp-python started with
+//! another `--n_ctx`) still says it when a prompt does not fit:
+//! `http::overflow` reads the window (and the prompt's size) from its
+//! error texts, and that window wins over the probe's.
 
 use std::time::Duration;
 
@@ -52,15 +54,43 @@ pub(super) async fn probe(
     {
         return Some(n);
     }
-    let mut show = client
-        .post(format!("{root}/api/show"))
-        .timeout(PROBE_TIMEOUT)
-        .json(&serde_json::json!({ "model": model }));
-    if let Some(key) = api_key {
-        show = show.bearer_auth(key);
+    let post = |url: String, body: Value| {
+        let mut request = client.post(url).timeout(PROBE_TIMEOUT).json(&body);
+        if let Some(key) = api_key {
+            request = request.bearer_auth(key);
+        }
+        request
+    };
+    let show = post(
+        format!("{root}/api/show"),
+        serde_json::json!({ "model": model }),
+    );
+    if let Some(n) = json_of(show).await.and_then(|s| window_in_ollama_show(&s)) {
+        return Some(n);
     }
-    window_in_ollama_show(&json_of(show).await?)
+    // llama-cpp-python says its window nowhere; its own `/extras` endpoint
+    // says it is the one answering, and then its default applies.
+    let count = post(
+        format!("{root}/extras/tokenize/count"),
+        serde_json::json!({ "input": "" }),
+    );
+    if json_of(count)
+        .await
+        .is_some_and(|c| c.get("count").is_some())
+    {
+        tracing::debug!(
+            window = LLAMA_CPP_PYTHON_DEFAULT,
+            "llama-cpp-python does not say its window: its default (--n_ctx) is assumed"
+        );
+        return Some(LLAMA_CPP_PYTHON_DEFAULT);
+    }
+    None
 }
+
+/// llama-cpp-python's default `--n_ctx`, assumed when it is the server
+/// (it reports its window nowhere; a bigger one is given with
+/// `--context-window`, and an overflow error still says the real one).
+const LLAMA_CPP_PYTHON_DEFAULT: usize = 2048;
 
 /// The JSON body of a successful answer to `request`.
 async fn json_of(request: reqwest::RequestBuilder) -> Option<Value> {

@@ -28,5 +28,6 @@ mod sandbox;
 mod serve;
 mod serve_logs;
 mod sessions_fork;
+mod small_window;
 mod subagent_approvals;
 mod tool;

@@ -69,6 +69,18 @@ impl LlamaServer {
     /// until it answers (at most two minutes). Panics, saying what to
     /// install, when llama-cpp-python or the model is missing.
     pub fn start(n_ctx: usize) -> Self {
+        Self::launch(&format!("--n_ctx {n_ctx}"))
+    }
+
+    /// Starts a server as the README's recipe does: llama-cpp-python's
+    /// defaults (a 2,048-token window, which it reports nowhere), only
+    /// the chat format given.
+    pub fn start_with_defaults() -> Self {
+        Self::launch("")
+    }
+
+    /// Starts a server with these extra flags.
+    fn launch(flags: &str) -> Self {
         assert!(
             server_installed(),
             "llama-cpp-python's server is not installed for {} ({INSTALL})",
@@ -84,7 +96,7 @@ impl LlamaServer {
         // (its parent) is gone.
         let script = format!(
             "{python} -m llama_cpp.server --model '{model}' --host 127.0.0.1 --port {port} \
-             --n_ctx {n_ctx} --chat_format chatml-function-calling --verbose {verbose} \
+             {flags} --chat_format chatml-function-calling --verbose {verbose} \
              --interrupt_requests false & \
              server=$!; parent=$PPID; \
              while kill -0 $parent 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done; \

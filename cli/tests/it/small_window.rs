@@ -1,0 +1,443 @@
+//! A local model server as the README's recipe meets it, through the real
+//! binary: a small context window (the lean prompt, said once; a first
+//! request that cannot fit says what to change), a server that will not
+//! stream with tools (remembered across runs), one that loses the text of
+//! answers when tools are offered, and one that closes kept-alive
+//! connections (retried quietly). A loopback stand-in plays each server;
+//! `real_llama` at the end runs the recipe on llama-cpp-python's defaults.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use lc_agent_test_support::own_binary as bin;
+use serde_json::{json, Value};
+
+use crate::common::{own_binary, with_stdin};
+
+/// What the stand-in does with a chat request.
+enum Answer {
+    /// A JSON answer with this text.
+    Text(&'static str),
+    /// `200 text/event-stream` and nothing in it (as llama-cpp-python
+    /// does for a streamed request with tools it answers with a call).
+    EmptyStream,
+    /// Close the connection without answering.
+    Close,
+}
+
+/// A stand-in model server: `/props` says the window, `/v1/models` lists
+/// one model, chat requests are answered by `answer`. Connections are
+/// kept alive; every chat request body is recorded.
+struct StandIn {
+    base_url: String,
+    chats: Arc<Mutex<Vec<Value>>>,
+}
+
+impl StandIn {
+    fn start(
+        window: usize,
+        answer: impl Fn(&Value, usize) -> Answer + Send + Sync + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let chats = Arc::new(Mutex::new(Vec::new()));
+        let log = chats.clone();
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (log, answer) = (log.clone(), answer.clone());
+                std::thread::spawn(move || serve(stream, window, &log, answer.as_ref()));
+            }
+        });
+        Self { base_url, chats }
+    }
+
+    fn chats(&self) -> Vec<Value> {
+        self.chats.lock().unwrap().clone()
+    }
+}
+
+/// Serves one connection's requests until it closes.
+fn serve(
+    stream: TcpStream,
+    window: usize,
+    log: &Mutex<Vec<Value>>,
+    answer: &(dyn Fn(&Value, usize) -> Answer + Send + Sync),
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut first = String::new();
+        if reader.read_line(&mut first).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let json = |status: u16, body: String| {
+            format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let response = if first.starts_with("GET /props") {
+            json(
+                200,
+                json!({"default_generation_settings": {"n_ctx": window}}).to_string(),
+            )
+        } else if first.starts_with("GET /v1/models") {
+            json(200, json!({"data": [{"id": "local.gguf"}]}).to_string())
+        } else if first.starts_with("POST /v1/chat/completions") {
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let n = {
+                let mut log = log.lock().unwrap();
+                log.push(request.clone());
+                log.len()
+            };
+            match answer(&request, n) {
+                Answer::Text(text) => json(
+                    200,
+                    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop"}]})
+                    .to_string(),
+                ),
+                Answer::EmptyStream => {
+                    let _ = out.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                Answer::Close => return,
+            }
+        } else {
+            json(404, "{}".to_string())
+        };
+        if out.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// `lc-agent <args>` against `server`, without `OPENAI_MODEL`, its home
+/// (and so its cache) under `home`.
+fn lc_agent(dir: &Path, home: &Path, server: &str, args: &[&str], stdin: &str) -> Output {
+    let mut command: Command = bin::offline(&own_binary(dir));
+    command
+        .args(args)
+        .arg("--sessions")
+        .arg(dir.join("sessions"))
+        .env("OPENAI_BASE_URL", server)
+        .env("LC_AGENT_HOME", home)
+        .env_remove("RUST_LOG")
+        // No project instructions (AGENTS.md) from the checkout.
+        .current_dir(dir);
+    with_stdin(&mut command, stdin)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The tools a chat request offered.
+fn tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const LEAN_TOOLS: [&str; 5] = ["ls", "read_file", "write_file", "edit_file", "grep"];
+
+#[test]
+fn a_small_window_gets_the_lean_prompt_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = StandIn::start(2048, |_, _| Answer::Text("Done."));
+    let out = lc_agent(
+        dir.path(),
+        &dir.path().join("home"),
+        &server.base_url,
+        &["chat"],
+        "Hello\nAgain\n",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The only model the server lists is used, and that is said.
+    assert!(
+        stderr.contains("using `local.gguf`, the only model the server lists"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("so the agent runs lean").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(
+        stderr.contains("--n_ctx 8192"),
+        "how to get the full set: {stderr}"
+    );
+    let chats = server.chats();
+    assert_eq!(chats.len(), 2, "two turns");
+    for request in &chats {
+        assert_eq!(request["model"], "local.gguf");
+        assert_eq!(tools(request), LEAN_TOOLS);
+        let system = request["messages"][0]["content"].as_str().unwrap();
+        assert!(system.len() < 300, "short instructions: {system}");
+        // The whole request fits the window with room to answer (about
+        // four bytes a token).
+        assert!(request.to_string().len() < 4 * 1024, "{request}");
+    }
+
+    // A big window: the full agent, and nothing said.
+    let dir = tempfile::tempdir().unwrap();
+    let server = StandIn::start(32768, |_, _| Answer::Text("Done."));
+    let out = lc_agent(
+        dir.path(),
+        &dir.path().join("home"),
+        &server.base_url,
+        &["run", "Hello"],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("lean"), "{stderr}");
+    let full = tools(&server.chats()[0]);
+    for tool in ["glob", "write_todos", "task"] {
+        assert!(full.iter().any(|t| t == tool), "{full:?}");
+    }
+}
+
+#[test]
+fn a_first_request_that_cannot_fit_says_what_to_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = StandIn::start(200, |_, _| Answer::Text("Done."));
+    let out = lc_agent(
+        dir.path(),
+        &dir.path().join("home"),
+        &server.base_url,
+        &["run", "Hello"],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(server.chats().is_empty(), "not sent");
+    let error = stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(error.contains("the first request does not fit"), "{error}");
+    assert!(error.contains("--n_ctx 8192"), "{error}");
+    assert!(error.contains("--context-window 8192"), "{error}");
+    assert!(!error.contains("turn summaries on"), "{error}");
+}
+
+#[test]
+fn a_server_that_will_not_stream_with_tools_is_remembered_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let server = StandIn::start(32768, |request, _| {
+        if request["stream"] == true {
+            Answer::EmptyStream
+        } else {
+            Answer::Text("Done.")
+        }
+    });
+    let run = || lc_agent(dir.path(), &home, &server.base_url, &["run", "Hello"], "");
+    let streamed = |from: usize| {
+        server.chats()[from..]
+            .iter()
+            .map(|r| r["stream"] == true)
+            .collect::<Vec<_>>()
+    };
+
+    let out = run();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(streamed(0), [true, false], "tried streamed, then not");
+    let cache = home.join("cache/servers.json");
+    assert!(cache.exists(), "remembered in the cache directory");
+
+    // The next process does not try again.
+    let out = run();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(streamed(2), [false], "asked unstreamed at once");
+
+    // A corrupt cache is ignored (and said at debug level), then replaced.
+    std::fs::write(&cache, "{not json").unwrap();
+    let mut command: Command = bin::offline(&own_binary(dir.path()));
+    command
+        .current_dir(dir.path())
+        .args(["run", "Hello", "--sessions"])
+        .arg(dir.path().join("sessions"))
+        .env("OPENAI_BASE_URL", &server.base_url)
+        .env("LC_AGENT_HOME", &home)
+        .env("RUST_LOG", "lc_agent=debug");
+    let out = with_stdin(&mut command, "");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the servers cache is not valid JSON; ignored"),
+        "{stderr}"
+    );
+    assert_eq!(streamed(3), [true, false], "learned again");
+    let saved: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert_eq!(saved["format"], "lc-agent-servers/1");
+}
+
+#[test]
+fn a_lost_text_answer_is_asked_again_without_tools_and_a_closed_connection_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first chat request's connection is closed under it (as a
+    // server closes a kept-alive one); the text of an `auto` answer is
+    // lost (as llama-cpp-python's function-calling format loses it).
+    let server = StandIn::start(32768, |request, n| match (n, &request["tool_choice"]) {
+        (1, _) => Answer::Close,
+        (_, choice) if choice == "none" => Answer::Text("Hello there."),
+        _ => Answer::Text(""),
+    });
+    let out = lc_agent(
+        dir.path(),
+        &dir.path().join("home"),
+        &server.base_url,
+        &["run", "Hello"],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(text(&out.stdout).trim(), "Hello there.");
+    let choices: Vec<_> = server
+        .chats()
+        .iter()
+        .map(|r| r["tool_choice"].clone())
+        .collect();
+    assert_eq!(
+        choices,
+        ["auto", "auto", "none"],
+        "closed, retried, asked again"
+    );
+    assert!(
+        !stderr.contains("retrying"),
+        "a routine retry is not a warning: {stderr}"
+    );
+    let warnings: Vec<_> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning") && !l.contains("no model named"))
+        .collect();
+    assert!(warnings.is_empty(), "{stderr}");
+}
+
+/// The README's recipe on llama-cpp-python's defaults (a 2,048-token
+/// window it reports nowhere; SmolLM2-135M): without `OPENAI_MODEL`, the
+/// only model is used; the agent runs lean and its requests fit; a run
+/// answers. A tool call it cannot stream is learned by one process and
+/// not tried again by the next. Assertions are on behaviour, never on the
+/// model's wording.
+#[lc_agent_test_support::needs(llama)]
+#[test]
+fn real_llama_the_readme_recipe_works_on_the_servers_defaults() {
+    let server = lc_agent_test_support::LlamaServer::start_with_defaults();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let run = |args: &[&str]| {
+        let mut command: Command = bin::offline(&own_binary(dir.path()));
+        command
+            .args(args)
+            .arg("--sessions")
+            .arg(dir.path().join("sessions"))
+            .current_dir(dir.path())
+            .env("OPENAI_BASE_URL", server.base_url())
+            .env("LC_AGENT_HOME", &home)
+            .env("RUST_LOG", "lc_agent::model=debug");
+        let out = with_stdin(&mut command, "");
+        let stderr = text(&out.stderr);
+        (out, stderr)
+    };
+    let requests = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.contains("model request ("))
+            .map(str::to_string)
+            .collect()
+    };
+
+    let (out, stderr) = run(&["run", "Say hello in one short sentence."]);
+    let log = server.log();
+    assert!(out.status.success(), "{stderr}\n{log}");
+    assert!(!text(&out.stdout).trim().is_empty(), "an answer: {stderr}");
+    assert!(
+        stderr.contains("the only model the server lists"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("so the agent runs lean").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        requests(&stderr).iter().all(|r| r.contains("tools: 5")),
+        "the lean tools: {stderr}"
+    );
+    // The requests fit the window: the server answered them (it refuses
+    // one that does not with HTTP 400), and the sizes recorded agree.
+    assert!(!stderr.contains("does not fit"), "{stderr}");
+    let session = std::fs::read_dir(dir.path().join("sessions/default"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let saved: Value = serde_json::from_slice(&std::fs::read(session.path()).unwrap()).unwrap();
+    let prompts: Vec<u64> = saved["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["metadata"]["token_usage"]["prompt_tokens"].as_u64())
+        .collect();
+    assert!(!prompts.is_empty(), "usage recorded: {saved}");
+    assert!(prompts.iter().all(|&p| p < 2048), "{prompts:?}");
+
+    // A task that makes the model call a tool (held: every path asks, and
+    // nobody answers, so the run stops there with exit 3).
+    let task = [
+        "run",
+        "Use the ls tool to list the files in /.",
+        "--ask",
+        "**",
+    ];
+    let (out, stderr) = run(&task);
+    assert_eq!(out.status.code(), Some(3), "{stderr}\n{}", server.log());
+    let first = requests(&stderr);
+    assert!(first[0].contains("stream: true"), "{first:?}");
+    assert!(
+        !stderr.contains("retrying"),
+        "no spurious retry warning: {stderr}"
+    );
+    assert!(home.join("cache/servers.json").exists(), "{stderr}");
+
+    // The next process asks unstreamed at once.
+    let (out, stderr) = run(&task);
+    assert_eq!(out.status.code(), Some(3), "{stderr}\n{}", server.log());
+    let next = requests(&stderr);
+    assert!(next[0].contains("stream: false"), "{next:?}");
+    assert!(!stderr.contains("ended the stream"), "{stderr}");
+}

@@ -169,6 +169,9 @@ struct Learned {
     from_errors: LearnedWindow,
     /// The server refused to stream a request with tools and `auto`.
     no_streaming_with_tools: AtomicBool,
+    /// The server refused `response_format` with a JSON Schema: output
+    /// schemas go as a forced tool.
+    schema_as_tool: AtomicBool,
 }
 
 impl fmt::Debug for OpenAiChatModel {
@@ -302,6 +305,11 @@ impl OpenAiChatModel {
                 request.tool_choice.as_ref(),
                 !request.tools.is_empty(),
             ),
+            response_format: request
+                .output_schema
+                .as_ref()
+                .filter(|_| !self.learned.schema_as_tool.load(Ordering::Relaxed))
+                .map(wire::ResponseFormat::from),
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             stream,
@@ -376,15 +384,106 @@ impl OpenAiChatModel {
     }
 }
 
+impl OpenAiChatModel {
+    /// Whether the request's output schema goes as a forced tool: the
+    /// server refused `response_format` before.
+    fn schema_as_tool(&self, request: &ChatRequest) -> bool {
+        request.output_schema.is_some() && self.learned.schema_as_tool.load(Ordering::Relaxed)
+    }
+
+    /// Whether `error` is the server refusing `response_format` (llama-cpp-python
+    /// takes only `json_object`; other servers none): output schemas go as a
+    /// forced tool from then on.
+    fn refused_response_format(&self, request: &ChatRequest, error: &ModelError) -> bool {
+        let ModelError::Http { status, body } = error else {
+            return false;
+        };
+        let body = body.to_ascii_lowercase();
+        let refused = request.output_schema.is_some()
+            && (400..500).contains(status)
+            && (body.contains("response_format") || body.contains("json_schema"));
+        if refused {
+            tracing::warn!(
+                model = %self.model,
+                status,
+                "the server refused response_format with a JSON Schema; asking for \
+                 output schemas with a forced tool from now on"
+            );
+            self.learned.schema_as_tool.store(true, Ordering::Relaxed);
+        }
+        refused
+    }
+
+    /// `complete`, the output schema as a forced tool.
+    async fn complete_forced(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let forced = crate::output_schema::as_forced_tool(request);
+        let messages = wire::one_system_message(forced.messages());
+        let mut answer = self
+            .complete_body(&self.body(&forced, &messages, false))
+            .await?;
+        crate::output_schema::answer_from_forced_tool(&forced, &mut answer);
+        Ok(answer)
+    }
+
+    /// `stream`, the output schema as a forced tool (the answer, once
+    /// read, is reported as a text delta).
+    async fn stream_forced(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let forced = crate::output_schema::as_forced_tool(request);
+        let mut answer = self.stream_raw(&forced, &mut *on_delta).await?;
+        if crate::output_schema::answer_from_forced_tool(&forced, &mut answer) {
+            on_delta(super::StreamDelta::Text(answer.content.clone()));
+        }
+        Ok(answer)
+    }
+}
+
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        if self.schema_as_tool(request) {
+            return self.complete_forced(request).await;
+        }
         let messages = wire::one_system_message(request.messages());
-        self.complete_body(&self.body(request, &messages, false))
+        match self
+            .complete_body(&self.body(request, &messages, false))
             .await
+        {
+            Err(error) if self.refused_response_format(request, &error) => {
+                self.complete_forced(request).await
+            }
+            other => other,
+        }
     }
 
     async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        if self.schema_as_tool(request) {
+            return self.stream_forced(request, on_delta).await;
+        }
+        match self.stream_raw(request, &mut *on_delta).await {
+            Err(error) if self.refused_response_format(request, &error) => {
+                self.stream_forced(request, on_delta).await
+            }
+            other => other,
+        }
+    }
+
+    async fn context_window(&self) -> Option<usize> {
+        self.window().await
+    }
+}
+
+impl OpenAiChatModel {
+    /// Streams `request` as it is (see the type's docs: refusals, empty
+    /// streams).
+    async fn stream_raw(
         &self,
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
@@ -465,7 +564,8 @@ impl ChatModel for OpenAiChatModel {
         Ok(answer)
     }
 
-    async fn context_window(&self) -> Option<usize> {
+    /// The context window: known, else asked of the server once.
+    async fn window(&self) -> Option<usize> {
         if let Some(window) = self.known_window() {
             return Some(window);
         }

@@ -255,7 +255,7 @@ pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{
     ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
 };
-pub use output_schema::{OutputSchema, MAX_ANSWERS};
+pub use output_schema::{InvalidSchema, OutputSchema, MAX_ANSWERS};
 pub use prices::{Cost, Price, Prices, PricesError};
 pub use routing::CHAT_STEP;
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};

@@ -73,9 +73,8 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// The schema `schema`, named `answer`, not strict. An error when it
     /// is no JSON Schema.
-    pub fn new(schema: Value) -> Result<Self> {
-        jsonschema::validator_for(&schema)
-            .map_err(|e| NetworkError::Format(format!("not a JSON Schema: {e}")))?;
+    pub fn new(schema: Value) -> std::result::Result<Self, InvalidSchema> {
+        jsonschema::validator_for(&schema).map_err(|e| InvalidSchema(e.to_string()))?;
         Ok(Self {
             name: "answer".to_string(),
             schema,
@@ -193,6 +192,11 @@ impl OutputSchema {
         }
     }
 }
+
+/// A value given as an output schema that is no JSON Schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a JSON Schema: {0}")]
+pub struct InvalidSchema(String);
 
 /// `name` with every character OpenAI refuses in a name made `_`, at most
 /// 64 characters.

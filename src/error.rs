@@ -59,6 +59,15 @@ pub enum NetworkError {
         /// The limit that was reached.
         limit: usize,
     },
+    /// The model's final answer did not fit its output schema
+    /// ([`crate::OutputSchema`]) after the answers allowed.
+    #[error("the answer is not valid against the output schema after {attempts} answers: {}", errors.join("; "))]
+    SchemaMismatch {
+        /// How many answers were read.
+        attempts: usize,
+        /// What was wrong with the last one.
+        errors: Vec<String>,
+    },
     /// Only a human message or a tool result can be said differently.
     #[error("node {node} is a {kind} node: only a human message or a tool result can be edited")]
     NotEditable {

@@ -72,6 +72,8 @@
 //!                     sub-network nodes that wait on held work inside (settle)
 //!   chat_loop.rs      ChatLoop: a human leaf gets the default node
 //!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
+//! output_schema.rs    typed answers: OutputSchema (checked with jsonschema), a step's schema,
+//!                     invoke_typed, the forced tool for providers without response_format
 //! routing.rs          model routing: step -> model name, in the metadata
 //! history.rs          History: the conversation, shared between nodes; summaries
 //!                     (a request sends systems + latest summary + what follows its cut)
@@ -208,6 +210,7 @@ mod node;
 mod nodes;
 #[cfg(feature = "otel")]
 pub mod otel;
+mod output_schema;
 mod prices;
 mod routing;
 mod run;
@@ -254,6 +257,7 @@ pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{
     ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
 };
+pub use output_schema::{InvalidSchema, OutputSchema, MAX_ANSWERS};
 pub use prices::{Cost, Price, Prices, PricesError};
 pub use routing::CHAT_STEP;
 pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};

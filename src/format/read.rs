@@ -231,10 +231,11 @@ impl BuiltinFields {
                 .map(|tool_call| Arc::new(ToolNode { tool_call }) as Arc<dyn NodeLogic>),
             (true, ChatNode::KIND, false, false, _) => Some(Arc::new(ChatNode {
                 chat_model_name: self.chat_model_name.take().flatten(),
-                // A chat node with a step or a tool choice has a key this
+                // A chat node with a step, a tool choice or an output schema has a key this
                 // reader does not know, so it loads through the registry.
                 step: None,
                 tool_choice: None,
+                output_schema: None,
             })),
             _ => None,
         };

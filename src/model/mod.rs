@@ -46,6 +46,10 @@ pub struct ChatRequest {
     /// the provider's default ([`ToolChoice::Auto`] when tools are
     /// offered).
     pub tool_choice: Option<ToolChoice>,
+    /// The JSON Schema the final answer must follow, when there is one:
+    /// each provider asks for it its own way (`response_format`, or a
+    /// forced tool; see [`OutputSchema`](crate::OutputSchema)).
+    pub output_schema: Option<crate::OutputSchema>,
 }
 
 impl ChatRequest {

@@ -9,6 +9,7 @@ use crate::event::NetworkEvent;
 use crate::message::Message;
 use crate::model::{ChatRequest, ToolChoice};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+use crate::output_schema::{self, OutputSchema};
 
 /// Calls a chat model with the conversation so far (kind `chat`).
 ///
@@ -39,6 +40,12 @@ pub struct ChatNode {
     /// the route of the step, else the provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// The JSON Schema this turn's final answer must follow; `None` is
+    /// the schema of the step
+    /// ([`RunnableNetwork::set_output_schema`](crate::RunnableNetwork::set_output_schema)),
+    /// else none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl ChatNode {
@@ -76,6 +83,17 @@ limit. Continue exactly where it stopped, without repeating what you already wro
         })
     }
 
+    /// A chat node using the network's model whose final answer must be a
+    /// JSON value valid against `schema` (see [`OutputSchema`]: asked of
+    /// the provider, checked, asked again with the errors, the value saved
+    /// as `metadata["structured_output"]`), attached to the active network.
+    pub fn with_schema(schema: OutputSchema) -> NodeRef {
+        NodeRef::create(ChatNode {
+            output_schema: Some(schema),
+            ..ChatNode::default()
+        })
+    }
+
     /// A chat node using the network's model that must answer with this
     /// tool choice (e.g. [`ToolChoice::Required`] or a named tool),
     /// attached to the active network.
@@ -109,6 +127,10 @@ impl NodeLogic for ChatNode {
             .model(&name)
             .ok_or_else(|| NetworkError::UnknownModel(name.clone()))?;
         let node_id = ctx.node.id();
+        let output_schema = self
+            .output_schema
+            .clone()
+            .or_else(|| net.output_schema_for_step(step));
         let mut request = ChatRequest {
             history: ctx.input,
             system: Vec::new(),
@@ -118,16 +140,51 @@ impl NodeLogic for ChatNode {
                 .tool_choice
                 .clone()
                 .or_else(|| net.tool_choice_for_step(step)),
+            output_schema: output_schema.clone(),
         };
+        if let Some(schema) = &output_schema {
+            request.system.push(schema.instruction());
+        }
         for m in net.modifiers().iter() {
             crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
         }
-        let response = if net.streaming() {
-            let emitter = net.clone();
-            let mut sink = move |delta| emitter.emit(&NetworkEvent::Delta { node_id, delta });
-            model.stream(&request, &mut sink).await?
-        } else {
-            model.complete(&request).await?
+        let mut rejected = Vec::new();
+        let response = loop {
+            let response = if net.streaming() {
+                let emitter = net.clone();
+                let mut sink = move |delta| emitter.emit(&NetworkEvent::Delta { node_id, delta });
+                model.stream(&request, &mut sink).await?
+            } else {
+                model.complete(&request).await?
+            };
+            let Some(schema) = output_schema
+                .as_ref()
+                .filter(|_| response.tool_calls.is_empty())
+            else {
+                break response;
+            };
+            match schema.check(&response.content) {
+                Ok(value) => {
+                    ctx.node
+                        .set_metadata(output_schema::STRUCTURED_OUTPUT_KEY, value);
+                    break response;
+                }
+                Err(errors) => {
+                    record(net, &ctx.node, &name, &request, &response);
+                    rejected.push(output_schema::rejected(&response.content, &errors));
+                    ctx.node
+                        .set_metadata(output_schema::REJECTED_KEY, json!(rejected));
+                    if rejected.len() >= output_schema::MAX_ANSWERS {
+                        return Err(NetworkError::SchemaMismatch {
+                            attempts: rejected.len(),
+                            errors,
+                        });
+                    }
+                    tracing::info!(node = %node_id, ?errors, "the answer does not fit the output schema; asking again");
+                    request.history =
+                        output_schema::retry_history(&request, schema, &response.content, &errors);
+                }
+            }
         };
         record(net, &ctx.node, &name, &request, &response);
         if response.is_cut_off() {

@@ -26,6 +26,7 @@
 //! - `routing` — model routing by step.
 //! - `telemetry` — the GenAI spans (feature `otel`).
 //! - `tool_executor` — running tool calls outside a network.
+//! - `typed_answers` — output schemas: response_format, forced tools, retries.
 //! - `usage` — token usage summed up the tree, and prices.
 
 // Test code: a failed step is a failed test.
@@ -49,4 +50,5 @@ mod routing;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod tool_executor;
+mod typed_answers;
 mod usage;

@@ -112,6 +112,8 @@ fn build(
                 chat_model_name: Some(spec.text.clone()),
                 step: (spec.text.len() % 2 == 1).then(|| format!("step:{}", spec.text)),
                 tool_choice: (spec.text.len() % 3 == 0).then_some(lc_agent::ToolChoice::Required),
+                output_schema: (spec.text.len() % 5 == 0)
+                    .then(|| lc_agent::OutputSchema::new(json!({"type": "string"})).unwrap()),
             }),
             _ => NodeRef::detached(ToolNode {
                 tool_call: ToolCall::new("call_1", &spec.text, json!({"q": spec.text})),

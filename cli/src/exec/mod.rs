@@ -40,7 +40,7 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 use clap::Args;
-use lc_agent::{NetworkEvent, NodeId, RunnableNetwork, UsageTotals};
+use lc_agent::{NetworkEvent, NodeId, OutputSchema, RunnableNetwork, UsageTotals, CHAT_STEP};
 use lc_agent_deepagent::{decide, pending_approvals, Decision};
 use lc_agent_server::{PendingCall, RunDone, RunErrorEvent, RunEvent, RunFailure, RunStatus};
 use tokio::sync::{mpsc, oneshot};
@@ -52,7 +52,6 @@ use crate::console::{out, Look};
 use crate::error::{CliError, CliResult, Kind};
 use crate::interrupt::Interrupt;
 use events::{ApprovalStatus, ExecEvent, ExecStream, FORMAT};
-use output_schema::{OutputSchema, ATTEMPTS};
 
 /// `lc-agent exec` arguments.
 #[derive(Debug, Args)]
@@ -149,7 +148,7 @@ pub(crate) async fn run(args: ExecArgs) -> CliResult {
     let schema = args
         .output_schema
         .as_deref()
-        .map(OutputSchema::read)
+        .map(output_schema::read)
         .transpose()?;
     let prompt = prompt(prompt_arg, resume.is_some())?;
     let (resume, forked_from) = match (resume, args.fork) {
@@ -207,8 +206,8 @@ async fn fork(args: &AgentArgs, session: &str) -> CliResult<(String, String)> {
     Ok((forked.id().to_string(), id.to_string()))
 }
 
-/// The turns: the prompt, then (with `--output-schema`) the answer sent
-/// back with its errors until it fits or the attempts are spent.
+/// The turn, with `--output-schema` as the session's `chat` step schema
+/// for this run (see `output_schema.rs`).
 async fn drive(
     agent: &Agent,
     feed: &Feed,
@@ -216,32 +215,23 @@ async fn drive(
     schema: Option<&OutputSchema>,
     interrupt: &Interrupt,
 ) -> CliResult<String> {
-    let mut text = match (prompt, schema) {
-        (Some(prompt), Some(schema)) => Some(schema.prompt(&prompt)),
-        (prompt, _) => prompt,
-    };
-    let run = Uuid::new_v4();
-    for attempt in 1..=ATTEMPTS {
-        let answer = turn(agent, feed, text.take(), interrupt, run).await?;
-        let Some(schema) = schema else {
-            return Ok(answer);
-        };
-        match schema.check(&answer) {
-            Ok(_) => return Ok(answer),
-            Err(errors) if attempt == ATTEMPTS => {
-                let message = format!(
-                    "the answer is not valid against --output-schema after {ATTEMPTS} answers: {}",
-                    errors.join("; ")
-                );
-                feed.send(Fed::Exec(ExecEvent::Error {
-                    message: message.clone(),
-                }));
-                return Err(CliError::new(Kind::SchemaMismatch, message));
-            }
-            Err(errors) => text = Some(schema.retry(&errors)),
-        }
+    let net = &agent.net;
+    let before = net.output_schema_for_step(CHAT_STEP);
+    if let Some(schema) = schema {
+        net.set_output_schema(CHAT_STEP, Some(schema.clone()));
     }
-    Err(CliError::failed("no answer"))
+    let result = turn(agent, feed, prompt, interrupt, Uuid::new_v4()).await;
+    if schema.is_some() {
+        net.set_output_schema(CHAT_STEP, before);
+    }
+    if let Err(e) = &result
+        && e.kind == Kind::SchemaMismatch
+    {
+        feed.send(Fed::Exec(ExecEvent::Error {
+            message: e.message.clone(),
+        }));
+    }
+    result
 }
 
 /// One turn: `text` (if any) joins the session, the session runs until it
@@ -324,7 +314,11 @@ async fn run_until_answered(
                 ));
             }
         };
-        let reply = invoked.map_err(|e| CliError::failed(in_user_terms(&e)).caused_by(e))?;
+        let reply = invoked.map_err(|e| {
+            output_schema::mismatch(&e)
+                .unwrap_or_else(|| CliError::failed(in_user_terms(&e)))
+                .caused_by(e)
+        })?;
         if net.held().is_empty() {
             return Ok(reply.text().to_string());
         }

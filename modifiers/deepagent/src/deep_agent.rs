@@ -69,6 +69,7 @@ pub struct DeepAgentBuilder {
     /// What a shell workspace holds `execute` for, unless ruled otherwise.
     execute_rule: Option<Decisions>,
     routes: Vec<(String, String)>,
+    output_schemas: Vec<(String, lc_agent::OutputSchema)>,
     tools: Vec<Arc<dyn Tool>>,
     step_limit: Option<usize>,
     summarization: Option<SummarizationConfig>,
@@ -187,6 +188,17 @@ impl DeepAgentBuilder {
     /// registered model.
     pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
         self.routes.push((step.into(), model.into()));
+        self
+    }
+
+    /// The JSON Schema the final answers of a step (`chat`, ...) must
+    /// follow (see [`lc_agent::OutputSchema`]).
+    pub fn output_schema(
+        mut self,
+        step: impl Into<String>,
+        schema: lc_agent::OutputSchema,
+    ) -> Self {
+        self.output_schemas.push((step.into(), schema));
         self
     }
 
@@ -381,6 +393,9 @@ impl DeepAgentBuilder {
         }
         for (step, model) in &self.routes {
             net.set_model_route(step.clone(), model.clone());
+        }
+        for (step, schema) in &self.output_schemas {
+            net.set_output_schema(step.clone(), Some(schema.clone()));
         }
         for tool in &self.tools {
             net.add_tool_shared(tool.clone());

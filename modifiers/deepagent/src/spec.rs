@@ -55,6 +55,12 @@
 //! model = "openai:gpt-4o-mini"        # or a [models] name
 //! tools = ["ls", "glob", "grep", "read_file", "execute"]  # only these
 //! interrupt_on = { execute = ["approve", "reject"] }       # more approvals, never fewer
+//! output_schema = { type = "object", properties = { files = { type = "array" } }, required = ["files"] }
+//!
+//! [output_schemas.chat]  # the agent's final answers: a JSON value valid against this schema
+//! type = "object"
+//! properties = { summary = { type = "string" } }
+//! required = ["summary"]
 //!
 //! [interrupt_on]
 //! execute = ["approve", "reject"]
@@ -184,6 +190,9 @@ pub struct SubAgentSpec {
     /// rule (a sub-agent cannot loosen an approval).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interrupt_on: BTreeMap<String, Vec<DecisionKind>>,
+    /// The JSON Schema its final answer (the `task` result) must follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// Long-term memory (the `memory` feature; see
@@ -245,6 +254,10 @@ pub struct AgentSpec {
     /// Step -> model name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routes: BTreeMap<String, String>,
+    /// Step -> the JSON Schema its final answers must follow (`chat` for
+    /// the agent's own; see [`lc_agent::OutputSchema`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub output_schemas: BTreeMap<String, serde_json::Value>,
     /// Model turns allowed in one `invoke`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_limit: Option<usize>,
@@ -287,6 +300,15 @@ pub struct AgentSpec {
         skip_serializing_if = "lc_agent_filesystem::Permissions::is_empty"
     )]
     pub permissions: lc_agent_filesystem::Permissions,
+}
+
+/// `schema` as an output schema (`what` names it in the error).
+fn output_schema(
+    what: &str,
+    schema: &serde_json::Value,
+) -> Result<lc_agent::OutputSchema, SpecError> {
+    lc_agent::OutputSchema::new(schema.clone())
+        .map_err(|e| SpecError::Invalid(format!("{what}: {e}")))
 }
 
 /// Errors of reading or using a blueprint.
@@ -438,6 +460,12 @@ impl AgentSpec {
             if let Some(tools) = &sub.tools {
                 agent_sub = agent_sub.allow_tools(tools.iter().cloned());
             }
+            if let Some(schema) = &sub.output_schema {
+                agent_sub = agent_sub.output_schema(output_schema(
+                    &format!("sub-agent `{}`: output_schema", sub.name),
+                    schema,
+                )?);
+            }
             for (tool, decisions) in &sub.interrupt_on {
                 if decisions.is_empty() {
                     return Err(SpecError::Invalid(format!(
@@ -457,6 +485,12 @@ impl AgentSpec {
         for (step, model) in &self.routes {
             known(model)?;
             agent = agent.route_model(step.clone(), model.clone());
+        }
+        for (step, schema) in &self.output_schemas {
+            agent = agent.output_schema(
+                step.clone(),
+                output_schema(&format!("output_schemas.{step}"), schema)?,
+            );
         }
         if let Some(limit) = self.step_limit {
             agent = agent.step_limit(limit);

@@ -91,6 +91,7 @@ pub struct SubAgent {
     allowed: Option<Vec<String>>,
     interrupt_on: std::collections::BTreeMap<String, Decisions>,
     model: Option<String>,
+    output_schema: Option<lc_agent::OutputSchema>,
 }
 
 impl std::fmt::Debug for SubAgent {
@@ -105,6 +106,7 @@ impl std::fmt::Debug for SubAgent {
             )
             .field("allowed", &self.allowed)
             .field("interrupt_on", &self.interrupt_on)
+            .field("output_schema", &self.output_schema)
             .finish()
     }
 }
@@ -121,6 +123,7 @@ impl SubAgent {
             allowed: None,
             interrupt_on: std::collections::BTreeMap::new(),
             model: None,
+            output_schema: None,
         }
     }
 
@@ -167,6 +170,14 @@ impl SubAgent {
     /// default the route of step `subagent:<name>`, else the parent's model.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// The JSON Schema its final answer (the `task` result) must follow:
+    /// asked of its model, checked and asked again as for any chat node
+    /// (see [`lc_agent::OutputSchema`]).
+    pub fn output_schema(mut self, schema: lc_agent::OutputSchema) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 
@@ -394,6 +405,9 @@ impl SubAgentModifier {
         // The sub-agent's own tools come from the modifier (see `tools`),
         // so a task resumed from a saved session has them again.
         let inner = builder.build();
+        if let Some(schema) = &agent.output_schema {
+            inner.set_output_schema(agent.step(), Some(schema.clone()));
+        }
         Limits::of(outer)
             .narrowed(
                 agent.allowed.as_deref(),

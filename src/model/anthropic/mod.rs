@@ -279,16 +279,41 @@ impl AnthropicChatModel {
     }
 }
 
+/// An output schema goes as a forced tool (the Messages API has no
+/// `response_format`); a call of it is read back as the answer's text.
 #[async_trait]
 impl ChatModel for AnthropicChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let request = crate::output_schema::as_forced_tool(request);
         let messages = request.messages();
-        let response = self.post(&self.body(request, &messages, false)).await?;
+        let response = self.post(&self.body(&request, &messages, false)).await?;
         let text = self.transport.text(response, false).await?;
-        wire::parse_message(&text, self.transport.api_key.as_ref())
+        let mut answer = wire::parse_message(&text, self.transport.api_key.as_ref())?;
+        crate::output_schema::answer_from_forced_tool(&request, &mut answer);
+        Ok(answer)
     }
 
     async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let request = crate::output_schema::as_forced_tool(request);
+        let mut answer = self.stream_raw(&request, &mut *on_delta).await?;
+        if crate::output_schema::answer_from_forced_tool(&request, &mut answer) {
+            on_delta(super::StreamDelta::Text(answer.content.clone()));
+        }
+        Ok(answer)
+    }
+
+    async fn context_window(&self) -> Option<usize> {
+        self.known_window()
+    }
+}
+
+impl AnthropicChatModel {
+    /// Streams `request` as it is.
+    async fn stream_raw(
         &self,
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
@@ -303,9 +328,5 @@ impl ChatModel for AnthropicChatModel {
             return Ok(answer);
         }
         stream::read_stream(&self.transport, response, on_delta).await
-    }
-
-    async fn context_window(&self) -> Option<usize> {
-        self.known_window()
     }
 }

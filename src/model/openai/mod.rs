@@ -181,6 +181,9 @@ struct Learned {
     from_errors: LearnedWindow,
     /// The server refused to stream a request with tools and `auto`.
     no_streaming_with_tools: AtomicBool,
+    /// The server refused `response_format` with a JSON Schema: output
+    /// schemas go as a forced tool.
+    schema_as_tool: AtomicBool,
 }
 
 impl fmt::Debug for OpenAiChatModel {
@@ -259,6 +262,9 @@ impl OpenAiChatModelBuilder {
             learned
                 .no_streaming_with_tools
                 .store(entry.no_streaming_with_tools, Ordering::Relaxed);
+            learned
+                .schema_as_tool
+                .store(entry.schema_as_tool, Ordering::Relaxed);
         }
         Ok(OpenAiChatModel {
             transport,
@@ -321,6 +327,11 @@ impl OpenAiChatModel {
                 request.tool_choice.as_ref(),
                 !request.tools.is_empty(),
             ),
+            response_format: request
+                .output_schema
+                .as_ref()
+                .filter(|_| !self.learned.schema_as_tool.load(Ordering::Relaxed))
+                .map(wire::ResponseFormat::from),
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             stream,
@@ -341,7 +352,12 @@ impl OpenAiChatModel {
             .no_streaming_with_tools
             .swap(true, Ordering::Relaxed)
         {
-            remembered::no_streaming_with_tools(&self.base_url, &self.model);
+            remembered::remember(
+                &self.base_url,
+                &self.model,
+                "no streaming with tools",
+                |e| e.no_streaming_with_tools = true,
+            );
         }
     }
 
@@ -408,13 +424,86 @@ impl OpenAiChatModel {
     }
 }
 
+impl OpenAiChatModel {
+    /// Whether the request's output schema goes as a forced tool: the
+    /// server refused `response_format` before.
+    fn schema_as_tool(&self, request: &ChatRequest) -> bool {
+        request.output_schema.is_some() && self.learned.schema_as_tool.load(Ordering::Relaxed)
+    }
+
+    /// Whether `error` is the server refusing `response_format` (llama-cpp-python
+    /// takes only `json_object`; other servers none): output schemas go as a
+    /// forced tool from then on.
+    fn refused_response_format(&self, request: &ChatRequest, error: &ModelError) -> bool {
+        let ModelError::Http { status, body } = error else {
+            return false;
+        };
+        let body = body.to_ascii_lowercase();
+        let refused = request.output_schema.is_some()
+            && (400..500).contains(status)
+            && (body.contains("response_format") || body.contains("json_schema"));
+        if refused {
+            tracing::warn!(
+                model = %self.model,
+                status,
+                "the server refused response_format with a JSON Schema; asking for \
+                 output schemas with a forced tool from now on"
+            );
+            if !self.learned.schema_as_tool.swap(true, Ordering::Relaxed) {
+                remembered::remember(
+                    &self.base_url,
+                    &self.model,
+                    "output schemas as a tool",
+                    |e| e.schema_as_tool = true,
+                );
+            }
+        }
+        refused
+    }
+
+    /// `complete`, the output schema as a forced tool.
+    async fn complete_forced(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let forced = crate::output_schema::as_forced_tool(request);
+        let messages = wire::one_system_message(forced.messages());
+        let mut answer = self
+            .complete_body(&self.body(&forced, &messages, false))
+            .await?;
+        crate::output_schema::answer_from_forced_tool(&forced, &mut answer);
+        Ok(answer)
+    }
+
+    /// `stream`, the output schema as a forced tool (the answer, once
+    /// read, is reported as a text delta).
+    async fn stream_forced(
+        &self,
+        request: &ChatRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let forced = crate::output_schema::as_forced_tool(request);
+        let mut answer = self.stream_raw(&forced, &mut *on_delta).await?;
+        if crate::output_schema::answer_from_forced_tool(&forced, &mut answer) {
+            on_delta(super::StreamDelta::Text(answer.content.clone()));
+        }
+        Ok(answer)
+    }
+}
+
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        if self.schema_as_tool(request) {
+            return self.complete_forced(request).await;
+        }
         let messages = wire::one_system_message(request.messages());
-        let answer = self
+        let answer = match self
             .complete_body(&self.body(request, &messages, false))
-            .await?;
+            .await
+        {
+            Err(error) if self.refused_response_format(request, &error) => {
+                return self.complete_forced(request).await
+            }
+            other => other?,
+        };
         match without_tools_if_empty(request, &answer) {
             Some(again) => {
                 let messages = wire::one_system_message(again.messages());
@@ -430,9 +519,17 @@ impl ChatModel for OpenAiChatModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let answer = self.stream_once(request, &mut *on_delta).await?;
+        if self.schema_as_tool(request) {
+            return self.stream_forced(request, on_delta).await;
+        }
+        let answer = match self.stream_raw(request, &mut *on_delta).await {
+            Err(error) if self.refused_response_format(request, &error) => {
+                return self.stream_forced(request, on_delta).await
+            }
+            other => other?,
+        };
         match without_tools_if_empty(request, &answer) {
-            Some(again) => self.stream_once(&again, on_delta).await,
+            Some(again) => self.stream_raw(&again, on_delta).await,
             None => Ok(answer),
         }
     }
@@ -460,8 +557,9 @@ fn without_tools_if_empty(request: &ChatRequest, answer: &ChatResponse) -> Optio
 }
 
 impl OpenAiChatModel {
-    /// One streamed request (see [`ChatModel::stream`]).
-    async fn stream_once(
+    /// Streams `request` as it is (see the type's docs: refusals, empty
+    /// streams).
+    async fn stream_raw(
         &self,
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,

@@ -4,8 +4,8 @@
 //! whole prompt before its streamed tool request fails).
 //!
 //! ```text
-//!  <dir>/servers.json   {"format": "lc-agent-servers/1",
-//!                        "servers": {"<base_url> <model>": {"no_streaming_with_tools": true,
+//!  <dir>/servers.json   {"format": "lc-agent-servers/1",   (a flag is written only when true)
+//!                        "servers": {"<base_url> <model>": {"no_streaming_with_tools": true, "schema_as_tool": true,
 //!                                                            "learned_at": <unix seconds>}}}
 //! ```
 //!
@@ -42,8 +42,8 @@ fn cache_dir() -> &'static OnceLock<PathBuf> {
     &DIR
 }
 
-/// Remembers what model servers cannot do (today: streaming a request
-/// that offers tools) in `dir/servers.json`, across processes, for every
+/// Remembers what model servers cannot do (streaming a request that
+/// offers tools, `response_format` with a JSON Schema) in `dir/servers.json`, across processes, for every
 /// OpenAI-compatible model this process builds afterwards. `None` picks
 /// the user's cache directory: `$LC_AGENT_HOME/cache` when
 /// `LC_AGENT_HOME` is set, else `$XDG_CACHE_HOME/lc-agent` (the
@@ -68,6 +68,10 @@ pub(super) struct Entry {
     /// The server refused to stream a request with tools and `auto`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) no_streaming_with_tools: bool,
+    /// The server refused `response_format` with a JSON Schema: output
+    /// schemas go as a forced tool.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) schema_as_tool: bool,
     /// When it was learned (seconds since the Unix epoch).
     #[serde(default)]
     learned_at: u64,
@@ -123,8 +127,9 @@ pub(super) fn recall(base_url: &str, model: &str) -> Option<Entry> {
     (age < REMEMBER_FOR.as_secs()).then_some(entry)
 }
 
-/// Remembers that `model` at `base_url` will not stream with tools.
-pub(super) fn no_streaming_with_tools(base_url: &str, model: &str) {
+/// Remembers what `learn` sets of `model` at `base_url` (`what` names it
+/// in the debug line).
+pub(super) fn remember(base_url: &str, model: &str, what: &str, learn: impl FnOnce(&mut Entry)) {
     let Some(dir) = cache_dir().get() else {
         return;
     };
@@ -132,7 +137,7 @@ pub(super) fn no_streaming_with_tools(base_url: &str, model: &str) {
     let mut file = read(&path);
     file.format = FORMAT.to_string();
     let entry = file.servers.entry(key(base_url, model)).or_default();
-    entry.no_streaming_with_tools = true;
+    learn(entry);
     entry.learned_at = now();
     // Entries nobody would trust any more are dropped.
     let oldest = now().saturating_sub(REMEMBER_FOR.as_secs());
@@ -143,7 +148,7 @@ pub(super) fn no_streaming_with_tools(base_url: &str, model: &str) {
     });
     match written {
         Ok(()) => {
-            tracing::debug!(path = %path.display(), base_url, model, "remembered: no streaming with tools")
+            tracing::debug!(path = %path.display(), base_url, model, what, "remembered")
         }
         Err(e) => {
             tracing::debug!(path = %path.display(), error = %e, "the servers cache cannot be written")

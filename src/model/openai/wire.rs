@@ -88,6 +88,8 @@ pub(super) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<u32>,
@@ -108,6 +110,35 @@ impl Outgoing for WireRequest<'_> {
 
     fn counts(&self) -> (usize, usize) {
         (self.messages.len(), self.tools.len())
+    }
+}
+
+/// `response_format`: `{"type": "json_schema", "json_schema": {"name",
+/// "schema", "strict"}}`.
+#[derive(Serialize)]
+pub(super) struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: &'a serde_json::Value,
+    strict: bool,
+}
+
+impl<'a> From<&'a crate::OutputSchema> for ResponseFormat<'a> {
+    fn from(schema: &'a crate::OutputSchema) -> Self {
+        Self {
+            kind: "json_schema",
+            json_schema: JsonSchemaFormat {
+                name: schema.name(),
+                schema: schema.schema(),
+                strict: schema.is_strict(),
+            },
+        }
     }
 }
 

@@ -273,3 +273,55 @@ async fn a_sub_agent_cannot_loosen_an_inherited_approval() {
         "the agent's rule stands"
     );
 }
+
+#[tokio::test]
+async fn a_sub_agents_task_result_follows_its_output_schema() {
+    let main = Recorder::new([task(), Turn::text("{\"summary\": \"three lines\"}")]);
+    let small = Recorder::new([
+        Turn::text("It has three lines."),
+        Turn::text("{\"lines\": 3}"),
+    ]);
+    let net = agent(
+        &format!(
+            "[output_schemas.chat]\ntype = \"object\"\nrequired = [\"summary\"]\n\
+             {READER}output_schema = {{ type = \"object\", properties = {{ lines = {{ type = \"integer\" }} }}, required = [\"lines\"] }}\n"
+        ),
+        &main,
+        &small,
+    )
+    .unwrap();
+    let reply = net.invoke().await.unwrap();
+    assert_eq!(reply.text(), "{\"summary\": \"three lines\"}");
+    // The sub-agent was asked again with the errors; its task result is
+    // the answer that fits.
+    assert_eq!(small.texts().len(), 2);
+    assert!(small.texts()[0].contains("valid against this JSON Schema"));
+    assert!(small.texts()[1].contains("the answer is not JSON"));
+    let results: Vec<String> = net
+        .nodes()
+        .iter()
+        .filter_map(|n| n.output())
+        .filter(|m| matches!(&**m, lc_agent::Message::Tool { .. }))
+        .map(|m| m.text().to_string())
+        .collect();
+    assert_eq!(results, ["{\"lines\": 3}"]);
+    // The agent's own answer was checked against `output_schemas.chat`.
+    assert_eq!(
+        net.current_leaf()
+            .unwrap()
+            .metadata_value("structured_output"),
+        Some(json!({"summary": "three lines"}))
+    );
+}
+
+#[test]
+fn an_output_schema_that_is_no_schema_is_an_error_naming_it() {
+    let (main, small) = (Recorder::default(), Recorder::default());
+    let err = agent("[output_schemas.chat]\ntype = 12\n", &main, &small)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("output_schemas.chat") && err.contains("not a JSON Schema"),
+        "{err}"
+    );
+}

@@ -1,0 +1,401 @@
+//! Typed answers: [`OutputSchema`], the JSON Schema a final answer must
+//! follow, and how a chat node holds the model to it.
+//!
+//! ```text
+//!  ChatNode::with_schema(s) / set_output_schema(step, s) / invoke_typed::<T>()
+//!        │
+//!        ▼  request.output_schema = s (+ a system section naming it)
+//!  provider: OpenAI-compatible ─▶ response_format {type: json_schema, json_schema: {name, schema, strict}}
+//!                                 (a server that refuses it: a forced tool, remembered)
+//!            Anthropic        ─▶ a forced tool whose input_schema is the schema
+//!        │
+//!        ▼  the answer (text, or the forced tool's arguments as text)
+//!  check: JSON? valid (jsonschema)? ─ no ─▶ asked again with the errors (at most
+//!        │ yes                              MAX_ANSWERS answers), then the node fails
+//!        ▼                                  with NetworkError::SchemaMismatch
+//!  node metadata["structured_output"] = the value (saved; loads back exactly)
+//! ```
+//!
+//! The rule is the final answer's: a turn that calls tools is not checked
+//! (the tools run, and the next turn answers). Each rejected answer stays
+//! on the node (`metadata["schema_rejected"]`: the answer and its errors),
+//! so a saved session shows every try. An answer wrapped in one Markdown
+//! code fence is read as the JSON inside it.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{NetworkError, Result};
+use crate::message::Message;
+use crate::model::{ChatRequest, ChatResponse, ToolChoice};
+use crate::network::RunnableNetwork;
+use crate::tool::ToolSpec;
+
+/// How many answers a chat node with an output schema reads at most (the
+/// first and two more, each asked again with the errors).
+pub const MAX_ANSWERS: usize = 3;
+
+/// The node metadata key of the parsed answer.
+pub(crate) const STRUCTURED_OUTPUT_KEY: &str = "structured_output";
+
+/// The node metadata key of the rejected answers (`[{answer, errors}]`).
+pub(crate) const REJECTED_KEY: &str = "schema_rejected";
+
+/// The network metadata key of the step → schema map.
+const ROUTES_KEY: &str = "output_schemas";
+
+/// A JSON Schema the final answer must follow, with the name and the
+/// strictness sent to the provider.
+///
+/// ```
+/// use lc_agent::OutputSchema;
+/// use serde_json::json;
+///
+/// let schema = OutputSchema::new(json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}},
+///     "required": ["city"]
+/// }))
+/// .unwrap();
+/// assert_eq!(schema.check(r#"{"city": "Lyon"}"#).unwrap(), json!({"city": "Lyon"}));
+/// assert!(schema.check(r#"{"town": "Lyon"}"#).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    name: String,
+    schema: Value,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
+}
+
+impl OutputSchema {
+    /// The schema `schema`, named `answer`, not strict. An error when it
+    /// is no JSON Schema.
+    pub fn new(schema: Value) -> std::result::Result<Self, InvalidSchema> {
+        jsonschema::validator_for(&schema).map_err(|e| InvalidSchema(e.to_string()))?;
+        Ok(Self {
+            name: "answer".to_string(),
+            schema,
+            strict: false,
+        })
+    }
+
+    /// The schema of `T` (schemars), named after it.
+    pub fn of<T: schemars::JsonSchema>() -> Self {
+        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+        Self {
+            name: wire_name(&T::schema_name()),
+            schema: schema.to_value(),
+            strict: false,
+        }
+    }
+
+    /// The same schema under another name (sent as the `response_format`
+    /// name or the forced tool's name: letters, digits, `_` and `-`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = wire_name(name);
+        self
+    }
+
+    /// OpenAI's strict mode (every property required,
+    /// `additionalProperties: false` on every object); off by default,
+    /// since schemas derived with schemars do not say the latter.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The name sent to the provider.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema itself.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Whether OpenAI's strict mode is asked.
+    pub(crate) fn is_strict(&self) -> bool {
+        self.strict
+    }
+
+    /// The answer's JSON value, or what is wrong with it (each error with
+    /// the place in the answer it is about).
+    pub fn check(&self, answer: &str) -> std::result::Result<Value, Vec<String>> {
+        let validator = jsonschema::validator_for(&self.schema)
+            .map_err(|e| vec![format!("the output schema is not a JSON Schema: {e}")])?;
+        let text = unfenced(answer.trim());
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| vec![format!("the answer is not JSON: {e}")])?;
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at {at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(value)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The system-prompt section that says what the final answer must be
+    /// (for every provider: a server that ignores `response_format` still
+    /// reads it).
+    pub(crate) fn instruction(&self) -> String {
+        format!(
+            "Your final answer must be only a JSON value (no other text, no code fence) valid \
+             against this JSON Schema:\n{}",
+            self.schema
+        )
+    }
+
+    /// What is sent when an answer does not fit.
+    pub(crate) fn retry(&self, errors: &[String]) -> String {
+        format!(
+            "Your answer is not a JSON value valid against the JSON Schema:\n{}\n\nAnswer again \
+             with only the JSON value, valid against this JSON Schema:\n{}",
+            errors
+                .iter()
+                .map(|e| format!("- {e}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            self.schema
+        )
+    }
+
+    /// Whether the schema's root is an object (a tool's parameters must
+    /// be one; anything else is wrapped in `{"value": ...}`).
+    fn is_object(&self) -> bool {
+        self.schema.get("type").and_then(Value::as_str) == Some("object")
+    }
+
+    /// The forced tool's parameters.
+    fn tool_parameters(&self) -> Value {
+        if self.is_object() {
+            self.schema.clone()
+        } else {
+            json!({
+                "type": "object",
+                "properties": {"value": self.schema},
+                "required": ["value"]
+            })
+        }
+    }
+}
+
+/// A value given as an output schema that is no JSON Schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a JSON Schema: {0}")]
+pub struct InvalidSchema(String);
+
+/// `name` with every character OpenAI refuses in a name made `_`, at most
+/// 64 characters.
+fn wire_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "answer".to_string()
+    } else {
+        name
+    }
+}
+
+/// The text inside one Markdown code fence (```` ```json ... ``` ````), or
+/// `text` itself.
+fn unfenced(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return text;
+    };
+    // The info string (`json`) ends at the first line end.
+    body.split_once('\n')
+        .map_or(body, |(_, inner)| inner)
+        .trim()
+}
+
+/// `request` with its output schema as a forced tool (for providers and
+/// servers without `response_format`): the tool is added, and must be
+/// called (by name when it is the only tool; otherwise some tool must be,
+/// so the model can still call the others first). Unchanged without a
+/// schema.
+pub(crate) fn as_forced_tool(request: &ChatRequest) -> Cow<'_, ChatRequest> {
+    let Some(schema) = &request.output_schema else {
+        return Cow::Borrowed(request);
+    };
+    let mut forced = request.clone();
+    forced.tools.push(ToolSpec {
+        name: schema.name.clone(),
+        description: "Give your final answer: call this with it as the arguments.".to_string(),
+        parameters: schema.tool_parameters(),
+    });
+    forced.tool_choice = Some(if request.tools.is_empty() {
+        ToolChoice::Tool(schema.name.clone())
+    } else {
+        ToolChoice::Required
+    });
+    Cow::Owned(forced)
+}
+
+/// `response` read for a request whose schema went as a forced tool: a
+/// call of that tool is the answer (its arguments become the text, the
+/// other calls are dropped). `true` when it was.
+pub(crate) fn answer_from_forced_tool(request: &ChatRequest, response: &mut ChatResponse) -> bool {
+    let Some(schema) = &request.output_schema else {
+        return false;
+    };
+    let Some(call) = response
+        .tool_calls
+        .iter()
+        .find(|call| call.name == schema.name)
+    else {
+        return false;
+    };
+    let arguments = call.arguments.trim();
+    let text = if schema.is_object() {
+        arguments.to_string()
+    } else {
+        serde_json::from_str::<Value>(arguments)
+            .ok()
+            .and_then(|v| v.get("value").cloned())
+            .map_or_else(|| arguments.to_string(), |v| v.to_string())
+    };
+    response.content = text;
+    response.tool_calls.clear();
+    response.finish_reason = Some("stop".to_string());
+    true
+}
+
+/// One rejected answer, as the node keeps it.
+pub(crate) fn rejected(answer: &str, errors: &[String]) -> Value {
+    json!({"answer": answer, "errors": errors})
+}
+
+/// The history a retry sends: the rejected answer, then the errors.
+pub(crate) fn retry_history(
+    request: &ChatRequest,
+    schema: &OutputSchema,
+    answer: &str,
+    errors: &[String],
+) -> crate::History {
+    request
+        .history
+        .push(std::sync::Arc::new(Message::ai(answer)))
+        .push(std::sync::Arc::new(Message::human(schema.retry(errors))))
+}
+
+impl RunnableNetwork {
+    /// Chat nodes of `step` that have no schema of their own answer with
+    /// `schema` (saved in the network's metadata under `output_schemas`,
+    /// like the model routes; `None` removes it). Unlike the routes, an
+    /// inner network (a sub-agent) does not take its outer network's.
+    ///
+    /// ```
+    /// use lc_agent::{OutputSchema, RunnableNetwork};
+    ///
+    /// let net = RunnableNetwork::builder().build();
+    /// let schema = OutputSchema::new(serde_json::json!({"type": "integer"})).unwrap();
+    /// net.set_output_schema("chat", Some(schema.clone()));
+    /// assert_eq!(net.output_schema_for_step("chat"), Some(schema));
+    /// assert_eq!(net.output_schema_for_step("summary"), None);
+    /// ```
+    pub fn set_output_schema(&self, step: impl Into<String>, schema: Option<OutputSchema>) {
+        let mut routes = match self.metadata_value(ROUTES_KEY) {
+            Some(Value::Object(routes)) => routes,
+            _ => serde_json::Map::new(),
+        };
+        let step = step.into();
+        match schema.and_then(|s| serde_json::to_value(s).ok()) {
+            Some(schema) => {
+                routes.insert(step, schema);
+            }
+            None => {
+                routes.shift_remove(&step);
+            }
+        }
+        if routes.is_empty() {
+            self.remove_metadata(ROUTES_KEY);
+        } else {
+            self.set_metadata(ROUTES_KEY, Value::Object(routes));
+        }
+    }
+
+    /// The output schema of chat nodes of `step` that name none (a saved
+    /// schema that does not parse is ignored with a warning).
+    pub fn output_schema_for_step(&self, step: &str) -> Option<OutputSchema> {
+        let value = self.metadata_value(ROUTES_KEY)?.get(step)?.clone();
+        match serde_json::from_value(value) {
+            Ok(schema) => Some(schema),
+            Err(error) => {
+                tracing::warn!(step, %error, "ignoring the output schema");
+                None
+            }
+        }
+    }
+
+    /// Invokes the network with `T`'s schema ([`OutputSchema::of`]) on
+    /// its chat step for this run, and returns the final answer as a `T`.
+    /// The value is also saved on the answering node
+    /// (`metadata["structured_output"]`). An answer that does not fit after
+    /// [`MAX_ANSWERS`] answers is [`NetworkError::SchemaMismatch`] (inside
+    /// the node's failure).
+    pub async fn invoke_typed<T>(&self) -> Result<T>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let step = crate::routing::CHAT_STEP;
+        let before = self.output_schema_for_step(step);
+        self.set_output_schema(step, Some(OutputSchema::of::<T>()));
+        let result = self.invoke().await;
+        self.set_output_schema(step, before);
+        result?;
+        let value = self
+            .current_leaf()
+            .and_then(|leaf| leaf.metadata_value(STRUCTURED_OUTPUT_KEY))
+            .ok_or_else(|| NetworkError::SchemaMismatch {
+                attempts: 0,
+                errors: vec![
+                    "the run ended without a final answer (a call may be waiting for approval)"
+                        .to_string(),
+                ],
+            })?;
+        Ok(serde_json::from_value(value)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unfenced, wire_name};
+
+    #[test]
+    fn a_fenced_answer_is_read_inside_its_fence() {
+        assert_eq!(unfenced("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
+        assert_eq!(unfenced("{\"a\": 1}"), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn names_keep_to_what_providers_take() {
+        assert_eq!(wire_name("Vec<City>"), "Vec_City_");
+        assert_eq!(wire_name(""), "answer");
+    }
+}

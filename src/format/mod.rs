@@ -3,6 +3,7 @@
 //! (The full description is on the [`FORMAT`] docs.)
 
 mod document;
+mod journal;
 mod read;
 mod write;
 
@@ -14,6 +15,7 @@ use crate::error::Result;
 use crate::network::RunnableNetwork;
 
 pub(crate) use document::{SavedDocument, SavedHead};
+pub(crate) use journal::{materialize, scan_journal, JournalEntry, SaveBase, Scan};
 
 /// The saved format, `lc-agent/1`: one JSON document per network.
 ///

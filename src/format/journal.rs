@@ -197,6 +197,11 @@ impl RunnableNetwork {
         Ok(())
     }
 
+    /// Forgets what any store holds: the next save is a full one.
+    pub(crate) fn forget_base(&self) {
+        *self.0.save_base.lock() = None;
+    }
+
     /// The journal record of a save to `store` of a network loaded (or
     /// last saved) there at revision `expected` and stamped since, or
     /// `None` when the save must be a full one: no base for this store and

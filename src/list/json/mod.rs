@@ -35,7 +35,8 @@ const DELETED_DIR: &str = ".deleted";
 /// [`JsonNetworkList`]: sessions as JSON files in a directory.
 ///
 /// ```text
-/// <root>/<user>/<id>.json          one network, exactly RunnableNetwork::to_json()
+/// <root>/<user>/<id>.json          one network's snapshot, as RunnableNetwork::to_json() wrote it
+/// <root>/<user>/<id>.journal       incremental saves since the snapshot (JSON lines)
 /// <root>/<user>/.index.jsonl       append-only listing index (rebuildable)
 /// <root>/<user>/.index.lock        guards index compaction
 /// <root>/<user>/.locks/<id>.lock   one advisory lock per session
@@ -49,6 +50,14 @@ const DELETED_DIR: &str = ".deleted";
 /// appends one line to the index), so processes writing different sessions
 /// never interfere, and two writing the same session are serialized by the
 /// lock and checked by revision, so neither loses an update silently.
+///
+/// **Saves are incremental.** A save of a network this list loaded or
+/// saved, whose file is still at that revision, appends one record of what
+/// changed to `<id>.journal` (fdatasync) instead of rewriting the file;
+/// when the journal would outgrow the snapshot, the save is a full one
+/// (the atomic write above), which drops the journal. A process killed
+/// while appending leaves a torn line: loads ignore it and the next save
+/// cuts it off. Loading reads both and gives what a full save would.
 ///
 /// **Listing never parses networks.** Each save appends a small line (id,
 /// name, timestamps, node count, size, revision, metadata) to

@@ -67,6 +67,7 @@ fn revision_in(info: &str) -> Option<u64> {
 /// | `<prefix>:user:{<user>}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
 /// | `<prefix>:user:{<user>}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
 /// | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision |
+/// | `<prefix>:user:{<user>}:journal:<id>` | list | incremental saves since the entry (one record each) |
 /// | `<prefix>:user:{<user>}:pending:<id>:<nonce>` | string | a network during its save (expires after a minute) |
 ///
 /// - **save** is one round trip of two commands (`save.rs`): `SET` the
@@ -76,7 +77,13 @@ fn revision_in(info: &str) -> Option<u64> {
 ///   is a `SET` argument, which Redis keeps without copying. A stale copy
 ///   fails with [`ListError::Conflict`], so no update is ever lost;
 ///   writers of different sessions never disturb each other.
-/// - **load** is one `GET` of the session's entry key.
+/// - **incremental save**: a save of a network this list loaded or saved,
+///   still at the stored revision, is one script that checks the revision
+///   as above and appends one record of what changed to the session's
+///   journal (one round trip, a few hundred bytes a turn); when the journal
+///   would outgrow the entry, the save is a full one, which drops it.
+/// - **load** is one round trip: `GET` of the entry and `LRANGE` of the
+///   journal, applied on top (what a full save would give).
 /// - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the
 ///   info hash — a page never fetches a network.
 /// - **delete** removes the entry and `rev` keys and the id from the info

@@ -110,6 +110,8 @@
 //!   document.rs       the top-level schema (shared with listings)
 //!   write.rs          writing (cached compact JSON of invoked nodes)
 //!   read.rs           reading in one pass
+//!   journal.rs        incremental saves: the changes since the last save as one journal
+//!                     record, and a snapshot plus its journal assembled into one document
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
 //!   cache.rs          CachedNetworkList, SessionCache: parsed networks kept, a revision check
@@ -120,9 +122,10 @@
 //!                     user's list, opened once): the one place that decides *which sessions*
 //!   session.rs        SessionInfo, ListQuery, ListPage, user names
 //!   stamp.rs          revisions and timestamps
-//!   json/             JsonNetworkList (mod.rs) and its listing index (index.rs)
+//!   json/             JsonNetworkList (mod.rs), its listing index (index.rs) and the
+//!                     sessions' journals (journal.rs: append, torn tails, compaction)
 //!   redis/            RedisNetworkList (mod.rs): keys.rs (hash-tagged layout), save.rs
-//!                     (the save transaction), migrate.rs (legacy keys), connection.rs
+//!                     (the save transaction, full or a journal append), migrate.rs (legacy keys), connection.rs
 //!                     (RedisConnector: one server, TLS or Cluster, via the redis crate)
 //! usage.rs            UsageTotals: token usage added up per call, run, session (metadata
 //!                     "usage", kept as it runs), sub-agent (counts in its parents), range;

@@ -8,7 +8,9 @@
 //! of each run: from its input saved to a server taking it); then the
 //! memory an idle session holds in the server; then what a turn costs as
 //! its session grows: the median turn at 1, 100 and 1,000 turns of one
-//! session, with the session cache (the default) and without it.
+//! session, with the session cache (the default) and without it, and the
+//! bytes the process writes per turn (files and sockets: with incremental
+//! saves, proportional to the turn, not to the session).
 //!
 //! Needs nothing installed: the server runs in this process on a loopback
 //! port, with sessions in a temporary JSON list; the clients (reqwest) share
@@ -114,6 +116,7 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
     let url = format!("{base}/v1/chat/completions");
     let mut session: Option<String> = None;
     let mut turns = Vec::with_capacity(TURNS);
+    let mut written = Vec::with_capacity(TURNS);
     for i in 0..TURNS {
         let mut body =
             json!({"messages": [{"role": "user", "content": format!("turn {i}: hello")}]});
@@ -121,8 +124,10 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
             body["session"] = json!(id);
         }
         let t = Instant::now();
+        let w = wchar();
         let answer: Value = http.post(&url).json(&body).send().await?.json().await?;
         turns.push(t.elapsed());
+        written.push(wchar().saturating_sub(w));
         if session.is_none() {
             session = answer["session"].as_str().map(str::to_string);
         }
@@ -136,7 +141,31 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
         "turn cost, session cache {cache:>3}: turn 1 {first:>7.3} ms  turn 100 {hundred:>7.3} ms  turn 1000 {thousand:>7.3} ms  (1000 / 1: {:.2}x)",
         thousand / first
     );
+    let mean_kib = |r: std::ops::Range<usize>| {
+        let n = r.len() as f64;
+        written[r].iter().sum::<u64>() as f64 / n / 1024.0
+    };
+    println!(
+        "bytes written per turn (files and sockets, /proc/self/io wchar, mean of 10): turn 1 {:.1} KiB  turn 100 {:.1} KiB  turn 1000 {:.1} KiB",
+        mean_kib(0..10),
+        mean_kib(95..105),
+        mean_kib(990..1000)
+    );
     Ok(())
+}
+
+/// Bytes this process passed to `write` and friends so far (files and
+/// sockets), from `/proc/self/io` (0 where there is none).
+fn wchar() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("wchar:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// `clients` loops of background runs for `secs`; prints runs/s, the

@@ -3,6 +3,7 @@
 //! (The full description is on the [`FORMAT`] docs.)
 
 mod document;
+mod journal;
 mod read;
 mod write;
 
@@ -14,6 +15,7 @@ use crate::error::Result;
 use crate::network::RunnableNetwork;
 
 pub(crate) use document::{SavedDocument, SavedHead};
+pub(crate) use journal::{materialize, scan_journal, JournalEntry, SaveBase, Scan};
 
 /// The saved format, `lc-agent/1`: one JSON document per network.
 ///
@@ -33,12 +35,20 @@ pub(crate) use document::{SavedDocument, SavedHead};
 /// [`GenericNode`](crate::GenericNode) that keeps every field and saves
 /// back unchanged.
 ///
+/// A session list stores a network as such a document (the *snapshot*)
+/// followed by a journal of incremental saves: one `lc-agent-journal/1`
+/// record per save, holding what changed since the save before (see
+/// `journal.rs`). Loading applies the journal and gives the document a
+/// full save gives, byte for byte.
+///
 /// ```text
 ///  to_json ──▶ write.rs (views over the locked graph; invoked nodes'
 ///              compact JSON cached on the node)
 ///  from_json ◀── read.rs (one pass: built-in kinds read straight into
 ///              their fields, other kinds through crate::kinds)
 ///  document.rs: the top-level schema, shared with session listings
+///  journal.rs: incremental saves (a record of what changed; a snapshot
+///              and its journal assembled into one document)
 /// ```
 ///
 /// The format tag of saved networks.

@@ -10,6 +10,9 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use std::cell::RefCell;
+
+use super::journal::NodeMark;
 use super::{COMMON_KEYS, FORMAT, NODE_TYPE_KEY};
 use crate::error::Result;
 use crate::files::Files;
@@ -18,20 +21,25 @@ use crate::node::{NodeRef, SavedFields};
 use crate::nodes::GenericNode;
 
 pub(super) struct NetworkView<'a> {
-    graph: &'a Graph,
-    files: &'a Files,
+    pub(super) graph: &'a Graph,
+    pub(super) files: &'a Files,
     /// Use (and fill) the invoked nodes' cached compact JSON.
     cached: bool,
+    /// Where to note each node's version as it is written (for the next
+    /// incremental save), when wanted.
+    marks: Option<&'a RefCell<Vec<NodeMark>>>,
 }
 
 struct NodesView<'a> {
     graph: &'a Graph,
     cached: bool,
+    marks: Option<&'a RefCell<Vec<NodeMark>>>,
 }
 
-struct NodeView<'a> {
-    node: &'a NodeRef,
-    cached: bool,
+pub(super) struct NodeView<'a> {
+    pub(super) node: &'a NodeRef,
+    pub(super) cached: bool,
+    pub(super) marks: Option<&'a RefCell<Vec<NodeMark>>>,
 }
 
 /// A built-in node's saved object: common fields, then the kind's own.
@@ -58,6 +66,7 @@ impl Serialize for NetworkView<'_> {
             &NodesView {
                 graph: g,
                 cached: self.cached,
+                marks: self.marks,
             },
         )?;
         map.serialize_entry("__connections__", &ConnectionsView(g))?;
@@ -72,6 +81,7 @@ impl Serialize for NodesView<'_> {
             seq.serialize_element(&NodeView {
                 node,
                 cached: self.cached,
+                marks: self.marks,
             })?;
         }
         seq.end()
@@ -83,6 +93,32 @@ impl Serialize for NodeView<'_> {
         use serde::ser::Error;
         let node = self.node;
         let mut st = node.saved_fields();
+        if let Some(marks) = self.marks {
+            // A pending node's JSON is kept to compare with next time (its
+            // kind's own fields may change without a version); an invoked
+            // node's version says it all.
+            let json = if st.invoked() {
+                None
+            } else {
+                drop(st);
+                let raw = serde_json::value::to_raw_value(&NodeView {
+                    node,
+                    cached: self.cached,
+                    marks: None,
+                })
+                .map_err(S::Error::custom)?;
+                st = node.saved_fields();
+                let version = st.version();
+                drop(st);
+                marks
+                    .borrow_mut()
+                    .push(NodeMark::new(node.id(), version, Some(&raw)));
+                return raw.serialize(s);
+            };
+            marks
+                .borrow_mut()
+                .push(NodeMark::new(node.id(), st.version(), json));
+        }
         if let Some(generic) = node.downcast::<GenericNode>() {
             // Unknown kind: every saved field as it was, with the fields a
             // program may change (name, metadata) brought up to date.
@@ -142,15 +178,9 @@ impl Serialize for ConnectionsView<'_> {
         let g = self.0;
         let mut map = s.serialize_map(None)?;
         for (i, node) in g.nodes().values().enumerate() {
-            let parents = node.parent_ids();
-            if parents.is_empty() {
-                continue;
+            if let Some(indices) = parent_indices(g, node) {
+                map.serialize_entry(&i.to_string(), &indices)?;
             }
-            let indices: Vec<usize> = parents
-                .iter()
-                .filter_map(|p| g.nodes().get_index_of(p))
-                .collect();
-            map.serialize_entry(&i.to_string(), &indices)?;
         }
         map.end()
     }
@@ -170,6 +200,44 @@ impl RunnableNetwork {
             graph: &graph,
             files: &files,
             cached,
+            marks: None,
         })?)
     }
+
+    /// Like [`write_saved`](Self::write_saved) (compact, cached), also
+    /// noting each node's version as written: `seen` gets the view (after
+    /// the write, under the same locks) and the marks.
+    pub(super) fn write_saved_marked<R, T>(
+        &self,
+        write: impl FnOnce(&NetworkView<'_>) -> serde_json::Result<R>,
+        seen: impl FnOnce(&NetworkView<'_>, Vec<NodeMark>) -> T,
+    ) -> Result<(R, T)> {
+        let graph = self.0.graph.lock();
+        let files = self.0.files.read();
+        let marks = RefCell::new(Vec::with_capacity(graph.nodes().len()));
+        let view = NetworkView {
+            graph: &graph,
+            files: &files,
+            cached: true,
+            marks: Some(&marks),
+        };
+        let out = write(&view)?;
+        let seen = seen(&view, marks.take());
+        Ok((out, seen))
+    }
+}
+
+/// The parents of `node` as indices into the graph's nodes (`None` when
+/// it has no parents: the saved `__connections__` leave it out).
+pub(super) fn parent_indices(g: &Graph, node: &NodeRef) -> Option<Vec<usize>> {
+    let parents = node.parent_ids();
+    if parents.is_empty() {
+        return None;
+    }
+    Some(
+        parents
+            .iter()
+            .filter_map(|p| g.nodes().get_index_of(p))
+            .collect(),
+    )
 }

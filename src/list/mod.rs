@@ -192,8 +192,10 @@ pub trait NetworkList: Send + Sync {
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo>;
 
     /// Saves whatever the stored revision is; the saved revision is one
-    /// above the higher of the stored one and the network's.
+    /// above the higher of the stored one and the network's. The save is
+    /// a full one (it repairs whatever is stored).
     async fn save_force(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
+        network.forget_base();
         let id = network.id();
         let mut last = None;
         for _ in 0..16 {

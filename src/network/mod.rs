@@ -25,7 +25,7 @@ pub(crate) mod ops;
 mod runtime;
 pub(crate) mod scope;
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -83,6 +83,12 @@ pub(crate) struct NetworkInner {
     /// Length of the last compact serialization: the buffer size the next
     /// one starts with (runtime only, never saved).
     pub(crate) saved_len: AtomicUsize,
+    /// Moves on every change of the files (runtime only): an incremental
+    /// save compares the files only when it moved.
+    pub(crate) files_gen: AtomicU64,
+    /// What the store holds as of the last save or load (runtime only):
+    /// the next save writes only what changed since.
+    pub(crate) save_base: Mutex<Option<crate::format::SaveBase>>,
 }
 
 impl Default for RunnableNetwork {
@@ -104,6 +110,8 @@ impl RunnableNetwork {
             runtime: RwLock::new(Runtime::new()),
             invoke_lock: tokio::sync::Mutex::new(()),
             saved_len: AtomicUsize::new(0),
+            files_gen: AtomicU64::new(0),
+            save_base: Mutex::new(None),
         }))
     }
 
@@ -224,7 +232,9 @@ impl RunnableNetwork {
 
     /// Changes the files in place.
     pub fn with_files_mut<R>(&self, f: impl FnOnce(&mut Files) -> R) -> R {
-        f(&mut self.0.files.write())
+        let mut files = self.0.files.write();
+        self.0.files_gen.fetch_add(1, Ordering::Relaxed);
+        f(&mut files)
     }
 }
 

@@ -37,6 +37,18 @@ pub(crate) struct NodeState {
     /// The node's saved JSON, cached once it is invoked (saving is then a
     /// copy). Every change to a saved field drops it.
     saved: Option<Box<RawValue>>,
+    /// Changes with every change to a saved field (parents included): an
+    /// incremental save writes the nodes whose version moved since the
+    /// last save.
+    version: u64,
+}
+
+/// The source of node versions: unique across the process, so a node
+/// replaced by another at the same place never shares a version with it.
+static NEXT_VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) struct NodeCell {
@@ -75,6 +87,11 @@ impl SavedFields<'_> {
     pub(crate) fn cache_json(&mut self, json: Box<RawValue>) {
         self.0.saved = Some(json);
     }
+
+    /// The version of the saved fields (see `NodeState::version`).
+    pub(crate) fn version(&self) -> u64 {
+        self.0.version
+    }
 }
 
 impl NodeRef {
@@ -100,6 +117,7 @@ impl NodeRef {
                 network: Weak::new(),
                 seq: 0,
                 saved: None,
+                version: next_version(),
             }),
         }))
     }
@@ -121,6 +139,7 @@ impl NodeRef {
         let mut st = self.state();
         st.name = name;
         st.saved = None;
+        st.version = next_version();
     }
 
     pub(crate) fn parent_ids(&self) -> Vec<NodeId> {
@@ -135,12 +154,16 @@ impl NodeRef {
     /// Replaces the parent list; returns the old one. Cached conversations
     /// are the caller's to drop (they depend on the whole graph).
     pub(crate) fn replace_parents(&self, parents: Vec<NodeId>) -> Vec<NodeId> {
-        std::mem::replace(&mut self.state().parents, parents)
+        let mut st = self.state();
+        st.version = next_version();
+        std::mem::replace(&mut st.parents, parents)
     }
 
     /// Rewrites the parent list in place.
     pub(crate) fn edit_parents(&self, edit: impl FnOnce(&mut Vec<NodeId>)) {
-        edit(&mut self.state().parents);
+        let mut st = self.state();
+        st.version = next_version();
+        edit(&mut st.parents);
     }
 
     pub(crate) fn invoked_now(&self) -> bool {
@@ -167,6 +190,7 @@ impl NodeRef {
     pub(crate) fn edit_metadata<R>(&self, edit: impl FnOnce(&mut Map<String, Value>) -> R) -> R {
         let mut st = self.state();
         st.saved = None;
+        st.version = next_version();
         edit(&mut st.metadata)
     }
 
@@ -187,6 +211,7 @@ impl NodeRef {
         st.history = history;
         metadata(&mut st.metadata);
         st.saved = None;
+        st.version = next_version();
     }
 
     pub(crate) fn cached_history(&self) -> Option<History> {
@@ -239,6 +264,7 @@ impl NodeRef {
         st.parents = parents;
         st.history = None;
         st.seq = seq;
+        st.version = next_version();
         if let Some(by) = added_by {
             st.metadata
                 .insert("added_by".into(), Value::String(by.to_string()));

@@ -398,6 +398,84 @@ async fn kill_9_during_saves_leaves_old_or_new_version() {
     );
 }
 
+/// kill -9 of a child making incremental saves of a growing chat (one
+/// turn, then a save, in a loop), 20 times at different moments: the
+/// session `make_list` opens loads whole, at the last acknowledged turn or
+/// the one after it. `envs` tell the child which store to use (`REDIS`,
+/// else `ROOT`).
+pub(crate) async fn kill_9_during_turns(
+    envs: &[(&str, String)],
+    make_list: impl Fn() -> Box<dyn NetworkList>,
+) {
+    let id = Uuid::new_v4();
+    let mut seen_mid = 0;
+    let mut envs = envs.to_vec();
+    envs.push(("ID", id.to_string()));
+    for round in 0..20u64 {
+        let list = make_list();
+        let mut child = spawn_child("turner", &envs);
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let target = 1 + round % 3;
+        let mut acked = list.stored_revision(id).await.expect("rev").unwrap_or(0);
+        let mut count = 0;
+        while let Some(Ok(line)) = lines.next() {
+            if let Some(rev) = marked(&line, "SAVED ") {
+                acked = rev.parse().expect("rev");
+                count += 1;
+                if count >= target {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_micros(300 * round));
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        // Saves acknowledged before the kill, still in the pipe.
+        for line in lines.map_while(Result::ok) {
+            if let Some(rev) = marked(&line, "SAVED ") {
+                acked = rev.parse().expect("rev");
+            }
+        }
+        let net = list
+            .load(id)
+            .await
+            .expect("a session left by a killed save must load");
+        let rev = lc_agent::revision_of(&net);
+        assert!(
+            rev == acked || rev == acked + 1,
+            "revision {rev} after ack {acked}"
+        );
+        // Whole: every turn saved is there, question and answer.
+        let turns = net
+            .metadata_value("turns")
+            .and_then(|v| v.as_u64())
+            .expect("turns");
+        assert_eq!(net.len() as u64, 2 * turns, "round {round}");
+        let again = make_list().load(id).await.expect("load again");
+        assert_eq!(again.to_json().unwrap(), net.to_json().unwrap());
+        if rev == acked + 1 {
+            seen_mid += 1;
+        }
+    }
+    println!("kill -9 during incremental saves: {seen_mid}/20 kills after an unacknowledged save");
+}
+
+#[tokio::test]
+async fn kill_9_during_incremental_saves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    kill_9_during_turns(&[("ROOT", root.display().to_string())], || {
+        let list: Box<dyn NetworkList> = Box::new(JsonNetworkList::new(&root));
+        list
+    })
+    .await;
+    let list = JsonNetworkList::new(&root);
+    let page = list.list(&ListQuery::default()).await.expect("list");
+    assert_eq!(page.total, 1);
+    assert!(page.errors.is_empty(), "{:?}", page.errors);
+}
+
 /// The children's side (does nothing in a normal test run).
 #[test]
 fn child_main() {
@@ -415,6 +493,7 @@ fn child_main() {
             }
             "writer" => writer_child().await,
             "saver" => saver_child().await,
+            "turner" => turner_child().await,
             other => panic!("unknown child mode {other}"),
         }
     });
@@ -472,6 +551,54 @@ async fn saver_child() {
         net.set_metadata("seq", json!(next));
         let info = list.save(&net).await.expect("save");
         assert_eq!(info.revision, next);
+        println!("SAVED {}", info.revision);
+        std::io::stdout().flush().expect("flush");
+    }
+}
+
+async fn turner_child() {
+    use std::io::Write;
+    let list: Box<dyn NetworkList> = match std::env::var("REDIS") {
+        Ok(url) => Box::new(
+            lc_agent::RedisNetworkList::builder()
+                .url(url)
+                .prefix("crash")
+                .user("alice")
+                .build()
+                .expect("redis list"),
+        ),
+        Err(_) => Box::new(JsonNetworkList::new(env("ROOT"))),
+    };
+    let id = Uuid::parse_str(&env("ID")).expect("uuid");
+    let model = lc_agent::ScriptedChatModel::new(["an answer"]).cycled();
+    let net = match list.load(id).await {
+        Ok(net) => {
+            net.register_model("scripted", model);
+            net
+        }
+        Err(ListError::NotFound { .. }) => {
+            let net = RunnableNetwork::builder()
+                .id(id)
+                .name("crash")
+                .default_node("chat")
+                .chat_model("scripted")
+                .model("scripted", model)
+                .build();
+            net.set_metadata("payload", json!("p".repeat(30_000)));
+            net.set_metadata("turns", json!(0));
+            net
+        }
+        Err(e) => panic!("load: {e}"),
+    };
+    // Bounded: the parent kills it long before.
+    for _ in 0..2000 {
+        let turns = net
+            .metadata_value("turns")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        crate::incremental::turn(&net, turns as usize).await;
+        net.set_metadata("turns", json!(turns + 1));
+        let info = list.save(&net).await.expect("save");
         println!("SAVED {}", info.revision);
         std::io::stdout().flush().expect("flush");
     }

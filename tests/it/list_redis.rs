@@ -827,3 +827,90 @@ async fn a_prefix_cannot_carry_a_hash_tag() {
         .expect("build");
     assert_eq!(list.connector().describe(), "redis at redis://127.0.0.1:1");
 }
+
+/// Incremental saves on one server and on a Cluster: many turns round
+/// trip exactly, a turn appends one small record to the session's journal
+/// (in the user's slot), a full save compacts it, stale copies are refused.
+#[needs(redis)]
+#[tokio::test]
+async fn incremental_saves_round_trip() {
+    use crate::incremental::{many_turns_round_trip, stale_copies_are_refused, turn};
+    let server = RedisServer::start();
+    let list = list_for(&server, "inc");
+    many_turns_round_trip(&list, &list_for(&server, "inc")).await;
+    stale_copies_are_refused(&list).await;
+
+    let net = crate::incremental::chat_network();
+    net.set_metadata("payload", json!("x".repeat(50_000)));
+    list.save(&net).await.expect("save");
+    let mut conn = raw(&server).await;
+    let journal = format!("inc:user:{{alice}}:journal:{}", net.id());
+    let entry = format!("inc:user:{{alice}}:entry:{}", net.id());
+    let (mut records, mut compactions) = (0, 0);
+    for i in 0..100 {
+        turn(&net, i).await;
+        list.save(&net).await.expect("save turn");
+        let len: usize = redis::cmd("LLEN")
+            .arg(&journal)
+            .query_async(&mut conn)
+            .await
+            .expect("llen");
+        if len == 0 {
+            compactions += 1;
+        } else {
+            let last: String = redis::cmd("LINDEX")
+                .arg(&journal)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .expect("lindex");
+            assert!(last.len() < 2_000, "turn {i} wrote {} bytes", last.len());
+            records += 1;
+        }
+    }
+    assert!(
+        records > 50 && compactions >= 1,
+        "{records} records, {compactions} compactions"
+    );
+    let entry_len: usize = redis::cmd("STRLEN")
+        .arg(&entry)
+        .query_async(&mut conn)
+        .await
+        .expect("strlen");
+    assert!(entry_len > 50_000);
+    let loaded = list_for(&server, "inc").load(net.id()).await.expect("load");
+    assert_eq!(loaded.to_json().unwrap(), net.to_json().unwrap());
+    assert!(list.delete(net.id()).await.expect("delete"));
+    let left: usize = redis::cmd("EXISTS")
+        .arg(&journal)
+        .query_async(&mut conn)
+        .await
+        .expect("exists");
+    assert_eq!(left, 0, "the delete removes the journal");
+
+    let cluster = RedisCluster::start();
+    let clustered = || {
+        RedisNetworkList::builder()
+            .cluster(cluster.urls())
+            .prefix("inc")
+            .user("alice")
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("build")
+    };
+    many_turns_round_trip(&clustered(), &clustered()).await;
+}
+
+/// kill -9 of a process making incremental saves of a growing chat, 20
+/// times at different moments: the session loads whole, at the last
+/// acknowledged turn or the one after it.
+#[needs(redis)]
+#[tokio::test]
+async fn kill_9_during_incremental_saves() {
+    let server = RedisServer::start();
+    crate::list_json::kill_9_during_turns(&[("REDIS", server.url())], || {
+        let list: Box<dyn NetworkList> = Box::new(list_for(&server, "crash"));
+        list
+    })
+    .await;
+}

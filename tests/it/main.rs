@@ -15,6 +15,7 @@
 //! - `fork` — time travel: forks, branches, edits and rewinds.
 //! - `graph` — building graphs: the scope guard, `>>`, removal, queries.
 //! - `held_inside` — a sub-network holding held work holds the outer run.
+//! - `incremental` — incremental saves: journal records, torn tails, old files.
 //! - `invoke` — invocation: passes, modifiers, failures, the step limit.
 //! - `list_cache_retention` — `Lists`' session cache and retention.
 //! - `list_json` — `JsonNetworkList`, across processes and kill -9.
@@ -38,6 +39,7 @@ mod conformance;
 mod fork;
 mod graph;
 mod held_inside;
+mod incremental;
 mod invoke;
 mod list_cache_retention;
 mod list_json;

@@ -19,7 +19,9 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{corrupt, identity, mtime_ns, open_lock, session_path};
+use super::{
+    corrupt, identity, open_lock, read_whole, session_path, session_stamp, stored_size_and_mtime,
+};
 use crate::atomic_file::{is_temp_name, write_atomic};
 use crate::list::{info_from_json, ListPage, ListResult, SessionInfo};
 
@@ -173,12 +175,27 @@ pub(super) fn apply_lines(idx: &mut UserIndex, buf: &[u8], dir: &Path) -> usize 
 }
 
 /// Reads a session file's listing info.
+/// (A session with a journal is read whole: snapshot and records.)
 pub(super) fn read_info(path: &Path, user: &str) -> Result<(SessionInfo, u64), String> {
-    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let stamp = session_stamp(path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "the session file vanished".to_string())?;
     let meta = fs::metadata(path).map_err(|e| e.to_string())?;
     let modified: DateTime<Utc> = meta.modified().unwrap_or(SystemTime::now()).into();
-    let info = info_from_json(&bytes, user, modified)?;
-    Ok((info, mtime_ns(&meta)))
+    let (bytes, mtime) = stored_size_and_mtime(&stamp);
+    let mut info = if stamp.1.is_some() {
+        let id = path
+            .file_stem()
+            .and_then(|s| Uuid::parse_str(&s.to_string_lossy()).ok())
+            .unwrap_or_default();
+        let (json, _) = read_whole(path, id).map_err(|e| e.to_string())?;
+        info_from_json(json.as_bytes(), user, modified)?
+    } else {
+        let bytes = fs::read(path).map_err(|e| e.to_string())?;
+        info_from_json(&bytes, user, modified)?
+    };
+    info.bytes = bytes;
+    Ok((info, mtime))
 }
 
 /// The ids of `<uuid>.json` files in a user directory; removes stale
@@ -379,8 +396,10 @@ pub(super) fn list_page(
         };
         let mtime = entry.mtime_ns;
         let indexed = entry.info().ok().map(|i| (i.bytes, mtime));
-        match fs::metadata(&path) {
-            Ok(meta) if indexed == Some((meta.len(), mtime_ns(&meta))) => {
+        let stamp = session_stamp(&path)
+            .and_then(|s| s.ok_or_else(|| io::Error::from(io::ErrorKind::NotFound)));
+        match stamp {
+            Ok(stamp) if indexed == Some(stored_size_and_mtime(&stamp)) => {
                 if let Some(info) = entry.info.clone() {
                     out.sessions.push(info);
                 }

@@ -3,6 +3,7 @@
 //! (The full description is on the [`JsonNetworkList`] docs.)
 
 mod index;
+mod journal;
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -17,14 +18,15 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use super::{
-    info_from_json, stamp, validate_user, ListError, ListPage, ListQuery, ListResult, NetworkList,
-    SessionInfo, DEFAULT_USER,
+    info_from_json, revision_of, stamp, validate_user, ListError, ListPage, ListQuery, ListResult,
+    NetworkList, SessionInfo, DEFAULT_USER,
 };
 use crate::atomic_file::{sync_dir, write_atomic};
 use crate::network::RunnableNetwork;
 use index::{
     append_index, compact, list_page, rebuild, refresh, Entry, IndexLine, UserIndex, COMPACT_EVERY,
 };
+use journal::journal_path;
 
 const LOCK_DIR: &str = ".locks";
 /// Tombstones of deleted sessions (an empty file per id): a delete is final.
@@ -33,7 +35,8 @@ const DELETED_DIR: &str = ".deleted";
 /// [`JsonNetworkList`]: sessions as JSON files in a directory.
 ///
 /// ```text
-/// <root>/<user>/<id>.json          one network, exactly RunnableNetwork::to_json()
+/// <root>/<user>/<id>.json          one network's snapshot, as RunnableNetwork::to_json() wrote it
+/// <root>/<user>/<id>.journal       incremental saves since the snapshot (JSON lines)
 /// <root>/<user>/.index.jsonl       append-only listing index (rebuildable)
 /// <root>/<user>/.index.lock        guards index compaction
 /// <root>/<user>/.locks/<id>.lock   one advisory lock per session
@@ -47,6 +50,14 @@ const DELETED_DIR: &str = ".deleted";
 /// appends one line to the index), so processes writing different sessions
 /// never interfere, and two writing the same session are serialized by the
 /// lock and checked by revision, so neither loses an update silently.
+///
+/// **Saves are incremental.** A save of a network this list loaded or
+/// saved, whose file is still at that revision, appends one record of what
+/// changed to `<id>.journal` (fdatasync) instead of rewriting the file;
+/// when the journal would outgrow the snapshot, the save is a full one
+/// (the atomic write above), which drops the journal. A process killed
+/// while appending leaves a torn line: loads ignore it and the next save
+/// cuts it off. Loading reads both and gives what a full save would.
 ///
 /// **Listing never parses networks.** Each save appends a small line (id,
 /// name, timestamps, node count, size, revision, metadata) to
@@ -111,26 +122,37 @@ struct Inner {
 /// renamed into place) changes it.
 type FileStamp = (u64, u64, Option<(u64, u64)>);
 
-/// Session file -> (its stamp, the revision it holds).
+/// A session's snapshot stamp and its journal's (when there is one): any
+/// save changes one of them.
+type SessionStamp = (FileStamp, Option<FileStamp>);
+
+/// What the store holds of a session: its revision (snapshot and journal)
+/// and the bytes of the journal up to its last readable record.
+#[derive(Clone, Copy)]
+struct Stored {
+    revision: u64,
+    journal_valid: u64,
+}
+
+/// Session file -> (its stamp, what it holds).
 #[derive(Default)]
-struct Revisions(Mutex<HashMap<PathBuf, (FileStamp, u64)>>);
+struct Revisions(Mutex<HashMap<PathBuf, (SessionStamp, Stored)>>);
 
 impl Revisions {
-    /// The revision in `path` if its stamp is still `meta`'s.
-    fn known(&self, path: &Path, meta: &fs::Metadata) -> Option<u64> {
-        let stamp = file_stamp(meta);
+    /// What `path` holds if its stamp is still `stamp`.
+    fn known(&self, path: &Path, stamp: &SessionStamp) -> Option<Stored> {
         match self.0.lock().get(path) {
-            Some((s, revision)) if *s == stamp => Some(*revision),
+            Some((s, stored)) if s == stamp => Some(*stored),
             _ => None,
         }
     }
 
-    fn remember(&self, path: &Path, meta: &fs::Metadata, revision: u64) {
+    fn remember(&self, path: &Path, stamp: SessionStamp, stored: Stored) {
         let mut map = self.0.lock();
         if map.len() > 100_000 {
             map.clear();
         }
-        map.insert(path.to_path_buf(), (file_stamp(meta), revision));
+        map.insert(path.to_path_buf(), (stamp, stored));
     }
 
     fn forget(&self, path: &Path) {
@@ -140,6 +162,68 @@ impl Revisions {
 
 fn file_stamp(meta: &fs::Metadata) -> FileStamp {
     (meta.len(), mtime_ns(meta), identity(meta))
+}
+
+/// The stamp of the session whose snapshot is `path` (`None`: no snapshot).
+fn session_stamp(path: &Path) -> io::Result<Option<SessionStamp>> {
+    let snapshot = match fs::metadata(path) {
+        Ok(meta) => file_stamp(&meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let journal = match fs::metadata(journal_path(path)) {
+        Ok(meta) => Some(file_stamp(&meta)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    Ok(Some((snapshot, journal)))
+}
+
+/// The bytes a session takes (snapshot and journal) and its latest
+/// modification time: what the listing index checks an entry against.
+fn stored_size_and_mtime(stamp: &SessionStamp) -> (u64, u64) {
+    let (s, j) = stamp;
+    match j {
+        Some(j) => (s.0 + j.0, s.1.max(j.1)),
+        None => (s.0, s.1),
+    }
+}
+
+/// What the session file `path` holds, from the cache while its stamp is
+/// unchanged, else read (snapshot head, journal scan). `Ok(None)`: no
+/// session; a snapshot that cannot be read is [`ListError::Corrupt`].
+fn stored_state(
+    path: &Path,
+    id: Uuid,
+    user: &str,
+    revisions: &Revisions,
+) -> ListResult<Option<(Stored, SessionStamp)>> {
+    let Some(stamp) = session_stamp(path)? else {
+        revisions.forget(path);
+        return Ok(None);
+    };
+    if let Some(stored) = revisions.known(path, &stamp) {
+        return Ok(Some((stored, stamp)));
+    }
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let head = info_from_json(&bytes, user, Utc::now()).map_err(|r| corrupt(path, Some(id), r))?;
+    let jpath = journal_path(path);
+    let found = journal::scan(
+        &jpath,
+        Some(id),
+        head.revision,
+        &journal::read_journal(&jpath)?,
+    )?;
+    let stored = Stored {
+        revision: found.revision,
+        journal_valid: found.valid_len as u64,
+    };
+    revisions.remember(path, stamp, stored);
+    Ok(Some((stored, stamp)))
 }
 
 impl std::fmt::Debug for JsonNetworkList {
@@ -296,76 +380,97 @@ impl NetworkList for JsonNetworkList {
     }
 
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
-        let mut stamped = stamp(network, &self.user, |net| {
-            let json = net.to_json()?;
-            let len = json.len();
-            Ok((json, len))
-        })?;
-        let dir = self.user_dir(&self.user);
-        let user = self.user.clone();
-        let id = stamped.info.id;
-        let expected = stamped.expected;
-        let json = std::mem::take(&mut stamped.written);
-        let info = stamped.info.clone();
-        let inner = self.inner.clone();
-        let result = blocking(move || {
-            save_blocking(&dir, &user, id, expected, json, info, &inner.revisions)
-        })
-        .await;
-        if result.is_err() {
-            stamped.restore(network);
+        let id = network.id();
+        let store = self.path_of(id).display().to_string();
+        let mut full = false;
+        loop {
+            let expected = revision_of(network);
+            let mut stamped = stamp(network, &self.user, |net| {
+                if !full && let Some(entry) = net.journal_entry(&store, expected)? {
+                    let len = entry.stored_len() as usize;
+                    return Ok((Write::Record(entry), len));
+                }
+                let mut json = Vec::with_capacity(net.saved_len_hint() + 64);
+                let (len, base) = net.write_json_based(&mut json)?;
+                Ok((Write::Full(json, base), len))
+            })?;
+            let dir = self.user_dir(&self.user);
+            let user = self.user.clone();
+            let expected = stamped.expected;
+            let written = std::mem::replace(&mut stamped.written, Write::None);
+            let info = stamped.info.clone();
+            let inner = self.inner.clone();
+            let result = blocking(move || {
+                save_blocking(&dir, &user, id, expected, written, info, &inner.revisions)
+            })
+            .await;
+            match result {
+                Ok(Saved::Done(done)) => {
+                    let (info, written, lens) = *done;
+                    match written {
+                        Write::Full(_, base) => {
+                            network.install_base(base, &store, info.revision, Some(lens));
+                        }
+                        Write::Record(entry) => entry.written(network),
+                        Write::None => {}
+                    }
+                    return Ok(info);
+                }
+                Ok(Saved::NeedsFull) if !full => {
+                    stamped.restore(network);
+                    full = true;
+                }
+                Ok(Saved::NeedsFull) => {
+                    stamped.restore(network);
+                    return Err(ListError::Io(io::Error::other(
+                        "a full save was taken for an incremental one",
+                    )));
+                }
+                Err(e) => {
+                    stamped.restore(network);
+                    return Err(e);
+                }
+            }
         }
-        result
     }
 
     async fn stored_revision(&self, id: Uuid) -> ListResult<Option<u64>> {
         let path = self.path_of(id);
         let user = self.user.clone();
         let inner = self.inner.clone();
-        blocking(move || {
-            let revisions = &inner.revisions;
-            let meta = match fs::metadata(&path) {
-                Ok(meta) => meta,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    revisions.forget(&path);
-                    return Ok(None);
-                }
-                Err(e) => return Err(e.into()),
-            };
-            if let Some(revision) = revisions.known(&path, &meta) {
-                return Ok(Some(revision));
-            }
-            match fs::read(&path) {
-                Ok(bytes) => {
-                    let revision = info_from_json(&bytes, &user, Utc::now())
-                        .ok()
-                        .map(|i| i.revision);
-                    if let Some(r) = revision {
-                        revisions.remember(&path, &meta, r);
-                    }
-                    Ok(revision)
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        })
+        blocking(
+            move || match stored_state(&path, id, &user, &inner.revisions) {
+                Ok(stored) => Ok(stored.map(|(s, _)| s.revision)),
+                // An unreadable file holds no revision a save must respect.
+                Err(ListError::Corrupt { .. }) => Ok(None),
+                Err(e) => Err(e),
+            },
+        )
         .await
     }
 
     async fn load(&self, id: Uuid) -> ListResult<RunnableNetwork> {
         let path = self.path_of(id);
+        let store = path.display().to_string();
         let inner = self.inner.clone();
         blocking(move || {
             // The stamp before the read: a file replaced meanwhile has
             // another stamp, so it is never taken for this revision.
-            let meta = fs::metadata(&path).ok();
-            let text = read_session(&path, id)?;
+            let stamp = session_stamp(&path)?;
+            let (text, found) = read_whole(&path, id)?;
             let net = RunnableNetwork::from_json(&text)
                 .map_err(|e| corrupt(&path, Some(id), e.to_string()))?;
-            if let Some(meta) = meta {
-                inner
-                    .revisions
-                    .remember(&path, &meta, crate::list::revision_of(&net));
+            let revision = crate::list::revision_of(&net);
+            if let Some(stamp) = stamp {
+                inner.revisions.remember(
+                    &path,
+                    stamp,
+                    Stored {
+                        revision,
+                        journal_valid: found.1,
+                    },
+                );
+                net.mark_loaded(&store, revision, found.0, found.1)?;
             }
             Ok(net)
         })
@@ -374,7 +479,7 @@ impl NetworkList for JsonNetworkList {
 
     async fn load_json(&self, id: Uuid) -> ListResult<String> {
         let path = self.path_of(id);
-        blocking(move || read_session(&path, id)).await
+        blocking(move || read_whole(&path, id).map(|(text, _)| text)).await
     }
 
     async fn delete(&self, id: Uuid) -> ListResult<bool> {
@@ -387,6 +492,7 @@ impl NetworkList for JsonNetworkList {
                     Ok(_) => {
                         bury(&dir, id)?;
                         fs::remove_file(session_path(&dir, id))?;
+                        journal::remove(&journal_path(&session_path(&dir, id)))?;
                         Ok(true)
                     }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -408,6 +514,7 @@ impl NetworkList for JsonNetworkList {
             bury(&dir, id)?;
             match fs::remove_file(&path) {
                 Ok(()) => {
+                    journal::remove(&journal_path(&path))?;
                     sync_dir(&dir)?;
                     append_index(&dir, &IndexLine::Del(id))?;
                     Ok(true)
@@ -450,15 +557,50 @@ fn is_buried(dir: &Path, id: Uuid) -> io::Result<bool> {
     }
 }
 
+/// What a save writes: a full document (and the base it makes), or one
+/// journal record.
+enum Write {
+    Full(Vec<u8>, crate::format::SaveBase),
+    Record(crate::format::JournalEntry),
+    /// Taken by the save.
+    None,
+}
+
+/// How a save ended.
+enum Saved {
+    /// Written: the session's info, what was written, and the bytes of the
+    /// snapshot and of the journal now.
+    Done(Box<(SessionInfo, Write, (u64, u64))>),
+    /// The record does not follow what is stored: save in full.
+    NeedsFull,
+}
+
+/// The whole session `path` holds, as a full save gives it, with the
+/// bytes of its snapshot and of its journal's readable records.
+pub(super) fn read_whole(path: &Path, id: Uuid) -> ListResult<(String, (u64, u64))> {
+    let text = read_session(path, id)?;
+    let jpath = journal_path(path);
+    let lines = journal::read_journal(&jpath)?;
+    let snapshot_len = text.len() as u64;
+    if lines.is_empty() {
+        return Ok((text, (snapshot_len, 0)));
+    }
+    let revision = info_from_json(text.as_bytes(), "", Utc::now())
+        .map_err(|r| corrupt(path, Some(id), r))?
+        .revision;
+    let (json, found) = journal::whole(path, Some(id), text, revision, &lines)?;
+    Ok((json, (snapshot_len, found.valid_len as u64)))
+}
+
 fn save_blocking(
     dir: &Path,
     user: &str,
     id: Uuid,
     expected: u64,
-    json: String,
-    info: SessionInfo,
+    written: Write,
+    mut info: SessionInfo,
     revisions: &Revisions,
-) -> ListResult<SessionInfo> {
+) -> ListResult<Saved> {
     let lock_dir = dir.join(LOCK_DIR);
     fs::create_dir_all(&lock_dir)?;
     let mut lock = open_lock(&lock_dir.join(format!("{id}.lock")))?;
@@ -467,56 +609,88 @@ fn save_blocking(
         return Err(ListError::Deleted { id });
     }
     let path = session_path(dir, id);
-    // The stored revision: known from the file's stamp when this process
-    // wrote or read it last, else read from the file.
-    let known = match fs::metadata(&path) {
-        Ok(meta) => revisions.known(&path, &meta),
-        Err(_) => None,
-    };
-    match known {
-        Some(stored) if stored > expected => {
-            return Err(ListError::Conflict {
-                id,
-                expected,
-                found: stored,
-            });
+    let jpath = journal_path(&path);
+    // The stored revision: known from the files' stamps when this process
+    // wrote or read them last, else read from the files.
+    let stored = match stored_state(&path, id, user, revisions) {
+        Ok(stored) => stored.map(|(s, _)| s),
+        Err(ListError::Corrupt { reason, .. }) => {
+            if matches!(written, Write::Record(_)) {
+                return Ok(Saved::NeedsFull);
+            }
+            let when = Utc::now().format("%Y%m%dT%H%M%S%.6fZ").to_string();
+            let aside = |p: &Path, ext: &str| {
+                move_aside(p, &dir.join(format!("{id}.{ext}.corrupt-{when}")))
+            };
+            tracing::warn!(path = %path.display(), %reason,
+                "saving over a corrupt session; the old files are kept aside (*.corrupt-<time>)");
+            aside(&path, "json")?;
+            aside(&jpath, "journal")?;
+            None
         }
-        Some(_) => {}
-        None => match fs::read(&path) {
-            Ok(bytes) => match info_from_json(&bytes, user, Utc::now()) {
-                Ok(stored) if stored.revision > expected => {
-                    return Err(ListError::Conflict {
-                        id,
-                        expected,
-                        found: stored.revision,
-                    });
-                }
-                Ok(_) => {}
-                Err(reason) => {
-                    let aside = dir.join(format!(
-                        "{id}.json.corrupt-{}",
-                        Utc::now().format("%Y%m%dT%H%M%S%.6fZ")
-                    ));
-                    tracing::warn!(path = %path.display(), aside = %aside.display(), %reason,
-                    "saving over a corrupt session file; the old file is kept aside");
-                    fs::rename(&path, &aside)?;
-                }
-            },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        },
+        Err(e) => return Err(e),
+    };
+    if let Some(stored) = stored
+        && stored.revision > expected
+    {
+        return Err(ListError::Conflict {
+            id,
+            expected,
+            found: stored.revision,
+        });
     }
-    write_atomic(&path, json.as_bytes())?;
-    let meta = fs::metadata(&path)?;
-    revisions.remember(&path, &meta, info.revision);
+    match &written {
+        Write::Full(json, _) => {
+            write_atomic(&path, json)?;
+            journal::remove(&jpath)?;
+        }
+        Write::Record(entry) => match stored {
+            Some(s) if s.revision == expected => {
+                journal::append(&jpath, s.journal_valid, entry.line.as_bytes())?;
+            }
+            _ => return Ok(Saved::NeedsFull),
+        },
+        Write::None => {}
+    }
+    let Some(stamp) = session_stamp(&path)? else {
+        return Err(corrupt(
+            &path,
+            Some(id),
+            "the session file vanished during its save",
+        ));
+    };
+    let journal_len = stamp.1.map_or(0, |j| j.0);
+    revisions.remember(
+        &path,
+        stamp,
+        Stored {
+            revision: info.revision,
+            journal_valid: journal_len,
+        },
+    );
+    let (bytes, mtime) = stored_size_and_mtime(&stamp);
+    info.bytes = bytes;
     let (before, after) = append_index(
         dir,
-        &IndexLine::Put(Box::new(Entry::new(info.clone(), mtime_ns(&meta))?)),
+        &IndexLine::Put(Box::new(Entry::new(info.clone(), mtime)?)),
     )?;
     if before / COMPACT_EVERY != after / COMPACT_EVERY
         && let Err(e) = compact(dir)
     {
         tracing::warn!(dir = %dir.display(), error = %e, "index compaction failed");
     }
-    Ok(info)
+    Ok(Saved::Done(Box::new((
+        info,
+        written,
+        (stamp.0 .0, journal_len),
+    ))))
+}
+
+/// Moves a file aside (nothing when there is no file).
+fn move_aside(from: &Path, to: &Path) -> io::Result<()> {
+    match fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }

@@ -6,6 +6,7 @@
 //!  <prefix>:user:{alice}:info        hash        id → SessionInfo JSON
 //!  <prefix>:user:{alice}:timeline    sorted set  id, scored by update time (µs)
 //!  <prefix>:user:{alice}:rev:<id>    string      the stored revision
+//!  <prefix>:user:{alice}:journal:<id> list       incremental saves since the entry
 //!  <prefix>:user:{alice}:pending:<id>:<nonce>    a network during its save
 //!                └──┬──┘
 //!   hash tag: a Cluster hashes only `alice`, so one user's keys share a
@@ -37,6 +38,8 @@ pub(crate) struct UserKeys {
     pub(crate) rev_prefix: String,
     /// A network on its way in (see `save.rs`): this, its id and a nonce.
     pending_prefix: String,
+    /// A session's journal key is this followed by its id.
+    pub(crate) journal_prefix: String,
 }
 
 impl UserKeys {
@@ -58,6 +61,7 @@ impl UserKeys {
             timeline: format!("{base}:timeline"),
             rev_prefix: format!("{base}:rev:"),
             pending_prefix: format!("{base}:pending:"),
+            journal_prefix: format!("{base}:journal:"),
         }
     }
 
@@ -75,6 +79,11 @@ impl UserKeys {
     /// Where a save puts the network until its commit moves it.
     pub(crate) fn pending(&self, id: &str, nonce: &str) -> String {
         format!("{}{id}:{nonce}", self.pending_prefix)
+    }
+
+    /// The list of a session's incremental saves since its entry.
+    pub(crate) fn journal(&self, id: &str) -> String {
+        format!("{}{id}", self.journal_prefix)
     }
 
     /// The key holding a session's stored revision.
@@ -118,6 +127,7 @@ mod tests {
         assert_eq!(keys.timeline, "app:user:{alice}:timeline");
         assert_eq!(keys.rev("42"), "app:user:{alice}:rev:42");
         assert_eq!(keys.pending("42", "n"), "app:user:{alice}:pending:42:n");
+        assert_eq!(keys.journal("42"), "app:user:{alice}:journal:42");
         assert_eq!(
             UserKeys::named("app", "alice", "info"),
             keys.info,

@@ -67,6 +67,7 @@ fn revision_in(info: &str) -> Option<u64> {
 /// | `<prefix>:user:{<user>}:info` | hash | id → small [`SessionInfo`] JSON (with the revision) |
 /// | `<prefix>:user:{<user>}:timeline` | sorted set | id, scored by update time (µs since the epoch) |
 /// | `<prefix>:user:{<user>}:rev:<id>` | string | the stored revision |
+/// | `<prefix>:user:{<user>}:journal:<id>` | list | incremental saves since the entry (one record each) |
 /// | `<prefix>:user:{<user>}:pending:<id>:<nonce>` | string | a network during its save (expires after a minute) |
 ///
 /// - **save** is one round trip of two commands (`save.rs`): `SET` the
@@ -76,7 +77,13 @@ fn revision_in(info: &str) -> Option<u64> {
 ///   is a `SET` argument, which Redis keeps without copying. A stale copy
 ///   fails with [`ListError::Conflict`], so no update is ever lost;
 ///   writers of different sessions never disturb each other.
-/// - **load** is one `GET` of the session's entry key.
+/// - **incremental save**: a save of a network this list loaded or saved,
+///   still at the stored revision, is one script that checks the revision
+///   as above and appends one record of what changed to the session's
+///   journal (one round trip, a few hundred bytes a turn); when the journal
+///   would outgrow the entry, the save is a full one, which drops it.
+/// - **load** is one round trip: `GET` of the entry and `LRANGE` of the
+///   journal, applied on top (what a full save would give).
 /// - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the
 ///   info hash — a page never fetches a network.
 /// - **delete** removes the entry and `rev` keys and the id from the info
@@ -310,6 +317,59 @@ impl RedisNetworkList {
     }
 
     /// A session's network that cannot be read.
+    /// What names this list's copy of a session for incremental saves.
+    fn store_of(&self, id: &str) -> String {
+        format!(
+            "redis {} {}",
+            self.connector.describe(),
+            self.keys.entry(id)
+        )
+    }
+
+    /// A session as a full save writes it (entry and journal, fetched in
+    /// one round trip), with the bytes of the entry and of the journal.
+    async fn load_whole(&self, id: Uuid) -> ListResult<(String, (u64, u64))> {
+        let field = id.to_string();
+        let mut pipe = ::redis::pipe();
+        pipe.cmd("GET").arg(self.keys.entry(&field));
+        pipe.cmd("LRANGE")
+            .arg(self.keys.journal(&field))
+            .arg(0)
+            .arg(-1);
+        let (raw, journal): (Value, Vec<Vec<u8>>) = self
+            .connector
+            .run("load", |mut conn| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await?;
+        // The reply's own buffer becomes the string: no copy.
+        let bytes = match raw {
+            Value::BulkString(bytes) => bytes,
+            Value::Nil => return Err(ListError::NotFound { id }),
+            other => return Err(self.corrupt_entry(id, format!("not a string: {other:?}"))),
+        };
+        let text = String::from_utf8(bytes)
+            .map_err(|e| self.corrupt_entry(id, format!("not UTF-8: {e}")))?;
+        let snapshot_len = text.len() as u64;
+        if journal.is_empty() {
+            return Ok((text, (snapshot_len, 0)));
+        }
+        let lines = journal.concat();
+        let revision = crate::list::info_from_json(text.as_bytes(), &self.user, chrono::Utc::now())
+            .map_err(|r| self.corrupt_entry(id, r))?
+            .revision;
+        let found =
+            crate::format::scan_journal(revision, &lines).map_err(|r| self.corrupt_entry(id, r))?;
+        let journal_len = found.valid_len as u64;
+        if !found.changes() {
+            return Ok((text, (snapshot_len, journal_len)));
+        }
+        let json = crate::format::materialize(&text, &lines, &found)
+            .map_err(|r| self.corrupt_entry(id, r))?;
+        Ok((json, (snapshot_len, journal_len)))
+    }
+
     fn corrupt_entry(&self, id: Uuid, reason: impl Into<String>) -> ListError {
         ListError::Corrupt {
             location: format!("redis {}", self.keys.entry(&id.to_string())),
@@ -322,9 +382,10 @@ impl RedisNetworkList {
 /// The delete: removes the session's keys and, when there was a session,
 /// leaves its tombstone in the revision key (`deleted`, with the list's
 /// TTL), so a copy still running elsewhere cannot save it again. KEYS:
-/// entry, info, timeline, rev. ARGV: id, TTL in ms (0: none). Returns how
-/// many of the session's keys and fields were removed.
+/// entry, info, timeline, rev, journal. ARGV: id, TTL in ms (0: none).
+/// Returns how many of the session's keys and fields were removed.
 const DELETE_LUA: &str = r#"
+redis.call('DEL', KEYS[5])
 local n = redis.call('DEL', KEYS[1]) + redis.call('HDEL', KEYS[2], ARGV[1])
   + redis.call('ZREM', KEYS[3], ARGV[1])
 if n > 0 then
@@ -343,6 +404,15 @@ fn delete_script() -> &'static ::redis::Script {
     S.get_or_init(|| ::redis::Script::new(DELETE_LUA))
 }
 
+/// What a save writes: the full network (in its pending `SET`, with the
+/// base it makes), or one journal record.
+enum Write {
+    Full(save::PendingSet, crate::format::SaveBase),
+    Record(crate::format::JournalEntry),
+    /// Taken by the save.
+    None,
+}
+
 #[async_trait]
 impl NetworkList for RedisNetworkList {
     fn user(&self) -> &str {
@@ -351,46 +421,96 @@ impl NetworkList for RedisNetworkList {
 
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
         let id = network.id().to_string();
-        let mut stamped = stamp(network, &self.user, |net| {
-            save::PendingSet::of(&self.keys, &id, net)
-        })?;
-        let info_json = serde_json::to_string(&stamped.info).map_err(crate::NetworkError::from)?;
-        let pipe = save::SaveWrite {
-            keys: &self.keys,
-            id: &id,
-            expected: stamped.expected,
-            revision: stamped.info.revision,
-            info_json: &info_json,
-            score: stamped.info.updated_at.timestamp_micros(),
-            ttl_ms: self.ttl.map_or(0, |t| t.as_millis() as u64),
-        }
-        .pipeline(std::mem::take(&mut stamped.written));
-        let result = self
-            .connector
-            .run("save", |mut conn| {
-                let pipe = &pipe;
-                async move { save::run(&mut conn, pipe).await }
-            })
-            .await;
-        match result {
-            Ok(save::Outcome::Saved) => Ok(stamped.info),
-            Ok(save::Outcome::Deleted) => {
-                stamped.restore(network);
-                Err(ListError::Deleted {
-                    id: stamped.info.id,
+        let store = self.store_of(&id);
+        let mut full = false;
+        loop {
+            let expected = crate::list::revision_of(network);
+            let mut stamped = stamp(network, &self.user, |net| {
+                if !full && let Some(entry) = net.journal_entry(&store, expected)? {
+                    let len = entry.stored_len() as usize;
+                    return Ok((Write::Record(entry), len));
+                }
+                let (pending, len, base) = save::PendingSet::of(&self.keys, &id, net)?;
+                Ok((Write::Full(pending, base), len))
+            })?;
+            let info_json =
+                serde_json::to_string(&stamped.info).map_err(crate::NetworkError::from)?;
+            let write = save::SaveWrite {
+                keys: &self.keys,
+                id: &id,
+                expected: stamped.expected,
+                revision: stamped.info.revision,
+                info_json: &info_json,
+                score: stamped.info.updated_at.timestamp_micros(),
+                ttl_ms: self.ttl.map_or(0, |t| t.as_millis() as u64),
+            };
+            let (pipe, written) = match std::mem::replace(&mut stamped.written, Write::None) {
+                Write::Full(pending, base) => (
+                    write.pipeline(pending),
+                    Write::Full(Default::default(), base),
+                ),
+                Write::Record(entry) => (write.append_pipeline(&entry.line), Write::Record(entry)),
+                Write::None => {
+                    stamped.restore(network);
+                    return Err(ListError::Unavailable {
+                        reason: "nothing to save".into(),
+                        source: None,
+                    });
+                }
+            };
+            let result = self
+                .connector
+                .run("save", |mut conn| {
+                    let pipe = &pipe;
+                    async move { save::run(&mut conn, pipe).await }
                 })
-            }
-            Ok(save::Outcome::Conflict(found)) => {
-                stamped.restore(network);
-                Err(ListError::Conflict {
-                    id: stamped.info.id,
-                    expected: stamped.expected,
-                    found,
-                })
-            }
-            Err(e) => {
-                stamped.restore(network);
-                Err(e)
+                .await;
+            match result {
+                Ok(save::Outcome::Saved) => {
+                    match written {
+                        Write::Full(_, base) => {
+                            let len = stamped.info.bytes;
+                            network.install_base(
+                                base,
+                                &store,
+                                stamped.info.revision,
+                                Some((len, 0)),
+                            );
+                        }
+                        Write::Record(entry) => entry.written(network),
+                        Write::None => {}
+                    }
+                    return Ok(stamped.info);
+                }
+                Ok(save::Outcome::NeedsFull) if !full => {
+                    stamped.restore(network);
+                    full = true;
+                }
+                Ok(save::Outcome::Deleted) => {
+                    stamped.restore(network);
+                    return Err(ListError::Deleted {
+                        id: stamped.info.id,
+                    });
+                }
+                Ok(save::Outcome::Conflict(found)) => {
+                    stamped.restore(network);
+                    return Err(ListError::Conflict {
+                        id: stamped.info.id,
+                        expected: stamped.expected,
+                        found,
+                    });
+                }
+                Ok(save::Outcome::NeedsFull) => {
+                    stamped.restore(network);
+                    return Err(ListError::Unavailable {
+                        reason: "a full save was taken for an incremental one".into(),
+                        source: None,
+                    });
+                }
+                Err(e) => {
+                    stamped.restore(network);
+                    return Err(e);
+                }
             }
         }
     }
@@ -409,27 +529,16 @@ impl NetworkList for RedisNetworkList {
     }
 
     async fn load(&self, id: Uuid) -> ListResult<RunnableNetwork> {
-        let json = self.load_json(id).await?;
-        RunnableNetwork::from_json(&json).map_err(|e| self.corrupt_entry(id, e.to_string()))
+        let (json, lens) = self.load_whole(id).await?;
+        let net =
+            RunnableNetwork::from_json(&json).map_err(|e| self.corrupt_entry(id, e.to_string()))?;
+        let revision = crate::list::revision_of(&net);
+        net.mark_loaded(&self.store_of(&id.to_string()), revision, lens.0, lens.1)?;
+        Ok(net)
     }
 
     async fn load_json(&self, id: Uuid) -> ListResult<String> {
-        let mut get = ::redis::cmd("GET");
-        get.arg(self.keys.entry(&id.to_string()));
-        let raw: Value = self
-            .connector
-            .run("load", |mut conn| {
-                let get = &get;
-                async move { get.query_async(&mut conn).await }
-            })
-            .await?;
-        // The reply's own buffer becomes the string: no copy.
-        let bytes = match raw {
-            Value::BulkString(bytes) => bytes,
-            Value::Nil => return Err(ListError::NotFound { id }),
-            other => return Err(self.corrupt_entry(id, format!("not a string: {other:?}"))),
-        };
-        String::from_utf8(bytes).map_err(|e| self.corrupt_entry(id, format!("not UTF-8: {e}")))
+        Ok(self.load_whole(id).await?.0)
     }
 
     async fn delete(&self, id: Uuid) -> ListResult<bool> {
@@ -437,11 +546,12 @@ impl NetworkList for RedisNetworkList {
         let keys = &self.keys;
         let mut call = ::redis::cmd("EVALSHA");
         call.arg(delete_script().get_hash())
-            .arg(4)
+            .arg(5)
             .arg(keys.entry(&field))
             .arg(&keys.info)
             .arg(&keys.timeline)
             .arg(keys.rev(&field))
+            .arg(keys.journal(&field))
             .arg(&field)
             .arg(self.ttl.map_or(0, |t| t.as_millis() as u64));
         let removed: u64 = self

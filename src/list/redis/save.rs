@@ -12,6 +12,14 @@
 //!         expired fails it) ▸ HSET info ▸ ZADD
 //!         timeline ▸ SET rev [▸ expiries] ───────────────────▶ saved
 //!  NOSCRIPT (a restarted server) ─▶ SCRIPT LOAD, send both again
+//!
+//!  an incremental save (one command, one round trip):
+//!  EVALSHA append(journal:<id>, info, timeline, rev:<id>, entry:<id>;
+//!                 id, expected, revision, info, µs, ttl, record)
+//!    tombstone / stored revision > expected ─▶ as above
+//!    stored ≠ expected or no entry ─▶ -3: the caller saves in full
+//!    else RPUSH journal record ▸ HSET info ▸ ZADD timeline ▸ SET rev
+//!  a full save deletes the journal in the same script (compaction)
 //! ```
 //!
 //! The script runs atomically, so two writers of one session cannot both
@@ -45,9 +53,10 @@ use crate::network::RunnableNetwork;
 /// How long a pending network waits for its commit script.
 const PENDING_MS: u64 = 60_000;
 
-/// The check and commit. KEYS: pending, entry, info, timeline, rev.
-/// ARGV: id, expected revision, new revision, info JSON, score, TTL in ms
-/// (0: none), the prefix of entry keys. Returns the stored revision when
+/// The check and commit. KEYS: pending, entry, info, timeline, rev,
+/// journal. ARGV: id, expected revision, new revision, info JSON, score,
+/// TTL in ms (0: none), the prefix of entry keys, the prefix of journal
+/// keys. Returns the stored revision when
 /// it is newer than expected (nothing written), -2 when the session was
 /// deleted (its revision key holds the tombstone; nothing written), else
 /// -1.
@@ -77,6 +86,7 @@ local moved = redis.pcall('RENAME', KEYS[1], KEYS[2])
 if type(moved) == 'table' and moved.err then
   return redis.error_reply('ERR the pending network expired before its commit')
 end
+redis.call('DEL', KEYS[6])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 local ttl = tonumber(ARGV[6])
@@ -86,6 +96,7 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[4], ttl)
   for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
     redis.call('PEXPIRE', ARGV[7] .. id, ttl)
+    redis.call('PEXPIRE', ARGV[8] .. id, ttl)
   end
 else
   redis.call('SET', KEYS[5], ARGV[3])
@@ -99,6 +110,58 @@ fn commit_script() -> &'static Script {
     S.get_or_init(|| Script::new(COMMIT_LUA))
 }
 
+/// The check and append of an incremental save. KEYS: journal, info,
+/// timeline, rev, entry. ARGV: id, expected revision, new revision, info
+/// JSON, score, TTL in ms (0: none), the prefix of entry keys, the prefix
+/// of journal keys, the record. Returns as the commit does, or -3 when the
+/// stored session is not the one the record follows (nothing written).
+const APPEND_LUA: &str = r#"
+local raw = redis.pcall('GET', KEYS[4])
+if raw == 'deleted' then
+  return -2
+end
+local stored = nil
+if type(raw) ~= 'table' then stored = tonumber(raw) end
+if not stored then
+  stored = 0
+  local cur = redis.call('HGET', KEYS[2], ARGV[1])
+  if cur then
+    local ok, d = pcall(cjson.decode, cur)
+    if ok and type(d) == 'table' and tonumber(d['revision']) then
+      stored = tonumber(d['revision'])
+    end
+  end
+end
+if stored > tonumber(ARGV[2]) then
+  return stored
+end
+if stored ~= tonumber(ARGV[2]) or redis.call('EXISTS', KEYS[5]) == 0 then
+  return -3
+end
+redis.call('RPUSH', KEYS[1], ARGV[9])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+  redis.call('SET', KEYS[4], ARGV[3], 'PX', ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    redis.call('PEXPIRE', ARGV[7] .. id, ttl)
+    redis.call('PEXPIRE', ARGV[8] .. id, ttl)
+  end
+else
+  redis.call('SET', KEYS[4], ARGV[3])
+  redis.call('PERSIST', KEYS[1])
+end
+return -1
+"#;
+
+fn append_script() -> &'static Script {
+    static S: OnceLock<Script> = OnceLock::new();
+    S.get_or_init(|| Script::new(APPEND_LUA))
+}
+
 /// The first command of a save: `SET pending:<id>:<nonce> <json> PX ..`,
 /// the network serialized straight into the command's buffer.
 #[derive(Default)]
@@ -109,20 +172,20 @@ pub(crate) struct PendingSet {
 
 impl PendingSet {
     /// Serializes `network` into a new pending `SET`; returns it with the
-    /// JSON's length.
+    /// JSON's length and the base the save makes.
     pub(crate) fn of(
         keys: &UserKeys,
         id: &str,
         network: &RunnableNetwork,
-    ) -> crate::Result<(PendingSet, usize)> {
+    ) -> crate::Result<(PendingSet, usize, crate::format::SaveBase)> {
         let key = keys.pending(id, &uuid::Uuid::new_v4().simple().to_string());
         // Sized for the JSON up front: it is written once, into its final
         // place, with no string in between.
         let mut cmd = Cmd::with_capacity(5, network.saved_len_hint() + key.len() + 64);
         cmd.arg("SET").arg(&key);
-        let len = network.write_json(cmd.writer_for_next_arg())?;
+        let (len, base) = network.write_json_based(cmd.writer_for_next_arg())?;
         cmd.arg("PX").arg(PENDING_MS);
-        Ok((PendingSet { key, cmd }, len))
+        Ok((PendingSet { key, cmd }, len, base))
     }
 }
 
@@ -149,19 +212,45 @@ impl SaveWrite<'_> {
         pipe.add_command(pending.cmd);
         pipe.cmd("EVALSHA")
             .arg(commit_script().get_hash())
-            .arg(5)
+            .arg(6)
             .arg(&pending.key)
             .arg(keys.entry(self.id))
             .arg(&keys.info)
             .arg(&keys.timeline)
             .arg(keys.rev(self.id))
+            .arg(keys.journal(self.id))
             .arg(self.id)
             .arg(self.expected)
             .arg(self.revision)
             .arg(self.info_json)
             .arg(self.score)
             .arg(self.ttl_ms)
-            .arg(&keys.entries);
+            .arg(&keys.entries)
+            .arg(&keys.journal_prefix);
+        pipe
+    }
+
+    /// An incremental save: one script appending `record` to the journal.
+    pub(crate) fn append_pipeline(&self, record: &str) -> Pipeline {
+        let keys = self.keys;
+        let mut pipe = ::redis::pipe();
+        pipe.cmd("EVALSHA")
+            .arg(append_script().get_hash())
+            .arg(5)
+            .arg(keys.journal(self.id))
+            .arg(&keys.info)
+            .arg(&keys.timeline)
+            .arg(keys.rev(self.id))
+            .arg(keys.entry(self.id))
+            .arg(self.id)
+            .arg(self.expected)
+            .arg(self.revision)
+            .arg(self.info_json)
+            .arg(self.score)
+            .arg(self.ttl_ms)
+            .arg(&keys.entries)
+            .arg(&keys.journal_prefix)
+            .arg(record);
         pipe
     }
 }
@@ -175,6 +264,9 @@ pub(crate) enum Outcome {
     Conflict(u64),
     /// Refused: the session was deleted.
     Deleted,
+    /// Not written: the stored session is not the one the incremental
+    /// save follows (save in full).
+    NeedsFull,
 }
 
 /// Reads the replies of the save pipeline.
@@ -182,6 +274,7 @@ fn outcome(replies: &[Value]) -> Result<Outcome, RedisError> {
     match replies.last() {
         Some(Value::Int(n)) if *n >= 0 => Ok(Outcome::Conflict(n.unsigned_abs())),
         Some(Value::Int(-2)) => Ok(Outcome::Deleted),
+        Some(Value::Int(-3)) => Ok(Outcome::NeedsFull),
         Some(Value::Int(_)) => Ok(Outcome::Saved),
         other => Err(RedisError::from((
             ErrorKind::UnexpectedReturnType,
@@ -200,6 +293,7 @@ pub(crate) async fn run<C: ConnectionLike + Send>(
     let replies: Vec<Value> = match pipe.query_async(conn).await {
         Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
             commit_script().load_async(conn).await?;
+            append_script().load_async(conn).await?;
             pipe.query_async(conn).await?
         }
         other => other?,
@@ -224,7 +318,7 @@ mod tests {
             ttl_ms: 1000,
         };
         let net = RunnableNetwork::builder().name("n").build();
-        let (pending, len) = PendingSet::of(&keys, "id-1", &net).expect("serialize");
+        let (pending, len, _) = PendingSet::of(&keys, "id-1", &net).expect("serialize");
         let json = net.to_json().expect("json");
         assert_eq!(len, json.len());
         let set: Vec<_> = pending.cmd.args_iter().collect();
@@ -250,8 +344,9 @@ mod tests {
                 }
             }
         }
-        // pending (twice), entry, info, timeline, rev, entry prefix.
-        assert_eq!(keyed, 7);
+        // pending (twice), entry, info, timeline, rev, journal, entry and
+        // journal prefixes.
+        assert_eq!(keyed, 9);
     }
 
     #[test]

@@ -106,6 +106,7 @@
 //!   document.rs       the top-level schema (shared with listings)
 //!   write.rs          writing (cached compact JSON of invoked nodes)
 //!   read.rs           reading in one pass
+//!   lc_agent.rs       from_lc_agent: networks saved by NVIDIA's LC Agent, converted
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
 //!   cache.rs          CachedNetworkList, SessionCache: parsed networks kept, a revision check

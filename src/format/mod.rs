@@ -3,6 +3,7 @@
 //! (The full description is on the [`FORMAT`] docs.)
 
 mod document;
+mod lc_agent;
 mod read;
 mod write;
 

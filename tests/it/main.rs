@@ -16,6 +16,7 @@
 //! - `graph` — building graphs: the scope guard, `>>`, removal, queries.
 //! - `held_inside` — a sub-network holding held work holds the outer run.
 //! - `invoke` — invocation: passes, modifiers, failures, the step limit.
+//! - `lc_agent_import` — networks saved by NVIDIA's LC Agent, imported.
 //! - `list_cache_retention` — `Lists`' session cache and retention.
 //! - `list_json` — `JsonNetworkList`, across processes and kill -9.
 //! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers.
@@ -38,6 +39,7 @@ mod fork;
 mod graph;
 mod held_inside;
 mod invoke;
+mod lc_agent_import;
 mod list_cache_retention;
 mod list_json;
 mod list_redis;

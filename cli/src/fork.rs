@@ -1,12 +1,10 @@
-//! `lc-agent sessions fork | diff | import`: branches of a saved session.
+//! `lc-agent sessions fork | diff`: branches of a saved session.
 //!
 //! ```text
 //! sessions fork <ID> --at <NODE>   a new session: the ancestors of NODE (ids kept),
 //!                                  the in-graph files as they were there
 //! sessions diff <A> <B>            from where the current branches part: each
 //!                                  side's messages, tool calls, files changed, tokens
-//! sessions import <FILE>           a session exported by `sessions export`; an id
-//!                                  that exists already is refused, never overwritten
 //! ```
 //!
 //! `<NODE>` is a node id or a unique prefix of one (`sessions export`
@@ -15,9 +13,8 @@
 //! origin share the nodes above the fork.
 
 use std::io::Write;
-use std::path::Path;
 
-use lc_agent::{ListError, NetworkList, NodeId, NodeRef, RunnableNetwork};
+use lc_agent::{NetworkList, NodeId, NodeRef, RunnableNetwork};
 use lc_agent_filesystem::BranchSide;
 
 use crate::args::find_session;
@@ -42,37 +39,6 @@ pub(crate) async fn fork(
         fork.id(),
         fork.len()
     )?;
-    Ok(())
-}
-
-/// `sessions import <FILE>`: saves an exported session unless its id is
-/// taken.
-pub(crate) async fn import(
-    list: &dyn NetworkList,
-    file: &Path,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let net = RunnableNetwork::from_json(&text).map_err(|e| {
-        format!(
-            "{} is not an exported lc-agent session: {e}",
-            file.display()
-        )
-    })?;
-    match list.load(net.id()).await {
-        Ok(_) => {
-            return Err(format!(
-                "session {} exists already; import does not overwrite it (delete it first with `sessions rm`)",
-                net.id()
-            )
-            .into())
-        }
-        Err(ListError::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
-    list.save(&net).await?;
-    writeln!(out, "imported {} ({} nodes)", net.id(), net.len())?;
     Ok(())
 }
 

@@ -56,7 +56,8 @@
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
 //! exec/          `exec`: the headless run (mod.rs), its JSON-lines stream made from
 //!                RunEvent (events.rs), --output-schema (output_schema.rs)
-//! fork.rs        sessions fork / diff / import: branches of saved sessions
+//! fork.rs        sessions fork / diff: branches of saved sessions
+//! import.rs      sessions import: exported sessions and LC Agent's saved networks (files, Redis)
 //! ```
 //!
 //! Which workspace, which sessions and which agent are decided in the
@@ -78,6 +79,7 @@ mod exec;
 mod fork;
 mod highlight;
 mod hooks;
+mod import;
 mod input;
 mod interrupt;
 mod logging;

@@ -5,7 +5,8 @@
 //! lc-agent sessions show <ID> [--mermaid]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions export <ID> [--pretty]
-//! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B> | import <FILE>   (fork.rs)
+//! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B>   (fork.rs)
+//! lc-agent sessions import <FILE|DIR>... | --from-redis URL [--keys PATTERN]   (import.rs)
 //! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
 //!
@@ -99,10 +100,24 @@ pub(crate) enum SessionsCommand {
         /// The other.
         b: String,
     },
-    /// Saves a session exported by `sessions export` (never overwrites).
+    /// Saves sessions exported by `sessions export`, or networks saved by
+    /// NVIDIA LC Agent (its JsonNetworkList files or RedisNetworkList keys),
+    /// never overwriting a session; the sources are only read.
     Import {
-        /// The exported JSON file.
-        file: PathBuf,
+        /// JSON files, or directories (every `*.json` in them).
+        #[arg(required_unless_present = "from_redis")]
+        sources: Vec<PathBuf>,
+        /// Read LC Agent networks from this Redis server (`redis://...`).
+        #[arg(long, value_name = "URL")]
+        from_redis: Option<String>,
+        /// With --from-redis: the keys to read (a pattern); a hash gives one
+        /// network per field (LC Agent's layout), a string one network.
+        #[arg(
+            long,
+            value_name = "PATTERN",
+            default_value = "lc_agent:user:*:entries"
+        )]
+        keys: String,
     },
     /// Moves Redis sessions of every user from the key layout before
     /// per-user hash tags into the current one (needs --redis; idempotent).
@@ -175,7 +190,14 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         }
         SessionsCommand::Fork { id, at } => crate::fork::fork(list, &id, &at, out).await?,
         SessionsCommand::Diff { a, b } => crate::fork::diff(list, &a, &b, out).await?,
-        SessionsCommand::Import { file } => crate::fork::import(list, &file, out).await?,
+        SessionsCommand::Import {
+            sources,
+            from_redis,
+            keys,
+        } => {
+            let redis = from_redis.as_deref().map(|url| (url, keys.as_str()));
+            crate::import::import(list, &sources, redis, out).await?
+        }
         SessionsCommand::Migrate => {
             let Some(redis) = lists.redis() else {
                 return Err("migrate moves Redis keys: give --redis URL".into());

@@ -4,6 +4,7 @@
 
 mod document;
 mod journal;
+mod lc_agent;
 mod read;
 mod write;
 

@@ -17,6 +17,7 @@
 //! - `held_inside` — a sub-network holding held work holds the outer run.
 //! - `incremental` — incremental saves: journal records, torn tails, old files.
 //! - `invoke` — invocation: passes, modifiers, failures, the step limit.
+//! - `lc_agent_import` — networks saved by NVIDIA's LC Agent, imported.
 //! - `list_cache_retention` — `Lists`' session cache and retention.
 //! - `list_json` — `JsonNetworkList`, across processes and kill -9.
 //! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers.
@@ -41,6 +42,7 @@ mod graph;
 mod held_inside;
 mod incremental;
 mod invoke;
+mod lc_agent_import;
 mod list_cache_retention;
 mod list_json;
 mod list_redis;

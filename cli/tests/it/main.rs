@@ -14,6 +14,7 @@ mod chat_commands;
 mod console;
 mod exec;
 mod hooks;
+mod lc_agent_import;
 mod mcp;
 mod modes;
 mod permissions;

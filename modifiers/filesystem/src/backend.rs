@@ -214,6 +214,15 @@ pub struct ExecuteResponse {
     pub timed_out: bool,
 }
 
+/// What [`Backend::fingerprint`] says about a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// The SHA-256 of its bytes, lowercase hex.
+    pub sha256: String,
+    /// Its bytes, when they were few enough to keep.
+    pub bytes: Option<Vec<u8>>,
+}
+
 /// A storage backend for the file tools.
 ///
 /// Paths given to every method are normalised virtual paths (see
@@ -298,6 +307,24 @@ pub trait Backend: Send + Sync {
                 reason: format!("cannot append: {code}"),
             }),
         }
+    }
+
+    /// The SHA-256 (lowercase hex) of a file's bytes, and the bytes
+    /// themselves when there are at most `keep` of them; `None` when there
+    /// is no file there (or it cannot be read). What a change does to a
+    /// file is recorded with it for rewinds. The default downloads the
+    /// file; backends on disk read it in pieces, so a huge file costs
+    /// bounded memory.
+    async fn fingerprint(&self, path: &str, keep: usize) -> Option<Fingerprint> {
+        let bytes = self
+            .download_files(vec![path.to_string()])
+            .await
+            .pop()
+            .and_then(|r| r.content)?;
+        Some(Fingerprint {
+            sha256: super::snapshots::hash(&bytes),
+            bytes: (bytes.len() <= keep).then_some(bytes),
+        })
     }
 
     /// Where each path leads once the symbolic links along it are

@@ -7,7 +7,7 @@ use lc_agent::RunnableNetwork;
 
 use super::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, GrepQuery, LsEntry, ReadPage,
+    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage,
 };
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
@@ -401,6 +401,13 @@ impl Backend for Routed {
                 .await
                 .map_err(|e| restore_err(prefix, e)),
             None => self.default.delete_tree(dir).await,
+        }
+    }
+
+    async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
+        match self.route(file) {
+            Some((_, b, inner)) => b.fingerprint(&inner, keep).await,
+            None => self.default.fingerprint(file, keep).await,
         }
     }
 

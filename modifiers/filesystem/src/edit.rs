@@ -19,6 +19,12 @@ pub(crate) fn cut_quote(s: &str) -> String {
     }
 }
 
+/// `s` with every line ending written `\r\n` (how an `old_string` or
+/// `new_string` meets a CRLF file).
+pub(crate) fn crlf_variant(s: &str) -> String {
+    s.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
 /// Where `edit_file` replaces, in a file's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EditPlan {
@@ -57,9 +63,8 @@ impl EditPlan {
 pub(crate) fn plan_edit(text: &str, old: &str, new: &str, replace_all: bool) -> FsResult<EditPlan> {
     let crlf = memchr::memchr(b'\n', text.as_bytes())
         .is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r');
-    let adjust = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
     let (old_adj, new_adj) = if crlf {
-        (adjust(old), adjust(new))
+        (crlf_variant(old), crlf_variant(new))
     } else {
         (old.to_string(), new.to_string())
     };

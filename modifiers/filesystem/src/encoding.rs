@@ -57,24 +57,6 @@ pub(crate) fn decode_utf16(bytes: &[u8], little_endian: bool) -> String {
         .collect()
 }
 
-/// Encodes text as UTF-16 with a BOM.
-pub(crate) fn encode_utf16(text: &str, little_endian: bool) -> Vec<u8> {
-    let mut out = if little_endian {
-        vec![0xFF, 0xFE]
-    } else {
-        vec![0xFE, 0xFF]
-    };
-    for unit in text.encode_utf16() {
-        let b = if little_endian {
-            unit.to_le_bytes()
-        } else {
-            unit.to_be_bytes()
-        };
-        out.extend_from_slice(&b);
-    }
-    out
-}
-
 /// Fills `buf` from the start of `file` (without moving its cursor) and
 /// returns how many bytes it got: fewer only at the end of the file.
 pub(crate) fn read_head_into(file: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
@@ -88,4 +70,82 @@ pub(crate) fn read_head_into(file: &std::fs::File, buf: &mut [u8]) -> io::Result
         filled += n;
     }
     Ok(filled)
+}
+
+/// A writer taking UTF-8 text (in pieces that may cut a character) and
+/// writing it as UTF-16 to `inner`: how a streamed edit writes a UTF-16
+/// file back. The BOM is written first.
+pub(crate) struct Utf16Writer<W: io::Write> {
+    inner: W,
+    little_endian: bool,
+    /// The start of a character cut by the end of the last piece.
+    carry: Vec<u8>,
+}
+
+impl<W: io::Write> Utf16Writer<W> {
+    /// Writes the BOM, then whatever is written to it, as UTF-16.
+    pub(crate) fn new(mut inner: W, little_endian: bool) -> io::Result<Self> {
+        inner.write_all(if little_endian {
+            &[0xFF, 0xFE]
+        } else {
+            &[0xFE, 0xFF]
+        })?;
+        Ok(Self {
+            inner,
+            little_endian,
+            carry: Vec::new(),
+        })
+    }
+
+    fn encode(&mut self, text: &str) -> io::Result<()> {
+        let mut out = Vec::with_capacity(text.len() * 2);
+        for unit in text.encode_utf16() {
+            out.extend_from_slice(&if self.little_endian {
+                unit.to_le_bytes()
+            } else {
+                unit.to_be_bytes()
+            });
+        }
+        self.inner.write_all(&out)
+    }
+}
+
+impl<W: io::Write> io::Write for Utf16Writer<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.carry.extend_from_slice(buf);
+        let bytes = std::mem::take(&mut self.carry);
+        let mut rest = &bytes[..];
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    self.encode(text)?;
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    // Valid up to there by the error's own word.
+                    self.encode(std::str::from_utf8(valid).unwrap_or_default())?;
+                    match e.error_len() {
+                        None => {
+                            self.carry.extend_from_slice(after);
+                            break;
+                        }
+                        Some(bad) => {
+                            self.encode("\u{FFFD}")?;
+                            rest = &after[bad..];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.carry.is_empty() {
+            self.carry.clear();
+            self.encode("\u{FFFD}")?;
+        }
+        self.inner.flush()
+    }
 }

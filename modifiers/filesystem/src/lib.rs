@@ -162,7 +162,10 @@
 //!   invalid-regex note.
 //! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
-//! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware).
+//! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware), in a text held whole
+//!   (in-graph backends).
+//! - `stream_edit.rs`: the same edit streamed in bounded memory (disk backends): a
+//!   checking pass, then a pass writing the temp file.
 
 mod atomic;
 mod backend;
@@ -187,12 +190,13 @@ mod shell;
 mod snapshots;
 mod state;
 mod store;
+mod stream_edit;
 mod tools;
 
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
+    FileUploadResponse, Fingerprint, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
 };
 pub use branch_diff::{diff_branches, BranchDiff, BranchSide};
 pub use composite::CompositeBackend;

@@ -12,8 +12,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::backend::{
-    Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery,
-    LsEntry, ReadPage,
+    Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, Fingerprint,
+    GrepQuery, LsEntry, ReadPage,
 };
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
@@ -296,6 +296,9 @@ impl Backend for LocalShellBackend {
     }
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
         self.fs.real_paths(paths).await
+    }
+    async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
+        self.fs.fingerprint(file, keep).await
     }
 
     fn supports_execute(&self) -> bool {

@@ -39,7 +39,7 @@ use lc_agent::{NodeId, RunnableNetwork, ToolContext, ToolError, ToolOutput, Tool
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Fingerprint};
 use crate::error::{FsError, FsResult};
 
 /// The most bytes of file contents one session keeps for rewinds.
@@ -75,10 +75,10 @@ pub(crate) async fn recorded(
     file: &str,
     run: impl std::future::Future<Output = Result<ToolOutput, ToolError>>,
 ) -> Result<ToolOutput, ToolError> {
-    let before = read(backend, file).await;
+    let before = backend.fingerprint(file, SNAPSHOT_CAP_BYTES).await;
     let out = run.await?;
     if out.status == ToolStatus::Ok {
-        let after = read(backend, file).await;
+        let after = backend.fingerprint(file, 0).await;
         record(ctx, file, before, after);
     }
     Ok(out)
@@ -104,51 +104,72 @@ pub(crate) async fn recorded_tree(
     };
     files.sort_unstable();
     let mut before = Vec::with_capacity(files.len());
+    // What is kept of them, in all, stays within the session's cap.
+    let mut budget = SNAPSHOT_CAP_BYTES;
     for file in files {
-        let bytes = read(backend, &file).await;
-        before.push((file, bytes));
+        let found = backend.fingerprint(&file, budget).await;
+        let kept = found
+            .as_ref()
+            .and_then(|f| f.bytes.as_ref())
+            .map_or(0, Vec::len);
+        budget = budget.saturating_sub(kept);
+        before.push((file, found));
     }
     let out = run.await?;
     if out.status == ToolStatus::Ok {
-        for (file, bytes) in before {
-            let after = read(backend, &file).await;
-            if bytes.is_some() || after.is_some() {
-                record(ctx, &file, bytes, after);
+        for (file, found) in before {
+            let after = backend.fingerprint(&file, 0).await;
+            if found.is_some() || after.is_some() {
+                record(ctx, &file, found, after);
             }
         }
     }
     Ok(out)
 }
 
-/// The bytes of a file, `None` when there is none.
-async fn read(backend: &dyn Backend, file: &str) -> Option<Vec<u8>> {
-    backend
-        .download_files(vec![file.to_string()])
-        .await
-        .pop()
-        .and_then(|r| r.content)
+/// The SHA-256 of bytes, lowercase hex (how contents are named).
+pub(crate) fn hash(bytes: &[u8]) -> String {
+    let mut hasher = Hasher::default();
+    hasher.update(bytes);
+    hasher.finish()
 }
 
-fn hash(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
+/// [`hash`] of bytes given in pieces.
+#[derive(Default)]
+pub(crate) struct Hasher(Sha256);
+
+impl Hasher {
+    /// Adds the next piece.
+    pub(crate) fn update(&mut self, piece: &[u8]) {
+        self.0.update(piece);
+    }
+
+    /// The hash of all the pieces.
+    pub(crate) fn finish(self) -> String {
+        format!("{:x}", self.0.finalize())
+    }
 }
 
-fn record(ctx: &ToolContext, file: &str, before: Option<Vec<u8>>, after: Option<Vec<u8>>) {
+fn record(ctx: &ToolContext, file: &str, before: Option<Fingerprint>, after: Option<Fingerprint>) {
     let session = ctx.network.session();
-    let before_hash = before.as_deref().map(hash);
-    let after_hash = after.as_deref().map(hash);
+    let before_hash = before.as_ref().map(|f| f.sha256.clone());
+    let after_hash = after.map(|f| f.sha256);
     // In the graph when the session's own files hold what was written.
-    let in_graph = match &after {
-        Some(bytes) => session.with_files(|files| {
+    let in_graph = match &after_hash {
+        Some(h) => session.with_files(|files| {
             files
                 .get(file)
-                .is_some_and(|d| d.text().as_bytes() == bytes.as_slice())
+                .is_some_and(|d| hash(d.text().as_bytes()) == *h)
         }),
         None => false,
     };
     session.with_metadata_mut(|m| {
-        if let (Some(h), Some(bytes)) = (&before_hash, &before) {
-            keep(m, h, bytes);
+        if let Some(Fingerprint {
+            sha256,
+            bytes: Some(bytes),
+        }) = &before
+        {
+            keep(m, sha256, bytes);
         }
         in_object(m, FILES_KNOWN, |known| {
             known.insert(file.to_string(), json!(after_hash))
@@ -271,7 +292,7 @@ pub async fn rewind_files(
     let kept = meta.get(FILE_SNAPSHOTS).and_then(Value::as_object);
     let mut report = FileRewind::default();
     for (path, target) in targets {
-        let now = read(backend, &path).await.as_deref().map(hash);
+        let now = backend.fingerprint(&path, 0).await.map(|f| f.sha256);
         let left = known
             .and_then(|k| k.get(&path))
             .and_then(Value::as_str)

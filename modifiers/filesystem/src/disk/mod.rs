@@ -8,7 +8,7 @@ mod links;
 mod write;
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +18,8 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use super::backend::{
-    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, GrepQuery, LsEntry, ReadPage,
+    Backend, FileDownloadResponse, FileMatches, FileUploadResponse, Fingerprint, GrepQuery,
+    LsEntry, ReadPage,
 };
 use super::encoding::{self, classify, Encoding};
 use super::error::{FsError, FsResult};
@@ -590,6 +591,37 @@ impl Disk {
         Ok(bytes)
     }
 
+    /// The file's SHA-256, read in pieces, and its bytes when at most
+    /// `keep` (see [`Backend::fingerprint`]).
+    fn fingerprint(&self, vpath: &str, keep: usize) -> FsResult<Fingerprint> {
+        let (file, size) = self.open_file(vpath)?;
+        let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
+        let mut hasher = crate::snapshots::Hasher::default();
+        let mut kept = (size <= keep as u64).then(Vec::new);
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        loop {
+            let piece = reader.fill_buf().map_err(io_err)?;
+            if piece.is_empty() {
+                break;
+            }
+            hasher.update(piece);
+            if let Some(bytes) = kept.as_mut() {
+                if bytes.len() + piece.len() > keep {
+                    // It grew since it was opened.
+                    kept = None;
+                } else {
+                    bytes.extend_from_slice(piece);
+                }
+            }
+            let n = piece.len();
+            reader.consume(n);
+        }
+        Ok(Fingerprint {
+            sha256: hasher.finish(),
+            bytes: kept,
+        })
+    }
+
     fn delete(&self, vpath: &str) -> FsResult<()> {
         let rel = self.rel(vpath);
         if self.root.symlink_metadata(&rel).is_ok_and(|m| m.is_dir()) {
@@ -693,6 +725,11 @@ impl Backend for FilesystemBackend {
     async fn delete_tree(&self, dir: &str) -> FsResult<()> {
         let dir = dir.to_string();
         self.run(move |d| d.delete_tree(&dir)).await
+    }
+
+    async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
+        let file = file.to_string();
+        self.run(move |d| d.fingerprint(&file, keep)).await.ok()
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

@@ -9,17 +9,17 @@
 //! ```
 
 use std::ffi::OsString;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::fs::Dir;
 
 use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
-use crate::edit::plan_edit;
-use crate::encoding::{classify, decode_utf16, encode_utf16, Encoding};
+use crate::encoding::{classify, read_head_into, Encoding, Utf16Writer};
 use crate::error::{FsError, FsResult};
 use crate::path;
+use crate::stream_edit::{self, CHUNK};
 
 /// Maps an I/O error of a write: a name too long for the filesystem is an
 /// invalid path there (nothing can be created under it).
@@ -29,6 +29,22 @@ fn write_err(e: io::Error, vpath: &str) -> FsError {
     } else {
         map_err(e, vpath, FsError::FileNotFound)
     }
+}
+
+/// `file` read from its start, as UTF-8 text (UTF-16 decoded as it is read).
+fn text_from_start(file: &std::fs::File, encoding: Encoding) -> io::Result<Box<dyn Read + '_>> {
+    let mut file = file;
+    file.seek(SeekFrom::Start(0))?;
+    let raw = BufReader::with_capacity(CHUNK, file);
+    Ok(match encoding {
+        Encoding::Utf16Le | Encoding::Utf16Be => Box::new(
+            encoding_rs_io::DecodeReaderBytesBuilder::new()
+                .bom_sniffing(true)
+                .strip_bom(true)
+                .build(raw),
+        ),
+        _ => Box::new(raw),
+    })
 }
 
 /// Symlinks followed at the last component of a write before it is a loop
@@ -157,6 +173,11 @@ impl Disk {
         })
     }
 
+    /// `edit_file`, streamed (`stream_edit.rs`): a first pass reads the
+    /// file for the spec's checks, a second writes the edited text into
+    /// the temp file that then replaces it (`atomic.rs`). Memory stays at
+    /// a few pieces of [`CHUNK`](crate::stream_edit::CHUNK) bytes whatever
+    /// the file's size.
     pub(super) fn edit(
         &self,
         vpath: &str,
@@ -168,36 +189,62 @@ impl Disk {
         let target = self.write_target(vpath)?;
         let (file, size) = self.open_file_at(&target, vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        BufReader::new(file)
-            .read_to_end(&mut bytes)
-            .map_err(io_err)?;
-        // The edited file replaces the old one atomically (see atomic.rs);
-        // peak memory stays at one copy of the file for UTF-8 text.
-        let rewrite = |fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| {
-            let (dir, name) = self.write_dir(&target, vpath)?;
-            write_atomically(&dir, &name, Commit::Replace, |out| fill(out)).map_err(io_err)
+        let mut head = vec![0u8; crate::encoding::BINARY_SNIFF_BYTES];
+        let filled = read_head_into(&file, &mut head).map_err(io_err)?;
+        head.truncate(filled);
+        let encoding = classify(&head);
+        let text = |file| text_from_start(file, encoding);
+        let plan = match encoding {
+            Encoding::Binary => {
+                return Err(FsError::Binary {
+                    path: vpath.to_string(),
+                    size,
+                })
+            }
+            enc => {
+                let utf8 = enc == Encoding::Utf8;
+                stream_edit::plan(
+                    text(&file).map_err(io_err)?,
+                    vpath,
+                    old,
+                    new,
+                    replace_all,
+                    utf8,
+                )?
+            }
         };
-        match classify(&bytes) {
-            Encoding::Binary => Err(FsError::Binary {
-                path: vpath.to_string(),
-                size,
-            }),
-            enc @ (Encoding::Utf16Le | Encoding::Utf16Be) => {
-                let le = enc == Encoding::Utf16Le;
-                let text = decode_utf16(&bytes, le);
-                let plan = plan_edit(&text, old, new, replace_all)?;
-                let output = encode_utf16(&plan.apply(&text), le);
-                rewrite(&mut |out| out.write_all(&output))?;
-                Ok(plan.starts.len())
+        let (dir, name) = self.write_dir(&target, vpath)?;
+        let mut changed = false;
+        write_atomically(&dir, &name, Commit::Replace, |out| {
+            let reader = text(&file)?;
+            let replaced = match encoding {
+                Encoding::Utf16Le | Encoding::Utf16Be => {
+                    let mut utf16 = Utf16Writer::new(out, encoding == Encoding::Utf16Le)?;
+                    let n = plan.write(reader, &mut utf16)?;
+                    utf16.flush()?;
+                    n
+                }
+                _ => plan.write(reader, out)?,
+            };
+            // Changed between the passes: nothing is committed.
+            changed = replaced != plan.count;
+            if changed {
+                return Err(io::Error::other("changed while edited"));
             }
-            Encoding::Utf8 => {
-                let text =
-                    std::str::from_utf8(&bytes).map_err(|_| FsError::NotUtf8(vpath.to_string()))?;
-                let plan = plan_edit(text, old, new, replace_all)?;
-                rewrite(&mut |out| plan.write_to(&bytes, out))?;
-                Ok(plan.starts.len())
+            Ok(())
+        })
+        .map_err(|e| {
+            if changed {
+                FsError::Io {
+                    path: vpath.to_string(),
+                    reason:
+                        "the file changed while it was being edited; nothing was written, try again"
+                            .to_string(),
+                }
+            } else {
+                io_err(e)
             }
-        }
+        })?;
+        Ok(plan.count)
     }
 }

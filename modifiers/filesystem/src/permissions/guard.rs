@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use super::{Operation, Permissions, Verdict};
 use crate::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, GrepQuery, LsEntry, ReadPage,
+    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage,
 };
 use crate::error::{shown, FileOpError, FsError, FsResult};
 use crate::glob::GlobPattern;
@@ -227,6 +227,11 @@ impl Backend for Guarded {
     async fn append(&self, file: &str, text: &str) -> FsResult<()> {
         self.target(&[Operation::Write], file).await?;
         self.inner.append(file, text).await
+    }
+
+    async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
+        self.target(&[Operation::Read], file).await.ok()?;
+        self.inner.fingerprint(file, keep).await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

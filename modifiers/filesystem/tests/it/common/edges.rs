@@ -72,7 +72,24 @@ pub fn fixture() -> Vec<(String, String)> {
             format!("{}\n", "y".repeat(999)).repeat(counted_lines()),
         ),
         ("/ok.txt".into(), "fine\n".into()),
+        ("/straddle.txt".into(), straddle()),
+        ("/late_crlf.txt".into(), late_crlf()),
     ]
+}
+
+/// One line of 2 MiB with `NEEDLE-X` across the first MiB boundary and
+/// again at the end: `edit_file` streams disk files in 1 MiB pieces.
+fn straddle() -> String {
+    format!(
+        "{}NEEDLE-X{}NEEDLE-X\n",
+        "a".repeat((1 << 20) - 4),
+        "b".repeat(1 << 20)
+    )
+}
+
+/// A CRLF file whose first line ending comes after the first MiB.
+fn late_crlf() -> String {
+    format!("{}\r\none\r\ntwo\r\n", "c".repeat((1 << 20) + 10))
 }
 
 /// Writes the edge fixture through a backend, every path under `prefix`.
@@ -109,6 +126,18 @@ pub fn table() -> Vec<Case> {
         case("read_file", json!({"file_path": "{R}/nul_8192.txt", "offset": 82}), "    83\tAFTER"),
         case("edit_file", json!({"file_path": "{R}/far_nul.txt", "old_string": "zero \0 here", "new_string": "zero"}), "Successfully replaced 1 occurrence(s) in {R}/far_nul.txt"),
         case("grep", json!({"pattern": "^zero$", "path": "{R}/far_nul.txt", "output_mode": "count"}), "{R}/far_nul.txt: 1"),
+        // Issue 36 item 6: edit_file streams (disk backends) with the same
+        // answers: occurrences across a piece boundary, counted without
+        // overlap; a CRLF file known by a line ending past the first piece.
+        case("edit_file", json!({"file_path": "{R}/straddle.txt", "old_string": "NEEDLE-X", "new_string": "Y"}), "Error: String 'NEEDLE-X' appears 2 times in file. Use replace_all=true or give more surrounding context."),
+        case("edit_file", json!({"file_path": "{R}/straddle.txt", "old_string": "NEEDLE-X", "new_string": "[Y]", "replace_all": true}), "Successfully replaced 2 occurrence(s) in {R}/straddle.txt"),
+        case("edit_file", json!({"file_path": "{R}/straddle.txt", "old_string": "a[Y]b", "new_string": "a-b"}), "Successfully replaced 1 occurrence(s) in {R}/straddle.txt"),
+        case("edit_file", json!({"file_path": "{R}/straddle.txt", "old_string": "b[Y]\n", "new_string": "."}), "Successfully replaced 1 occurrence(s) in {R}/straddle.txt"),
+        case("grep", json!({"pattern": "a-b.*\\.$", "path": "{R}/straddle.txt", "output_mode": "count"}), "{R}/straddle.txt: 1"),
+        case("edit_file", json!({"file_path": "{R}/late_crlf.txt", "old_string": "one\ntwo", "new_string": "1\n2"}), "Successfully replaced 1 occurrence(s) in {R}/late_crlf.txt"),
+        case("read_file", json!({"file_path": "{R}/late_crlf.txt", "offset": 1}), "     2\t1\n     3\t2"),
+        case("edit_file", json!({"file_path": "{R}/late_crlf.txt", "old_string": "1\r\n2\r\n", "new_string": "done\n"}), "Successfully replaced 1 occurrence(s) in {R}/late_crlf.txt"),
+        case("grep", json!({"pattern": "^done$", "path": "{R}/late_crlf.txt", "output_mode": "count"}), "{R}/late_crlf.txt: 1"),
         // 13: a long line is cut, and the rest of it counted exactly...
         case("read_file", json!({"file_path": "{R}/two_mib.txt"}), format!("     1\t{} ... [line truncated, {} more chars]\n     2\tend", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
         case("grep", json!({"pattern": "^a+$", "path": "{R}/two_mib.txt", "output_mode": "content"}), format!("{{R}}/two_mib.txt:1:{} ... [line truncated, {} more chars]", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
@@ -134,7 +163,7 @@ pub fn table() -> Vec<Case> {
         case("write_file", json!({"file_path": "{R}/esc\u{1b}[31m.txt", "content": "x"}), "Error: Invalid path: {R}/esc\\u{1b}[31m.txt (file names cannot contain control characters)"),
         case("write_file", json!({"file_path": "{R}/c1\u{85}.txt", "content": "x"}), "Error: Invalid path: {R}/c1\\u{85}.txt (file names cannot contain control characters)"),
         case("edit_file", json!({"file_path": "{R}/ok\r.txt", "old_string": "a", "new_string": "b"}), "Error: Invalid path: {R}/ok\\r.txt (file names cannot contain control characters)"),
-        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/far_nul.txt\n{R}/late_nul.txt\n{R}/nul_8191.txt\n{R}/nul_8192.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/two_mib.txt"),
+        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/far_nul.txt\n{R}/late_crlf.txt\n{R}/late_nul.txt\n{R}/nul_8191.txt\n{R}/nul_8192.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/straddle.txt\n{R}/two_mib.txt"),
         // ...and a path argument is echoed escaped (a NUL never raw).
         case("read_file", json!({"file_path": "{R}/nope\n.txt"}), "Error: File not found: {R}/nope\\n.txt"),
         case("ls", json!({"path": "{R}/a\u{0}b"}), "Error: Invalid path: {R}/a\\0b"),

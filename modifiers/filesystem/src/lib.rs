@@ -163,6 +163,8 @@
 //! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware).
+//! - `text.rs`: [`page_text`], [`edit_text`]: `read` and `edit` on a text held
+//!   elsewhere (an editor's buffer), for backends that fetch and store it themselves.
 
 mod atomic;
 mod backend;
@@ -187,6 +189,7 @@ mod shell;
 mod snapshots;
 mod state;
 mod store;
+mod text;
 mod tools;
 
 pub use atomic::TEMP_PREFIX;
@@ -211,6 +214,7 @@ pub use shell::LocalShellBackend;
 pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
+pub use text::{edit_text, page_text};
 pub use tools::{
     all as all_tools, is_offered, offered as offered_tools, run_tool, Delete, DeleteArgs, EditFile,
     EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs,

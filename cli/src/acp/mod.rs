@@ -12,6 +12,8 @@
 //!                       replayed as updates, then the answer
 //!  session/prompt    ─▶ a turn (session.rs): streamed chunks, tool calls, plans, permission
 //!                       requests; answers with the stop reason
+//!  session/set_mode  ─▶ the session's permission mode (plan, default, accept-edits, bypass);
+//!                       new and loaded sessions list the modes with the current one
 //!  session/cancel    ─▶ the turn stops (stopReason cancelled)
 //!  fs/read_text_file, fs/write_text_file ◀─ the file tools' reads and writes, when the editor
 //!                       offers them and the workspace is a directory (client_fs.rs)
@@ -44,7 +46,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, EmbeddedResourceResource, Implementation,
     InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionId,
+    SessionId, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Stdio};
@@ -141,7 +143,8 @@ pub(crate) async fn run(args: AcpArgs) -> CliResult {
         files: Mutex::new(EditorFiles::default()),
         sessions: Sessions::default(),
     });
-    let (on_init, on_new, on_load, on_prompt, on_cancel) = (
+    let (on_init, on_new, on_load, on_prompt, on_mode, on_cancel) = (
+        acp.clone(),
         acp.clone(),
         acp.clone(),
         acp.clone(),
@@ -173,9 +176,10 @@ pub(crate) async fn run(args: AcpArgs) -> CliResult {
                         args.workspace.root = Some(request.cwd.clone());
                     }
                     match acp.open(&args, None, &cx).await {
-                        Ok(session) => {
-                            respond(responder, Ok(NewSessionResponse::new(session.id.clone())))
-                        }
+                        Ok(session) => respond(
+                            responder,
+                            Ok(NewSessionResponse::new(session.id.clone()).modes(session.modes())),
+                        ),
                         Err(e) => respond(responder, Err(internal(&e.message))),
                     }
                 });
@@ -196,7 +200,7 @@ pub(crate) async fn run(args: AcpArgs) -> CliResult {
                     };
                     let answer = answer.map(|session| {
                         session.replay();
-                        LoadSessionResponse::new()
+                        LoadSessionResponse::new().modes(session.modes())
                     });
                     respond(responder, answer);
                 });
@@ -213,6 +217,23 @@ pub(crate) async fn run(args: AcpArgs) -> CliResult {
                 tokio::spawn(async move {
                     let text = prompt_text(&request.prompt);
                     let answer = session.prompt(&text).await.map(PromptResponse::new);
+                    respond(responder, answer);
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let session = match on_mode.session(&request.session_id) {
+                    Ok(session) => session,
+                    Err(e) => return responder.respond_with_error(e),
+                };
+                tokio::spawn(async move {
+                    let answer = session
+                        .set_mode(&request.mode_id.0)
+                        .await
+                        .map(|()| SetSessionModeResponse::new());
                     respond(responder, answer);
                 });
                 Ok(())

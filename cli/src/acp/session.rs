@@ -12,20 +12,25 @@
 //!                    (their tool calls end `failed`), the session saved ─▶ stopReason cancelled
 //! ```
 //!
-//! A call the session's permission mode or rules let through is not
-//! asked; `--yes` approves every call. One prompt runs at a time in a
+//! The session's permission mode is its ACP session mode (`plan`,
+//! `default`, `accept-edits`, `bypass`; `session/set_mode` changes it and
+//! the session keeps it). A call the session's permission mode or rules let
+//! through is not asked; `--yes` approves every call. One prompt runs at a time in a
 //! session (a second waits for the first).
 
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId, SessionNotification, StopReason,
+    SessionId, SessionMode, SessionModeState, SessionNotification, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use lc_agent::{NetworkEvent, NodeId, RunnableNetwork};
-use lc_agent_deepagent::{decide, pending_approvals, Decision, PendingApproval};
+use lc_agent_deepagent::{
+    decide, pending_approvals, permission_mode, set_permission_mode, Decision, PendingApproval,
+    PermissionMode,
+};
 use lc_agent_server::{NodeInfo, PendingCall, RunEvent};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -75,6 +80,34 @@ impl Session {
                 .cx
                 .send_notification(SessionNotification::new(self.id.clone(), update));
         }
+    }
+
+    /// The session's permission mode and the others, as ACP session modes.
+    pub(crate) fn modes(&self) -> SessionModeState {
+        let modes = PermissionMode::ALL
+            .into_iter()
+            .map(|mode| {
+                let title = match mode {
+                    PermissionMode::Plan => "Plan",
+                    PermissionMode::Default => "Default",
+                    PermissionMode::AcceptEdits => "Accept edits",
+                    PermissionMode::Bypass => "Bypass",
+                };
+                SessionMode::new(mode.name(), title).description(mode.describe().to_string())
+            })
+            .collect();
+        SessionModeState::new(permission_mode(&self.agent.net).name(), modes)
+    }
+
+    /// `session/set_mode`: the session's permission mode, saved with it.
+    pub(crate) async fn set_mode(&self, mode: &str) -> Result<(), agent_client_protocol::Error> {
+        let mode: PermissionMode = mode.parse().map_err(|e: lc_agent_deepagent::UnknownMode| {
+            agent_client_protocol::Error::invalid_params()
+                .data(serde_json::Value::String(e.to_string()))
+        })?;
+        set_permission_mode(&self.agent.net, mode);
+        self.save().await;
+        Ok(())
     }
 
     /// `session/cancel`: the running turn stops.

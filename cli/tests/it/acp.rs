@@ -185,6 +185,15 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
     assert_eq!(init["agentInfo"]["name"], "lc-agent", "{init}");
     let turns = report["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 3, "{report:#}");
+    // The session's permission mode is its session mode.
+    assert_eq!(report["modes"]["currentModeId"], "default", "{report:#}");
+    let modes: Vec<&str> = report["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["plan", "default", "accept-edits", "bypass"]);
 
     // Turn 1: streamed text, a plan, a write allowed by the editor and
     // done through it, a read of the editor's buffer, an edit of it.
@@ -281,6 +290,7 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
             ("ACP_SESSION", session.clone()),
             ("ACP_WORK", work.display().to_string()),
             ("ACP_PROMPTS", json!(["Are you there?"]).to_string()),
+            ("ACP_SET_MODE", "plan".to_string()),
         ],
     );
     assert_eq!(loaded["sessionId"], session.as_str());
@@ -303,4 +313,21 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
     let turn = &loaded["turns"][0];
     assert_eq!(turn["stopReason"], "end_turn", "{turn:#}");
     assert_eq!(agent_text(&updates(&turn["updates"])).0, "Back again.");
+
+    // The mode set in the editor is the session's: loaded again, it is
+    // still `plan`, and the conversation has the new turn.
+    assert_eq!(loaded["setMode"], json!({}), "{loaded:#}");
+    let again = editor(
+        dir.path(),
+        json!([]),
+        &[],
+        &[
+            ("ACP_SCENARIO", "load".to_string()),
+            ("ACP_SESSION", session),
+            ("ACP_WORK", work.display().to_string()),
+        ],
+    );
+    assert_eq!(again["modes"]["currentModeId"], "plan", "{again:#}");
+    let replayed = updates(&again["replayed"]);
+    assert!(agent_text(&replayed).0.ends_with("Back again."));
 }

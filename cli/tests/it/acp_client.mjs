@@ -9,7 +9,8 @@
 // the session to load), ACP_BUFFERS (JSON: path -> the text an open,
 // unsaved editor buffer holds), ACP_ANSWERS (JSON list: how to answer each
 // permission request in turn: an optionId, or `cancel`), ACP_PROMPTS (JSON
-// list of prompts, one turn each).
+// list of prompts, one turn each), ACP_SET_MODE (a session mode to set
+// before the prompts).
 
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -90,10 +91,14 @@ try {
       report.load = await agent.request("session/load", { sessionId, cwd: env.ACP_WORK, mcpServers: [] });
       report.replayed = report.updates.slice(from);
     } else {
-      const created = await agent.request("session/new", { cwd: env.ACP_WORK, mcpServers: [] });
-      sessionId = created.sessionId;
+      report.created = await agent.request("session/new", { cwd: env.ACP_WORK, mcpServers: [] });
+      sessionId = report.created.sessionId;
     }
     report.sessionId = sessionId;
+    report.modes = (report.load ?? report.created).modes;
+    if (env.ACP_SET_MODE) {
+      report.setMode = await agent.request("session/set_mode", { sessionId, modeId: env.ACP_SET_MODE });
+    }
     await turns(agent, sessionId);
   });
 } catch (error) {

@@ -29,7 +29,7 @@ use lc_agent_deepagent::{
     summarizer_of, write_title, AgentContext, AgentSpec, Blueprint, CompactError, Compaction,
     Overrides, Setting,
 };
-use lc_agent_filesystem::{Backend, TOOL_NAMES};
+use lc_agent_filesystem::{Backend, BackendSource, TOOL_NAMES};
 use serde_json::Value;
 use std::sync::Mutex;
 
@@ -42,7 +42,7 @@ use crate::interrupt::Interrupt;
 use lc_agent::error_chain;
 
 /// What `run` and `chat` share: the agent, its model, the session store.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct AgentArgs {
     /// Where the file tools work.
     #[command(flatten)]
@@ -144,6 +144,11 @@ impl AgentArgs {
     }
 }
 
+/// Routes a directory workspace's file operations elsewhere: the
+/// workspace's own backend and root in, the backend the tools use out.
+pub(crate) type FilesThrough =
+    dyn Fn(BackendSource, &std::path::Path) -> BackendSource + Send + Sync;
+
 /// A session with its agent attached (see the [module docs](self)).
 pub(crate) struct Agent {
     pub(crate) net: RunnableNetwork,
@@ -162,6 +167,8 @@ pub(crate) struct Agent {
     /// The session's workspace, as its file tools see it (what `/rewind`
     /// restores files in).
     pub(crate) backend: Arc<dyn Backend>,
+    /// The workspace's directory (`None`: the session's own files).
+    pub(crate) backend_root: Option<PathBuf>,
     /// The first turn was answered: a model may title the session.
     title_due: AtomicBool,
 }
@@ -180,6 +187,19 @@ impl Agent {
         args: &AgentArgs,
         resume: Option<&str>,
         look: Option<Look>,
+    ) -> CliResult<Self> {
+        Self::open_in(args, resume, look, None).await
+    }
+
+    /// [`Agent::open_with`], with a directory workspace's files reached
+    /// through `files` (an editor's open buffers, say): it gets the
+    /// workspace's own backend and root and returns the backend the file
+    /// tools use (path rules still wrap it).
+    pub(crate) async fn open_in(
+        args: &AgentArgs,
+        resume: Option<&str>,
+        look: Option<Look>,
+        files: Option<&FilesThrough>,
     ) -> CliResult<Self> {
         let list = args.store.open(&args.user)?;
         let loaded = match resume {
@@ -253,6 +273,17 @@ impl Agent {
         {
             eprintln!("note: {notice}");
         }
+        let builder = match (files, blueprint.spec.backend.root()) {
+            (Some(through), Some(root)) => {
+                let own = blueprint
+                    .spec
+                    .backend
+                    .open()
+                    .map_err(|e| CliError::usage(e.to_string()))?;
+                builder.backend(through(own, root))
+            }
+            _ => builder,
+        };
         let net = match loaded {
             Some(net) => {
                 builder
@@ -304,6 +335,7 @@ impl Agent {
             }),
             fresh,
             backend,
+            backend_root: blueprint.spec.backend.root().map(|r| r.to_path_buf()),
             title_due: AtomicBool::new(false),
         })
     }

@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::error::{CliError, CliResult};
 
 /// The chat model.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ModelArgs {
     /// The model name (default `OPENAI_MODEL`, or `ANTHROPIC_MODEL` with
     /// `--provider anthropic`); the server is `OPENAI_BASE_URL` /
@@ -284,7 +284,7 @@ fn script_model(path: &Path) -> CliResult<ScriptedChatModel> {
 }
 
 /// Where the file tools work.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct WorkspaceArgs {
     /// The directory the file tools work in (confined); default: the
     /// session's own files.
@@ -328,7 +328,7 @@ pub(crate) fn warn_unconfined() {
 }
 
 /// Where sessions live.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct StoreArgs {
     /// The JSON sessions directory (default `$LC_AGENT_HOME/sessions`,
     /// else `~/.lc-agent/sessions`).

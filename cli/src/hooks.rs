@@ -17,7 +17,7 @@ use lc_agent_deepagent::{HookSettings, HooksModifier};
 use crate::error::{CliError, CliResult};
 
 /// Where hooks come from.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub(crate) struct HookArgs {
     /// A settings JSON whose `hooks` run too (after the user's and the
     /// project's `.lc-agent/settings.json`).

@@ -23,6 +23,8 @@
 //!   `[--user NAME] [--sessions DIR | --redis URL]` inspects saved sessions.
 //! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
 //!   serves the agent over HTTP and a web page (see `serve.rs`).
+//! - `lc-agent acp [run's agent flags]` serves the agent to an editor over
+//!   the Agent Client Protocol on stdio (see `acp/`).
 //! - `lc-agent runs list | show <run> [--events] | cancel <run>`
 //!   `[--user NAME] [--sessions DIR | --redis URL]` inspects the server's runs.
 //!
@@ -56,6 +58,9 @@
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
 //! exec/          `exec`: the headless run (mod.rs), its JSON-lines stream made from
 //!                RunEvent (events.rs), --output-schema (output_schema.rs)
+//! acp/           `acp`: the Agent Client Protocol (mod.rs the connection, session.rs the turns
+//!                and permission requests, updates.rs RunEvent -> session/update, client_fs.rs
+//!                the file backend the editor serves)
 //! fork.rs        sessions fork / diff: branches of saved sessions
 //! import.rs      sessions import: exported sessions and LC Agent's saved networks (files, Redis)
 //! ```
@@ -68,6 +73,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod acp;
 mod agent;
 mod approve;
 mod args;
@@ -136,6 +142,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// List, show or cancel the runs of `lc-agent serve` (its sessions store).
     Runs(runs::RunsArgs),
+    /// Serve the agent to an editor over the Agent Client Protocol
+    /// (JSON-RPC on stdin/stdout; Zed, JetBrains, Neovim).
+    Acp(acp::AcpArgs),
 }
 
 #[tokio::main]
@@ -164,6 +173,7 @@ async fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Runs(args) => runs::run(args).await,
+        Command::Acp(args) => acp::run(args).await,
     };
     error::exit(result)
 }

@@ -19,7 +19,7 @@ use lc_agent_deepagent::{permission_mode, set_permission_mode, PermissionMode, B
 use crate::console::out;
 
 /// The permission mode flag.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ModeArgs {
     /// The permission mode: `plan` (read-only tools; writes and commands
     /// are refused until you approve the agent's plan), `default` (calls

@@ -38,7 +38,7 @@ fn numbered(value: &str) -> Result<Numbered, String> {
 }
 
 /// Path rules (see the module docs of `permissions.rs`).
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub(crate) struct PermissionArgs {
     /// Allow operations on paths: `OPS:GLOBS` (`read:secrets/public.txt`)
     /// or `GLOBS`. Rules are checked in the order given; first match wins.

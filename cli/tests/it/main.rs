@@ -9,6 +9,7 @@
 mod common;
 mod model_server;
 
+mod acp;
 mod blueprint;
 mod chat_commands;
 mod console;

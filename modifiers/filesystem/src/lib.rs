@@ -166,6 +166,8 @@
 //!   (in-graph backends).
 //! - `stream_edit.rs`: the same edit streamed in bounded memory (disk backends): a
 //!   checking pass, then a pass writing the temp file.
+//! - `text.rs`: [`page_text`], [`edit_text`]: `read` and `edit` on a text held
+//!   elsewhere (an editor's buffer), for backends that fetch and store it themselves.
 
 mod atomic;
 mod backend;
@@ -191,6 +193,7 @@ mod snapshots;
 mod state;
 mod store;
 mod stream_edit;
+mod text;
 mod tools;
 
 pub use atomic::TEMP_PREFIX;
@@ -215,6 +218,7 @@ pub use shell::LocalShellBackend;
 pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};
 pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
+pub use text::{edit_text, page_text};
 pub use tools::{
     all as all_tools, is_offered, offered as offered_tools, run_tool, Delete, DeleteArgs, EditFile,
     EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs,

@@ -96,6 +96,12 @@ fn present(name: &str) -> bool {
                     .join(".ci/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
                     .is_file()
         }
+        "acp_sdk" => {
+            on_path("node")
+                && workspace_root()
+                    .join(".ci/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")
+                    .is_file()
+        }
         "llama" => {
             let python = env::var("LC_AGENT_PYTHON").unwrap_or_else(|_| "python3".to_string());
             python_imports(

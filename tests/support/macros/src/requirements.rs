@@ -62,6 +62,11 @@ const REQUIREMENTS: &[Requirement] = &[
         install: "npm ci --prefix .ci",
     },
     Requirement {
+        name: "acp_sdk",
+        what: "node and the Agent Client Protocol SDK under .ci/node_modules (@agentclientprotocol/sdk)",
+        install: "npm ci --prefix .ci",
+    },
+    Requirement {
         name: "llama",
         what: "llama-cpp-python's server and the SmolLM2 model ($LC_AGENT_PYTHON or python3)",
         install: "pip install -r .ci/requirements.txt",

@@ -56,7 +56,8 @@ pub use remembered::remember_servers_in;
 ///   [`remember_servers_in`] was called; the answer is still reported as
 ///   deltas.
 /// - **Empty answers with tools**: an answer with no text and no tool call
-///   to a request that let the model choose (`auto`) is asked again once
+///   (and not ended for a tool call it lost) to a request that let the
+///   model choose (`auto`) is asked again once
 ///   with `tool_choice: none` (llama-cpp-python's function-calling format
 ///   loses the text of every answer that is not a tool call). Any other empty
 ///   stream is asked again unstreamed once too, so the server says what
@@ -546,7 +547,9 @@ impl ChatModel for OpenAiChatModel {
 fn without_tools_if_empty(request: &ChatRequest, answer: &ChatResponse) -> Option<ChatRequest> {
     let auto = matches!(request.tool_choice, None | Some(ToolChoice::Auto));
     let empty = answer.content.trim().is_empty() && answer.tool_calls.is_empty();
-    if request.tools.is_empty() || !auto || !empty || answer.is_cut_off() {
+    // A call the server lost (`finish_reason: tool_calls`) stays flagged.
+    let lost_call = answer.finish_reason.as_deref() == Some("tool_calls");
+    if request.tools.is_empty() || !auto || !empty || lost_call || answer.is_cut_off() {
         return None;
     }
     tracing::debug!("an empty answer with tools offered; asking again with tool_choice none");

@@ -546,3 +546,64 @@ impl Serialize for Connections<'_> {
         map.end()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(base: u64, rev: u64) -> String {
+        format!("{{\"journal\":\"{JOURNAL_FORMAT}\",\"base\":{base},\"rev\":{rev}}}\n")
+    }
+
+    #[test]
+    fn a_scan_skips_what_the_snapshot_holds_and_stops_at_a_torn_tail() {
+        let mut lines = line(1, 2) + &line(2, 3) + &line(3, 4);
+        let whole = lines.len();
+        lines.push_str("{\"journal\":\"lc-agent-journal/1\",\"ba");
+        let scan = scan_journal(2, lines.as_bytes()).expect("scan");
+        assert_eq!(scan.revision, 4);
+        assert_eq!(scan.valid_len, whole);
+        assert_eq!(
+            scan.records.len(),
+            2,
+            "the record at revision 2 is in the snapshot"
+        );
+        // A record that does not follow ends the journal.
+        let gap = line(1, 2) + &line(5, 6);
+        let scan = scan_journal(1, gap.as_bytes()).expect("scan");
+        assert_eq!((scan.revision, scan.valid_len), (2, line(1, 2).len()));
+        assert!(scan_journal(
+            0,
+            b"{\"journal\":\"lc-agent-journal/2\",\"base\":0,\"rev\":1}\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn metadata_whose_key_order_changed_is_written_whole() {
+        let old: Map<String, Value> = serde_json::from_str(r#"{"a":1,"b":2,"c":3}"#).expect("map");
+        let mut record = Record {
+            journal: JOURNAL_FORMAT.into(),
+            base: 0,
+            rev: 1,
+            head: None,
+            metadata: None,
+            meta_set: Map::new(),
+            meta_del: Vec::new(),
+            files_set: BTreeMap::new(),
+            files_del: Vec::new(),
+            nodes: Vec::new(),
+        };
+        let changed: Map<String, Value> =
+            serde_json::from_str(r#"{"a":1,"c":4,"d":5}"#).expect("map");
+        diff_metadata(&old, &changed, &mut record);
+        assert_eq!(record.meta_del, ["b"]);
+        assert_eq!(record.meta_set.keys().collect::<Vec<_>>(), ["c", "d"]);
+        assert!(record.metadata.is_none());
+        // `a` removed and set again: it moved to the end.
+        let moved: Map<String, Value> =
+            serde_json::from_str(r#"{"b":2,"c":3,"a":1}"#).expect("map");
+        diff_metadata(&old, &moved, &mut record);
+        assert_eq!(record.metadata.as_ref(), Some(&moved));
+    }
+}

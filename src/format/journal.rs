@@ -192,7 +192,44 @@ impl RunnableNetwork {
         snapshot_len: u64,
         journal_len: u64,
     ) -> Result<()> {
-        let (_, base) = self.write_json_based(std::io::sink())?;
+        // No serialization but of the pending nodes: a loaded network is
+        // what the store holds.
+        let files_gen = self.0.files_gen.load(Ordering::Relaxed);
+        let g = self.0.graph.lock();
+        let files = self.0.files.read();
+        let mut nodes = Vec::with_capacity(g.nodes().len());
+        for node in g.nodes().values() {
+            let (version, invoked) = {
+                let st = node.saved_fields();
+                (st.version(), st.invoked())
+            };
+            let json = if invoked {
+                None
+            } else {
+                Some(serde_json::value::to_raw_value(&NodeView {
+                    node,
+                    cached: true,
+                    marks: None,
+                })?)
+            };
+            nodes.push(NodeMark::new(node.id(), version, json.as_deref()));
+        }
+        let base = SaveBase {
+            store: String::new(),
+            revision: 0,
+            snapshot_len: 0,
+            journal_len: 0,
+            nodes,
+            head: Head {
+                name: g.name.clone(),
+                default_node: g.default_node.clone(),
+                chat_model_name: g.chat_model_name.clone(),
+            },
+            metadata: g.metadata.clone(),
+            files: files.clone(),
+            files_gen,
+        };
+        drop((files, g));
         self.install_base(base, store, revision, Some((snapshot_len, journal_len)));
         Ok(())
     }

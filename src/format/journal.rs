@@ -192,7 +192,44 @@ impl RunnableNetwork {
         snapshot_len: u64,
         journal_len: u64,
     ) -> Result<()> {
-        let (_, base) = self.write_json_based(std::io::sink())?;
+        // No serialization but of the pending nodes: a loaded network is
+        // what the store holds.
+        let files_gen = self.0.files_gen.load(Ordering::Relaxed);
+        let g = self.0.graph.lock();
+        let files = self.0.files.read();
+        let mut nodes = Vec::with_capacity(g.nodes().len());
+        for node in g.nodes().values() {
+            let (version, invoked) = {
+                let st = node.saved_fields();
+                (st.version(), st.invoked())
+            };
+            let json = if invoked {
+                None
+            } else {
+                Some(serde_json::value::to_raw_value(&NodeView {
+                    node,
+                    cached: true,
+                    marks: None,
+                })?)
+            };
+            nodes.push(NodeMark::new(node.id(), version, json.as_deref()));
+        }
+        let base = SaveBase {
+            store: String::new(),
+            revision: 0,
+            snapshot_len: 0,
+            journal_len: 0,
+            nodes,
+            head: Head {
+                name: g.name.clone(),
+                default_node: g.default_node.clone(),
+                chat_model_name: g.chat_model_name.clone(),
+            },
+            metadata: g.metadata.clone(),
+            files: files.clone(),
+            files_gen,
+        };
+        drop((files, g));
         self.install_base(base, store, revision, Some((snapshot_len, journal_len)));
         Ok(())
     }
@@ -544,5 +581,66 @@ impl Serialize for Connections<'_> {
             }
         }
         map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(base: u64, rev: u64) -> String {
+        format!("{{\"journal\":\"{JOURNAL_FORMAT}\",\"base\":{base},\"rev\":{rev}}}\n")
+    }
+
+    #[test]
+    fn a_scan_skips_what_the_snapshot_holds_and_stops_at_a_torn_tail() {
+        let mut lines = line(1, 2) + &line(2, 3) + &line(3, 4);
+        let whole = lines.len();
+        lines.push_str("{\"journal\":\"lc-agent-journal/1\",\"ba");
+        let scan = scan_journal(2, lines.as_bytes()).expect("scan");
+        assert_eq!(scan.revision, 4);
+        assert_eq!(scan.valid_len, whole);
+        assert_eq!(
+            scan.records.len(),
+            2,
+            "the record at revision 2 is in the snapshot"
+        );
+        // A record that does not follow ends the journal.
+        let gap = line(1, 2) + &line(5, 6);
+        let scan = scan_journal(1, gap.as_bytes()).expect("scan");
+        assert_eq!((scan.revision, scan.valid_len), (2, line(1, 2).len()));
+        assert!(scan_journal(
+            0,
+            b"{\"journal\":\"lc-agent-journal/2\",\"base\":0,\"rev\":1}\n"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn metadata_whose_key_order_changed_is_written_whole() {
+        let old: Map<String, Value> = serde_json::from_str(r#"{"a":1,"b":2,"c":3}"#).expect("map");
+        let mut record = Record {
+            journal: JOURNAL_FORMAT.into(),
+            base: 0,
+            rev: 1,
+            head: None,
+            metadata: None,
+            meta_set: Map::new(),
+            meta_del: Vec::new(),
+            files_set: BTreeMap::new(),
+            files_del: Vec::new(),
+            nodes: Vec::new(),
+        };
+        let changed: Map<String, Value> =
+            serde_json::from_str(r#"{"a":1,"c":4,"d":5}"#).expect("map");
+        diff_metadata(&old, &changed, &mut record);
+        assert_eq!(record.meta_del, ["b"]);
+        assert_eq!(record.meta_set.keys().collect::<Vec<_>>(), ["c", "d"]);
+        assert!(record.metadata.is_none());
+        // `a` removed and set again: it moved to the end.
+        let moved: Map<String, Value> =
+            serde_json::from_str(r#"{"b":2,"c":3,"a":1}"#).expect("map");
+        diff_metadata(&old, &moved, &mut record);
+        assert_eq!(record.metadata.as_ref(), Some(&moved));
     }
 }

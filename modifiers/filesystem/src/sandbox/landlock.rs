@@ -9,12 +9,14 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ::landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
+
+use seccompiler::BpfProgram;
 
 use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
 
@@ -33,9 +35,77 @@ use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
 /// exists in the root, writes are granted per top-level entry of the root
 /// other than those paths, and the root itself takes no new entries (the
 /// default mechanism uses bubblewrap for such a root instead).
+///
+/// What does not change between commands is built once per mechanism
+/// (so once per [`Sandbox`](super::Sandbox)) and policy: the ruleset, the
+/// seccomp filter, and a private temporary directory whose subdirectories
+/// are the commands' `TMPDIR`s (removed after each command; the directory
+/// itself when the sandbox is dropped). It is built again when what its
+/// rules name changes: the root or an extra directory replaced, or (with
+/// read-only paths in the root) the root's top-level entries. `/etc` and
+/// the system directories are read once.
 #[derive(Debug, Clone, Default)]
 pub struct Landlock {
-    _private: (),
+    built: Arc<Mutex<Vec<Arc<Built>>>>,
+}
+
+/// How many policies' rulesets one mechanism keeps.
+const KEPT_RULESETS: usize = 4;
+
+/// A policy's confinement, built once: what every command of it shares.
+#[derive(Debug)]
+struct Built {
+    key: Key,
+    ruleset: OwnedFd,
+    filter: BpfProgram,
+    tmp: TempDir,
+    /// Commands' temporary directories made so far (names them).
+    commands: AtomicU64,
+}
+
+/// What a ruleset was built from: when it differs, the rules are stale.
+#[derive(Debug, PartialEq)]
+struct Key {
+    policy: SandboxPolicy,
+    root: PathBuf,
+    /// The identity (device, inode) of the root and the policy's extra
+    /// directories, and, when writes are granted per top-level entry,
+    /// those entries' names and identities.
+    identities: Vec<(OsString, Option<(u64, u64)>)>,
+}
+
+impl Key {
+    fn of(policy: &SandboxPolicy, root: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let identity = |p: &Path| {
+            std::fs::symlink_metadata(p)
+                .ok()
+                .map(|m| (m.dev(), m.ino()))
+        };
+        let mut identities: Vec<(OsString, Option<(u64, u64)>)> = std::iter::once(root)
+            .chain(policy.readable.iter().map(PathBuf::as_path))
+            .chain(policy.writable.iter().map(PathBuf::as_path))
+            .map(|p| (p.as_os_str().to_owned(), identity(p)))
+            .collect();
+        if policy.mode == SandboxMode::WorkspaceWrite && has_read_only_paths(policy, root) {
+            let mut entries: Vec<(OsString, Option<(u64, u64)>)> = std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| {
+                    let id = e.metadata().ok().map(|m| (m.dev(), m.ino()));
+                    (e.file_name(), id)
+                })
+                .collect();
+            entries.sort();
+            identities.extend(entries);
+        }
+        Self {
+            policy: policy.clone(),
+            root: root.to_path_buf(),
+            identities,
+        }
+    }
 }
 
 /// The self-check's result, once per process.
@@ -67,10 +137,12 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new() -> io::Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
         let n = TEMP_DIRS.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("lc-agent-sandbox-{}-{n}", std::process::id()));
+        Self::at(std::env::temp_dir().join(format!("lc-agent-sandbox-{}-{n}", std::process::id())))
+    }
+
+    fn at(path: PathBuf) -> io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self(path))
     }
@@ -244,8 +316,40 @@ fn drop_capabilities() -> io::Result<()> {
 }
 
 impl Landlock {
+    /// The confinement of `policy` in `root`: the one built before while
+    /// its rules still hold, else a new one (kept for the next commands).
+    fn built(&self, policy: &SandboxPolicy, root: &Path) -> Result<Arc<Built>, String> {
+        let key = Key::of(policy, root);
+        let mut built = self
+            .built
+            .lock()
+            .map_err(|_| "Landlock: a command panicked while its sandbox was built".to_string())?;
+        if let Some(found) = built.iter().position(|b| b.key == key) {
+            let found = built.remove(found);
+            built.push(found.clone());
+            return Ok(found);
+        }
+        // The commands of one policy that still hold rules of the old
+        // root entries keep their own copy alive until they end.
+        built.retain(|b| !(b.key.policy == key.policy && b.key.root == key.root));
+        let tmp = TempDir::new().map_err(|e| format!("no temporary directory: {e}"))?;
+        let new = Arc::new(Built {
+            ruleset: ruleset(policy, root, &tmp.0)?,
+            filter: seccomp::filter(policy.network)?,
+            key,
+            tmp,
+            commands: AtomicU64::new(0),
+        });
+        if built.len() == KEPT_RULESETS {
+            built.remove(0);
+        }
+        built.push(new.clone());
+        Ok(new)
+    }
+
     /// `sh -c command`, confined by `policy` in `root` between fork and exec.
     fn confined(
+        &self,
         policy: &SandboxPolicy,
         root: &Path,
         env: &[(OsString, OsString)],
@@ -254,9 +358,10 @@ impl Landlock {
         if policy.mode == SandboxMode::Full {
             return Err("full mode runs without a sandbox".to_string());
         }
-        let tmp = TempDir::new().map_err(|e| format!("no temporary directory: {e}"))?;
-        let ruleset = ruleset(policy, root, &tmp.0)?;
-        let filter = seccomp::filter(policy.network)?;
+        let built = self.built(policy, root)?;
+        let n = built.commands.fetch_add(1, Ordering::Relaxed);
+        let tmp = TempDir::at(built.tmp.0.join(n.to_string()))
+            .map_err(|e| format!("no temporary directory: {e}"))?;
         // SAFETY: geteuid has no memory effects.
         let root_user = unsafe { libc::geteuid() } == 0;
         let mut cmd = Command::new("sh");
@@ -265,29 +370,36 @@ impl Landlock {
             .env_clear()
             .envs(env.iter().map(|(n, v)| (n, v)))
             .env("TMPDIR", &tmp.0);
+        let shared = built.clone();
         let confine = move || -> io::Result<()> {
             if root_user {
                 drop_capabilities()?;
             }
             // SAFETY: prctl and the two system calls below take integers and a
-            // descriptor this closure owns; nothing is allocated.
+            // descriptor `shared` owns; nothing is allocated.
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
                 return Err(io::Error::last_os_error());
             }
             // SAFETY: as above.
-            if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) }
-                != 0
+            if unsafe {
+                libc::syscall(
+                    libc::SYS_landlock_restrict_self,
+                    shared.ruleset.as_raw_fd(),
+                    0,
+                )
+            } != 0
             {
                 return Err(io::Error::last_os_error());
             }
-            seccompiler::apply_filter(&filter).map_err(|_| io::Error::last_os_error())
+            seccompiler::apply_filter(&shared.filter).map_err(|_| io::Error::last_os_error())
         };
         // SAFETY: the closure only makes system calls (prctl, capset,
         // landlock_restrict_self, seccomp) on data prepared before the fork.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, confine);
         }
-        Ok(Prepared::new(cmd).keep(tmp))
+        // The command's directory goes first, then (maybe) the shared one.
+        Ok(Prepared::new(cmd).keep(tmp).keep(built))
     }
 }
 
@@ -301,9 +413,11 @@ impl SandboxMechanism for Landlock {
             .get_or_init(|| {
                 let policy = SandboxPolicy::new(SandboxMode::ReadOnly);
                 let root = std::env::temp_dir();
-                let prepared = Self::confined(&policy, &root, &[], "exit 0").map_err(|e| {
-                    format!("Landlock (ABI 6, Linux 6.12) cannot confine here: {e}")
-                })?;
+                let prepared = Self::default()
+                    .confined(&policy, &root, &[], "exit 0")
+                    .map_err(|e| {
+                        format!("Landlock (ABI 6, Linux 6.12) cannot confine here: {e}")
+                    })?;
                 let (mut cmd, _keep) = prepared.into_parts();
                 match cmd
                     .stdin(Stdio::null())
@@ -326,6 +440,45 @@ impl SandboxMechanism for Landlock {
         env: &[(OsString, OsString)],
         command: &str,
     ) -> Result<Prepared, String> {
-        Self::confined(policy, root, env, command)
+        self.confined(policy, root, env, command)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The commands of one policy share one build until the root's rules
+    /// change; another policy has its own.
+    #[test]
+    fn a_policy_is_built_once_per_mechanism() {
+        let landlock = Landlock::default();
+        if landlock.check().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite);
+        let first = landlock.built(&policy, &root).unwrap();
+        let again = landlock.built(&policy, &root).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let read_only = SandboxPolicy::new(SandboxMode::ReadOnly);
+        let other = landlock.built(&read_only, &root).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        // A new top-level entry (writes are granted per entry): rebuilt.
+        std::fs::create_dir(root.join("src")).unwrap();
+        let rebuilt = landlock.built(&policy, &root).unwrap();
+        assert!(!Arc::ptr_eq(&first, &rebuilt));
+        assert!(Arc::ptr_eq(
+            &rebuilt,
+            &landlock.built(&policy, &root).unwrap()
+        ));
+        // The stale build is gone from the mechanism; its directory with
+        // it once the last command holding it ends.
+        let stale_tmp = first.tmp.0.clone();
+        drop((first, again));
+        assert!(!stale_tmp.exists());
     }
 }

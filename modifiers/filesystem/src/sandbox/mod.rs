@@ -20,9 +20,12 @@
 //! confines `sh` itself between fork and exec: Landlock rules (ABI 6:
 //! filesystem, TCP bind/connect, signal and abstract-socket scopes) and a
 //! seccomp filter (`seccomp.rs`: sockets, `io_uring`, `setsid`, and what
-//! root could use past Landlock); no namespaces. What one `true`
-//! costs under each mechanism and unconfined: `cargo run --release
-//! --example sandbox` prints it.
+//! root could use past Landlock); no namespaces. The ruleset, the filter
+//! and a private temporary directory are built once per sandbox and
+//! policy and shared by its commands (built again when the root's rules
+//! change); a command only makes its own `TMPDIR` inside that directory.
+//! What one `true` costs under each mechanism and unconfined: `cargo run
+//! --release --example sandbox` prints it.
 //! Landlock cannot carve a read-only `.git` out of a writable root, so a
 //! root holding a read-only path (`.git`, `.lc-agent`) runs in
 //! [`Bubblewrap`] (`bwrap`): mount namespaces give exactly the read set,

@@ -378,3 +378,55 @@ fn a_sandbox_that_cannot_be_made_is_an_error_never_unconfined() {
         .unwrap_err()
         .contains("read-only, workspace-write or full"));
 }
+
+/// Landlock builds a policy's ruleset once and uses it for every command:
+/// the rules still follow the root when it changes between commands (a
+/// top-level entry made or replaced by the file tools while `.git` keeps
+/// writes per entry), and each command has its own `TMPDIR`, removed
+/// after it.
+#[tokio::test]
+async fn landlock_rules_built_once_follow_the_root() {
+    let landlock = lc_agent_filesystem::Landlock::default();
+    if let Err(e) = landlock.check() {
+        eprintln!("skipped: Landlock cannot confine here: {e}");
+        return;
+    }
+    let site = sandbox_site(Path::new(env!("CARGO_TARGET_TMPDIR")), "");
+    let root = site.root.canonicalize().unwrap();
+    let sandbox = Sandbox::with_mechanism(
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite),
+        Arc::new(landlock),
+    )
+    .unwrap();
+    let shell = LocalShellBackend::sandboxed(FilesystemBackend::new(&root).unwrap(), sandbox);
+
+    let out = exec(&shell, "echo a > src/a.txt && echo $TMPDIR", 10).await;
+    assert!(root.join("src/a.txt").exists(), "{out}");
+    let first_tmp = out.lines().next().unwrap().trim().to_string();
+    assert!(!Path::new(&first_tmp).exists(), "{first_tmp} left behind");
+
+    // A new top-level entry, made outside the command: writable next time.
+    std::fs::create_dir(root.join("fresh")).unwrap();
+    let out = exec(&shell, "echo b > fresh/b.txt", 10).await;
+    assert!(root.join("fresh/b.txt").exists(), "{out}");
+    // An entry replaced by another of the same name: writable too.
+    std::fs::remove_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    let out = exec(&shell, "echo c > src/c.txt", 10).await;
+    assert!(root.join("src/c.txt").exists(), "{out}");
+
+    // Still confined: `.git` read-only, no new entry in the root itself.
+    let out = exec(&shell, "echo evil >> .git/config; echo x > new.txt", 10).await;
+    assert!(
+        !std::fs::read_to_string(root.join(".git/config"))
+            .unwrap()
+            .contains("evil"),
+        "{out}"
+    );
+    assert!(!root.join("new.txt").exists(), "{out}");
+    // Each command its own temporary directory.
+    let out = exec(&shell, "echo t > $TMPDIR/t && echo $TMPDIR", 10).await;
+    let tmp = out.lines().next().unwrap().trim();
+    assert_ne!(tmp, first_tmp, "{out}");
+    assert!(!Path::new(tmp).exists(), "{tmp} left behind");
+}

@@ -1,5 +1,5 @@
 //! The file tools of lc-agent: `ls`, `read_file`, `write_file`,
-//! `edit_file`, `glob`, `grep` and `execute` over pluggable, confined
+//! `edit_file`, `glob`, `grep`, `delete` and `execute` over pluggable, confined
 //! backends, and the filesystem modifier that offers them to a network's
 //! chat nodes and evicts large tool results to files. `lc-agent tool`, the
 //! MCP file-tool server and the HTTP server's tool endpoints run the tools
@@ -8,7 +8,7 @@
 //!
 //! ```text
 //!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
-//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
+//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Delete Execute
 //!    │ on_post_invoke: evict.rs                    (TypedTools, exact output text;
 //!    │                                              is_offered: which are offered)
 //!    │                                                   │ path.rs: virtual paths
@@ -120,7 +120,7 @@
 //! - `modifier.rs`: [`FilesystemModifier`], offers the tools, adds the prompt section, evicts.
 //! - `prompt.rs`: the system-prompt section about the file tools.
 //! - [`evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
-//! - `tools/`: the seven tools, one type each ([`TypedTool`](lc_agent::TypedTool)s: their
+//! - `tools/`: the eight tools, one type each ([`TypedTool`](lc_agent::TypedTool)s: their
 //!   arguments are read, and argument errors worded, by the core's `lc_agent::tool_args`),
 //!   [`run_tool`], [`all_tools`], [`offered_tools`] and [`is_offered`], the one rule for
 //!   which tools a model is offered.
@@ -131,8 +131,8 @@
 //!   - `tools/glob.rs`: [`Glob`].
 //!   - `tools/grep.rs`: [`Grep`] and `format_grep`.
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
-//!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder; callable by name
-//!     through [`run_tool`], not among the seven offered by default.
+//!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder (the agent
+//!     layer holds each call for a person's approval by default).
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait and what it returns.

@@ -104,6 +104,18 @@
 //!   `\u{1b}`), so a listing has one path per line and a NUL is never
 //!   echoed raw; sorting is by the printed line. Existing odd names (made
 //!   by a shell, say) are listed, searched and read, escaped.
+//! - **Encodings.** A file is decoded by what its first 8 KiB say (the
+//!   window of the binary rule): a UTF-16 BOM, a UTF-8 BOM, bytes that are
+//!   not UTF-8 (Windows-1252, the superset of Latin-1 every byte of which is
+//!   a character), else UTF-8. `read_file` ends with `[File encoding:
+//!   <name>]` for any but plain UTF-8 (`UTF-8 with BOM`, `UTF-16LE`,
+//!   `UTF-16BE`, `windows-1252`) and never shows a BOM; `grep` searches the
+//!   decoded text; `edit_file` writes the file back in its own encoding,
+//!   BOM included, and refuses a `new_string` Windows-1252 cannot hold
+//!   (`Error: <path> is windows-1252 text, which cannot hold every
+//!   character of new_string; the file was not changed`). A bad byte after
+//!   the first 8 KiB of a UTF-8 file stays what it was: U+FFFD when read,
+//!   and `edit_file` will not rewrite the file.
 //! - **Bytes are kept exactly or refused.** `FilesystemBackend` stores any
 //!   bytes. `StateBackend` and `StoreBackend` hold text (`content` is lines
 //!   of a string): an upload that is not UTF-8 is refused with
@@ -160,7 +172,8 @@
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
 //! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
 //!   invalid-regex note.
-//! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
+//! - `encoding.rs`: UTF-8 (BOM or not), UTF-16 (BOM), Windows-1252 or binary, from a file's
+//!   first 8 KiB; the decoding reader and the writer back in a file's own encoding.
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware), in a text held whole
 //!   (in-graph backends).

@@ -35,7 +35,7 @@ pub(crate) struct ToolArgs {
     /// OpenAI tool definitions (JSON) instead of running a call.
     #[arg(long, conflicts_with = "state")]
     list: bool,
-    /// Tool name: ls, read_file, write_file, edit_file, glob, grep, execute.
+    /// Tool name: ls, read_file, write_file, edit_file, glob, grep, delete, execute.
     #[arg(required_unless_present = "list")]
     name: Option<String>,
     /// Arguments as a JSON object.

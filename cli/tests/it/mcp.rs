@@ -31,7 +31,15 @@ fn check(args: &[&str]) -> Value {
 fn assert_seen(seen: &Value, root: &Path) {
     assert_eq!(
         seen["tools"],
-        json!(["ls", "read_file", "write_file", "edit_file", "glob", "grep"])
+        json!([
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "delete"
+        ])
     );
     let calls: Vec<(bool, &str)> = seen["calls"]
         .as_array()

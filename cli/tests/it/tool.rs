@@ -179,6 +179,7 @@ fn list_prints_the_agents_tools_as_openai_definitions() {
         "edit_file",
         "glob",
         "grep",
+        "delete",
         "write_todos",
         "task",
     ] {

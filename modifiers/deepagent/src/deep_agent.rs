@@ -31,11 +31,11 @@ use crate::subagents::{SubAgent, SubAgentModifier};
 use crate::summarization::{SummarizationConfig, SummarizationModifier};
 use crate::todos::TodoListModifier;
 use crate::workspace::{Workspace, WorkspaceError};
-use lc_agent_filesystem::Execute;
 use lc_agent_filesystem::{
     Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, Permissions,
     StateBackend,
 };
+use lc_agent_filesystem::{Delete, Execute};
 
 /// The name the preset registers its main model under.
 pub const MAIN_MODEL: &str = "main";
@@ -335,26 +335,21 @@ impl DeepAgentBuilder {
         self.permissions.guard(backend, false).resolve(net)
     }
 
-    /// The approval rules: the caller's, and the workspace's for `execute`
-    /// unless the caller ruled on it; a modifier without rules of its own
-    /// when only sub-agents have some (they add theirs in their networks).
-    fn approvals(&self) -> Option<ApprovalModifier> {
-        let execute = <Execute as TypedTool>::NAME;
-        let ruled = self.approvals.as_ref().is_some_and(|a| a.rules_on(execute));
-        let own = match &self.execute_rule {
-            Some(rule) if !ruled => Some(
-                self.approvals
-                    .clone()
-                    .unwrap_or_default()
-                    .interrupt_on(execute, rule.clone()),
-            ),
-            _ => self.approvals.clone(),
-        };
-        own.or_else(|| {
-            self.subagents
-                .has_approval_rules()
-                .then(ApprovalModifier::new)
-        })
+    /// The approval rules: the caller's; the workspace's for `execute`
+    /// and the default for `delete` (every call waits for a person's
+    /// decision), each unless the caller ruled on that tool.
+    fn approvals(&self) -> ApprovalModifier {
+        let defaults = [
+            (<Execute as TypedTool>::NAME, self.execute_rule.clone()),
+            (<Delete as TypedTool>::NAME, Some(Decisions::all())),
+        ];
+        let mut own = self.approvals.clone().unwrap_or_default();
+        for (tool, rule) in defaults {
+            if let (Some(rule), false) = (rule, own.rules_on(tool)) {
+                own = own.interrupt_on(tool, rule);
+            }
+        }
+        own
     }
 
     /// The names of the agent's tools (found by attaching to a scratch
@@ -425,7 +420,7 @@ impl DeepAgentBuilder {
         net.add_modifier(self.subagents.clone())?;
         // Always there: the mode may hold `exit_plan_mode` or let calls through.
         net.add_modifier(crate::modes::ModeModifier)?;
-        net.add_modifier(self.approvals().unwrap_or_default())?;
+        net.add_modifier(self.approvals())?;
         if let (Some(mode), false) = (self.mode, crate::modes::has_mode(net)) {
             crate::modes::set_permission_mode(net, mode);
         }

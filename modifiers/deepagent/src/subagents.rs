@@ -363,15 +363,6 @@ impl SubAgentModifier {
         self
     }
 
-    /// Whether a sub-agent has approval rules of its own (its network
-    /// then needs an approval modifier).
-    pub(crate) fn has_approval_rules(&self) -> bool {
-        self.agents
-            .by_name
-            .values()
-            .any(|a| !a.interrupt_on.is_empty())
-    }
-
     /// The sub-agents' allow-lists: `(sub-agent, tool)` for each listed
     /// tool that is not in `known` nor one of the sub-agent's own.
     pub(crate) fn unknown_tools(&self, known: &[String]) -> Vec<(String, String)> {

@@ -108,6 +108,9 @@ pub struct ReadPage {
     pub total: Option<usize>,
     /// Whether the file is empty or only whitespace.
     pub blank: bool,
+    /// The file's encoding when it is not plain UTF-8 (`UTF-8 with BOM`,
+    /// `UTF-16LE`, `UTF-16BE`, `windows-1252`): `read_file` names it.
+    pub encoding: Option<&'static str>,
 }
 
 /// How `grep` reports (its `output_mode` argument, spelled

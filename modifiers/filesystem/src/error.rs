@@ -86,6 +86,14 @@ pub enum FsError {
     /// `edit_file` on a file that is not UTF-8.
     #[error("{} is not valid UTF-8; edit_file will not rewrite it", shown(.0))]
     NotUtf8(String),
+    /// `edit_file` whose `new_string` the file's encoding cannot hold.
+    #[error("{} is {encoding} text, which cannot hold every character of new_string; the file was not changed", shown(path))]
+    CannotEncode {
+        /// The file.
+        path: String,
+        /// Its encoding.
+        encoding: &'static str,
+    },
     /// `write_file` without `overwrite` onto an existing file.
     #[error("Cannot write to {} because it already exists. Read it and use edit_file, or call write_file with overwrite=true.", shown(.0))]
     AlreadyExists(String),

@@ -23,7 +23,9 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
 use super::backend::{FileMatches, GrepLine, GrepMode, GrepQuery};
-use super::encoding::{classify, decode_utf16, read_head_into, Encoding, BINARY_SNIFF_BYTES};
+use super::encoding::{
+    classify, decode_utf16, read_head_into, text_reader, Encoding, BINARY_SNIFF_BYTES,
+};
 use super::error::{FsError, FsResult};
 use super::paging::MAX_LINE_CHARS;
 
@@ -98,11 +100,12 @@ impl GrepEngine {
         let decoded;
         let bytes = match classify(bytes) {
             Encoding::Binary => return None,
-            Encoding::Utf8 => bytes,
             Encoding::Utf16Le | Encoding::Utf16Be => {
                 decoded = decode_utf16(bytes, classify(bytes) == Encoding::Utf16Le);
                 decoded.as_bytes()
             }
+            // In-memory text is UTF-8 (a BOM is sniffed by the searcher).
+            _ => bytes,
         };
         let mut sink = Collect::new(self.limit, self.keep_text);
         let outcome = searcher.search_reader(&self.matcher, bytes, &mut sink);
@@ -119,11 +122,17 @@ impl GrepEngine {
     ) -> io::Result<Option<FileMatches>> {
         let mut head = [0u8; BINARY_SNIFF_BYTES];
         let filled = read_head_into(file, &mut head)?;
-        if classify(&head[..filled]) == Encoding::Binary {
-            return Ok(None);
-        }
         let mut sink = Collect::new(self.limit, self.keep_text);
-        let outcome = searcher.search_file(&self.matcher, file, &mut sink);
+        let outcome = match classify(&head[..filled]) {
+            Encoding::Binary => return Ok(None),
+            // Decoded as it is read (the searcher sniffs BOMs itself).
+            Encoding::Windows1252 => searcher.search_reader(
+                &self.matcher,
+                text_reader(file, Encoding::Windows1252),
+                &mut sink,
+            ),
+            _ => searcher.search_file(&self.matcher, file, &mut sink),
+        };
         if let Err(e) = &outcome
             && !is_heap_limit(e)
         {

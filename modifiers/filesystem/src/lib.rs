@@ -1,5 +1,5 @@
 //! The file tools of lc-agent: `ls`, `read_file`, `write_file`,
-//! `edit_file`, `glob`, `grep` and `execute` over pluggable, confined
+//! `edit_file`, `glob`, `grep`, `delete` and `execute` over pluggable, confined
 //! backends, and the filesystem modifier that offers them to a network's
 //! chat nodes and evicts large tool results to files. `lc-agent tool`, the
 //! MCP file-tool server and the HTTP server's tool endpoints run the tools
@@ -8,7 +8,7 @@
 //!
 //! ```text
 //!  FilesystemModifier (modifier.rs) ── tools() ──▶ tools/: Ls ReadFile WriteFile
-//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Execute
+//!    │ system prompt (prompt.rs)                   EditFile Glob Grep Delete Execute
 //!    │ on_post_invoke: evict.rs                    (TypedTools, exact output text;
 //!    │                                              is_offered: which are offered)
 //!    │                                                   │ path.rs: virtual paths
@@ -104,6 +104,18 @@
 //!   `\u{1b}`), so a listing has one path per line and a NUL is never
 //!   echoed raw; sorting is by the printed line. Existing odd names (made
 //!   by a shell, say) are listed, searched and read, escaped.
+//! - **Encodings.** A file is decoded by what its first 8 KiB say (the
+//!   window of the binary rule): a UTF-16 BOM, a UTF-8 BOM, bytes that are
+//!   not UTF-8 (Windows-1252, the superset of Latin-1 every byte of which is
+//!   a character), else UTF-8. `read_file` ends with `[File encoding:
+//!   <name>]` for any but plain UTF-8 (`UTF-8 with BOM`, `UTF-16LE`,
+//!   `UTF-16BE`, `windows-1252`) and never shows a BOM; `grep` searches the
+//!   decoded text; `edit_file` writes the file back in its own encoding,
+//!   BOM included, and refuses a `new_string` Windows-1252 cannot hold
+//!   (`Error: <path> is windows-1252 text, which cannot hold every
+//!   character of new_string; the file was not changed`). A bad byte after
+//!   the first 8 KiB of a UTF-8 file stays what it was: U+FFFD when read,
+//!   and `edit_file` will not rewrite the file.
 //! - **Bytes are kept exactly or refused.** `FilesystemBackend` stores any
 //!   bytes. `StateBackend` and `StoreBackend` hold text (`content` is lines
 //!   of a string): an upload that is not UTF-8 is refused with
@@ -120,7 +132,7 @@
 //! - `modifier.rs`: [`FilesystemModifier`], offers the tools, adds the prompt section, evicts.
 //! - `prompt.rs`: the system-prompt section about the file tools.
 //! - [`evict`]: huge tool results to `/large_tool_results/<id>` and their preview.
-//! - `tools/`: the seven tools, one type each ([`TypedTool`](lc_agent::TypedTool)s: their
+//! - `tools/`: the eight tools, one type each ([`TypedTool`](lc_agent::TypedTool)s: their
 //!   arguments are read, and argument errors worded, by the core's `lc_agent::tool_args`),
 //!   [`run_tool`], [`all_tools`], [`offered_tools`] and [`is_offered`], the one rule for
 //!   which tools a model is offered.
@@ -131,8 +143,8 @@
 //!   - `tools/glob.rs`: [`Glob`].
 //!   - `tools/grep.rs`: [`Grep`] and `format_grep`.
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
-//!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder; callable by name
-//!     through [`run_tool`], not among the seven offered by default.
+//!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder (the agent
+//!     layer holds each call for a person's approval by default).
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait and what it returns.
@@ -160,7 +172,8 @@
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
 //! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
 //!   invalid-regex note.
-//! - `encoding.rs`: UTF-8, UTF-16 (BOM) or binary, from a file's first bytes (or all of it).
+//! - `encoding.rs`: UTF-8 (BOM or not), UTF-16 (BOM), Windows-1252 or binary, from a file's
+//!   first 8 KiB; the decoding reader and the writer back in a file's own encoding.
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware), in a text held whole
 //!   (in-graph backends).

@@ -217,11 +217,17 @@ pub(crate) fn read_text(file: &str, text: &str, offset: usize, limit: usize) -> 
         path: file.to_string(),
         size: text.len() as u64,
     };
-    if classify(text.as_bytes()) == Encoding::Binary {
+    let encoding = classify(text.as_bytes());
+    if encoding == Encoding::Binary {
         return Err(binary());
     }
-    match page(text.as_bytes(), offset, limit) {
-        Ok(window) => Ok(window),
+    // Text held as a string is UTF-8; a BOM is named, not shown.
+    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    match page(body.as_bytes(), offset, limit) {
+        Ok(mut window) => {
+            window.encoding = encoding.name();
+            Ok(window)
+        }
         Err(e) => Err(FsError::Io {
             path: file.to_string(),
             reason: e.to_string(),

@@ -56,7 +56,7 @@ impl FilesystemModifier {
         self
     }
 
-    /// Never evicts results of the tool `name` (the six file tools never are).
+    /// Never evicts results of the tool `name` (the seven file tools never are).
     pub fn never_evict(mut self, name: impl Into<String>) -> Self {
         self.never_evict.push(name.into());
         self
@@ -162,7 +162,7 @@ impl NetworkModifier for FilesystemModifier {
         Ok(())
     }
 
-    /// All seven tools: `execute` is kept so a call to it gets a clear
+    /// All eight tools: `execute` is kept so a call to it gets a clear
     /// error, but the model's requests offer only what
     /// [`tools::is_offered`] says (see `on_chat_request`).
     fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {

@@ -234,6 +234,7 @@ impl Pager {
             lines: self.lines,
             total: (!self.stopped).then_some(self.line),
             blank: self.blank && !self.stopped,
+            encoding: None,
         }
     }
 }

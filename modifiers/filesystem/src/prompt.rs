@@ -3,9 +3,9 @@
 /// The section, naming the tools that are offered.
 pub(crate) fn system_section(with_execute: bool) -> String {
     let tools = if with_execute {
-        "ls, read_file, write_file, edit_file, glob, grep, execute"
+        "ls, read_file, write_file, edit_file, glob, grep, delete, execute"
     } else {
-        "ls, read_file, write_file, edit_file, glob, grep"
+        "ls, read_file, write_file, edit_file, glob, grep, delete"
     };
     let mut text = format!(
         "## Filesystem\n\nYou have file tools: {tools}.\n\

@@ -25,6 +25,7 @@ async fn tools_list_and_execute_against_a_sessions_files() {
         "edit_file",
         "glob",
         "grep",
+        "delete",
         "write_todos",
     ] {
         assert!(names.contains(&n), "{names:?}");

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  MCP client ── stdio | POST /mcp (Authorization: Bearer <token>) ──▶ FileToolServer
-//!    tools/list ─▶ ls, read_file, write_file, edit_file, glob, grep (+ execute with a shell)
+//!    tools/list ─▶ ls, read_file, write_file, edit_file, glob, grep, delete (+ execute with a shell)
 //!    tools/call ─▶ PreToolUse hooks (with_hooks) ─▶ filesystem::run_tool(backend, name, args)
 //!                  ─▶ PostToolUse hooks ─▶ the spec's text, isError when it says `Error: ...`
 //! ```
@@ -75,7 +75,7 @@ impl FileToolServer {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let server = FileToolServer::new(FilesystemBackend::new(dir.path()).unwrap());
-    /// assert_eq!(server.tool_names(), ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]);
+    /// assert_eq!(server.tool_names(), ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "delete"]);
     /// ```
     pub fn new(backend: impl Backend + 'static) -> Self {
         Self::shared(Arc::new(backend))
@@ -222,7 +222,7 @@ impl ServerHandler for FileToolServer {
             .with_server_info(Implementation::new("lc-agent", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "File tools confined to one directory: ls, read_file, write_file, edit_file, \
-                 glob, grep (and execute when the server was started with a shell). Paths are \
+                 glob, grep, delete (and execute when the server was started with a shell). Paths are \
                  absolute inside that directory, starting with /.",
             )
     }

@@ -44,6 +44,7 @@ async fn the_preset_offers_every_piece_and_reattaches_to_a_loaded_session() {
         // (`execute` is dropped from the model's request on a backend that
         // cannot run commands.)
         [
+            "delete",
             "edit_file",
             "execute",
             "glob",

@@ -2,14 +2,14 @@
 //! real one: plan mode refuses a write while reads run and hands the plan to
 //! the user, whose approval leaves it (and the mode survives a save and
 //! load); a sub-agent plans too; accept-edits writes unasked while `execute`
-//! still waits; bypass holds nothing.
+//! still waits; bypass holds nothing; `delete` asks first by default.
 
 use crate::common;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolStatus, Turn};
 use lc_agent_deepagent::{
     decide, pending_approvals, permission_mode, set_permission_mode, AgentSpec, Decision,
-    DeepAgent, DeepAgentBuilder, PermissionMode, Workspace,
+    DecisionKind, Decisions, DeepAgent, DeepAgentBuilder, PermissionMode, Workspace,
 };
 use lc_agent_filesystem::SandboxMode;
 use serde_json::json;
@@ -184,4 +184,69 @@ async fn bypass_holds_nothing_and_a_blueprint_mode_is_a_new_sessions_first() {
         .attach(&loaded)
         .unwrap();
     assert_eq!(permission_mode(&loaded), PermissionMode::Default);
+}
+
+/// Issue 36 item 5: `delete` is offered and waits for a person's decision
+/// by default; approved it runs; in accept-edits it runs unasked; an
+/// agent's own `interrupt_on` rule on it replaces the default.
+#[tokio::test]
+async fn delete_is_offered_and_asks_first_unless_edits_are_accepted() {
+    let remove = || {
+        ScriptedChatModel::new([
+            Turn::tool_calls([ToolCall::new("d", "delete", json!({"path": "/old.txt"}))]),
+            Turn::text("Deleted."),
+        ])
+    };
+    let setup = |model: &ScriptedChatModel| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("old.txt"), "old").unwrap();
+        let workspace = Workspace::directory(dir.path());
+        let agent = DeepAgent::builder()
+            .model(model.clone())
+            .workspace(&workspace)
+            .unwrap();
+        (dir, agent)
+    };
+
+    let model = remove();
+    let (dir, agent) = setup(&model);
+    let net = agent.build().unwrap();
+    let offered: Vec<String> = agent
+        .offered_tools(&net)
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert!(offered.contains(&"delete".to_string()), "{offered:?}");
+    ask(&net, "Remove the old file.");
+    net.invoke().await.unwrap();
+    let pending = pending_approvals(&net);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].tool_call.name, "delete");
+    assert!(dir.path().join("old.txt").exists());
+    decide(&net, pending[0].node_id, Decision::Approve).unwrap();
+    assert_eq!(net.invoke().await.unwrap().text(), "Deleted.");
+    assert!(!dir.path().join("old.txt").exists());
+
+    let model = remove();
+    let (dir, agent) = setup(&model);
+    let net = agent.build().unwrap();
+    set_permission_mode(&net, PermissionMode::AcceptEdits);
+    ask(&net, "Remove the old file.");
+    assert_eq!(net.invoke().await.unwrap().text(), "Deleted.");
+    assert!(!dir.path().join("old.txt").exists());
+
+    let model = remove();
+    let (dir, agent) = setup(&model);
+    let net = agent
+        .interrupt_on("delete", Decisions::approve_or_reject())
+        .build()
+        .unwrap();
+    ask(&net, "Remove the old file.");
+    net.invoke().await.unwrap();
+    let pending = pending_approvals(&net);
+    assert_eq!(
+        pending[0].allowed,
+        [DecisionKind::Approve, DecisionKind::Reject]
+    );
+    assert!(dir.path().join("old.txt").exists());
 }

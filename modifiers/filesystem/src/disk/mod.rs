@@ -568,16 +568,16 @@ impl Disk {
                 path: vpath.to_string(),
                 size,
             }),
-            Encoding::Utf16Le | Encoding::Utf16Be => {
-                // Transcoded to UTF-8 as it is read (never whole in memory).
-                let decoded = encoding_rs_io::DecodeReaderBytesBuilder::new()
-                    .bom_sniffing(true)
-                    .strip_bom(true)
-                    .build(file);
-                page(BufReader::with_capacity(1 << 16, decoded), offset, limit).map_err(io_err)
-            }
             Encoding::Utf8 => {
                 page(BufReader::with_capacity(1 << 16, file), offset, limit).map_err(io_err)
+            }
+            other => {
+                // Transcoded to UTF-8 as it is read (never whole in memory).
+                let decoded = encoding::text_reader(file, other);
+                let mut window = page(BufReader::with_capacity(1 << 16, decoded), offset, limit)
+                    .map_err(io_err)?;
+                window.encoding = other.name();
+                Ok(window)
             }
         }
     }

@@ -16,7 +16,7 @@ use cap_std::fs::Dir;
 
 use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
-use crate::encoding::{classify, read_head_into, Encoding, Utf16Writer};
+use crate::encoding::{classify, read_head_into, text_reader, Encoding, EncodingWriter};
 use crate::error::{FsError, FsResult};
 use crate::path;
 use crate::stream_edit::{self, CHUNK};
@@ -31,19 +31,16 @@ fn write_err(e: io::Error, vpath: &str) -> FsError {
     }
 }
 
-/// `file` read from its start, as UTF-8 text (UTF-16 decoded as it is read).
+/// `file` read from its start as UTF-8 text without a BOM: UTF-8 bytes as
+/// they are (after a BOM), other encodings decoded as they are read.
 fn text_from_start(file: &std::fs::File, encoding: Encoding) -> io::Result<Box<dyn Read + '_>> {
     let mut file = file;
-    file.seek(SeekFrom::Start(0))?;
+    let skip = if encoding == Encoding::Utf8Bom { 3 } else { 0 };
+    file.seek(SeekFrom::Start(skip))?;
     let raw = BufReader::with_capacity(CHUNK, file);
     Ok(match encoding {
-        Encoding::Utf16Le | Encoding::Utf16Be => Box::new(
-            encoding_rs_io::DecodeReaderBytesBuilder::new()
-                .bom_sniffing(true)
-                .strip_bom(true)
-                .build(raw),
-        ),
-        _ => Box::new(raw),
+        Encoding::Utf8 | Encoding::Utf8Bom => Box::new(raw),
+        other => text_reader(raw, other),
     })
 }
 
@@ -201,8 +198,15 @@ impl Disk {
                     size,
                 })
             }
+            enc if !enc.can_hold(new) => {
+                return Err(FsError::CannotEncode {
+                    path: vpath.to_string(),
+                    encoding: enc.name().unwrap_or("UTF-8"),
+                })
+            }
             enc => {
-                let utf8 = enc == Encoding::Utf8;
+                // Bytes read as they are must be UTF-8; decoded text is.
+                let utf8 = matches!(enc, Encoding::Utf8 | Encoding::Utf8Bom);
                 stream_edit::plan(
                     text(&file).map_err(io_err)?,
                     vpath,
@@ -218,13 +222,13 @@ impl Disk {
         write_atomically(&dir, &name, Commit::Replace, |out| {
             let reader = text(&file)?;
             let replaced = match encoding {
-                Encoding::Utf16Le | Encoding::Utf16Be => {
-                    let mut utf16 = Utf16Writer::new(out, encoding == Encoding::Utf16Le)?;
-                    let n = plan.write(reader, &mut utf16)?;
-                    utf16.flush()?;
+                Encoding::Utf8 => plan.write(reader, out)?,
+                other => {
+                    let mut encoded = EncodingWriter::new(out, other)?;
+                    let n = plan.write(reader, &mut encoded)?;
+                    encoded.flush()?;
                     n
                 }
-                _ => plan.write(reader, out)?,
             };
             // Changed between the passes: nothing is committed.
             changed = replaced != plan.count;

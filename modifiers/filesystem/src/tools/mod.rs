@@ -1,5 +1,5 @@
-//! The seven file tools, one type each: [`Ls`], [`ReadFile`], [`WriteFile`],
-//! [`EditFile`], [`Glob`], [`Grep`], [`Execute`]. Each holds its backend
+//! The eight file tools, one type each: [`Ls`], [`ReadFile`], [`WriteFile`],
+//! [`EditFile`], [`Glob`], [`Grep`], [`Delete`], [`Execute`]. Each holds its backend
 //! (given directly or as a factory) and is a [`lc_agent::TypedTool`] (so a
 //! [`lc_agent::Tool`]).
 //!
@@ -111,14 +111,14 @@ pub use write_file::{WriteFile, WriteFileArgs};
 /// Lines listed by `ls`, `glob` and `grep` before the footer.
 pub(crate) const MAX_LIST_LINES: usize = 1000;
 
-/// Declares what comes from the list of the seven tools, written once
+/// Declares what comes from the list of the eight tools, written once
 /// below: [`TOOL_NAMES`], [`all`] and [`run_tool`].
 macro_rules! file_tools {
     ($($tool:ident),* $(,)?) => {
-        /// The seven tool names, in the order they are offered.
-        pub const TOOL_NAMES: [&str; 7] = [$(<$tool as FileTool>::NAME),*];
+        /// The eight tool names, in the order they are offered.
+        pub const TOOL_NAMES: [&str; 8] = [$(<$tool as FileTool>::NAME),*];
 
-        /// All seven tools over `backend`, in the order they are offered.
+        /// All eight tools over `backend`, in the order they are offered.
         ///
         /// ```
         /// use lc_agent::Tool;
@@ -133,8 +133,8 @@ macro_rules! file_tools {
             vec![$(Arc::new($tool::new(backend.clone())) as Arc<dyn Tool>),*]
         }
 
-        /// Runs one file tool against a backend and returns what the model sees:
-        /// the seven tools and `delete`. `None` for any other name.
+        /// Runs one file tool against a backend and returns what the model sees.
+        /// `None` for any other name.
         ///
         /// ```
         /// use lc_agent::RunnableNetwork;
@@ -155,22 +155,18 @@ macro_rules! file_tools {
                     return Some(call::<$tool>(backend, args).await);
                 }
             )*
-            // Not offered by default (see `Delete`), callable by name.
-            if name == Delete::NAME {
-                return Some(call::<Delete>(backend, args).await);
-            }
             None
         }
     };
 }
 
-// The seven file tools, in the order they are offered: the one list.
-file_tools!(Ls, ReadFile, WriteFile, EditFile, Glob, Grep, Execute);
+// The eight file tools, in the order they are offered: the one list.
+file_tools!(Ls, ReadFile, WriteFile, EditFile, Glob, Grep, Delete, Execute);
 
 /// The names of the file tools that are never evicted (all but `execute`).
-pub(crate) const FILE_TOOL_NAMES: [&str; 6] = {
-    let [ls, read_file, write_file, edit_file, glob, grep, _execute] = TOOL_NAMES;
-    [ls, read_file, write_file, edit_file, glob, grep]
+pub(crate) const FILE_TOOL_NAMES: [&str; 7] = {
+    let [ls, read_file, write_file, edit_file, glob, grep, delete, _execute] = TOOL_NAMES;
+    [ls, read_file, write_file, edit_file, glob, grep, delete]
 };
 
 /// What each file tool defines: its name, what the model reads about it,
@@ -244,7 +240,7 @@ pub fn is_offered(tool: &str, backend: &dyn Backend) -> bool {
 }
 
 /// The tools to offer a model over `backend` (resolved as `resolved`): the
-/// seven tools as [`is_offered`] says (the six file tools, plus `execute`
+/// eight tools as [`is_offered`] says (the seven file tools, plus `execute`
 /// when the backend can run commands).
 pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec<Arc<dyn Tool>> {
     let mut tools = all(backend);

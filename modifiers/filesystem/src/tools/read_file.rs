@@ -87,8 +87,18 @@ fn of_total(total: Option<usize>) -> String {
     }
 }
 
-/// Formats a read window (`cat -n` lines, truncation, paging footer).
+/// Formats a read window (`cat -n` lines, truncation, paging footer), and
+/// last, for a file that is not plain UTF-8, `[File encoding: <name>]`.
 pub(crate) fn format_read(page: &ReadPage) -> Result<String, FsError> {
+    let mut out = format_lines(page)?;
+    if let (Some(name), false) = (page.encoding, page.blank) {
+        out.push_str(&format!("\n[File encoding: {name}]"));
+    }
+    Ok(out)
+}
+
+/// The lines of a read window and its paging footer.
+fn format_lines(page: &ReadPage) -> Result<String, FsError> {
     if page.blank {
         return Ok("System reminder: File exists but has empty contents".to_string());
     }

@@ -285,7 +285,7 @@ async fn disk_specific_rules() {
     std::fs::write(dir.path().join("u16.txt"), &utf16).unwrap();
     assert_eq!(
         call("read_file", json!({"file_path": "/u16.txt"})).await,
-        "     1\théllo\n     2\twörld"
+        "     1\théllo\n     2\twörld\n[File encoding: UTF-16LE]"
     );
     assert_eq!(
         call(
@@ -303,19 +303,75 @@ async fn disk_specific_rules() {
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
         .collect();
     assert_eq!(String::from_utf16(&units).unwrap(), "hi\r\nworld\r\n");
-    // Invalid UTF-8: shown with U+FFFD, never rewritten.
-    std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\n").unwrap();
+    // Issue 36 item 6: not UTF-8 in the first 8 KiB is Windows-1252
+    // (Latin-1): read, searched and edited in its own encoding.
+    std::fs::write(
+        dir.path().join("latin1.txt"),
+        b"caf\xe9\r\nna\xefve \x80\r\n",
+    )
+    .unwrap();
     assert_eq!(
         call("read_file", json!({"file_path": "/latin1.txt"})).await,
-        "     1\tcaf\u{FFFD}"
+        "     1\tcafé\n     2\tnaïve €\n[File encoding: windows-1252]"
+    );
+    assert_eq!(
+        call(
+            "grep",
+            json!({"pattern": "ï|é", "path": "/latin1.txt", "output_mode": "content"})
+        )
+        .await,
+        "/latin1.txt:1:café\n/latin1.txt:2:naïve €"
     );
     assert_eq!(
         call(
             "edit_file",
-            json!({"file_path": "/latin1.txt", "old_string": "caf", "new_string": "tea"})
+            json!({"file_path": "/latin1.txt", "old_string": "café\nnaïve", "new_string": "thé\nnaïf"})
         )
         .await,
-        "Error: /latin1.txt is not valid UTF-8; edit_file will not rewrite it"
+        "Successfully replaced 1 occurrence(s) in /latin1.txt"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("latin1.txt")).unwrap(),
+        b"th\xe9\r\nna\xeff \x80\r\n"
+    );
+    assert_eq!(
+        call(
+            "edit_file",
+            json!({"file_path": "/latin1.txt", "old_string": "thé", "new_string": "茶"})
+        )
+        .await,
+        "Error: /latin1.txt is windows-1252 text, which cannot hold every character of new_string; the file was not changed"
+    );
+    // Past the first 8 KiB a bad byte is a bad byte: U+FFFD, never rewritten.
+    let mut late = "ok\n".repeat(3000).into_bytes();
+    late.extend_from_slice(b"caf\xe9\n");
+    std::fs::write(dir.path().join("late_bad.txt"), &late).unwrap();
+    assert_eq!(
+        call(
+            "read_file",
+            json!({"file_path": "/late_bad.txt", "offset": 3000})
+        )
+        .await,
+        "  3001\tcaf\u{FFFD}"
+    );
+    assert_eq!(
+        call(
+            "edit_file",
+            json!({"file_path": "/late_bad.txt", "old_string": "caf", "new_string": "tea"})
+        )
+        .await,
+        "Error: /late_bad.txt is not valid UTF-8; edit_file will not rewrite it"
+    );
+    // UTF-8 with a BOM: named, not shown, kept on edit.
+    std::fs::write(dir.path().join("bom.txt"), b"\xef\xbb\xbfh\xc3\xa9llo\n").unwrap();
+    call(
+        "edit_file",
+        json!({"file_path": "/bom.txt", "old_string": "héllo", "new_string": "hello"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read(dir.path().join("bom.txt")).unwrap(),
+        b"\xef\xbb\xbfhello\n"
     );
     // CRLF kept on disk.
     std::fs::write(dir.path().join("crlf.txt"), "a\r\nb\r\n").unwrap();

@@ -85,6 +85,7 @@ async fn offers_tools_and_system_section() {
     assert_eq!(
         names,
         [
+            "delete",
             "echo",
             "edit_file",
             "glob",
@@ -97,7 +98,7 @@ async fn offers_tools_and_system_section() {
     assert_eq!(req.system.len(), 1);
     let section = &req.system[0];
     for needle in [
-        "ls, read_file, write_file, edit_file, glob, grep",
+        "ls, read_file, write_file, edit_file, glob, grep, delete",
         "absolute",
         "offset",
         "limit",

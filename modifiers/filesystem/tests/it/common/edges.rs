@@ -73,6 +73,7 @@ pub fn fixture() -> Vec<(String, String)> {
         ),
         ("/ok.txt".into(), "fine\n".into()),
         ("/straddle.txt".into(), straddle()),
+        ("/bom.txt".into(), "\u{FEFF}héllo\nwörld\n".into()),
         ("/late_crlf.txt".into(), late_crlf()),
     ]
 }
@@ -138,6 +139,12 @@ pub fn table() -> Vec<Case> {
         case("read_file", json!({"file_path": "{R}/late_crlf.txt", "offset": 1}), "     2\t1\n     3\t2"),
         case("edit_file", json!({"file_path": "{R}/late_crlf.txt", "old_string": "1\r\n2\r\n", "new_string": "done\n"}), "Successfully replaced 1 occurrence(s) in {R}/late_crlf.txt"),
         case("grep", json!({"pattern": "^done$", "path": "{R}/late_crlf.txt", "output_mode": "count"}), "{R}/late_crlf.txt: 1"),
+        // Issue 36 item 6: UTF-8 with a BOM is named, the BOM not shown
+        // (nor seen by `^`), and kept by edit_file.
+        case("read_file", json!({"file_path": "{R}/bom.txt"}), "     1\théllo\n     2\twörld\n[File encoding: UTF-8 with BOM]"),
+        case("grep", json!({"pattern": "^héllo$", "path": "{R}/bom.txt", "output_mode": "content"}), "{R}/bom.txt:1:héllo"),
+        case("edit_file", json!({"file_path": "{R}/bom.txt", "old_string": "wörld", "new_string": "world"}), "Successfully replaced 1 occurrence(s) in {R}/bom.txt"),
+        case("read_file", json!({"file_path": "{R}/bom.txt", "offset": 1}), "     2\tworld\n[File encoding: UTF-8 with BOM]"),
         // 13: a long line is cut, and the rest of it counted exactly...
         case("read_file", json!({"file_path": "{R}/two_mib.txt"}), format!("     1\t{} ... [line truncated, {} more chars]\n     2\tend", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
         case("grep", json!({"pattern": "^a+$", "path": "{R}/two_mib.txt", "output_mode": "content"}), format!("{{R}}/two_mib.txt:1:{} ... [line truncated, {} more chars]", "a".repeat(MAX_LINE_CHARS), TWO_MIB - MAX_LINE_CHARS)),
@@ -163,7 +170,7 @@ pub fn table() -> Vec<Case> {
         case("write_file", json!({"file_path": "{R}/esc\u{1b}[31m.txt", "content": "x"}), "Error: Invalid path: {R}/esc\\u{1b}[31m.txt (file names cannot contain control characters)"),
         case("write_file", json!({"file_path": "{R}/c1\u{85}.txt", "content": "x"}), "Error: Invalid path: {R}/c1\\u{85}.txt (file names cannot contain control characters)"),
         case("edit_file", json!({"file_path": "{R}/ok\r.txt", "old_string": "a", "new_string": "b"}), "Error: Invalid path: {R}/ok\\r.txt (file names cannot contain control characters)"),
-        case("ls", json!({"path": "{R}/"}), "{R}/counted.txt\n{R}/far_nul.txt\n{R}/late_crlf.txt\n{R}/late_nul.txt\n{R}/nul_8191.txt\n{R}/nul_8192.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/straddle.txt\n{R}/two_mib.txt"),
+        case("ls", json!({"path": "{R}/"}), "{R}/bom.txt\n{R}/counted.txt\n{R}/far_nul.txt\n{R}/late_crlf.txt\n{R}/late_nul.txt\n{R}/nul_8191.txt\n{R}/nul_8192.txt\n{R}/ok.txt\n{R}/over.txt\n{R}/straddle.txt\n{R}/two_mib.txt"),
         // ...and a path argument is echoed escaped (a NUL never raw).
         case("read_file", json!({"file_path": "{R}/nope\n.txt"}), "Error: File not found: {R}/nope\\n.txt"),
         case("ls", json!({"path": "{R}/a\u{0}b"}), "Error: Invalid path: {R}/a\\0b"),

@@ -151,7 +151,7 @@
 //! OpenTelemetry GenAI spans ([`telemetry`]) and `otel` exports them
 //! over OTLP (HTTP or gRPC) when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //!
-//! Beside this crate: `lc-agent-filesystem` (`modifiers/filesystem/`) holds the seven
+//! Beside this crate: `lc-agent-filesystem` (`modifiers/filesystem/`) holds the
 //! file tools over pluggable, confined backends, the filesystem modifier
 //! and the eviction of large tool results; `lc-agent-deepagent`
 //! (`modifiers/deepagent/`) is the agent layer (todos, sub-agents, supervisor,

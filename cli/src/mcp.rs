@@ -1,4 +1,4 @@
-//! `lc-agent mcp`: the seven file tools as an MCP server, for any MCP
+//! `lc-agent mcp`: the file tools as an MCP server, for any MCP
 //! client.
 //!
 //! ```text

@@ -8,7 +8,7 @@
 //!     └─ attach(): LeanPrompt, which rewrites every chat request, after
 //!                  the modifiers that add tools and sections, before the
 //!                  summaries' fit check (priority 50):
-//!                    - glob, write_todos, task: not offered
+//!                    - glob, delete, write_todos, task: not offered
 //!                    - the file tools: one-line descriptions, parameters
 //!                      without descriptions
 //!                    - the Filesystem, Planning and Sub-agents sections:
@@ -36,7 +36,7 @@ pub(crate) const LEAN_BASE_PROMPT: &str =
 const LEAN_SECTION: &str = "Paths start with `/`. Read a file before you edit it.";
 
 /// The tools a lean request leaves out.
-pub(crate) const LEFT_OUT: [&str; 3] = ["glob", "write_todos", "task"];
+pub(crate) const LEFT_OUT: [&str; 4] = ["glob", "delete", "write_todos", "task"];
 
 /// The headings of the sections a lean request replaces.
 const REPLACED: [&str; 3] = [

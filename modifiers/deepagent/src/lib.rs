@@ -27,7 +27,7 @@
 //!   skills and memory on one network.
 //! - `lean.rs`: the lean prompt for a model with a small context window
 //!   (under [`LEAN_BELOW`] tokens): short instructions and tool
-//!   descriptions, no `glob`, `write_todos` or `task`
+//!   descriptions, no `glob`, `delete`, `write_todos` or `task`
 //!   ([`DeepAgentBuilder::context_window`], [`DeepAgentBuilder::lean_notice`]).
 //! - `spec.rs`: [`AgentSpec`], the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and

@@ -56,7 +56,7 @@ impl FilesystemModifier {
         self
     }
 
-    /// Never evicts results of the tool `name` (the seven file tools never are).
+    /// Never evicts results of the tool `name` (the file tools other than `execute` never are).
     pub fn never_evict(mut self, name: impl Into<String>) -> Self {
         self.never_evict.push(name.into());
         self

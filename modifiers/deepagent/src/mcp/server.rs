@@ -1,4 +1,4 @@
-//! [`FileToolServer`]: the seven file tools served to any MCP client, over
+//! [`FileToolServer`]: the file tools served to any MCP client, over
 //! stdio or streamable HTTP, confined exactly as the backend confines them.
 //!
 //! ```text

@@ -240,7 +240,7 @@ pub fn is_offered(tool: &str, backend: &dyn Backend) -> bool {
 }
 
 /// The tools to offer a model over `backend` (resolved as `resolved`): the
-/// eight tools as [`is_offered`] says (the seven file tools, plus `execute`
+/// eight tools as [`is_offered`] says (the seven that work on files, plus `execute`
 /// when the backend can run commands).
 pub fn offered(backend: impl Into<BackendSource>, resolved: &dyn Backend) -> Vec<Arc<dyn Tool>> {
     let mut tools = all(backend);

@@ -123,8 +123,9 @@ fn plans(updates: &[&Value]) -> Vec<Vec<String>> {
 }
 
 /// Three turns: a plan, a write the editor allows, a read and an edit of a
-/// file whose open buffer differs from the disk; a write the editor
-/// rejects; a write during which the editor cancels.
+/// file whose open buffer differs from the disk; a read through a link
+/// out of the workspace and a write the editor rejects; a write during
+/// which the editor cancels.
 fn three_turns() -> Value {
     json!([
         {"tool_calls": [{"id": "t1", "name": "write_todos", "arguments":
@@ -137,6 +138,8 @@ fn three_turns() -> Value {
         {"tool_calls": [{"id": "t5", "name": "write_todos", "arguments":
             {"todos": [{"content": "Greet", "status": "completed"}]}}]},
         {"content": "Wrote the greeting."},
+        {"tool_calls": [{"id": "t6a", "name": "read_file", "arguments":
+            {"file_path": "/outside/secret.txt"}}]},
         {"tool_calls": [{"id": "t6", "name": "write_file", "arguments":
             {"file_path": "/second.txt", "content": "2\n"}}]},
         {"content": "Skipped it."},
@@ -154,6 +157,11 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
     std::fs::create_dir_all(&work).unwrap();
     let work = std::fs::canonicalize(&work).unwrap();
     std::fs::write(work.join("notes.txt"), "on disk\n").unwrap();
+    // A link out of the workspace: the editor is never asked for it.
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("outside")).unwrap();
     let notes = work.join("notes.txt").display().to_string();
     let hello = work.join("hello.txt").display().to_string();
 
@@ -262,9 +270,16 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
     let (_, statuses) = call_titled(&first, "Update the plan");
     assert_eq!(statuses, ["in_progress", "completed"]);
 
-    // Turn 2: the editor rejects the write; the model goes on.
+    // Turn 2: a read through the link fails (confined as on disk; the
+    // editor is not asked); the editor rejects the write; the model goes on.
     let second = updates(&turns[1]["updates"]);
     assert_eq!(turns[1]["stopReason"], "end_turn", "{:#}", turns[1]);
+    let (_, statuses) = call_titled(&second, "Read /outside/secret.txt");
+    assert_eq!(statuses, ["in_progress", "failed"]);
+    assert!(
+        !format!("{:?}", second).contains("secret\\n"),
+        "{second:#?}"
+    );
     let (_, statuses) = call_titled(&second, "Write /second.txt");
     assert_eq!(statuses, ["pending", "failed"]);
     assert_eq!(agent_text(&second).0, "Skipped it.");

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
-use crate::model::{ChatRequest, ToolChoice};
+use crate::model::{ChatRequest, StreamDelta, ToolChoice};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 use crate::output_schema::{self, OutputSchema};
 
@@ -150,23 +150,41 @@ impl NodeLogic for ChatNode {
         }
         let mut rejected = Vec::new();
         let response = loop {
+            // With an output schema, answer text is reported once it is
+            // checked (a client must not read a rejected answer's text
+            // joined to the next one's); tool calls as they come.
+            let held_text = output_schema.is_some();
             let response = if net.streaming() {
                 let emitter = net.clone();
-                let mut sink = move |delta| emitter.emit(&NetworkEvent::Delta { node_id, delta });
+                let mut sink = move |delta| {
+                    if !(held_text && matches!(delta, StreamDelta::Text(_))) {
+                        emitter.emit(&NetworkEvent::Delta { node_id, delta });
+                    }
+                };
                 model.stream(&request, &mut sink).await?
             } else {
                 model.complete(&request).await?
+            };
+            let release = |text: &str| {
+                if held_text && net.streaming() && !text.is_empty() {
+                    net.emit(&NetworkEvent::Delta {
+                        node_id,
+                        delta: StreamDelta::Text(text.to_string()),
+                    });
+                }
             };
             let Some(schema) = output_schema
                 .as_ref()
                 .filter(|_| response.tool_calls.is_empty())
             else {
+                release(&response.content);
                 break response;
             };
             match schema.check(&response.content) {
                 Ok(value) => {
                     ctx.node
                         .set_metadata(output_schema::STRUCTURED_OUTPUT_KEY, value);
+                    release(&response.content);
                     break response;
                 }
                 Err(errors) => {

@@ -14,8 +14,12 @@
 //!     chatcmpl-<session id>-<8 hex of the run> (proxies that drop fields keep it)
 //!     "usage": the run's tokens (sub-agents included); streamed with
 //!     stream_options.include_usage as a last chunk with no choices
-//!  tools / functions / tool_choice (other than auto, none) / response_format (other than text)
-//!     ─▶ 400 naming the field: the agent runs its own tools and answers in text
+//!  tools / functions / tool_choice (other than auto, none)
+//!     ─▶ 400 naming the field: the agent runs its own tools
+//!  response_format json_schema / json_object ─▶ the agent's final answer follows it
+//!     (the session's `chat` step schema for this request; see lc_agent::OutputSchema:
+//!     asked of the model, checked, asked again with the errors); a schema that is
+//!     no JSON Schema, or another type ─▶ 400 naming response_format
 //!  n other than 1 ─▶ 400 (one run gives one answer)
 //!  a content part other than text (image_url, input_audio, file, ...)
 //!     ─▶ 400 naming the part (messages[i].content[j]): never dropped silently
@@ -218,20 +222,46 @@ impl Completion {
                 }
             }
         }
-        match &self.response_format {
-            None | Some(Value::Null) => {}
-            Some(f) if f.get("type").and_then(Value::as_str) == Some("text") => {}
-            Some(f) => {
-                let kind = f.get("type").and_then(Value::as_str).unwrap_or("?");
-                return unsupported(
-                    "response_format",
-                    &format!(
-                        "the agent answers in text; type `{kind}` is not available (only \"text\")"
-                    ),
-                );
+        self.output_schema().map(|_| ())
+    }
+}
+
+impl Completion {
+    /// The schema `response_format` asks the final answer to follow:
+    /// `json_schema` (its `schema`, `name` and `strict`), `json_object`
+    /// (any JSON object); `None` for `text` or none. 400 for anything else,
+    /// or a schema that is no JSON Schema.
+    fn output_schema(&self) -> Result<Option<lc_agent::OutputSchema>, ApiError> {
+        let Some(format) = self.response_format.as_ref().filter(|f| !f.is_null()) else {
+            return Ok(None);
+        };
+        let refused = |why: String| ApiError::BadRequest(format!("`response_format`: {why}"));
+        let schema = match format.get("type").and_then(Value::as_str) {
+            Some("text") => return Ok(None),
+            Some("json_object") => serde_json::json!({"type": "object"}),
+            Some("json_schema") => format
+                .pointer("/json_schema/schema")
+                .cloned()
+                .ok_or_else(|| refused("json_schema.schema is missing".to_string()))?,
+            other => {
+                return Err(refused(format!(
+                    "type `{}` is not available (\"text\", \"json_object\" or \"json_schema\")",
+                    other.unwrap_or("?")
+                )))
             }
+        };
+        let mut schema = lc_agent::OutputSchema::new(schema)
+            .map_err(|e| refused(format!("json_schema.schema: {e}")))?;
+        if let Some(name) = format.pointer("/json_schema/name").and_then(Value::as_str) {
+            schema = schema.named(name);
         }
-        Ok(())
+        if let Some(strict) = format
+            .pointer("/json_schema/strict")
+            .and_then(Value::as_bool)
+        {
+            schema = schema.strict(strict);
+        }
+        Ok(Some(schema))
     }
 }
 
@@ -316,6 +346,7 @@ pub(crate) async fn completions(
         .into());
     }
     let text = last.text()?;
+    let schema = body.output_schema()?;
     let session = session_of(&headers, &body)?;
     let keep = body.store != Some(false);
     let new_id = Uuid::new_v4();
@@ -324,14 +355,14 @@ pub(crate) async fn completions(
         Some(run) => (run, 0),
         None => {
             let (target, input) = match (session, keep) {
-                (Some(id), true) => (Target::Session(id), Input::Completion(Some(text))),
+                (Some(id), true) => (Target::Session(id), Input::Completion(Some(text), schema)),
                 (Some(id), false) => {
                     // The named session is read, and the run goes on a copy.
                     let list = state.hub.list(&user)?;
                     let saved = state.hub.load(&user, &list, id).await?;
                     (
                         Target::Ephemeral(copy_of(&saved)?),
-                        Input::Completion(Some(text)),
+                        Input::Completion(Some(text), schema),
                     )
                 }
                 (None, keep) => {
@@ -349,7 +380,7 @@ pub(crate) async fn completions(
                     } else {
                         Target::Ephemeral(net)
                     };
-                    (target, Input::Completion(None))
+                    (target, Input::Completion(None, schema))
                 }
             };
             let submitted = state

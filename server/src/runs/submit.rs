@@ -78,8 +78,10 @@ pub(crate) enum Input {
     /// Asks a cut-off answer to go on.
     Continue,
     /// A chat completion's last user message (`None`: the new session
-    /// holds the request's messages already).
-    Completion(Option<String>),
+    /// holds the request's messages already), and the schema its
+    /// `response_format` gives the final answer (set as the session's
+    /// `chat` step schema; `None` removes one an earlier request set).
+    Completion(Option<String>, Option<lc_agent::OutputSchema>),
 }
 
 impl Input {
@@ -90,7 +92,7 @@ impl Input {
             Input::Message(_) => "message",
             Input::Decisions(_) => "decisions",
             Input::Continue => "continue",
-            Input::Completion(_) => "completion",
+            Input::Completion(..) => "completion",
         }
     }
 
@@ -111,8 +113,13 @@ impl Input {
                 name_from(net, &text);
                 Ok(())
             }
-            Input::Completion(Some(text)) => add_message(net, &text),
-            Input::Completion(None) => Ok(()),
+            Input::Completion(text, schema) => {
+                net.set_output_schema(lc_agent::CHAT_STEP, schema);
+                match text {
+                    Some(text) => add_message(net, &text),
+                    None => Ok(()),
+                }
+            }
             Input::Decisions(decisions) => apply_decisions(net, decisions),
             Input::Continue => {
                 let added = net

@@ -22,5 +22,6 @@ mod sandbox;
 mod session_api;
 mod shutdown;
 mod storage;
+mod structured;
 mod subagent_approvals;
 mod usage;

@@ -2,7 +2,7 @@
 package and reports what a client sees of usage and compatibility: one
 completion (its `usage`), one streamed with `stream_options.include_usage`
 (the last chunk's usage, the session in every chunk's id),
-`models.retrieve`, and the errors for client tools and structured output.
+`models.retrieve`, and the errors for client tools and a response_format schema that is no schema.
 Prints one JSON object for the Rust test (server/tests/it/usage.rs) to check.
 
 Usage: python3 usage_client.py BASE_URL TOKEN
@@ -57,7 +57,7 @@ def refused(**kwargs):
 
 
 tools = refused(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])
-schema = refused(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+schema = refused(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 12}}})
 
 print(json.dumps({
     "model": model.id,

@@ -112,6 +112,7 @@
 //!   read.rs           reading in one pass
 //!   journal.rs        incremental saves: the changes since the last save as one journal
 //!                     record, and a snapshot plus its journal assembled into one document
+//!   base.rs           SaveBase: what a store holds of a network as of its last save (NodeMark per node)
 //!   lc_agent.rs       from_lc_agent: networks saved by NVIDIA's LC Agent, converted
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList

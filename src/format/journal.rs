@@ -33,63 +33,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::base::{Head, NodeMark, SaveBase};
 use super::write::{parent_indices, NodeView};
 use super::FORMAT;
 use crate::error::Result;
-use crate::files::Files;
 use crate::network::RunnableNetwork;
-use crate::node::NodeId;
 
 /// The format tag of journal records.
 pub(crate) const JOURNAL_FORMAT: &str = "lc-agent-journal/1";
-
-/// One node as last saved: its id, its version, and its JSON when it was
-/// pending (a pending node's kind may change its fields without a version).
-pub(crate) struct NodeMark {
-    id: NodeId,
-    version: u64,
-    json: Option<Box<str>>,
-}
-
-impl NodeMark {
-    pub(super) fn new(id: NodeId, version: u64, json: Option<&RawValue>) -> Self {
-        Self {
-            id,
-            version,
-            json: json.map(|r| r.get().into()),
-        }
-    }
-}
-
-/// What a store holds of a network as of its last save or load.
-pub(crate) struct SaveBase {
-    /// Which store (and session) this describes.
-    store: String,
-    /// The stored revision.
-    revision: u64,
-    /// Bytes of the stored snapshot and of the journal after it.
-    snapshot_len: u64,
-    journal_len: u64,
-    nodes: Vec<NodeMark>,
-    head: Head,
-    metadata: Map<String, Value>,
-    files: Files,
-    files_gen: u64,
-}
-
-impl SaveBase {
-    /// Bytes the store holds for the session (snapshot and journal).
-    pub(crate) fn stored_len(&self) -> u64 {
-        self.snapshot_len + self.journal_len
-    }
-}
-
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
-struct Head {
-    name: String,
-    default_node: Option<String>,
-    chat_model_name: Option<String>,
-}
 
 #[derive(Serialize, Deserialize)]
 struct Record {

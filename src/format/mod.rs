@@ -2,6 +2,7 @@
 //!
 //! (The full description is on the [`FORMAT`] docs.)
 
+pub(crate) mod base;
 mod document;
 mod journal;
 mod lc_agent;
@@ -16,7 +17,7 @@ use crate::error::Result;
 use crate::network::RunnableNetwork;
 
 pub(crate) use document::{SavedDocument, SavedHead};
-pub(crate) use journal::{materialize, scan_journal, JournalEntry, SaveBase, Scan};
+pub(crate) use journal::{materialize, scan_journal, JournalEntry, Scan};
 
 /// The saved format, `lc-agent/1`: one JSON document per network.
 ///

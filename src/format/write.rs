@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use std::cell::RefCell;
 
-use super::journal::NodeMark;
+use super::base::NodeMark;
 use super::{COMMON_KEYS, FORMAT, NODE_TYPE_KEY};
 use crate::error::Result;
 use crate::files::Files;

@@ -88,7 +88,7 @@ pub(crate) struct NetworkInner {
     pub(crate) files_gen: AtomicU64,
     /// What the store holds as of the last save or load (runtime only):
     /// the next save writes only what changed since.
-    pub(crate) save_base: Mutex<Option<crate::format::SaveBase>>,
+    pub(crate) save_base: Mutex<Option<crate::format::base::SaveBase>>,
 }
 
 impl Default for RunnableNetwork {

@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use lc_agent::RunnableNetwork;
 
 use super::error::{shown, FileOpError, FsError, FsResult};
+use super::fingerprint;
+pub(crate) use super::fingerprint::Fingerprint;
 use super::glob::GlobPattern;
 
 /// The result of uploading one file.
@@ -217,15 +219,6 @@ pub struct ExecuteResponse {
     pub timed_out: bool,
 }
 
-/// What [`Backend::fingerprint`] says about a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fingerprint {
-    /// The SHA-256 of its bytes, lowercase hex.
-    pub sha256: String,
-    /// Its bytes, when they were few enough to keep.
-    pub bytes: Option<Vec<u8>>,
-}
-
 /// A storage backend for the file tools.
 ///
 /// Paths given to every method are normalised virtual paths (see
@@ -325,7 +318,7 @@ pub trait Backend: Send + Sync {
             .pop()
             .and_then(|r| r.content)?;
         Some(Fingerprint {
-            sha256: super::snapshots::hash(&bytes),
+            sha256: fingerprint::hash(&bytes),
             bytes: (bytes.len() <= keep).then_some(bytes),
         })
     }

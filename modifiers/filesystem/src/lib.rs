@@ -148,6 +148,7 @@
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait and what it returns.
+//! - `fingerprint.rs`: [`Fingerprint`], a file named by the SHA-256 of its bytes (whole or in pieces).
 //! - `error.rs`: [`FsError`] (the text the model reads), [`FileOpError`], and `shown` (how a path appears).
 //! - `state.rs`: [`StateBackend`], files in the network's `files`.
 //! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
@@ -191,6 +192,7 @@ mod edit;
 mod encoding;
 mod error;
 pub mod evict;
+mod fingerprint;
 mod gitignore;
 mod glob;
 mod grep;
@@ -212,12 +214,13 @@ mod tools;
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, Fingerprint, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
+    FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
 };
 pub use branch_diff::{diff_branches, BranchDiff, BranchSide};
 pub use composite::CompositeBackend;
 pub use disk::FilesystemBackend;
 pub use error::{FileOpError, FsError};
+pub use fingerprint::Fingerprint;
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use modifier::FilesystemModifier;

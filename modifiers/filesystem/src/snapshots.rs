@@ -37,10 +37,10 @@
 
 use lc_agent::{NodeId, RunnableNetwork, ToolContext, ToolError, ToolOutput, ToolStatus};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
-use crate::backend::{Backend, Fingerprint};
+use crate::backend::Backend;
 use crate::error::{FsError, FsResult};
+use crate::fingerprint::{hash, Fingerprint};
 
 /// The most bytes of file contents one session keeps for rewinds.
 pub const SNAPSHOT_CAP_BYTES: usize = 16 * 1024 * 1024;
@@ -125,29 +125,6 @@ pub(crate) async fn recorded_tree(
         }
     }
     Ok(out)
-}
-
-/// The SHA-256 of bytes, lowercase hex (how contents are named).
-pub(crate) fn hash(bytes: &[u8]) -> String {
-    let mut hasher = Hasher::default();
-    hasher.update(bytes);
-    hasher.finish()
-}
-
-/// [`hash`] of bytes given in pieces.
-#[derive(Default)]
-pub(crate) struct Hasher(Sha256);
-
-impl Hasher {
-    /// Adds the next piece.
-    pub(crate) fn update(&mut self, piece: &[u8]) {
-        self.0.update(piece);
-    }
-
-    /// The hash of all the pieces.
-    pub(crate) fn finish(self) -> String {
-        format!("{:x}", self.0.finalize())
-    }
 }
 
 fn record(ctx: &ToolContext, file: &str, before: Option<Fingerprint>, after: Option<Fingerprint>) {

@@ -560,7 +560,7 @@ fn is_buried(dir: &Path, id: Uuid) -> io::Result<bool> {
 /// What a save writes: a full document (and the base it makes), or one
 /// journal record.
 enum Write {
-    Full(Vec<u8>, crate::format::SaveBase),
+    Full(Vec<u8>, crate::format::base::SaveBase),
     Record(crate::format::JournalEntry),
     /// Taken by the save.
     None,

@@ -407,7 +407,7 @@ fn delete_script() -> &'static ::redis::Script {
 /// What a save writes: the full network (in its pending `SET`, with the
 /// base it makes), or one journal record.
 enum Write {
-    Full(save::PendingSet, crate::format::SaveBase),
+    Full(save::PendingSet, crate::format::base::SaveBase),
     Record(crate::format::JournalEntry),
     /// Taken by the save.
     None,

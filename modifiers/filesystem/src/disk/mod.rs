@@ -596,7 +596,7 @@ impl Disk {
     fn fingerprint(&self, vpath: &str, keep: usize) -> FsResult<Fingerprint> {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
-        let mut hasher = crate::snapshots::Hasher::default();
+        let mut hasher = crate::fingerprint::Hasher::default();
         let mut kept = (size <= keep as u64).then(Vec::new);
         let mut reader = BufReader::with_capacity(1 << 16, file);
         loop {

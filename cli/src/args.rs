@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  ModelArgs      [--provider P] --model NAME | --script F  ─▶ the main ChatModel
-//!                 [--model-timeout SECONDS] (each request's timeout, default 120 s)
+//!                 [--model-timeout SECONDS] (each request's timeout, over the blueprint's)
 //!                 | --replay FILE.jsonl, [--record FILE.jsonl] (a cassette: replayed, or recorded)
 //!  WorkspaceArgs  --root DIR [--shell [--sandbox MODE]]     ─▶ Workspace (where the file tools work)
 //!                 [--allow|--deny|--ask OPS:GLOBS]...       ─▶ Permissions (permissions.rs)
@@ -49,7 +49,8 @@ pub(crate) struct ModelArgs {
     /// conversation inside it. Recorded in the session's blueprint.
     #[arg(long, value_name = "TOKENS", env = "LC_AGENT_CONTEXT_WINDOW", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) context_window: Option<u64>,
-    /// How long a model request may take, in seconds (default 120): the
+    /// How long a model request may take, in seconds (default: the
+    /// blueprint's `timeout_secs` of `[models.main]`, else 120): the
     /// whole answer, or — streamed — until it starts and then between two
     /// pieces, so an answer still producing tokens lives past it. A slow
     /// local model on a loaded CPU may need more.
@@ -144,18 +145,24 @@ impl ModelArgs {
         provider: Provider,
         declared: Option<&ModelSpec>,
     ) -> CliResult<Arc<dyn ChatModel>> {
+        // `--model-timeout`, else the blueprint's (also when `--model`
+        // names another model).
+        let timeout = self
+            .model_timeout
+            .or(declared.and_then(|spec| spec.timeout_secs));
         let declared = declared.filter(|_| self.model.is_none());
         let model = match declared {
             Some(spec) if self.script.is_none() && self.replay.is_none() => {
                 let spec = ModelSpec {
                     provider: Some(provider),
                     context_window: context_window.or(spec.context_window),
+                    timeout_secs: timeout,
                     ..spec.clone()
                 };
                 spec.open()
                     .map_err(|e| CliError::usage(format!("[models.main]: {e}")))?
             }
-            _ => self.open_model(cycled, context_window, provider)?,
+            _ => self.open_model(cycled, context_window, provider, timeout)?,
         };
         match &self.record {
             Some(path) => Ok(Arc::new(
@@ -177,12 +184,14 @@ impl ModelArgs {
         })
     }
 
-    /// The model to answer: replayed, scripted or the provider's.
+    /// The model to answer: replayed, scripted or the provider's (with
+    /// requests timed out after `timeout` seconds when given).
     fn open_model(
         &self,
         cycled: bool,
         context_window: Option<usize>,
         provider: Provider,
+        timeout: Option<u64>,
     ) -> CliResult<Arc<dyn ChatModel>> {
         if let Some(path) = &self.replay {
             return Ok(Arc::new(self.replay_model(path)?));
@@ -192,7 +201,7 @@ impl ModelArgs {
                 let model = script_model(path)?;
                 Ok(Arc::new(if cycled { model.cycled() } else { model }))
             }
-            None => match self.model_timeout {
+            None => match timeout {
                 None => provider.open(self.model.clone(), None, context_window),
                 Some(secs) => timed(provider, self.model.clone(), context_window, secs),
             }

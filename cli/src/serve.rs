@@ -29,7 +29,10 @@
 //! scripted model offline, over and over.
 //! `LC_AGENT_TOKEN` (`user:token,...`) turns on bearer tokens, and is
 //! required to bind a non-loopback address. The first line on stderr is
-//! `listening on http://ADDR` (the real port when `--addr` ends in `:0`).
+//! `listening on http://ADDR` (the real port when `--addr` ends in `:0`);
+//! when the model's context window is small (under
+//! `lc_agent_deepagent::LEAN_BELOW` tokens, as `run` and `chat` learn it)
+//! the next says the agents run lean.
 //! Ctrl-C or SIGTERM stops accepting, lets runs finish for a grace period
 //! and saves the sessions still running. `--mcp` (and the blueprint's
 //! `mcp_servers`) connects MCP servers once, at start: every session's
@@ -339,6 +342,10 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
         .map_err(|e| CliError::failed(e.to_string()))?;
     let stop = shutdown_signal();
     eprintln!("listening on http://{addr}");
+    // A small window: the agents run lean, said once, at start.
+    if let Some(notice) = state.lean_notice().await {
+        eprintln!("note: {notice}");
+    }
     let served = serve(listener, state, stop).await;
     if let Some(tools) = mcp {
         tools.disconnect().await;

@@ -40,6 +40,11 @@ pub(crate) struct SessionHub {
     running: Mutex<HashMap<Uuid, Running>>,
     /// The blueprints' own models (not `main`), by their entry, opened once.
     models: Mutex<HashMap<String, Arc<dyn lc_agent::ChatModel>>>,
+    /// The server's model's context window, learned once (see
+    /// [`SessionHub::window`]).
+    window: tokio::sync::OnceCell<Option<usize>>,
+    /// The lean prompt was logged (once per process).
+    lean_said: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SessionHub {
@@ -88,6 +93,8 @@ impl SessionHub {
             lists,
             running: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
+            window: tokio::sync::OnceCell::new(),
+            lean_said: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -182,10 +189,39 @@ impl SessionHub {
         self.config.workspace.root().is_some()
     }
 
+    /// The server's model's context window: what the model (or its
+    /// server) says, else the table of known models; learned on first use
+    /// and kept. `None` when unknown.
+    pub(crate) async fn window(&self) -> Option<usize> {
+        *self
+            .window
+            .get_or_init(|| async {
+                self.config.model.context_window().await.or_else(|| {
+                    lc_agent_deepagent::ContextWindows::known_window(&self.config.model_name)
+                })
+            })
+            .await
+    }
+
+    /// The lean notice of the server's model's window, when it is small;
+    /// marked said, so the first session does not log it again.
+    pub(crate) async fn lean_notice(&self) -> Option<String> {
+        let notice = DeepAgentBuilder::default()
+            .context_window(self.window().await)
+            .lean_notice();
+        if notice.is_some() {
+            self.lean_said
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        notice
+    }
+
     /// The agent of `user`'s sessions ([`Blueprint::resolve`]: the
     /// blueprint stored in `session` when it has one, else the server's),
-    /// always with the server's workspace and shared modifiers.
-    pub(crate) fn agent_for(
+    /// always with the server's workspace and shared modifiers; lean when
+    /// the model's window is small ([`DeepAgentBuilder::context_window`],
+    /// logged once).
+    pub(crate) async fn agent_for(
         &self,
         user: &str,
         session: Option<&RunnableNetwork>,
@@ -204,6 +240,10 @@ impl SessionHub {
         // `main` is the server's model; every other model the blueprint
         // names is its own, opened once per entry and kept.
         let own = blueprint.with_main(self.config.model.clone());
+        let window = match blueprint.main_model().and_then(|m| m.context_window) {
+            Some(tokens) => Some(tokens),
+            None => self.window().await,
+        };
         let mut builder = blueprint
             .builder(
                 |name, spec| {
@@ -219,7 +259,15 @@ impl SessionHub {
                 },
                 &context,
             )
-            .map_err(internal)?;
+            .map_err(internal)?
+            .context_window(window);
+        if let Some(notice) = builder.lean_notice()
+            && !self
+                .lean_said
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("{notice}");
+        }
         for modifier in &self.config.modifiers {
             builder = builder.modifier_shared(modifier.clone());
         }
@@ -231,8 +279,12 @@ impl SessionHub {
     }
 
     /// A new session of `user` (not saved yet).
-    pub(crate) fn new_session(&self, user: &str, name: &str) -> Result<RunnableNetwork, ApiError> {
-        let (builder, _) = self.agent_for(user, None)?;
+    pub(crate) async fn new_session(
+        &self,
+        user: &str,
+        name: &str,
+    ) -> Result<RunnableNetwork, ApiError> {
+        let (builder, _) = self.agent_for(user, None).await?;
         let net = builder
             .build()
             .map_err(|e| ApiError::internal("a new session cannot be built", e))?;
@@ -262,7 +314,7 @@ impl SessionHub {
         id: Uuid,
     ) -> Result<(RunnableNetwork, DeepAgentBuilder), ApiError> {
         let net = self.load(user, list, id).await?;
-        let (builder, _) = self.agent_for(user, Some(&net))?;
+        let (builder, _) = self.agent_for(user, Some(&net)).await?;
         builder
             .attach(&net)
             .map_err(|e| ApiError::internal("the session's agent cannot be attached", e))?;

@@ -59,6 +59,14 @@ impl AppState {
         self.runs.start();
     }
 
+    /// The line to show once when the model's context window is small
+    /// and the agents run lean (see `DeepAgentBuilder::lean_notice`);
+    /// learns the window now (else the first session does, and logs the
+    /// line as a warning). Once said here, it is not logged again.
+    pub async fn lean_notice(&self) -> Option<String> {
+        self.hub.lean_notice().await
+    }
+
     /// Saves every session a run holds in this process, as it stands (a
     /// shutdown calls this once the grace period is over).
     pub async fn save_running(&self) -> usize {

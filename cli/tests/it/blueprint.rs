@@ -398,3 +398,46 @@ fn a_sub_agent_listing_a_tool_the_agent_lacks_is_refused_at_start() {
     );
     assert!(main.chat_requests().is_empty() && helper.chat_requests().is_empty());
 }
+
+/// A model server that takes connections and answers none of them (an
+/// answer slower than any timeout a test waits for); its base URL.
+fn silent_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    base_url
+}
+
+#[test]
+fn the_blueprints_model_timeout_bounds_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        format!(
+            "[models.main]\nmodel = \"slow-model\"\nbase_url = \"{}\"\ntimeout_secs = 1\n",
+            silent_server()
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = run(
+        dir.path(),
+        &["run", "Hello.", "--agent", agent.to_str().unwrap()],
+        "",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("timed out after 1s"), "{stderr}");
+    // Four tries of about a second each (and the window probes), not 120 s each.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}: {stderr}",
+        started.elapsed()
+    );
+}

@@ -283,3 +283,22 @@ async fn serve_offers_the_tools_of_mcp_servers() {
         "{ran}"
     );
 }
+
+#[test]
+fn a_small_window_is_said_once_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut command = serve_command(common::built());
+    command
+        .args(["--context-window", "2048", "--sessions"])
+        .arg(&sessions)
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("OPENAI_MODEL", "small-model")
+        .env("OPENAI_API_KEY", "sk-a-test-key-of-some-length")
+        .env("LC_AGENT_HOME", dir.path().join("home"));
+    let server = Served::start(command);
+    let lines = server.wait_for("note:", std::time::Duration::from_secs(20));
+    let notes: Vec<&String> = lines.iter().filter(|l| l.contains("runs lean")).collect();
+    assert_eq!(notes.len(), 1, "{lines:?}");
+    assert!(notes[0].contains("2048 tokens"), "{lines:?}");
+}

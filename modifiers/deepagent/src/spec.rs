@@ -47,6 +47,7 @@
 //! [models.main]
 //! model = "qwen2.5-coder"
 //! base_url = "http://127.0.0.1:8000/v1"
+//! timeout_secs = 600  # one request's wait for the answer (a stream that produces tokens lives past it)
 //!
 //! [[subagents]]
 //! name = "researcher"
@@ -155,6 +156,12 @@ pub struct ModelSpec {
     /// says, else the table of known models).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<usize>,
+    /// How long one request may wait for the model's answer, in seconds
+    /// (default: `LC_AGENT_MODEL_TIMEOUT`, else 120; the CLI's
+    /// `--model-timeout` overrides it). A streamed answer that is still
+    /// producing tokens lives past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// A named sub-agent, as deepagents' sub-agent specs have them: its own
@@ -601,40 +608,35 @@ impl ModelSpec {
     /// or the provider's variable).
     pub fn open(&self) -> Result<Arc<dyn ChatModel>, SpecError> {
         let provider = self.provider.unwrap_or_default();
-        let Some(variable) = &self.api_key_env else {
-            return Ok(provider.open(
-                Some(self.model.clone()),
-                self.base_url.clone(),
-                self.context_window,
-            )?);
-        };
-        let key = std::env::var(variable)
-            .ok()
-            .filter(|k| !k.trim().is_empty())
-            .ok_or_else(|| {
-                SpecError::Invalid(format!(
-                    "model `{}`: its key variable {variable} (api_key_env) is not set",
+        let mut settings = lc_agent::HttpSettings::default().model(self.model.clone());
+        if let Some(url) = &self.base_url {
+            settings = settings.base_url(url.clone());
+        }
+        if let Some(tokens) = self.context_window {
+            settings = settings.context_window(tokens);
+        }
+        if let Some(secs) = self.timeout_secs {
+            if secs == 0 {
+                return Err(SpecError::Invalid(format!(
+                    "model `{}`: timeout_secs must be at least 1",
                     self.model
-                ))
-            })?;
-        // The builders share these settings' names, not a trait.
-        macro_rules! build {
-            ($builder:expr) => {{
-                let mut builder = $builder.model(self.model.clone()).api_key(key);
-                if let Some(url) = &self.base_url {
-                    builder = builder.base_url(url.clone());
-                }
-                if let Some(tokens) = self.context_window {
-                    builder = builder.context_window(tokens);
-                }
-                let model: Arc<dyn ChatModel> = Arc::new(builder.build()?);
-                Ok(model)
-            }};
+                )));
+            }
+            settings = settings.timeout(std::time::Duration::from_secs(secs));
         }
-        match provider {
-            Provider::Anthropic => build!(lc_agent::AnthropicChatModel::builder()),
-            Provider::OpenAi => build!(lc_agent::OpenAiChatModel::builder()),
+        if let Some(variable) = &self.api_key_env {
+            let key = std::env::var(variable)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .ok_or_else(|| {
+                    SpecError::Invalid(format!(
+                        "model `{}`: its key variable {variable} (api_key_env) is not set",
+                        self.model
+                    ))
+                })?;
+            settings = settings.api_key(key);
         }
+        Ok(provider.open_with(settings)?)
     }
 }
 
@@ -674,4 +676,36 @@ fn with_memory(
     Err(SpecError::Invalid(
         "`memory` needs lc-agent-deepagent built with the `memory` feature".to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_models_timeout_round_trips_and_zero_is_refused() {
+        let spec = AgentSpec::from_toml(
+            "[models.main]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\ntimeout_secs = 600\n",
+        )
+        .expect("a blueprint");
+        assert_eq!(spec.models[MAIN_MODEL].timeout_secs, Some(600));
+        let json = serde_json::to_string(&spec).expect("as JSON");
+        assert!(json.contains("\"timeout_secs\":600"), "{json}");
+        assert_eq!(AgentSpec::from_json(&json).expect("from JSON"), spec);
+        let net = RunnableNetwork::new();
+        spec.store_in(&net).expect("stored");
+        let stored = AgentSpec::from_network(&net)
+            .expect("a stored blueprint")
+            .expect("valid");
+        assert_eq!(stored.models[MAIN_MODEL].timeout_secs, Some(600));
+        assert!(spec.models[MAIN_MODEL].open().is_ok());
+
+        let zero = ModelSpec {
+            model: "m".to_string(),
+            timeout_secs: Some(0),
+            ..ModelSpec::default()
+        };
+        let error = zero.open().err().expect("refused");
+        assert!(error.to_string().contains("timeout_secs"), "{error}");
+    }
 }

@@ -103,7 +103,7 @@ pub(crate) async fn rewind(
     }
     let mut files = Value::Null;
     if body.what != What::Conversation {
-        let (agent, _) = state.hub.agent_for(&user, Some(&net))?;
+        let (agent, _) = state.hub.agent_for(&user, Some(&net)).await?;
         let backend = agent.backend_for(&net);
         let report = lc_agent_filesystem::rewind_files(&net, &*backend, body.node)
             .await

@@ -373,7 +373,7 @@ pub(crate) async fn completions(
                     } else {
                         "store: false".to_string()
                     };
-                    let net = state.hub.new_session(&user, &title)?;
+                    let net = state.hub.new_session(&user, &title).await?;
                     add_messages(&net, &body.messages)?;
                     let target = if keep {
                         Target::New(net)

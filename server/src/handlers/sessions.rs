@@ -142,7 +142,7 @@ pub(crate) async fn create(
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| DEFAULT_NAME.to_string());
     let list = state.hub.list(&user)?;
-    let net = state.hub.new_session(&user, &name)?;
+    let net = state.hub.new_session(&user, &name).await?;
     if let Some(mode) = body.mode {
         crate::modes::set(&state.config, &net, mode)?;
     }
@@ -355,7 +355,7 @@ pub(crate) async fn show(
     let mut wanted = None;
     if state.hub.has_directory() {
         // The file tools work in the user's directory: show its files.
-        let (agent, _) = state.hub.agent_for(&user, Some(&net))?;
+        let (agent, _) = state.hub.agent_for(&user, Some(&net)).await?;
         let backend = agent.backend_for(&net);
         shown["files"] = directory_files(&*backend).await;
         if let Some(path) = &query.file {

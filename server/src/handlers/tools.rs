@@ -47,7 +47,7 @@ pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     User(user): User,
 ) -> Result<Json<Value>, ApiError> {
-    let (agent, _) = state.hub.agent_for(&user, None)?;
+    let (agent, _) = state.hub.agent_for(&user, None).await?;
     let net = agent
         .build()
         .map_err(|e| ApiError::internal("the agent cannot be built", e))?;
@@ -162,7 +162,7 @@ pub(crate) async fn execute(
             results
         }
         None => {
-            let (agent, _) = state.hub.agent_for(&user, None)?;
+            let (agent, _) = state.hub.agent_for(&user, None).await?;
             let net = agent
                 .build()
                 .map_err(|e| ApiError::internal("the agent cannot be built", e))?;

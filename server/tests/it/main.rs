@@ -21,6 +21,7 @@ mod runs_redis;
 mod sandbox;
 mod session_api;
 mod shutdown;
+mod small_window;
 mod storage;
 mod structured;
 mod subagent_approvals;

@@ -82,3 +82,56 @@ pub fn assert_quiet_success(what: &str, out: &Output) {
         out.status
     );
 }
+
+/// The sessions saved under `sessions` (a JSON session list's folder, every
+/// user in it), each as `(id, document)`: the document a full save writes,
+/// the snapshot with its journal applied (a snapshot file alone may be
+/// older than the session).
+pub fn saved_documents(sessions: &Path) -> Vec<(String, String)> {
+    use lc_agent::{JsonNetworkList, NetworkList};
+    let mut found = Vec::new();
+    let mut stack = vec![sessions.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let Some(id) = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| uuid::Uuid::parse_str(s).ok())
+                else {
+                    continue;
+                };
+                let user = d.file_name().unwrap().to_string_lossy().into_owned();
+                let root = d.parent().unwrap().to_path_buf();
+                found.push((root, user, id));
+            }
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    found
+        .into_iter()
+        .filter_map(|(root, user, id)| {
+            let list = JsonNetworkList::new(root).with_user(user).ok()?;
+            // A session being written may not load yet: skipped.
+            let text = rt.block_on(list.load_json(id)).ok()?;
+            Some((id.to_string(), text))
+        })
+        .collect()
+}
+
+/// The session `id` saved under `sessions` (see [`saved_documents`]).
+pub fn saved_document(sessions: &Path, id: &str) -> String {
+    saved_documents(sessions)
+        .into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, text)| text)
+        .unwrap_or_else(|| panic!("no saved session {id} under {}", sessions.display()))
+}

@@ -264,10 +264,8 @@ fn an_answer_that_misses_the_output_schema_is_asked_again_with_the_errors() {
     // The session keeps every rejected answer with its errors, and the
     // value on the answering node.
     let id = thread_id(&events);
-    let saved: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join(format!("sessions/default/{id}.json"))).unwrap(),
-    )
-    .unwrap();
+    let saved: Value =
+        serde_json::from_str(&common::saved_document(&dir.path().join("sessions"), &id)).unwrap();
     let chat = saved["nodes"]
         .as_array()
         .unwrap()
@@ -359,9 +357,7 @@ fn resume_continues_the_session_and_fork_continues_a_copy() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let id = thread_id(&events(&out));
-    let saved = |id: &str| {
-        std::fs::read_to_string(dir.path().join(format!("sessions/default/{id}.json"))).unwrap()
-    };
+    let saved = |id: &str| common::saved_document(&dir.path().join("sessions"), id);
     let before = saved(&id);
 
     // Fork: a new session with the history; the original is untouched.

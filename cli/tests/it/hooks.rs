@@ -43,26 +43,12 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Every saved session's JSON text, joined.
+/// Every saved session's document, joined.
 fn saved(dir: &Path) -> String {
-    let mut all = String::new();
-    for entry in walk(&dir.join("sessions")) {
-        all.push_str(&std::fs::read_to_string(entry).unwrap_or_default());
-    }
-    all
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else if path.extension().is_some_and(|e| e == "json") {
-            out.push(path);
-        }
-    }
-    out
+    common::saved_documents(&dir.join("sessions"))
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect()
 }
 
 fn settings(hooks: Value) -> String {
@@ -265,9 +251,9 @@ fn a_hook_rewrites_a_call_and_the_session_records_what_ran() {
     );
     assert!(!root.join("bad.txt").exists());
     // The tool node holds the rewritten call, with a note naming the original.
-    let nodes: Vec<Value> = walk(&dir.path().join("sessions"))
+    let nodes: Vec<Value> = common::saved_documents(&dir.path().join("sessions"))
         .into_iter()
-        .filter_map(|f| serde_json::from_str::<Value>(&std::fs::read_to_string(f).ok()?).ok())
+        .filter_map(|(_, text)| serde_json::from_str::<Value>(&text).ok())
         .flat_map(|s| s["nodes"].as_array().cloned().unwrap_or_default())
         .collect();
     let tool = nodes

@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::common;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::python;
 use serde_json::{json, Value};
@@ -226,27 +227,13 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
     assert!(stderr.contains("  files_execute ok ("), "{stderr}");
     // The session keeps what the model read.
     let sessions = dir.path().join("sessions");
-    let saved: String = walk(&sessions)
+    let saved: String = common::saved_documents(&sessions)
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
+        .map(|(_, text)| text)
         .collect();
     assert!(saved.contains("     1\\tfrom the MCP server"), "{saved}");
     assert!(
         saved.contains("Error: Path traversal not allowed: /../"),
         "{saved}"
     );
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }

@@ -104,13 +104,8 @@ fn no_project_memory_sends_none_and_the_session_keeps_it_off() {
     assert!(!system.contains("PROJECT-RULE") && !system.contains("USER-RULE"));
 
     // The saved blueprint says so, for a resumed session.
-    let user = dir.path().join("sessions/default");
-    let saved = std::fs::read_dir(&user)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .unwrap();
-    let session: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    let saved = common::saved_documents(&dir.path().join("sessions"));
+    let session: Value = serde_json::from_str(&saved[0].1).unwrap();
     assert_eq!(
         session["metadata"]["agent_spec"]["project_memory"]["enabled"], false,
         "{}",

@@ -46,14 +46,9 @@ fn script(dir: &Path) -> PathBuf {
 
 /// The one session saved under `dir/sessions`, as saved.
 fn saved_session(dir: &Path, sessions: &str) -> String {
-    let user = dir.join(sessions).join("default");
-    let files: Vec<_> = std::fs::read_dir(&user)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    std::fs::read_to_string(&files[0]).unwrap()
+    let mut all = common::saved_documents(&dir.join(sessions));
+    assert_eq!(all.len(), 1, "{all:?}");
+    all.remove(0).1
 }
 
 fn cassette_lines(path: &Path) -> Vec<Value> {

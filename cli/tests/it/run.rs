@@ -216,21 +216,12 @@ fn chat_answers_each_line_and_resumes_a_saved_session() {
     assert!(shown.contains("[ai] It says: buy milk."), "{shown}");
 }
 
-/// Every saved session file's text under `dir/sessions`.
+/// Every saved session's document under `dir/sessions`, joined.
 fn saved_sessions(dir: &std::path::Path) -> String {
-    let mut out = String::new();
-    let mut stack = vec![dir.join("sessions")];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                out.push_str(&std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
-    out
+    common::saved_documents(&dir.join("sessions"))
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect()
 }
 
 #[test]
@@ -274,19 +265,13 @@ fn script_none() -> serde_json::Value {
 /// The saved session file of the one session under `dir/sessions`, once
 /// it exists and `ready` holds for its text.
 fn saved_session(dir: &std::path::Path, ready: impl Fn(&str) -> bool) -> (String, String) {
-    let sessions = dir.join("sessions").join("default");
+    let sessions = dir.join("sessions");
     for _ in 0..600 {
-        if let Ok(entries) = std::fs::read_dir(&sessions) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "json") {
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
-                    if ready(&text) {
-                        let id = path.file_stem().unwrap().to_string_lossy().into_owned();
-                        return (id, text);
-                    }
-                }
-            }
+        if let Some(found) = common::saved_documents(&sessions)
+            .into_iter()
+            .find(|(_, text)| ready(text))
+        {
+            return found;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -95,12 +95,15 @@ async fn a_long_chat_goes_past_the_window_and_keeps_answering() {
     );
 }
 
-/// llama-cpp-python does not say its window: the first turn that does not
-/// fit fails with the server's sizes, the model learns the window, and the
-/// next `invoke` summarizes and answers.
+/// llama-cpp-python does not say its window: the model recognises the
+/// server and assumes its default window, so summaries keep every turn
+/// inside it and no turn fails. (Were the guess too large, the first turn
+/// that does not fit would fail with the server's sizes, the window would
+/// be learned from it, and the next `invoke` would summarize and answer:
+/// at most one turn fails.)
 #[needs(llama)]
 #[tokio::test]
-async fn a_window_learned_from_the_server_unsticks_the_chat() {
+async fn a_window_the_server_does_not_say_keeps_the_chat_going() {
     let server = LlamaServer::shared();
     let _turn = server.conversation().await;
     let net = chat(server, None);
@@ -124,7 +127,7 @@ async fn a_window_learned_from_the_server_unsticks_the_chat() {
         }
     }
 
-    assert_eq!(failed, 1, "one turn failed, the window was learned from it");
+    assert!(failed <= 1, "{failed} turns failed");
     assert!(summaries(&net) >= 1);
 }
 

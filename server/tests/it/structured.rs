@@ -33,12 +33,15 @@ async fn response_format_applies_to_the_agents_final_answer() {
     assert_eq!(streamed, json!({"city": "Paris"}));
 
     let session = got["session"].as_str().unwrap();
-    let file = server
-        .dir
-        .path()
-        .join("sessions/alice")
-        .join(format!("{session}.json"));
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    // Through the session list: the snapshot file alone may be older than
+    // the session (its journal holds the later saves).
+    let list = lc_agent::JsonNetworkList::new(server.dir.path().join("sessions"))
+        .with_user("alice")
+        .unwrap();
+    let text = lc_agent::NetworkList::load_json(&list, session.parse().unwrap())
+        .await
+        .unwrap();
+    let saved: Value = serde_json::from_str(&text).unwrap();
     let chats: Vec<&Value> = saved["nodes"]
         .as_array()
         .unwrap()

@@ -22,16 +22,13 @@
 //! so a saved session shows every try. An answer wrapped in one Markdown
 //! code fence is read as the JSON inside it.
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{NetworkError, Result};
 use crate::message::Message;
-use crate::model::{ChatRequest, ChatResponse, ToolChoice};
+use crate::model::ChatRequest;
 use crate::network::RunnableNetwork;
-use crate::tool::ToolSpec;
 
 /// How many answers a chat node with an output schema reads at most (the
 /// first and two more, each asked again with the errors).
@@ -118,6 +115,7 @@ impl OutputSchema {
     }
 
     /// Whether OpenAI's strict mode is asked.
+    #[cfg(feature = "openai")]
     pub(crate) fn is_strict(&self) -> bool {
         self.strict
     }
@@ -175,12 +173,14 @@ impl OutputSchema {
 
     /// Whether the schema's root is an object (a tool's parameters must
     /// be one; anything else is wrapped in `{"value": ...}`).
-    fn is_object(&self) -> bool {
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    pub(crate) fn is_object(&self) -> bool {
         self.schema.get("type").and_then(Value::as_str) == Some("object")
     }
 
     /// The forced tool's parameters.
-    fn tool_parameters(&self) -> Value {
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    pub(crate) fn tool_parameters(&self) -> Value {
         if self.is_object() {
             self.schema.clone()
         } else {
@@ -232,58 +232,6 @@ fn unfenced(text: &str) -> &str {
     body.split_once('\n')
         .map_or(body, |(_, inner)| inner)
         .trim()
-}
-
-/// `request` with its output schema as a forced tool (for providers and
-/// servers without `response_format`): the tool is added, and must be
-/// called (by name when it is the only tool; otherwise some tool must be,
-/// so the model can still call the others first). Unchanged without a
-/// schema.
-pub(crate) fn as_forced_tool(request: &ChatRequest) -> Cow<'_, ChatRequest> {
-    let Some(schema) = &request.output_schema else {
-        return Cow::Borrowed(request);
-    };
-    let mut forced = request.clone();
-    forced.tools.push(ToolSpec {
-        name: schema.name.clone(),
-        description: "Give your final answer: call this with it as the arguments.".to_string(),
-        parameters: schema.tool_parameters(),
-    });
-    forced.tool_choice = Some(if request.tools.is_empty() {
-        ToolChoice::Tool(schema.name.clone())
-    } else {
-        ToolChoice::Required
-    });
-    Cow::Owned(forced)
-}
-
-/// `response` read for a request whose schema went as a forced tool: a
-/// call of that tool is the answer (its arguments become the text, the
-/// other calls are dropped). `true` when it was.
-pub(crate) fn answer_from_forced_tool(request: &ChatRequest, response: &mut ChatResponse) -> bool {
-    let Some(schema) = &request.output_schema else {
-        return false;
-    };
-    let Some(call) = response
-        .tool_calls
-        .iter()
-        .find(|call| call.name == schema.name)
-    else {
-        return false;
-    };
-    let arguments = call.arguments.trim();
-    let text = if schema.is_object() {
-        arguments.to_string()
-    } else {
-        serde_json::from_str::<Value>(arguments)
-            .ok()
-            .and_then(|v| v.get("value").cloned())
-            .map_or_else(|| arguments.to_string(), |v| v.to_string())
-    };
-    response.content = text;
-    response.tool_calls.clear();
-    response.finish_reason = Some("stop".to_string());
-    true
 }
 
 /// One rejected answer, as the node keeps it.

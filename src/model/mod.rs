@@ -5,6 +5,8 @@
 pub(crate) mod anthropic;
 mod cassette;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
+pub(crate) mod forced_tool;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod http;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;

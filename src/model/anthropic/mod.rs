@@ -284,12 +284,12 @@ impl AnthropicChatModel {
 #[async_trait]
 impl ChatModel for AnthropicChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let request = crate::output_schema::as_forced_tool(request);
+        let request = crate::model::forced_tool::as_forced_tool(request);
         let messages = request.messages();
         let response = self.post(&self.body(&request, &messages, false)).await?;
         let text = self.transport.text(response, false).await?;
         let mut answer = wire::parse_message(&text, self.transport.api_key.as_ref())?;
-        crate::output_schema::answer_from_forced_tool(&request, &mut answer);
+        crate::model::forced_tool::answer_from_forced_tool(&request, &mut answer);
         Ok(answer)
     }
 
@@ -298,9 +298,9 @@ impl ChatModel for AnthropicChatModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let request = crate::output_schema::as_forced_tool(request);
+        let request = crate::model::forced_tool::as_forced_tool(request);
         let mut answer = self.stream_raw(&request, &mut *on_delta).await?;
-        if crate::output_schema::answer_from_forced_tool(&request, &mut answer) {
+        if crate::model::forced_tool::answer_from_forced_tool(&request, &mut answer) {
             on_delta(super::StreamDelta::Text(answer.content.clone()));
         }
         Ok(answer)

@@ -464,12 +464,12 @@ impl OpenAiChatModel {
 
     /// `complete`, the output schema as a forced tool.
     async fn complete_forced(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let forced = crate::output_schema::as_forced_tool(request);
+        let forced = crate::model::forced_tool::as_forced_tool(request);
         let messages = wire::one_system_message(forced.messages());
         let mut answer = self
             .complete_body(&self.body(&forced, &messages, false))
             .await?;
-        crate::output_schema::answer_from_forced_tool(&forced, &mut answer);
+        crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer);
         Ok(answer)
     }
 
@@ -480,9 +480,9 @@ impl OpenAiChatModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let forced = crate::output_schema::as_forced_tool(request);
+        let forced = crate::model::forced_tool::as_forced_tool(request);
         let mut answer = self.stream_raw(&forced, &mut *on_delta).await?;
-        if crate::output_schema::answer_from_forced_tool(&forced, &mut answer) {
+        if crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer) {
             on_delta(super::StreamDelta::Text(answer.content.clone()));
         }
         Ok(answer)

@@ -317,53 +317,29 @@ fn streaming_server(
     pause: Duration,
     probe_delay: Duration,
 ) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut first_line = String::new();
-                let _ = reader.read_line(&mut first_line);
-                let mut length = 0;
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((name, value)) = header.split_once(':')
-                        && name.eq_ignore_ascii_case("content-length")
-                    {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                if !first_line.contains("/chat/completions") {
-                    std::thread::sleep(probe_delay);
-                    let _ = stream.write_all(
-                        b"HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
-                    return;
-                }
-                let chunk = |content: &str, finish: Option<&str>| {
-                    let json = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
-                        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]});
-                    format!("data: {json}\n\n")
-                };
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
-                let _ = stream.write_all(chunk(first, None).as_bytes());
-                let _ = stream.flush();
-                std::thread::sleep(pause);
-                let _ = stream.write_all(chunk(rest, Some("stop")).as_bytes());
-                let _ = stream.write_all(b"data: [DONE]\n\n");
-                let _ = stream.flush();
-            });
+    use lc_agent_test_support::loopback::{self, Then};
+    use std::io::Write;
+    let address = loopback::serve(move |request, out| {
+        if !request.path.contains("/chat/completions") {
+            std::thread::sleep(probe_delay);
+            return loopback::respond(out, 404, "text/plain", b"", Then::Close);
         }
+        let chunk = |content: &str, finish: Option<&str>| {
+            let json = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]});
+            format!("data: {json}\n\n")
+        };
+        let _ = out.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+        );
+        let _ = out.write_all(chunk(first, None).as_bytes());
+        let _ = out.flush();
+        std::thread::sleep(pause);
+        let _ = out.write_all(chunk(rest, Some("stop")).as_bytes());
+        let _ = out.write_all(b"data: [DONE]\n\n");
+        Then::Close
     });
-    base
+    format!("http://{address}/v1")
 }
 
 /// `lc-agent chat` against the model server at `base`, as a shell line.

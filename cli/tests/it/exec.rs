@@ -504,58 +504,28 @@ fn binary_tool_output_keeps_every_line_valid_json() {
 /// character split across two events, a stray 0xFF), then 500s: the base
 /// URL.
 fn invalid_utf8_model() -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let mut answered = false;
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            let mut first = String::new();
-            let _ = reader.read_line(&mut first);
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            if !first.contains("/chat/completions") || answered {
-                let _ = stream
-                    .write_all(b"HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                continue;
-            }
-            answered = true;
-            let chunk = |content: &[u8], finish: &str| {
-                let mut event = br#"data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":""#.to_vec();
-                event.extend_from_slice(content);
-                event.extend_from_slice(format!(r#""}},"finish_reason":{finish}}}]}}"#).as_bytes());
-                event.extend_from_slice(b"\n\n");
-                event
-            };
-            let mut body = Vec::new();
-            body.extend(chunk(b"caf\xc3", "null"));
-            body.extend(chunk(b"\xa9 \xff end", "null"));
-            body.extend(chunk(b"", "\"stop\""));
-            body.extend_from_slice(b"data: [DONE]\n\n");
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(&body);
-            let _ = stream.flush();
+    use lc_agent_test_support::loopback::{self, Then};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let answered = AtomicBool::new(false);
+    let address = loopback::serve(move |request, out| {
+        if !request.path.contains("/chat/completions") || answered.swap(true, Ordering::SeqCst) {
+            return loopback::respond(out, 404, "text/plain", b"", Then::Close);
         }
+        let chunk = |content: &[u8], finish: &str| {
+            let mut event = br#"data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":""#.to_vec();
+            event.extend_from_slice(content);
+            event.extend_from_slice(format!(r#""}},"finish_reason":{finish}}}]}}"#).as_bytes());
+            event.extend_from_slice(b"\n\n");
+            event
+        };
+        let mut body = Vec::new();
+        body.extend(chunk(b"caf\xc3", "null"));
+        body.extend(chunk(b"\xa9 \xff end", "null"));
+        body.extend(chunk(b"", "\"stop\""));
+        body.extend_from_slice(b"data: [DONE]\n\n");
+        loopback::respond(out, 200, "text/event-stream", &body, Then::Close)
     });
-    base
+    format!("http://{address}/v1")
 }
 
 #[test]

@@ -4,9 +4,10 @@
 //! logs every request it gets, and answers anything else with 404.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
+
+use lc_agent_test_support::loopback::{self, Then};
 
 /// One scripted reply.
 #[derive(Clone)]
@@ -79,70 +80,42 @@ impl ModelServer {
     /// Serves `replies` in order (then 500s), on a thread, until the
     /// test process ends.
     pub fn start(replies: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = requests.clone();
-        std::thread::spawn(move || {
-            let mut replies = replies.into_iter();
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut first = String::new();
-                if reader.read_line(&mut first).is_err() {
-                    continue;
+        let replies = Mutex::new(replies.into_iter());
+        let address = loopback::serve(move |request, out| {
+            let what = request.line();
+            let is_chat = request.method == "POST" && request.path.ends_with("/chat/completions");
+            log.lock().unwrap().push((what, request.text()));
+            let reply = if is_chat {
+                replies.lock().unwrap().next().unwrap_or(Reply {
+                    status: 500,
+                    headers: vec![],
+                    body: "no more replies".into(),
+                })
+            } else {
+                Reply {
+                    status: 404,
+                    headers: vec![],
+                    body: "not found".into(),
                 }
-                let mut length = 0;
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    let header = header.trim();
-                    if header.is_empty() {
-                        break;
-                    }
-                    if let Some((name, value)) = header.split_once(':')
-                        && name.eq_ignore_ascii_case("content-length")
-                    {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let request_line: Vec<&str> = first.split_whitespace().collect();
-                let what = format!("{} {}", request_line[0], request_line[1]);
-                let is_chat = what.starts_with("POST") && what.ends_with("/chat/completions");
-                log.lock()
-                    .unwrap()
-                    .push((what, String::from_utf8_lossy(&body).into_owned()));
-                let reply = if is_chat {
-                    replies.next().unwrap_or(Reply {
-                        status: 500,
-                        headers: vec![],
-                        body: "no more replies".into(),
-                    })
-                } else {
-                    Reply {
-                        status: 404,
-                        headers: vec![],
-                        body: "not found".into(),
-                    }
-                };
-                let mut response = format!("HTTP/1.1 {} X\r\n", reply.status);
-                for (name, value) in &reply.headers {
-                    response.push_str(&format!("{name}: {value}\r\n"));
-                }
-                response.push_str(&format!(
-                    "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
-                    reply.body.len(),
-                    reply.body
-                ));
-                let _ = stream.write_all(response.as_bytes());
-                let _ = stream.flush();
+            };
+            let mut response = format!("HTTP/1.1 {} X\r\n", reply.status);
+            for (name, value) in &reply.headers {
+                response.push_str(&format!("{name}: {value}\r\n"));
             }
+            response.push_str(&format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                reply.body.len(),
+                reply.body
+            ));
+            let _ = out.write_all(response.as_bytes());
+            Then::Close
         });
-        Self { base_url, requests }
+        Self {
+            base_url: format!("http://{address}/v1"),
+            requests,
+        }
     }
 
     /// The chat requests so far (their bodies).

@@ -3,12 +3,12 @@
 //! provider, and a resumed session asks the same provider without the
 //! flag even when the environment would choose the other.
 
-use std::io::{BufRead, BufReader, Read, Write};
-
-use crate::common;
-use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
+
+use lc_agent_test_support::loopback::{self, Then};
+
+use crate::common;
 
 /// What the stand-in received: each request's first line and `x-api-key`.
 type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
@@ -16,50 +16,22 @@ type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 /// A Messages API stand-in answering every request with `text`; returns
 /// its root URL.
 fn stand_in(text: &'static str) -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Seen::default();
     let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut first = String::new();
-            reader.read_line(&mut first).unwrap();
-            let (mut length, mut key) = (0, None);
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let line = line.trim_end();
-                if line.is_empty() {
-                    break;
-                }
-                let (name, value) = line.split_once(':').unwrap();
-                match name.to_ascii_lowercase().as_str() {
-                    "content-length" => length = value.trim().parse().unwrap(),
-                    "x-api-key" => key = Some(value.trim().to_string()),
-                    _ => {}
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock().unwrap().push((first.trim().to_string(), key));
-            let answer = serde_json::json!({
-                "type": "message", "role": "assistant", "model": "claude-stand-in",
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": 5, "output_tokens": 3}
-            })
-            .to_string();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-                 connection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-        }
+    let address = loopback::serve(move |request, out| {
+        let line = format!("{} {} HTTP/1.1", request.method, request.path);
+        log.lock()
+            .unwrap()
+            .push((line, request.header("x-api-key").map(str::to_string)));
+        let answer = serde_json::json!({
+            "type": "message", "role": "assistant", "model": "claude-stand-in",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 5, "output_tokens": 3}
+        });
+        loopback::respond_json(out, 200, &answer, Then::Close)
     });
-    (url, seen)
+    (format!("http://{address}"), seen)
 }
 
 /// `lc-agent <args> --sessions <dir>/sessions` with this environment

@@ -6,12 +6,13 @@
 //! connections (retried quietly). A loopback stand-in plays each server;
 //! `real_llama` at the end runs the recipe on llama-cpp-python's defaults.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 
+use lc_agent_test_support::loopback::{self, Then};
 use lc_agent_test_support::own_binary as bin;
 use serde_json::{json, Value};
 
@@ -41,101 +42,54 @@ impl StandIn {
         window: usize,
         answer: impl Fn(&Value, usize) -> Answer + Send + Sync + 'static,
     ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let chats = Arc::new(Mutex::new(Vec::new()));
         let log = chats.clone();
-        let answer = Arc::new(answer);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let (log, answer) = (log.clone(), answer.clone());
-                std::thread::spawn(move || serve(stream, window, &log, answer.as_ref()));
+        let address = loopback::serve(move |request, out| {
+            let json = |out: &mut TcpStream, status: u16, body: Value| {
+                loopback::respond_json(out, status, &body, Then::KeepAlive)
+            };
+            match (request.method.as_str(), request.path.as_str()) {
+                ("GET", "/props") => json(
+                    out,
+                    200,
+                    json!({"default_generation_settings": {"n_ctx": window}}),
+                ),
+                ("GET", "/v1/models") => json(out, 200, json!({"data": [{"id": "local.gguf"}]})),
+                ("POST", "/v1/chat/completions") => {
+                    let body = request.json();
+                    let n = {
+                        let mut log = log.lock().unwrap();
+                        log.push(body.clone());
+                        log.len()
+                    };
+                    match answer(&body, n) {
+                        Answer::Text(text) => json(
+                            out,
+                            200,
+                            json!({"choices": [{"index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop"}]}),
+                        ),
+                        Answer::EmptyStream => {
+                            let _ = out.write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                            );
+                            Then::Close
+                        }
+                        Answer::Close => Then::Close,
+                    }
+                }
+                _ => json(out, 404, json!({})),
             }
         });
-        Self { base_url, chats }
+        Self {
+            base_url: format!("http://{address}/v1"),
+            chats,
+        }
     }
 
     fn chats(&self) -> Vec<Value> {
         self.chats.lock().unwrap().clone()
-    }
-}
-
-/// Serves one connection's requests until it closes.
-fn serve(
-    stream: TcpStream,
-    window: usize,
-    log: &Mutex<Vec<Value>>,
-    answer: &(dyn Fn(&Value, usize) -> Answer + Send + Sync),
-) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    loop {
-        let mut first = String::new();
-        if reader.read_line(&mut first).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let json = |status: u16, body: String| {
-            format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            )
-        };
-        let response = if first.starts_with("GET /props") {
-            json(
-                200,
-                json!({"default_generation_settings": {"n_ctx": window}}).to_string(),
-            )
-        } else if first.starts_with("GET /v1/models") {
-            json(200, json!({"data": [{"id": "local.gguf"}]}).to_string())
-        } else if first.starts_with("POST /v1/chat/completions") {
-            let request: Value = serde_json::from_slice(&body).unwrap();
-            let n = {
-                let mut log = log.lock().unwrap();
-                log.push(request.clone());
-                log.len()
-            };
-            match answer(&request, n) {
-                Answer::Text(text) => json(
-                    200,
-                    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop"}]})
-                    .to_string(),
-                ),
-                Answer::EmptyStream => {
-                    let _ = out.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
-                    );
-                    return;
-                }
-                Answer::Close => return,
-            }
-        } else {
-            json(404, "{}".to_string())
-        };
-        if out.write_all(response.as_bytes()).is_err() {
-            return;
-        }
     }
 }
 

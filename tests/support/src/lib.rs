@@ -67,6 +67,8 @@
 //!   Messages API in front of an OpenAI-compatible server.
 //! - `mock_model.rs` — [`MockServer`] and [`Reply`]: a loopback model
 //!   server answering canned replies and recording the requests.
+//! - `loopback.rs` — [`loopback::serve`]: a bare HTTP/1.1 server whose
+//!   handler writes raw bytes (cut streams, non-UTF-8, closed sockets).
 //! - `stable.rs` — [`masked`]: a saved session with ids, times and
 //!   durations masked, for byte-for-byte comparisons.
 //! - `serve.rs` — [`serve::Served`]: `lc-agent serve` as a process, its
@@ -95,6 +97,7 @@ pub use lc_agent_test_macros::needs;
 pub mod chromedriver;
 pub mod litellm;
 pub mod llama;
+pub mod loopback;
 pub mod mock_model;
 pub mod own_binary;
 pub mod phoenix;

@@ -54,6 +54,8 @@
 //!   graph.rs          storage: nodes, edges, pending set, topological order, queries
 //!   edit.rs           adding, rewiring and removing nodes
 //!   fork.rs           time travel: fork_at, branch_at, edit_at, rewind_to; files at a node
+//!   snapshots.rs      file contents kept for rewinds, by hash, beside the graph (saved,
+//!                     journaled per content, taken by forks, trimmed to the last turns)
 //!   conversation.rs   what a node reads: input_of / history_of, cached
 //!   runtime.rs        attachments: modifiers, tools, models, settings, events
 //!   scope.rs          the scope guard (which network new nodes join)
@@ -118,7 +120,8 @@
 //! list/               sessions: NetworkList
 //!   cache.rs          CachedNetworkList, SessionCache: parsed networks kept, a revision check
 //!                     instead of a reload
-//!   retention.rs      RetentionList: sessions expire a while after their latest save
+//!   retention.rs      RetentionList: sessions expire a while after their latest save;
+//!                     each keeps the rewind snapshots of its last N turns
 //!   checkpoint.rs     CheckpointModifier: a running network saved to its list per node or turn
 //!   config.rs         ListConfig (a JSON directory or Redis URL + prefix) and Lists (each
 //!                     user's list, opened once): the one place that decides *which sessions*

@@ -8,16 +8,18 @@
 //!  WorkspaceArgs  --root DIR [--shell [--sandbox MODE]]     ─▶ Workspace (where the file tools work)
 //!                 [--allow|--deny|--ask OPS:GLOBS]...       ─▶ Permissions (permissions.rs)
 //!  StoreArgs      --sessions DIR | --redis URL [--prefix P] ─▶ ListConfig (where sessions live)
+//!                 [--session-ttl AGE] [--keep-snapshots N] ─▶ Lists (how long, how much)
 //! ```
 //!
 //! A flag shared by `run`, `chat` and `serve` is added here, once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Turn};
-use lc_agent::{ListError, NetworkList, SessionId};
+use lc_agent::{ListError, Lists, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
 use lc_agent_deepagent::{AgentSpec, ModelSpec, Workspace, MAIN_MODEL};
 use lc_agent_filesystem::SandboxMode;
@@ -349,6 +351,14 @@ pub(crate) struct StoreArgs {
     /// The Redis key prefix (default `lc_agent`).
     #[arg(long, global = true, requires = "redis")]
     pub(crate) prefix: Option<String>,
+    /// Remove sessions not saved for this long (e.g. 30d, 12h, 90m); in
+    /// Redis the user's keys expire after it too.
+    #[arg(long, global = true, value_name = "AGE", value_parser = parse_age, alias = "retention")]
+    pub(crate) session_ttl: Option<Duration>,
+    /// Each session keeps the file contents (rewind snapshots) of its last
+    /// N turns only; rewinds further back report those files as not kept.
+    #[arg(long, global = true, value_name = "N")]
+    pub(crate) keep_snapshots: Option<usize>,
 }
 
 impl StoreArgs {
@@ -361,13 +371,51 @@ impl StoreArgs {
         )
     }
 
+    /// The store opened, with the retention flags applied.
+    pub(crate) fn lists(&self) -> Result<Lists, ListError> {
+        let mut lists = self.config().open()?;
+        if let Some(ttl) = self.session_ttl {
+            lists = lists.retention(ttl);
+        }
+        if let Some(turns) = self.keep_snapshots {
+            lists = lists.snapshot_turns(turns);
+        }
+        Ok(lists)
+    }
+
     /// `user`'s session list.
     pub(crate) fn open(&self, user: &str) -> CliResult<Arc<dyn NetworkList>> {
-        self.config()
-            .open()
+        self.lists()
             .and_then(|lists| lists.user(user))
             .map_err(|e| CliError::usage(e.to_string()))
     }
+}
+
+/// `30d`, `12h`, `90m`, `45s` or plain seconds.
+pub(crate) fn parse_age(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not an age: use a number and s, m, h or d (e.g. 30d)"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`: use s, m, h or d"
+            ))
+        }
+    };
+    if n == 0 {
+        return Err("the retention must be longer than 0".to_string());
+    }
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
 /// A full id, or the one session whose id starts with `prefix` (corrupt

@@ -6,7 +6,7 @@
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
 //!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
 //!                [--allow-host HOST]... [--max-connections N] [--header-timeout SECS]
-//!                [--retention 30d] [--session-cache N] [--log-format text|json]
+//!                [--session-ttl 30d] [--keep-snapshots N] [--session-cache N] [--log-format text|json]
 //!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
 //!                [--run-retention SECS] [--grace SECS] [--mode MODE] [--allow-bypass]
 //! ```
@@ -45,8 +45,10 @@
 //! session; failures with their causes. `RUST_LOG` filters them,
 //! `--log-format json` writes JSON lines. Without tokens the server
 //! answers only its own loopback address (`--allow-host` adds names).
-//! `--retention 30d` removes sessions not saved for 30 days (`s`, `m`,
-//! `h`, `d`).
+//! `--session-ttl 30d` (the old spelling `--retention` still works)
+//! removes sessions not saved for 30 days (`s`, `m`, `h`, `d`);
+//! `--keep-snapshots N` keeps each session's rewind snapshots of its last
+//! N turns only.
 //!
 //! Exit codes: 0 after a shutdown, 1 the server failed, 2 bad usage.
 
@@ -133,9 +135,6 @@ pub(crate) struct ServeArgs {
     /// kept-alive connection may idle).
     #[arg(long, default_value_t = 10)]
     pub(crate) header_timeout: u64,
-    /// Remove sessions not saved for this long (e.g. 30d, 12h, 90m).
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
-    pub(crate) retention: Option<Duration>,
     /// Parsed sessions kept in memory (0: none).
     #[arg(long, default_value_t = 64)]
     pub(crate) session_cache: usize,
@@ -167,33 +166,6 @@ pub(crate) struct ServeArgs {
     /// files and `--settings FILE`, never a client's.
     #[command(flatten)]
     pub(crate) hooks: crate::hooks::HookArgs,
-}
-
-/// `30d`, `12h`, `90m`, `45s` or plain seconds.
-fn parse_age(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not an age: use a number and s, m, h or d (e.g. 30d)"))?;
-    let secs = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        other => {
-            return Err(format!(
-                "unknown unit `{other}` in `{text}`: use s, m, h or d"
-            ))
-        }
-    };
-    if n == 0 {
-        return Err("the retention must be longer than 0".to_string());
-    }
-    Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
 
 fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
@@ -232,8 +204,11 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
             lease: seconds("--run-lease", args.run_lease)?,
             keep: Duration::from_secs(args.run_retention),
         });
-    if let Some(age) = args.retention {
+    if let Some(age) = args.store.session_ttl {
         config = config.retention(age);
+    }
+    if let Some(turns) = args.store.keep_snapshots {
+        config = config.snapshot_turns(turns);
     }
     for host in &args.allow_host {
         config = config.allow_host(host.clone());

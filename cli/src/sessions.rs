@@ -1,9 +1,10 @@
 //! `lc-agent sessions`: list, show, remove and export saved sessions.
 //!
 //! ```text
-//! lc-agent sessions [--user NAME] [--sessions DIR | --redis URL [--prefix P]] list [--offset N] [--limit N]
+//! lc-agent sessions [--user NAME] [--sessions DIR | --redis URL [--prefix P]] list [--offset N] [--limit N] [--memory]
 //! lc-agent sessions show <ID> [--mermaid]
 //! lc-agent sessions rm <ID>
+//! lc-agent sessions prune [--older-than AGE] [--keep N] [--dry-run]
 //! lc-agent sessions export <ID> [--pretty]
 //! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B>   (fork.rs)
 //! lc-agent sessions import <FILE|DIR>... | --from-redis URL [--keys PATTERN]   (import.rs)
@@ -17,6 +18,14 @@
 //! be a unique prefix of a session id. `migrate` moves Redis sessions
 //! saved before the per-user hash tag (`<prefix>:user:<user>:...`) into
 //! the current layout (`<prefix>:user:{<user>}:...`), for every user.
+//!
+//! `prune` deletes the user's sessions not saved for `--older-than` (an
+//! age: `30d`, `12h`, ...) and/or all but the `--keep` most recently saved
+//! ones (both: a session goes when either rule says so); `--dry-run` lists
+//! them and deletes nothing. Only the `--user`'s sessions are looked at,
+//! on the JSON list and on Redis alike. With `--redis`, `list --memory`
+//! adds the memory Redis uses for each session (`MEMORY USAGE` of its
+//! keys, summed) and `show` prints it.
 //!
 //! `list` shows each session's tokens (`~` marks an estimate) and cost;
 //! `show` a `usage` line with the totals (sub-agents included) and one per
@@ -63,6 +72,22 @@ pub(crate) enum SessionsCommand {
         /// Page size.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Add the memory Redis uses for each session (needs --redis).
+        #[arg(long)]
+        memory: bool,
+    },
+    /// Deletes the user's sessions not saved for a while and/or all but the
+    /// most recently saved ones.
+    Prune {
+        /// Delete sessions not saved for this long (e.g. 30d, 12h, 90m).
+        #[arg(long, value_name = "AGE", value_parser = crate::args::parse_age)]
+        older_than: Option<std::time::Duration>,
+        /// Keep only this many sessions, the most recently saved.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// List what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Prints a session's conversation.
     Show {
@@ -150,23 +175,64 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Does the subcommand, writing to `out`.
 async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
-    let lists = args.store.config().open()?;
+    let lists = args.store.lists()?;
     let list = lists.user(&args.user)?;
     let list = list.as_ref();
+    let redis = match lists.redis() {
+        Some(redis) => Some(redis.with_user(&args.user)?),
+        None => None,
+    };
     match args.command {
-        SessionsCommand::List { offset, limit } => {
+        SessionsCommand::List {
+            offset,
+            limit,
+            memory,
+        } => {
             let page = list
                 .list(&ListQuery::default().offset(offset).limit(limit))
                 .await?;
-            print_page(out, &page.sessions, page.total, offset)?;
+            let sizes = match (&redis, memory) {
+                (_, false) => None,
+                (Some(redis), true) => {
+                    let mut sizes = Vec::with_capacity(page.sessions.len());
+                    for s in &page.sessions {
+                        sizes.push(redis.memory_usage(s.id).await?);
+                    }
+                    Some(sizes)
+                }
+                (None, true) => {
+                    return Err(CliError::usage(
+                        "--memory reports the memory Redis uses: give --redis URL (on the JSON list, BYTES is the session's size)",
+                    )
+                    .into())
+                }
+            };
+            print_page(out, &page.sessions, sizes.as_deref(), page.total, offset)?;
             for e in &page.errors {
                 writeln!(out, "unreadable: {e}")?;
             }
+        }
+        SessionsCommand::Prune {
+            older_than,
+            keep,
+            dry_run,
+        } => {
+            if older_than.is_none() && keep.is_none() {
+                return Err(
+                    CliError::usage("say what to prune: --older-than AGE and/or --keep N").into(),
+                );
+            }
+            prune(list, older_than, keep, dry_run, out).await?;
         }
         SessionsCommand::Show { id, mermaid } => {
             let id = find_session(list, &id).await?;
             let net = list.load(id).await?;
             show(out, &net)?;
+            if let Some(redis) = &redis
+                && let Some(bytes) = redis.memory_usage(id).await?
+            {
+                writeln!(out, "memory   {} bytes in redis", thousands(bytes))?;
+            }
             if mermaid {
                 writeln!(out)?;
                 writeln!(out, "{}", net.to_mermaid())?;
@@ -213,23 +279,88 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
     Ok(())
 }
 
+/// Deletes (or with `dry_run` lists) the list user's sessions older than
+/// `older_than` and those past the `keep` most recently saved.
+async fn prune(
+    list: &dyn lc_agent::NetworkList,
+    older_than: Option<std::time::Duration>,
+    keep: Option<usize>,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let now = chrono::Utc::now();
+    // Newest first, as listed.
+    let sessions: Vec<SessionInfo> = list
+        .list_everything()
+        .await?
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+    let mut gone = 0;
+    for (rank, s) in sessions.iter().enumerate() {
+        let old = older_than.is_some_and(|age| {
+            now.signed_duration_since(s.updated_at)
+                .to_std()
+                .is_ok_and(|a| a > age)
+        });
+        let extra = keep.is_some_and(|n| rank >= n);
+        if !(old || extra) {
+            continue;
+        }
+        let why = if old { "older" } else { "beyond --keep" };
+        let updated = s.updated_at.format("%Y-%m-%d %H:%M:%S");
+        if dry_run {
+            writeln!(out, "would delete {} ({updated}, {why}) {}", s.id, s.name)?;
+            gone += 1;
+        } else if list.delete(s.id).await? {
+            writeln!(out, "deleted {} ({updated}, {why}) {}", s.id, s.name)?;
+            gone += 1;
+        }
+    }
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    writeln!(
+        out,
+        "{verb} {gone} of {} session(s) of user `{}`",
+        sessions.len(),
+        list.user()
+    )?;
+    Ok(())
+}
+
 fn print_page(
     out: &mut dyn Write,
     sessions: &[SessionInfo],
+    memory: Option<&[Option<u64>]>,
     total: usize,
     offset: usize,
 ) -> std::io::Result<()> {
+    let memory_head = if memory.is_some() {
+        "     MEMORY  "
+    } else {
+        ""
+    };
     writeln!(
         out,
-        "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  NAME",
+        "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  {memory_head}NAME",
         "ID", "UPDATED (UTC)", "NODES", "BYTES", "REV", "TOKENS", "COST"
     )?;
     let prices = Prices::load();
-    for s in sessions {
+    for (i, s) in sessions.iter().enumerate() {
         let (tokens, cost) = usage_columns(&s.metadata, &prices);
+        let mem = match memory {
+            None => String::new(),
+            Some(sizes) => format!(
+                "{:>11}  ",
+                sizes
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or_else(|| "-".to_string(), |b| b.to_string())
+            ),
+        };
         writeln!(
             out,
-            "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  {}",
+            "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  {mem}{}",
             s.id,
             s.updated_at.format("%Y-%m-%d %H:%M:%S"),
             s.node_count,

@@ -19,7 +19,8 @@
 //! Run: `cargo run --release -p lc-agent-server --example load [SECONDS_PER_STEP]`
 //! (set `LC_AGENT_LOAD_REDIS=redis://127.0.0.1:6379` to keep the sessions in
 //! a running Redis instead: no fsync per save; `LC_AGENT_LOAD_ONLY=turns`
-//! runs only the turn costs, `LC_AGENT_LOAD_ONLY=runs` only the direct and
+//! runs only the turn costs (`LC_AGENT_LOAD_TURNS=10000`: a longer session),
+//! `LC_AGENT_LOAD_ONLY=runs` only the direct and
 //! the background runs at 1 and 16 clients)
 
 use std::sync::Arc;
@@ -99,10 +100,16 @@ fn median(turns: &[Duration], range: std::ops::RangeInclusive<usize>) -> f64 {
     percentile(&some, 0.5).as_secs_f64() * 1000.0
 }
 
-/// One session, 1,000 turns in a row through `/v1/chat/completions`; the
-/// median turn around turn 1, 100 and 1,000.
+/// One session, 1,000 turns (or `LC_AGENT_LOAD_TURNS`) in a row through
+/// `/v1/chat/completions`; the median turn around turn 1, 100, 1,000 (and
+/// the last).
 async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std::error::Error>> {
-    const TURNS: usize = 1000;
+    // `LC_AGENT_LOAD_TURNS=10000` measures a longer session.
+    let turns_n: usize = std::env::var("LC_AGENT_LOAD_TURNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n >= 1000)
+        .unwrap_or(1000);
     let model = Arc::new(ScriptedChatModel::new([Turn::text("ok")]).cycled());
     let state = AppState::new(
         ServerConfig::new(model)
@@ -115,9 +122,9 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
     let http = reqwest::Client::new();
     let url = format!("{base}/v1/chat/completions");
     let mut session: Option<String> = None;
-    let mut turns = Vec::with_capacity(TURNS);
-    let mut written = Vec::with_capacity(TURNS);
-    for i in 0..TURNS {
+    let mut turns = Vec::with_capacity(turns_n);
+    let mut written = Vec::with_capacity(turns_n);
+    for i in 0..turns_n {
         let mut body =
             json!({"messages": [{"role": "user", "content": format!("turn {i}: hello")}]});
         if let Some(id) = &session {
@@ -141,15 +148,23 @@ async fn turn_costs(store: &ListConfig, cache: usize) -> Result<(), Box<dyn std:
         "turn cost, session cache {cache:>3}: turn 1 {first:>7.3} ms  turn 100 {hundred:>7.3} ms  turn 1000 {thousand:>7.3} ms  (1000 / 1: {:.2}x)",
         thousand / first
     );
+    if turns_n > 1000 {
+        let last = median(&turns, turns_n - 9..=turns_n);
+        println!(
+            "turn cost, session cache {cache:>3}: turn {turns_n} {last:>7.3} ms  ({turns_n} / 1: {:.2}x)",
+            last / first
+        );
+    }
     let mean_kib = |r: std::ops::Range<usize>| {
         let n = r.len() as f64;
         written[r].iter().sum::<u64>() as f64 / n / 1024.0
     };
     println!(
-        "bytes written per turn (files and sockets, /proc/self/io wchar, mean of 10): turn 1 {:.1} KiB  turn 100 {:.1} KiB  turn 1000 {:.1} KiB",
+        "bytes written per turn (files and sockets, /proc/self/io wchar, mean of 10): turn 1 {:.1} KiB  turn 100 {:.1} KiB  turn 1000 {:.1} KiB  turn {turns_n} {:.1} KiB",
         mean_kib(0..10),
         mean_kib(95..105),
-        mean_kib(990..1000)
+        mean_kib(990..1000),
+        mean_kib(turns_n - 10..turns_n)
     );
     Ok(())
 }
@@ -269,7 +284,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Err(_) => ListConfig::json(dir.path().join("turns")),
         };
         println!("sessions: {store:?}");
-        for cache in [64, 0] {
+        // `LC_AGENT_LOAD_CACHE=64` measures with the session cache only.
+        let caches: Vec<usize> = match std::env::var("LC_AGENT_LOAD_CACHE") {
+            Ok(n) => n.split(',').filter_map(|c| c.trim().parse().ok()).collect(),
+            Err(_) => vec![64, 0],
+        };
+        for cache in caches {
             turn_costs(&store, cache).await?;
         }
         return Ok(());

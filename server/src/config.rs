@@ -10,7 +10,7 @@
 //!    .tokens(Tokens::parse("alice:t1,bob:t2"))          bearer token -> user
 //!    .body_limit(..) .request_timeout(..) .cors_origin(..) .allow_host(..)
 //!    .header_timeout(..) .body_timeout(..) .max_connections(..)   slow clients
-//!    .retention(..) .session_cache(..)                            the session lists
+//!    .retention(..) .snapshot_turns(..) .session_cache(..)        the session lists
 //!    .default_mode(..) .allow_bypass(..)                 permission modes (modes.rs)
 //! ```
 
@@ -144,6 +144,7 @@ pub struct ServerConfig {
     pub(crate) max_file_bytes: u64,
     pub(crate) max_session_files_bytes: u64,
     pub(crate) retention: Option<Duration>,
+    pub(crate) snapshot_turns: Option<usize>,
     pub(crate) session_cache: usize,
     pub(crate) modifiers: Vec<Arc<dyn lc_agent::NetworkModifier>>,
     pub(crate) summaries: bool,
@@ -177,6 +178,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_file_bytes", &self.max_file_bytes)
             .field("max_session_files_bytes", &self.max_session_files_bytes)
             .field("retention", &self.retention)
+            .field("snapshot_turns", &self.snapshot_turns)
             .field("session_cache", &self.session_cache)
             .field("runs", &self.runs)
             .finish_non_exhaustive()
@@ -213,6 +215,7 @@ impl ServerConfig {
             max_file_bytes: 8 << 20,
             max_session_files_bytes: 32 << 20,
             retention: None,
+            snapshot_turns: None,
             session_cache: 64,
             modifiers: Vec::new(),
             summaries: true,
@@ -447,12 +450,24 @@ impl ServerConfig {
         self
     }
 
-    /// Opens the session lists: the store, with the retention and the
-    /// session cache.
+    /// Each saved session keeps only the file contents (rewind snapshots)
+    /// that rewinds to its last `turns` turns need (see
+    /// [`Lists::snapshot_turns`](lc_agent::Lists::snapshot_turns)).
+    #[must_use]
+    pub fn snapshot_turns(mut self, turns: usize) -> Self {
+        self.snapshot_turns = Some(turns);
+        self
+    }
+
+    /// Opens the session lists: the store, with the retention, the
+    /// snapshots kept and the session cache.
     pub(crate) fn lists(&self) -> Result<lc_agent::Lists, lc_agent::ListError> {
         let mut lists = self.sessions.open()?.cache(self.session_cache);
         if let Some(retention) = self.retention {
             lists = lists.retention(retention);
+        }
+        if let Some(turns) = self.snapshot_turns {
+            lists = lists.snapshot_turns(turns);
         }
         Ok(lists)
     }

@@ -3,6 +3,8 @@
 //! and compared by the next incremental save (`journal.rs`). It names no
 //! network, so the network can hold it without a cycle.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -26,6 +28,9 @@ pub(crate) struct SaveBase {
     pub(super) metadata: Map<String, Value>,
     pub(super) files: Files,
     pub(super) files_gen: u64,
+    /// The hashes of the kept file contents (a hash names one content).
+    pub(super) snapshots: BTreeSet<String>,
+    pub(super) snapshots_gen: u64,
 }
 
 impl SaveBase {
@@ -57,5 +62,11 @@ impl NodeMark {
             version,
             json: json.map(|r| r.get().into()),
         }
+    }
+
+    /// Whether the node is still as marked: the same version and, for a
+    /// pending node, the same JSON (`None` for an invoked node).
+    pub(super) fn matches(&self, version: u64, json: Option<&str>) -> bool {
+        self.version == version && self.json.as_deref() == json
     }
 }

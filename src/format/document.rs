@@ -2,10 +2,10 @@
 //! with every part, a session listing with the parts it needs.
 //!
 //! ```text
-//!  SavedDocument<F, N, C>   format id name metadata default_node chat_model_name
-//!                           files: F   nodes: N   __connections__: C
-//!  loading:  <Files, SavedNodes, IndexMap<..>>       (read.rs)
-//!  listing:  SavedHead = <IgnoredAny, NodeCount, IgnoredAny>
+//!  SavedDocument<F, N, C, S>   format id name metadata default_node chat_model_name
+//!                              files: F   file_snapshots: S   nodes: N   __connections__: C
+//!  loading:  <Files, SavedNodes, IndexMap<..>, FileSnapshots>   (read.rs)
+//!  listing:  SavedHead = <IgnoredAny, NodeCount, IgnoredAny, IgnoredAny>
 //! ```
 
 use std::fmt;
@@ -14,13 +14,14 @@ use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::FORMAT;
+use super::{FORMAT, FORMAT_WITH_SNAPSHOTS};
 use crate::error::{NetworkError, Result};
 
-/// A saved network's top-level fields; `F`, `N` and `C` choose how much of
-/// the files, the nodes and the connections is read.
+/// A saved network's top-level fields; `F`, `N`, `C` and `S` choose how
+/// much of the files, the nodes, the connections and the kept file
+/// contents is read.
 #[derive(Deserialize)]
-pub(crate) struct SavedDocument<F, N, C> {
+pub(crate) struct SavedDocument<F, N, C, S = IgnoredAny> {
     pub(crate) format: String,
     pub(crate) id: uuid::Uuid,
     #[serde(default)]
@@ -34,6 +35,8 @@ pub(crate) struct SavedDocument<F, N, C> {
     #[serde(default)]
     pub(crate) files: F,
     #[serde(default)]
+    pub(crate) file_snapshots: S,
+    #[serde(default)]
     pub(crate) nodes: N,
     #[serde(default, rename = "__connections__")]
     pub(crate) connections: C,
@@ -41,16 +44,16 @@ pub(crate) struct SavedDocument<F, N, C> {
 
 /// What a listing reads: the header and the number of nodes; files and
 /// connections are skipped without being built.
-pub(crate) type SavedHead = SavedDocument<IgnoredAny, NodeCount, IgnoredAny>;
+pub(crate) type SavedHead = SavedDocument<IgnoredAny, NodeCount, IgnoredAny, IgnoredAny>;
 
-impl<F, N, C> SavedDocument<F, N, C> {
+impl<F, N, C, S> SavedDocument<F, N, C, S> {
     /// Fails unless the document is in the format this program reads.
     pub(crate) fn check_format(&self) -> Result<()> {
-        if self.format == FORMAT {
+        if self.format == FORMAT || self.format == FORMAT_WITH_SNAPSHOTS {
             Ok(())
         } else {
             Err(NetworkError::Format(format!(
-                "unsupported format `{}` (this program reads `{FORMAT}`)",
+                "unsupported format `{}` (this program reads `{FORMAT}` and `{FORMAT_WITH_SNAPSHOTS}`)",
                 self.format
             )))
         }

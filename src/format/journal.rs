@@ -7,6 +7,7 @@
 //!            {"journal":"lc-agent-journal/1","base":4,"rev":5,
 //!             "head":{..}?, "metadata":{..}? | "meta_set":{..}, "meta_del":[..],
 //!             "files_set":{path: file}, "files_del":[path],
+//!             "snaps_set":{sha256: text}, "snaps_del":[sha256],
 //!             "nodes":[{"i": index, "parents": [indices] | null, "node": {..}}]}
 //!  load = snapshot + every record that follows it (base = the revision so
 //!         far), assembled into the document a full save gives, byte for byte
@@ -35,12 +36,17 @@ use serde_json::{Map, Value};
 
 use super::base::{Head, NodeMark, SaveBase};
 use super::write::{parent_indices, NodeView};
-use super::FORMAT;
+use super::{format_for, FILE_SNAPSHOTS_KEY, FORMAT, FORMAT_WITH_SNAPSHOTS};
 use crate::error::Result;
 use crate::network::RunnableNetwork;
 
 /// The format tag of journal records.
 pub(crate) const JOURNAL_FORMAT: &str = "lc-agent-journal/1";
+
+/// The format tag of a journal record that adds or drops kept file
+/// contents (`snaps_set`, `snaps_del`): a program that reads only
+/// [`JOURNAL_FORMAT`] refuses it rather than dropping them.
+pub(crate) const JOURNAL_FORMAT_WITH_SNAPSHOTS: &str = "lc-agent-journal/2";
 
 #[derive(Serialize, Deserialize)]
 struct Record {
@@ -59,6 +65,10 @@ struct Record {
     files_set: BTreeMap<String, Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     files_del: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    snaps_set: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    snaps_del: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     nodes: Vec<NodeRecord>,
 }
@@ -93,6 +103,7 @@ impl RunnableNetwork {
     pub(crate) fn write_json_based<W: std::io::Write>(&self, out: W) -> Result<(usize, SaveBase)> {
         let mut counted = super::Counted { out, n: 0 };
         let files_gen = self.0.files_gen.load(Ordering::Relaxed);
+        let snapshots_gen = self.0.snapshots_gen.load(Ordering::Relaxed);
         let ((), base) = self.write_saved_marked(
             |view| serde_json::to_writer(&mut counted, view),
             |view, nodes| SaveBase {
@@ -109,6 +120,8 @@ impl RunnableNetwork {
                 metadata: view.graph.metadata.clone(),
                 files: view.files.clone(),
                 files_gen,
+                snapshots: view.snapshots.iter().map(|(h, _)| h.clone()).collect(),
+                snapshots_gen,
             },
         )?;
         self.0.saved_len.store(counted.n, Ordering::Relaxed);
@@ -143,11 +156,19 @@ impl RunnableNetwork {
         snapshot_len: u64,
         journal_len: u64,
     ) -> Result<()> {
+        // Read from an older layout: the store holds something else than
+        // a full save would write, so the next save is a full one.
+        if self.0.upgraded.swap(false, Ordering::Relaxed) {
+            self.forget_base();
+            return Ok(());
+        }
         // No serialization but of the pending nodes: a loaded network is
         // what the store holds.
         let files_gen = self.0.files_gen.load(Ordering::Relaxed);
+        let snapshots_gen = self.0.snapshots_gen.load(Ordering::Relaxed);
         let g = self.0.graph.lock();
         let files = self.0.files.read();
+        let snapshots = self.0.file_snapshots.read();
         let mut nodes = Vec::with_capacity(g.nodes().len());
         for node in g.nodes().values() {
             let (version, invoked) = {
@@ -179,8 +200,10 @@ impl RunnableNetwork {
             metadata: g.metadata.clone(),
             files: files.clone(),
             files_gen,
+            snapshots: snapshots.iter().map(|(h, _)| h.clone()).collect(),
+            snapshots_gen,
         };
-        drop((files, g));
+        drop((snapshots, files, g));
         self.install_base(base, store, revision, Some((snapshot_len, journal_len)));
         Ok(())
     }
@@ -204,8 +227,10 @@ impl RunnableNetwork {
             return Ok(None);
         }
         let files_gen = self.0.files_gen.load(Ordering::Relaxed);
+        let snapshots_gen = self.0.snapshots_gen.load(Ordering::Relaxed);
         let g = self.0.graph.lock();
         let files = self.0.files.read();
+        let snapshots = self.0.file_snapshots.read();
         if g.nodes().len() < base.nodes.len() {
             return Ok(None);
         }
@@ -224,6 +249,8 @@ impl RunnableNetwork {
             meta_del: Vec::new(),
             files_set: BTreeMap::new(),
             files_del: Vec::new(),
+            snaps_set: BTreeMap::new(),
+            snaps_del: Vec::new(),
             nodes: Vec::new(),
         };
         // Nodes: the ones whose version moved, and pending ones whose JSON did.
@@ -237,12 +264,8 @@ impl RunnableNetwork {
             if old.is_some_and(|o| o.id != node.id()) {
                 return Ok(None);
             }
-            if invoked && old.is_some_and(|o| o.version == version && o.json.is_none()) {
-                marks.push(NodeMark {
-                    id: node.id(),
-                    version,
-                    json: None,
-                });
+            if invoked && old.is_some_and(|o| o.matches(version, None)) {
+                marks.push(NodeMark::new(node.id(), version, None));
                 continue;
             }
             let raw = serde_json::value::to_raw_value(&NodeView {
@@ -250,9 +273,7 @@ impl RunnableNetwork {
                 cached: true,
                 marks: None,
             })?;
-            let same = !invoked
-                && old
-                    .is_some_and(|o| o.version == version && o.json.as_deref() == Some(raw.get()));
+            let same = !invoked && old.is_some_and(|o| o.matches(version, Some(raw.get())));
             marks.push(NodeMark::new(
                 node.id(),
                 version,
@@ -295,6 +316,27 @@ impl RunnableNetwork {
                 .collect();
             files.clone()
         };
+        // The kept contents, only when they changed: a hash names one
+        // content, so only new hashes carry their text.
+        let snapshots_now = if snapshots_gen == base.snapshots_gen {
+            base.snapshots
+        } else {
+            for (hash, text) in snapshots.iter() {
+                if !base.snapshots.contains(hash) {
+                    record.snaps_set.insert(hash.clone(), text.clone());
+                }
+            }
+            record.snaps_del = base
+                .snapshots
+                .iter()
+                .filter(|h| !snapshots.contains(h))
+                .cloned()
+                .collect();
+            snapshots.iter().map(|(h, _)| h.clone()).collect()
+        };
+        if !record.snaps_set.is_empty() || !record.snaps_del.is_empty() {
+            JOURNAL_FORMAT_WITH_SNAPSHOTS.clone_into(&mut record.journal);
+        }
         let mut line = serde_json::to_string(&record)?;
         line.push('\n');
         let journal_len = base.journal_len + line.len() as u64;
@@ -313,6 +355,8 @@ impl RunnableNetwork {
                 metadata: g.metadata.clone(),
                 files: files_now,
                 files_gen,
+                snapshots: snapshots_now,
+                snapshots_gen,
             },
         }))
     }
@@ -398,9 +442,9 @@ pub(crate) fn scan_journal(
         let Ok(head) = serde_json::from_slice::<RecordHead>(&lines[start..end]) else {
             break;
         };
-        if head.journal != JOURNAL_FORMAT {
+        if head.journal != JOURNAL_FORMAT && head.journal != JOURNAL_FORMAT_WITH_SNAPSHOTS {
             return Err(format!(
-                "journal record in format `{}` (this program reads `{JOURNAL_FORMAT}`)",
+                "journal record in format `{}` (this program reads `{JOURNAL_FORMAT}` and `{JOURNAL_FORMAT_WITH_SNAPSHOTS}`)",
                 head.journal
             ));
         }
@@ -426,9 +470,9 @@ pub(crate) fn materialize(
     scan: &Scan,
 ) -> std::result::Result<String, String> {
     let mut doc: Doc = serde_json::from_str(snapshot).map_err(|e| e.to_string())?;
-    if doc.format != FORMAT {
+    if doc.format != FORMAT && doc.format != FORMAT_WITH_SNAPSHOTS {
         return Err(format!(
-            "unsupported format `{}` (this program reads `{FORMAT}`)",
+            "unsupported format `{}` (this program reads `{FORMAT}` and `{FORMAT_WITH_SNAPSHOTS}`)",
             doc.format
         ));
     }
@@ -455,6 +499,10 @@ pub(crate) fn materialize(
             doc.files.remove(p);
         }
         doc.files.extend(record.files_set);
+        for h in &record.snaps_del {
+            doc.file_snapshots.remove(h);
+        }
+        doc.file_snapshots.extend(record.snaps_set);
         for n in record.nodes {
             if n.i < doc.nodes.len() {
                 doc.nodes[n.i] = n.node;
@@ -494,6 +542,8 @@ struct Doc {
     #[serde(default)]
     files: BTreeMap<String, Box<RawValue>>,
     #[serde(default)]
+    file_snapshots: BTreeMap<String, String>,
+    #[serde(default)]
     nodes: Vec<Box<RawValue>>,
     #[serde(default, rename = "__connections__")]
     connections: BTreeMap<String, Vec<usize>>,
@@ -509,14 +559,19 @@ struct Connections<'a>(&'a [Option<Vec<usize>>]);
 impl Serialize for DocOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let d = self.doc;
-        let mut map = s.serialize_map(Some(9))?;
-        map.serialize_entry("format", &d.format)?;
+        let with_snapshots = !d.file_snapshots.is_empty();
+        let mut map = s.serialize_map(Some(9 + usize::from(with_snapshots)))?;
+        // The tag a full save writes.
+        map.serialize_entry("format", format_for(with_snapshots))?;
         map.serialize_entry("id", &d.id)?;
         map.serialize_entry("name", &d.name)?;
         map.serialize_entry("metadata", &d.metadata)?;
         map.serialize_entry("default_node", &d.default_node)?;
         map.serialize_entry("chat_model_name", &d.chat_model_name)?;
         map.serialize_entry("files", &d.files)?;
+        if with_snapshots {
+            map.serialize_entry(FILE_SNAPSHOTS_KEY, &d.file_snapshots)?;
+        }
         map.serialize_entry("nodes", &d.nodes)?;
         map.serialize_entry("__connections__", &Connections(self.parents))?;
         map.end()
@@ -580,6 +635,8 @@ mod tests {
             meta_del: Vec::new(),
             files_set: BTreeMap::new(),
             files_del: Vec::new(),
+            snaps_set: BTreeMap::new(),
+            snaps_del: Vec::new(),
             nodes: Vec::new(),
         };
         let changed: Map<String, Value> =

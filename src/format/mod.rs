@@ -25,6 +25,7 @@ pub(crate) use journal::{materialize, scan_journal, JournalEntry, Scan};
 /// {"format": "lc-agent/1", "id": "...", "name": "...", "metadata": {},
 ///  "default_node": "chat", "chat_model_name": "gpt-4o",
 ///  "files": {"/notes.md": {"content": ["line"], "created_at": "...", "modified_at": "..."}},
+///  "file_snapshots": {"<sha256>": "text"},
 ///  "nodes": [{"__node_type__": "human", "id": "...", "name": "human",
 ///             "invoked": true, "outputs": {...}, "metadata": {}, "text": "hi"}],
 ///  "__connections__": {"1": [0]}}
@@ -36,6 +37,11 @@ pub(crate) use journal::{materialize, scan_journal, JournalEntry, Scan};
 /// bytes. A kind this program does not know loads as a
 /// [`GenericNode`](crate::GenericNode) that keeps every field and saves
 /// back unchanged.
+///
+/// `file_snapshots` holds the file contents kept for rewinds, by hash
+/// (written only when there are some, and then the document is tagged
+/// `lc-agent/2`; documents of `lc-agent/1` that keep them in the metadata
+/// still load, moving them there).
 ///
 /// A session list stores a network as such a document (the *snapshot*)
 /// followed by a journal of incremental saves: one `lc-agent-journal/1`
@@ -55,6 +61,26 @@ pub(crate) use journal::{materialize, scan_journal, JournalEntry, Scan};
 ///
 /// The format tag of saved networks.
 pub const FORMAT: &str = "lc-agent/1";
+
+/// The format tag of a saved network that keeps file contents for rewinds
+/// (a top-level `"file_snapshots": {sha256: text}` after `"files"`): the
+/// same document with that one part more, tagged so that a program that
+/// reads only [`FORMAT`] refuses it instead of dropping them. A network
+/// without kept contents is written as [`FORMAT`].
+pub(crate) const FORMAT_WITH_SNAPSHOTS: &str = "lc-agent/2";
+
+/// The key of the kept file contents, at the top of a document (and, in
+/// documents written before they moved out, in the metadata).
+pub(crate) const FILE_SNAPSHOTS_KEY: &str = "file_snapshots";
+
+/// The format tag a network with (or without) kept contents is saved in.
+pub(crate) fn format_for(has_snapshots: bool) -> &'static str {
+    if has_snapshots {
+        FORMAT_WITH_SNAPSHOTS
+    } else {
+        FORMAT
+    }
+}
 
 /// The key naming a node's kind in the saved format.
 pub(crate) const NODE_TYPE_KEY: &str = "__node_type__";

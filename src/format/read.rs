@@ -1,7 +1,7 @@
 //! Reading the saved format in one pass over the text.
 //!
 //! ```text
-//!  SavedDocument<Files, SavedNodes, connections>
+//!  SavedDocument<Files, SavedNodes, connections, FileSnapshots>
 //!    nodes: NodeSeed per node ─▶ built-in kind as its first key?
 //!             yes ─▶ BuiltinFields, typed, no intermediate JSON
 //!             no  ─▶ a JSON object ─▶ load_node ─▶ crate::kinds loader
@@ -18,12 +18,13 @@ use super::{SavedDocument, COMMON_KEYS, NODE_TYPE_KEY};
 use crate::error::{NetworkError, Result};
 use crate::files::Files;
 use crate::message::Message;
+use crate::network::snapshots::FileSnapshots;
 use crate::network::{Graph, RunnableNetwork};
 use crate::node::{NodeId, NodeLogic, NodeRef};
 use crate::nodes::{ChatNode, GenericNode, HumanNode, SystemNode, ToolNode};
 
 /// A whole saved network, as the loader reads it.
-type SavedNetwork = SavedDocument<Files, SavedNodes, IndexMap<String, Vec<usize>>>;
+type SavedNetwork = SavedDocument<Files, SavedNodes, IndexMap<String, Vec<usize>>, FileSnapshots>;
 
 /// The saved nodes, each built while the document is read (one pass over
 /// the text). A node that is well-formed JSON but not a valid node (a
@@ -384,14 +385,37 @@ impl RunnableNetwork {
                 parents[child].push(ids[p]);
             }
         }
+        let mut metadata = saved.metadata;
+        let mut snapshots = saved.file_snapshots;
+        // Written before the contents moved out of the metadata: they
+        // move now, and the next save is a full one in the new layout.
+        let upgraded = match metadata.get(super::FILE_SNAPSHOTS_KEY) {
+            Some(Value::Object(_)) => {
+                if let Some(Value::Object(old)) = metadata.shift_remove(super::FILE_SNAPSHOTS_KEY) {
+                    for (hash, text) in old {
+                        if let Value::String(text) = text {
+                            snapshots.insert(hash, text);
+                        }
+                    }
+                }
+                true
+            }
+            _ => false,
+        };
         let net = RunnableNetwork::with_graph(Graph::new(
             saved.id,
             saved.name,
-            saved.metadata,
+            metadata,
             saved.default_node,
             saved.chat_model_name,
         ));
         *net.0.files.write() = saved.files;
+        *net.0.file_snapshots.write() = snapshots;
+        if upgraded {
+            net.0
+                .upgraded
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         net.add_default_modifiers();
         net.insert_loaded(loaded.into_iter().zip(parents).collect())?;
         Ok(net)

@@ -13,9 +13,10 @@ use serde_json::{Map, Value};
 use std::cell::RefCell;
 
 use super::base::NodeMark;
-use super::{COMMON_KEYS, FORMAT, NODE_TYPE_KEY};
+use super::{format_for, COMMON_KEYS, FILE_SNAPSHOTS_KEY, NODE_TYPE_KEY};
 use crate::error::Result;
 use crate::files::Files;
+use crate::network::snapshots::FileSnapshots;
 use crate::network::{Graph, RunnableNetwork};
 use crate::node::{NodeRef, SavedFields};
 use crate::nodes::GenericNode;
@@ -23,6 +24,7 @@ use crate::nodes::GenericNode;
 pub(super) struct NetworkView<'a> {
     pub(super) graph: &'a Graph,
     pub(super) files: &'a Files,
+    pub(super) snapshots: &'a FileSnapshots,
     /// Use (and fill) the invoked nodes' cached compact JSON.
     cached: bool,
     /// Where to note each node's version as it is written (for the next
@@ -53,14 +55,18 @@ struct ConnectionsView<'a>(&'a Graph);
 impl Serialize for NetworkView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let g = self.graph;
-        let mut map = s.serialize_map(Some(9))?;
-        map.serialize_entry("format", FORMAT)?;
+        let with_snapshots = !self.snapshots.is_empty();
+        let mut map = s.serialize_map(Some(9 + usize::from(with_snapshots)))?;
+        map.serialize_entry("format", format_for(with_snapshots))?;
         map.serialize_entry("id", &g.id)?;
         map.serialize_entry("name", &g.name)?;
         map.serialize_entry("metadata", &g.metadata)?;
         map.serialize_entry("default_node", &g.default_node)?;
         map.serialize_entry("chat_model_name", &g.chat_model_name)?;
         map.serialize_entry("files", self.files)?;
+        if with_snapshots {
+            map.serialize_entry(FILE_SNAPSHOTS_KEY, self.snapshots)?;
+        }
         map.serialize_entry(
             "nodes",
             &NodesView {
@@ -196,9 +202,11 @@ impl RunnableNetwork {
     ) -> Result<R> {
         let graph = self.0.graph.lock();
         let files = self.0.files.read();
+        let snapshots = self.0.file_snapshots.read();
         Ok(write(&NetworkView {
             graph: &graph,
             files: &files,
+            snapshots: &snapshots,
             cached,
             marks: None,
         })?)
@@ -214,10 +222,12 @@ impl RunnableNetwork {
     ) -> Result<(R, T)> {
         let graph = self.0.graph.lock();
         let files = self.0.files.read();
+        let snapshots = self.0.file_snapshots.read();
         let marks = RefCell::new(Vec::with_capacity(graph.nodes().len()));
         let view = NetworkView {
             graph: &graph,
             files: &files,
+            snapshots: &snapshots,
             cached: true,
             marks: Some(&marks),
         };

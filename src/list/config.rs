@@ -8,6 +8,7 @@
 //!        ▼
 //!  Lists ── user("alice") ──▶ Arc<dyn NetworkList>   (one per user, cached, shared connection)
 //!    .retention(30 days)  sessions expire after their latest save (RetentionList; Redis TTLs)
+//!    .snapshot_turns(20)  each session keeps the file contents rewinds to its last 20 turns need
 //!    .cache(64)           parsed networks kept, checked by revision (CachedNetworkList)
 //! ```
 //!
@@ -145,6 +146,7 @@ impl ListConfig {
             base,
             users: Arc::new(Mutex::new(HashMap::new())),
             retention: None,
+            snapshot_turns: None,
             cache: None,
         })
     }
@@ -165,6 +167,7 @@ pub struct Lists {
     base: Base,
     users: Arc<Mutex<HashMap<String, Arc<dyn NetworkList>>>>,
     retention: Option<Duration>,
+    snapshot_turns: Option<usize>,
     cache: Option<SessionCache>,
 }
 
@@ -202,6 +205,18 @@ impl Lists {
         self
     }
 
+    /// Each saved session keeps only the file contents (rewind snapshots)
+    /// a rewind to a point within its last `turns` turns needs
+    /// ([`RunnableNetwork::trim_file_snapshots`](crate::RunnableNetwork::trim_file_snapshots));
+    /// older rewinds report those files as not kept. Applies to lists
+    /// handed out after this call.
+    #[must_use]
+    pub fn snapshot_turns(mut self, turns: usize) -> Self {
+        self.snapshot_turns = Some(turns);
+        self.users.lock().clear();
+        self
+    }
+
     /// Keeps up to `sessions` parsed networks, shared by every user's
     /// list ([`CachedNetworkList`]); 0 keeps none. Applies to lists handed
     /// out after this call.
@@ -230,8 +245,12 @@ impl Lists {
         if let Some(cache) = &self.cache {
             list = Arc::new(CachedNetworkList::new(list, cache.clone()));
         }
-        if let Some(retention) = self.retention {
-            list = Arc::new(RetentionList::new(list, retention));
+        if self.retention.is_some() || self.snapshot_turns.is_some() {
+            list = Arc::new(RetentionList::new(
+                list,
+                self.retention,
+                self.snapshot_turns,
+            ));
         }
         self.users.lock().insert(user.to_string(), list.clone());
         Ok(list)

@@ -1,11 +1,13 @@
 //! [`RetentionList`]: a session list whose sessions expire a while after
-//! their latest save.
+//! their latest save, and whose sessions keep the file contents of only
+//! their last turns.
 //!
 //! ```text
 //!  load(id)  ─▶ inner.load ─▶ saved longer ago than the retention? ─▶ delete, NotFound
 //!  list(..)  ─▶ (at most once a minute) every expired session of the user is deleted
 //!            ─▶ inner.list, without the expired ones
-//!  save      ─▶ inner.save (a save renews the session)
+//!  save      ─▶ (snapshot turns set) contents older rewinds need dropped
+//!            ─▶ inner.save (a save renews the session)
 //! ```
 //!
 //! The age is the session's `updated_at` (its latest save). An expired
@@ -33,23 +35,34 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// save (`list/retention.rs`'s module docs say how).
 pub struct RetentionList {
     inner: Arc<dyn NetworkList>,
-    retention: Duration,
+    retention: Option<Duration>,
+    snapshot_turns: Option<usize>,
     last_prune: Mutex<Option<Instant>>,
 }
 
 impl RetentionList {
-    /// `inner`, with sessions kept for `retention` after their latest save.
-    pub(crate) fn new(inner: Arc<dyn NetworkList>, retention: Duration) -> Self {
+    /// `inner`, with sessions kept for `retention` after their latest save
+    /// (`None`: kept), each keeping the file contents rewinds to its last
+    /// `snapshot_turns` turns need (`None`: all of them).
+    pub(crate) fn new(
+        inner: Arc<dyn NetworkList>,
+        retention: Option<Duration>,
+        snapshot_turns: Option<usize>,
+    ) -> Self {
         Self {
             inner,
             retention,
+            snapshot_turns,
             last_prune: Mutex::new(None),
         }
     }
 
     fn expired_at(&self, updated: DateTime<Utc>) -> bool {
+        let Some(retention) = self.retention else {
+            return false;
+        };
         let age = Utc::now().signed_duration_since(updated);
-        age.to_std().is_ok_and(|age| age > self.retention)
+        age.to_std().is_ok_and(|age| age > retention)
     }
 
     fn expired_net(&self, net: &RunnableNetwork) -> bool {
@@ -73,6 +86,9 @@ impl RetentionList {
     }
 
     async fn prune_now_and_then(&self) -> ListResult<()> {
+        if self.retention.is_none() {
+            return Ok(());
+        }
         let due = self
             .last_prune
             .lock()
@@ -91,6 +107,9 @@ impl NetworkList for RetentionList {
     }
 
     async fn save(&self, network: &RunnableNetwork) -> ListResult<SessionInfo> {
+        if let Some(turns) = self.snapshot_turns {
+            network.trim_file_snapshots(turns);
+        }
         self.inner.save(network).await
     }
 

@@ -15,9 +15,9 @@
 //! **Files at a node.** The file tools record each change they make on
 //! their tool node's metadata, `file_changes: [{path, before, after,
 //! in_graph}]` (`before`/`after` name a content hash, `null` for "no
-//! file"), and keep the contents, deduplicated by hash, in the session's
-//! metadata `file_snapshots: {hash: text}` (see `lc-agent-filesystem`'s
-//! snapshots). The files of a fork are the session's in-graph files with
+//! file"), and keep the contents, deduplicated by hash, in the session
+//! beside the graph (`snapshots.rs`; see `lc-agent-filesystem`'s
+//! snapshots); a fork takes them along. The files of a fork are the session's in-graph files with
 //! every change recorded by a node added after `n` taken back, newest
 //! first. Changes to a disk workspace are not the graph's: a fork shares
 //! the workspace as it is (rewinding it is the file tools' job).
@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::snapshots::FileSnapshots;
 use super::{Graph, RunnableNetwork};
 use crate::error::{NetworkError, Result};
 use crate::files::{FileData, Files};
@@ -40,8 +41,6 @@ use crate::nodes::{ChatNode, HumanNode, SystemNode, ToolNode};
 
 /// A tool node's metadata: the file changes it made.
 pub(crate) const FILE_CHANGES: &str = "file_changes";
-/// The session's metadata: file contents by hash.
-pub(crate) const FILE_SNAPSHOTS: &str = "file_snapshots";
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
 
@@ -100,13 +99,15 @@ impl RunnableNetwork {
             g.default_node.clone(),
             g.chat_model_name.clone(),
         ));
-        let snapshots = g.metadata.get(FILE_SNAPSHOTS).cloned();
         drop(g);
+        let snapshots = self.0.file_snapshots.read().clone();
         let mut files = self.files();
         for n in later.iter().rev() {
-            undo_changes(&mut files, n, snapshots.as_ref());
+            undo_changes(&mut files, n, &snapshots);
         }
         *fork.0.files.write() = files;
+        // The kept contents go along: a rewind in the fork needs them.
+        *fork.0.file_snapshots.write() = snapshots;
         fork.add_default_modifiers();
         fork.insert_loaded(nodes)?;
         Ok(fork)
@@ -232,7 +233,7 @@ fn fresh_logic(n: &NodeRef) -> Result<Arc<dyn NodeLogic>> {
 }
 
 /// Takes back the in-graph file changes a node recorded, newest first.
-fn undo_changes(files: &mut Files, node: &NodeRef, snapshots: Option<&Value>) {
+fn undo_changes(files: &mut Files, node: &NodeRef, snapshots: &FileSnapshots) {
     let Some(Value::Array(changes)) = node.metadata_value(FILE_CHANGES) else {
         return;
     };
@@ -248,7 +249,7 @@ fn undo_changes(files: &mut Files, node: &NodeRef, snapshots: Option<&Value>) {
                 files.remove(path);
             }
             Some(hash) => {
-                let text = snapshots.and_then(|s| s.get(hash)).and_then(Value::as_str);
+                let text = snapshots.get(hash);
                 if let Some(text) = text {
                     match files.get_mut(path) {
                         Some(data) => data.set_text(text),

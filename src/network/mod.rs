@@ -4,6 +4,7 @@
 //!  RunnableNetwork ──▶ NetworkInner
 //!                      ├─ graph:   Mutex<Graph>     nodes, edges, pending, metadata   (saved)
 //!                      ├─ files:   RwLock<Files>    the agent's virtual files          (saved)
+//!                      ├─ file_snapshots            contents kept for rewinds          (saved)
 //!                      ├─ runtime: RwLock<Runtime>  modifiers, tools, models, events   (attached)
 //!                      └─ invoke_lock               one invoke at a time
 //! ```
@@ -12,7 +13,7 @@
 //! `graph.rs` (storage, topological order, read-only queries), `edit.rs`
 //! (adding, rewiring, removing nodes), `fork.rs` (forks, branches,
 //! edits, rewinds), `conversation.rs` (what a node reads), `runtime.rs` (attachments and events), `scope.rs` (the scope
-//! guard), `ops.rs` (`>>`), `mermaid.rs` (drawing). This file holds the
+//! guard), `snapshots.rs` (file contents kept for rewinds), `ops.rs` (`>>`), `mermaid.rs` (drawing). This file holds the
 //! type itself, its identity, metadata and files.
 
 mod builder;
@@ -24,8 +25,9 @@ pub(crate) mod mermaid;
 pub(crate) mod ops;
 mod runtime;
 pub(crate) mod scope;
+pub(crate) mod snapshots;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -89,6 +91,13 @@ pub(crate) struct NetworkInner {
     /// What the store holds as of the last save or load (runtime only):
     /// the next save writes only what changed since.
     pub(crate) save_base: Mutex<Option<crate::format::base::SaveBase>>,
+    /// File contents kept for rewinds (saved beside the graph).
+    pub(crate) file_snapshots: RwLock<snapshots::FileSnapshots>,
+    /// Moves on every change of the kept contents (runtime only).
+    pub(crate) snapshots_gen: AtomicU64,
+    /// Loaded from a document in an older layout (runtime only): the next
+    /// save is a full one, in the current layout.
+    pub(crate) upgraded: AtomicBool,
 }
 
 impl Default for RunnableNetwork {
@@ -112,6 +121,9 @@ impl RunnableNetwork {
             saved_len: AtomicUsize::new(0),
             files_gen: AtomicU64::new(0),
             save_base: Mutex::new(None),
+            file_snapshots: RwLock::new(snapshots::FileSnapshots::default()),
+            snapshots_gen: AtomicU64::new(0),
+            upgraded: AtomicBool::new(false),
         }))
     }
 

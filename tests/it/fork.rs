@@ -113,7 +113,8 @@ async fn a_fork_has_the_in_graph_files_as_they_were_at_its_node() {
     net.with_files_mut(|f| {
         f.insert("/a.md".into(), FileData::new("v1"));
     });
-    net.set_metadata("file_snapshots", json!({"h1": "v1", "h2": "v2"}));
+    net.keep_file_snapshot("h1", "v1", usize::MAX);
+    net.keep_file_snapshot("h2", "v2", usize::MAX);
     net.add_tool(FnTool::new(
         "put",
         "Writes /a.md and /new.md.",

@@ -67,6 +67,14 @@ pub(crate) async fn many_turns_round_trip(list: &dyn NetworkList, fresh: &dyn Ne
         if i % 13 == 0 {
             net.set_metadata("todos", json!({"i": i}));
         }
+        // Rewind snapshots: contents kept now and then, trimmed to the
+        // last turns now and then (records add and drop contents).
+        if i % 5 == 1 {
+            net.keep_file_snapshot(&format!("h{i}"), &format!("content {i}"), usize::MAX);
+        }
+        if i % 17 == 16 {
+            net.retain_file_snapshots(|h| h != format!("h{}", i - 15));
+        }
         list.save(&net).await.expect("save end");
         if i % 9 == 0 {
             let loaded = fresh.load(net.id()).await.expect("load");
@@ -258,4 +266,124 @@ async fn json_old_files_load_and_newer_journals_are_refused() {
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+/// Rewind snapshots live beside the graph, not in its metadata: a turn
+/// that keeps a content sends that content alone (not the ones kept
+/// before), a listing never carries them, and the document that holds
+/// them says so in its format tag.
+#[tokio::test]
+async fn json_a_turn_sends_only_the_new_file_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = JsonNetworkList::new(dir.path());
+    let net = chat_network();
+    net.set_metadata("payload", json!("x".repeat(200_000)));
+    let first = "a".repeat(50_000);
+    assert!(net.keep_file_snapshot("h-first", &first, usize::MAX));
+    list.save(&net).await.unwrap();
+    let saved = std::fs::read_to_string(list.path_of(net.id())).unwrap();
+    assert!(
+        saved.starts_with(r#"{"format":"lc-agent/2""#),
+        "{}",
+        &saved[..40]
+    );
+    let journal = list.path_of(net.id()).with_extension("journal");
+    let mut last = 0;
+    for i in 0..5 {
+        turn(&net, i).await;
+        let text = format!("turn {i} ").repeat(1_000);
+        net.keep_file_snapshot(&format!("h{i}"), &text, usize::MAX);
+        // Kept again: deduplicated, nothing new to send.
+        net.keep_file_snapshot(&format!("h{i}"), &text, usize::MAX);
+        list.save(&net).await.unwrap();
+        let lines = std::fs::read_to_string(&journal).unwrap();
+        let record = &lines[last..];
+        last = lines.len();
+        assert!(record.contains(&text), "turn {i}: the new content is sent");
+        assert!(record.contains(r#""journal":"lc-agent-journal/2""#));
+        assert!(
+            !record.contains(&first),
+            "turn {i}: an old content is sent again"
+        );
+        assert!(
+            record.len() < text.len() + 2_000,
+            "turn {i}: {} bytes",
+            record.len()
+        );
+    }
+    assert!(net.metadata_value("file_snapshots").is_none());
+    let info = &list.list(&ListQuery::default()).await.unwrap().sessions[0];
+    assert!(!info.metadata.contains_key("file_snapshots"));
+    let loaded = JsonNetworkList::new(dir.path())
+        .load(net.id())
+        .await
+        .unwrap();
+    assert_eq!(loaded.to_json().unwrap(), net.to_json().unwrap());
+    assert_eq!(
+        loaded.file_snapshot("h-first").as_deref(),
+        Some(first.as_str())
+    );
+    // A fork takes them along.
+    let fork = loaded.fork_at(loaded.nodes()[1].id()).unwrap();
+    assert_eq!(fork.file_snapshot("h3"), loaded.file_snapshot("h3"));
+}
+
+/// A session saved when the contents lived in the metadata
+/// (`metadata.file_snapshots`, `lc-agent/1`) still loads: the contents
+/// move beside the graph, and the next save is a full one in the new
+/// layout.
+#[tokio::test]
+async fn json_an_old_session_with_snapshots_in_its_metadata_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = JsonNetworkList::new(dir.path());
+    let net = chat_network();
+    turn(&net, 0).await;
+    net.set_metadata("file_snapshots", json!({"h1": "old one", "h2": "old two"}));
+    list.save(&net).await.unwrap();
+    let saved = std::fs::read_to_string(list.path_of(net.id())).unwrap();
+    assert!(saved.starts_with(r#"{"format":"lc-agent/1""#));
+    let loaded = JsonNetworkList::new(dir.path())
+        .load(net.id())
+        .await
+        .unwrap();
+    assert_eq!(loaded.file_snapshot("h2").as_deref(), Some("old two"));
+    assert!(loaded.metadata_value("file_snapshots").is_none());
+    turn(&loaded, 1).await;
+    list.save(&loaded).await.unwrap();
+    let journal = list.path_of(net.id()).with_extension("journal");
+    assert_eq!(
+        std::fs::metadata(&journal).map_or(0, |m| m.len()),
+        0,
+        "a full save"
+    );
+    let saved = std::fs::read_to_string(list.path_of(net.id())).unwrap();
+    assert!(saved.starts_with(r#"{"format":"lc-agent/2""#));
+    let again = JsonNetworkList::new(dir.path())
+        .load(net.id())
+        .await
+        .unwrap();
+    assert_eq!(again.to_json().unwrap(), loaded.to_json().unwrap());
+    assert_eq!(again.file_snapshot("h1").as_deref(), Some("old one"));
+}
+
+/// Retention of snapshots: only what rewinds to the last turns need is
+/// kept.
+#[tokio::test]
+async fn trimming_keeps_the_contents_of_the_last_turns() {
+    let net = chat_network();
+    for i in 0..4 {
+        turn(&net, i).await;
+        let node = net.nodes().last().cloned().unwrap();
+        net.keep_file_snapshot(&format!("h{i}"), &format!("v{i}"), usize::MAX);
+        node.set_metadata(
+            "file_changes",
+            json!([{"path": "/a.md", "before": format!("h{i}"), "after": "x", "in_graph": false}]),
+        );
+    }
+    assert_eq!(net.file_snapshots_size().0, 4);
+    assert_eq!(net.trim_file_snapshots(10), 0);
+    assert_eq!(net.trim_file_snapshots(2), 2);
+    assert!(net.file_snapshot("h1").is_none());
+    assert_eq!(net.file_snapshot("h2").as_deref(), Some("v2"));
+    assert_eq!(net.file_snapshot("h3").as_deref(), Some("v3"));
 }

@@ -248,7 +248,7 @@ fn bad_documents_are_clear_errors() {
     assert!(bad("{").starts_with("json:"));
     assert_eq!(
         bad(&format!(r#"{{"format":"other/2","id":"{id}"}}"#)),
-        "invalid saved network: unsupported format `other/2` (this program reads `lc-agent/1`)"
+        "invalid saved network: unsupported format `other/2` (this program reads `lc-agent/1` and `lc-agent/2`)"
     );
     let node = |i: u8| json!({"__node_type__": "human", "id": uuid::Uuid::new_v4(), "text": format!("{i}")});
     let doc = json!({"format": "lc-agent/1", "id": id, "nodes": [node(0), node(1)],

@@ -31,6 +31,7 @@ mod sandbox;
 mod serve;
 mod serve_logs;
 mod sessions_fork;
+mod sessions_prune;
 mod small_window;
 mod subagent_approvals;
 mod tool;

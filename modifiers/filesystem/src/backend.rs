@@ -323,6 +323,47 @@ pub trait Backend: Send + Sync {
         })
     }
 
+    /// [`write`](Self::write), also saying what the file held before
+    /// (its fingerprint, the bytes kept when at most `keep`) and after, for
+    /// rewinds. The default asks [`fingerprint`](Self::fingerprint) before
+    /// and after; backends on disk read both inside the write's own
+    /// blocking task.
+    async fn write_recorded(
+        &self,
+        path: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        let before = self.fingerprint(path, keep).await;
+        self.write(path, content, overwrite).await?;
+        let after = self.fingerprint(path, 0).await;
+        Ok(Recorded {
+            value: (),
+            before,
+            after,
+        })
+    }
+
+    /// [`edit`](Self::edit), also saying what the file held before and
+    /// after (see [`write_recorded`](Self::write_recorded)).
+    async fn edit_recorded(
+        &self,
+        path: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+    ) -> FsResult<Recorded<usize>> {
+        let (old, new, replace_all) = edit;
+        let before = self.fingerprint(path, keep).await;
+        let value = self.edit(path, old, new, replace_all).await?;
+        let after = self.fingerprint(path, 0).await;
+        Ok(Recorded {
+            value,
+            before,
+            after,
+        })
+    }
+
     /// Where each path leads once the symbolic links along it are
     /// followed, as a virtual path: `None` where no link is involved or
     /// the path leads out of the workspace. Path permissions check a path
@@ -340,6 +381,19 @@ pub trait Backend: Send + Sync {
     async fn execute(&self, _command: &str, _timeout_secs: u64) -> FsResult<ExecuteResponse> {
         Err(FsError::NoSandbox)
     }
+}
+
+/// What a change recorded for rewinds reports
+/// ([`Backend::write_recorded`], [`Backend::edit_recorded`]): its own
+/// result and the file before and after (`None`: no file there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded<T> {
+    /// What the change itself returns.
+    pub value: T,
+    /// The file before the change.
+    pub before: Option<Fingerprint>,
+    /// The file after it.
+    pub after: Option<Fingerprint>,
 }
 
 /// Refuses the workspace root (`/`) as a target of [`Backend::delete_tree`].

@@ -7,7 +7,7 @@ use lc_agent::RunnableNetwork;
 
 use super::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage,
+    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage, Recorded,
 };
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
@@ -408,6 +408,41 @@ impl Backend for Routed {
         match self.route(file) {
             Some((_, b, inner)) => b.fingerprint(&inner, keep).await,
             None => self.default.fingerprint(file, keep).await,
+        }
+    }
+
+    async fn write_recorded(
+        &self,
+        file: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .write_recorded(&inner, content, overwrite, keep)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => {
+                self.default
+                    .write_recorded(file, content, overwrite, keep)
+                    .await
+            }
+        }
+    }
+
+    async fn edit_recorded(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+    ) -> FsResult<Recorded<usize>> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .edit_recorded(&inner, edit, keep)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.edit_recorded(file, edit, keep).await,
         }
     }
 

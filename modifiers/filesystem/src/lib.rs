@@ -214,7 +214,7 @@ mod tools;
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage,
+    FileUploadResponse, GrepLine, GrepMode, GrepQuery, LsEntry, PageLine, ReadPage, Recorded,
 };
 pub use branch_diff::{diff_branches, BranchDiff, BranchSide};
 pub use composite::CompositeBackend;
@@ -236,7 +236,7 @@ pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
 pub use text::{edit_text, page_text};
 pub use tools::{
-    all as all_tools, is_offered, offered as offered_tools, run_tool, Delete, DeleteArgs, EditFile,
-    EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls, LsArgs,
-    ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
+    all as all_tools, is_offered, offered as offered_tools, run_tool, Change, Delete, DeleteArgs,
+    EditFile, EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls,
+    LsArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
 };

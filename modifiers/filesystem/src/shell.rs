@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::backend::{
     Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, Fingerprint,
-    GrepQuery, LsEntry, ReadPage,
+    GrepQuery, LsEntry, ReadPage, Recorded,
 };
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
@@ -299,6 +299,23 @@ impl Backend for LocalShellBackend {
     }
     async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
         self.fs.fingerprint(file, keep).await
+    }
+    async fn write_recorded(
+        &self,
+        file: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        self.fs.write_recorded(file, content, overwrite, keep).await
+    }
+    async fn edit_recorded(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+    ) -> FsResult<Recorded<usize>> {
+        self.fs.edit_recorded(file, edit, keep).await
     }
 
     fn supports_execute(&self) -> bool {

@@ -7,8 +7,9 @@
 //!  write_file / edit_file on any backend (disk, shell, store, state)
 //!    before = bytes of the file (or none) ─▶ the tool runs ─▶ after = bytes
 //!    tool node metadata  file_changes: [{path, before, after, in_graph}]
-//!    session metadata    file_snapshots: {sha256: text}   (before contents)
-//!                        files_known:    {path: sha256 | null}
+//!    session             file contents by sha256 (before contents), beside
+//!                        the graph: RunnableNetwork::keep_file_snapshot
+//!    session metadata    files_known:    {path: sha256 | null}
 //!                                        (what the agent last left there)
 //!
 //!  rewind_files(network, backend, after: node | None)
@@ -19,10 +20,11 @@
 //! ```
 //!
 //! Decisions where the design is silent:
-//! - **Where.** In the session itself, beside its graph: the contents in
-//!   the session's metadata, keyed by the SHA-256 of their bytes (each
-//!   content once, however many turns wrote it), so they travel with the
-//!   session (JSON file or Redis) and a fork takes them along. Nothing is
+//! - **Where.** In the session itself, beside its graph (not in its
+//!   metadata), keyed by the SHA-256 of their bytes (each content once,
+//!   however many turns wrote it), so they travel with the session (JSON
+//!   file or Redis), a save writes only the contents that are new, and a
+//!   fork takes them along. Nothing is
 //!   written into the workspace. Only UTF-8 text is kept, and at most
 //!   [`SNAPSHOT_CAP_BYTES`] per session; a content beyond the cap (or not
 //!   text) is named by its hash and not kept: a rewind says so instead of
@@ -32,6 +34,10 @@
 //!   recorded file by file, the files `ls` lists in it). A command run by `execute` (an
 //!   `rm`, a build) is not snapshotted: nothing tells which files it
 //!   touched.
+//! - **One blocking task.** `write_file` and `edit_file` ask the backend
+//!   for [`Backend::write_recorded`] / [`Backend::edit_recorded`]: a disk
+//!   backend reads the file before and after inside the write's own
+//!   blocking task, so a snapshot costs no extra hops to the thread pool.
 //! - **Changed outside.** A file whose bytes differ from what the agent
 //!   (or the latest rewind) left there is reported and left alone.
 
@@ -48,8 +54,6 @@ pub const SNAPSHOT_CAP_BYTES: usize = 16 * 1024 * 1024;
 /// A tool node's metadata: the file changes it made (read by the core's
 /// `fork_at` too).
 const FILE_CHANGES: &str = "file_changes";
-/// The session's metadata: contents by hash.
-const FILE_SNAPSHOTS: &str = "file_snapshots";
 /// The session's metadata: the hash of what the agent last left at a path.
 const FILES_KNOWN: &str = "files_known";
 
@@ -65,23 +69,6 @@ pub struct FileRewind {
     /// Files whose earlier content was not kept (over the cap, or not
     /// text): left as they are.
     pub not_kept: Vec<String>,
-}
-
-/// Runs a call that changes `file`, recording the change on the call's
-/// tool node when it succeeds.
-pub(crate) async fn recorded(
-    backend: &dyn Backend,
-    ctx: &ToolContext,
-    file: &str,
-    run: impl std::future::Future<Output = Result<ToolOutput, ToolError>>,
-) -> Result<ToolOutput, ToolError> {
-    let before = backend.fingerprint(file, SNAPSHOT_CAP_BYTES).await;
-    let out = run.await?;
-    if out.status == ToolStatus::Ok {
-        let after = backend.fingerprint(file, 0).await;
-        record(ctx, file, before, after);
-    }
-    Ok(out)
 }
 
 /// Runs a call that deletes what is at `dir` (a folder and everything in
@@ -127,7 +114,14 @@ pub(crate) async fn recorded_tree(
     Ok(out)
 }
 
-fn record(ctx: &ToolContext, file: &str, before: Option<Fingerprint>, after: Option<Fingerprint>) {
+/// Records a change of `file` on the call's tool node (and keeps what it
+/// held before in the session).
+pub(crate) fn record(
+    ctx: &ToolContext,
+    file: &str,
+    before: Option<Fingerprint>,
+    after: Option<Fingerprint>,
+) {
     let session = ctx.network.session();
     let before_hash = before.as_ref().map(|f| f.sha256.clone());
     let after_hash = after.map(|f| f.sha256);
@@ -140,14 +134,17 @@ fn record(ctx: &ToolContext, file: &str, before: Option<Fingerprint>, after: Opt
         }),
         None => false,
     };
-    session.with_metadata_mut(|m| {
-        if let Some(Fingerprint {
-            sha256,
-            bytes: Some(bytes),
-        }) = &before
-        {
-            keep(m, sha256, bytes);
+    if let Some(Fingerprint {
+        sha256,
+        bytes: Some(bytes),
+    }) = &before
+    {
+        // Only text is kept, within the session's cap.
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            session.keep_file_snapshot(sha256, text, SNAPSHOT_CAP_BYTES);
         }
+    }
+    session.with_metadata_mut(|m| {
         in_object(m, FILES_KNOWN, |known| {
             known.insert(file.to_string(), json!(after_hash))
         });
@@ -165,23 +162,6 @@ fn record(ctx: &ToolContext, file: &str, before: Option<Fingerprint>, after: Opt
         }));
         node.set_metadata(FILE_CHANGES, Value::Array(changes));
     }
-}
-
-/// Keeps a content under its hash unless kept already, over the cap, or
-/// not text.
-fn keep(m: &mut Map<String, Value>, h: &str, bytes: &[u8]) {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return;
-    };
-    in_object(m, FILE_SNAPSHOTS, |kept| {
-        if kept.contains_key(h) {
-            return;
-        }
-        let used: usize = kept.values().filter_map(Value::as_str).map(str::len).sum();
-        if used + text.len() <= SNAPSHOT_CAP_BYTES {
-            kept.insert(h.to_string(), Value::String(text.to_string()));
-        }
-    });
 }
 
 /// `f` over the object at `key`, made when missing (or not an object).
@@ -266,7 +246,7 @@ pub async fn rewind_files(
     let session = network.session();
     let meta = session.metadata();
     let known = meta.get(FILES_KNOWN).and_then(Value::as_object);
-    let kept = meta.get(FILE_SNAPSHOTS).and_then(Value::as_object);
+
     let mut report = FileRewind::default();
     for (path, target) in targets {
         let now = backend.fingerprint(&path, 0).await.map(|f| f.sha256);
@@ -285,7 +265,7 @@ pub async fn rewind_files(
         match &target {
             None => backend.delete(&path).await?,
             Some(h) => {
-                let Some(text) = kept.and_then(|k| k.get(h)).and_then(Value::as_str) else {
+                let Some(text) = session.file_snapshot(h) else {
                     report.not_kept.push(path);
                     continue;
                 };

@@ -307,6 +307,35 @@ impl RedisNetworkList {
         migrate::migrate(self, &self.prefix).await
     }
 
+    /// The bytes Redis uses for a session: `MEMORY USAGE` (every value
+    /// counted, `SAMPLES 0`) of its network, journal and revision keys,
+    /// plus its listing entry's length; `None` when there is no such
+    /// session. One round trip.
+    pub async fn memory_usage(&self, id: Uuid) -> ListResult<Option<u64>> {
+        let field = id.to_string();
+        let mut pipe = ::redis::pipe();
+        for key in [
+            self.keys.entry(&field),
+            self.keys.journal(&field),
+            self.keys.rev(&field),
+        ] {
+            pipe.cmd("MEMORY")
+                .arg("USAGE")
+                .arg(key)
+                .arg("SAMPLES")
+                .arg(0);
+        }
+        pipe.cmd("HSTRLEN").arg(&self.keys.info).arg(&field);
+        let (entry, journal, rev, info): (Option<u64>, Option<u64>, Option<u64>, u64) = self
+            .connector
+            .run("memory_usage", |mut conn| {
+                let pipe = &pipe;
+                async move { pipe.query_async(&mut conn).await }
+            })
+            .await?;
+        Ok(entry.map(|e| e + journal.unwrap_or(0) + rev.unwrap_or(0) + info))
+    }
+
     /// A session's info entry that cannot be read.
     fn corrupt_info(&self, user: &str, id: Uuid, reason: impl Into<String>) -> ListError {
         ListError::Corrupt {

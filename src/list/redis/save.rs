@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!  SET pending:<id>:<nonce> <json> PX 60000        the network, as sent
-//!  EVALSHA commit(pending, entry:<id>, info, timeline, rev:<id>;
-//!                 id, expected, revision, info, µs, ttl)
+//!  EVALSHA commit(entry:<id>, info, timeline, rev:<id>, journal:<id>, pending;
+//!                 id, expected, revision, info, µs, ttl, prefixes)
 //!    rev:<id> is the tombstone ─▶ DEL pending ───────────────▶ Deleted
 //!    stored revision > expected ─▶ DEL pending ──────────────▶ Conflict
 //!    else RENAME pending → entry:<id> (no copy; a pending key that
@@ -14,13 +14,17 @@
 //!  NOSCRIPT (a restarted server) ─▶ SCRIPT LOAD, send both again
 //!
 //!  an incremental save (one command, one round trip):
-//!  EVALSHA append(journal:<id>, info, timeline, rev:<id>, entry:<id>;
-//!                 id, expected, revision, info, µs, ttl, record)
+//!  EVALSHA append(entry:<id>, info, timeline, rev:<id>, journal:<id>;
+//!                 id, expected, revision, info, µs, ttl, prefixes, record)
 //!    tombstone / stored revision > expected ─▶ as above
 //!    stored ≠ expected or no entry ─▶ -3: the caller saves in full
 //!    else RPUSH journal record ▸ HSET info ▸ ZADD timeline ▸ SET rev
 //!  a full save deletes the journal in the same script (compaction)
 //! ```
+//!
+//! Both scripts are one check (`check_lua!`: tombstone, stored revision)
+//! and one tail (`commit_tail_lua!`: info, timeline, revision, expiries)
+//! around their own write, so the rule is written once.
 //!
 //! The script runs atomically, so two writers of one session cannot both
 //! pass the check: the second sees the first's revision and gets a
@@ -53,71 +57,21 @@ use crate::network::RunnableNetwork;
 /// How long a pending network waits for its commit script.
 const PENDING_MS: u64 = 60_000;
 
-/// The check and commit. KEYS: pending, entry, info, timeline, rev,
-/// journal. ARGV: id, expected revision, new revision, info JSON, score,
-/// TTL in ms (0: none), the prefix of entry keys, the prefix of journal
-/// keys. Returns the stored revision when
-/// it is newer than expected (nothing written), -2 when the session was
-/// deleted (its revision key holds the tombstone; nothing written), else
-/// -1.
-const COMMIT_LUA: &str = r#"
-local raw = redis.pcall('GET', KEYS[5])
-if raw == 'deleted' then
-  redis.call('DEL', KEYS[1])
-  return -2
-end
-local stored = nil
-if type(raw) ~= 'table' then stored = tonumber(raw) end
-if not stored then
-  stored = 0
-  local cur = redis.call('HGET', KEYS[3], ARGV[1])
-  if cur then
-    local ok, d = pcall(cjson.decode, cur)
-    if ok and type(d) == 'table' and tonumber(d['revision']) then
-      stored = tonumber(d['revision'])
-    end
-  end
-end
-if stored > tonumber(ARGV[2]) then
-  redis.call('DEL', KEYS[1])
-  return stored
-end
-local moved = redis.pcall('RENAME', KEYS[1], KEYS[2])
-if type(moved) == 'table' and moved.err then
-  return redis.error_reply('ERR the pending network expired before its commit')
-end
-redis.call('DEL', KEYS[6])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
-redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
-local ttl = tonumber(ARGV[6])
-if ttl > 0 then
-  redis.call('SET', KEYS[5], ARGV[3], 'PX', ttl)
-  redis.call('PEXPIRE', KEYS[3], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-    redis.call('PEXPIRE', ARGV[7] .. id, ttl)
-    redis.call('PEXPIRE', ARGV[8] .. id, ttl)
-  end
-else
-  redis.call('SET', KEYS[5], ARGV[3])
-  redis.call('PERSIST', KEYS[2])
-end
-return -1
-"#;
-
-fn commit_script() -> &'static Script {
-    static S: OnceLock<Script> = OnceLock::new();
-    S.get_or_init(|| Script::new(COMMIT_LUA))
-}
-
-/// The check and append of an incremental save. KEYS: journal, info,
-/// timeline, rev, entry. ARGV: id, expected revision, new revision, info
+/// The part both save scripts share, up to the write: the revision check.
+/// KEYS (both scripts): entry, info, timeline, rev, journal, and the
+/// commit's pending key. ARGV: id, expected revision, new revision, info
 /// JSON, score, TTL in ms (0: none), the prefix of entry keys, the prefix
-/// of journal keys, the record. Returns as the commit does, or -3 when the
-/// stored session is not the one the record follows (nothing written).
-const APPEND_LUA: &str = r#"
+/// of journal keys, and the append's record. The script defines
+/// `refuse()` (what to undo when it writes nothing) before this piece.
+/// Returns -2 when the session was deleted (its revision key holds the
+/// tombstone), the stored revision when it is newer than expected;
+/// otherwise goes on with `stored` set.
+macro_rules! check_lua {
+    () => {
+        r#"
 local raw = redis.pcall('GET', KEYS[4])
 if raw == 'deleted' then
+  refuse()
   return -2
 end
 local stored = nil
@@ -133,12 +87,19 @@ if not stored then
   end
 end
 if stored > tonumber(ARGV[2]) then
+  refuse()
   return stored
 end
-if stored ~= tonumber(ARGV[2]) or redis.call('EXISTS', KEYS[5]) == 0 then
-  return -3
-end
-redis.call('RPUSH', KEYS[1], ARGV[9])
+"#
+    };
+}
+
+/// The part both save scripts share after their write: the info, the
+/// timeline, the revision and the expiries (with a TTL, every session of
+/// the user's; without, the session's keys persist). Returns -1.
+macro_rules! commit_tail_lua {
+    () => {
+        r#"
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
 local ttl = tonumber(ARGV[6])
@@ -153,9 +114,49 @@ if ttl > 0 then
 else
   redis.call('SET', KEYS[4], ARGV[3])
   redis.call('PERSIST', KEYS[1])
+  redis.call('PERSIST', KEYS[5])
 end
 return -1
-"#;
+"#
+    };
+}
+
+/// The check and commit of a full save (KEYS and ARGV: see `check_lua!`;
+/// KEYS[6] is the pending network): the pending network is renamed into
+/// place and the journal dropped. Returns as the check does, else -1.
+const COMMIT_LUA: &str = concat!(
+    "local function refuse() redis.call('DEL', KEYS[6]) end",
+    check_lua!(),
+    r#"
+local moved = redis.pcall('RENAME', KEYS[6], KEYS[1])
+if type(moved) == 'table' and moved.err then
+  return redis.error_reply('ERR the pending network expired before its commit')
+end
+redis.call('DEL', KEYS[5])
+"#,
+    commit_tail_lua!()
+);
+
+fn commit_script() -> &'static Script {
+    static S: OnceLock<Script> = OnceLock::new();
+    S.get_or_init(|| Script::new(COMMIT_LUA))
+}
+
+/// The check and append of an incremental save (KEYS and ARGV: see
+/// `check_lua!`; ARGV[9] is the record). Returns as the commit does, or -3
+/// when the stored session is not the one the record follows (nothing
+/// written).
+const APPEND_LUA: &str = concat!(
+    "local function refuse() end",
+    check_lua!(),
+    r#"
+if stored ~= tonumber(ARGV[2]) or redis.call('EXISTS', KEYS[1]) == 0 then
+  return -3
+end
+redis.call('RPUSH', KEYS[5], ARGV[9])
+"#,
+    commit_tail_lua!()
+);
 
 fn append_script() -> &'static Script {
     static S: OnceLock<Script> = OnceLock::new();
@@ -213,12 +214,12 @@ impl SaveWrite<'_> {
         pipe.cmd("EVALSHA")
             .arg(commit_script().get_hash())
             .arg(6)
-            .arg(&pending.key)
             .arg(keys.entry(self.id))
             .arg(&keys.info)
             .arg(&keys.timeline)
             .arg(keys.rev(self.id))
             .arg(keys.journal(self.id))
+            .arg(&pending.key)
             .arg(self.id)
             .arg(self.expected)
             .arg(self.revision)
@@ -237,11 +238,11 @@ impl SaveWrite<'_> {
         pipe.cmd("EVALSHA")
             .arg(append_script().get_hash())
             .arg(5)
-            .arg(keys.journal(self.id))
+            .arg(keys.entry(self.id))
             .arg(&keys.info)
             .arg(&keys.timeline)
             .arg(keys.rev(self.id))
-            .arg(keys.entry(self.id))
+            .arg(keys.journal(self.id))
             .arg(self.id)
             .arg(self.expected)
             .arg(self.revision)
@@ -347,6 +348,14 @@ mod tests {
         // pending (twice), entry, info, timeline, rev, journal, entry and
         // journal prefixes.
         assert_eq!(keyed, 9);
+    }
+
+    #[test]
+    fn both_scripts_share_one_check_and_one_tail() {
+        for script in [COMMIT_LUA, APPEND_LUA] {
+            assert_eq!(script.matches(check_lua!()).count(), 1);
+            assert!(script.ends_with(commit_tail_lua!()));
+        }
     }
 
     #[test]

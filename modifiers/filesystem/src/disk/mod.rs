@@ -19,7 +19,7 @@ use cap_std::fs::Dir;
 
 use super::backend::{
     Backend, FileDownloadResponse, FileMatches, FileUploadResponse, Fingerprint, GrepQuery,
-    LsEntry, ReadPage,
+    LsEntry, ReadPage, Recorded,
 };
 use super::encoding::{self, classify, Encoding};
 use super::error::{FsError, FsResult};
@@ -730,6 +730,52 @@ impl Backend for FilesystemBackend {
     async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
         let file = file.to_string();
         self.run(move |d| d.fingerprint(&file, keep)).await.ok()
+    }
+
+    async fn write_recorded(
+        &self,
+        file: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        let (file, content) = (file.to_string(), content.to_string());
+        self.run(move |d| {
+            let before = d.fingerprint(&file, keep).ok();
+            d.write_bytes(&file, content.as_bytes(), overwrite)?;
+            // What was written is what the file holds: no read back.
+            let after = Some(Fingerprint {
+                sha256: crate::fingerprint::hash(content.as_bytes()),
+                bytes: None,
+            });
+            Ok(Recorded {
+                value: (),
+                before,
+                after,
+            })
+        })
+        .await
+    }
+
+    async fn edit_recorded(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+    ) -> FsResult<Recorded<usize>> {
+        let (old, new, replace_all) = edit;
+        let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
+        self.run(move |d| {
+            let before = d.fingerprint(&file, keep).ok();
+            let value = d.edit(&file, &old, &new, replace_all)?;
+            let after = d.fingerprint(&file, 0).ok();
+            Ok(Recorded {
+                value,
+                before,
+                after,
+            })
+        })
+        .await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

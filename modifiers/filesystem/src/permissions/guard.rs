@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use super::{Operation, Permissions, Verdict};
 use crate::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage,
+    FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage, Recorded,
 };
 use crate::error::{shown, FileOpError, FsError, FsResult};
 use crate::glob::GlobPattern;
@@ -232,6 +232,47 @@ impl Backend for Guarded {
     async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
         self.target(&[Operation::Read], file).await.ok()?;
         self.inner.fingerprint(file, keep).await
+    }
+
+    async fn write_recorded(
+        &self,
+        file: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        self.target(&[Operation::Write], file).await?;
+        // A file that may not be read is changed without a record.
+        if self.target(&[Operation::Read], file).await.is_err() {
+            self.inner.write(file, content, overwrite).await?;
+            return Ok(Recorded {
+                value: (),
+                before: None,
+                after: None,
+            });
+        }
+        self.inner
+            .write_recorded(file, content, overwrite, keep)
+            .await
+    }
+
+    async fn edit_recorded(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+    ) -> FsResult<Recorded<usize>> {
+        self.target(&[Operation::Edit], file).await?;
+        if self.target(&[Operation::Read], file).await.is_err() {
+            let (old, new, replace_all) = edit;
+            let value = self.inner.edit(file, old, new, replace_all).await?;
+            return Ok(Recorded {
+                value,
+                before: None,
+                after: None,
+            });
+        }
+        self.inner.edit_recorded(file, edit, keep).await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

@@ -3,6 +3,7 @@
 //! ```text
 //!  EditFileArgs { file_path, old_string, new_string, replace_all = false }
 //!    empty old_string? identical strings? -> path -> Backend::edit (edit.rs plans it)
+//!      (as a tool call: Backend::edit_recorded, the file before and after for rewinds)
 //!    -> "Successfully replaced <n> occurrence(s) in <path>"
 //! ```
 
@@ -10,7 +11,7 @@ use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::FileTool;
+use super::{Change, FileTool};
 use crate::backend::Backend;
 use crate::error::FsError;
 use crate::path;
@@ -57,19 +58,42 @@ impl FileTool for EditFile {
     }
 
     async fn run(backend: &dyn Backend, args: EditFileArgs<'_>) -> Result<ToolOutput, ToolError> {
-        let (old, new) = (args.old_string, args.new_string);
-        if old.is_empty() {
-            return Err(FsError::EmptyOldString.into());
-        }
-        if old == new {
-            return Err(FsError::IdenticalStrings.into());
-        }
-        let file = path::normalize(args.file_path)?;
-        path::check_new_name(&file)?;
-        let replace_all = args.replace_all.unwrap_or(false);
+        let (file, old, new, replace_all) = checked(&args)?;
         let n = backend.edit(&file, old, new, replace_all).await?;
-        Ok(ToolOutput::ok(format!(
-            "Successfully replaced {n} occurrence(s) in {file}"
-        )))
+        Ok(done(n, &file))
     }
+
+    async fn run_recorded(
+        backend: &dyn Backend,
+        args: EditFileArgs<'_>,
+        _file: &str,
+        keep: usize,
+    ) -> Result<(ToolOutput, Option<Change>), ToolError> {
+        let (file, old, new, replace_all) = checked(&args)?;
+        let edited = backend
+            .edit_recorded(&file, (old, new, replace_all), keep)
+            .await?;
+        Ok((
+            done(edited.value, &file),
+            Some((edited.before, edited.after)),
+        ))
+    }
+}
+
+/// The call's file (normalised), strings and mode, once they are checked.
+fn checked<'a>(args: &EditFileArgs<'a>) -> Result<(String, &'a str, &'a str, bool), ToolError> {
+    let (old, new) = (args.old_string, args.new_string);
+    if old.is_empty() {
+        return Err(FsError::EmptyOldString.into());
+    }
+    if old == new {
+        return Err(FsError::IdenticalStrings.into());
+    }
+    let file = path::normalize(args.file_path)?;
+    path::check_new_name(&file)?;
+    Ok((file, old, new, args.replace_all.unwrap_or(false)))
+}
+
+fn done(n: usize, file: &str) -> ToolOutput {
+    ToolOutput::ok(format!("Successfully replaced {n} occurrence(s) in {file}"))
 }

@@ -73,16 +73,26 @@ macro_rules! file_tool {
                 let changed = <$tool as $crate::tools::FileTool>::changed_path(&args)
                     .and_then(|p| $crate::path::normalize(p).ok());
                 let tree = <$tool as $crate::tools::FileTool>::changes_tree(&args);
-                let run = <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args);
                 match changed {
                     // Files follow the conversation (snapshots.rs).
                     Some(dir) if tree => {
+                        let run = <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args);
                         $crate::snapshots::recorded_tree(backend.as_ref(), ctx, &dir, run).await
                     }
                     Some(file) => {
-                        $crate::snapshots::recorded(backend.as_ref(), ctx, &file, run).await
+                        let (out, change) = <$tool as $crate::tools::FileTool>::run_recorded(
+                            backend.as_ref(),
+                            args,
+                            &file,
+                            $crate::snapshots::SNAPSHOT_CAP_BYTES,
+                        )
+                        .await?;
+                        if let Some((before, after)) = change {
+                            $crate::snapshots::record(ctx, &file, before, after);
+                        }
+                        Ok(out)
                     }
-                    None => run.await,
+                    None => <$tool as $crate::tools::FileTool>::run(backend.as_ref(), args).await,
                 }
             }
         }
@@ -201,7 +211,48 @@ pub trait FileTool {
         backend: &'a dyn Backend,
         args: Self::Args<'a>,
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a;
+
+    /// Runs one call that changes `file` (the normalised
+    /// [`changed_path`](Self::changed_path)), also saying what the file
+    /// held before (bytes kept when at most `keep`) and after, when the
+    /// call succeeded. The default fingerprints the file around
+    /// [`run`](Self::run); the writing tools ask the backend for both in
+    /// the write itself.
+    #[allow(clippy::type_complexity)]
+    fn run_recorded<'a>(
+        backend: &'a dyn Backend,
+        args: Self::Args<'a>,
+        file: &'a str,
+        keep: usize,
+    ) -> impl Future<Output = Result<(ToolOutput, Option<Change>), ToolError>> + Send + 'a
+    where
+        Self: Sized,
+    {
+        fingerprinted(backend, file, keep, Self::run(backend, args))
+    }
 }
+
+/// `run` with the file fingerprinted before and after (when it succeeded).
+async fn fingerprinted(
+    backend: &dyn Backend,
+    file: &str,
+    keep: usize,
+    run: impl Future<Output = Result<ToolOutput, ToolError>> + Send,
+) -> Result<(ToolOutput, Option<Change>), ToolError> {
+    let before = backend.fingerprint(file, keep).await;
+    let out = run.await?;
+    if out.status != lc_agent::ToolStatus::Ok {
+        return Ok((out, None));
+    }
+    let after = backend.fingerprint(file, 0).await;
+    Ok((out, Some((before, after))))
+}
+
+/// A file before and after a change (`None`: no file there).
+pub type Change = (
+    Option<crate::fingerprint::Fingerprint>,
+    Option<crate::fingerprint::Fingerprint>,
+);
 
 /// Backend errors are results the model reads, with the spec's text.
 impl From<FsError> for ToolError {

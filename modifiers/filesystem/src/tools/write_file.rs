@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!  WriteFileArgs { file_path, content, overwrite = false } -> Backend::write
+//!    (as a tool call: Backend::write_recorded, the file before and after for rewinds)
 //!    -> "Successfully wrote to <path>"
 //! ```
 
@@ -9,7 +10,7 @@ use lc_agent::{ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::FileTool;
+use super::{Change, FileTool};
 use crate::backend::Backend;
 use crate::path;
 
@@ -58,5 +59,22 @@ impl FileTool for WriteFile {
             .write(&file, args.content, args.overwrite.unwrap_or(false))
             .await?;
         Ok(ToolOutput::ok(format!("Successfully wrote to {file}")))
+    }
+
+    async fn run_recorded(
+        backend: &dyn Backend,
+        args: WriteFileArgs<'_>,
+        _file: &str,
+        keep: usize,
+    ) -> Result<(ToolOutput, Option<Change>), ToolError> {
+        let file = path::normalize(args.file_path)?;
+        path::check_new_name(&file)?;
+        let done = backend
+            .write_recorded(&file, args.content, args.overwrite.unwrap_or(false), keep)
+            .await?;
+        Ok((
+            ToolOutput::ok(format!("Successfully wrote to {file}")),
+            Some((done.before, done.after)),
+        ))
     }
 }

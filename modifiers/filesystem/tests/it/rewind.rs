@@ -163,3 +163,52 @@ async fn a_fork_of_an_in_graph_session_has_the_files_of_its_node() {
         .unwrap();
     assert_eq!(files(&net), turns[0].1);
 }
+
+/// A disk backend reports the file before and after a write or an edit
+/// from the change itself (one blocking task): the bytes kept before when
+/// small enough, the hash of what it holds after, `None` where there was
+/// no file; a change that fails reports nothing.
+#[tokio::test]
+async fn a_disk_change_reports_the_file_before_and_after() {
+    use lc_agent_filesystem::Backend;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FilesystemBackend::new(dir.path()).unwrap();
+    let created = backend
+        .write_recorded("/a.txt", "one", false, 1024)
+        .await
+        .unwrap();
+    assert_eq!(created.before, None);
+    let after = created.after.expect("a file after");
+    assert_eq!(
+        Some(after.clone()),
+        backend.fingerprint("/a.txt", 0).await,
+        "the hash of what was written"
+    );
+    let edited = backend
+        .edit_recorded("/a.txt", ("one", "two", false), 1024)
+        .await
+        .unwrap();
+    assert_eq!(edited.value, 1);
+    let before = edited.before.expect("a file before");
+    assert_eq!(before.sha256, after.sha256);
+    assert_eq!(before.bytes.as_deref(), Some(&b"one"[..]));
+    assert_eq!(
+        edited.after,
+        backend.fingerprint("/a.txt", 0).await,
+        "what the file holds now"
+    );
+    // Over the size kept: named by hash only.
+    let big = backend
+        .write_recorded("/a.txt", "three", true, 2)
+        .await
+        .unwrap();
+    assert_eq!(big.before.and_then(|b| b.bytes), None);
+    assert!(backend
+        .write_recorded("/a.txt", "four", false, 1024)
+        .await
+        .is_err());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "three"
+    );
+}

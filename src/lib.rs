@@ -63,6 +63,7 @@
 //!   mermaid.rs        to_mermaid
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
+//!   id_hash.rs        IdMap / IdSet: per-pass maps hashing node ids by their own random bits
 //! nodes/              the built-in kinds: human, system, chat, tool, network
 //!                     (NetworkInput: conversation, isolated, routed), summary
 //!                     (insert_summary), generic

@@ -131,8 +131,13 @@ impl TokenCounts {
             if n == 0 {
                 continue;
             }
-            let entry = map.entry(*name).or_insert(Value::from(0u64));
-            *entry = Value::from(entry.as_u64().unwrap_or(0).saturating_add(n));
+            // Looked up by `&str`: a key is copied only the first time.
+            match map.get_mut(*name) {
+                Some(entry) => *entry = Value::from(entry.as_u64().unwrap_or(0).saturating_add(n)),
+                None => {
+                    map.insert((*name).to_string(), Value::from(n));
+                }
+            }
         }
     }
 
@@ -431,10 +436,10 @@ impl RunnableNetwork {
                 };
                 call.add_to(saved);
                 if let Some(map) = saved.as_object_mut() {
-                    let models = map
-                        .entry("by_model")
-                        .or_insert_with(|| Value::Object(Default::default()));
-                    if let Some(models) = models.as_object_mut() {
+                    if !map.contains_key("by_model") {
+                        map.insert("by_model".into(), Value::Object(Default::default()));
+                    }
+                    if let Some(models) = map.get_mut("by_model").and_then(Value::as_object_mut) {
                         match models.get_mut(model) {
                             Some(counts) => call.add_to(counts),
                             None => {

@@ -270,7 +270,7 @@ impl RunnableNetwork {
 /// Kahn's algorithm over `ids` only (edges to nodes outside are ignored);
 /// ties keep the order of `ids`.
 pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
-    let index: HashMap<NodeId, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let index: crate::node::IdMap<usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut indegree = vec![0usize; ids.len()];
     for (i, id) in ids.iter().enumerate() {
         let Some(n) = g.nodes.get(id) else { continue };

@@ -6,6 +6,7 @@
 //! outputs, metadata — lives in the handle. Once a node has been invoked
 //! its outputs are never recomputed.
 
+mod id_hash;
 mod state;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::history::History;
 use crate::message::Message;
 use crate::network::RunnableNetwork;
 
+pub(crate) use id_hash::{IdMap, IdSet};
 pub(crate) use state::{NodeCell, SavedFields};
 
 /// A node's id: a random (v4) UUID.

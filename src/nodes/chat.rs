@@ -264,23 +264,24 @@ fn record(
     request: &ChatRequest,
     response: &crate::model::ChatResponse,
 ) {
-    node.set_metadata("chat_model_name", json!(name));
-    if let Some(model) = response.model.as_deref().filter(|m| !m.is_empty()) {
-        node.set_metadata(crate::usage::RESPONSE_MODEL_KEY, json!(model));
-    }
     let usage = match response.usage {
         Some(usage) => usage,
         None => net.usage_estimator().estimate(request, response),
     };
-    let counted_as = response
-        .model
-        .as_deref()
-        .filter(|m| !m.is_empty())
-        .unwrap_or(name);
-    net.record_usage(counted_as, &usage);
+    let response_model = response.model.as_deref().filter(|m| !m.is_empty());
+    // Before the node carries its usage: a network without totals yet
+    // counts its nodes' usage first, this call's then.
+    net.record_usage(response_model.unwrap_or(name), &usage);
     crate::telemetry::record_chat(&tracing::Span::current(), request, response, &usage);
-    node.set_metadata(crate::usage::TOKEN_USAGE_KEY, json!(usage));
-    if let Some(reason) = &response.finish_reason {
-        node.set_metadata("finish_reason", json!(reason));
-    }
+    // One edit of the node (one lock, one version) for what a call records.
+    node.edit_metadata(|m| {
+        m.insert("chat_model_name".into(), json!(name));
+        if let Some(model) = response_model {
+            m.insert(crate::usage::RESPONSE_MODEL_KEY.into(), json!(model));
+        }
+        m.insert(crate::usage::TOKEN_USAGE_KEY.into(), json!(usage));
+        if let Some(reason) = &response.finish_reason {
+            m.insert("finish_reason".into(), json!(reason));
+        }
+    });
 }

@@ -76,7 +76,7 @@ pub(crate) fn settle(network: &RunnableNetwork) {
 /// The nodes of a pending order that may run: not held, and below no held
 /// node of the order.
 pub(crate) fn ready(order: Vec<NodeRef>) -> Vec<NodeRef> {
-    let mut blocked = std::collections::HashSet::new();
+    let mut blocked = crate::node::IdSet::default();
     order
         .into_iter()
         .filter(|n| {

@@ -1,6 +1,5 @@
 //! Running a network: begin hooks, passes over pending nodes, end hooks.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
 use crate::network::RunnableNetwork;
-use crate::node::{NodeContext, NodeId, NodeRef};
+use crate::node::{NodeContext, NodeRef};
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 
@@ -89,7 +88,7 @@ impl RunnableNetwork {
             }
             // Nodes that held themselves this pass, and the nodes below
             // them: later waves of the pass leave them for a later invoke.
-            let mut waiting: HashSet<NodeId> = HashSet::new();
+            let mut waiting = crate::node::IdSet::default();
             for wave in waves(&order) {
                 let wave: Vec<NodeRef> = if waiting.is_empty() {
                     wave
@@ -233,7 +232,8 @@ fn outcome_of(network: &RunnableNetwork, result: &Result<Message>) -> InvokeOutc
 /// Splits a topological order into waves: a node's wave is one past the
 /// latest wave of its parents within `order`.
 fn waves(order: &[NodeRef]) -> Vec<Vec<NodeRef>> {
-    let mut level: HashMap<NodeId, usize> = HashMap::with_capacity(order.len());
+    let mut level: crate::node::IdMap<usize> =
+        crate::node::IdMap::with_capacity_and_hasher(order.len(), Default::default());
     let mut out: Vec<Vec<NodeRef>> = Vec::new();
     for node in order {
         let l = node

@@ -121,12 +121,14 @@ pub trait NetworkModifier: Send + Sync + 'static {
 }
 
 tokio::task_local! {
-    static CURRENT_MODIFIER: Arc<str>;
+    // The modifier itself (a reference count, no allocation per hook); its
+    // id is copied only when a hook adds a node.
+    static CURRENT_MODIFIER: Arc<dyn NetworkModifier>;
 }
 
 /// The id of the modifier whose hook is running in this task, if any.
 pub(crate) fn current_modifier() -> Option<Arc<str>> {
-    CURRENT_MODIFIER.try_with(|id| id.clone()).ok()
+    CURRENT_MODIFIER.try_with(|m| Arc::from(m.id())).ok()
 }
 
 /// Runs one modifier hook with the modifier recorded as the author of any
@@ -139,15 +141,17 @@ pub(crate) async fn hook(
     modifier: &Arc<dyn NetworkModifier>,
     fut: impl Future<Output = Result<()>>,
 ) -> Result<()> {
-    let id: Arc<str> = Arc::from(modifier.id());
-    CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
-        e @ (NetworkError::StepLimit { .. }
-        | NetworkError::Modifier { .. }
-        | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
-        other => NetworkError::Modifier {
-            modifier: modifier.id().to_string(),
-            message: other.to_string(),
-            source: Box::new(other),
-        },
-    })
+    CURRENT_MODIFIER
+        .scope(modifier.clone(), fut)
+        .await
+        .map_err(|e| match e {
+            e @ (NetworkError::StepLimit { .. }
+            | NetworkError::Modifier { .. }
+            | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
+            other => NetworkError::Modifier {
+                modifier: modifier.id().to_string(),
+                message: other.to_string(),
+                source: Box::new(other),
+            },
+        })
 }

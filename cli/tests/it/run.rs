@@ -740,8 +740,9 @@ fn a_sub_agents_tool_calls_are_shown_and_its_task_lasts_as_long_as_it_ran() {
 /// A scripted model reports its own estimate of usage, and a short
 /// conversation cannot reach a summary's token trigger even counted a
 /// token per byte, so such a run never loads the real tokenizer (most of
-/// a scripted run's time before). A message whose bytes could reach the
-/// trigger is counted for real.
+/// a scripted run's time before); nor does project memory (`AGENTS.md`)
+/// whose bytes fit its token budget. A message whose bytes could reach
+/// the trigger is counted for real.
 #[test]
 fn the_tokenizer_loads_only_when_a_count_can_matter() {
     let dir = tempfile::tempdir().unwrap();
@@ -757,6 +758,26 @@ fn the_tokenizer_loads_only_when_a_count_can_matter() {
     assert!(
         stderr.contains("checkpoint saved"),
         "debug logs on: {stderr}"
+    );
+    assert!(!stderr.contains("loading the tokenizer"), "{stderr}");
+
+    // Project memory within its budget even counted a token per byte is
+    // shown whole without a count.
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("AGENTS.md"), "Run `cargo fmt` before you commit.\n").unwrap();
+    let with_memory = lc_agent(
+        dir.path(),
+        &["run", "--root", project.to_str().unwrap(), "Say hello."],
+        serde_json::json!([{"content": "Hello."}]),
+        &["-vv"],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&with_memory.stderr);
+    assert!(with_memory.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("project memory file read"),
+        "AGENTS.md is read: {stderr}"
     );
     assert!(!stderr.contains("loading the tokenizer"), "{stderr}");
 

@@ -40,7 +40,7 @@ use lc_agent::{ChatRequest, NetworkModifier, NodeRef, Result, RunnableNetwork};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::tokens::{counter_for_model, TokenCounter};
+use crate::tokens::{counter_for_model, ApproxCounter, TokenCounter};
 
 /// The heading of the system-prompt section.
 pub(crate) const PROJECT_MEMORY_HEADING: &str = "## Project memory";
@@ -432,7 +432,8 @@ impl NetworkModifier for ProjectMemory {
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
         let this = self.clone();
         let model = network.chat_model_name().unwrap_or_default();
-        // Reading files and (the first time) loading the tokenizer block.
+        // Reading files and (the first time it counts) loading the
+        // tokenizer block.
         let section = tokio::task::spawn_blocking(move || {
             let files: Vec<(String, String)> = this
                 .refresh()
@@ -441,6 +442,14 @@ impl NetworkModifier for ProjectMemory {
                 .collect();
             if files.is_empty() {
                 return None;
+            }
+            // A byte-level token stands for at least one byte: files whose
+            // bytes fit the budget fit it in tokens, the section shows no
+            // count, and the tokenizer need not load (a fraction of a
+            // second) to say so.
+            let bytes: usize = files.iter().map(|(_, text)| text.trim_end().len()).sum();
+            if bytes <= this.max_tokens {
+                return project_memory_section(&files, this.max_tokens, &ApproxCounter);
             }
             project_memory_section(&files, this.max_tokens, &*counter_for_model(&model))
         })

@@ -380,13 +380,7 @@ fn a_run_killed_inside_a_subagent_resumes_without_recomputing_what_ran() {
 
     // Every node that had run before the kill is in the resumed session,
     // unchanged (same id, same output, same timings): nothing ran twice.
-    let after = std::fs::read_to_string(
-        dir.path()
-            .join("sessions")
-            .join("default")
-            .join(format!("{id}.json")),
-    )
-    .unwrap();
+    let after = crate::common::saved_document(&dir.path().join("sessions"), &id);
     let (mut old, mut new) = (Vec::new(), Vec::new());
     nodes_by_id(&serde_json::from_str(&before).unwrap(), &mut old);
     nodes_by_id(&serde_json::from_str(&after).unwrap(), &mut new);

@@ -50,7 +50,7 @@ fn the_openai_python_client_streaming_and_not() {
     assert_eq!(got["bad_status"], 400);
     // The session is alice's, on disk, with the file the agent wrote.
     let id = got["session"].as_str().unwrap();
-    let saved = std::fs::read_to_string(sessions.join("alice").join(format!("{id}.json"))).unwrap();
+    let saved = crate::common::saved_document(&sessions.join("alice"), id);
     assert!(saved.contains("/hello.txt") && saved.contains("And now?"));
 }
 

@@ -72,6 +72,10 @@ pub(crate) struct AgentArgs {
     /// Long-term memory across sessions (in Redis with --redis).
     #[arg(long)]
     pub(crate) memory: bool,
+    /// Also offer the line tools (insert_lines, replace_lines, delete_lines;
+    /// they cost prompt tokens).
+    #[arg(long)]
+    pub(crate) line_tools: bool,
     /// The permission mode (`--mode`).
     #[command(flatten)]
     pub(crate) mode: crate::mode::ModeArgs,
@@ -86,6 +90,7 @@ impl AgentArgs {
     fn overrides(&self, resumed: bool) -> CliResult<Overrides> {
         let mut overrides = Overrides::none()
             .memory(self.memory)
+            .line_tools(self.line_tools)
             .summaries(self.model.summaries(resumed))
             .context_window(self.model.context_window())
             .project_memory(self.model.no_project_memory.then_some(false));

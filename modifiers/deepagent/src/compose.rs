@@ -58,6 +58,9 @@ pub struct Overrides {
     pub context_window: Option<usize>,
     /// Turns project memory files on (`Some(true)`) or off (`Some(false)`).
     pub project_memory: Option<bool>,
+    /// Turns the line tools on (`insert_lines`, `replace_lines`,
+    /// `delete_lines`).
+    pub line_tools: bool,
 }
 
 impl Overrides {
@@ -114,6 +117,13 @@ impl Overrides {
         self.memory = on;
         self
     }
+
+    /// Turns the line tools on.
+    #[must_use]
+    pub fn line_tools(mut self, on: bool) -> Self {
+        self.line_tools = on;
+        self
+    }
 }
 
 /// A setting of a blueprint that an override can change.
@@ -134,6 +144,8 @@ pub enum Setting {
     ContextWindow,
     /// [`Overrides::project_memory`].
     ProjectMemory,
+    /// [`Overrides::line_tools`].
+    LineTools,
 }
 
 impl std::fmt::Display for Setting {
@@ -146,6 +158,7 @@ impl std::fmt::Display for Setting {
             Setting::Summaries => "summaries",
             Setting::ContextWindow => "context window",
             Setting::ProjectMemory => "project memory",
+            Setting::LineTools => "line tools",
         })
     }
 }
@@ -244,6 +257,10 @@ impl Blueprint {
             spec.memory = Some(MemorySpec::default());
         }
         let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+        if overrides.line_tools && !spec.line_tools {
+            note(Setting::LineTools, on_off(false), on_off(true));
+            spec.line_tools = true;
+        }
         match overrides.summaries {
             Some(true) if spec.summarization.is_none() => {
                 note(Setting::Summaries, on_off(false), on_off(true));

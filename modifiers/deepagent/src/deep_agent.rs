@@ -84,6 +84,8 @@ pub struct DeepAgentBuilder {
     /// The main model's window, when it is small enough for the lean
     /// prompt.
     lean: Option<usize>,
+    /// Whether the line tools are offered too.
+    line_tools: bool,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -131,6 +133,14 @@ impl DeepAgentBuilder {
     /// [`PermissionMode`]; a session keeps its own when it is resumed).
     pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
         self.mode = Some(mode);
+        self
+    }
+
+    /// Also offers the line tools (`insert_lines`, `replace_lines`,
+    /// `delete_lines`): writes held and allowed as `edit_file` is; off by
+    /// default, as their descriptions cost prompt tokens.
+    pub fn line_tools(mut self, on: bool) -> Self {
+        self.line_tools = on;
         self
     }
 
@@ -415,7 +425,7 @@ impl DeepAgentBuilder {
                 backend.clone(),
             ))?;
         }
-        net.add_modifier(FilesystemModifier::new(backend.clone()))?;
+        net.add_modifier(FilesystemModifier::new(backend.clone()).line_tools(self.line_tools))?;
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
         // Always there: the mode may hold `exit_plan_mode` or let calls through.

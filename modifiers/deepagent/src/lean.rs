@@ -54,6 +54,9 @@ fn short_description(tool: &str) -> Option<&'static str> {
         "edit_file" => "Replace exact text in a file.",
         "grep" => "Search files for a pattern.",
         "execute" => "Run a shell command.",
+        "insert_lines" => "Insert lines before a line (1-based).",
+        "replace_lines" => "Replace a range of lines (1-based).",
+        "delete_lines" => "Delete a range of lines (1-based).",
         _ => return None,
     })
 }

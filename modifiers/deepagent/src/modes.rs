@@ -74,7 +74,14 @@ const READ_TOOLS: &[&str] = &[
 ];
 
 /// The tools that edit files (they run unasked in accept-edits mode).
-const EDIT_TOOLS: &[&str] = &["write_file", "edit_file", "delete"];
+const EDIT_TOOLS: &[&str] = &[
+    "write_file",
+    "edit_file",
+    "delete",
+    "insert_lines",
+    "replace_lines",
+    "delete_lines",
+];
 
 /// What the CLI, the server and the page say whenever a session runs in
 /// bypass mode.

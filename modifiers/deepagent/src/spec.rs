@@ -299,6 +299,11 @@ pub struct AgentSpec {
     /// keeps its own once it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::PermissionMode>,
+    /// Also offer the line tools (`insert_lines`, `replace_lines`,
+    /// `delete_lines`; `docs/line-tools.md`); off by default, as they cost
+    /// prompt tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub line_tools: bool,
     /// Path rules (`[[permissions]]`: `operations`, `paths`, `mode`; see
     /// [`lc_agent_filesystem::Permissions`]), first match wins; inherited
     /// by sub-agents.
@@ -505,6 +510,7 @@ impl AgentSpec {
         if let Some(mode) = self.mode {
             agent = agent.permission_mode(mode);
         }
+        agent = agent.line_tools(self.line_tools);
         if let Some(skills) = &self.skills {
             if let Some(dir) = &skills.dir {
                 agent = agent.skills_dir(dir.clone());

@@ -9,6 +9,7 @@ use super::error::{shown, FileOpError, FsError, FsResult};
 use super::fingerprint;
 pub(crate) use super::fingerprint::Fingerprint;
 use super::glob::GlobPattern;
+use super::line_edit::LineEdit;
 
 /// The result of uploading one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,6 +253,15 @@ pub trait Backend: Send + Sync {
     async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse>;
     /// Deletes a file.
     async fn delete(&self, path: &str) -> FsResult<()>;
+
+    /// Applies a line edit (`insert_lines`, `replace_lines`,
+    /// `delete_lines`) to a text file. The default downloads the file,
+    /// edits it in memory and uploads it back (map-backed backends, whose
+    /// files are held whole anyway); backends on disk stream it in bounded
+    /// memory and write atomically.
+    async fn edit_lines(&self, path: &str, edit: &LineEdit) -> FsResult<()> {
+        super::line_edit::edit_downloaded(self, path, edit).await
+    }
 
     /// Deletes the directory `dir` and everything below it (a file at
     /// `dir` is deleted like [`delete`](Self::delete)). The workspace root

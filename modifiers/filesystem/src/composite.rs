@@ -11,6 +11,7 @@ use super::backend::{
 };
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
+use super::line_edit::LineEdit;
 use super::path;
 
 /// Routes paths by prefix: the longest matching prefix wins, matched at a
@@ -258,6 +259,16 @@ impl Backend for Routed {
                 .await
                 .map_err(|e| restore_err(prefix, e)),
             None => self.default.edit(file, old, new, replace_all).await,
+        }
+    }
+
+    async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .edit_lines(&inner, edit)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.edit_lines(file, edit).await,
         }
     }
 

@@ -145,6 +145,8 @@
 //!   - `tools/execute.rs`: [`Execute`] and `format_execute`.
 //!   - `tools/delete.rs`: [`Delete`], a file or (`recursive`) a folder (the agent
 //!     layer holds each call for a person's approval by default).
+//!   - `tools/lines.rs`: [`InsertLines`], [`ReplaceLines`], [`DeleteLines`] and
+//!     [`line_tools`]: edits on a 1-based range of lines, offered only when turned on.
 //! - [`path`]: virtual paths: normalisation, the rejection rules, names for new files,
 //!   escaping for printing.
 //! - `backend.rs`: the [`Backend`] trait and what it returns.
@@ -178,6 +180,8 @@
 //! - `paging.rs`: `page`, the streaming line window of `read_file`, in bounded memory.
 //! - `edit.rs`: `plan_edit`, where `edit_file` replaces (CRLF-aware), in a text held whole
 //!   (in-graph backends).
+//! - `line_edit.rs`: [`LineEdit`], the line tools' edit in two streamed passes (every
+//!   backend; bounded memory).
 //! - `stream_edit.rs`: the same edit streamed in bounded memory (disk backends): a
 //!   checking pass, then a pass writing the temp file.
 //! - `text.rs`: [`page_text`], [`edit_text`]: `read` and `edit` on a text held
@@ -196,6 +200,7 @@ mod fingerprint;
 mod gitignore;
 mod glob;
 mod grep;
+mod line_edit;
 mod map_backend;
 mod modifier;
 mod paging;
@@ -223,6 +228,7 @@ pub use error::{FileOpError, FsError};
 pub use fingerprint::Fingerprint;
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
+pub use line_edit::LineEdit;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
 pub use permissions::{Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict};
@@ -239,4 +245,9 @@ pub use tools::{
     all as all_tools, is_offered, offered as offered_tools, run_tool, Change, Delete, DeleteArgs,
     EditFile, EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls,
     LsArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
+    all as all_tools, is_offered, line_tools, offered as offered_tools, run_tool, Delete,
+    DeleteArgs, DeleteLines, DeleteLinesArgs, EditFile, EditFileArgs, Execute, ExecuteArgs,
+    FileTool, Glob, GlobArgs, Grep, GrepArgs, InsertLines, InsertLinesArgs, Ls, LsArgs, ReadFile,
+    ReadFileArgs, ReplaceLines, ReplaceLinesArgs, WriteFile, WriteFileArgs, LINE_TOOL_NAMES,
+    TOOL_NAMES,
 };

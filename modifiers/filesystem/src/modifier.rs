@@ -9,7 +9,7 @@ use lc_agent::{ChatRequest, Message, NetworkModifier, NodeRef, RunnableNetwork, 
 use super::backend::BackendSource;
 use super::evict;
 use super::prompt;
-use super::tools::{self, FILE_TOOL_NAMES};
+use super::tools::{self, FILE_TOOL_NAMES, LINE_TOOL_NAMES};
 
 /// Gives a network's chat nodes the file tools over a backend.
 ///
@@ -36,6 +36,7 @@ pub struct FilesystemModifier {
     backend: BackendSource,
     token_limit: Option<usize>,
     never_evict: Vec<String>,
+    line_tools: bool,
 }
 
 impl FilesystemModifier {
@@ -46,8 +47,21 @@ impl FilesystemModifier {
             id: "filesystem".to_string(),
             backend: backend.into(),
             token_limit: Some(evict::DEFAULT_TOKEN_LIMIT),
-            never_evict: FILE_TOOL_NAMES.iter().map(|s| s.to_string()).collect(),
+            never_evict: FILE_TOOL_NAMES
+                .iter()
+                .chain(&LINE_TOOL_NAMES)
+                .map(|s| s.to_string())
+                .collect(),
+            line_tools: false,
         }
+    }
+
+    /// Also offers the line tools (`insert_lines`, `replace_lines`,
+    /// `delete_lines`; see [`line_tools`](crate::line_tools)); off by
+    /// default, as their descriptions cost prompt tokens on every turn.
+    pub fn line_tools(mut self, on: bool) -> Self {
+        self.line_tools = on;
+        self
     }
 
     /// Sets `tool_token_limit_before_evict`; `None` disables eviction.
@@ -134,6 +148,7 @@ impl NetworkModifier for FilesystemModifier {
             backend: self.backend.clone(),
             token_limit: self.token_limit,
             never_evict: self.never_evict.clone(),
+            line_tools: self.line_tools,
         }))
     }
 
@@ -162,10 +177,14 @@ impl NetworkModifier for FilesystemModifier {
         Ok(())
     }
 
-    /// All eight tools: `execute` is kept so a call to it gets a clear
+    /// All eight tools (and the line tools when turned on): `execute` is kept so a call to it gets a clear
     /// error, but the model's requests offer only what
     /// [`tools::is_offered`] says (see `on_chat_request`).
     fn tools(&self, _network: &RunnableNetwork) -> Vec<Arc<dyn Tool>> {
-        tools::all(self.backend.clone())
+        let mut all = tools::all(self.backend.clone());
+        if self.line_tools {
+            all.extend(tools::line_tools(self.backend.clone()));
+        }
+        all
     }
 }

@@ -18,6 +18,7 @@ use super::backend::{
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
 use super::glob::GlobPattern;
+use super::line_edit::LineEdit;
 use super::sandbox::{ProcessLimit, Sandbox, SandboxMode};
 
 /// Bytes of command output kept.
@@ -275,6 +276,9 @@ impl Backend for LocalShellBackend {
     }
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         self.fs.edit(file, old, new, replace_all).await
+    }
+    async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
+        self.fs.edit_lines(file, edit).await
     }
     async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
         self.fs.glob(pattern, dir).await

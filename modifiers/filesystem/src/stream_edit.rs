@@ -82,7 +82,10 @@ impl<'n> Scanner<'n> {
 }
 
 /// Reads `reader` to its end in pieces of at most [`CHUNK`] bytes.
-fn pieces(mut reader: impl Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+pub(crate) fn pieces(
+    mut reader: impl Read,
+    mut each: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
     let mut piece = vec![0u8; CHUNK];
     loop {
         let n = match reader.read(&mut piece) {
@@ -96,21 +99,21 @@ fn pieces(mut reader: impl Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) 
 }
 
 /// Checks UTF-8 piece by piece (a character may straddle two pieces).
-struct Utf8Check {
+pub(crate) struct Utf8Check {
     /// The start of a character cut by the end of the last piece.
     carry: Vec<u8>,
     valid: bool,
 }
 
 impl Utf8Check {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             carry: Vec::new(),
             valid: true,
         }
     }
 
-    fn feed(&mut self, piece: &[u8]) {
+    pub(crate) fn feed(&mut self, piece: &[u8]) {
         if !self.valid {
             return;
         }
@@ -148,7 +151,7 @@ impl Utf8Check {
         }
     }
 
-    fn finish(self) -> bool {
+    pub(crate) fn finish(self) -> bool {
         self.valid && self.carry.is_empty()
     }
 }

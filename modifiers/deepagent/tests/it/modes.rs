@@ -250,3 +250,87 @@ async fn delete_is_offered_and_asks_first_unless_edits_are_accepted() {
     );
     assert!(dir.path().join("old.txt").exists());
 }
+
+/// The line tools: offered only when the blueprint turns them on; writes
+/// like `edit_file` (held by `interrupt_on`, let through by accept-edits,
+/// refused in plan mode).
+#[tokio::test]
+async fn line_tools_are_offered_when_turned_on_and_are_edits() {
+    let edit = || {
+        ScriptedChatModel::new([
+            Turn::call(
+                "l",
+                "replace_lines",
+                json!({"file_path": "/a.txt", "start_line": 2, "content": "B"}),
+            ),
+            Turn::text("Edited."),
+        ])
+    };
+    let offered = |agent: &DeepAgentBuilder, net: &RunnableNetwork| -> Vec<String> {
+        agent
+            .offered_tools(net)
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = Workspace::directory(dir.path());
+    let file = dir.path().join("a.txt");
+
+    // Off by default.
+    let model = edit();
+    let agent = DeepAgent::builder()
+        .model(model.clone())
+        .workspace(&workspace)
+        .unwrap();
+    let net = agent.build().unwrap();
+    assert!(!offered(&agent, &net).contains(&"replace_lines".to_string()));
+
+    // On through the blueprint; held by an interrupt_on rule as edit_file is.
+    let spec = AgentSpec::from_toml(
+        "line_tools = true\n[models.main]\nmodel = \"scripted\"\n[interrupt_on]\nreplace_lines = [\"approve\", \"reject\"]\n",
+    )
+    .unwrap();
+    assert!(spec.line_tools);
+    std::fs::write(&file, "a\nb\nc\n").unwrap();
+    let main: std::sync::Arc<dyn lc_agent::ChatModel> = std::sync::Arc::new(model.clone());
+    let agent = spec
+        .builder(move |_, _| Ok(main.clone()))
+        .unwrap()
+        .workspace(&workspace)
+        .unwrap();
+    let net = agent.build().unwrap();
+    let names = offered(&agent, &net);
+    for tool in ["insert_lines", "replace_lines", "delete_lines"] {
+        assert!(names.contains(&tool.to_string()), "{names:?}");
+    }
+    ask(&net, "Fix line 2.");
+    net.invoke().await.unwrap();
+    let pending = pending_approvals(&net);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].tool_call.name, "replace_lines");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\nb\nc\n");
+    decide(&net, pending[0].node_id, Decision::Approve).unwrap();
+    assert_eq!(net.invoke().await.unwrap().text(), "Edited.");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\nB\nc\n");
+
+    // accept-edits lets it through; plan mode refuses it.
+    for (mode, after) in [
+        (PermissionMode::AcceptEdits, "a\nB\nc\n"),
+        (PermissionMode::Plan, "a\nb\nc\n"),
+    ] {
+        std::fs::write(&file, "a\nb\nc\n").unwrap();
+        let agent = DeepAgent::builder()
+            .model(edit())
+            .workspace(&workspace)
+            .unwrap()
+            .interrupt_on("replace_lines", Decisions::approve_or_reject())
+            .line_tools(true);
+        let net = agent.build().unwrap();
+        set_permission_mode(&net, mode);
+        ask(&net, "Fix line 2.");
+        assert_eq!(net.invoke().await.unwrap().text(), "Edited.");
+        assert!(pending_approvals(&net).is_empty(), "{mode:?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), after, "{mode:?}");
+    }
+}

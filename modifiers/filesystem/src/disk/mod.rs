@@ -26,6 +26,7 @@ use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
 use super::glob::GlobPattern;
 use super::grep::GrepEngine;
+use super::line_edit::LineEdit;
 use super::paging::page;
 use super::path;
 
@@ -166,6 +167,59 @@ struct Found {
     kind: Kind,
 }
 
+/// What a walk hands a search: a file, or a directory it could not read.
+enum Item {
+    File(String, PathBuf),
+    Unreadable(String),
+}
+
+/// How far a search's answer is settled: the matching lines of the files
+/// searched so far, in print order, counted up to the first file not
+/// done yet.
+struct Settled {
+    /// Matching lines per file index; `None` while it is being searched.
+    counts: Vec<Option<usize>>,
+    /// The first index not done yet.
+    upto: usize,
+    /// The matching lines before `upto`.
+    total: usize,
+    /// Matching lines that settle the answer.
+    needed: usize,
+    /// The index at which the answer was settled.
+    settled_at: Option<usize>,
+}
+
+impl Settled {
+    fn new(needed: usize) -> Self {
+        Self {
+            counts: Vec::new(),
+            upto: 0,
+            total: 0,
+            needed,
+            settled_at: None,
+        }
+    }
+
+    /// Records that file `index` holds `matches` matching lines; `true`
+    /// once the answer is settled.
+    fn record(&mut self, index: usize, matches: usize) -> bool {
+        if self.counts.len() <= index {
+            self.counts.resize(index + 1, None);
+        }
+        self.counts[index] = Some(matches);
+        while self.settled_at.is_none()
+            && let Some(Some(n)) = self.counts.get(self.upto)
+        {
+            self.total += n;
+            if self.total >= self.needed {
+                self.settled_at = Some(self.upto);
+            }
+            self.upto += 1;
+        }
+        self.settled_at.is_some()
+    }
+}
+
 struct Disk {
     root: Dir,
     base: PathBuf,
@@ -264,22 +318,46 @@ impl Disk {
     /// paths. Symlinked directories are reported, never entered.
     fn walk(&self, start: &str, first: Dir, rules: Option<&mut IgnoreRules>) -> Vec<Found> {
         let mut out = Vec::new();
-        self.walk_each(start, first, rules, &mut |found| out.push(found));
+        self.walk_each(start, first, rules, &mut |found| {
+            out.push(found);
+            true
+        });
         out
     }
 
     /// Walks below `start`, handing each entry to `visit` as soon as it is
-    /// found (so a search can run while the walk goes on).
+    /// found (so a search can run while the walk goes on); `visit` returns
+    /// `false` to stop the walk. Entries come in the order the tools print
+    /// them (the byte order of the shown path: a directory is followed by
+    /// what it holds), so a search can stop once the answer is settled.
     fn walk_each(
         &self,
         start: &str,
         first: Dir,
         mut rules: Option<&mut IgnoreRules>,
-        visit: &mut dyn FnMut(Found),
+        visit: &mut dyn FnMut(Found) -> bool,
     ) {
-        let mut stack: Vec<(String, PathBuf, Option<Dir>)> =
-            vec![(start.to_string(), self.rel(start), Some(first))];
-        while let Some((vdir, rdir, handle)) = stack.pop() {
+        /// What the walk does next: read a directory, or hand on an entry.
+        enum Step {
+            Read(String, PathBuf, Option<Dir>),
+            Visit(Found),
+        }
+        let mut stack = vec![Step::Read(start.to_string(), self.rel(start), Some(first))];
+        while let Some(step) = stack.pop() {
+            let (vdir, rdir, handle) = match step {
+                Step::Visit(found) => {
+                    if !visit(found) {
+                        return;
+                    }
+                    continue;
+                }
+                Step::Read(vdir, rdir, handle) => (vdir, rdir, handle),
+            };
+            let unreadable = |vpath, rel| Found {
+                vpath,
+                rel,
+                kind: Kind::Unreadable,
+            };
             let dir = match handle {
                 Some(d) => d,
                 None => match self.root.open_dir_nofollow(&rdir) {
@@ -287,21 +365,17 @@ impl Disk {
                     // Gone since it was listed: nothing to report.
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(_) => {
-                        visit(Found {
-                            vpath: vdir,
-                            rel: rdir,
-                            kind: Kind::Unreadable,
-                        });
+                        if !visit(unreadable(vdir, rdir)) {
+                            return;
+                        }
                         continue;
                     }
                 },
             };
             let Ok(entries) = dir.entries() else {
-                visit(Found {
-                    vpath: vdir,
-                    rel: rdir,
-                    kind: Kind::Unreadable,
-                });
+                if !visit(unreadable(vdir, rdir)) {
+                    return;
+                }
                 continue;
             };
             let entries: Vec<(OsString, cap_std::fs::FileType)> = entries
@@ -319,6 +393,8 @@ impl Disk {
                     rules.add(&vdir, &text);
                 }
             }
+            // (sort key, steps): a directory sorts as `name/`.
+            let mut children: Vec<(String, Found)> = Vec::with_capacity(entries.len());
             for (name, ft) in entries {
                 let Some(name) = name.to_str() else {
                     tracing::debug!("skipping a file name that is not UTF-8");
@@ -348,10 +424,18 @@ impl Disk {
                 {
                     continue;
                 }
+                let mut key = path::shown(name).into_owned();
                 if kind == Kind::Dir {
-                    stack.push((vpath.clone(), rel.clone(), None));
+                    key.push('/');
                 }
-                visit(Found { vpath, rel, kind });
+                children.push((key, Found { vpath, rel, kind }));
+            }
+            children.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (_, found) in children.into_iter().rev() {
+                if found.kind == Kind::Dir {
+                    stack.push(Step::Read(found.vpath.clone(), found.rel.clone(), None));
+                }
+                stack.push(Step::Visit(found));
             }
         }
     }
@@ -458,61 +542,96 @@ impl Disk {
         }
         let handle = self.open_dir(target, FsError::PathNotFound)?;
         let mut rules = self.ancestor_rules(target);
-        let mut unreadable = Vec::new();
-        let mut found = self.search_files(&engine, |send| {
+        // The answer is settled once the files so far, in the order the
+        // tool prints them, hold more than `max_count` matching lines.
+        let needed = query.max_count.saturating_add(1);
+        Ok(self.search_files(&engine, needed, |send| {
             self.walk_each(target, handle, Some(&mut rules), &mut |f| {
                 if f.kind == Kind::Unreadable {
-                    unreadable.push(FileMatches::unreadable(unreadable_dir(&f.vpath)));
-                    return;
+                    return send(Item::Unreadable(unreadable_dir(&f.vpath)));
                 }
                 let wanted = matches!(f.kind, Kind::File | Kind::LinkFile)
                     && glob.is_none_or(|g| {
                         path::relative_to(&f.vpath, target).is_some_and(|r| g.is_match(r))
                     });
                 if wanted {
-                    send(f.vpath, f.rel);
+                    send(Item::File(f.vpath, f.rel))
+                } else {
+                    true
                 }
             });
-        });
-        found.extend(unreadable);
-        Ok(found)
+        }))
     }
 
-    /// Searches the files `produce` hands over, on worker threads that start
-    /// while it is still producing (each file opened through the root
-    /// handle). Results come in no particular order; the tools sort them.
+    /// Searches the files `produce` hands over (in the order the tool
+    /// prints them), on worker threads that start while it is still
+    /// producing (each file opened through the root handle). Once the
+    /// files up to one of them hold `needed` matching lines, nothing after
+    /// it can change the answer: `send` then returns `false` (the walk
+    /// stops), the workers take no more, and whatever was searched after
+    /// it is dropped, so the answer is the same whatever the timing.
     fn search_files(
         &self,
         engine: &GrepEngine,
-        produce: impl FnOnce(&mut dyn FnMut(String, PathBuf)),
+        needed: usize,
+        produce: impl FnOnce(&mut dyn FnMut(Item) -> bool),
     ) -> Vec<FileMatches> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (tx, rx) = std::sync::mpsc::channel::<(String, PathBuf)>();
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Item)>();
         let rx = parking_lot::Mutex::new(rx);
-        std::thread::scope(|s| {
+        let settled = parking_lot::Mutex::new(Settled::new(needed));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+        let record = |index: usize, found: &Option<FileMatches>| {
+            let matches = found
+                .as_ref()
+                .map_or(0, |f| f.lines.iter().filter(|l| l.is_match).count());
+            if settled.lock().record(index, matches) {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        let mut found: Vec<(usize, FileMatches)> = std::thread::scope(|s| {
             let work = || {
                 let mut searcher = engine.searcher();
                 let mut found = Vec::new();
-                loop {
+                while !stopped() {
                     let next = rx.lock().recv();
-                    let Ok((vpath, rel)) = next else {
+                    let Ok((index, item)) = next else {
                         break;
                     };
-                    found.extend(self.search_one(engine, &mut searcher, &vpath, &rel));
+                    let result = match item {
+                        Item::File(vpath, rel) => {
+                            self.search_one(engine, &mut searcher, &vpath, &rel)
+                        }
+                        Item::Unreadable(vpath) => Some(FileMatches::unreadable(vpath)),
+                    };
+                    record(index, &result);
+                    found.extend(result.map(|r| (index, r)));
                 }
                 found
             };
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-            produce(&mut |vpath, rel| {
-                // Workers only stop once the sender is gone: sending cannot fail.
-                let _ = tx.send((vpath, rel));
+            let mut next = 0usize;
+            produce(&mut |item| {
+                if stopped() {
+                    return false;
+                }
+                // Workers only stop once the sender is gone or the answer
+                // is settled: a failed send changes nothing.
+                let _ = tx.send((next, item));
+                next += 1;
+                true
             });
             drop(tx);
             handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_default())
                 .collect()
-        })
+        });
+        if let Some(last) = settled.lock().settled_at {
+            found.retain(|(index, _)| *index <= last);
+        }
+        found.into_iter().map(|(_, f)| f).collect()
     }
 
     /// Searches one file; a file that cannot be opened is reported
@@ -672,6 +791,11 @@ impl Backend for FilesystemBackend {
         let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
         self.run(move |d| d.edit(&file, &old, &new, replace_all))
             .await
+    }
+
+    async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
+        let (file, edit) = (file.to_string(), edit.clone());
+        self.run(move |d| d.edit_lines(&file, &edit)).await
     }
 
     async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {

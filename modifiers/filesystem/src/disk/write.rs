@@ -18,6 +18,7 @@ use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
 use crate::encoding::{classify, read_head_into, text_reader, Encoding, EncodingWriter};
 use crate::error::{FsError, FsResult};
+use crate::line_edit::{self, LineEdit};
 use crate::path;
 use crate::stream_edit::{self, CHUNK};
 
@@ -250,5 +251,60 @@ impl Disk {
             }
         })?;
         Ok(plan.count)
+    }
+
+    /// A line edit (`line_edit.rs`), streamed like [`Disk::edit`]: a first
+    /// pass counts lines and finds the range, a second writes the temp file
+    /// that then replaces the file.
+    pub(super) fn edit_lines(&self, vpath: &str, edit: &LineEdit) -> FsResult<()> {
+        path::check_new_name(vpath)?;
+        let target = self.write_target(vpath)?;
+        let (file, size) = self.open_file_at(&target, vpath)?;
+        let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
+        let mut head = vec![0u8; crate::encoding::BINARY_SNIFF_BYTES];
+        let filled = read_head_into(&file, &mut head).map_err(io_err)?;
+        head.truncate(filled);
+        let encoding = classify(&head);
+        let text = |file| text_from_start(file, encoding);
+        let plan = match encoding {
+            Encoding::Binary => {
+                return Err(FsError::Binary {
+                    path: vpath.to_string(),
+                    size,
+                })
+            }
+            enc if !enc.can_hold(&edit.new_text()) => {
+                return Err(FsError::CannotEncode {
+                    path: vpath.to_string(),
+                    encoding: enc.name().unwrap_or("UTF-8"),
+                })
+            }
+            enc => {
+                let utf8 = matches!(enc, Encoding::Utf8 | Encoding::Utf8Bom);
+                edit.plan(text(&file).map_err(io_err)?, vpath, utf8)?
+            }
+        };
+        let (dir, name) = self.write_dir(&target, vpath)?;
+        write_atomically(&dir, &name, Commit::Replace, |out| {
+            let reader = text(&file)?;
+            match encoding {
+                Encoding::Utf8 => plan.write(reader, out),
+                other => {
+                    let mut encoded = EncodingWriter::new(out, other)?;
+                    plan.write(reader, &mut encoded)?;
+                    encoded.flush()
+                }
+            }
+        })
+        .map_err(|e| {
+            if e.to_string() == line_edit::CHANGED {
+                FsError::Io {
+                    path: vpath.to_string(),
+                    reason: line_edit::CHANGED.to_string(),
+                }
+            } else {
+                io_err(e)
+            }
+        })
     }
 }

@@ -13,6 +13,7 @@ use crate::backend::{
 };
 use crate::error::{shown, FileOpError, FsError, FsResult};
 use crate::glob::GlobPattern;
+use crate::line_edit::LineEdit;
 use crate::path;
 
 /// `backend` behind the rules (a factory stays a factory).
@@ -148,6 +149,11 @@ impl Backend for Guarded {
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         self.target(&[Operation::Edit], file).await?;
         self.inner.edit(file, old, new, replace_all).await
+    }
+
+    async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
+        self.target(&[Operation::Edit], file).await?;
+        self.inner.edit_lines(file, edit).await
     }
 
     async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {

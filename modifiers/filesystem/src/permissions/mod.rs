@@ -477,7 +477,9 @@ impl Permissions {
             "ls" => (&[Operation::Ls], arg("path")),
             "read_file" => (&[Operation::Read], arg("file_path")),
             "write_file" => (&[Operation::Write], arg("file_path")),
-            "edit_file" => (&[Operation::Edit], arg("file_path")),
+            "edit_file" | "insert_lines" | "replace_lines" | "delete_lines" => {
+                (&[Operation::Edit], arg("file_path"))
+            }
             "glob" => (&[Operation::Glob], arg("path")),
             "grep" => (&[Operation::Grep, Operation::Read], arg("path")),
             "execute" => (&[Operation::Execute], "/"),

@@ -104,6 +104,7 @@ mod edit_file;
 mod execute;
 mod glob;
 mod grep;
+mod lines;
 mod ls;
 mod read_file;
 mod write_file;
@@ -114,6 +115,9 @@ pub use execute::{Execute, ExecuteArgs};
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub(crate) use lc_agent::tool_args::AtLeast;
+pub use lines::{
+    DeleteLines, DeleteLinesArgs, InsertLines, InsertLinesArgs, ReplaceLines, ReplaceLinesArgs,
+};
 pub use ls::{Ls, LsArgs};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
@@ -124,7 +128,7 @@ pub(crate) const MAX_LIST_LINES: usize = 1000;
 /// Declares what comes from the list of the eight tools, written once
 /// below: [`TOOL_NAMES`], [`all`] and [`run_tool`].
 macro_rules! file_tools {
-    ($($tool:ident),* $(,)?) => {
+    ($($tool:ident),* $(,)?; $($line_tool:ident),* $(,)?) => {
         /// The eight tool names, in the order they are offered.
         pub const TOOL_NAMES: [&str; 8] = [$(<$tool as FileTool>::NAME),*];
 
@@ -143,8 +147,20 @@ macro_rules! file_tools {
             vec![$(Arc::new($tool::new(backend.clone())) as Arc<dyn Tool>),*]
         }
 
-        /// Runs one file tool against a backend and returns what the model sees.
-        /// `None` for any other name.
+        /// The line tools' names (offered only when turned on, see
+        /// [`line_tools`]).
+        pub const LINE_TOOL_NAMES: [&str; 3] = [$(<$line_tool as FileTool>::NAME),*];
+
+        /// The line tools over `backend` (`insert_lines`, `replace_lines`,
+        /// `delete_lines`): offered only when turned on, as they cost
+        /// prompt tokens ([`FilesystemModifier::line_tools`](crate::FilesystemModifier::line_tools)).
+        pub fn line_tools(backend: impl Into<BackendSource>) -> Vec<Arc<dyn Tool>> {
+            let backend = backend.into();
+            vec![$(Arc::new($line_tool::new(backend.clone())) as Arc<dyn Tool>),*]
+        }
+
+        /// Runs one file tool (the eight, or a line tool) against a backend
+        /// and returns what the model sees. `None` for any other name.
         ///
         /// ```
         /// use lc_agent::RunnableNetwork;
@@ -165,13 +181,19 @@ macro_rules! file_tools {
                     return Some(call::<$tool>(backend, args).await);
                 }
             )*
+            $(
+                if name == <$line_tool as FileTool>::NAME {
+                    return Some(call::<$line_tool>(backend, args).await);
+                }
+            )*
             None
         }
     };
 }
 
 // The eight file tools, in the order they are offered: the one list.
-file_tools!(Ls, ReadFile, WriteFile, EditFile, Glob, Grep, Delete, Execute);
+// The eight file tools, then the line tools (offered when turned on).
+file_tools!(Ls, ReadFile, WriteFile, EditFile, Glob, Grep, Delete, Execute; InsertLines, ReplaceLines, DeleteLines);
 
 /// The names of the file tools that are never evicted (all but `execute`).
 pub(crate) const FILE_TOOL_NAMES: [&str; 7] = {

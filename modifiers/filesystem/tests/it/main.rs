@@ -15,6 +15,7 @@
 //! - `execute` — `execute` through `LocalShellBackend`.
 //! - `golden` — the golden table against every backend.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
+//! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
 //! - `modifier` — the modifier in a running network.
 //! - `permissions` — path rules on every backend, with hostile paths.
 //! - `properties` — properties of the tools on generated inputs.
@@ -37,6 +38,7 @@ mod e2e;
 mod execute;
 mod golden;
 mod kill_writes;
+mod lines;
 mod modifier;
 mod permissions;
 mod properties;

@@ -242,10 +242,7 @@ pub use state::StateBackend;
 pub use store::{InMemoryStore, RedisStore, Store, StoreBackend, StoreError, StoreVersion};
 pub use text::{edit_text, page_text};
 pub use tools::{
-    all as all_tools, is_offered, offered as offered_tools, run_tool, Change, Delete, DeleteArgs,
-    EditFile, EditFileArgs, Execute, ExecuteArgs, FileTool, Glob, GlobArgs, Grep, GrepArgs, Ls,
-    LsArgs, ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, TOOL_NAMES,
-    all as all_tools, is_offered, line_tools, offered as offered_tools, run_tool, Delete,
+    all as all_tools, is_offered, line_tools, offered as offered_tools, run_tool, Change, Delete,
     DeleteArgs, DeleteLines, DeleteLinesArgs, EditFile, EditFileArgs, Execute, ExecuteArgs,
     FileTool, Glob, GlobArgs, Grep, GrepArgs, InsertLines, InsertLinesArgs, Ls, LsArgs, ReadFile,
     ReadFileArgs, ReplaceLines, ReplaceLinesArgs, WriteFile, WriteFileArgs, LINE_TOOL_NAMES,

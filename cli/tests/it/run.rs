@@ -759,7 +759,11 @@ fn the_tokenizer_loads_only_when_a_count_can_matter() {
     // shown whole without a count.
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("AGENTS.md"), "Run `cargo fmt` before you commit.\n").unwrap();
+    std::fs::write(
+        project.join("AGENTS.md"),
+        "Run `cargo fmt` before you commit.\n",
+    )
+    .unwrap();
     let with_memory = lc_agent(
         dir.path(),
         &["run", "--root", project.to_str().unwrap(), "Say hello."],

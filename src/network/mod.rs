@@ -89,6 +89,9 @@ pub(crate) struct NetworkInner {
     /// What the store holds as of the last save or load (runtime only):
     /// the next save writes only what changed since.
     pub(crate) save_base: Mutex<Option<crate::format::base::SaveBase>>,
+    /// Calls per tool and per model in the current `invoke` (runtime
+    /// only; see `call_limits.rs`).
+    pub(crate) run_calls: Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl Default for RunnableNetwork {
@@ -112,6 +115,7 @@ impl RunnableNetwork {
             saved_len: AtomicUsize::new(0),
             files_gen: AtomicU64::new(0),
             save_base: Mutex::new(None),
+            run_calls: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 

@@ -142,6 +142,7 @@ pub(crate) async fn hook(
     let id: Arc<str> = Arc::from(modifier.id());
     CURRENT_MODIFIER.scope(id, fut).await.map_err(|e| match e {
         e @ (NetworkError::StepLimit { .. }
+        | NetworkError::CallLimit { .. }
         | NetworkError::Modifier { .. }
         | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
         other => NetworkError::Modifier {

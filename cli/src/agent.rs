@@ -72,6 +72,11 @@ pub(crate) struct AgentArgs {
     /// Long-term memory across sessions (in Redis with --redis).
     #[arg(long)]
     pub(crate) memory: bool,
+    /// Gives the agent the `fetch_url` tool for this host (repeatable;
+    /// `*.domain` for its subdomains, `*` for any public host; a private or
+    /// loopback address only when named exactly).
+    #[arg(long = "fetch-url", value_name = "HOST")]
+    pub(crate) fetch_url: Vec<String>,
     /// The permission mode (`--mode`).
     #[command(flatten)]
     pub(crate) mode: crate::mode::ModeArgs,
@@ -88,7 +93,8 @@ impl AgentArgs {
             .memory(self.memory)
             .summaries(self.model.summaries(resumed))
             .context_window(self.model.context_window())
-            .project_memory(self.model.no_project_memory.then_some(false));
+            .project_memory(self.model.no_project_memory.then_some(false))
+            .fetch_url(self.fetch_url.iter().cloned());
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
                 .absolute()
@@ -139,6 +145,7 @@ impl AgentArgs {
             Setting::Summaries => "summaries (on unless --no-summaries)",
             Setting::ContextWindow => "--context-window",
             Setting::ProjectMemory => "--no-project-memory",
+            Setting::FetchUrl => "--fetch-url",
             _ => "a flag",
         }
     }

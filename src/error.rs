@@ -59,6 +59,15 @@ pub enum NetworkError {
         /// The limit that was reached.
         limit: usize,
     },
+    /// A model was asked more times in one `invoke` than its call limit
+    /// allows ([`RunnableNetwork::set_model_call_limit`](crate::RunnableNetwork::set_model_call_limit)).
+    #[error("call limit reached: model `{model}` was asked {limit} times in this run, its limit; the network is left valid and can be saved or invoked again")]
+    CallLimit {
+        /// The model's registered name.
+        model: String,
+        /// The limit that was reached.
+        limit: usize,
+    },
     /// The model's final answer did not fit its output schema
     /// ([`crate::OutputSchema`]) after the answers allowed.
     #[error("the answer is not valid against the output schema after {attempts} answers: {}", errors.join("; "))]

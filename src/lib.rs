@@ -78,6 +78,11 @@
 //! output_schema.rs    typed answers: OutputSchema (checked with jsonschema), a step's schema,
 //!                     invoke_typed, the forced tool for providers without response_format
 //! routing.rs          model routing: step -> model name, in the metadata
+//! clear_results.rs   old tool results left out of a request (evicted, or past a budget)
+//! call_limits.rs     call limits per tool and per model in one invoke (metadata call_limits)
+//! tool_retry.rs      tools marked idempotent called again after a failure, with backoff
+//! fallback.rs         model fallback: step -> the models asked when its model fails for
+//!                     good (recorded on the node: model_fallback)
 //! history.rs          History: the conversation, shared between nodes; summaries
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
@@ -205,8 +210,11 @@
 //! ```
 
 mod atomic_file;
+mod call_limits;
+mod clear_results;
 mod error;
 mod event;
+mod fallback;
 mod files;
 mod format;
 mod history;
@@ -227,6 +235,7 @@ pub mod telemetry;
 mod tool;
 pub mod tool_args;
 mod tool_executor;
+mod tool_retry;
 mod usage;
 
 /// The README's examples run as doctests.

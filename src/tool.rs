@@ -415,18 +415,57 @@ pub(crate) async fn run_tool_call(
             )
         }
     };
-    let result = match tool.timeout() {
+    // A tool marked idempotent is called again when a call fails
+    // (`tool_retry.rs`).
+    let (attempts, backoff) = ctx
+        .network
+        .tool_retry(&call.name)
+        .unwrap_or((1, std::time::Duration::ZERO));
+    let mut failed = Vec::new();
+    let mut attempt = 1;
+    let result = loop {
+        let result = call_once(tool.as_ref(), &call.name, args.clone(), ctx).await;
+        if attempt >= attempts || !crate::tool_retry::worth_again(&result) {
+            break result;
+        }
+        let error = match &result {
+            Ok(output) => output.content.clone(),
+            Err(e) => e.to_string(),
+        };
+        tracing::info!(tool = %call.name, attempt, %error, "the tool call failed; calling it again");
+        failed.push(error);
+        attempt += 1;
+        tokio::time::sleep(crate::tool_retry::wait_before(attempt, backoff)).await;
+    };
+    if !failed.is_empty()
+        && let Some(node) = ctx.network.node(ctx.node_id)
+    {
+        node.set_metadata(
+            crate::tool_retry::TOOL_RETRIES_KEY,
+            serde_json::json!(failed),
+        );
+    }
+    match result {
+        Ok(output) => output,
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+/// One call of `tool`, within its timeout.
+async fn call_once(
+    tool: &dyn Tool,
+    name: &str,
+    args: Value,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    match tool.timeout() {
         Some(limit) => match tokio::time::timeout(limit, tool.call(args, ctx)).await {
             Ok(result) => result,
             Err(_) => Err(ToolError::Timeout {
-                tool: call.name.clone(),
+                tool: name.to_string(),
                 seconds: limit.as_secs_f64(),
             }),
         },
         None => tool.call(args, ctx).await,
-    };
-    match result {
-        Ok(output) => output,
-        Err(e) => ToolOutput::error(e.to_string()),
     }
 }

@@ -76,6 +76,11 @@ pub(crate) struct AgentArgs {
     /// they cost prompt tokens).
     #[arg(long)]
     pub(crate) line_tools: bool,
+    /// Gives the agent the `fetch_url` tool for this host (repeatable;
+    /// `*.domain` for its subdomains, `*` for any public host; a private or
+    /// loopback address only when named exactly).
+    #[arg(long = "fetch-url", value_name = "HOST")]
+    pub(crate) fetch_url: Vec<String>,
     /// The permission mode (`--mode`).
     #[command(flatten)]
     pub(crate) mode: crate::mode::ModeArgs,
@@ -93,7 +98,8 @@ impl AgentArgs {
             .line_tools(self.line_tools)
             .summaries(self.model.summaries(resumed))
             .context_window(self.model.context_window())
-            .project_memory(self.model.no_project_memory.then_some(false));
+            .project_memory(self.model.no_project_memory.then_some(false))
+            .fetch_url(self.fetch_url.iter().cloned());
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
                 .absolute()
@@ -144,6 +150,7 @@ impl AgentArgs {
             Setting::Summaries => "summaries (on unless --no-summaries)",
             Setting::ContextWindow => "--context-window",
             Setting::ProjectMemory => "--no-project-memory",
+            Setting::FetchUrl => "--fetch-url",
             _ => "a flag",
         }
     }

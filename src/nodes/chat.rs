@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
+use crate::fallback;
 use crate::message::Message;
 use crate::model::{ChatRequest, StreamDelta, ToolChoice};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
@@ -123,9 +124,22 @@ impl NodeLogic for ChatNode {
             .clone()
             .or_else(|| net.model_for_step(step))
             .ok_or(NetworkError::NoChatModel)?;
-        let model = net
-            .model(&name)
-            .ok_or_else(|| NetworkError::UnknownModel(name.clone()))?;
+        // The step's model, then its fallback chain (`fallback.rs`).
+        let mut chain = vec![name.clone()];
+        for fallback in net.model_fallbacks_for_step(step) {
+            if !chain.contains(&fallback) {
+                chain.push(fallback);
+            }
+        }
+        let models = chain
+            .into_iter()
+            .map(|name| match net.model(&name) {
+                Some(model) => Ok((name, model)),
+                None => Err(NetworkError::UnknownModel(name)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut answering = 0;
+        let mut failed: Vec<(String, String)> = Vec::new();
         let node_id = ctx.node.id();
         let output_schema = self
             .output_schema
@@ -148,23 +162,71 @@ impl NodeLogic for ChatNode {
         for m in net.modifiers().iter() {
             crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
         }
+        let cleared = crate::clear_results::clear(net, &mut request);
+        if cleared > 0 {
+            ctx.node
+                .set_metadata(crate::clear_results::CLEARED_KEY, json!(cleared));
+        }
         let mut rejected = Vec::new();
         let response = loop {
             // With an output schema, answer text is reported once it is
             // checked (a client must not read a rejected answer's text
             // joined to the next one's); tool calls as they come.
             let held_text = output_schema.is_some();
-            let response = if net.streaming() {
-                let emitter = net.clone();
-                let mut sink = move |delta| {
-                    if !(held_text && matches!(delta, StreamDelta::Text(_))) {
-                        emitter.emit(&NetworkEvent::Delta { node_id, delta });
-                    }
+            let response = loop {
+                let (model_name, model) = &models[answering];
+                if let Err(limit) = net.count_call(crate::call_limits::Counted::Model, model_name) {
+                    return Err(NetworkError::CallLimit {
+                        model: model_name.clone(),
+                        limit,
+                    });
+                }
+                let asked = if net.streaming() {
+                    let emitter = net.clone();
+                    let mut sink = move |delta| {
+                        if !(held_text && matches!(delta, StreamDelta::Text(_))) {
+                            emitter.emit(&NetworkEvent::Delta { node_id, delta });
+                        }
+                    };
+                    model.stream(&request, &mut sink).await
+                } else {
+                    model.complete(&request).await
                 };
-                model.stream(&request, &mut sink).await?
-            } else {
-                model.complete(&request).await?
+                match asked {
+                    Ok(response) => break response,
+                    Err(error) => {
+                        let next = models
+                            .get(answering + 1)
+                            .filter(|_| fallback::falls_back(&error));
+                        if next.is_some() || !failed.is_empty() {
+                            failed.push((model_name.clone(), error.to_string()));
+                            ctx.node.set_metadata(
+                                fallback::MODEL_FALLBACK_KEY,
+                                fallback::record(None, &failed),
+                            );
+                        }
+                        let Some((next_name, _)) = next else {
+                            return Err(error.into());
+                        };
+                        tracing::warn!(
+                            node = %node_id,
+                            model = %model_name,
+                            fallback = %next_name,
+                            %error,
+                            "the model failed in a way retrying cannot fix; asking the next \
+                             model of the step's fallback chain"
+                        );
+                        answering += 1;
+                    }
+                }
             };
+            let name = &models[answering].0;
+            if !failed.is_empty() {
+                ctx.node.set_metadata(
+                    fallback::MODEL_FALLBACK_KEY,
+                    fallback::record(Some(name), &failed),
+                );
+            }
             let release = |text: &str| {
                 if held_text && net.streaming() && !text.is_empty() {
                     net.emit(&NetworkEvent::Delta {
@@ -188,7 +250,7 @@ impl NodeLogic for ChatNode {
                     break response;
                 }
                 Err(errors) => {
-                    record(net, &ctx.node, &name, &request, &response);
+                    record(net, &ctx.node, name, &request, &response);
                     rejected.push(output_schema::rejected(&response.content, &errors));
                     ctx.node
                         .set_metadata(output_schema::REJECTED_KEY, json!(rejected));
@@ -204,7 +266,8 @@ impl NodeLogic for ChatNode {
                 }
             }
         };
-        record(net, &ctx.node, &name, &request, &response);
+        let name = &models[answering].0;
+        record(net, &ctx.node, name, &request, &response);
         if response.is_cut_off() {
             tracing::warn!(
                 node = %node_id,

@@ -48,7 +48,19 @@ impl NodeLogic for ToolNode {
             name: call.name.clone(),
         });
         let clock = Instant::now();
-        let output = run_tool_call(&tools, call, &tool_ctx).await;
+        let output = match ctx
+            .network
+            .count_call(crate::call_limits::Counted::Tool, &call.name)
+        {
+            Ok(()) => run_tool_call(&tools, call, &tool_ctx).await,
+            Err(limit) => {
+                ctx.node
+                    .set_metadata("call_limit_reached", serde_json::json!(limit));
+                crate::tool::ToolOutput::error(crate::call_limits::tool_limit_result(
+                    &call.name, limit,
+                ))
+            }
+        };
         let elapsed = clock.elapsed();
         ctx.network.emit_with(|| NetworkEvent::ToolCallFinished {
             node_id,

@@ -146,6 +146,7 @@ pub(crate) async fn hook(
         .await
         .map_err(|e| match e {
             e @ (NetworkError::StepLimit { .. }
+            | NetworkError::CallLimit { .. }
             | NetworkError::Modifier { .. }
             | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
             other => NetworkError::Modifier {

@@ -12,10 +12,14 @@
 //! - `real_model` — `OpenAiChatModel` and the agent loop.
 //! - `real_anthropic` — `AnthropicChatModel` through LiteLLM.
 //! - `record_replay` — a recorded real run replays offline byte for byte.
+//! - `real_fallback` — a server stopped mid-run; the step's fallback answers.
+//! - `real_typed` — typed answers (`invoke_typed`, a chat node's schema).
 
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod real_anthropic;
+mod real_fallback;
 mod real_model;
+mod real_typed;
 mod record_replay;

@@ -558,3 +558,90 @@ fn a_model_that_streams_invalid_utf8_keeps_every_line_valid_json() {
         assert!(text.ends_with(" end"), "{text:?}");
     }
 }
+
+/// A loopback page server for `--fetch-url`: every request gets the same
+/// small HTML page. Its port.
+fn page_server() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let page = "<h1>Harbour notes</h1><p>High water at <b>noon</b>.</p>";
+            let _ = (&stream).write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn fetch_url_is_offered_only_with_the_flag_and_reads_the_page_as_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = page_server();
+    let script = json!([
+        {"tool_calls": [{"id": "f1", "name": "fetch_url",
+            "arguments": {"url": format!("http://127.0.0.1:{port}/notes")}}]},
+        {"content": "High water is at noon."}
+    ]);
+    let results = |out: &Output| -> Vec<Value> {
+        events(out)
+            .into_iter()
+            .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+            .map(|e| e["item"].clone())
+            .collect()
+    };
+
+    let out = exec(
+        dir.path(),
+        &["When is high water?", "--json", "--fetch-url", "127.0.0.1"],
+        script.clone(),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let items = results(&out);
+    assert_eq!(items.len(), 1, "{items:?}");
+    let result = items[0]["result"].as_str().unwrap();
+    assert!(result.contains("# Harbour notes"), "{result}");
+    assert!(result.contains("**noon**"), "{result}");
+    // The session's blueprint keeps the allow-list (a resume has the tool).
+    let id = thread_id(&events(&out));
+    let saved: Value =
+        serde_json::from_str(&common::saved_document(&dir.path().join("sessions"), &id)).unwrap();
+    assert_eq!(
+        saved["metadata"]["agent_spec"]["fetch_url"]["allow"],
+        json!(["127.0.0.1"]),
+        "{}",
+        saved["metadata"]
+    );
+
+    // Without the flag there is no such tool.
+    let out = exec(
+        dir.path(),
+        &["When is high water?", "--json"],
+        script,
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let items = results(&out);
+    assert!(
+        items[0]["result"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool `fetch_url`"),
+        "{items:?}"
+    );
+}

@@ -61,6 +61,9 @@ pub struct Overrides {
     /// Turns the line tools on (`insert_lines`, `replace_lines`,
     /// `delete_lines`).
     pub line_tools: bool,
+    /// Hosts `fetch_url` may fetch, added to the blueprint's allow-list
+    /// (any: the tool is on).
+    pub fetch_url: Vec<String>,
 }
 
 impl Overrides {
@@ -111,6 +114,14 @@ impl Overrides {
         self
     }
 
+    /// Turns `fetch_url` on for these hosts too (see
+    /// [`FetchUrlSpec`](crate::FetchUrlSpec)).
+    #[must_use]
+    pub fn fetch_url(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.fetch_url.extend(hosts);
+        self
+    }
+
     /// Turns memory on.
     #[must_use]
     pub fn memory(mut self, on: bool) -> Self {
@@ -146,6 +157,8 @@ pub enum Setting {
     ProjectMemory,
     /// [`Overrides::line_tools`].
     LineTools,
+    /// [`Overrides::fetch_url`].
+    FetchUrl,
 }
 
 impl std::fmt::Display for Setting {
@@ -159,6 +172,7 @@ impl std::fmt::Display for Setting {
             Setting::ContextWindow => "context window",
             Setting::ProjectMemory => "project memory",
             Setting::LineTools => "line tools",
+            Setting::FetchUrl => "fetch_url hosts",
         })
     }
 }
@@ -281,6 +295,21 @@ impl Blueprint {
                 on_off(on),
             );
             spec.project_memory.enabled = on;
+        }
+        if !overrides.fetch_url.is_empty() {
+            let hosts = |spec: &AgentSpec| {
+                spec.fetch_url
+                    .as_ref()
+                    .map_or_else(|| "off".to_string(), |f| f.allow.join(", "))
+            };
+            let was = hosts(&spec);
+            let fetch = spec.fetch_url.get_or_insert_with(Default::default);
+            for host in &overrides.fetch_url {
+                if !fetch.allow.contains(host) {
+                    fetch.allow.push(host.clone());
+                }
+            }
+            note(Setting::FetchUrl, was, hosts(&spec));
         }
         Ok(Self {
             spec,

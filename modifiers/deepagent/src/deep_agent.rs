@@ -69,6 +69,7 @@ pub struct DeepAgentBuilder {
     /// What a shell workspace holds `execute` for, unless ruled otherwise.
     execute_rule: Option<Decisions>,
     routes: Vec<(String, String)>,
+    resilience: Option<crate::resilience::ResilienceSpec>,
     output_schemas: Vec<(String, lc_agent::OutputSchema)>,
     tools: Vec<Arc<dyn Tool>>,
     step_limit: Option<usize>,
@@ -198,6 +199,13 @@ impl DeepAgentBuilder {
     /// registered model.
     pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
         self.routes.push((step.into(), model.into()));
+        self
+    }
+
+    /// Model fallbacks, tool retries and call limits (see
+    /// [`ResilienceSpec`](crate::ResilienceSpec)).
+    pub fn resilience(mut self, spec: crate::ResilienceSpec) -> Self {
+        self.resilience = Some(spec);
         self
     }
 
@@ -398,6 +406,9 @@ impl DeepAgentBuilder {
         }
         for (step, model) in &self.routes {
             net.set_model_route(step.clone(), model.clone());
+        }
+        if let Some(resilience) = &self.resilience {
+            resilience.apply(net);
         }
         for (step, schema) in &self.output_schemas {
             net.set_output_schema(step.clone(), Some(schema.clone()));

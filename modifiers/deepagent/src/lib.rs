@@ -66,6 +66,8 @@
 //! - `delegation.rs`: how a sub-network answers a tool call (wired before
 //!   the call, found by the call's id, its last answer as the result), for
 //!   sub-agents, routes and approvals.
+//! - `fetch_url.rs`: the `fetch_url` tool ([`FetchUrl`], blueprint [`FetchUrlSpec`]): a web
+//!   page as Markdown, hosts from an allow-list only, size and time caps.
 //! - `supervisor.rs`: a supervisor network whose chat model calls named route
 //!   networks as tools ([`Supervisor`], [`Route`]); routes see the
 //!   outer conversation, repeated calls are refused, turns are capped.
@@ -80,6 +82,9 @@
 //!   the workspace root up to the repository root and the user's configuration
 //!   directory, in the system prompt within a token budget ([`ProjectMemory`],
 //!   [`ProjectMemorySpec`]).
+//! - `resilience.rs`: the blueprint's `[resilience]` ([`ResilienceSpec`]): model fallbacks per
+//!   step, tools retried, call limits per tool and per model (the core keeps them in the
+//!   network's metadata).
 //! - `skills.rs`: `SKILL.md` folders listed in the system prompt
 //!   ([`SkillsModifier`]); malformed files are skipped with a warning.
 //! - `titles.rs`: session titles written by the `title` step's model after the first
@@ -116,6 +121,7 @@ mod context;
 mod decisions;
 mod deep_agent;
 mod delegation;
+mod fetch_url;
 mod hooks;
 mod lean;
 pub mod mcp;
@@ -124,6 +130,7 @@ pub mod memory;
 mod modes;
 mod permissions;
 mod project_memory;
+mod resilience;
 mod skills;
 mod spec;
 mod subagent_limits;
@@ -141,6 +148,7 @@ pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use decisions::{Decision, DecisionKind, Decisions};
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
+pub use fetch_url::{FetchUrl, FetchUrlSpec, FETCH_URL};
 pub use hooks::{HookDecision, HookSettings, HookSettingsError, HooksModifier};
 pub use lean::LEAN_BELOW;
 pub use modes::{
@@ -148,6 +156,7 @@ pub use modes::{
 };
 pub use permissions::PathRulesModifier;
 pub use project_memory::{ProjectMemory, ProjectMemorySpec};
+pub use resilience::{CallLimitsSpec, ClearToolResultsSpec, ResilienceSpec, ToolRetrySpec};
 pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,

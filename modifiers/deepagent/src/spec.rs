@@ -312,6 +312,14 @@ pub struct AgentSpec {
         skip_serializing_if = "lc_agent_filesystem::Permissions::is_empty"
     )]
     pub permissions: lc_agent_filesystem::Permissions,
+    /// `[fetch_url]`: the `fetch_url` tool, for the hosts its `allow`
+    /// names (absent: no such tool; see [`FetchUrlSpec`](crate::FetchUrlSpec)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_url: Option<crate::FetchUrlSpec>,
+    /// `[resilience]`: model fallbacks per step, tools retried, call
+    /// limits (see [`ResilienceSpec`](crate::ResilienceSpec)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resilience: Option<crate::ResilienceSpec>,
 }
 
 /// `schema` as an output schema (`what` names it in the error).
@@ -498,6 +506,12 @@ impl AgentSpec {
             known(model)?;
             agent = agent.route_model(step.clone(), model.clone());
         }
+        if let Some(resilience) = &self.resilience {
+            for model in resilience.fallbacks.values().flatten() {
+                known(model)?;
+            }
+            agent = agent.resilience(resilience.clone());
+        }
         for (step, schema) in &self.output_schemas {
             agent = agent.output_schema(
                 step.clone(),
@@ -525,6 +539,9 @@ impl AgentSpec {
                     &self.project_memory,
                     self.backend.root(),
                 )));
+        }
+        if let Some(fetch) = &self.fetch_url {
+            agent = agent.tool(fetch.tool());
         }
         if let Some(config) = &self.summarization {
             // A model's own window (`context_window`, `--context-window`)

@@ -432,16 +432,18 @@ impl OpenAiChatModel {
         request.output_schema.is_some() && self.learned.schema_as_tool.load(Ordering::Relaxed)
     }
 
-    /// Whether `error` is the server refusing `response_format` (llama-cpp-python
-    /// takes only `json_object`; other servers none): output schemas go as a
-    /// forced tool from then on.
+    /// Whether `error` is the server refusing `response_format` (a 4xx, or
+    /// a 500, naming it: llama-cpp-python takes only `json_object` and says
+    /// so with a 500; other servers none): output schemas go as a forced
+    /// tool from then on.
     fn refused_response_format(&self, request: &ChatRequest, error: &ModelError) -> bool {
         let ModelError::Http { status, body } = error else {
             return false;
         };
         let body = body.to_ascii_lowercase();
+        // (llama-cpp-python answers its validation error with a 500.)
         let refused = request.output_schema.is_some()
-            && (400..500).contains(status)
+            && (400..=500).contains(status)
             && (body.contains("response_format") || body.contains("json_schema"));
         if refused {
             tracing::warn!(
@@ -462,57 +464,76 @@ impl OpenAiChatModel {
         refused
     }
 
-    /// `complete`, the output schema as a forced tool.
-    async fn complete_forced(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let forced = crate::model::forced_tool::as_forced_tool(request);
-        let messages = wire::one_system_message(forced.messages());
-        let mut answer = self
-            .complete_body(&self.body(&forced, &messages, false))
-            .await?;
-        crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer);
-        Ok(answer)
-    }
-
-    /// `stream`, the output schema as a forced tool (the answer, once
-    /// read, is reported as a text delta).
-    async fn stream_forced(
+    /// Sends `request` once, whole or streamed as `send` says.
+    async fn send_once(
         &self,
         request: &ChatRequest,
-        on_delta: DeltaSink<'_>,
+        send: &mut Sending<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        match send {
+            Sending::Whole => {
+                let messages = wire::one_system_message(request.messages());
+                self.complete_body(&self.body(request, &messages, false))
+                    .await
+            }
+            Sending::Streamed(on_delta) => self.stream_raw(request, &mut **on_delta).await,
+        }
+    }
+
+    /// Sends `request` with its output schema as a forced tool (a streamed
+    /// answer, once read, is reported as a text delta).
+    async fn send_forced(
+        &self,
+        request: &ChatRequest,
+        send: &mut Sending<'_>,
     ) -> Result<ChatResponse, ModelError> {
         let forced = crate::model::forced_tool::as_forced_tool(request);
-        let mut answer = self.stream_raw(&forced, &mut *on_delta).await?;
-        if crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer) {
+        let mut answer = self.send_once(&forced, send).await?;
+        if crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer)
+            && let Sending::Streamed(on_delta) = send
+        {
             on_delta(super::StreamDelta::Text(answer.content.clone()));
         }
         Ok(answer)
     }
+
+    /// The one rule of `complete` and `stream`: the output schema as a
+    /// forced tool once the server refused `response_format` (now, or
+    /// before), and an empty answer to a request that let the model choose
+    /// asked again without tools.
+    async fn drive(
+        &self,
+        request: &ChatRequest,
+        mut send: Sending<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        if self.schema_as_tool(request) {
+            return self.send_forced(request, &mut send).await;
+        }
+        let answer = match self.send_once(request, &mut send).await {
+            Err(error) if self.refused_response_format(request, &error) => {
+                return self.send_forced(request, &mut send).await
+            }
+            other => other?,
+        };
+        match without_tools_if_empty(request, &answer) {
+            Some(again) => self.send_once(&again, &mut send).await,
+            None => Ok(answer),
+        }
+    }
+}
+
+/// How [`OpenAiChatModel::drive`] sends a request.
+enum Sending<'d> {
+    /// Unstreamed, the answer read whole.
+    Whole,
+    /// Streamed, each delta reported here.
+    Streamed(DeltaSink<'d>),
 }
 
 #[async_trait]
 impl ChatModel for OpenAiChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        if self.schema_as_tool(request) {
-            return self.complete_forced(request).await;
-        }
-        let messages = wire::one_system_message(request.messages());
-        let answer = match self
-            .complete_body(&self.body(request, &messages, false))
-            .await
-        {
-            Err(error) if self.refused_response_format(request, &error) => {
-                return self.complete_forced(request).await
-            }
-            other => other?,
-        };
-        match without_tools_if_empty(request, &answer) {
-            Some(again) => {
-                let messages = wire::one_system_message(again.messages());
-                self.complete_body(&self.body(&again, &messages, false))
-                    .await
-            }
-            None => Ok(answer),
-        }
+        self.drive(request, Sending::Whole).await
     }
 
     async fn stream(
@@ -520,19 +541,7 @@ impl ChatModel for OpenAiChatModel {
         request: &ChatRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        if self.schema_as_tool(request) {
-            return self.stream_forced(request, on_delta).await;
-        }
-        let answer = match self.stream_raw(request, &mut *on_delta).await {
-            Err(error) if self.refused_response_format(request, &error) => {
-                return self.stream_forced(request, on_delta).await
-            }
-            other => other?,
-        };
-        match without_tools_if_empty(request, &answer) {
-            Some(again) => self.stream_raw(&again, on_delta).await,
-            None => Ok(answer),
-        }
+        self.drive(request, Sending::Streamed(on_delta)).await
     }
 
     async fn context_window(&self) -> Option<usize> {

@@ -168,6 +168,27 @@ impl LlamaServer {
     }
 }
 
+impl LlamaServer {
+    /// Stops the server at once, as a crash would (`SIGKILL`, no graceful
+    /// shutdown: kept-alive connections are not served), and returns once
+    /// its port refuses connections (at most ten seconds).
+    pub fn kill(self) {
+        let _ = Command::new("pkill")
+            .args([
+                "-KILL",
+                "-f",
+                &format!("llama_cpp.server .*--port {} ", self.port),
+            ])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for LlamaServer {
     fn drop(&mut self) {
         // Killing the shell ends the watchdog loop, which kills the server.

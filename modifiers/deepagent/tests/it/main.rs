@@ -21,6 +21,8 @@
 //! - `modes` — permission modes: plan, accept-edits, bypass.
 //! - `permissions` — path rules on agents: deny, ask held naming the rule, sub-agents, blueprint.
 //! - `project_memory` — `AGENTS.md` files in the prompt: order, budget, changes, blueprint.
+//! - `resilience` — `[resilience]`: model fallback, tool retry, call limits.
+//! - `fetch_url` — `fetch_url` against a loopback server: pages, redirects, caps.
 //! - `skills` — skills discovery and the prompt section.
 //! - `spec` — `AgentSpec`: build, store, rebuild.
 //! - `subagent_safeguards` — a sub-agent under its parent's safeguards.
@@ -41,6 +43,7 @@ mod checkpoint_subagent;
 mod common;
 mod deep_agent;
 mod deep_agent_e2e;
+mod fetch_url;
 mod hooks;
 mod mcp_client;
 mod memory_agent;
@@ -48,6 +51,7 @@ mod memory_store;
 mod modes;
 mod permissions;
 mod project_memory;
+mod resilience;
 mod skills;
 mod spec;
 mod subagent_safeguards;

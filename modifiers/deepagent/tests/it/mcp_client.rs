@@ -424,3 +424,48 @@ async fn our_file_tool_server_over_http_checks_the_bearer_token() {
         mcp.disconnect().await;
     }
 }
+
+/// A flaky MCP tool marked idempotent is called again (with backoff) until
+/// it works; the model reads the working answer, the node the failures.
+/// Unmarked, the model reads the first failure.
+#[needs(python)]
+#[tokio::test]
+async fn a_flaky_tool_marked_idempotent_is_retried_with_backoff() {
+    let mcp = McpTools::new(config([("fake", fake_server())]));
+    assert!(mcp.connect().await.is_empty());
+    let (net, _) = network(&mcp, &[("flaky", json!({}))]);
+    net.set_tool_retry("flaky", 3, Duration::from_millis(100));
+    let clock = std::time::Instant::now();
+    assert_eq!(net.invoke().await.unwrap().text(), "done");
+    assert!(
+        clock.elapsed() >= Duration::from_millis(300),
+        "waited 100 + 200 ms between the calls: {:?}",
+        clock.elapsed()
+    );
+    assert_eq!(tool_results(&net), [(ToolStatus::Ok, "steady".to_string())]);
+    let node = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.kind() == "tool")
+        .unwrap();
+    let retries = node.metadata_value("tool_retries").unwrap();
+    assert_eq!(retries.as_array().unwrap().len(), 2, "{retries}");
+    assert!(
+        retries[0]
+            .as_str()
+            .unwrap()
+            .contains("temporarily unavailable (call 1)"),
+        "{retries}"
+    );
+    mcp.disconnect().await;
+
+    // Not marked: one call, its error is the result.
+    let mcp = McpTools::new(config([("fake", fake_server())]));
+    assert!(mcp.connect().await.is_empty());
+    let (net, _) = network(&mcp, &[("flaky", json!({}))]);
+    net.invoke().await.unwrap();
+    let results = tool_results(&net);
+    assert_eq!(results[0].0, ToolStatus::Error);
+    assert!(results[0].1.contains("(call 1)"), "{results:?}");
+    mcp.disconnect().await;
+}

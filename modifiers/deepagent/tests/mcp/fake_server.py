@@ -3,7 +3,8 @@ purpose, for the client tests of lc-agent's McpTools.
 
 Tools: echo (text back), pid (this process's id), hang (never answers),
 crash (the process kills itself mid-call), bad (an invalid input schema),
-add_tool (announces a new tool `added` with notifications/tools/list_changed).
+add_tool (announces a new tool `added` with notifications/tools/list_changed),
+flaky (an error result for its first two calls, then "steady").
 """
 import json
 import os
@@ -18,7 +19,9 @@ tools = [
     {"name": "crash", "description": "Dies mid-call.", "inputSchema": {"type": "object"}},
     {"name": "bad", "description": "Broken schema.", "inputSchema": {"type": "object", "properties": 5}},
     {"name": "add_tool", "description": "Adds the tool `added`.", "inputSchema": {"type": "object"}},
+    {"name": "flaky", "description": "Fails twice, then works.", "inputSchema": {"type": "object"}},
 ]
+flaky_calls = 0
 
 
 def send(message):
@@ -64,6 +67,12 @@ for line in sys.stdin:
                 tools.append({"name": "added", "description": "Added later.", "inputSchema": {"type": "object"}})
             send({"jsonrpc": "2.0", "id": rid, "result": text("added")})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif name == "flaky":
+            flaky_calls += 1
+            if flaky_calls <= 2:
+                send({"jsonrpc": "2.0", "id": rid, "result": text(f"temporarily unavailable (call {flaky_calls})", True)})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "result": text("steady")})
         elif name == "added":
             send({"jsonrpc": "2.0", "id": rid, "result": text("the added tool ran")})
         else:

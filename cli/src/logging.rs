@@ -19,7 +19,10 @@
 //! an empty answer) are said by the console in its own words, with what
 //! to do next (`console.rs`), so the default filter leaves their log
 //! lines out; `RUST_LOG` or `-v` show them. So are the hooks' failures
-//! and blocks (a line each, from the network's events).
+//! and blocks (a line each, from the network's events). The MCP SDK's
+//! own warnings (a server message it could not parse, an event stream
+//! that broke and was resumed) are left out too: what changes a result
+//! reaches the user as that tool call's error, naming the server.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -67,7 +70,9 @@ impl LogArgs {
         };
         if self.verbose == 0 {
             // Said by the console (see the module docs).
-            format!("{level},lc_agent::nodes::chat=error,lc_agent_deepagent::hooks=error")
+            format!(
+                "{level},lc_agent::nodes::chat=error,lc_agent_deepagent::hooks=error,rmcp=error"
+            )
         } else {
             level.to_string()
         }

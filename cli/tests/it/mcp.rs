@@ -237,3 +237,144 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
         "{saved}"
     );
 }
+
+/// The workspace files as resources, with the official Python SDK over
+/// stdio: listed (a file the path rules deny is not), the template, a text
+/// and a binary read, refusals for the denied file and a path out of the
+/// root, log messages once a level is set, and a subscription told about
+/// a change made on disk.
+#[needs(python_mcp)]
+#[test]
+fn the_python_sdk_reads_and_watches_our_files_as_resources() {
+    let dir = root();
+    std::fs::create_dir_all(dir.path().join("notes")).unwrap();
+    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+    std::fs::create_dir_all(dir.path().join("secret")).unwrap();
+    std::fs::write(dir.path().join("notes/todo.md"), "one\n").unwrap();
+    let binary: Vec<u8> = vec![0, 159, 146, 150, 255, 10];
+    std::fs::write(dir.path().join("bin/data.bin"), &binary).unwrap();
+    std::fs::write(dir.path().join("secret/key.txt"), "hidden\n").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_resources.py");
+    let seen = python::run_json(
+        &script,
+        &[
+            env!("CARGO_BIN_EXE_lc-agent"),
+            dir.path().to_str().unwrap(),
+            "--deny",
+            "secret/**",
+        ],
+    );
+    assert_eq!(
+        seen["capabilities"],
+        json!({"resources": true, "subscribe": true, "logging": true})
+    );
+    assert_eq!(
+        seen["resources"],
+        json!([
+            ["file:///bin/data.bin", "bin/data.bin", null],
+            ["file:///notes/todo.md", "notes/todo.md", "text/markdown"]
+        ])
+    );
+    assert_eq!(seen["templates"], json!(["file:///{+path}"]));
+    let reads = &seen["reads"];
+    assert_eq!(
+        reads["file:///notes/todo.md"],
+        json!({"mime": "text/markdown", "text": "one\n"})
+    );
+    assert_eq!(
+        reads["file:///bin/data.bin"],
+        json!({"mime": "application/octet-stream", "bytes": binary})
+    );
+    assert_eq!(
+        reads["file:///secret/key.txt"]["error"],
+        "Error: cannot read /secret/key.txt: permission_denied"
+    );
+    assert_eq!(
+        reads["file:///../etc/passwd"]["error"],
+        "Error: Path traversal not allowed: /../etc/passwd"
+    );
+    assert_eq!(
+        reads["file:///missing.txt"]["error"],
+        "Error: cannot read /missing.txt: file_not_found"
+    );
+    assert_eq!(
+        seen["subscribe_denied"],
+        "Error: cannot watch /secret/key.txt: permission_denied"
+    );
+    assert_eq!(seen["updated"], json!(["file:///notes/todo.md"]));
+    assert_eq!(
+        seen["logs"],
+        json!([
+            {"level": "info", "logger": "lc-agent", "data": {"tool": "read_file", "status": "ok"}},
+            {"level": "warning", "logger": "lc-agent", "data": {"tool": "read_file", "status": "error"}}
+        ])
+    );
+}
+
+/// A remote server (the official Python SDK's, streamable HTTP) that closes
+/// a tool call's event stream before answering: `lc-agent run` resumes it
+/// and says nothing about it on stderr but the call's progress line.
+#[needs(python_mcp)]
+#[test]
+fn run_resumes_a_closed_event_stream_without_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = lc_agent_test_support::free_port();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
+    let child = Command::new("python3")
+        .arg(&server)
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Server(child);
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the SDK server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {"sdk": {"url": format!("http://127.0.0.1:{port}/mcp")}}}).to_string(),
+    )
+    .unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "interrupted", "arguments": {"text": "hi"}}]},
+            {"content": "finished"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lc-agent"))
+        .args(["run", "Call the tool."])
+        .arg("--script")
+        .arg(&script)
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .arg("--mcp")
+        .arg(&mcp_json)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("  interrupted ok ("), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let saved: String = common::saved_documents(&dir.path().join("sessions"))
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    assert!(saved.contains("resumed: hi (1 reconnections)"), "{saved}");
+}

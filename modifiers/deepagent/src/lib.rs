@@ -98,6 +98,7 @@
 //!   - `mcp/tool.rs`: `McpTool`, one server tool as a `Tool`; failures as `Error: ...` results.
 //!   - `mcp/content.rs`: tool results as text (images, audio, resources described).
 //!   - `mcp/server.rs`: `FileToolServer`, the file tools served over stdio or HTTP + bearer token.
+//!   - `mcp/resources.rs`: the workspace files as its resources (list, read, template, subscribe) and its log messages.
 //!   - `mcp/error.rs`: `McpError`.
 //! - `memory` (feature `memory`): long-term memory across sessions, per user
 //!   (its module docs draw how the parts connect):

@@ -10,6 +10,7 @@
 //!                  result text (non-text parts described) | Error: ... (server named)
 //!
 //!  any MCP client ── stdio | HTTP + bearer ──▶ FileToolServer ─▶ filesystem::run_tool ─▶ Backend
+//!                                                 resources (file:///<path>) ─────────────▶ the same Backend
 //! ```
 //!
 //! Layout (the types are re-exported here, the files are private):
@@ -18,7 +19,8 @@
 //! (`ServerConnection`, one server: connect, list, call, reconnect),
 //! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
 //! `content.rs` ([`describe_result`], results as text), `server.rs`
-//! ([`FileToolServer`]), `error.rs` ([`McpError`]).
+//! ([`FileToolServer`]), `resources.rs` (the workspace files as its
+//! resources, subscriptions, its log messages), `error.rs` ([`McpError`]).
 
 mod config;
 #[cfg(feature = "mcp")]
@@ -27,6 +29,8 @@ mod connection;
 mod content;
 #[cfg(feature = "mcp")]
 mod error;
+#[cfg(feature = "mcp")]
+mod resources;
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]

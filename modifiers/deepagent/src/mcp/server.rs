@@ -6,6 +6,8 @@
 //!    tools/list ─▶ ls, read_file, write_file, edit_file, glob, grep, delete (+ execute with a shell)
 //!    tools/call ─▶ PreToolUse hooks (with_hooks) ─▶ filesystem::run_tool(backend, name, args)
 //!                  ─▶ PostToolUse hooks ─▶ the spec's text, isError when it says `Error: ...`
+//!                  ─▶ notifications/message {tool, status} when the client set a log level
+//!    resources/list | read | templates/list | subscribe ─▶ resources.rs (the same backend)
 //! ```
 //!
 //! The tool types, their descriptions, schemas and output strings are the
@@ -13,6 +15,9 @@
 //! offers; nothing is re-implemented here. A [`LocalShellBackend`](lc_agent_filesystem::LocalShellBackend)
 //! adds `execute`, which runs without asking anyone: serve it only to
 //! clients you trust with a shell in that directory.
+
+// rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
+#![allow(deprecated)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +30,9 @@ use axum::response::{IntoResponse, Response};
 use lc_agent::{ToolCall, ToolOutput, ToolStatus};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -34,6 +41,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::error::McpError;
+use super::resources::{self, Session};
 use crate::bearer::{bearer_token, bind_allowed, same_token};
 use crate::hooks::HooksModifier;
 use lc_agent_filesystem::{offered_tools, run_tool, Backend, Execute, FileTool};
@@ -54,6 +62,8 @@ pub struct FileToolServer {
     tools: Arc<[rmcp::model::Tool]>,
     /// The `PreToolUse`/`PostToolUse` hooks every call meets.
     hooks: Option<Arc<HooksModifier>>,
+    /// The client's log level and watched files (one per HTTP session).
+    session: Arc<Session>,
 }
 
 impl std::fmt::Debug for FileToolServer {
@@ -101,6 +111,7 @@ impl FileToolServer {
             backend,
             tools,
             hooks: None,
+            session: Arc::default(),
         }
     }
 
@@ -144,7 +155,12 @@ impl FileToolServer {
         }
         let service: StreamableHttpService<FileToolServer, LocalSessionManager> =
             StreamableHttpService::new(
-                move || Ok(self.clone()),
+                move || {
+                    Ok(Self {
+                        session: Arc::default(),
+                        ..self.clone()
+                    })
+                },
                 LocalSessionManager::default().into(),
                 config,
             );
@@ -218,12 +234,21 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
 
 impl ServerHandler for FileToolServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_logging()
+            .build();
+        if let Some(resources) = capabilities.resources.as_mut() {
+            resources.subscribe = Some(true);
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("lc-agent", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "File tools confined to one directory: ls, read_file, write_file, edit_file, \
                  glob, grep, delete (and execute when the server was started with a shell). Paths are \
-                 absolute inside that directory, starting with /.",
+                 absolute inside that directory, starting with /. The files are also resources \
+                 (file:///<path>), which can be read and subscribed to.",
             )
     }
 
@@ -235,10 +260,64 @@ impl ServerHandler for FileToolServer {
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, rmcp::ErrorData> {
+        let cursor = request.and_then(|r| r.cursor);
+        resources::list(self.backend.as_ref(), cursor.as_deref()).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, rmcp::ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        resources::read(self.backend.as_ref(), &request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.session
+            .subscribe(self.backend.clone(), context.peer, &request.uri)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.session.unsubscribe(&request.uri)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.session.set_level(request.level);
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         if !self.tools.iter().any(|t| t.name == request.name) {
             let message = if request.name == Execute::NAME {
@@ -275,6 +354,17 @@ impl ServerHandler for FileToolServer {
             }
             None => run(call).await,
         };
+        let (level, status) = match output.status {
+            ToolStatus::Ok => (rmcp::model::LoggingLevel::Info, "ok"),
+            _ => (rmcp::model::LoggingLevel::Warning, "error"),
+        };
+        self.session
+            .log(
+                &context.peer,
+                level,
+                serde_json::json!({"tool": request.name, "status": status}),
+            )
+            .await;
         let content = vec![ContentBlock::text(output.content)];
         Ok(match output.status {
             ToolStatus::Ok => CallToolResult::success(content),

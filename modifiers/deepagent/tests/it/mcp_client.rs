@@ -469,3 +469,57 @@ async fn a_flaky_tool_marked_idempotent_is_retried_with_backoff() {
     assert!(results[0].1.contains("(call 1)"), "{results:?}");
     mcp.disconnect().await;
 }
+
+/// The SDK server of `tests/mcp/sdk_server.py` on a free port, ready.
+async fn sdk_server() -> (tokio::process::Child, String) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/sdk_server.py");
+    let port = free_port();
+    let child = tokio::process::Command::new("python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(ready.is_ok(), "the SDK server did not start");
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The official Python SDK's server closes a tool call's event stream
+/// before it answers (after a priming event with `retry`); the client
+/// reconnects with `Last-Event-ID` and gets the answer.
+#[needs(python_mcp)]
+#[tokio::test]
+async fn a_tool_call_whose_event_stream_closes_is_resumed() {
+    let (mut child, url) = sdk_server().await;
+    let mcp = McpTools::new(config([("sdk", McpServerConfig::http(url))]));
+    let failures = mcp.connect().await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let (net, _) = network(
+        &mcp,
+        &[
+            ("interrupted", json!({"text": "one"})),
+            ("interrupted", json!({"text": "two"})),
+        ],
+    );
+    assert_eq!(net.invoke().await.unwrap().text(), "done");
+    assert_eq!(
+        tool_results(&net),
+        [
+            (ToolStatus::Ok, "resumed: one (1 reconnections)".to_string()),
+            (ToolStatus::Ok, "resumed: two (1 reconnections)".to_string())
+        ]
+    );
+    mcp.disconnect().await;
+    let _ = child.kill().await;
+}

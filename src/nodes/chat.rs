@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::error::{NetworkError, Result};
+use crate::error::{ModelError, NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
 use crate::model::{ChatRequest, StreamDelta, ToolChoice};
@@ -148,6 +148,21 @@ impl NodeLogic for ChatNode {
         for m in net.modifiers().iter() {
             crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
         }
+        let has_images = request.messages().iter().any(|m| m.has_images());
+        if has_images && model.reads_images() == Some(false) {
+            return Err(ModelError::ImagesNotSupported {
+                model: name,
+                reason: "its settings say so: `images = false`".into(),
+            }
+            .into());
+        }
+        let images_refused = |e: ModelError| {
+            if has_images {
+                crate::model::images_refused(e, &name)
+            } else {
+                e
+            }
+        };
         let mut rejected = Vec::new();
         let response = loop {
             // With an output schema, answer text is reported once it is
@@ -161,9 +176,12 @@ impl NodeLogic for ChatNode {
                         emitter.emit(&NetworkEvent::Delta { node_id, delta });
                     }
                 };
-                model.stream(&request, &mut sink).await?
+                model
+                    .stream(&request, &mut sink)
+                    .await
+                    .map_err(images_refused)?
             } else {
-                model.complete(&request).await?
+                model.complete(&request).await.map_err(images_refused)?
             };
             let release = |text: &str| {
                 if held_text && net.streaming() && !text.is_empty() {
@@ -248,6 +266,7 @@ impl crate::RunnableNetwork {
         let human = self.add(
             crate::nodes::HumanNode {
                 text: ChatNode::CONTINUE_PROMPT.to_string(),
+                parts: Vec::new(),
             },
             &[leaf.id()],
         )?;

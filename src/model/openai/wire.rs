@@ -273,13 +273,12 @@ pub(super) fn messages<'a>(messages: &'a [Cow<'a, Message>]) -> Vec<WireMessage<
             parts,
             ..
         } = message
+            && !parts.is_empty()
         {
-            if !parts.is_empty() {
-                pending.push(WireUserPart::Text {
-                    text: Cow::Owned(format!("The result of tool call {tool_call_id}:")),
-                });
-                pending.extend(user_parts("", parts));
-            }
+            pending.push(WireUserPart::Text {
+                text: Cow::Owned(format!("The result of tool call {tool_call_id}:")),
+            });
+            pending.extend(user_parts("", parts));
         }
         out.push(WireMessage::from(message));
     }

@@ -168,6 +168,15 @@ pub enum ModelError {
         /// How many tokens the model reads at most, when known.
         window: Option<usize>,
     },
+    /// The request carries images and the model cannot read them (its
+    /// settings say so, or its server refused them).
+    #[error("model `{model}` cannot read images ({reason}); use a model that can, or leave the image out")]
+    ImagesNotSupported {
+        /// The model's name.
+        model: String,
+        /// How that is known: the model's setting or the server's answer.
+        reason: String,
+    },
     /// A scripted model ran out of turns.
     #[error("scripted model `{name}` has no more turns (played {played})")]
     ScriptExhausted {

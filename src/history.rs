@@ -431,6 +431,7 @@ impl History {
                                 tool_call_id: call.id.clone(),
                                 name: Some(call.name.clone()),
                                 status: crate::message::ToolStatus::Error,
+                                parts: Vec::new(),
                             })),
                         }
                     }

@@ -86,6 +86,7 @@
 //! history.rs          History: the conversation, shared between nodes; summaries
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
+//! content.rs          ContentPart, ImagePart: images (and text) after a message's text
 //! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool,
 //!                     running one tool call
 //! tool_args.rs        reading a tool's arguments: the one wording of argument errors
@@ -212,6 +213,7 @@
 mod atomic_file;
 mod call_limits;
 mod clear_results;
+mod content;
 mod error;
 mod event;
 mod fallback;
@@ -259,7 +261,7 @@ pub use list::{
     JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, RetentionList,
     SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY,
 };
-pub use message::{Message, ToolCall, ToolStatus};
+pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
 pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 #[cfg(feature = "openai")]

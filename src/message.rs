@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::content::{ContentPart, ImagePart};
+
 /// One tool call requested by the model in an AI message.
 ///
 /// `arguments` keeps the raw JSON text the model produced, exactly; it is
@@ -73,6 +75,11 @@ pub enum Message {
     Human {
         /// The user's text.
         content: String,
+        /// What follows the text, in order: images (and text between
+        /// them). Saved only when there are some, so a text-only message
+        /// saves exactly as before.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<ContentPart>,
     },
     /// What the model answered: text and/or tool calls.
     Ai {
@@ -95,6 +102,10 @@ pub enum Message {
         /// Success or error.
         #[serde(default, skip_serializing_if = "ToolStatus::is_ok")]
         status: ToolStatus,
+        /// What follows the text, in order (`read_file` on an image
+        /// returns the image here). Saved only when there are some.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<ContentPart>,
     },
 }
 
@@ -110,6 +121,22 @@ impl Message {
     pub fn human(content: impl Into<String>) -> Self {
         Message::Human {
             content: content.into(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// A human message with parts after its text (images, say).
+    ///
+    /// ```
+    /// use lc_agent::{ContentPart, Message};
+    ///
+    /// let m = Message::human_with_parts("What is this?", vec![ContentPart::image_url("https://example.com/cat.png")]);
+    /// assert!(m.has_images());
+    /// ```
+    pub fn human_with_parts(content: impl Into<String>, parts: Vec<ContentPart>) -> Self {
+        Message::Human {
+            content: content.into(),
+            parts,
         }
     }
 
@@ -136,6 +163,7 @@ impl Message {
             tool_call_id: tool_call_id.into(),
             name: None,
             status: ToolStatus::Ok,
+            parts: Vec::new(),
         }
     }
 
@@ -146,6 +174,7 @@ impl Message {
             tool_call_id: tool_call_id.into(),
             name: None,
             status: ToolStatus::Error,
+            parts: Vec::new(),
         }
     }
 
@@ -153,7 +182,7 @@ impl Message {
     pub fn text(&self) -> &str {
         match self {
             Message::System { content }
-            | Message::Human { content }
+            | Message::Human { content, .. }
             | Message::Ai { content, .. }
             | Message::Tool { content, .. } => content,
         }
@@ -167,6 +196,22 @@ impl Message {
             Message::Ai { .. } => "ai",
             Message::Tool { .. } => "tool",
         }
+    }
+
+    /// The parts after the text (empty for system and AI messages, and
+    /// for text-only messages).
+    pub fn parts(&self) -> &[ContentPart] {
+        match self {
+            Message::Human { parts, .. } | Message::Tool { parts, .. } => parts,
+            _ => &[],
+        }
+    }
+
+    /// Whether the message carries an image.
+    pub fn has_images(&self) -> bool {
+        self.parts()
+            .iter()
+            .any(|p| matches!(p, ContentPart::Image(_)))
     }
 
     /// The tool calls of an AI message (empty for other roles).
@@ -194,6 +239,8 @@ struct WireMessage {
     name: Option<String>,
     #[serde(default)]
     status: ToolStatus,
+    #[serde(default)]
+    parts: Vec<ContentPart>,
 }
 
 impl TryFrom<WireMessage> for Message {
@@ -202,7 +249,10 @@ impl TryFrom<WireMessage> for Message {
     fn try_from(w: WireMessage) -> Result<Self, Self::Error> {
         Ok(match w.role.as_str() {
             "system" => Message::System { content: w.content },
-            "human" => Message::Human { content: w.content },
+            "human" => Message::Human {
+                content: w.content,
+                parts: w.parts,
+            },
             "ai" => Message::Ai {
                 content: w.content,
                 tool_calls: w.tool_calls,
@@ -214,6 +264,7 @@ impl TryFrom<WireMessage> for Message {
                     .ok_or("a tool message needs a `tool_call_id`")?,
                 name: w.name,
                 status: w.status,
+                parts: w.parts,
             },
             other => return Err(format!("unknown message role `{other}`")),
         })

@@ -58,6 +58,9 @@ pub struct ToolOutput {
     pub content: String,
     /// Success or error.
     pub status: ToolStatus,
+    /// What follows the text (an image `read_file` returns); empty for
+    /// text results.
+    pub parts: Vec<crate::ContentPart>,
 }
 
 impl ToolOutput {
@@ -66,6 +69,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             status: ToolStatus::Ok,
+            parts: Vec::new(),
         }
     }
 
@@ -80,6 +84,17 @@ impl ToolOutput {
         Self {
             content,
             status: ToolStatus::Error,
+            parts: Vec::new(),
+        }
+    }
+}
+
+impl ToolOutput {
+    /// A successful result with parts after its text (an image, say).
+    pub fn with_parts(content: impl Into<String>, parts: Vec<crate::ContentPart>) -> Self {
+        Self {
+            parts,
+            ..Self::ok(content)
         }
     }
 }

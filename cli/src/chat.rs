@@ -157,7 +157,7 @@ fn last_turns(agent: &Agent, turns: usize) {
     let start = humans.len().checked_sub(turns).map_or(0, |i| humans[i]);
     for m in &messages[start..] {
         match m {
-            Message::Human { content } => {
+            Message::Human { content, .. } => {
                 eprintln!("{} {}", paint(color, "1;36", "›"), content)
             }
             other => {

@@ -439,6 +439,27 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
     Ok(())
 }
 
+/// One line per image of a message: `[image image/png, 1234 bytes]` or
+/// `[image <url>]`.
+fn write_images(out: &mut dyn Write, parts: &[lc_agent::ContentPart]) -> std::io::Result<()> {
+    for part in parts {
+        match part {
+            lc_agent::ContentPart::Image(image) => match (image.data(), image.url()) {
+                (Some(data), _) => writeln!(
+                    out,
+                    "  [image {}, {} bytes]",
+                    image.media_type().unwrap_or("?"),
+                    data.len() / 4 * 3
+                )?,
+                (None, url) => writeln!(out, "  [image {}]", url.unwrap_or("?"))?,
+            },
+            lc_agent::ContentPart::Text { text } => writeln!(out, "  {text}")?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     let meta = net.metadata();
     let get = |k: &str| {
@@ -467,7 +488,10 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     for message in messages {
         match message {
             Message::System { content } => writeln!(out, "[system] {content}")?,
-            Message::Human { content } => writeln!(out, "[human] {content}")?,
+            Message::Human { content, parts } => {
+                writeln!(out, "[human] {content}")?;
+                write_images(out, parts)?;
+            }
             Message::Ai {
                 content,
                 tool_calls,
@@ -488,6 +512,7 @@ fn show(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
                 tool_call_id,
                 name,
                 status,
+                ..
             } => writeln!(
                 out,
                 "[tool {} {}{}] {content}",

@@ -124,6 +124,7 @@ impl NetworkModifier for SessionCaps {
                 tool_call_id: tool.tool_call.id.clone(),
                 name: Some(tool.tool_call.name.clone()),
                 status: ToolStatus::Error,
+                parts: Vec::new(),
             });
         }
         tracing::info!(%path, "a call over the session's file caps was undone");

@@ -331,6 +331,7 @@ impl Import {
                         tool_call_id: call_id.clone(),
                         name: None,
                         status: ToolStatus::Ok,
+                        parts: Vec::new(),
                     },
                 };
                 let call = match nodes.calls.get(&call_id) {
@@ -359,11 +360,13 @@ impl Import {
                         tool_call_id,
                         name,
                         status,
+                        parts,
                     } => Message::Tool {
                         content,
                         tool_call_id,
                         name: name.or_else(|| Some(call.name.clone())),
                         status,
+                        parts,
                     },
                     other => other,
                 };
@@ -532,6 +535,7 @@ impl Import {
                 } else {
                     ToolStatus::Ok
                 },
+                parts: Vec::new(),
             },
             "ai" | "assistant" | "AI" => Message::ai_with_tools(content, tool_calls(m)),
             other => {

@@ -218,10 +218,12 @@ impl BuiltinFields {
             self.tool_call.is_some(),
             self.chat_model_name.is_some(),
         ) {
-            (true, HumanNode::KIND, true, false, false) => self
-                .text
-                .take()
-                .map(|text| Arc::new(HumanNode { text }) as Arc<dyn NodeLogic>),
+            (true, HumanNode::KIND, true, false, false) => self.text.take().map(|text| {
+                Arc::new(HumanNode {
+                    text,
+                    parts: Vec::new(),
+                }) as Arc<dyn NodeLogic>
+            }),
             (true, SystemNode::KIND, true, false, false) => self
                 .text
                 .take()

@@ -207,6 +207,32 @@ pub trait ChatModel: Send + Sync {
     async fn context_window(&self) -> Option<usize> {
         None
     }
+
+    /// Whether the model reads images: `Some(false)` when its settings
+    /// say it does not (a request with an image then fails with
+    /// [`ModelError::ImagesNotSupported`] before it is sent), `None` (the
+    /// default) when unknown (images are sent; a server's refusal becomes
+    /// the same error).
+    fn reads_images(&self) -> Option<bool> {
+        None
+    }
+}
+
+/// `error`, for a request that carried images to `model`: a client error
+/// (4xx) whose body speaks of images becomes
+/// [`ModelError::ImagesNotSupported`] naming the server's words.
+pub(crate) fn images_refused(error: ModelError, model: &str) -> ModelError {
+    match error {
+        ModelError::Http { status, body }
+            if (400..500).contains(&status) && body.to_lowercase().contains("image") =>
+        {
+            ModelError::ImagesNotSupported {
+                model: model.to_string(),
+                reason: format!("its server refused them: HTTP {status}: {body}"),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Reports a whole answer as stream deltas, for a model that does not

@@ -58,6 +58,7 @@ pub struct HttpSettings {
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) context_window: Option<usize>,
+    pub(crate) images: Option<bool>,
 }
 
 impl fmt::Debug for HttpSettings {
@@ -72,6 +73,7 @@ impl fmt::Debug for HttpSettings {
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
             .field("context_window", &self.context_window)
+            .field("images", &self.images)
             .finish()
     }
 }
@@ -151,6 +153,16 @@ macro_rules! http_setters {
         /// [`ChatModel::context_window`](crate::ChatModel::context_window)).
         pub fn context_window(mut self, tokens: usize) -> Self {
             self$(.$field)?.context_window = Some(tokens).filter(|n| *n > 0);
+            self
+        }
+
+        /// Whether the model reads images. `false` makes a request that
+        /// carries one fail with
+        /// [`ModelError::ImagesNotSupported`](crate::ModelError::ImagesNotSupported)
+        /// before anything is sent; unset, images are sent and a server
+        /// that refuses them gets the same error.
+        pub fn images(mut self, images: bool) -> Self {
+            self$(.$field)?.images = Some(images);
             self
         }
     };

@@ -133,7 +133,10 @@ impl RunnableNetwork {
         let text = text.into();
         let parents = old.parents();
         if old.kind() == HumanNode::KIND {
-            let new = NodeRef::detached(HumanNode { text });
+            let new = NodeRef::detached(HumanNode {
+                text,
+                parts: Vec::new(),
+            });
             self.add_node_with_parents(&new, &parents)?;
             return Ok(new);
         }

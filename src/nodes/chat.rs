@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::error::{NetworkError, Result};
+use crate::error::{ModelError, NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::fallback;
 use crate::message::Message;
@@ -167,6 +167,7 @@ impl NodeLogic for ChatNode {
             ctx.node
                 .set_metadata(crate::clear_results::CLEARED_KEY, json!(cleared));
         }
+        let has_images = request.messages().iter().any(|m| m.has_images());
         let mut rejected = Vec::new();
         let response = loop {
             // With an output schema, answer text is reported once it is
@@ -175,6 +176,13 @@ impl NodeLogic for ChatNode {
             let held_text = output_schema.is_some();
             let response = loop {
                 let (model_name, model) = &models[answering];
+                if has_images && model.reads_images() == Some(false) {
+                    return Err(ModelError::ImagesNotSupported {
+                        model: model_name.clone(),
+                        reason: "its settings say so: `images = false`".into(),
+                    }
+                    .into());
+                }
                 if let Err(limit) = net.count_call(crate::call_limits::Counted::Model, model_name) {
                     return Err(NetworkError::CallLimit {
                         model: model_name.clone(),
@@ -192,6 +200,13 @@ impl NodeLogic for ChatNode {
                 } else {
                     model.complete(&request).await
                 };
+                let asked = asked.map_err(|e| {
+                    if has_images {
+                        crate::model::images_refused(e, model_name)
+                    } else {
+                        e
+                    }
+                });
                 match asked {
                     Ok(response) => break response,
                     Err(error) => {
@@ -311,6 +326,7 @@ impl crate::RunnableNetwork {
         let human = self.add(
             crate::nodes::HumanNode {
                 text: ChatNode::CONTINUE_PROMPT.to_string(),
+                parts: Vec::new(),
             },
             &[leaf.id()],
         )?;

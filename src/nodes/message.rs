@@ -4,14 +4,18 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::message::Message;
+use crate::message::{ContentPart, Message};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
 /// A user's message (kind `human`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct HumanNode {
     /// What the user said.
     pub text: String,
+    /// What follows the text: images (and text between them). Saved only
+    /// when there are some, so a text-only node saves as it always did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<ContentPart>,
 }
 
 impl HumanNode {
@@ -22,7 +26,19 @@ impl HumanNode {
     /// current leaf (see [`crate::RunnableNetwork::enter`]).
     #[allow(clippy::new_ret_no_self)]
     pub fn new(text: impl Into<String>) -> NodeRef {
-        NodeRef::create(HumanNode { text: text.into() })
+        NodeRef::create(HumanNode {
+            text: text.into(),
+            parts: Vec::new(),
+        })
+    }
+
+    /// A human node with parts after its text (images, say), attached to
+    /// the active network like [`HumanNode::new`].
+    pub fn with_parts(text: impl Into<String>, parts: Vec<ContentPart>) -> NodeRef {
+        NodeRef::create(HumanNode {
+            text: text.into(),
+            parts,
+        })
     }
 }
 
@@ -35,7 +51,10 @@ impl NodeLogic for HumanNode {
         true
     }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
-        Ok(Message::human(self.text.clone()))
+        Ok(Message::human_with_parts(
+            self.text.clone(),
+            self.parts.clone(),
+        ))
     }
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)

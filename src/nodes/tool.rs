@@ -74,6 +74,7 @@ impl NodeLogic for ToolNode {
             tool_call_id: self.tool_call.id.clone(),
             name: Some(self.tool_call.name.clone()),
             status: output.status,
+            parts: output.parts,
         })
     }
 

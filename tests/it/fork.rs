@@ -157,6 +157,7 @@ async fn a_branch_keeps_the_old_one_and_moves_the_leaf() {
     let answer = net.children(first.id())[0].clone();
     let other = NodeRef::detached(HumanNode {
         text: "two, differently".into(),
+        parts: Vec::new(),
     });
     net.branch_at(answer.id(), &other).unwrap();
     assert_eq!(net.current_leaf().unwrap().id(), other.id());

@@ -160,6 +160,7 @@ fn detached_parents_join_the_childs_network() {
     };
     let parent = NodeRef::detached(lc_agent::HumanNode {
         text: "parent".into(),
+        parts: Vec::new(),
     });
     let _ = parent.clone() >> child.clone();
     assert_eq!(net.len(), 2);

@@ -254,6 +254,7 @@ impl NetworkModifier for FollowUp {
             net.add(
                 HumanNode {
                     text: "follow-up".into(),
+                    parts: Vec::new(),
                 },
                 &[node.id()],
             )?;

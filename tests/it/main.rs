@@ -40,6 +40,7 @@ mod conformance;
 mod fork;
 mod graph;
 mod held_inside;
+mod images;
 mod incremental;
 mod invoke;
 mod lc_agent_import;

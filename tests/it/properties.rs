@@ -103,6 +103,7 @@ fn build(
         let node = match spec.kind {
             0 => NodeRef::detached(HumanNode {
                 text: spec.text.clone(),
+                parts: Vec::new(),
             }),
             1 => NodeRef::detached(SystemNode {
                 text: spec.text.clone(),

@@ -328,7 +328,7 @@ pub(crate) fn replay(net: &RunnableNetwork, root: Option<&Path>) -> Vec<SessionU
     let mut unanswered: Vec<String> = Vec::new();
     for message in history.to_vec() {
         match message {
-            Message::Human { content } => updates.push(user_text(content)),
+            Message::Human { content, .. } => updates.push(user_text(content)),
             Message::Ai {
                 content,
                 tool_calls,

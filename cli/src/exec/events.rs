@@ -260,6 +260,7 @@ impl ExecStream {
                     tool_call_id,
                     name,
                     status,
+                    ..
                 } => self.tool_finished(net, node.node_id, tool_call_id, name, content, *status),
                 _ => Vec::new(),
             },

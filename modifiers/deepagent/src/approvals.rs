@@ -354,6 +354,7 @@ pub fn decide(
         tool_call_id: call.id.clone(),
         name: Some(call.name.clone()),
         status,
+        parts: Vec::new(),
     };
     let served = delegation::waiting_delegate(network, &node);
     if let (Some(served), false) = (&served, matches!(decision, Decision::Approve)) {

@@ -321,6 +321,7 @@ impl NetworkModifier for ModeModifier {
                     tool_call_id: tool.tool_call.id.clone(),
                     name: Some(name),
                     status: ToolStatus::Error,
+                    parts: Vec::new(),
                 });
             }
         }

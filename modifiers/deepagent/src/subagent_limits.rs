@@ -139,6 +139,7 @@ impl Limits {
             tool_call_id: tool.tool_call.id.clone(),
             name: Some(name.clone()),
             status: ToolStatus::Error,
+            parts: Vec::new(),
         });
         true
     }

@@ -100,6 +100,7 @@ impl FilesystemModifier {
             tool_call_id,
             name,
             status,
+            parts,
         } = output.as_ref()
         else {
             return;
@@ -115,6 +116,7 @@ impl FilesystemModifier {
                 tool_call_id: tool_call_id.clone(),
                 name: name.clone(),
                 status: *status,
+                parts: parts.clone(),
             }),
             Err(e) => {
                 tracing::warn!(path = %target, error = %e, "could not evict a large tool result");

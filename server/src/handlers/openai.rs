@@ -21,8 +21,11 @@
 //!     asked of the model, checked, asked again with the errors); a schema that is
 //!     no JSON Schema, or another type ─▶ 400 naming response_format
 //!  n other than 1 ─▶ 400 (one run gives one answer)
-//!  a content part other than text (image_url, input_audio, file, ...)
-//!     ─▶ 400 naming the part (messages[i].content[j]): never dropped silently
+//!  a user message's image_url parts ─▶ image parts of its human node (a
+//!     model whose settings refuse images fails the run with that error)
+//!  any other content part (input_audio, file, ...; image_url outside a
+//!     user message) ─▶ 400 naming the part (messages[i].content[j]):
+//!     never dropped silently
 //!  finish_reason: "stop" (answered), "length" (the answer was cut off by the model's
 //!     output limit: the node's cut_off; POST /api/sessions/{id}/continue goes on),
 //!     "tool_calls" (the run waits for a decision: message.tool_calls are the held
@@ -53,7 +56,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::StreamExt as _;
-use lc_agent::{ChatNode, HumanNode, Message, RunnableNetwork, SystemNode};
+use lc_agent::{ChatNode, ContentPart, HumanNode, Message, RunnableNetwork, SystemNode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -114,6 +117,43 @@ impl InMessage {
             ))),
         }
     }
+
+    /// A user message's text and the parts after it: the leading text
+    /// parts are the text; from the first image on, every part is kept in
+    /// order (`image_url` parts as images, with their `detail`).
+    fn text_and_parts(&self) -> Result<(String, Vec<ContentPart>), ApiError> {
+        let Some(Value::Array(items)) = &self.content else {
+            return Ok((self.text()?, Vec::new()));
+        };
+        let mut text = String::new();
+        let mut parts = Vec::new();
+        for item in items {
+            match (item.get("text").and_then(Value::as_str), image_url(item)) {
+                (Some(t), _) if parts.is_empty() => text.push_str(t),
+                (Some(t), _) => parts.push(ContentPart::text(t)),
+                (None, Some((url, detail))) => parts.push(match ContentPart::image_url(url) {
+                    ContentPart::Image(image) => ContentPart::Image(image.with_detail(detail)),
+                    other => other,
+                }),
+                (None, None) => {}
+            }
+        }
+        Ok((text, parts))
+    }
+}
+
+/// An `image_url` part's URL and `detail`.
+fn image_url(part: &Value) -> Option<(&str, Option<String>)> {
+    if part.get("type").and_then(Value::as_str) != Some("image_url") {
+        return None;
+    }
+    let image = part.get("image_url")?;
+    let url = image.get("url").and_then(Value::as_str)?;
+    let detail = image
+        .get("detail")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Some((url, detail))
 }
 
 /// `POST /v1/chat/completions` body. Client tools, a forced tool choice
@@ -211,12 +251,15 @@ impl Completion {
             };
             for (j, part) in parts.iter().enumerate() {
                 let kind = part.get("type").and_then(Value::as_str).unwrap_or("?");
-                if kind != "text" || part.get("text").and_then(Value::as_str).is_none() {
+                let text = kind == "text" && part.get("text").and_then(Value::as_str).is_some();
+                let image = m.role == "user" && image_url(part).is_some();
+                if !text && !image {
                     return unsupported(
                         &format!("messages[{i}].content[{j}]"),
                         &format!(
                             "a `{kind}` content part cannot be read: the agent reads text \
-                             only (parts of type \"text\"); send the message without it"
+                             parts and, in user messages, `image_url` parts with a `url`; \
+                             send the message without it"
                         ),
                     );
                 }
@@ -450,7 +493,8 @@ fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), Api
                 SystemNode::new(text);
             }
             "user" => {
-                HumanNode::new(text);
+                let (text, parts) = m.text_and_parts()?;
+                HumanNode::with_parts(text, parts);
             }
             "assistant" => ChatNode::new().set_output(Message::ai(text)),
             // The agent runs its tools itself; a client's tool messages

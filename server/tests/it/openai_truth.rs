@@ -151,26 +151,46 @@ async fn a_run_waiting_for_approval_finishes_with_tool_calls_naming_the_held_cal
 }
 
 #[tokio::test]
-async fn an_image_part_is_refused_with_a_400_naming_it() {
-    let app = InProcess::new(scripted(vec![Turn::text("I see nothing.")]));
+async fn an_image_part_reaches_the_session_and_other_parts_are_refused() {
+    let app = InProcess::new(scripted(vec![Turn::text("A pixel.")]));
+    let url = "data:image/png;base64,iVBORw0KGgo=";
     let body = json!({"messages": [{"role": "user", "content": [
         {"type": "text", "text": "what is in this picture?"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+    ]}]});
+    let answer = app.post("/v1/chat/completions", ALICE, &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let reply: Value = serde_json::from_slice(&answer.body).unwrap();
+    let session = reply["session"].as_str().expect("the session id");
+    let saved = app
+        .get(&format!("/api/sessions/{session}"), ALICE, &[])
+        .await;
+    let saved: Value = serde_json::from_slice(&saved.body).unwrap();
+    let human = saved["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "human")
+        .expect("the question");
+    assert_eq!(human["content"], "what is in this picture?");
+    assert_eq!(
+        human["parts"],
+        json!([{"type": "image", "media_type": "image/png", "data": "iVBORw0KGgo=", "detail": "low"}]),
+        "{saved}"
+    );
+    // A part the agent cannot read is refused, naming it.
+    let body = json!({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "listen"},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
     ]}]});
     let answer = app.post("/v1/chat/completions", ALICE, &body).await;
     assert_eq!(answer.status, 400, "{}", answer.text());
     let error: Value = serde_json::from_slice(&answer.body).unwrap();
     let message = error["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("messages[0].content[1]") && message.contains("image_url"),
+        message.contains("messages[0].content[1]") && message.contains("input_audio"),
         "{message}"
     );
-    // Text parts alone are read as before.
-    let body = json!({"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "hello"},
-    ]}]});
-    let answer = app.post("/v1/chat/completions", ALICE, &body).await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
 }
 
 #[tokio::test]

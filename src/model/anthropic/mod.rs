@@ -120,6 +120,7 @@ pub struct AnthropicChatModel {
     max_tokens: u32,
     prompt_caching: bool,
     context_window: Option<usize>,
+    images: Option<bool>,
     /// The window an error gave (shared by clones).
     learned: Arc<LearnedWindow>,
 }
@@ -210,6 +211,7 @@ impl AnthropicChatModelBuilder {
                 .unwrap_or(AnthropicChatModel::DEFAULT_MAX_TOKENS),
             prompt_caching: self.prompt_caching,
             context_window: self.http.context_window,
+            images: self.http.images,
             learned: Arc::default(),
         })
     }
@@ -304,6 +306,10 @@ impl ChatModel for AnthropicChatModel {
             on_delta(super::StreamDelta::Text(answer.content.clone()));
         }
         Ok(answer)
+    }
+
+    fn reads_images(&self) -> Option<bool> {
+        self.images
     }
 
     async fn context_window(&self) -> Option<usize> {

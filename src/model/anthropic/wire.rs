@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ModelError;
-use crate::message::{Message, ToolCall, ToolStatus};
+use crate::message::{ContentPart, Message, ToolCall, ToolStatus};
 use crate::model::http::redact::ApiKey;
 use crate::model::http::transport::Outgoing;
 use crate::model::http::{decode, non_empty, null_as_default};
@@ -182,12 +182,50 @@ enum Block<'a> {
         name: &'a str,
         input: Value,
     },
+    Image {
+        source: ImageSource<'a>,
+    },
     ToolResult {
         tool_use_id: Cow<'a, str>,
-        content: &'a str,
+        content: ToolResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+}
+
+/// An image block's source: base64 data or a URL.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum ImageSource<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+/// A tool result's content: its text alone, or blocks when it carries
+/// images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ToolResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// The message's parts as blocks: text and images, in order.
+fn part_blocks(parts: &[ContentPart]) -> impl Iterator<Item = Block<'_>> {
+    parts.iter().filter_map(|part| match part {
+        ContentPart::Text { text } => text_block(text),
+        ContentPart::Image(image) => {
+            let source = match (image.data(), image.url()) {
+                (Some(data), _) => ImageSource::Base64 {
+                    media_type: image.media_type().unwrap_or("image/png"),
+                    data,
+                },
+                (None, Some(url)) => ImageSource::Url { url },
+                (None, None) => return None,
+            };
+            Some(Block::Image { source })
+        }
+    })
 }
 
 /// The conversation as the API takes it: no system messages, roles
@@ -198,7 +236,13 @@ fn conversation<'a>(messages: &'a [Cow<'a, Message>]) -> Vec<WireMessage<'a>> {
     for message in messages {
         let (role, blocks) = match &**message {
             Message::System { .. } => continue,
-            Message::Human { content } => (Role::User, text_block(content).into_iter().collect()),
+            Message::Human { content, parts } => (
+                Role::User,
+                text_block(content)
+                    .into_iter()
+                    .chain(part_blocks(parts))
+                    .collect(),
+            ),
             Message::Ai {
                 content,
                 tool_calls,
@@ -213,12 +257,22 @@ fn conversation<'a>(messages: &'a [Cow<'a, Message>]) -> Vec<WireMessage<'a>> {
                 content,
                 tool_call_id,
                 status,
+                parts,
                 ..
             } => (
                 Role::User,
                 vec![Block::ToolResult {
                     tool_use_id: block_id(tool_call_id),
-                    content,
+                    content: if parts.is_empty() {
+                        ToolResultContent::Text(content)
+                    } else {
+                        ToolResultContent::Blocks(
+                            text_block(content)
+                                .into_iter()
+                                .chain(part_blocks(parts))
+                                .collect(),
+                        )
+                    },
                     is_error: *status == ToolStatus::Error,
                 }],
             ),

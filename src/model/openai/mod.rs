@@ -23,7 +23,7 @@ use super::settings::{http_setters, HttpSettings};
 use super::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, DeltaSink, ToolChoice};
 use crate::error::ModelError;
 use crate::message::Message;
-use wire::{StreamOptions, WireMessage, WireRequest, WireTool, WireToolChoice};
+use wire::{StreamOptions, WireRequest, WireTool, WireToolChoice};
 
 pub use remembered::remember_servers_in;
 
@@ -169,6 +169,7 @@ pub struct OpenAiChatModel {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     context_window: Option<usize>,
+    images: Option<bool>,
     learned: Arc<Learned>,
 }
 
@@ -274,6 +275,7 @@ impl OpenAiChatModelBuilder {
             temperature: self.http.temperature,
             max_tokens: self.http.max_tokens,
             context_window: self.http.context_window,
+            images: self.http.images,
             learned: Arc::new(learned),
         })
     }
@@ -322,7 +324,7 @@ impl OpenAiChatModel {
     ) -> WireRequest<'a> {
         WireRequest {
             model: &self.model,
-            messages: messages.iter().map(|m| WireMessage::from(&**m)).collect(),
+            messages: wire::messages(messages),
             tools: request.tools.iter().map(WireTool::from).collect(),
             tool_choice: WireToolChoice::for_request(
                 request.tool_choice.as_ref(),
@@ -542,6 +544,10 @@ impl ChatModel for OpenAiChatModel {
         on_delta: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError> {
         self.drive(request, Sending::Streamed(on_delta)).await
+    }
+
+    fn reads_images(&self) -> Option<bool> {
+        self.images
     }
 
     async fn context_window(&self) -> Option<usize> {

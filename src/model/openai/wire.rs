@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ModelError;
-use crate::message::{Message, ToolCall};
+use crate::message::{ContentPart, Message, ToolCall};
 pub(super) use crate::model::http::decode;
 use crate::model::http::non_empty;
 use crate::model::http::null_as_default;
@@ -198,7 +198,7 @@ pub(super) enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: WireUserContent<'a>,
     },
     Assistant {
         content: &'a str,
@@ -211,11 +211,95 @@ pub(super) enum WireMessage<'a> {
     },
 }
 
+/// A user message's content: its text alone, or parts when it carries
+/// images (`[{"type": "text", ...}, {"type": "image_url", "image_url":
+/// {"url": ...}}]`).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum WireUserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<WireUserPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum WireUserPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: WireImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+pub(super) struct WireImageUrl<'a> {
+    url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+}
+
+/// The text (unless blank) then the parts, as OpenAI's content parts.
+fn user_parts<'a>(text: &'a str, parts: &'a [ContentPart]) -> Vec<WireUserPart<'a>> {
+    let text = (!text.is_empty()).then_some(WireUserPart::Text {
+        text: Cow::Borrowed(text),
+    });
+    text.into_iter()
+        .chain(parts.iter().map(|part| match part {
+            ContentPart::Text { text } => WireUserPart::Text {
+                text: Cow::Borrowed(text),
+            },
+            ContentPart::Image(image) => WireUserPart::ImageUrl {
+                image_url: WireImageUrl {
+                    url: image.as_url(),
+                    detail: image.detail(),
+                },
+            },
+        }))
+        .collect()
+}
+
+/// The conversation as the protocol takes it. Tool messages carry text
+/// only, so the images a tool returned (`read_file` on a PNG) follow the
+/// run of tool results as one user message that names the calls.
+pub(super) fn messages<'a>(messages: &'a [Cow<'a, Message>]) -> Vec<WireMessage<'a>> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut pending: Vec<WireUserPart<'a>> = Vec::new();
+    for message in messages {
+        let message: &'a Message = message;
+        if !matches!(message, Message::Tool { .. }) && !pending.is_empty() {
+            out.push(WireMessage::User {
+                content: WireUserContent::Parts(std::mem::take(&mut pending)),
+            });
+        }
+        if let Message::Tool {
+            tool_call_id,
+            parts,
+            ..
+        } = message
+            && !parts.is_empty()
+        {
+            pending.push(WireUserPart::Text {
+                text: Cow::Owned(format!("The result of tool call {tool_call_id}:")),
+            });
+            pending.extend(user_parts("", parts));
+        }
+        out.push(WireMessage::from(message));
+    }
+    if !pending.is_empty() {
+        out.push(WireMessage::User {
+            content: WireUserContent::Parts(pending),
+        });
+    }
+    out
+}
+
 impl<'a> From<&'a Message> for WireMessage<'a> {
     fn from(message: &'a Message) -> Self {
         match message {
             Message::System { content } => WireMessage::System { content },
-            Message::Human { content } => WireMessage::User { content },
+            Message::Human { content, parts } if parts.is_empty() => WireMessage::User {
+                content: WireUserContent::Text(content),
+            },
+            Message::Human { content, parts } => WireMessage::User {
+                content: WireUserContent::Parts(user_parts(content, parts)),
+            },
             Message::Ai {
                 content,
                 tool_calls,

@@ -231,7 +231,13 @@ impl HooksModifier {
         let Some(after) = prompt.or_else(|| network.current_leaf()) else {
             return Ok(());
         };
-        let note = network.add(HumanNode { text }, &[after.id()])?;
+        let note = network.add(
+            HumanNode {
+                text,
+                parts: Vec::new(),
+            },
+            &[after.id()],
+        )?;
         note.set_metadata(HOOK_KEY, json!({"event": "context"}));
         for child in network.children(after.id()) {
             if child.id() != note.id() && !child.is_invoked() {
@@ -353,6 +359,7 @@ impl HooksModifier {
                         tool_call_id: tc.id.clone(),
                         name: Some(tc.name.clone()),
                         status: lc_agent::ToolStatus::Error,
+                        parts: Vec::new(),
                     });
                 }
             }
@@ -403,6 +410,7 @@ impl HooksModifier {
             tool_call_id,
             name,
             status,
+            parts,
         } = &*output
         else {
             return Ok(());
@@ -421,6 +429,7 @@ impl HooksModifier {
                 tool_call_id: tool_call_id.clone(),
                 name: name.clone(),
                 status: *status,
+                parts: parts.clone(),
             });
         }
         Ok(())
@@ -479,7 +488,7 @@ impl HooksModifier {
             Ok(feedback) if feedback.is_empty() => output,
             Ok(feedback) => ToolOutput {
                 content: with_feedback(&output.content, &feedback),
-                status: output.status,
+                ..output
             },
             Err(e) => ToolOutput::error(format!("{}\n\nError: {e}", output.content)),
         }
@@ -544,7 +553,13 @@ impl HooksModifier {
         if reason.is_empty() {
             return Ok(());
         }
-        let next = network.add(HumanNode { text: reason }, &[chat.id()])?;
+        let next = network.add(
+            HumanNode {
+                text: reason,
+                parts: Vec::new(),
+            },
+            &[chat.id()],
+        )?;
         next.set_metadata(HOOK_KEY, json!({"event": event.name()}));
         network.add(ChatNode::default(), &[next.id()])?;
         Ok(())

@@ -39,6 +39,9 @@ use crate::hub::Claim;
 enum Out {
     Network(NetworkEvent),
     Event(RunEvent),
+    /// The run is over with the network: the publisher lets it go (so the
+    /// session cache can hand it to the next request at once).
+    Release,
     Close,
 }
 
@@ -63,6 +66,7 @@ impl Publisher {
         // What the session had used when the run started: `run_finished`
         // says what the run used.
         let usage_before = net.as_ref().map(RunnableNetwork::usage);
+        let mut net = net;
         let task = tokio::spawn(async move {
             let mut seq = last;
             let mut closed = false;
@@ -77,6 +81,10 @@ impl Publisher {
                     let event = match out {
                         Out::Close => {
                             closed = true;
+                            continue;
+                        }
+                        Out::Release => {
+                            net = None;
                             continue;
                         }
                         Out::Event(event) => event,
@@ -125,6 +133,11 @@ impl Publisher {
 
     fn send(&self, event: RunEvent) {
         let _ = self.tx.send(Out::Event(event));
+    }
+
+    /// Lets the network go once the events sent so far are read.
+    fn release(&self) {
+        let _ = self.tx.send(Out::Release);
     }
 
     async fn close(self) -> u64 {
@@ -466,6 +479,13 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         });
     }
     let usage = Some(crate::usage::priced(&net, &run.usage));
+    active.finish(&net, &ran_before, status.as_str(), &used);
+    // The run is over with the network: every hold on it goes before the
+    // end is told, so the session cache (which keeps it since the last
+    // save) hands it to the next request instead of reading the session
+    // again (a turn would cost a load of the whole session).
+    publisher.release();
+    drop(net);
     match &error {
         Some(failure) => publisher.send(RunEvent::Error(RunErrorEvent {
             failure: failure.clone(),
@@ -484,7 +504,6 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             cut_off,
         })),
     }
-    active.finish(&net, &ran_before, status.as_str(), &used);
     publisher.close().await;
     // `store: false`: the answer went out in the `done` event only.
     run.answer = (status == RunStatus::Done && !run.ephemeral).then_some(answer);

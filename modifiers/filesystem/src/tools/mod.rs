@@ -240,7 +240,6 @@ pub trait FileTool {
     /// call succeeded. The default fingerprints the file around
     /// [`run`](Self::run); the writing tools ask the backend for both in
     /// the write itself.
-    #[allow(clippy::type_complexity)]
     fn run_recorded<'a>(
         backend: &'a dyn Backend,
         args: Self::Args<'a>,

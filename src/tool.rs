@@ -440,7 +440,8 @@ pub(crate) async fn run_tool_call(
     let mut attempt = 1;
     let result = loop {
         let result = call_once(tool.as_ref(), &call.name, args.clone(), ctx).await;
-        if attempt >= attempts || !crate::tool_retry::worth_again(&result) {
+        if attempt >= attempts || !crate::tool_retry::worth_again(result.as_ref().map(|o| o.status))
+        {
             break result;
         }
         let error = match &result {

@@ -21,7 +21,6 @@ use serde_json::{json, Map, Value};
 use crate::error::ToolError;
 use crate::message::ToolStatus;
 use crate::network::RunnableNetwork;
-use crate::tool::ToolOutput;
 
 /// The network metadata key holding the tools retried.
 pub(crate) const TOOL_RETRY_KEY: &str = "tool_retry";
@@ -74,9 +73,9 @@ impl RunnableNetwork {
 }
 
 /// Whether the result of one call may be cured by calling again.
-pub(crate) fn worth_again(result: &Result<ToolOutput, ToolError>) -> bool {
+pub(crate) fn worth_again(result: Result<ToolStatus, &ToolError>) -> bool {
     match result {
-        Ok(output) => output.status == ToolStatus::Error,
+        Ok(status) => status == ToolStatus::Error,
         Err(
             ToolError::InvalidArguments { .. }
             | ToolError::InvalidJson { .. }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::snapshots::FileSnapshots;
+use super::snapshots::{FileSnapshots, FILE_CHANGES};
 use super::{Graph, RunnableNetwork};
 use crate::error::{NetworkError, Result};
 use crate::files::{FileData, Files};
@@ -39,8 +39,6 @@ use crate::message::Message;
 use crate::node::{NodeId, NodeLogic, NodeRef};
 use crate::nodes::{ChatNode, HumanNode, SystemNode, ToolNode};
 
-/// A tool node's metadata: the file changes it made.
-pub(crate) const FILE_CHANGES: &str = "file_changes";
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
 

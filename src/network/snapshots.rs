@@ -25,6 +25,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::RunnableNetwork;
 
+/// A tool node's metadata: the file changes it made.
+pub(crate) const FILE_CHANGES: &str = "file_changes";
+
 /// The file contents a session keeps for rewinds, by SHA-256, with their
 /// total size.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -150,9 +153,7 @@ impl RunnableNetwork {
         };
         let mut needed = std::collections::HashSet::new();
         for node in &nodes[start..] {
-            if let Some(serde_json::Value::Array(changes)) =
-                node.metadata_value(super::fork::FILE_CHANGES)
-            {
+            if let Some(serde_json::Value::Array(changes)) = node.metadata_value(FILE_CHANGES) {
                 for change in changes {
                     if let Some(h) = change.get("before").and_then(serde_json::Value::as_str) {
                         needed.insert(h.to_string());

@@ -260,7 +260,7 @@ pub trait Backend: Send + Sync {
     /// files are held whole anyway); backends on disk stream it in bounded
     /// memory and write atomically.
     async fn edit_lines(&self, path: &str, edit: &LineEdit) -> FsResult<()> {
-        super::line_edit::edit_downloaded(self, path, edit).await
+        edit_downloaded(self, path, edit).await
     }
 
     /// Deletes the directory `dir` and everything below it (a file at
@@ -485,5 +485,45 @@ impl From<Arc<dyn Backend>> for BackendSource {
 impl From<BackendFactory> for BackendSource {
     fn from(factory: BackendFactory) -> Self {
         BackendSource::Factory(factory)
+    }
+}
+
+/// [`Backend::edit_lines`] for backends without a streamed one: the file
+/// downloaded, edited in memory (`line_edit::apply_bytes`) and uploaded back.
+pub(crate) async fn edit_downloaded<B: Backend + ?Sized>(
+    backend: &B,
+    vpath: &str,
+    edit: &LineEdit,
+) -> FsResult<()> {
+    let found = backend.download_files(vec![vpath.to_string()]).await.pop();
+    let v = || vpath.to_string();
+    let bytes = match found {
+        Some(FileDownloadResponse {
+            content: Some(bytes),
+            ..
+        }) => bytes,
+        Some(FileDownloadResponse {
+            error: Some(code), ..
+        }) => {
+            return Err(match code {
+                FileOpError::IsDirectory => FsError::IsDirectoryUseLs(v()),
+                FileOpError::PermissionDenied => FsError::PermissionDenied(v()),
+                FileOpError::InvalidPath => FsError::InvalidPath(v()),
+                FileOpError::FileNotFound | FileOpError::AlreadyExists => {
+                    FsError::FileNotFound(v())
+                }
+            })
+        }
+        _ => return Err(FsError::FileNotFound(v())),
+    };
+    let edited = super::line_edit::apply_bytes(edit, vpath, &bytes)?;
+    let written = backend.upload_files(vec![(v(), edited)]).await;
+    match written.into_iter().next().and_then(|r| r.error) {
+        None => Ok(()),
+        Some(FileOpError::PermissionDenied) => Err(FsError::PermissionDenied(v())),
+        Some(code) => Err(FsError::Io {
+            path: v(),
+            reason: format!("cannot write it back: {code}"),
+        }),
     }
 }

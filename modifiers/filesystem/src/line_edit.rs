@@ -20,9 +20,8 @@
 
 use std::io::{self, Read, Write};
 
-use crate::backend::{Backend, FileDownloadResponse};
 use crate::encoding::{classify, text_reader, Encoding, EncodingWriter};
-use crate::error::{FileOpError, FsError, FsResult};
+use crate::error::{FsError, FsResult};
 use crate::stream_edit::{pieces, Utf8Check};
 
 /// One line edit: remove the lines `first..=last` (none for an insert) and
@@ -323,46 +322,6 @@ pub(crate) fn apply_bytes(edit: &LineEdit, vpath: &str, bytes: &[u8]) -> FsResul
         reason: e.to_string(),
     })?;
     Ok(out)
-}
-
-/// [`Backend::edit_lines`] for backends without a streamed one: the file
-/// downloaded, edited in memory ([`apply_bytes`]) and uploaded back.
-pub(crate) async fn edit_downloaded<B: Backend + ?Sized>(
-    backend: &B,
-    vpath: &str,
-    edit: &LineEdit,
-) -> FsResult<()> {
-    let found = backend.download_files(vec![vpath.to_string()]).await.pop();
-    let v = || vpath.to_string();
-    let bytes = match found {
-        Some(FileDownloadResponse {
-            content: Some(bytes),
-            ..
-        }) => bytes,
-        Some(FileDownloadResponse {
-            error: Some(code), ..
-        }) => {
-            return Err(match code {
-                FileOpError::IsDirectory => FsError::IsDirectoryUseLs(v()),
-                FileOpError::PermissionDenied => FsError::PermissionDenied(v()),
-                FileOpError::InvalidPath => FsError::InvalidPath(v()),
-                FileOpError::FileNotFound | FileOpError::AlreadyExists => {
-                    FsError::FileNotFound(v())
-                }
-            })
-        }
-        _ => return Err(FsError::FileNotFound(v())),
-    };
-    let edited = apply_bytes(edit, vpath, &bytes)?;
-    let written = backend.upload_files(vec![(v(), edited)]).await;
-    match written.into_iter().next().and_then(|r| r.error) {
-        None => Ok(()),
-        Some(FileOpError::PermissionDenied) => Err(FsError::PermissionDenied(v())),
-        Some(code) => Err(FsError::Io {
-            path: v(),
-            reason: format!("cannot write it back: {code}"),
-        }),
-    }
 }
 
 #[cfg(test)]

@@ -617,7 +617,7 @@ mod tests {
         assert_eq!((scan.revision, scan.valid_len), (2, line(1, 2).len()));
         assert!(scan_journal(
             0,
-            b"{\"journal\":\"lc-agent-journal/2\",\"base\":0,\"rev\":1}\n"
+            b"{\"journal\":\"lc-agent-journal/3\",\"base\":0,\"rev\":1}\n"
         )
         .is_err());
     }

@@ -1129,6 +1129,54 @@ async fn a_server_that_will_not_stream_with_tools_is_asked_unstreamed_from_then_
     assert!(server.body(2).get("stream").is_none());
 }
 
+/// llama-cpp-python fails a streamed request with a forced tool choice
+/// (an output schema sent as a tool) with a bare 500; the model asks it
+/// unstreamed and reports the call as deltas. Requests with `auto` still
+/// stream afterwards: nothing is remembered.
+#[tokio::test]
+async fn a_bare_500_on_a_streamed_forced_tool_is_asked_unstreamed() {
+    let call = json!({
+        "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]
+    });
+    let server = openai_server(vec![
+        Reply::raw(500, ""),
+        Reply::raw(500, ""),
+        Reply::json(completion(call, "tool_calls")),
+    ])
+    .await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Oslo?");
+    request.tools = vec![weather_tool()];
+    request.tool_choice = Some(lc_agent::ToolChoice::Tool("get_weather".into()));
+
+    let (answer, deltas) = stream_collect(&model, &request).await;
+    let answer = answer.unwrap();
+    assert_eq!(answer.tool_calls[0].name, "get_weather");
+    assert!(
+        matches!(&deltas[..], [StreamDelta::ToolCall { name: Some(n), .. }] if n == "get_weather"),
+        "{deltas:?}"
+    );
+    let last = server.requests() - 1;
+    assert_eq!(server.body(0)["stream"], true);
+    assert!(
+        server.body(last).get("stream").is_none(),
+        "asked unstreamed at last"
+    );
+
+    // With `auto`, nothing was learned: a bare 500 there is an error.
+    let server = openai_server(vec![Reply::raw(500, ""), Reply::raw(500, "")]).await;
+    let model = server.model().build().unwrap();
+    let mut request = ask("Weather in Oslo?");
+    request.tools = vec![weather_tool()];
+    let (answer, _) = stream_collect(&model, &request).await;
+    assert!(answer.is_err(), "{answer:?}");
+    for i in 0..server.requests() {
+        assert_eq!(server.body(i)["stream"], true);
+    }
+}
+
 /// A prompt that does not fit is a `ContextOverflow` with the sizes the
 /// server gave, not retried, and the window is remembered.
 #[tokio::test]

@@ -612,6 +612,21 @@ impl OpenAiChatModel {
                 }
                 return self.complete_as_stream(request, &messages, on_delta).await;
             }
+            // llama-cpp-python fails a streamed request whose tool choice
+            // is forced (a named tool, `required`: an output schema sent as
+            // a tool) with a bare 500 and no word of why; unstreamed, it
+            // answers. Not remembered: only this kind of request is refused.
+            Err(ModelError::Http {
+                status: 500,
+                body: text,
+            }) if !request.tools.is_empty() && !auto_tools && text.trim().is_empty() => {
+                tracing::info!(
+                    model = %self.model,
+                    "the server failed a streamed request with a forced tool choice without \
+                     saying why; asking it without streaming"
+                );
+                return self.complete_as_stream(request, &messages, on_delta).await;
+            }
             Err(error) => return Err(self.overflow_or(error)),
         };
         if !transport::is_event_stream(&response) {

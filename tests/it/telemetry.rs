@@ -148,6 +148,11 @@ async fn a_run_is_a_tree_of_genai_spans_with_a_summary_and_error_statuses() {
     let catch = Catch::default();
     let subscriber = tracing_subscriber::registry().with(catch.clone());
     let _default = tracing::subscriber::set_default(subscriber);
+    // Other tests of this binary run chat nodes on other threads with no
+    // subscriber: a callsite they registered while this one was being set
+    // may keep the interest it had before ("never"). Ask every callsite
+    // again now that this subscriber exists.
+    tracing::callsite::rebuild_interest_cache();
     let main = ScriptedChatModel::new([
         Turn::call("c1", "lookup", json!({"topic": "owls"})),
         Turn::text("a1"),

@@ -183,41 +183,17 @@ impl Disk {
         new: &str,
         replace_all: bool,
     ) -> FsResult<usize> {
-        path::check_new_name(vpath)?;
-        let target = self.write_target(vpath)?;
-        let (file, size) = self.open_file_at(&target, vpath)?;
+        let (target, file, encoding) = self.open_for_edit(vpath, new)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
-        let mut head = vec![0u8; crate::encoding::BINARY_SNIFF_BYTES];
-        let filled = read_head_into(&file, &mut head).map_err(io_err)?;
-        head.truncate(filled);
-        let encoding = classify(&head);
         let text = |file| text_from_start(file, encoding);
-        let plan = match encoding {
-            Encoding::Binary => {
-                return Err(FsError::Binary {
-                    path: vpath.to_string(),
-                    size,
-                })
-            }
-            enc if !enc.can_hold(new) => {
-                return Err(FsError::CannotEncode {
-                    path: vpath.to_string(),
-                    encoding: enc.name().unwrap_or("UTF-8"),
-                })
-            }
-            enc => {
-                // Bytes read as they are must be UTF-8; decoded text is.
-                let utf8 = matches!(enc, Encoding::Utf8 | Encoding::Utf8Bom);
-                stream_edit::plan(
-                    text(&file).map_err(io_err)?,
-                    vpath,
-                    old,
-                    new,
-                    replace_all,
-                    utf8,
-                )?
-            }
-        };
+        let plan = stream_edit::plan(
+            text(&file).map_err(io_err)?,
+            vpath,
+            old,
+            new,
+            replace_all,
+            reads_utf8(encoding),
+        )?;
         let (dir, name) = self.write_dir(&target, vpath)?;
         let mut changed = false;
         write_atomically(&dir, &name, Commit::Replace, |out| {
@@ -253,37 +229,43 @@ impl Disk {
         Ok(plan.count)
     }
 
+    /// The file an edit (`edit_file`, a line edit) works on: its write
+    /// target (through in-root links), opened, and its encoding read from
+    /// its first bytes; a binary file, or one whose encoding cannot hold
+    /// `new_text`, is refused before anything is read further.
+    fn open_for_edit(
+        &self,
+        vpath: &str,
+        new_text: &str,
+    ) -> FsResult<(PathBuf, std::fs::File, Encoding)> {
+        path::check_new_name(vpath)?;
+        let target = self.write_target(vpath)?;
+        let (file, size) = self.open_file_at(&target, vpath)?;
+        let mut head = vec![0u8; crate::encoding::BINARY_SNIFF_BYTES];
+        let filled = read_head_into(&file, &mut head)
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+        head.truncate(filled);
+        match classify(&head) {
+            Encoding::Binary => Err(FsError::Binary {
+                path: vpath.to_string(),
+                size,
+            }),
+            enc if !enc.can_hold(new_text) => Err(FsError::CannotEncode {
+                path: vpath.to_string(),
+                encoding: enc.name().unwrap_or("UTF-8"),
+            }),
+            enc => Ok((target, file, enc)),
+        }
+    }
+
     /// A line edit (`line_edit.rs`), streamed like [`Disk::edit`]: a first
     /// pass counts lines and finds the range, a second writes the temp file
     /// that then replaces the file.
     pub(super) fn edit_lines(&self, vpath: &str, edit: &LineEdit) -> FsResult<()> {
-        path::check_new_name(vpath)?;
-        let target = self.write_target(vpath)?;
-        let (file, size) = self.open_file_at(&target, vpath)?;
+        let (target, file, encoding) = self.open_for_edit(vpath, &edit.new_text())?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
-        let mut head = vec![0u8; crate::encoding::BINARY_SNIFF_BYTES];
-        let filled = read_head_into(&file, &mut head).map_err(io_err)?;
-        head.truncate(filled);
-        let encoding = classify(&head);
         let text = |file| text_from_start(file, encoding);
-        let plan = match encoding {
-            Encoding::Binary => {
-                return Err(FsError::Binary {
-                    path: vpath.to_string(),
-                    size,
-                })
-            }
-            enc if !enc.can_hold(&edit.new_text()) => {
-                return Err(FsError::CannotEncode {
-                    path: vpath.to_string(),
-                    encoding: enc.name().unwrap_or("UTF-8"),
-                })
-            }
-            enc => {
-                let utf8 = matches!(enc, Encoding::Utf8 | Encoding::Utf8Bom);
-                edit.plan(text(&file).map_err(io_err)?, vpath, utf8)?
-            }
-        };
+        let plan = edit.plan(text(&file).map_err(io_err)?, vpath, reads_utf8(encoding))?;
         let (dir, name) = self.write_dir(&target, vpath)?;
         write_atomically(&dir, &name, Commit::Replace, |out| {
             let reader = text(&file)?;
@@ -307,4 +289,10 @@ impl Disk {
             }
         })
     }
+}
+
+/// Whether an edit's plan reads the file's bytes as they are (which must
+/// then be UTF-8) rather than decoded text (which is).
+fn reads_utf8(encoding: Encoding) -> bool {
+    matches!(encoding, Encoding::Utf8 | Encoding::Utf8Bom)
 }

@@ -23,7 +23,11 @@ pub(crate) struct SaveBase {
     /// Bytes of the stored snapshot and of the journal after it.
     pub(super) snapshot_len: u64,
     pub(super) journal_len: u64,
+    /// One mark per node, in the graph's order.
     pub(super) nodes: Vec<NodeMark>,
+    /// The graph's count of removals when the marks were taken: while it
+    /// stays, mark `i` is still node `i`'s.
+    pub(super) removals: u64,
     pub(super) head: Head,
     pub(super) metadata: Map<String, Value>,
     pub(super) files: Files,

@@ -112,6 +112,7 @@ impl RunnableNetwork {
                 snapshot_len: 0,
                 journal_len: 0,
                 nodes,
+                removals: view.graph.removals(),
                 head: Head {
                     name: view.graph.name.clone(),
                     default_node: view.graph.default_node.clone(),
@@ -167,6 +168,7 @@ impl RunnableNetwork {
         let files_gen = self.0.files_gen.load(Ordering::Relaxed);
         let snapshots_gen = self.0.snapshots_gen.load(Ordering::Relaxed);
         let g = self.0.graph.lock();
+        self.0.take_changed();
         let files = self.0.files.read();
         let snapshots = self.0.file_snapshots.read();
         let mut nodes = Vec::with_capacity(g.nodes().len());
@@ -192,6 +194,7 @@ impl RunnableNetwork {
             snapshot_len: 0,
             journal_len: 0,
             nodes,
+            removals: g.removals(),
             head: Head {
                 name: g.name.clone(),
                 default_node: g.default_node.clone(),
@@ -229,9 +232,10 @@ impl RunnableNetwork {
         let files_gen = self.0.files_gen.load(Ordering::Relaxed);
         let snapshots_gen = self.0.snapshots_gen.load(Ordering::Relaxed);
         let g = self.0.graph.lock();
+        let changed = self.0.take_changed();
         let files = self.0.files.read();
         let snapshots = self.0.file_snapshots.read();
-        if g.nodes().len() < base.nodes.len() {
+        if g.removals() != base.removals || g.nodes().len() < base.nodes.len() {
             return Ok(None);
         }
         let rev = g
@@ -253,19 +257,34 @@ impl RunnableNetwork {
             snaps_del: Vec::new(),
             nodes: Vec::new(),
         };
-        // Nodes: the ones whose version moved, and pending ones whose JSON did.
-        let mut marks = Vec::with_capacity(g.nodes().len());
-        for (i, node) in g.nodes().values().enumerate() {
+        // Nodes: the ones that changed since (their version moved), the
+        // pending ones (their JSON may move without a version) and the
+        // new ones; no other node can differ from its mark, so no other
+        // node is looked at.
+        let mut marks = base.nodes;
+        let known = marks.len();
+        let mut look: Vec<usize> = changed
+            .iter()
+            .chain(g.pending_ids())
+            .filter_map(|id| g.nodes().get_index_of(id))
+            .filter(|i| *i < known)
+            .collect();
+        look.sort_unstable();
+        look.dedup();
+        look.extend(known..g.nodes().len());
+        for i in look {
+            let Some((_, node)) = g.nodes().get_index(i) else {
+                continue;
+            };
             let (version, invoked) = {
                 let st = node.saved_fields();
                 (st.version(), st.invoked())
             };
-            let old = base.nodes.get(i);
+            let old = marks.get(i);
             if old.is_some_and(|o| o.id != node.id()) {
                 return Ok(None);
             }
             if invoked && old.is_some_and(|o| o.matches(version, None)) {
-                marks.push(NodeMark::new(node.id(), version, None));
                 continue;
             }
             let raw = serde_json::value::to_raw_value(&NodeView {
@@ -274,11 +293,11 @@ impl RunnableNetwork {
                 marks: None,
             })?;
             let same = !invoked && old.is_some_and(|o| o.matches(version, Some(raw.get())));
-            marks.push(NodeMark::new(
-                node.id(),
-                version,
-                (!invoked).then_some(&*raw),
-            ));
+            let mark = NodeMark::new(node.id(), version, (!invoked).then_some(&*raw));
+            match marks.get_mut(i) {
+                Some(slot) => *slot = mark,
+                None => marks.push(mark),
+            }
             if !same {
                 record.nodes.push(NodeRecord {
                     i,
@@ -351,6 +370,7 @@ impl RunnableNetwork {
                 snapshot_len: base.snapshot_len,
                 journal_len,
                 nodes: marks,
+                removals: base.removals,
                 head,
                 metadata: g.metadata.clone(),
                 files: files_now,

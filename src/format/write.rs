@@ -221,6 +221,9 @@ impl RunnableNetwork {
         seen: impl FnOnce(&NetworkView<'_>, Vec<NodeMark>) -> T,
     ) -> Result<(R, T)> {
         let graph = self.0.graph.lock();
+        // The marks describe every node as written: what changed before
+        // is in them, what changes from now on is noted for the next save.
+        self.0.take_changed();
         let files = self.0.files.read();
         let snapshots = self.0.file_snapshots.read();
         let marks = RefCell::new(Vec::with_capacity(graph.nodes().len()));

@@ -34,6 +34,9 @@ pub(crate) struct Graph {
     /// (so a pass finds them without scanning the whole graph).
     pending: BTreeMap<u64, NodeId>,
     next_seq: u64,
+    /// How many nodes were taken out so far: while it stays, the nodes
+    /// keep their places (a node is only ever added at the end).
+    removals: u64,
     /// What the network sees before its roots (a sub-network's outer
     /// conversation).
     pub(super) input: History,
@@ -57,6 +60,7 @@ impl Graph {
             children: HashMap::new(),
             pending: BTreeMap::new(),
             next_seq: 0,
+            removals: 0,
             input: History::new(),
         }
     }
@@ -94,6 +98,17 @@ impl Graph {
 
     pub(super) fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    /// The ids of the nodes not invoked yet, in the order they were added.
+    pub(crate) fn pending_ids(&self) -> impl Iterator<Item = &NodeId> {
+        self.pending.values()
+    }
+
+    /// How many nodes were taken out of the graph so far: while this stays
+    /// the same, every node keeps its index.
+    pub(crate) fn removals(&self) -> u64 {
+        self.removals
     }
 
     /// Whether `target` is `from` or one of its descendants.
@@ -139,7 +154,9 @@ impl Graph {
         let id = node.id();
         let children = self.children.remove(&id).unwrap_or_default();
         self.unlink(id, &node.parents());
-        self.nodes.shift_remove(&id);
+        if self.nodes.shift_remove(&id).is_some() {
+            self.removals += 1;
+        }
         self.pending.remove(&node.unbind());
         children
     }

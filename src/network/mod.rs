@@ -91,6 +91,11 @@ pub(crate) struct NetworkInner {
     /// What the store holds as of the last save or load (runtime only):
     /// the next save writes only what changed since.
     pub(crate) save_base: Mutex<Option<crate::format::base::SaveBase>>,
+    /// The nodes whose saved fields changed since the last save or load
+    /// (runtime only): an incremental save looks at these, the pending
+    /// nodes and the new ones, not at every node. `None` until a store
+    /// keeps the network (nothing to compare with yet).
+    pub(crate) changed: Mutex<Option<crate::node::IdSet>>,
     /// File contents kept for rewinds (saved beside the graph).
     pub(crate) file_snapshots: RwLock<snapshots::FileSnapshots>,
     /// Moves on every change of the kept contents (runtime only).
@@ -101,6 +106,25 @@ pub(crate) struct NetworkInner {
     /// Calls per tool and per model in the current `invoke` (runtime
     /// only; see `call_limits.rs`).
     pub(crate) run_calls: Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl NetworkInner {
+    /// Notes that a node's saved fields changed (see `changed`).
+    pub(crate) fn note_changed(&self, id: crate::node::NodeId) {
+        if let Some(set) = self.changed.lock().as_mut() {
+            set.insert(id);
+        }
+    }
+
+    /// The nodes changed since the last call (none before the first),
+    /// noting from now on. Called under the graph's lock, before the
+    /// nodes are read: a change after it is in the next set.
+    pub(crate) fn take_changed(&self) -> crate::node::IdSet {
+        self.changed
+            .lock()
+            .replace(crate::node::IdSet::default())
+            .unwrap_or_default()
+    }
 }
 
 impl Default for RunnableNetwork {
@@ -124,6 +148,7 @@ impl RunnableNetwork {
             saved_len: AtomicUsize::new(0),
             files_gen: AtomicU64::new(0),
             save_base: Mutex::new(None),
+            changed: Mutex::new(None),
             file_snapshots: RwLock::new(snapshots::FileSnapshots::default()),
             snapshots_gen: AtomicU64::new(0),
             upgraded: AtomicBool::new(false),

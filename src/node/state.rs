@@ -126,6 +126,15 @@ impl NodeRef {
         self.0.state.lock()
     }
 
+    /// A saved field changed: a new version, and the node's network (when
+    /// a store keeps it) notes the node for its next incremental save.
+    fn changed(&self, st: &mut NodeState) {
+        st.version = next_version();
+        if let Some(network) = st.network.upgrade() {
+            network.note_changed(self.0.id);
+        }
+    }
+
     /// The saved fields, locked for one consistent read.
     pub(crate) fn saved_fields(&self) -> SavedFields<'_> {
         SavedFields(self.state())
@@ -139,7 +148,7 @@ impl NodeRef {
         let mut st = self.state();
         st.name = name;
         st.saved = None;
-        st.version = next_version();
+        self.changed(&mut st);
     }
 
     pub(crate) fn parent_ids(&self) -> Vec<NodeId> {
@@ -155,14 +164,14 @@ impl NodeRef {
     /// are the caller's to drop (they depend on the whole graph).
     pub(crate) fn replace_parents(&self, parents: Vec<NodeId>) -> Vec<NodeId> {
         let mut st = self.state();
-        st.version = next_version();
+        self.changed(&mut st);
         std::mem::replace(&mut st.parents, parents)
     }
 
     /// Rewrites the parent list in place.
     pub(crate) fn edit_parents(&self, edit: impl FnOnce(&mut Vec<NodeId>)) {
         let mut st = self.state();
-        st.version = next_version();
+        self.changed(&mut st);
         edit(&mut st.parents);
     }
 
@@ -190,7 +199,7 @@ impl NodeRef {
     pub(crate) fn edit_metadata<R>(&self, edit: impl FnOnce(&mut Map<String, Value>) -> R) -> R {
         let mut st = self.state();
         st.saved = None;
-        st.version = next_version();
+        self.changed(&mut st);
         edit(&mut st.metadata)
     }
 
@@ -211,7 +220,7 @@ impl NodeRef {
         st.history = history;
         metadata(&mut st.metadata);
         st.saved = None;
-        st.version = next_version();
+        self.changed(&mut st);
     }
 
     pub(crate) fn cached_history(&self) -> Option<History> {
@@ -264,7 +273,7 @@ impl NodeRef {
         st.parents = parents;
         st.history = None;
         st.seq = seq;
-        st.version = next_version();
+        self.changed(&mut st);
         if let Some(by) = added_by {
             st.metadata
                 .insert("added_by".into(), Value::String(by.to_string()));

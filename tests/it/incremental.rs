@@ -67,6 +67,21 @@ pub(crate) async fn many_turns_round_trip(list: &dyn NetworkList, fresh: &dyn Ne
         if i % 13 == 0 {
             net.set_metadata("todos", json!({"i": i}));
         }
+        // Old nodes change too (a saved node's metadata, name or output);
+        // now and then the newest node goes (the next save is a full one).
+        if i % 6 == 2 {
+            let nodes = net.nodes();
+            nodes[nodes.len() / 3].set_metadata("note", json!(i));
+            nodes[1].set_name(format!("node one at {i}"));
+        }
+        if i % 8 == 5 {
+            let nodes = net.nodes();
+            nodes[nodes.len() / 2].set_output(lc_agent::Message::ai(format!("rewritten at {i}")));
+        }
+        if i % 19 == 7 {
+            let last = net.nodes().last().map(|n| n.id()).expect("a node");
+            net.remove_node(last).expect("remove the newest node");
+        }
         // Rewind snapshots: contents kept now and then, trimmed to the
         // last turns now and then (records add and drop contents).
         if i % 5 == 1 {

@@ -34,6 +34,10 @@ pub(crate) struct Graph {
     /// (so a pass finds them without scanning the whole graph).
     pending: BTreeMap<u64, NodeId>,
     next_seq: u64,
+    /// The sub-network nodes (a network node holds a network of its own),
+    /// so what concerns every network of a session finds them without a
+    /// walk over every node.
+    nested: crate::node::IdSet,
     /// How many nodes were taken out so far: while it stays, the nodes
     /// keep their places (a node is only ever added at the end).
     removals: u64,
@@ -60,6 +64,7 @@ impl Graph {
             children: HashMap::new(),
             pending: BTreeMap::new(),
             next_seq: 0,
+            nested: crate::node::IdSet::default(),
             removals: 0,
             input: History::new(),
         }
@@ -105,6 +110,11 @@ impl Graph {
         self.pending.values()
     }
 
+    /// The sub-network nodes, in no particular order.
+    pub(super) fn nested(&self) -> impl Iterator<Item = &NodeRef> {
+        self.nested.iter().filter_map(|id| self.nodes.get(id))
+    }
+
     /// How many nodes were taken out of the graph so far: while this stays
     /// the same, every node keeps its index.
     pub(crate) fn removals(&self) -> u64 {
@@ -143,6 +153,9 @@ impl Graph {
         if !invoked {
             self.pending.insert(seq, id);
         }
+        if node.downcast::<crate::nodes::NetworkNode>().is_some() {
+            self.nested.insert(id);
+        }
         self.nodes.insert(id, node.clone());
         self.link(id, parents);
         Ok(())
@@ -154,6 +167,7 @@ impl Graph {
         let id = node.id();
         let children = self.children.remove(&id).unwrap_or_default();
         self.unlink(id, &node.parents());
+        self.nested.remove(&id);
         if self.nodes.shift_remove(&id).is_some() {
             self.removals += 1;
         }

@@ -15,6 +15,7 @@ use super::{NetworkInner, RunnableNetwork, DEFAULT_STEP_LIMIT};
 use crate::error::{NetworkError, Result};
 use crate::event::{Callback, NetworkEvent};
 use crate::model::{ChatModel, ChatModelRegistry};
+use crate::node::NodeRef;
 use crate::run::NetworkModifier;
 use crate::tool::Tool;
 
@@ -64,7 +65,8 @@ impl RunnableNetwork {
     pub(crate) fn reset_runtime(&self) {
         *self.0.runtime.write() = Runtime::new();
         self.add_default_modifiers();
-        for node in self.nodes() {
+        let nested: Vec<NodeRef> = self.0.graph.lock().nested().cloned().collect();
+        for node in nested {
             if let Some(inner) = node.downcast::<crate::nodes::NetworkNode>() {
                 inner.network().reset_runtime();
             }

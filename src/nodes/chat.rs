@@ -167,7 +167,10 @@ impl NodeLogic for ChatNode {
             ctx.node
                 .set_metadata(crate::clear_results::CLEARED_KEY, json!(cleared));
         }
-        let has_images = request.messages().iter().any(|m| m.has_images());
+        // Whether the request carries images: asked only where it matters
+        // (a model that says it reads none, a refusal to read), so a turn
+        // does not walk the whole conversation for it.
+        let has_images = |request: &ChatRequest| request.messages().iter().any(|m| m.has_images());
         let mut rejected = Vec::new();
         let response = loop {
             // With an output schema, answer text is reported once it is
@@ -176,7 +179,7 @@ impl NodeLogic for ChatNode {
             let held_text = output_schema.is_some();
             let response = loop {
                 let (model_name, model) = &models[answering];
-                if has_images && model.reads_images() == Some(false) {
+                if model.reads_images() == Some(false) && has_images(&request) {
                     return Err(ModelError::ImagesNotSupported {
                         model: model_name.clone(),
                         reason: "its settings say so: `images = false`".into(),
@@ -201,7 +204,7 @@ impl NodeLogic for ChatNode {
                     model.complete(&request).await
                 };
                 let asked = asked.map_err(|e| {
-                    if has_images {
+                    if has_images(&request) {
                         crate::model::images_refused(e, model_name)
                     } else {
                         e

@@ -434,16 +434,20 @@ impl SummarizationModifier {
     async fn trigger(
         &self,
         input: &History,
-        recent: &[(usize, &Message)],
         model: &str,
         window: usize,
     ) -> (Option<Trigger>, usize) {
         let config = &self.config;
-        let after = input.latest_summary().map_or(0, |s| s.position);
-        let humans = recent
-            .iter()
-            .filter(|(pos, m)| *pos > after && matches!(m, Message::Human { .. }))
-            .count();
+        // The human turns since the latest summary: counted only when a
+        // turn count can trigger one (a walk over the recent messages).
+        let humans = || {
+            let after = input.latest_summary().map_or(0, |s| s.position);
+            input
+                .since_cut()
+                .iter()
+                .filter(|(pos, m)| *pos > after && matches!(m, Message::Human { .. }))
+                .count()
+        };
         let request = ChatRequest::new(input.clone());
         let bound = if self.counter.is_some() || self.config.approximate_tokens {
             None
@@ -452,7 +456,7 @@ impl SummarizationModifier {
         };
         let turns_due = config
             .every_human_turns
-            .is_some_and(|n| n > 0 && humans >= n);
+            .is_some_and(|n| n > 0 && humans() >= n);
         if let Some(bound) = bound
             && self.token_limit(window).is_none_or(|limit| bound < limit)
             && !turns_due
@@ -783,11 +787,13 @@ impl NetworkModifier for SummarizationModifier {
         }
         let model = model_of(network, chat);
         let input = network.input_of(node);
-        let recent = input.since_cut();
         let (window, _) = self.window(network, &model).await;
-        let (Some(trigger), tokens) = self.trigger(&input, &recent, &model, window).await else {
+        // Whether a summary is due costs O(new messages) a turn (memoized
+        // counts); the recent messages are gathered only when one is.
+        let (Some(trigger), tokens) = self.trigger(&input, &model, window).await else {
             return Ok(());
         };
+        let recent = input.since_cut();
         let Some(first_kept) = plan_cut(&recent, self.config.keep_messages) else {
             tracing::debug!(?trigger, "a summary is due, but every message is kept");
             return Ok(());

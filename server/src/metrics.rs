@@ -23,14 +23,13 @@
 //! started in one process share it. A run is counted when it ends, from
 //! the nodes it added (model calls, tool calls) and its usage.
 
-use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
-use lc_agent::{ChatNode, Message, NetworkNode, NodeId, RunnableNetwork, ToolNode, ToolStatus};
+use lc_agent::{ChatNode, Message, NetworkNode, NodeRef, RunnableNetwork, ToolNode, ToolStatus};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Latency buckets, seconds: from a fast tool to a long agent run.
@@ -89,15 +88,13 @@ impl ActiveRun {
     }
 
     /// The run stopped with `status` (`done`, `waiting`, `failed`,
-    /// `cancelled`) having used `usage` (since it went on) and run the
-    /// nodes of `net` not in `ran_before` (the nodes that had run when it
-    /// went on): counts its model calls, tokens and tool calls, and the
-    /// run itself once, when it ends (a pause for decisions is counted
-    /// apart).
+    /// `cancelled`) having used `usage` (since it went on) and run `ran`
+    /// (the nodes that ran in it: see [`ran_in_run`]): counts its model
+    /// calls, tokens and tool calls, and the run itself once, when it
+    /// ends (a pause for decisions is counted apart).
     pub(crate) fn finish(
         self,
-        net: &RunnableNetwork,
-        ran_before: &HashSet<NodeId>,
+        ran: &[NodeRef],
         status: &'static str,
         usage: &lc_agent::UsageTotals,
     ) {
@@ -121,12 +118,33 @@ impl ActiveRun {
                 }
             }
         }
-        for node in net.nodes() {
-            if !ran_before.contains(&node.id()) {
-                count_node(&node);
-            }
+        for node in ran {
+            count_node(node);
         }
     }
+}
+
+/// The nodes that ran in a run of `net`: of `pending_before` (the nodes
+/// not run when it went on: a call held for approval runs in the run)
+/// and of the nodes added since `mark` (`net.additions()` when it went
+/// on), those that have run now. Costs O(nodes of the run), however long
+/// the session.
+pub(crate) fn ran_in_run(
+    net: &RunnableNetwork,
+    pending_before: &[NodeRef],
+    mark: u64,
+) -> Vec<NodeRef> {
+    let mut ran: Vec<NodeRef> = pending_before
+        .iter()
+        .filter(|n| n.is_invoked() && n.network().is_some_and(|owner| owner.same_as(net)))
+        .cloned()
+        .collect();
+    ran.extend(
+        net.nodes_added_since(mark)
+            .into_iter()
+            .filter(NodeRef::is_invoked),
+    );
+    ran
 }
 
 impl Drop for ActiveRun {

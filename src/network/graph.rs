@@ -275,6 +275,42 @@ impl RunnableNetwork {
         topological(&g, &ids)
     }
 
+    /// How many nodes were ever added to the network (removed ones
+    /// included): a mark to pass to
+    /// [`nodes_added_since`](Self::nodes_added_since) later.
+    pub fn additions(&self) -> u64 {
+        self.0.graph.lock().next_seq
+    }
+
+    /// The nodes added since [`additions`](Self::additions) gave `mark`
+    /// and still in the network, in insertion order. Costs O(nodes added
+    /// since), however large the network.
+    ///
+    /// ```
+    /// use lc_agent::{HumanNode, RunnableNetwork};
+    ///
+    /// let net = RunnableNetwork::new();
+    /// let _scope = net.enter();
+    /// HumanNode::new("first");
+    /// let mark = net.additions();
+    /// let second = HumanNode::new("second");
+    /// assert_eq!(net.nodes_added_since(mark), vec![second]);
+    /// ```
+    pub fn nodes_added_since(&self, mark: u64) -> Vec<NodeRef> {
+        let g = self.0.graph.lock();
+        // Nodes are only ever added at the end, each with the next
+        // sequence number: the newer ones are a suffix.
+        let mut out: Vec<NodeRef> = g
+            .nodes
+            .values()
+            .rev()
+            .take_while(|n| n.seq() >= mark)
+            .cloned()
+            .collect();
+        out.reverse();
+        out
+    }
+
     /// Nodes that have not run yet, parents before children.
     pub fn pending(&self) -> Vec<NodeRef> {
         let g = self.0.graph.lock();

@@ -15,7 +15,6 @@
 //!    approval_needed / stopped / done | error ─▶ settle ─▶ ack
 //! ```
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -373,14 +372,11 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         });
     }
     net.set_streaming(true);
-    let before: HashSet<NodeId> = net.nodes().iter().map(|n| n.id()).collect();
-    // The nodes that had run: a call held for approval runs in this run.
-    let ran_before: HashSet<NodeId> = net
-        .nodes()
-        .iter()
-        .filter(|n| n.is_invoked())
-        .map(|n| n.id())
-        .collect();
+    // Where the run starts: the nodes added from here on are the run's,
+    // and so are the pending ones (a call held for approval runs in this
+    // run). Nothing here walks the whole session.
+    let mark = net.additions();
+    let pending_before = net.pending();
     let usage_before = net.usage();
     let active = crate::metrics::ActiveRun::start();
     let limit = state.settings.time_limit;
@@ -406,8 +402,8 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
     };
     let used = net.usage().since(&usage_before);
     run.usage.merge(&used);
-    let stopped = matches!(ending, Ending::Cancelled | Ending::TimedOut(_))
-        .then(|| drop_unrun(&net, &before));
+    let stopped =
+        matches!(ending, Ending::Cancelled | Ending::TimedOut(_)).then(|| drop_unrun(&net, mark));
     let mut save_error = None;
     if !matches!(ending, Ending::Finished(_)) {
         // The invoke was cut short: its last checkpoint may be older than
@@ -462,10 +458,9 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
     };
     let cut_off = matches!(ending, Ending::Finished(Ok(_))) && pending.is_empty() && {
         // The answering chat node: the last one this run ran.
-        net.nodes()
+        net.nodes_added_since(mark)
             .iter()
             .rev()
-            .filter(|n| !before.contains(&n.id()))
             .find(|n| n.kind() == lc_agent::ChatNode::KIND && n.is_invoked())
             .is_some_and(|n| n.metadata_value("cut_off") == Some(json!(true)))
     };
@@ -479,7 +474,9 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         });
     }
     let usage = Some(crate::usage::priced(&net, &run.usage));
-    active.finish(&net, &ran_before, status.as_str(), &used);
+    let ran = crate::metrics::ran_in_run(&net, &pending_before, mark);
+    active.finish(&ran, status.as_str(), &used);
+    drop((ran, pending_before));
     // The run is over with the network: every hold on it goes before the
     // end is told, so the session cache (which keeps it since the last
     // save) hands it to the next request instead of reading the session
@@ -593,13 +590,13 @@ async fn open(
     Ok((net, list, claim))
 }
 
-/// After a stop: takes out the nodes added since `before` that never ran
+/// After a stop: takes out the nodes added since `mark` that never ran
 /// (newest first, so each is a leaf when it goes); how many.
-fn drop_unrun(net: &RunnableNetwork, before: &HashSet<NodeId>) -> usize {
+fn drop_unrun(net: &RunnableNetwork, mark: u64) -> usize {
     let unrun: Vec<NodeId> = net
-        .nodes()
+        .nodes_added_since(mark)
         .iter()
-        .filter(|n| !before.contains(&n.id()) && !n.is_invoked())
+        .filter(|n| !n.is_invoked())
         .map(|n| n.id())
         .collect();
     let mut removed = 0;

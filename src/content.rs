@@ -98,7 +98,7 @@ impl ImagePart {
     }
 
     /// OpenAI's `detail` hint, when a client gave one.
-    pub fn detail(&self) -> Option<&str> {
+    pub(crate) fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
 
@@ -110,7 +110,7 @@ impl ImagePart {
 
     /// The image as one URL: a `data:<type>;base64,<data>` URL for data,
     /// else the URL itself (empty when the part has neither).
-    pub fn as_url(&self) -> String {
+    pub(crate) fn as_url(&self) -> String {
         match (&self.data, &self.url) {
             (Some(data), _) => format!(
                 "data:{};base64,{data}",

@@ -200,7 +200,7 @@ impl Message {
 
     /// The parts after the text (empty for system and AI messages, and
     /// for text-only messages).
-    pub fn parts(&self) -> &[ContentPart] {
+    pub(crate) fn parts(&self) -> &[ContentPart] {
         match self {
             Message::Human { parts, .. } | Message::Tool { parts, .. } => parts,
             _ => &[],

@@ -133,7 +133,7 @@ async fn a_plain_answer_with_its_headers_usage_and_stop_reason() {
     assert_eq!(server.header(0, "x-api-key").as_deref(), Some(KEY));
     assert_eq!(
         server.header(0, "anthropic-version").as_deref(),
-        Some(AnthropicChatModel::API_VERSION)
+        Some("2023-06-01")
     );
     assert_eq!(
         server.authorization(0),

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, ChatRequest, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result,
+    ChatNode, ChatRequest, HumanNode, NetworkInput, NetworkModifier, NetworkNode, NodeRef, Result,
     RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
@@ -304,7 +304,7 @@ impl SubAgentModifier {
             return Ok(());
         };
         let inner = self.task_network(network, agent, &args.description);
-        let logic = NetworkNode::isolated(inner);
+        let logic = NetworkNode::with_input(inner, NetworkInput::Isolated);
         run_before(network, child, logic, agent.step(), TASK_CALL_KEY)
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lc_agent::{AnthropicChatModel, AnthropicChatModelBuilder};
+use lc_agent::{AnthropicChatModel, AnthropicChatModelBuilder, NodeRef};
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, ChatResponse, FnTool, History, HumanNode, Message,
     ModelError, RunnableNetwork, StreamDelta, ToolCall, ToolChoice, ToolSpec, Usage,
@@ -634,7 +634,10 @@ async fn the_agent_loop_runs_a_forced_call_and_sends_its_result() {
     {
         let _scope = net.enter();
         HumanNode::new("Weather in Nowhere?");
-        ChatNode::with_tool_choice(ToolChoice::Tool("get_weather".into()));
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("get_weather".into())),
+            ..ChatNode::default()
+        });
     }
 
     let reply = net.invoke().await.unwrap();

@@ -253,15 +253,6 @@ impl UsageTotals {
         self.all.is_empty()
     }
 
-    /// The network's totals: its metadata's when kept there (a network that
-    /// ran with this version), else added up from its nodes
-    /// ([`UsageTotals::of_nodes`]).
-    pub fn of(net: &RunnableNetwork) -> UsageTotals {
-        net.metadata_value(USAGE_KEY)
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_else(|| Self::of_nodes(net))
-    }
-
     /// Added up from the nodes' `token_usage`, inner networks included.
     pub fn of_nodes(net: &RunnableNetwork) -> UsageTotals {
         let mut totals = UsageTotals::default();

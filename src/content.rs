@@ -59,11 +59,6 @@ impl ContentPart {
             }),
         }
     }
-
-    /// Text between images.
-    pub fn text(text: impl Into<String>) -> Self {
-        ContentPart::Text { text: text.into() }
-    }
 }
 
 /// An image: base64 data with its media type, or a URL. Saved with the
@@ -151,7 +146,7 @@ mod tests {
             serde_json::to_value(&url).unwrap(),
             json!({"type": "image", "url": "https://example.com/a.png"})
         );
-        for p in [part, url, ContentPart::text("t")] {
+        for p in [part, url, ContentPart::Text { text: "t".into() }] {
             let text = serde_json::to_string(&p).unwrap();
             assert_eq!(serde_json::from_str::<ContentPart>(&text).unwrap(), p);
         }

@@ -165,7 +165,7 @@ pub use spec::{
 pub use subagents::{SubAgent, SubAgentModifier, TASK, TASK_CALL_KEY};
 pub use summarization::{
     compact, summarizer_of, CompactError, Compaction, SummarizationConfig, SummarizationModifier,
-    SummaryError, SUMMARY_HEADING, SUMMARY_STEP,
+    SummaryError, SUMMARY_STEP,
 };
 pub use supervisor::{Route, Supervisor};
 pub use titles::{clean_title, title_of, write_title, TitleError, TITLE_KEY, TITLE_STEP};

@@ -552,7 +552,7 @@ impl AgentSpec {
                 if let Some(tokens) = model.context_window
                     && config.context_windows.own_window(name).is_none()
                 {
-                    config = config.context_window(name.clone(), tokens);
+                    config.context_windows = config.context_windows.with(name.clone(), tokens);
                 }
             }
             agent = agent.summarization(config);

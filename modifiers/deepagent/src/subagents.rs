@@ -72,7 +72,7 @@ pub(crate) const GENERAL_PURPOSE: &str = "general-purpose";
 pub(crate) const DEFAULT_MAX_DEPTH: usize = 3;
 
 /// The metadata key on a task's sub-network node naming the call it serves.
-pub const TASK_CALL_KEY: &str = "task_call_id";
+pub(crate) const TASK_CALL_KEY: &str = "task_call_id";
 
 /// The instructions of the general-purpose sub-agent.
 const GENERAL_PURPOSE_INSTRUCTIONS: &str = "You are a sub-agent working on one task for \
@@ -348,12 +348,6 @@ impl SubAgentModifier {
     /// Adds (or replaces) a named sub-agent.
     pub fn subagent(mut self, agent: SubAgent) -> Self {
         self.agents_mut().by_name.insert(agent.name.clone(), agent);
-        self
-    }
-
-    /// Leaves out the general-purpose sub-agent.
-    pub fn without_general_purpose(mut self) -> Self {
-        self.agents_mut().by_name.shift_remove(GENERAL_PURPOSE);
         self
     }
 

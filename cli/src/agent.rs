@@ -310,6 +310,7 @@ impl Agent {
                 .map_err(|e| CliError::usage(e.to_string()))?,
         };
         blueprint
+            .spec
             .store_in(&net)
             .map_err(|e| CliError::failed(e.to_string()))?;
         args.mode.apply(&net, !fresh);

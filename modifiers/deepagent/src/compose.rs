@@ -325,11 +325,6 @@ impl Blueprint {
     ) -> Result<DeepAgentBuilder, SpecError> {
         self.spec.builder_in(resolve, context)
     }
-
-    /// Stores the blueprint in the session (saved with it).
-    pub fn store_in(&self, network: &RunnableNetwork) -> Result<(), SpecError> {
-        self.spec.store_in(network)
-    }
 }
 
 #[cfg(test)]

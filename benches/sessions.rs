@@ -83,7 +83,11 @@ fn page_times(
 ) -> Stats {
     measure(iters, || {
         let page = rt
-            .block_on(list.list(&ListQuery::default().offset(offset).limit(50)))
+            .block_on(list.list(&ListQuery {
+                offset,
+                limit: 50,
+                ..ListQuery::default()
+            }))
             .expect("list");
         assert_eq!(page.sessions.len(), 50);
         if let Some(total) = total {
@@ -196,8 +200,11 @@ fn json_figures(rt: &tokio::runtime::Runtime) {
     let extra = RunnableNetwork::builder().name("extra").build();
     let after_save = measure(20, || {
         rt.block_on(many.save(&extra)).expect("save");
-        rt.block_on(many.list(&ListQuery::default().limit(50)))
-            .expect("list");
+        rt.block_on(many.list(&ListQuery {
+            limit: 50,
+            ..ListQuery::default()
+        }))
+        .expect("list");
     });
     println!(
         "save + list among 10,000 (incremental index read): median {}",

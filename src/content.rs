@@ -59,11 +59,6 @@ impl ContentPart {
             }),
         }
     }
-
-    /// Text between images.
-    pub fn text(text: impl Into<String>) -> Self {
-        ContentPart::Text { text: text.into() }
-    }
 }
 
 /// An image: base64 data with its media type, or a URL. Saved with the
@@ -98,7 +93,7 @@ impl ImagePart {
     }
 
     /// OpenAI's `detail` hint, when a client gave one.
-    pub fn detail(&self) -> Option<&str> {
+    pub(crate) fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
 
@@ -110,7 +105,7 @@ impl ImagePart {
 
     /// The image as one URL: a `data:<type>;base64,<data>` URL for data,
     /// else the URL itself (empty when the part has neither).
-    pub fn as_url(&self) -> String {
+    pub(crate) fn as_url(&self) -> String {
         match (&self.data, &self.url) {
             (Some(data), _) => format!(
                 "data:{};base64,{data}",
@@ -151,7 +146,7 @@ mod tests {
             serde_json::to_value(&url).unwrap(),
             json!({"type": "image", "url": "https://example.com/a.png"})
         );
-        for p in [part, url, ContentPart::text("t")] {
+        for p in [part, url, ContentPart::Text { text: "t".into() }] {
             let text = serde_json::to_string(&p).unwrap();
             assert_eq!(serde_json::from_str::<ContentPart>(&text).unwrap(), p);
         }

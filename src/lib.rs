@@ -284,6 +284,5 @@ pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
 pub use usage::{
-    ApproxUsage, TokenCounts, UsageEstimator, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,
-    USAGE_KEY,
+    TokenCounts, UsageEstimator, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY, USAGE_KEY,
 };

@@ -125,21 +125,6 @@ impl Message {
         }
     }
 
-    /// A human message with parts after its text (images, say).
-    ///
-    /// ```
-    /// use lc_agent::{ContentPart, Message};
-    ///
-    /// let m = Message::human_with_parts("What is this?", vec![ContentPart::image_url("https://example.com/cat.png")]);
-    /// assert!(m.has_images());
-    /// ```
-    pub fn human_with_parts(content: impl Into<String>, parts: Vec<ContentPart>) -> Self {
-        Message::Human {
-            content: content.into(),
-            parts,
-        }
-    }
-
     /// An AI message with text only.
     pub fn ai(content: impl Into<String>) -> Self {
         Message::Ai {
@@ -200,7 +185,7 @@ impl Message {
 
     /// The parts after the text (empty for system and AI messages, and
     /// for text-only messages).
-    pub fn parts(&self) -> &[ContentPart] {
+    pub(crate) fn parts(&self) -> &[ContentPart] {
         match self {
             Message::Human { parts, .. } | Message::Tool { parts, .. } => parts,
             _ => &[],

@@ -18,7 +18,7 @@
 //! Every span has the target [`TARGET`] (`gen_ai`), level INFO, so a
 //! subscriber can keep them apart from the logs; `lc_agent::otel` (feature
 //! `otel`) exports them over OTLP. Prompts, answers, tool arguments and
-//! results go into the spans only when [`capture_content`] says so
+//! results go into the spans only when asked
 //! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, or
 //! [`set_capture_content`]); by default a trace holds names, ids, models,
 //! token counts and statuses, never what was said.
@@ -36,7 +36,7 @@ pub const TARGET: &str = "gen_ai";
 
 /// The variable that lets prompts and answers into the spans (`true` or
 /// `1`), as OpenTelemetry's GenAI instrumentations name it.
-pub const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+pub(crate) const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
 
 /// 0: not decided yet (read the environment), 1: off, 2: on.
 static CAPTURE: AtomicU8 = AtomicU8::new(0);
@@ -44,7 +44,7 @@ static CAPTURE: AtomicU8 = AtomicU8::new(0);
 /// Whether spans carry what was said (prompts, answers, tool arguments and
 /// results): [`set_capture_content`] when called, else
 /// [`CAPTURE_CONTENT_ENV`] (off unless `true` or `1`).
-pub fn capture_content() -> bool {
+pub(crate) fn capture_content() -> bool {
     match CAPTURE.load(Ordering::Relaxed) {
         1 => false,
         2 => true,
@@ -97,7 +97,7 @@ pub fn summary_span() -> Span {
 
 /// Records a model's answer in its `chat` span: the model that answered,
 /// the token counts (`usage`: reported or estimated), the finish reason
-/// and, when [`capture_content`] allows, the messages.
+/// and, when content capture is on ([`set_capture_content`]), the messages.
 pub fn record_chat(span: &Span, request: &ChatRequest, response: &ChatResponse, usage: &Usage) {
     #[cfg(feature = "otel")]
     spans::record_chat(span, request, response, usage);

@@ -91,16 +91,9 @@ pub fn parse<'a, T: Deserialize<'a>>(tool: &str, args: &'a Value) -> Result<T, T
     T::deserialize(field).map_err(|e| invalid(tool, e.at(&root, Some(value)).to_string()))
 }
 
-/// The error for arguments of `tool` that are not a JSON object.
-///
-/// ```
-/// use lc_agent::tool_args::not_an_object;
-/// use serde_json::json;
-///
-/// let err = not_an_object("ls", &json!([1, 2]));
-/// assert_eq!(err.to_string(), "Invalid arguments for ls: expected a JSON object, got [1,2]");
-/// ```
-pub fn not_an_object(tool: &str, given: &Value) -> ToolError {
+/// The error for arguments of `tool` that are not a JSON object
+/// (`Invalid arguments for ls: expected a JSON object, got [1,2]`).
+pub(crate) fn not_an_object(tool: &str, given: &Value) -> ToolError {
     invalid(tool, format!("expected a JSON object, got {given}"))
 }
 

@@ -206,11 +206,6 @@ impl ToolExecutor {
         &self.tools
     }
 
-    /// Their OpenAI definitions (see [`openai_tools`]).
-    pub fn openai_tools(&self) -> Vec<Value> {
-        openai_tools(&self.tools)
-    }
-
     /// Runs the calls concurrently; one result per call, in their order.
     pub async fn execute(&self, calls: &[ToolCall]) -> Vec<ToolExecution> {
         futures::future::join_all(calls.iter().map(|call| self.run_one(call))).await

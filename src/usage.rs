@@ -253,15 +253,6 @@ impl UsageTotals {
         self.all.is_empty()
     }
 
-    /// The network's totals: its metadata's when kept there (a network that
-    /// ran with this version), else added up from its nodes
-    /// ([`UsageTotals::of_nodes`]).
-    pub fn of(net: &RunnableNetwork) -> UsageTotals {
-        net.metadata_value(USAGE_KEY)
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_else(|| Self::of_nodes(net))
-    }
-
     /// Added up from the nodes' `token_usage`, inner networks included.
     pub fn of_nodes(net: &RunnableNetwork) -> UsageTotals {
         let mut totals = UsageTotals::default();
@@ -359,7 +350,7 @@ pub(crate) fn model_of(meta: &serde_json::Map<String, Value>) -> &str {
 
 /// Estimates a call's usage when the server reported none.
 ///
-/// The default, [`ApproxUsage`], counts four characters a token; the deep
+/// The default counts four characters a token; the deep
 /// agent attaches a real tokenizer's count. Attach one with
 /// [`RunnableNetwork::set_usage_estimator`]; a sub-network uses its outer
 /// network's.
@@ -372,7 +363,7 @@ pub trait UsageEstimator: Send + Sync {
 /// The estimate of last resort: four characters a token (rounded up), four
 /// tokens per message beyond its text.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ApproxUsage;
+pub(crate) struct ApproxUsage;
 
 impl UsageEstimator for ApproxUsage {
     fn estimate(&self, request: &ChatRequest, response: &ChatResponse) -> Usage {
@@ -411,9 +402,13 @@ impl UsageEstimator for ApproxUsage {
 }
 
 impl RunnableNetwork {
-    /// This network's usage so far (see [`UsageTotals::of`]).
+    /// This network's usage so far: its metadata's totals when kept there
+    /// (a network that ran with this version), else added up from its
+    /// nodes ([`UsageTotals::of_nodes`]).
     pub fn usage(&self) -> UsageTotals {
-        UsageTotals::of(self)
+        self.metadata_value(USAGE_KEY)
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_else(|| UsageTotals::of_nodes(self))
     }
 
     /// Counts one model call of `model` in this network's
@@ -467,13 +462,13 @@ impl RunnableNetwork {
     }
 
     /// Sets how this network (and the networks inside it) estimates a
-    /// call's usage when the server reports none (default: [`ApproxUsage`]).
+    /// call's usage when the server reports none (default: four characters a token).
     pub fn set_usage_estimator(&self, estimator: std::sync::Arc<dyn UsageEstimator>) {
         self.0.runtime.write().usage_estimator = Some(estimator);
     }
 
     /// The estimator in force: this network's, else its outer network's,
-    /// else [`ApproxUsage`].
+    /// else the default (four characters a token).
     pub fn usage_estimator(&self) -> std::sync::Arc<dyn UsageEstimator> {
         let own = self.0.runtime.read().usage_estimator.clone();
         match own {

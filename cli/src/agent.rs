@@ -93,18 +93,20 @@ impl AgentArgs {
     /// The settings the flags give, on top of any blueprint (directories
     /// made absolute, so a session resumed elsewhere finds them).
     fn overrides(&self, resumed: bool) -> CliResult<Overrides> {
-        let mut overrides = Overrides::none()
-            .memory(self.memory)
-            .line_tools(self.line_tools)
-            .summaries(self.model.summaries(resumed))
-            .context_window(self.model.context_window())
-            .project_memory(self.model.no_project_memory.then_some(false))
-            .fetch_url(self.fetch_url.iter().cloned());
+        let mut overrides = Overrides {
+            memory: self.memory,
+            line_tools: self.line_tools,
+            summaries: self.model.summaries(resumed),
+            context_window: self.model.context_window(),
+            project_memory: self.model.no_project_memory.then_some(false),
+            fetch_url: self.fetch_url.clone(),
+            ..Overrides::default()
+        };
         if let Some(workspace) = self.workspace.workspace() {
             let workspace = workspace
                 .absolute()
                 .map_err(|e| CliError::usage(e.to_string()))?;
-            overrides = overrides.workspace(workspace);
+            overrides.workspace = Some(workspace);
         }
         if let Some(dir) = &self.skills {
             let dir = std::fs::canonicalize(dir)
@@ -113,7 +115,7 @@ impl AgentArgs {
                 .ok_or_else(|| {
                     CliError::usage(format!("--skills {}: not a directory", dir.display()))
                 })?;
-            overrides = overrides.skills_dir(dir);
+            overrides.skills_dir = Some(dir);
         }
         if let Some(path) = &self.mcp {
             let config = McpConfig::from_file(path).map_err(|e| {
@@ -126,7 +128,7 @@ impl AgentArgs {
                 };
                 CliError::usage(format!("--mcp {}: {cause}", path.display()))
             })?;
-            overrides = overrides.mcp(config);
+            overrides.mcp.merge(config);
         }
         Ok(overrides)
     }
@@ -308,6 +310,7 @@ impl Agent {
                 .map_err(|e| CliError::usage(e.to_string()))?,
         };
         blueprint
+            .spec
             .store_in(&net)
             .map_err(|e| CliError::failed(e.to_string()))?;
         args.mode.apply(&net, !fresh);

@@ -121,7 +121,13 @@ pub(crate) async fn run(args: RunsArgs) -> CliResult {
                     run.status
                 )));
             }
-            let said = cancel(&*store, &lists, run, config.is_redis()).await?;
+            let said = cancel(
+                &*store,
+                &lists,
+                run,
+                matches!(config, lc_agent::ListConfig::Redis { .. }),
+            )
+            .await?;
             outln(&said);
         }
     }

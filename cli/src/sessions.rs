@@ -189,7 +189,11 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             memory,
         } => {
             let page = list
-                .list(&ListQuery::default().offset(offset).limit(limit))
+                .list(&ListQuery {
+                    offset,
+                    limit,
+                    ..ListQuery::default()
+                })
                 .await?;
             let sizes = match (&redis, memory) {
                 (_, false) => None,

@@ -39,12 +39,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         Turn::text("Wrote /notes.txt."),
     ]);
-    let overrides = Overrides::none().workspace(Workspace::directory(&work).shell(true));
+    let overrides = Overrides {
+        workspace: Some(Workspace::directory(&work).shell(true)),
+        ..Overrides::default()
+    };
     let blueprint = Blueprint::resolve(None, None, &overrides)?.main_model_or(|| "scripted".into());
     let main: Arc<dyn ChatModel> = Arc::new(model);
     let agent = blueprint.builder(|_, _| Ok(main.clone()), &context)?;
     let net = agent.build()?;
-    blueprint.store_in(&net)?;
+    blueprint.spec.store_in(&net)?;
     {
         let _scope = net.enter();
         HumanNode::new("Start the notes.");
@@ -54,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Second process: only the session id. The stored blueprint wins.
     let loaded = list.load(net.id()).await?;
-    let resumed = Blueprint::resolve(Some(&loaded), None, &Overrides::none())?;
+    let resumed = Blueprint::resolve(Some(&loaded), None, &Overrides::default())?;
     println!("workspace on resume: {}", resumed.spec.backend.describe());
     let model = ScriptedChatModel::new([
         Turn::call("x1", "execute", json!({"command": "ls"})),
@@ -81,7 +84,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // A caller's override on resume replaces the stored setting, and says so.
-    let other = Overrides::none().workspace(Workspace::directory(dir.path()));
+    let other = Overrides {
+        workspace: Some(Workspace::directory(dir.path())),
+        ..Overrides::default()
+    };
     for change in Blueprint::resolve(Some(&loaded), None, &other)?.overridden {
         println!("note: {change}");
     }

@@ -37,12 +37,12 @@ fn agent(
         .model_named("small", summarizer.clone())
         .route_model(SUMMARY_STEP, "small")
         .skills_dir(skills)
-        .summarization(
-            SummarizationConfig::default()
-                .every_human_turns(3)
-                .keep_messages(4)
-                .context_windows(ContextWindows::new().with("main", 128_000)),
-        )
+        .summarization(SummarizationConfig {
+            every_human_turns: Some(3),
+            keep_messages: 4,
+            context_windows: ContextWindows::new().with("main", 128_000),
+            ..SummarizationConfig::default()
+        })
 }
 
 async fn say(net: &RunnableNetwork, text: &str) -> Result<String, lc_agent::NetworkError> {

@@ -227,10 +227,12 @@ impl SessionHub {
         session: Option<&RunnableNetwork>,
     ) -> Result<(DeepAgentBuilder, Blueprint), ApiError> {
         let internal = |e| ApiError::internal("the session's agent cannot be built", e);
-        let overrides = Overrides::none()
-            .workspace(self.workspace_of(user)?)
-            .summaries(self.config.summaries)
-            .project_memory((!self.config.project_memory).then_some(false));
+        let overrides = Overrides {
+            workspace: Some(self.workspace_of(user)?),
+            summaries: Some(self.config.summaries),
+            project_memory: (!self.config.project_memory).then_some(false),
+            ..Overrides::default()
+        };
         let mut blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());

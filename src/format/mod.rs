@@ -111,29 +111,9 @@ impl RunnableNetwork {
         Ok(json)
     }
 
-    /// Writes the network as compact JSON in the saved format (the bytes
-    /// of [`to_json`](Self::to_json)) to `out`, and returns how many bytes
-    /// were written. No intermediate string: a session list serializes
-    /// straight into its request or file buffer.
-    ///
-    /// ```
-    /// # use lc_agent::RunnableNetwork;
-    /// let net = RunnableNetwork::builder().name("notes").build();
-    /// let mut out = Vec::with_capacity(net.saved_len_hint());
-    /// let n = net.write_json(&mut out)?;
-    /// assert_eq!((n, out), (net.to_json()?.len(), net.to_json()?.into_bytes()));
-    /// # Ok::<(), lc_agent::NetworkError>(())
-    /// ```
-    pub fn write_json<W: std::io::Write>(&self, out: W) -> Result<usize> {
-        let mut counted = Counted { out, n: 0 };
-        self.write_saved(true, |view| serde_json::to_writer(&mut counted, view))?;
-        self.0.saved_len.store(counted.n, Ordering::Relaxed);
-        Ok(counted.n)
-    }
-
     /// The length of this network's last compact serialization (0 before
     /// the first): a good capacity for the buffer of the next one.
-    pub fn saved_len_hint(&self) -> usize {
+    pub(crate) fn saved_len_hint(&self) -> usize {
         self.0.saved_len.load(Ordering::Relaxed)
     }
 

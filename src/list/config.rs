@@ -117,11 +117,6 @@ impl ListConfig {
         }
     }
 
-    /// Whether sessions live in Redis.
-    pub fn is_redis(&self) -> bool {
-        matches!(self, Self::Redis { .. })
-    }
-
     /// Opens the store: checks the configuration (Redis connects on first
     /// use). Redis needs the `redis` feature (on by default).
     pub fn open(&self) -> ListResult<Lists> {

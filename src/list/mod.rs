@@ -261,7 +261,11 @@ pub trait NetworkList: Send + Sync {
         let mut offset = 0;
         loop {
             let page = self
-                .list(&ListQuery::default().offset(offset).limit(500))
+                .list(&ListQuery {
+                    offset,
+                    limit: 500,
+                    ..ListQuery::default()
+                })
                 .await?;
             let empty = page.sessions.is_empty() && page.errors.is_empty();
             out.extend(page.errors.into_iter().map(Err));

@@ -32,11 +32,17 @@ pub struct SessionInfo {
     pub metadata: Map<String, Value>,
 }
 
-/// Which page of sessions to list.
+/// Which page of sessions to list: its fields, the rest as
+/// `ListQuery::default()` has them (the list's own user, from the newest,
+/// a default-size page).
 ///
 /// ```
 /// use lc_agent::ListQuery;
-/// let q = ListQuery::default().user("bob").offset(50).limit(25);
+/// let q = ListQuery {
+///     user: Some("bob".into()),
+///     offset: 50,
+///     limit: 25,
+/// };
 /// assert_eq!((q.offset, q.limit), (50, 25));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,27 +75,6 @@ impl ListQuery {
             }
             None => Ok(own.to_string()),
         }
-    }
-
-    /// Lists another user's sessions.
-    #[must_use]
-    pub fn user(mut self, user: impl Into<String>) -> Self {
-        self.user = Some(user.into());
-        self
-    }
-
-    /// Skips this many sessions.
-    #[must_use]
-    pub fn offset(mut self, offset: usize) -> Self {
-        self.offset = offset;
-        self
-    }
-
-    /// Returns at most this many sessions.
-    #[must_use]
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
     }
 }
 

@@ -124,7 +124,7 @@ impl ScriptedChatModel {
 
     /// Reports `usage` with every answer, as a server that counts tokens
     /// does. Without it each answer reports the cheap estimate of
-    /// [`ApproxUsage`](crate::ApproxUsage) (four characters a token, marked
+    /// the default estimator (four characters a token, marked
     /// `estimated`), so that a scripted run never needs a real tokenizer.
     pub fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);

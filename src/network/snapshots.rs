@@ -163,10 +163,4 @@ impl RunnableNetwork {
         }
         self.retain_file_snapshots(|h| needed.contains(h))
     }
-
-    /// How many contents are kept, and their bytes.
-    pub fn file_snapshots_size(&self) -> (usize, usize) {
-        let kept = self.0.file_snapshots.read();
-        (kept.map.len(), kept.bytes)
-    }
 }

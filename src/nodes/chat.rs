@@ -27,6 +27,21 @@ use crate::output_schema::{self, OutputSchema};
 /// usage counts in the network's totals ([`RunnableNetwork::record_usage`](crate::RunnableNetwork::record_usage)); an answer cut off by the output limit is flagged
 /// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
 /// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
+///
+/// [`ChatNode::new`] and [`ChatNode::for_step`] make the usual ones; any
+/// other is its fields, attached with [`NodeRef::create`]:
+///
+/// ```
+/// use lc_agent::{ChatNode, NodeRef, ToolChoice};
+///
+/// # let net = lc_agent::RunnableNetwork::builder().build();
+/// # let _scope = net.enter();
+/// let forced = NodeRef::create(ChatNode {
+///     tool_choice: Some(ToolChoice::Tool("lookup".into())),
+///     ..ChatNode::default()
+/// });
+/// # assert_eq!(forced.kind(), "chat");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatNode {
     /// The model to use; `None` means the route of the node's step, else
@@ -66,41 +81,11 @@ limit. Continue exactly where it stopped, without repeating what you already wro
         NodeRef::create(ChatNode::default())
     }
 
-    /// A chat node using the model called `name`, attached to the active
-    /// network.
-    pub fn with_model(name: impl Into<String>) -> NodeRef {
-        NodeRef::create(ChatNode {
-            chat_model_name: Some(name.into()),
-            ..ChatNode::default()
-        })
-    }
-
     /// A chat node of this step (its model comes from the step's route),
     /// attached to the active network.
     pub fn for_step(step: impl Into<String>) -> NodeRef {
         NodeRef::create(ChatNode {
             step: Some(step.into()),
-            ..ChatNode::default()
-        })
-    }
-
-    /// A chat node using the network's model whose final answer must be a
-    /// JSON value valid against `schema` (see [`OutputSchema`]: asked of
-    /// the provider, checked, asked again with the errors, the value saved
-    /// as `metadata["structured_output"]`), attached to the active network.
-    pub fn with_schema(schema: OutputSchema) -> NodeRef {
-        NodeRef::create(ChatNode {
-            output_schema: Some(schema),
-            ..ChatNode::default()
-        })
-    }
-
-    /// A chat node using the network's model that must answer with this
-    /// tool choice (e.g. [`ToolChoice::Required`] or a named tool),
-    /// attached to the active network.
-    pub fn with_tool_choice(choice: ToolChoice) -> NodeRef {
-        NodeRef::create(ChatNode {
-            tool_choice: Some(choice),
             ..ChatNode::default()
         })
     }

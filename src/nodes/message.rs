@@ -51,10 +51,10 @@ impl NodeLogic for HumanNode {
         true
     }
     async fn invoke(&self, _ctx: NodeContext) -> Result<Message> {
-        Ok(Message::human_with_parts(
-            self.text.clone(),
-            self.parts.clone(),
-        ))
+        Ok(Message::Human {
+            content: self.text.clone(),
+            parts: self.parts.clone(),
+        })
     }
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
         fields_of(self)

@@ -73,16 +73,13 @@ impl NetworkNode {
     /// A sub-network node around `inner`, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(inner: RunnableNetwork) -> NodeRef {
-        NodeRef::create(Self::logic(inner))
+        NodeRef::create(Self::with_input(inner, NetworkInput::Conversation))
     }
 
-    /// The node's logic around `inner`, to add explicitly (it sees the
-    /// outer conversation).
-    pub fn logic(inner: RunnableNetwork) -> Self {
-        Self::with_input(inner, NetworkInput::Conversation)
-    }
-
-    /// The logic around `inner` with this input.
+    /// The node's logic around `inner` with this input, to add explicitly:
+    /// [`NetworkInput::Isolated`] for a sub-agent's task,
+    /// [`NetworkInput::Routed`] for a supervisor's route (saved with
+    /// `"isolated": true` or `"routed": true`).
     pub fn with_input(inner: RunnableNetwork, input: NetworkInput) -> Self {
         NetworkNode {
             network: inner,
@@ -90,31 +87,9 @@ impl NetworkNode {
         }
     }
 
-    /// The logic of an *isolated* sub-network (a sub-agent's task, see
-    /// [`NetworkInput::Isolated`]). Saved with `"isolated": true`.
-    pub fn isolated(inner: RunnableNetwork) -> Self {
-        Self::with_input(inner, NetworkInput::Isolated)
-    }
-
-    /// The logic of a *routed* sub-network (a supervisor's route, see
-    /// [`NetworkInput::Routed`]). Saved with `"routed": true`.
-    pub fn routed(inner: RunnableNetwork) -> Self {
-        Self::with_input(inner, NetworkInput::Routed)
-    }
-
     /// What the sub-network sees.
     pub fn input(&self) -> NetworkInput {
         self.input
-    }
-
-    /// Whether the sub-network is isolated (see [`NetworkNode::isolated`]).
-    pub fn is_isolated(&self) -> bool {
-        self.input == NetworkInput::Isolated
-    }
-
-    /// Whether the sub-network is routed (see [`NetworkNode::routed`]).
-    pub fn is_routed(&self) -> bool {
-        self.input == NetworkInput::Routed
     }
 
     /// The inner network.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lc_agent::{AnthropicChatModel, AnthropicChatModelBuilder};
+use lc_agent::{AnthropicChatModel, AnthropicChatModelBuilder, NodeRef};
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, ChatResponse, FnTool, History, HumanNode, Message,
     ModelError, RunnableNetwork, StreamDelta, ToolCall, ToolChoice, ToolSpec, Usage,
@@ -133,7 +133,7 @@ async fn a_plain_answer_with_its_headers_usage_and_stop_reason() {
     assert_eq!(server.header(0, "x-api-key").as_deref(), Some(KEY));
     assert_eq!(
         server.header(0, "anthropic-version").as_deref(),
-        Some(AnthropicChatModel::API_VERSION)
+        Some("2023-06-01")
     );
     assert_eq!(
         server.authorization(0),
@@ -634,7 +634,10 @@ async fn the_agent_loop_runs_a_forced_call_and_sends_its_result() {
     {
         let _scope = net.enter();
         HumanNode::new("Weather in Nowhere?");
-        ChatNode::with_tool_choice(ToolChoice::Tool("get_weather".into()));
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("get_weather".into())),
+            ..ChatNode::default()
+        });
     }
 
     let reply = net.invoke().await.unwrap();

@@ -188,17 +188,35 @@ async fn listing_and_paging(list: &dyn NetworkList, other: &dyn NetworkList) {
     assert_eq!(names, ["s6", "s5", "s4", "s3", "s2", "s1", "s0"]);
     assert!(page.errors.is_empty(), "{:?}", page.errors);
     // Pages.
-    let p1 = list.list(&ListQuery::default().limit(3)).await.expect("p1");
+    let p1 = list
+        .list(&ListQuery {
+            limit: 3,
+            ..ListQuery::default()
+        })
+        .await
+        .expect("p1");
     let p2 = list
-        .list(&ListQuery::default().offset(3).limit(3))
+        .list(&ListQuery {
+            offset: 3,
+            limit: 3,
+            ..ListQuery::default()
+        })
         .await
         .expect("p2");
     let p3 = list
-        .list(&ListQuery::default().offset(6).limit(3))
+        .list(&ListQuery {
+            offset: 6,
+            limit: 3,
+            ..ListQuery::default()
+        })
         .await
         .expect("p3");
     let p4 = list
-        .list(&ListQuery::default().offset(9).limit(3))
+        .list(&ListQuery {
+            offset: 9,
+            limit: 3,
+            ..ListQuery::default()
+        })
         .await
         .expect("p4");
     assert_eq!(
@@ -221,13 +239,19 @@ async fn listing_and_paging(list: &dyn NetworkList, other: &dyn NetworkList) {
     let s0 = list.load(ids[0]).await.expect("load s0");
     list.save(&s0).await.expect("save s0");
     let page = list
-        .list(&ListQuery::default().limit(2))
+        .list(&ListQuery {
+            limit: 2,
+            ..ListQuery::default()
+        })
         .await
         .expect("list");
     assert_eq!(page.sessions[0].name, "s0");
     // Users are separate namespaces.
     let theirs = list
-        .list(&ListQuery::default().user(other.user()))
+        .list(&ListQuery {
+            user: Some(other.user().into()),
+            ..ListQuery::default()
+        })
         .await
         .expect("list other");
     assert_eq!(theirs.total, 1);
@@ -238,7 +262,11 @@ async fn listing_and_paging(list: &dyn NetworkList, other: &dyn NetworkList) {
         Err(ListError::NotFound { .. })
     ));
     assert!(matches!(
-        list.list(&ListQuery::default().user("../etc")).await,
+        list.list(&ListQuery {
+            user: Some("../etc".into()),
+            ..ListQuery::default()
+        })
+        .await,
         Err(ListError::InvalidUser(_))
     ));
     other.delete(mine).await.expect("delete other");

@@ -37,14 +37,14 @@ fn tool_image_result() -> Message {
 
 fn conversation() -> History {
     History::from_messages([
-        Message::human_with_parts(
-            "What is in these?",
-            vec![
+        Message::Human {
+            content: "What is in these?".into(),
+            parts: vec![
                 ContentPart::image_base64("image/png", PIXEL),
-                ContentPart::text("and"),
+                ContentPart::Text { text: "and".into() },
                 ContentPart::image_url("https://example.com/cat.jpg"),
             ],
-        ),
+        },
         Message::ai_with_tools(
             "",
             vec![lc_agent::ToolCall::new(

@@ -396,7 +396,7 @@ async fn trimming_keeps_the_contents_of_the_last_turns() {
             json!([{"path": "/a.md", "before": format!("h{i}"), "after": "x", "in_graph": false}]),
         );
     }
-    assert_eq!(net.file_snapshots_size().0, 4);
+    assert!((0..4).all(|i| net.file_snapshot(&format!("h{i}")).is_some()));
     assert_eq!(net.trim_file_snapshots(10), 0);
     assert_eq!(net.trim_file_snapshots(2), 2);
     assert!(net.file_snapshot("h1").is_none());

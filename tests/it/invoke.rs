@@ -596,7 +596,10 @@ async fn a_sub_network_sees_the_outer_conversation_and_uses_outer_models() {
     {
         let _s = inner.enter();
         SystemNode::new("You are the inner agent.");
-        ChatNode::with_model("transcript");
+        NodeRef::create(ChatNode {
+            chat_model_name: Some("transcript".into()),
+            ..ChatNode::default()
+        });
     }
     net.register_model("transcript", Transcript);
     {

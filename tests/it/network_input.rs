@@ -22,9 +22,9 @@ fn each_input_saves_its_flag_and_loads_back_exactly() {
         HumanNode::new("hi");
     }
     let nodes = [
-        NetworkNode::logic(inner("plain")),
-        NetworkNode::isolated(inner("isolated")),
-        NetworkNode::routed(inner("routed")),
+        NetworkNode::with_input(inner("plain"), NetworkInput::Conversation),
+        NetworkNode::with_input(inner("isolated"), NetworkInput::Isolated),
+        NetworkNode::with_input(inner("routed"), NetworkInput::Routed),
         NetworkNode::with_input(inner("routed again"), NetworkInput::Routed),
     ];
     let root = outer.nodes()[0].id();
@@ -52,26 +52,19 @@ fn each_input_saves_its_flag_and_loads_back_exactly() {
 
     let loaded = RunnableNetwork::from_json(&saved).unwrap();
     assert_eq!(loaded.to_json().unwrap(), saved);
-    let inputs: Vec<(NetworkInput, bool, bool, bool)> = loaded
+    let inputs: Vec<(NetworkInput, bool)> = loaded
         .nodes()
         .iter()
         .filter_map(|n| n.downcast::<NetworkNode>())
-        .map(|n| {
-            (
-                n.input(),
-                n.is_isolated(),
-                n.is_routed(),
-                n.in_conversation(),
-            )
-        })
+        .map(|n| (n.input(), n.in_conversation()))
         .collect();
     assert_eq!(
         inputs,
         [
-            (NetworkInput::Conversation, false, false, true),
-            (NetworkInput::Isolated, true, false, false),
-            (NetworkInput::Routed, false, true, false),
-            (NetworkInput::Routed, false, true, false),
+            (NetworkInput::Conversation, true),
+            (NetworkInput::Isolated, false),
+            (NetworkInput::Routed, false),
+            (NetworkInput::Routed, false),
         ]
     );
     assert_eq!(NetworkInput::default(), NetworkInput::Conversation);

@@ -1064,7 +1064,10 @@ async fn chat_nodes_send_their_tool_choice() {
     {
         let _scope = net.enter();
         lc_agent::HumanNode::new("one");
-        lc_agent::ChatNode::with_tool_choice(lc_agent::ToolChoice::Tool("get_weather".into()));
+        lc_agent::NodeRef::create(lc_agent::ChatNode {
+            tool_choice: Some(lc_agent::ToolChoice::Tool("get_weather".into())),
+            ..lc_agent::ChatNode::default()
+        });
     }
     net.invoke().await.unwrap();
     net.set_tool_choice_route("chat", Some(lc_agent::ToolChoice::Required));
@@ -1431,7 +1434,10 @@ async fn a_forced_choice_is_not_inherited_by_the_next_turn() {
     {
         let _scope = net.enter();
         lc_agent::HumanNode::new("Weather?");
-        lc_agent::ChatNode::with_tool_choice(lc_agent::ToolChoice::Tool("get_weather".into()));
+        lc_agent::NodeRef::create(lc_agent::ChatNode {
+            tool_choice: Some(lc_agent::ToolChoice::Tool("get_weather".into())),
+            ..lc_agent::ChatNode::default()
+        });
     }
 
     assert_eq!(net.invoke().await.unwrap().text(), "Sunny.");

@@ -1,7 +1,9 @@
 //! Model routing: a step -> model map in the network's metadata decides
 //! which model each chat node calls, and the node records the one used.
 
-use lc_agent::{ChatNode, HumanNode, NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode};
+use lc_agent::{
+    ChatNode, HumanNode, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel, SystemNode,
+};
 use serde_json::json;
 
 fn model(name: &str) -> ScriptedChatModel {
@@ -29,7 +31,10 @@ async fn steps_use_their_routes_and_fall_back_to_the_chat_model() {
         HumanNode::new("summarize");
         let summary = ChatNode::for_step("summary");
         HumanNode::new("again");
-        let pinned = ChatNode::with_model("pinned");
+        let pinned = NodeRef::create(ChatNode {
+            chat_model_name: Some("pinned".into()),
+            ..ChatNode::default()
+        });
         (plain, summary, pinned)
     };
     net.invoke().await.unwrap();

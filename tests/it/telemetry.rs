@@ -121,11 +121,13 @@ fn network(main: ScriptedChatModel) -> RunnableNetwork {
         ))
         .build();
     net.set_model_route(SUMMARY_STEP, "summarizer");
-    let mut config = SummarizationConfig::default()
-        .trigger_fraction(None)
-        .every_human_turns(2)
-        .keep_messages(1);
-    config.approximate_tokens = true;
+    let config = SummarizationConfig {
+        trigger_fraction: None,
+        every_human_turns: Some(2),
+        keep_messages: 1,
+        approximate_tokens: true,
+        ..SummarizationConfig::default()
+    };
     net.add_modifier(SummarizationModifier::new(config))
         .unwrap();
     {

@@ -17,7 +17,7 @@ async fn file_tools_over_a_directory_with_bad_calls_as_per_call_errors() {
     let dir = tempfile::tempdir().unwrap();
     let backend = FilesystemBackend::new(dir.path()).unwrap();
     let executor = ToolExecutor::from_shared(all_tools(backend));
-    let defs = executor.openai_tools();
+    let defs = openai_tools(executor.tools());
     let names: Vec<&str> = defs
         .iter()
         .map(|d| d["function"]["name"].as_str().unwrap())
@@ -158,5 +158,5 @@ async fn with_network_the_tools_work_on_the_sessions_files() {
     assert!(results[0].success, "{:?}", results[0]);
     assert_eq!(net.files()["/n.md"].content, ["note"]);
     let shared: Vec<Arc<dyn Tool>> = executor.tools().to_vec();
-    assert_eq!(openai_tools(&shared), executor.openai_tools());
+    assert_eq!(openai_tools(&shared), openai_tools(executor.tools()));
 }

@@ -2,7 +2,7 @@
 //! (`response_format`, or a forced tool), the answer checked and asked
 //! again with the errors, the value saved on the node.
 
-use lc_agent::{AnthropicChatModel, MAX_ANSWERS};
+use lc_agent::{AnthropicChatModel, NodeRef, MAX_ANSWERS};
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, History, HumanNode, Message, NetworkError, OpenAiChatModel,
     OutputSchema, RunnableNetwork, ScriptedChatModel, StreamDelta, Turn,
@@ -89,7 +89,10 @@ async fn an_answer_that_never_fits_fails_with_the_errors() {
     let chat = {
         let _s = net.enter();
         HumanNode::new("How big is Lyon?");
-        ChatNode::with_schema(city_schema())
+        NodeRef::create(ChatNode {
+            output_schema: Some(city_schema()),
+            ..ChatNode::default()
+        })
     };
     let error = net.invoke().await.unwrap_err();
     let NetworkError::NodeFailed { source, .. } = &error else {

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use lc_agent::{
     AnthropicChatModel, ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message,
-    RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
+    NodeRef, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -144,7 +144,10 @@ async fn a_forced_tool_call_is_run_and_answered_through_the_agent_loop() {
     {
         let _scope = net.enter();
         HumanNode::new("What does the word 'hello' mean? Look it up.");
-        ChatNode::with_tool_choice(ToolChoice::Tool("lookup".into()));
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("lookup".into())),
+            ..ChatNode::default()
+        });
     }
 
     let reply = match net.invoke().await {

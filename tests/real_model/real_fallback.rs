@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatNode, FnTool, HumanNode, OpenAiChatModel, RunnableNetwork, ToolChoice, ToolOutput,
+    ChatNode, FnTool, HumanNode, NodeRef, OpenAiChatModel, RunnableNetwork, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -58,7 +58,10 @@ async fn a_server_stopped_mid_run_falls_back_to_the_second_and_says_so() {
     let first = {
         let _scope = net.enter();
         HumanNode::new("Stop the server.");
-        ChatNode::with_tool_choice(ToolChoice::Tool("stop_server".into()))
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("stop_server".into())),
+            ..ChatNode::default()
+        })
     };
 
     let reply = net.invoke().await.unwrap_or_else(|e| panic!("{e}"));

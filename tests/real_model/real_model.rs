@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message, ModelError,
-    NetworkError, OpenAiChatModel, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
+    NetworkError, NodeRef, OpenAiChatModel, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -93,7 +93,10 @@ async fn a_forced_tool_call_is_parsed_run_and_answered() {
     {
         let _scope = net.enter();
         HumanNode::new("What does the word 'hello' mean? Look it up.");
-        ChatNode::with_tool_choice(ToolChoice::Tool("lookup".into()));
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("lookup".into())),
+            ..ChatNode::default()
+        });
     }
 
     let reply = match net.invoke().await {

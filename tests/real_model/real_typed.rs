@@ -4,7 +4,7 @@
 //! which the server answers under a grammar built from the schema. The
 //! tests assert the protocol and that the value fits, never the wording.
 
-use lc_agent::{ChatNode, HumanNode, OpenAiChatModel, OutputSchema, RunnableNetwork};
+use lc_agent::{ChatNode, HumanNode, NodeRef, OpenAiChatModel, OutputSchema, RunnableNetwork};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -90,7 +90,10 @@ async fn a_chat_node_schema_on_the_real_model_is_met_and_saved() {
     let chat = {
         let _scope = net.enter();
         HumanNode::new("Is Paris in France?");
-        ChatNode::with_schema(schema)
+        NodeRef::create(ChatNode {
+            output_schema: Some(schema),
+            ..ChatNode::default()
+        })
     };
     net.invoke().await.unwrap();
     let value = chat.metadata_value("structured_output").unwrap();

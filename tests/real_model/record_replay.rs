@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, ChatNode, FnTool, HumanNode, JsonNetworkList, NetworkList, OpenAiChatModel,
+    ChatModel, ChatNode, FnTool, HumanNode, JsonNetworkList, NetworkList, NodeRef, OpenAiChatModel,
     RecordingChatModel, ReplayChatModel, RunnableNetwork, ToolChoice, ToolOutput,
 };
 use serde_json::{json, Value};
@@ -49,7 +49,10 @@ async fn conversation(model: Arc<dyn ChatModel>, sessions: &std::path::Path) -> 
     {
         let _scope = net.enter();
         HumanNode::new("What does the word 'hello' mean? Look it up.");
-        ChatNode::with_tool_choice(ToolChoice::Tool("lookup".into()));
+        NodeRef::create(ChatNode {
+            tool_choice: Some(ToolChoice::Tool("lookup".into())),
+            ..ChatNode::default()
+        });
     }
     net.invoke().await.unwrap();
     {

@@ -38,9 +38,19 @@ use crate::workspace::Workspace;
 
 /// What a caller sets on top of (or instead of) a blueprint: the CLI's
 /// flags, a server's deployment settings. `None`/empty leaves a setting
-/// as the blueprint has it.
+/// as the blueprint has it, so `Overrides::default()` overrides nothing:
+///
+/// ```
+/// use lc_agent_deepagent::{Overrides, Workspace};
+///
+/// let overrides = Overrides {
+///     workspace: Some(Workspace::directory("/work").shell(true)),
+///     summaries: Some(true),
+///     ..Overrides::default()
+/// };
+/// # assert!(!overrides.memory);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
 pub struct Overrides {
     /// Where the file tools work.
     pub workspace: Option<Workspace>,
@@ -64,77 +74,6 @@ pub struct Overrides {
     /// Hosts `fetch_url` may fetch, added to the blueprint's allow-list
     /// (any: the tool is on).
     pub fetch_url: Vec<String>,
-}
-
-impl Overrides {
-    /// Nothing overridden.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// Sets the workspace.
-    #[must_use]
-    pub fn workspace(mut self, workspace: Workspace) -> Self {
-        self.workspace = Some(workspace);
-        self
-    }
-
-    /// Sets the skills directory.
-    #[must_use]
-    pub fn skills_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.skills_dir = Some(dir.into());
-        self
-    }
-
-    /// Adds MCP servers.
-    #[must_use]
-    pub fn mcp(mut self, config: McpConfig) -> Self {
-        self.mcp.merge(config);
-        self
-    }
-
-    /// Turns summaries on or off (`None`: as the blueprint says).
-    #[must_use]
-    pub fn summaries(mut self, on: impl Into<Option<bool>>) -> Self {
-        self.summaries = on.into();
-        self
-    }
-
-    /// Sets the main model's context window.
-    #[must_use]
-    pub fn context_window(mut self, tokens: impl Into<Option<usize>>) -> Self {
-        self.context_window = tokens.into();
-        self
-    }
-
-    /// Turns project memory files on or off (`None`: as the blueprint says).
-    #[must_use]
-    pub fn project_memory(mut self, on: impl Into<Option<bool>>) -> Self {
-        self.project_memory = on.into();
-        self
-    }
-
-    /// Turns `fetch_url` on for these hosts too (see
-    /// [`FetchUrlSpec`](crate::FetchUrlSpec)).
-    #[must_use]
-    pub fn fetch_url(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
-        self.fetch_url.extend(hosts);
-        self
-    }
-
-    /// Turns memory on.
-    #[must_use]
-    pub fn memory(mut self, on: bool) -> Self {
-        self.memory = on;
-        self
-    }
-
-    /// Turns the line tools on.
-    #[must_use]
-    pub fn line_tools(mut self, on: bool) -> Self {
-        self.line_tools = on;
-        self
-    }
 }
 
 /// A setting of a blueprint that an override can change.
@@ -386,11 +325,6 @@ impl Blueprint {
     ) -> Result<DeepAgentBuilder, SpecError> {
         self.spec.builder_in(resolve, context)
     }
-
-    /// Stores the blueprint in the session (saved with it).
-    pub fn store_in(&self, network: &RunnableNetwork) -> Result<(), SpecError> {
-        self.spec.store_in(network)
-    }
 }
 
 #[cfg(test)]
@@ -417,7 +351,7 @@ mod tests {
         let caller = spec("caller", Workspace::directory("/caller"));
         let stored = spec("stored", Workspace::directory("/stored"));
         let session = session_with(&stored);
-        let none = Overrides::none();
+        let none = Overrides::default();
 
         let resumed = Blueprint::resolve(Some(&session), Some(&caller), &none).unwrap();
         assert_eq!(
@@ -435,15 +369,17 @@ mod tests {
     fn overrides_replace_stored_settings_and_say_which() {
         let stored = spec("stored", Workspace::directory("/stored"));
         let session = session_with(&stored);
-        let overrides = Overrides::none()
-            .workspace(Workspace::directory("/new").shell(true))
-            .skills_dir("/skills")
-            .mcp(McpConfig {
+        let overrides = Overrides {
+            workspace: Some(Workspace::directory("/new").shell(true)),
+            skills_dir: Some("/skills".into()),
+            mcp: McpConfig {
                 mcp_servers: [("time".to_string(), McpServerConfig::http("http://x/mcp"))]
                     .into_iter()
                     .collect(),
-            })
-            .memory(true);
+            },
+            memory: true,
+            ..Overrides::default()
+        };
         let resumed = Blueprint::resolve(Some(&session), None, &overrides).unwrap();
         assert_eq!(
             resumed.spec.backend,
@@ -474,6 +410,6 @@ mod tests {
         let session = RunnableNetwork::builder().build();
         session.set_metadata(crate::spec::AGENT_SPEC_KEY, serde_json::json!({"modle": 1}));
         let caller = spec("caller", Workspace::Session);
-        assert!(Blueprint::resolve(Some(&session), Some(&caller), &Overrides::none()).is_err());
+        assert!(Blueprint::resolve(Some(&session), Some(&caller), &Overrides::default()).is_err());
     }
 }

@@ -125,7 +125,11 @@ impl DeepAgentBuilder {
     }
 
     /// A shared model under `name` (`main` is the main one).
-    pub fn model_shared(mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> Self {
+    pub(crate) fn model_shared(
+        mut self,
+        name: impl Into<String>,
+        model: Arc<dyn ChatModel>,
+    ) -> Self {
         self.models.push((name.into(), model));
         self
     }

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The tool's name.
-pub const FETCH_URL: &str = "fetch_url";
+pub(crate) const FETCH_URL: &str = "fetch_url";
 
 /// Redirects followed at most.
 const MAX_REDIRECTS: usize = 5;

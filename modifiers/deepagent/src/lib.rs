@@ -149,7 +149,7 @@ pub use compose::{Blueprint, Override, Overrides, Setting};
 pub use context::AgentContext;
 pub use decisions::{Decision, DecisionKind, Decisions};
 pub use deep_agent::{DeepAgent, DeepAgentBuilder, BASE_PROMPT, MAIN_MODEL};
-pub use fetch_url::{FetchUrl, FetchUrlSpec, FETCH_URL};
+pub use fetch_url::{FetchUrl, FetchUrlSpec};
 pub use hooks::{HookDecision, HookSettings, HookSettingsError, HooksModifier};
 pub use lean::LEAN_BELOW;
 pub use modes::{
@@ -158,17 +158,17 @@ pub use modes::{
 pub use permissions::PathRulesModifier;
 pub use project_memory::{ProjectMemory, ProjectMemorySpec};
 pub use resilience::{CallLimitsSpec, ClearToolResultsSpec, ResilienceSpec, ToolRetrySpec};
-pub use skills::{load_skills, parse_skill, Skill, SkillError, SkillsModifier};
+pub use skills::{Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,
 };
-pub use subagents::{SubAgent, SubAgentModifier, TASK, TASK_CALL_KEY};
+pub use subagents::{SubAgent, SubAgentModifier, TASK};
 pub use summarization::{
     compact, summarizer_of, CompactError, Compaction, SummarizationConfig, SummarizationModifier,
-    SummaryError, SUMMARY_HEADING, SUMMARY_STEP,
+    SummaryError, SUMMARY_STEP,
 };
 pub use supervisor::{Route, Supervisor};
-pub use titles::{clean_title, title_of, write_title, TitleError, TITLE_KEY, TITLE_STEP};
+pub use titles::{title_of, write_title, TitleError, TITLE_KEY, TITLE_STEP};
 pub use todos::{todos_of, Todo, TodoListModifier, TodoStatus, TODOS_KEY, TODOS_PROMPT};
 #[cfg(feature = "tokens")]
 pub use tokens::TiktokenCounter;

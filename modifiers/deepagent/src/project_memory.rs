@@ -159,7 +159,7 @@ struct Read {
 /// std::fs::write(dir.path().join("AGENTS.md"), "Run `cargo fmt` before you commit.").unwrap();
 /// let net = RunnableNetwork::builder().default_node("chat").chat_model("m")
 ///     .model("m", ScriptedChatModel::new(["ok"])).build();
-/// let memory = ProjectMemory::new(["AGENTS.md"]).root(dir.path()).no_user_files();
+/// let memory = ProjectMemory::new(["AGENTS.md"]).root(dir.path()).user_dir(None);
 /// net.add_modifier(memory.clone()).unwrap();
 /// { let _s = net.enter(); HumanNode::new("hi"); }
 /// net.invoke().await.unwrap();
@@ -225,17 +225,11 @@ impl ProjectMemory {
         self
     }
 
-    /// The user's files from `dir` instead of the configuration directory.
+    /// The user's files from `dir` instead of the configuration directory;
+    /// `None`: no user files (the project's only).
     #[must_use]
-    pub fn user_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.user_dir = Some(dir.into());
-        self
-    }
-
-    /// No user files (the project's only).
-    #[must_use]
-    pub fn no_user_files(mut self) -> Self {
-        self.user_dir = None;
+    pub fn user_dir(mut self, dir: impl Into<Option<PathBuf>>) -> Self {
+        self.user_dir = dir.into();
         self
     }
 

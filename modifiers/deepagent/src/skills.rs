@@ -107,16 +107,7 @@ struct FrontMatter {
 }
 
 /// Reads one `SKILL.md` (its text and virtual path).
-///
-/// ```
-/// use lc_agent_deepagent::parse_skill;
-///
-/// let skill = parse_skill("/skills/csv/SKILL.md", "---\nname: csv\ndescription: Clean CSV files\n---\nSteps...")?;
-/// assert_eq!((skill.name.as_str(), skill.description.as_str()), ("csv", "Clean CSV files"));
-/// assert!(parse_skill("/skills/x/SKILL.md", "no front matter").is_err());
-/// # Ok::<(), lc_agent_deepagent::SkillError>(())
-/// ```
-pub fn parse_skill(path: &str, text: &str) -> std::result::Result<Skill, SkillError> {
+pub(crate) fn parse_skill(path: &str, text: &str) -> std::result::Result<Skill, SkillError> {
     let no_front = || SkillError::NoFrontMatter {
         path: path.to_string(),
     };
@@ -163,7 +154,10 @@ pub fn parse_skill(path: &str, text: &str) -> std::result::Result<Skill, SkillEr
 /// Finds the skills under `root` (each folder directly below it with a
 /// `SKILL.md`), sorted by name, and the files that were skipped and why.
 /// A missing `root` has no skills.
-pub async fn load_skills(backend: &dyn Backend, root: &str) -> (Vec<Skill>, Vec<SkillError>) {
+pub(crate) async fn load_skills(
+    backend: &dyn Backend,
+    root: &str,
+) -> (Vec<Skill>, Vec<SkillError>) {
     let root = match path::normalize(root) {
         Ok(root) => root,
         Err(source) => {
@@ -360,5 +354,24 @@ impl NetworkModifier for SkillsModifier {
             request.system.push(section);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skill_is_its_front_matter_and_a_file_without_one_is_refused() {
+        let skill = parse_skill(
+            "/skills/csv/SKILL.md",
+            "---\nname: csv\ndescription: Clean CSV files\n---\nSteps...",
+        )
+        .unwrap();
+        assert_eq!(
+            (skill.name.as_str(), skill.description.as_str()),
+            ("csv", "Clean CSV files")
+        );
+        assert!(parse_skill("/skills/x/SKILL.md", "no front matter").is_err());
     }
 }

@@ -405,8 +405,8 @@ impl AgentSpec {
         Ok(())
     }
 
-    /// The agent, with models made by `resolve` (see
-    /// [`AgentSpec::openai_models`] for the usual one), in the default
+    /// The agent, with models made by `resolve` (the usual one is
+    /// `|_, model| model.open()`, see [`ModelSpec::open`]), in the default
     /// [`AgentContext`] (memory without a `dir` in the user's data
     /// directory).
     pub fn builder(
@@ -552,7 +552,7 @@ impl AgentSpec {
                 if let Some(tokens) = model.context_window
                     && config.context_windows.own_window(name).is_none()
                 {
-                    config = config.context_window(name.clone(), tokens);
+                    config.context_windows = config.context_windows.with(name.clone(), tokens);
                 }
             }
             agent = agent.summarization(config);
@@ -601,13 +601,6 @@ impl AgentSpec {
             .validate()
             .map_err(|e| SpecError::Invalid(e.to_string()))?;
         Ok(config)
-    }
-
-    /// The usual resolver: each entry's model from its provider
-    /// ([`ModelSpec::open`]; OpenAI-compatible unless it says
-    /// `provider = "anthropic"`).
-    pub fn openai_models(_name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, SpecError> {
-        spec.open()
     }
 }
 

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, ChatRequest, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result,
+    ChatNode, ChatRequest, HumanNode, NetworkInput, NetworkModifier, NetworkNode, NodeRef, Result,
     RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
@@ -72,7 +72,7 @@ pub(crate) const GENERAL_PURPOSE: &str = "general-purpose";
 pub(crate) const DEFAULT_MAX_DEPTH: usize = 3;
 
 /// The metadata key on a task's sub-network node naming the call it serves.
-pub const TASK_CALL_KEY: &str = "task_call_id";
+pub(crate) const TASK_CALL_KEY: &str = "task_call_id";
 
 /// The instructions of the general-purpose sub-agent.
 const GENERAL_PURPOSE_INSTRUCTIONS: &str = "You are a sub-agent working on one task for \
@@ -304,7 +304,7 @@ impl SubAgentModifier {
             return Ok(());
         };
         let inner = self.task_network(network, agent, &args.description);
-        let logic = NetworkNode::isolated(inner);
+        let logic = NetworkNode::with_input(inner, NetworkInput::Isolated);
         run_before(network, child, logic, agent.step(), TASK_CALL_KEY)
     }
 }
@@ -348,12 +348,6 @@ impl SubAgentModifier {
     /// Adds (or replaces) a named sub-agent.
     pub fn subagent(mut self, agent: SubAgent) -> Self {
         self.agents_mut().by_name.insert(agent.name.clone(), agent);
-        self
-    }
-
-    /// Leaves out the general-purpose sub-agent.
-    pub fn without_general_purpose(mut self) -> Self {
-        self.agents_mut().by_name.shift_remove(GENERAL_PURPOSE);
         self
     }
 

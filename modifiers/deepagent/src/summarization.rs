@@ -79,7 +79,7 @@ open. Leave out pleasantries and repetition. Write plain prose and short lists, 
 hundred words. Answer with the updated summary only.";
 
 /// The text that opens a summary in requests.
-pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation";
+pub(crate) const SUMMARY_HEADING: &str = "Summary of the earlier conversation";
 
 /// Characters of one message a summary request shows at most (the
 /// history file keeps everything).
@@ -91,7 +91,10 @@ const MESSAGE_CAP: usize = 4_000;
 /// ```
 /// use lc_agent_deepagent::SummarizationConfig;
 ///
-/// let config = SummarizationConfig::default().every_human_turns(None).trigger_tokens(50_000);
+/// let config = SummarizationConfig {
+///     trigger_tokens: Some(50_000),
+///     ..SummarizationConfig::default()
+/// };
 /// assert_eq!(config.trigger_fraction, Some(0.85));
 /// assert_eq!(config.keep_messages, 6);
 /// // No summary by turn count unless asked for.
@@ -131,50 +134,6 @@ impl Default for SummarizationConfig {
             approximate_tokens: false,
             history_dir: HISTORY_DIR.to_string(),
         }
-    }
-}
-
-impl SummarizationConfig {
-    /// Sets [`SummarizationConfig::trigger_fraction`].
-    #[must_use]
-    pub fn trigger_fraction(mut self, fraction: impl Into<Option<f64>>) -> Self {
-        self.trigger_fraction = fraction.into();
-        self
-    }
-
-    /// Sets [`SummarizationConfig::trigger_tokens`].
-    #[must_use]
-    pub fn trigger_tokens(mut self, tokens: impl Into<Option<usize>>) -> Self {
-        self.trigger_tokens = tokens.into();
-        self
-    }
-
-    /// Sets [`SummarizationConfig::every_human_turns`].
-    #[must_use]
-    pub fn every_human_turns(mut self, turns: impl Into<Option<usize>>) -> Self {
-        self.every_human_turns = turns.into();
-        self
-    }
-
-    /// Sets [`SummarizationConfig::keep_messages`].
-    #[must_use]
-    pub fn keep_messages(mut self, n: usize) -> Self {
-        self.keep_messages = n;
-        self
-    }
-
-    /// Sets the context window of a model (name or prefix).
-    #[must_use]
-    pub fn context_window(mut self, model: impl Into<String>, tokens: usize) -> Self {
-        self.context_windows = self.context_windows.with(model, tokens);
-        self
-    }
-
-    /// Sets every context window at once (from a file, say).
-    #[must_use]
-    pub fn context_windows(mut self, windows: ContextWindows) -> Self {
-        self.context_windows = windows;
-        self
     }
 }
 
@@ -307,7 +266,11 @@ pub async fn compact(network: &RunnableNetwork) -> std::result::Result<Compactio
 /// // An offline stand-in: it answers each turn, and writes the summary.
 /// let model = ScriptedChatModel::new(["one", "two", "The user counted.", "three"]);
 /// let net = RunnableNetwork::builder().default_node("chat").chat_model("m").model("m", model).build();
-/// let config = SummarizationConfig::default().every_human_turns(2).keep_messages(1);
+/// let config = SummarizationConfig {
+///     every_human_turns: Some(2),
+///     keep_messages: 1,
+///     ..SummarizationConfig::default()
+/// };
 /// net.add_modifier(SummarizationModifier::new(config))?;
 /// for text in ["1", "2", "3"] {
 ///     { let _scope = net.enter(); HumanNode::new(text); }

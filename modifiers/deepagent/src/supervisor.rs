@@ -20,8 +20,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, HumanNode, NetworkModifier, NetworkNode, NodeRef, Result, RunnableNetwork,
-    SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
+    ChatNode, HumanNode, NetworkInput, NetworkModifier, NetworkNode, NodeRef, Result,
+    RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -239,7 +239,7 @@ impl SupervisorModifier {
             let _scope = inner.enter();
             HumanNode::new(args.prompt);
         }
-        let logic = NetworkNode::routed(inner);
+        let logic = NetworkNode::with_input(inner, NetworkInput::Routed);
         let name = format!("route:{}", route.name);
         crate::delegation::run_before(network, child, logic, name, ROUTE_CALL_KEY)
     }

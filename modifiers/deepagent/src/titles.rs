@@ -95,14 +95,7 @@ pub fn title_of(text: &str) -> String {
 
 /// A model's answer as a title: its first non-empty line without quotes,
 /// a `Title:` label, Markdown marks or a final period, then [`title_of`].
-///
-/// ```
-/// use lc_agent_deepagent::clean_title;
-///
-/// assert_eq!(clean_title("Title: \"Reverse words in Rust.\"\nmore"), "Reverse words in Rust");
-/// assert_eq!(clean_title("**Plan a trip**"), "Plan a trip");
-/// ```
-pub fn clean_title(text: &str) -> String {
+pub(crate) fn clean_title(text: &str) -> String {
     let line = text
         .lines()
         .map(str::trim)
@@ -197,6 +190,11 @@ mod tests {
 
     #[test]
     fn titles_are_one_short_clean_line() {
+        assert_eq!(
+            clean_title("Title: \"Reverse words in Rust.\"\nmore"),
+            "Reverse words in Rust"
+        );
+        assert_eq!(clean_title("**Plan a trip**"), "Plan a trip");
         assert_eq!(clean_title("  \n# Trip to Prague\n"), "Trip to Prague");
         assert_eq!(clean_title("“Quoted”."), "Quoted");
         assert_eq!(clean_title("a\u{7}b c"), "ab c");

@@ -30,9 +30,10 @@ fn chat(server: &LlamaServer, window: Option<usize>) -> RunnableNetwork {
         .chat_model("smollm2")
         .model("smollm2", builder.build().unwrap())
         .build();
-    net.add_modifier(SummarizationModifier::new(
-        SummarizationConfig::default().every_human_turns(None),
-    ))
+    net.add_modifier(SummarizationModifier::new(SummarizationConfig {
+        every_human_turns: None,
+        ..SummarizationConfig::default()
+    }))
     .unwrap();
     {
         let _scope = net.enter();

@@ -130,7 +130,7 @@ impl InMessage {
         for item in items {
             match (item.get("text").and_then(Value::as_str), image_url(item)) {
                 (Some(t), _) if parts.is_empty() => text.push_str(t),
-                (Some(t), _) => parts.push(ContentPart::text(t)),
+                (Some(t), _) => parts.push(ContentPart::Text { text: t.into() }),
                 (None, Some((url, detail))) => parts.push(match ContentPart::image_url(url) {
                     ContentPart::Image(image) => ContentPart::Image(image.with_detail(detail)),
                     other => other,

@@ -83,7 +83,11 @@ pub(crate) async fn list(
         .filter(|q| !q.is_empty())
         .map(str::to_lowercase);
     let Some(needle) = needle else {
-        let query = ListQuery::default().offset(page.offset).limit(limit);
+        let query = ListQuery {
+            offset: page.offset,
+            limit,
+            ..ListQuery::default()
+        };
         let page = list.list(&query).await?;
         return Ok(Json(json!({
             "sessions": page.sessions,
@@ -98,7 +102,11 @@ pub(crate) async fn list(
     let mut offset = 0;
     loop {
         let batch = list
-            .list(&ListQuery::default().offset(offset).limit(SEARCH_BATCH))
+            .list(&ListQuery {
+                offset,
+                limit: SEARCH_BATCH,
+                ..ListQuery::default()
+            })
             .await?;
         let read = batch.sessions.len();
         errors.extend(batch.errors.iter().map(ToString::to_string));

@@ -73,7 +73,11 @@ pub(crate) async fn usage(
     let mut offset = 0;
     loop {
         let page = list
-            .list(&ListQuery::default().offset(offset).limit(BATCH))
+            .list(&ListQuery {
+                offset,
+                limit: BATCH,
+                ..ListQuery::default()
+            })
             .await?;
         let read = page.sessions.len();
         for info in page.sessions {

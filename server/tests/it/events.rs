@@ -39,10 +39,10 @@ async fn summaries_and_empty_answers_are_streamed_and_the_outcome_is_a_stable_st
     let mut spec = approval_spec("write_file");
     spec.summarization = Some(SummarizationConfig {
         approximate_tokens: true,
+        trigger_fraction: None,
+        every_human_turns: Some(2),
+        keep_messages: 1,
         ..SummarizationConfig::default()
-            .trigger_fraction(None)
-            .every_human_turns(2)
-            .keep_messages(1)
     });
     let server = start_with(|dir| config(model, dir).spec(spec)).await;
     let base = &server.url;

@@ -27,7 +27,7 @@ impl AnthropicChatModel {
     /// writes at least this many).
     pub const DEFAULT_MAX_TOKENS: u32 = 8192;
     /// The `anthropic-version` header sent with every request.
-    pub const API_VERSION: &str = "2023-06-01";
+    pub(crate) const API_VERSION: &str = "2023-06-01";
 }
 
 /// The Anthropic chat model: the Messages API (`POST {base_url}/v1/messages`)

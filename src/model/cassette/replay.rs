@@ -18,7 +18,8 @@ use crate::model::{replay_as_deltas, ChatModel, ChatRequest, ChatResponse, Delta
 /// A part of a request that a [`ReplayChatModel`] compares with the
 /// recorded one.
 ///
-/// By default a replay is strict: [`Match::STRICT`] (every message, the
+/// By default a replay is strict: [`Match::Messages`], [`Match::Tools`]
+/// and [`Match::ToolChoice`] (every message, the
 /// tools, the tool choice). [`ReplayChatModel::matching`] compares less,
 /// e.g. `[Match::Conversation]` to replay a cassette after the system
 /// prompt or a tool's description changed, or nothing at all (`[]`) to
@@ -49,7 +50,7 @@ pub enum Match {
 
 impl Match {
     /// What a replay compares unless told otherwise: the whole request.
-    pub const STRICT: [Match; 3] = [Match::Messages, Match::Tools, Match::ToolChoice];
+    pub(crate) const STRICT: [Match; 3] = [Match::Messages, Match::Tools, Match::ToolChoice];
 
     /// Every part, for help texts.
     pub const ALL: [Match; 5] = [
@@ -236,7 +237,7 @@ pub struct ReplayChatModel {
 
 impl ReplayChatModel {
     /// The cassette at `path`, to play from its first answer, comparing
-    /// whole requests ([`Match::STRICT`]).
+    /// whole requests (messages, tools, tool choice).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CassetteError> {
         let path = path.as_ref();
         let exchanges = read_cassette(path)?;

@@ -133,7 +133,7 @@ impl MemoryModifier {
 
     /// The user when the session's metadata names none.
     #[must_use]
-    pub fn default_user(mut self, user: impl Into<String>) -> Self {
+    pub(crate) fn default_user(mut self, user: impl Into<String>) -> Self {
         self.default_user = user.into();
         self
     }

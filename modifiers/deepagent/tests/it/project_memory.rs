@@ -142,7 +142,7 @@ async fn without_a_repository_only_the_root_is_read() {
     let net = network(ScriptedChatModel::new(["ok"]));
     let memory = ProjectMemory::new(["AGENTS.md"])
         .root(dir.path().join("repo/pkg"))
-        .no_user_files();
+        .user_dir(None);
     net.add_modifier(memory.clone()).unwrap();
     turn(&net, "hi").await;
     let section = memory.section().unwrap();
@@ -154,7 +154,7 @@ async fn without_a_repository_only_the_root_is_read() {
     let net = network(ScriptedChatModel::new(["ok"]));
     let memory = ProjectMemory::new(["AGENTS.md"])
         .root(empty.path())
-        .no_user_files();
+        .user_dir(None);
     net.add_modifier(memory.clone()).unwrap();
     turn(&net, "hi").await;
     assert_eq!(memory.section(), None);
@@ -206,9 +206,7 @@ async fn a_changed_file_is_read_again_at_the_next_turn() {
     let dir = repository();
     let root = dir.path().join("repo/pkg");
     let net = network(ScriptedChatModel::new(["one", "two", "three"]));
-    let memory = ProjectMemory::new(["AGENTS.md"])
-        .root(&root)
-        .no_user_files();
+    let memory = ProjectMemory::new(["AGENTS.md"]).root(&root).user_dir(None);
     net.add_modifier(memory.clone()).unwrap();
     turn(&net, "first").await;
     assert!(memory.section().unwrap().contains("keep it free of I/O"));

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork, Turn,
 };
-use lc_agent_deepagent::{load_skills, AgentSpec, DeepAgent, SkillError, SkillsModifier};
+use lc_agent_deepagent::{AgentSpec, DeepAgent, SkillError, SkillsModifier};
 use lc_agent_filesystem::{Backend, FilesystemBackend, StateBackend};
 use parking_lot::Mutex;
 use serde_json::json;
@@ -111,8 +111,14 @@ fn skills_dir() -> tempfile::TempDir {
 #[tokio::test]
 async fn malformed_skills_are_skipped_and_named() {
     let dir = skills_dir();
-    let backend = FilesystemBackend::new(dir.path()).unwrap();
-    let (skills, errors) = load_skills(&backend, "/").await;
+    let net = RunnableNetwork::new();
+    let load = |root: &str| {
+        let backend = FilesystemBackend::new(dir.path()).unwrap();
+        let skills = SkillsModifier::new(backend, root);
+        let net = net.clone();
+        async move { skills.load(&net).await }
+    };
+    let (skills, errors) = load("/").await;
     let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -154,7 +160,7 @@ async fn malformed_skills_are_skipped_and_named() {
     assert!(errors.iter().any(|e| matches!(e, SkillError::Yaml { .. })));
 
     // A root that does not exist has no skills and no errors.
-    let (none, errors) = load_skills(&backend, "/nowhere").await;
+    let (none, errors) = load("/nowhere").await;
     assert!(none.is_empty() && errors.is_empty());
 }
 

@@ -371,12 +371,12 @@ async fn a_sub_agents_conversation_is_summarized() {
     );
     net.register_model("summarizer", summarizer.clone());
     net.set_model_route(SUMMARY_STEP, "summarizer");
-    net.add_modifier(SummarizationModifier::new(
-        SummarizationConfig::default()
-            .trigger_fraction(None)
-            .trigger_tokens(1_500)
-            .keep_messages(2),
-    ))
+    net.add_modifier(SummarizationModifier::new(SummarizationConfig {
+        trigger_fraction: None,
+        trigger_tokens: Some(1_500),
+        keep_messages: 2,
+        ..SummarizationConfig::default()
+    }))
     .unwrap();
     net.add_tool(FnTool::new(
         "lookup",

@@ -13,7 +13,7 @@ use lc_agent::{
     ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
     ScriptedChatModel, ToolStatus, Turn,
 };
-use lc_agent_deepagent::{SubAgent, SubAgentModifier, TASK_CALL_KEY};
+use lc_agent_deepagent::{SubAgent, SubAgentModifier};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;
 
@@ -130,7 +130,7 @@ async fn a_task_runs_isolated_and_its_files_and_answer_reach_the_parent() {
         .find(|n| n["__node_type__"] == "network")
         .unwrap();
     assert_eq!(sub["isolated"], json!(true));
-    assert_eq!(sub["metadata"][TASK_CALL_KEY], json!("call_1"));
+    assert_eq!(sub["metadata"]["task_call_id"], json!("call_1"));
     assert_eq!(sub["name"], json!("subagent:writer"));
     assert!(sub["network"]["nodes"].as_array().unwrap().len() >= 5);
     let loaded = RunnableNetwork::from_json(&saved).unwrap();

@@ -14,8 +14,7 @@ use lc_agent::{
     RunnableNetwork, SummaryNode, SystemNode, ToolCall, ToolOutput, Turn,
 };
 use lc_agent_deepagent::{
-    compact, CompactError, SummarizationConfig, SummarizationModifier, SUMMARY_HEADING,
-    SUMMARY_STEP,
+    compact, CompactError, ContextWindows, SummarizationConfig, SummarizationModifier, SUMMARY_STEP,
 };
 use lc_agent_filesystem::{run_tool, StateBackend};
 use parking_lot::Mutex;
@@ -177,12 +176,14 @@ async fn token_trigger_summarizes_without_splitting_tool_calls() {
         "The user asked for France's capital (Paris) and its population (2.1 million).",
         "The user asked about Paris, its population and two museums (looked up).",
     ]);
-    let config = SummarizationConfig::default()
-        .trigger_fraction(None)
-        .every_human_turns(None)
-        .trigger_tokens(400)
-        .keep_messages(2)
-        .approximate(true);
+    let config = SummarizationConfig {
+        trigger_fraction: None,
+        every_human_turns: None,
+        trigger_tokens: Some(400),
+        keep_messages: 2,
+        ..SummarizationConfig::default()
+    }
+    .approximate(true);
     let net = agent(&main, &summarizer, config);
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
@@ -216,7 +217,7 @@ async fn token_trigger_summarizes_without_splitting_tool_calls() {
         asks[1]
     );
     assert!(
-        !asks[1][1].contains(SUMMARY_HEADING),
+        !asks[1][1].contains("Summary of the earlier conversation"),
         "the heading is not repeated"
     );
 
@@ -261,11 +262,13 @@ async fn token_trigger_summarizes_without_splitting_tool_calls() {
 async fn turn_trigger_survives_save_load_and_continue() {
     let main = Recorder::texts(["a1", "a2", "a3", "a4"]);
     let summarizer = Recorder::texts(["S1: greetings and two questions."]);
-    let config = SummarizationConfig::default()
-        .trigger_fraction(None)
-        .every_human_turns(3)
-        .keep_messages(2)
-        .approximate(true);
+    let config = SummarizationConfig {
+        trigger_fraction: None,
+        every_human_turns: Some(3),
+        keep_messages: 2,
+        ..SummarizationConfig::default()
+    }
+    .approximate(true);
     let net = agent(&main, &summarizer, config.clone());
     for text in ["q1", "q2", "q3", "q4"] {
         say(&net, text).await;
@@ -276,7 +279,7 @@ async fn turn_trigger_survives_save_load_and_continue() {
         before_save,
         [
             "system: You are a research assistant.",
-            &format!("system: {SUMMARY_HEADING}:\n\nS1: greetings and two questions."),
+            "system: Summary of the earlier conversation:\n\nS1: greetings and two questions.",
             "ai: a2",
             "human: q3",
             "ai: a3",
@@ -302,7 +305,7 @@ async fn turn_trigger_survives_save_load_and_continue() {
         main2.requests()[0],
         [
             "system: You are a research assistant.",
-            &format!("system: {SUMMARY_HEADING}:\n\nS1: greetings and two questions."),
+            "system: Summary of the earlier conversation:\n\nS1: greetings and two questions.",
             "ai: a2",
             "human: q3",
             "ai: a3",
@@ -355,11 +358,13 @@ async fn a_failing_summary_loses_nothing_and_is_retried() {
         Err("the summary server is down".to_string()),
         Ok(Turn::text("S: q1 and q2 were asked.")),
     ]);
-    let config = SummarizationConfig::default()
-        .trigger_fraction(None)
-        .every_human_turns(2)
-        .keep_messages(1)
-        .approximate(true);
+    let config = SummarizationConfig {
+        trigger_fraction: None,
+        every_human_turns: Some(2),
+        keep_messages: 1,
+        ..SummarizationConfig::default()
+    }
+    .approximate(true);
     let net = agent(&main, &summarizer, config);
     say(&net, "q1").await;
     let saved_before = net.nodes().len();
@@ -397,7 +402,7 @@ async fn a_failing_summary_loses_nothing_and_is_retried() {
         main.requests()[2],
         [
             "system: You are a research assistant.",
-            &format!("system: {SUMMARY_HEADING}:\n\nS: q1 and q2 were asked."),
+            "system: Summary of the earlier conversation:\n\nS: q1 and q2 were asked.",
             "human: q3",
         ]
     );
@@ -413,10 +418,13 @@ async fn a_failing_summary_loses_nothing_and_is_retried() {
 async fn fraction_of_the_context_window_triggers_with_the_real_tokenizer() {
     let main = Recorder::texts(["short answer", "another short answer", "ok"]);
     let summarizer = Recorder::texts(["S: a long question was asked."]);
-    let config = SummarizationConfig::default()
-        .every_human_turns(None)
-        .keep_messages(2)
-        .context_window("main", 200); // 0.85 x 200 = 170 tokens
+    // 0.85 x 200 = 170 tokens
+    let config = SummarizationConfig {
+        every_human_turns: None,
+        keep_messages: 2,
+        context_windows: ContextWindows::new().with("main", 200),
+        ..SummarizationConfig::default()
+    };
     let net = agent(&main, &summarizer, config);
     say(&net, "hello").await;
     say(&net, &"word ".repeat(80)).await;
@@ -454,10 +462,12 @@ async fn a_deep_agent_on_a_directory_keeps_the_history_file_in_the_session() {
         .route_model(SUMMARY_STEP, "small")
         .backend(FilesystemBackend::new(dir.path()).unwrap())
         .summarization(
-            SummarizationConfig::default()
-                .every_human_turns(3)
-                .keep_messages(1)
-                .approximate(true),
+            SummarizationConfig {
+                every_human_turns: Some(3),
+                keep_messages: 1,
+                ..SummarizationConfig::default()
+            }
+            .approximate(true),
         )
         .build()
         .unwrap();
@@ -485,10 +495,12 @@ async fn compact_summarizes_now_and_the_next_request_sends_the_summary() {
         Ok(Turn::text("")),
     ]);
     // No automatic trigger: only the call writes a summary.
-    let config = SummarizationConfig::default()
-        .every_human_turns(None)
-        .trigger_fraction(None)
-        .approximate(true);
+    let config = SummarizationConfig {
+        every_human_turns: None,
+        trigger_fraction: None,
+        ..SummarizationConfig::default()
+    }
+    .approximate(true);
     let net = agent(&main, &summarizer, config);
     let seen = Arc::new(Mutex::new(Vec::new()));
     {
@@ -532,7 +544,7 @@ async fn compact_summarizes_now_and_the_next_request_sends_the_summary() {
         next,
         [
             "system: You are a research assistant.".to_string(),
-            format!("system: {SUMMARY_HEADING}:\n\nS: the user asked q1 and got a long answer."),
+            "system: Summary of the earlier conversation:\n\nS: the user asked q1 and got a long answer.".to_string(),
             "human: q2".to_string(),
         ]
     );

@@ -2,7 +2,7 @@
 //! follow, and how a chat node holds the model to it.
 //!
 //! ```text
-//!  ChatNode { output_schema } / set_output_schema(step, s) / invoke_typed::<T>()
+//!  ChatNode::with_schema(s) / set_output_schema(step, s) / invoke_typed::<T>()
 //!        │
 //!        ▼  request.output_schema = s (+ a system section naming it)
 //!  provider: OpenAI-compatible ─▶ response_format {type: json_schema, json_schema: {name, schema, strict}}

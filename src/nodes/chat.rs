@@ -28,7 +28,8 @@ use crate::output_schema::{self, OutputSchema};
 /// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
 /// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
 ///
-/// [`ChatNode::new`] and [`ChatNode::for_step`] make the usual ones; any
+/// [`ChatNode::new`], [`ChatNode::for_step`] and [`ChatNode::with_schema`]
+/// make the usual ones; any
 /// other is its fields, attached with [`NodeRef::create`]:
 ///
 /// ```
@@ -79,6 +80,17 @@ limit. Continue exactly where it stopped, without repeating what you already wro
     #[allow(clippy::new_ret_no_self)]
     pub fn new() -> NodeRef {
         NodeRef::create(ChatNode::default())
+    }
+
+    /// A chat node using the network's model whose final answer must be a
+    /// JSON value valid against `schema` (see [`OutputSchema`]: asked of
+    /// the provider, checked, asked again with the errors, the value saved
+    /// as `metadata["structured_output"]`), attached to the active network.
+    pub fn with_schema(schema: OutputSchema) -> NodeRef {
+        NodeRef::create(ChatNode {
+            output_schema: Some(schema),
+            ..ChatNode::default()
+        })
     }
 
     /// A chat node of this step (its model comes from the step's route),

@@ -230,7 +230,8 @@ impl SessionHub {
         let overrides = Overrides::none()
             .workspace(self.workspace_of(user)?)
             .summaries(self.config.summaries)
-            .project_memory((!self.config.project_memory).then_some(false));
+            .project_memory((!self.config.project_memory).then_some(false))
+            .file_limits(self.config.file_limits.0, self.config.file_limits.1);
         let mut blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)
             .map_err(internal)?
             .main_model_or(|| self.config.model_name.clone());

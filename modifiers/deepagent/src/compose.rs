@@ -64,6 +64,12 @@ pub struct Overrides {
     /// Hosts `fetch_url` may fetch, added to the blueprint's allow-list
     /// (any: the tool is on).
     pub fetch_url: Vec<String>,
+    /// The most bytes one `read_file` returns (the blueprint's
+    /// `[files] max_read_bytes`).
+    pub max_read_bytes: Option<u64>,
+    /// The largest file the writing file tools may leave (the blueprint's
+    /// `[files] max_write_bytes`).
+    pub max_write_bytes: Option<u64>,
 }
 
 impl Overrides {
@@ -135,6 +141,19 @@ impl Overrides {
         self.line_tools = on;
         self
     }
+
+    /// Sets the file tools' read and write limits in bytes (`None`: as the
+    /// blueprint says).
+    #[must_use]
+    pub fn file_limits(
+        mut self,
+        max_read_bytes: Option<u64>,
+        max_write_bytes: Option<u64>,
+    ) -> Self {
+        self.max_read_bytes = max_read_bytes;
+        self.max_write_bytes = max_write_bytes;
+        self
+    }
 }
 
 /// A setting of a blueprint that an override can change.
@@ -159,6 +178,8 @@ pub enum Setting {
     LineTools,
     /// [`Overrides::fetch_url`].
     FetchUrl,
+    /// [`Overrides::max_read_bytes`], [`Overrides::max_write_bytes`].
+    FileLimits,
 }
 
 impl std::fmt::Display for Setting {
@@ -173,6 +194,7 @@ impl std::fmt::Display for Setting {
             Setting::ProjectMemory => "project memory",
             Setting::LineTools => "line tools",
             Setting::FetchUrl => "fetch_url hosts",
+            Setting::FileLimits => "file size limits",
         })
     }
 }
@@ -310,6 +332,23 @@ impl Blueprint {
                 }
             }
             note(Setting::FetchUrl, was, hosts(&spec));
+        }
+        if overrides.max_read_bytes.is_some() || overrides.max_write_bytes.is_some() {
+            let describe = |l: &lc_agent_filesystem::FileLimits| {
+                format!(
+                    "read {} bytes, write {} bytes",
+                    l.read_limit(),
+                    l.write_limit()
+                )
+            };
+            let was = describe(&spec.files);
+            if let Some(bytes) = overrides.max_read_bytes {
+                spec.files = spec.files.max_read_bytes(bytes);
+            }
+            if let Some(bytes) = overrides.max_write_bytes {
+                spec.files = spec.files.max_write_bytes(bytes);
+            }
+            note(Setting::FileLimits, was, describe(&spec.files));
         }
         Ok(Self {
             spec,

@@ -76,6 +76,9 @@ pub(crate) struct AgentArgs {
     /// they cost prompt tokens).
     #[arg(long)]
     pub(crate) line_tools: bool,
+    /// The file tools' size limits (--max-read-bytes, --max-write-bytes).
+    #[command(flatten)]
+    pub(crate) file_limits: crate::args::FileLimitArgs,
     /// Gives the agent the `fetch_url` tool for this host (repeatable;
     /// `*.domain` for its subdomains, `*` for any public host; a private or
     /// loopback address only when named exactly).
@@ -96,6 +99,8 @@ impl AgentArgs {
         let mut overrides = Overrides {
             memory: self.memory,
             line_tools: self.line_tools,
+            max_read_bytes: self.file_limits.max_read_bytes,
+            max_write_bytes: self.file_limits.max_write_bytes,
             summaries: self.model.summaries(resumed),
             context_window: self.model.context_window(),
             project_memory: self.model.no_project_memory.then_some(false),

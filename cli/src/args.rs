@@ -22,7 +22,7 @@ use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Tur
 use lc_agent::{ListError, Lists, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
 use lc_agent_deepagent::{AgentSpec, ModelSpec, Workspace, MAIN_MODEL};
-use lc_agent_filesystem::SandboxMode;
+use lc_agent_filesystem::{FileLimits, SandboxMode};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -336,6 +336,32 @@ pub(crate) fn warn_unconfined() {
              write anything you can, and reach the network)"
         );
     });
+}
+
+/// The file tools' size limits (the blueprint's `[files]`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct FileLimitArgs {
+    /// The most bytes one read_file returns (default 262144, at least
+    /// 8192); it stops at a whole line and says how to read on.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_read_bytes: Option<u64>,
+    /// The largest file write_file, edit_file and the line tools may leave
+    /// (default 4 GiB); a call over it is refused and changes nothing.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_write_bytes: Option<u64>,
+}
+
+impl FileLimitArgs {
+    /// The limits the flags give on top of `limits`.
+    pub(crate) fn over(&self, mut limits: FileLimits) -> FileLimits {
+        if let Some(bytes) = self.max_read_bytes {
+            limits = limits.max_read_bytes(bytes);
+        }
+        if let Some(bytes) = self.max_write_bytes {
+            limits = limits.max_write_bytes(bytes);
+        }
+        limits
+    }
 }
 
 /// Where sessions live.

@@ -124,6 +124,10 @@ pub(crate) struct ServeArgs {
     /// that would write more is undone and told so).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     pub(crate) max_file_bytes: u64,
+    /// The file tools' size limits for every session (--max-read-bytes,
+    /// --max-write-bytes), whatever its blueprint says.
+    #[command(flatten)]
+    pub(crate) file_limits: crate::args::FileLimitArgs,
     /// The most bytes a session's own files may hold in all.
     #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
     pub(crate) max_session_files_bytes: u64,
@@ -191,6 +195,10 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .max_client_connections(args.max_client_connections)
         .max_file_bytes(args.max_file_bytes)
         .max_session_files_bytes(args.max_session_files_bytes)
+        .file_limits(
+            args.file_limits.max_read_bytes,
+            args.file_limits.max_write_bytes,
+        )
         .silent_timeout(Duration::from_secs(args.silent_timeout.max(1)))
         .header_timeout(Duration::from_secs(args.header_timeout.max(1)))
         .session_cache(args.session_cache)

@@ -18,9 +18,9 @@ use lc_agent::{
 };
 use lc_agent_deepagent::{DeepAgent, HooksModifier, Workspace};
 use lc_agent_filesystem::TOOL_NAMES;
-use lc_agent_filesystem::{run_tool, Backend, StateBackend};
+use lc_agent_filesystem::{run_tool, Backend, FileLimits, StateBackend};
 
-use crate::args::WorkspaceArgs;
+use crate::args::{FileLimitArgs, WorkspaceArgs};
 use crate::console::outln;
 use crate::error::{CliError, CliResult};
 use crate::hooks::HookArgs;
@@ -52,6 +52,9 @@ pub(crate) struct ToolArgs {
     /// the project's `.lc-agent/settings.json`, `--settings FILE`).
     #[command(flatten)]
     hooks: HookArgs,
+    /// The file tools' size limits (--max-read-bytes, --max-write-bytes).
+    #[command(flatten)]
+    file_limits: FileLimitArgs,
 }
 
 /// The workspace of the flags (the caller runs the call: nobody to ask).
@@ -107,6 +110,7 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         }
     };
     let rules = args.workspace.permissions.rules()?;
+    let limits = args.file_limits.over(FileLimits::default());
     let hooks = args.hooks.modifier(args.workspace.root.as_deref())?;
     let call_of = |net: &RunnableNetwork| Gate {
         hooks: hooks.as_ref(),
@@ -114,7 +118,7 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         call: ToolCall::new("call_0", name.clone(), call_args.clone()),
     };
     if let Some(state) = &args.state {
-        return run_on_state(state, call_of, &rules).await;
+        return run_on_state(state, call_of, &rules, limits).await;
     }
     let Some(workspace) = workspace(&args) else {
         return Err(CliError::usage("give --root DIR or --state FILE.json"));
@@ -125,7 +129,7 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
         .ok_or_else(|| CliError::usage("give --root DIR or --state FILE.json"))?;
     // Path rules: nobody to ask here, so an `ask` refuses.
     let network = RunnableNetwork::new();
-    let backend = rules.guard(backend, false).resolve(&network);
+    let backend = rules.guard(limits.apply(backend), false).resolve(&network);
     call(&*backend, call_of(&network)).await
 }
 
@@ -165,13 +169,14 @@ async fn run_on_state<'a>(
     state: &Path,
     call_of: impl Fn(&RunnableNetwork) -> Gate<'a>,
     rules: &lc_agent_filesystem::Permissions,
+    limits: FileLimits,
 ) -> CliResult {
     let text = std::fs::read_to_string(state)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", state.display())))?;
     let network = RunnableNetwork::from_json(&text)
         .map_err(|e| CliError::usage(format!("{} is not a saved network: {e}", state.display())))?;
     let backend = rules
-        .guard(StateBackend::new(network.clone()), false)
+        .guard(limits.apply(StateBackend::new(network.clone())), false)
         .resolve(&network);
     let outcome = call(&*backend, call_of(&network)).await;
     let saved = network

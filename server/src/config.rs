@@ -150,6 +150,9 @@ pub struct ServerConfig {
     pub(crate) summaries: bool,
     /// `false`: no project memory files in any session's prompt.
     pub(crate) project_memory: bool,
+    /// The file tools' read and write limits for every session (`None`: as
+    /// its blueprint says).
+    pub(crate) file_limits: (Option<u64>, Option<u64>),
     pub(crate) runs: RunSettings,
     /// The permission mode of new sessions (`modes.rs`).
     pub(crate) default_mode: Option<PermissionMode>,
@@ -220,6 +223,7 @@ impl ServerConfig {
             modifiers: Vec::new(),
             summaries: true,
             project_memory: true,
+            file_limits: (None, None),
             runs: RunSettings::default(),
             default_mode: None,
             allow_bypass: false,
@@ -263,6 +267,21 @@ impl ServerConfig {
     #[must_use]
     pub fn project_memory(mut self, on: bool) -> Self {
         self.project_memory = on;
+        self
+    }
+
+    /// The file tools' limits for every session the server runs, whatever
+    /// its blueprint says (`None`: as it says): the most bytes one
+    /// `read_file` returns, and the largest file `write_file`, `edit_file`
+    /// and the line tools may leave (see
+    /// [`FileLimits`](lc_agent_filesystem::FileLimits)).
+    #[must_use]
+    pub fn file_limits(
+        mut self,
+        max_read_bytes: Option<u64>,
+        max_write_bytes: Option<u64>,
+    ) -> Self {
+        self.file_limits = (max_read_bytes, max_write_bytes);
         self
     }
 

@@ -231,6 +231,8 @@ impl SessionHub {
             workspace: Some(self.workspace_of(user)?),
             summaries: Some(self.config.summaries),
             project_memory: (!self.config.project_memory).then_some(false),
+            max_read_bytes: self.config.file_limits.0,
+            max_write_bytes: self.config.file_limits.1,
             ..Overrides::default()
         };
         let mut blueprint = Blueprint::resolve(session, self.config.spec.as_ref(), &overrides)

@@ -158,14 +158,36 @@ impl Backend for ClientFs {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        self.edit_capped(file, (old, new, replace_all), None).await
+    }
+
+    async fn edit_capped(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        let (old, new, replace_all) = edit;
         let absolute = self.absolute(file)?;
         if !(self.offers.read && self.offers.write && absolute.is_file()) {
-            return self.inner.edit(file, old, new, replace_all).await;
+            return self.inner.edit_capped(file, edit, max_bytes).await;
         }
         let text = self.fetch(file, absolute.clone()).await?;
         let (changed, count) = edit_text(file, &text, old, new, replace_all)?;
+        let size = changed.len() as u64;
+        if let Some(limit) = max_bytes.filter(|limit| size > *limit) {
+            return Err(lc_agent_filesystem::FsError::EditTooLarge {
+                path: file.to_string(),
+                size,
+                limit,
+            });
+        }
         self.store(file, absolute, &changed).await?;
         Ok(count)
+    }
+
+    fn limits(&self) -> lc_agent_filesystem::FileLimits {
+        self.inner.limits()
     }
 
     async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {

@@ -14,6 +14,7 @@ mod blueprint;
 mod chat_commands;
 mod console;
 mod exec;
+mod file_limits;
 mod file_memory;
 mod hooks;
 mod lc_agent_import;

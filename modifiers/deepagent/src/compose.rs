@@ -74,6 +74,12 @@ pub struct Overrides {
     /// Hosts `fetch_url` may fetch, added to the blueprint's allow-list
     /// (any: the tool is on).
     pub fetch_url: Vec<String>,
+    /// The most bytes one `read_file` returns (the blueprint's
+    /// `[files] max_read_bytes`).
+    pub max_read_bytes: Option<u64>,
+    /// The largest file the writing file tools may leave (the blueprint's
+    /// `[files] max_write_bytes`).
+    pub max_write_bytes: Option<u64>,
 }
 
 /// A setting of a blueprint that an override can change.
@@ -98,6 +104,8 @@ pub enum Setting {
     LineTools,
     /// [`Overrides::fetch_url`].
     FetchUrl,
+    /// [`Overrides::max_read_bytes`], [`Overrides::max_write_bytes`].
+    FileLimits,
 }
 
 impl std::fmt::Display for Setting {
@@ -112,6 +120,7 @@ impl std::fmt::Display for Setting {
             Setting::ProjectMemory => "project memory",
             Setting::LineTools => "line tools",
             Setting::FetchUrl => "fetch_url hosts",
+            Setting::FileLimits => "file size limits",
         })
     }
 }
@@ -249,6 +258,23 @@ impl Blueprint {
                 }
             }
             note(Setting::FetchUrl, was, hosts(&spec));
+        }
+        if overrides.max_read_bytes.is_some() || overrides.max_write_bytes.is_some() {
+            let describe = |l: &lc_agent_filesystem::FileLimits| {
+                format!(
+                    "read {} bytes, write {} bytes",
+                    l.read_limit(),
+                    l.write_limit()
+                )
+            };
+            let was = describe(&spec.files);
+            if let Some(bytes) = overrides.max_read_bytes {
+                spec.files = spec.files.max_read_bytes(bytes);
+            }
+            if let Some(bytes) = overrides.max_write_bytes {
+                spec.files = spec.files.max_write_bytes(bytes);
+            }
+            note(Setting::FileLimits, was, describe(&spec.files));
         }
         Ok(Self {
             spec,

@@ -32,8 +32,8 @@ use crate::summarization::{SummarizationConfig, SummarizationModifier};
 use crate::todos::TodoListModifier;
 use crate::workspace::{Workspace, WorkspaceError};
 use lc_agent_filesystem::{
-    Backend, BackendSource, CompositeBackend, FilesystemBackend, FilesystemModifier, Permissions,
-    StateBackend,
+    Backend, BackendSource, CompositeBackend, FileLimits, FilesystemBackend, FilesystemModifier,
+    Permissions, StateBackend,
 };
 use lc_agent_filesystem::{Delete, Execute};
 
@@ -87,6 +87,8 @@ pub struct DeepAgentBuilder {
     lean: Option<usize>,
     /// Whether the line tools are offered too.
     line_tools: bool,
+    /// The file tools' size limits.
+    file_limits: FileLimits,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -146,6 +148,14 @@ impl DeepAgentBuilder {
     /// default, as their descriptions cost prompt tokens.
     pub fn line_tools(mut self, on: bool) -> Self {
         self.line_tools = on;
+        self
+    }
+
+    /// The file tools' size limits: how much `read_file` returns, how large
+    /// a file `write_file`, `edit_file` and the line tools may leave (see
+    /// [`FileLimits`]; default [`FileLimits::default`]).
+    pub fn file_limits(mut self, limits: FileLimits) -> Self {
+        self.file_limits = limits;
         self
     }
 
@@ -354,6 +364,7 @@ impl DeepAgentBuilder {
             .backend
             .clone()
             .unwrap_or_else(|| StateBackend::factory().into());
+        let backend = self.file_limits.apply(backend);
         self.permissions.guard(backend, false).resolve(net)
     }
 
@@ -440,7 +451,11 @@ impl DeepAgentBuilder {
                 backend.clone(),
             ))?;
         }
-        net.add_modifier(FilesystemModifier::new(backend.clone()).line_tools(self.line_tools))?;
+        net.add_modifier(
+            FilesystemModifier::new(backend.clone())
+                .line_tools(self.line_tools)
+                .limits(self.file_limits),
+        )?;
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
         // Always there: the mode may hold `exit_plan_mode` or let calls through.

@@ -304,6 +304,15 @@ pub struct AgentSpec {
     /// prompt tokens.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub line_tools: bool,
+    /// `[files]`: the file tools' size limits, `max_read_bytes` (what one
+    /// `read_file` returns, default 256 KiB) and `max_write_bytes` (the
+    /// largest file `write_file`, `edit_file` and the line tools may
+    /// leave, default 4 GiB); see [`lc_agent_filesystem::FileLimits`].
+    #[serde(
+        default,
+        skip_serializing_if = "lc_agent_filesystem::FileLimits::is_default"
+    )]
+    pub files: lc_agent_filesystem::FileLimits,
     /// Path rules (`[[permissions]]`: `operations`, `paths`, `mode`; see
     /// [`lc_agent_filesystem::Permissions`]), first match wins; inherited
     /// by sub-agents.
@@ -524,7 +533,7 @@ impl AgentSpec {
         if let Some(mode) = self.mode {
             agent = agent.permission_mode(mode);
         }
-        agent = agent.line_tools(self.line_tools);
+        agent = agent.line_tools(self.line_tools).file_limits(self.files);
         if let Some(skills) = &self.skills {
             if let Some(dir) = &skills.dir {
                 agent = agent.skills_dir(dir.clone());

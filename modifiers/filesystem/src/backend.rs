@@ -9,6 +9,7 @@ use super::error::{shown, FileOpError, FsError, FsResult};
 use super::fingerprint;
 pub(crate) use super::fingerprint::Fingerprint;
 use super::glob::GlobPattern;
+use super::limits::FileLimits;
 use super::line_edit::LineEdit;
 
 /// The result of uploading one file.
@@ -143,7 +144,9 @@ pub struct GrepQuery {
     pub glob: Option<GlobPattern>,
     /// Context lines (content mode).
     pub context: usize,
-    /// Stop after this many matching lines in total.
+    /// Stop after this many matching lines in total (files in
+    /// `files_with_matches` mode, where each file is searched only to its
+    /// first match).
     pub max_count: usize,
     /// Output mode (context lines are only collected in content mode).
     pub mode: GrepMode,
@@ -178,7 +181,8 @@ pub struct GrepLine {
 }
 
 /// What `grep` found in one file: at most `max_count + 1` matching lines
-/// (so callers know whether more exist), with context lines.
+/// (so callers know whether more exist; one in `files_with_matches`
+/// mode), with context lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileMatches {
     /// Virtual path.
@@ -253,6 +257,31 @@ pub trait Backend: Send + Sync {
     async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse>;
     /// Deletes a file.
     async fn delete(&self, path: &str) -> FsResult<()>;
+
+    /// [`edit`](Self::edit) (`edit` is `(old, new, replace_all)`) that
+    /// leaves the file as it was, with [`FsError::EditTooLarge`], when the
+    /// edited file would be over `max_bytes` bytes (in the file's own
+    /// encoding; `None`: no limit). The default downloads the file to
+    /// measure the result when it is UTF-8 text, then calls `edit`; the
+    /// backends of this crate measure while they edit.
+    async fn edit_capped(
+        &self,
+        path: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        if max_bytes.is_some() {
+            let found = self.download_files(vec![path.to_string()]).await.pop();
+            if let Some(text) = found
+                .and_then(|r| r.content)
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+            {
+                super::map_backend::edit_text(path, &text, edit, max_bytes)?;
+            }
+        }
+        let (old, new, replace_all) = edit;
+        self.edit(path, old, new, replace_all).await
+    }
 
     /// Applies a line edit (`insert_lines`, `replace_lines`,
     /// `delete_lines`) to a text file. The default downloads the file,
@@ -355,17 +384,17 @@ pub trait Backend: Send + Sync {
         })
     }
 
-    /// [`edit`](Self::edit), also saying what the file held before and
-    /// after (see [`write_recorded`](Self::write_recorded)).
+    /// [`edit_capped`](Self::edit_capped), also saying what the file held
+    /// before and after (see [`write_recorded`](Self::write_recorded)).
     async fn edit_recorded(
         &self,
         path: &str,
         edit: (&str, &str, bool),
         keep: usize,
+        max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
-        let (old, new, replace_all) = edit;
         let before = self.fingerprint(path, keep).await;
-        let value = self.edit(path, old, new, replace_all).await?;
+        let value = self.edit_capped(path, edit, max_bytes).await?;
         let after = self.fingerprint(path, 0).await;
         Ok(Recorded {
             value,
@@ -380,6 +409,13 @@ pub trait Backend: Send + Sync {
     /// and where it leads. The default: a backend without links.
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
         vec![None; paths.len()]
+    }
+
+    /// The file tools' size limits on this backend (see [`FileLimits`]);
+    /// the defaults unless it was made with [`FileLimits::apply`] (wrappers
+    /// say their inner backend's).
+    fn limits(&self) -> FileLimits {
+        FileLimits::default()
     }
 
     /// Whether [`Backend::execute`] runs commands (the sandbox extension).

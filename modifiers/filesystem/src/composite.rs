@@ -125,6 +125,20 @@ fn restore_err(prefix: &str, e: FsError) -> FsError {
             size,
         },
         FsError::NotUtf8(p) => FsError::NotUtf8(fix(p)),
+        FsError::CannotEncode { path, encoding } => FsError::CannotEncode {
+            path: fix(path),
+            encoding,
+        },
+        FsError::WriteTooLarge { path, size, limit } => FsError::WriteTooLarge {
+            path: fix(path),
+            size,
+            limit,
+        },
+        FsError::EditTooLarge { path, size, limit } => FsError::EditTooLarge {
+            path: fix(path),
+            size,
+            limit,
+        },
         FsError::ControlCharInName(p) => FsError::ControlCharInName(fix(p)),
         FsError::NotText(p) => FsError::NotText(fix(p)),
         FsError::AlreadyExists(p) => FsError::AlreadyExists(fix(p)),
@@ -259,6 +273,21 @@ impl Backend for Routed {
                 .await
                 .map_err(|e| restore_err(prefix, e)),
             None => self.default.edit(file, old, new, replace_all).await,
+        }
+    }
+
+    async fn edit_capped(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .edit_capped(&inner, edit, max_bytes)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.edit_capped(file, edit, max_bytes).await,
         }
     }
 
@@ -447,13 +476,18 @@ impl Backend for Routed {
         file: &str,
         edit: (&str, &str, bool),
         keep: usize,
+        max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
         match self.route(file) {
             Some((prefix, b, inner)) => b
-                .edit_recorded(&inner, edit, keep)
+                .edit_recorded(&inner, edit, keep, max_bytes)
                 .await
                 .map_err(|e| restore_err(prefix, e)),
-            None => self.default.edit_recorded(file, edit, keep).await,
+            None => {
+                self.default
+                    .edit_recorded(file, edit, keep, max_bytes)
+                    .await
+            }
         }
     }
 
@@ -477,6 +511,11 @@ impl Backend for Routed {
             out.push(real);
         }
         out
+    }
+
+    /// The default backend's.
+    fn limits(&self) -> crate::FileLimits {
+        self.default.limits()
     }
 
     fn supports_execute(&self) -> bool {

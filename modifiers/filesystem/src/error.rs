@@ -97,6 +97,27 @@ pub enum FsError {
     /// `write_file` without `overwrite` onto an existing file.
     #[error("Cannot write to {} because it already exists. Read it and use edit_file, or call write_file with overwrite=true.", shown(.0))]
     AlreadyExists(String),
+    /// `write_file` content over the write limit ([`FileLimits`](crate::FileLimits)).
+    #[error("Cannot write to {}: the content is {size} bytes, over the write limit of {limit} bytes. Nothing was written; write less, or split the content across several files.", shown(path))]
+    WriteTooLarge {
+        /// The file.
+        path: String,
+        /// The content's size in bytes.
+        size: u64,
+        /// The write limit in bytes.
+        limit: u64,
+    },
+    /// An edit (`edit_file`, a line tool) that would leave a file over the
+    /// write limit ([`FileLimits`](crate::FileLimits)).
+    #[error("Cannot edit {}: the edited file would be {size} bytes, over the write limit of {limit} bytes. The file was not changed; make a smaller change, or split the file into several.", shown(path))]
+    EditTooLarge {
+        /// The file.
+        path: String,
+        /// The edited file's size in bytes.
+        size: u64,
+        /// The write limit in bytes.
+        limit: u64,
+    },
     /// `write_file` below a file.
     #[error("Cannot create {}: {} is a file", shown(path), shown(parent))]
     ParentIsFile {

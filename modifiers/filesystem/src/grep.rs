@@ -4,7 +4,8 @@
 //! ```text
 //!  GrepQuery --GrepEngine::new--> matcher (invalid regex -> literal text)
 //!     search_bytes (in-memory text) | search_file (an open file)
-//!        skip binary, decode UTF-16 --Searcher--> Collect (<= max_count + 1)
+//!        skip binary, decode UTF-16 --Searcher--> Collect (<= max_count + 1 lines;
+//!        files_with_matches: the first match, then the file's search stops)
 //!        --> FileMatches { path, lines: match + context }
 //! ```
 //!
@@ -73,7 +74,14 @@ impl GrepEngine {
             } else {
                 0
             },
-            limit: query.max_count.saturating_add(1),
+            // A file's path needs one match: its search stops there, and
+            // `max_count` then counts files. The other modes need one more
+            // line than they print, to say whether more exist.
+            limit: if query.mode == GrepMode::FilesWithMatches {
+                1
+            } else {
+                query.max_count.saturating_add(1)
+            },
             keep_text: query.mode == GrepMode::Content,
         })
     }

@@ -40,9 +40,14 @@
 //! decisions the spec leaves open:
 //! - `read_file` counts lines like `cat -n`: a final newline does not start
 //!   another line (`"a\nb\n"` has 2 lines).
-//! - grep's `max_count` applies in every output mode: the first
-//!   `max_count` matching lines in (path, line) order are taken, and
-//!   `files_with_matches`/`count` report the files/counts among them.
+//! - grep's `max_count` applies in every output mode. In `content` and
+//!   `count` it is the spec's limit on matching lines, taken in (path,
+//!   line) order (`count` reports the counts among them). In
+//!   `files_with_matches` no line is reported, so each file is searched
+//!   only to its first match and counts as one: `max_count` is the number
+//!   of files listed (the first in path order), and the footer `...
+//!   (stopped after <max_count> matches; narrow the search)` follows when
+//!   more files match.
 //! - `execute`'s `[Output truncated: <n> bytes]` names the total number of
 //!   bytes the command wrote.
 //! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go
@@ -173,6 +178,8 @@
 //!   ([`Permissions::guard`]).
 //! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
+//! - `limits.rs`: [`FileLimits`], the file tools' read and write size limits
+//!   (`docs/file-limits.md`), said by a backend ([`Backend::limits`]).
 //! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
 //!   invalid-regex note.
 //! - `encoding.rs`: UTF-8 (BOM or not), UTF-16 (BOM), Windows-1252 or binary, from a file's
@@ -200,6 +207,7 @@ mod fingerprint;
 mod gitignore;
 mod glob;
 mod grep;
+mod limits;
 mod line_edit;
 mod map_backend;
 mod modifier;
@@ -228,6 +236,7 @@ pub use error::{FileOpError, FsError};
 pub use fingerprint::Fingerprint;
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
+pub use limits::FileLimits;
 pub use line_edit::LineEdit;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};

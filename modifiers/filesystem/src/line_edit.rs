@@ -34,6 +34,8 @@ pub struct LineEdit {
     last: Option<usize>,
     /// The new lines, without line endings.
     lines: Vec<String>,
+    /// The largest file the edit may leave (`None`: no limit).
+    max_bytes: Option<u64>,
 }
 
 impl LineEdit {
@@ -44,6 +46,7 @@ impl LineEdit {
             first: line,
             last: None,
             lines: split_lines(content),
+            max_bytes: None,
         }
     }
 
@@ -53,6 +56,7 @@ impl LineEdit {
             first,
             last: Some(last),
             lines: split_lines(content),
+            max_bytes: None,
         }
     }
 
@@ -62,7 +66,22 @@ impl LineEdit {
             first,
             last: Some(last),
             lines: Vec::new(),
+            max_bytes: None,
         }
+    }
+
+    /// Refuses the edit, leaving the file as it was, when the edited file
+    /// would be over `bytes` bytes in its own encoding
+    /// ([`FsError::EditTooLarge`]; `None`: no limit, the default).
+    #[must_use]
+    pub fn max_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// The largest file the edit may leave.
+    pub(crate) fn limit(&self) -> Option<u64> {
+        self.max_bytes
     }
 
     /// The text of the new lines (for the encoding check).
@@ -321,6 +340,9 @@ pub(crate) fn apply_bytes(edit: &LineEdit, vpath: &str, bytes: &[u8]) -> FsResul
         path: vpath.to_string(),
         reason: e.to_string(),
     })?;
+    if let Some(limit) = edit.max_bytes {
+        crate::limits::check_edit(vpath, out.len() as u64, limit)?;
+    }
     Ok(out)
 }
 

@@ -262,13 +262,13 @@ pub(crate) fn check_write<V>(
     Ok(())
 }
 
-/// `edit` of a file's text: the new text and the number of replacements.
+/// `edit` of a file's text: the new text and the number of replacements
+/// (refused when the new text is over `max_bytes`).
 pub(crate) fn edit_text(
     file: &str,
     text: &str,
-    old: &str,
-    new: &str,
-    replace_all: bool,
+    (old, new, replace_all): (&str, &str, bool),
+    max_bytes: Option<u64>,
 ) -> FsResult<(String, usize)> {
     path::check_new_name(file)?;
     if classify(text.as_bytes()) == Encoding::Binary {
@@ -278,7 +278,11 @@ pub(crate) fn edit_text(
         });
     }
     let plan = plan_edit(text, old, new, replace_all)?;
-    Ok((plan.apply(text), plan.starts.len()))
+    let edited = plan.apply(text);
+    if let Some(limit) = max_bytes {
+        super::limits::check_edit(file, edited.len() as u64, limit)?;
+    }
+    Ok((edited, plan.starts.len()))
 }
 
 /// Writes `text` into a file map (keeping `created_at` on overwrite).

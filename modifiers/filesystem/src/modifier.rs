@@ -8,6 +8,7 @@ use lc_agent::{ChatRequest, Message, NetworkModifier, NodeRef, RunnableNetwork, 
 
 use super::backend::BackendSource;
 use super::evict;
+use super::limits::FileLimits;
 use super::prompt;
 use super::tools::{self, FILE_TOOL_NAMES, LINE_TOOL_NAMES};
 
@@ -61,6 +62,13 @@ impl FilesystemModifier {
     /// default, as their descriptions cost prompt tokens on every turn.
     pub fn line_tools(mut self, on: bool) -> Self {
         self.line_tools = on;
+        self
+    }
+
+    /// Sets the file tools' size limits (how much `read_file` returns,
+    /// how large a file the writing tools may leave; see [`FileLimits`]).
+    pub fn limits(mut self, limits: FileLimits) -> Self {
+        self.backend = limits.apply(self.backend);
         self
     }
 

@@ -277,6 +277,14 @@ impl Backend for LocalShellBackend {
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         self.fs.edit(file, old, new, replace_all).await
     }
+    async fn edit_capped(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        self.fs.edit_capped(file, edit, max_bytes).await
+    }
     async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
         self.fs.edit_lines(file, edit).await
     }
@@ -318,8 +326,9 @@ impl Backend for LocalShellBackend {
         file: &str,
         edit: (&str, &str, bool),
         keep: usize,
+        max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
-        self.fs.edit_recorded(file, edit, keep).await
+        self.fs.edit_recorded(file, edit, keep, max_bytes).await
     }
 
     fn supports_execute(&self) -> bool {

@@ -77,11 +77,21 @@ impl Backend for StateBackend {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        self.edit_capped(file, (old, new, replace_all), None).await
+    }
+
+    async fn edit_capped(
+        &self,
+        file: &str,
+        (old, new, replace_all): (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
         self.network.with_files_mut(|files| {
             let Some(data) = files.get_mut(file) else {
                 return Err(map_backend::not_a_file(files, file));
             };
-            let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
+            let (text, n) =
+                map_backend::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
             data.set_text(&text);
             Ok(n)
         })

@@ -523,12 +523,22 @@ impl Backend for StoreBackend {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
+        self.edit_capped(file, (old, new, replace_all), None).await
+    }
+
+    async fn edit_capped(
+        &self,
+        file: &str,
+        (old, new, replace_all): (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
         for attempt in 0..MAX_ATTEMPTS {
             let Some((mut data, version)) = self.store.get_versioned(&self.namespace, file).await?
             else {
                 return Err(self.missing(file).await);
             };
-            let (text, n) = map_backend::edit_text(file, &data.text(), old, new, replace_all)?;
+            let (text, n) =
+                map_backend::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
             data.set_text(&text);
             if self
                 .store

@@ -789,7 +789,19 @@ impl Backend for FilesystemBackend {
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
         let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
-        self.run(move |d| d.edit(&file, &old, &new, replace_all))
+        self.run(move |d| d.edit(&file, &old, &new, replace_all, None))
+            .await
+    }
+
+    async fn edit_capped(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        let (old, new, replace_all) = edit;
+        let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
+        self.run(move |d| d.edit(&file, &old, &new, replace_all, max_bytes))
             .await
     }
 
@@ -886,12 +898,13 @@ impl Backend for FilesystemBackend {
         file: &str,
         edit: (&str, &str, bool),
         keep: usize,
+        max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
         let (old, new, replace_all) = edit;
         let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
         self.run(move |d| {
             let before = d.fingerprint(&file, keep).ok();
-            let value = d.edit(&file, &old, &new, replace_all)?;
+            let value = d.edit(&file, &old, &new, replace_all, max_bytes)?;
             let after = d.fingerprint(&file, 0).ok();
             Ok(Recorded {
                 value,

@@ -18,6 +18,7 @@ use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
 use crate::encoding::{classify, read_head_into, text_reader, Encoding, EncodingWriter};
 use crate::error::{FsError, FsResult};
+use crate::limits::CappedWriter;
 use crate::line_edit::{self, LineEdit};
 use crate::path;
 use crate::stream_edit::{self, CHUNK};
@@ -182,6 +183,7 @@ impl Disk {
         old: &str,
         new: &str,
         replace_all: bool,
+        max_bytes: Option<u64>,
     ) -> FsResult<usize> {
         let (target, file, encoding) = self.open_for_edit(vpath, new)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
@@ -196,12 +198,14 @@ impl Disk {
         )?;
         let (dir, name) = self.write_dir(&target, vpath)?;
         let mut changed = false;
+        let mut too_large = None;
         write_atomically(&dir, &name, Commit::Replace, |out| {
             let reader = text(&file)?;
+            let mut out = CappedWriter::new(out, max_bytes);
             let replaced = match encoding {
-                Encoding::Utf8 => plan.write(reader, out)?,
+                Encoding::Utf8 => plan.write(reader, &mut out)?,
                 other => {
-                    let mut encoded = EncodingWriter::new(out, other)?;
+                    let mut encoded = EncodingWriter::new(&mut out, other)?;
                     let n = plan.write(reader, &mut encoded)?;
                     encoded.flush()?;
                     n
@@ -212,10 +216,20 @@ impl Disk {
             if changed {
                 return Err(io::Error::other("changed while edited"));
             }
+            too_large = out.over();
+            if too_large.is_some() {
+                return Err(io::Error::other("over the write limit"));
+            }
             Ok(())
         })
         .map_err(|e| {
-            if changed {
+            if let (Some(size), Some(limit)) = (too_large, max_bytes) {
+                FsError::EditTooLarge {
+                    path: vpath.to_string(),
+                    size,
+                    limit,
+                }
+            } else if changed {
                 FsError::Io {
                     path: vpath.to_string(),
                     reason:
@@ -267,19 +281,32 @@ impl Disk {
         let text = |file| text_from_start(file, encoding);
         let plan = edit.plan(text(&file).map_err(io_err)?, vpath, reads_utf8(encoding))?;
         let (dir, name) = self.write_dir(&target, vpath)?;
+        let mut too_large = None;
         write_atomically(&dir, &name, Commit::Replace, |out| {
             let reader = text(&file)?;
+            let mut out = CappedWriter::new(out, edit.limit());
             match encoding {
-                Encoding::Utf8 => plan.write(reader, out),
+                Encoding::Utf8 => plan.write(reader, &mut out)?,
                 other => {
-                    let mut encoded = EncodingWriter::new(out, other)?;
+                    let mut encoded = EncodingWriter::new(&mut out, other)?;
                     plan.write(reader, &mut encoded)?;
-                    encoded.flush()
+                    encoded.flush()?;
                 }
             }
+            too_large = out.over();
+            if too_large.is_some() {
+                return Err(io::Error::other("over the write limit"));
+            }
+            Ok(())
         })
         .map_err(|e| {
-            if e.to_string() == line_edit::CHANGED {
+            if let (Some(size), Some(limit)) = (too_large, edit.limit()) {
+                FsError::EditTooLarge {
+                    path: vpath.to_string(),
+                    size,
+                    limit,
+                }
+            } else if e.to_string() == line_edit::CHANGED {
                 FsError::Io {
                     path: vpath.to_string(),
                     reason: line_edit::CHANGED.to_string(),

@@ -151,6 +151,16 @@ impl Backend for Guarded {
         self.inner.edit(file, old, new, replace_all).await
     }
 
+    async fn edit_capped(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        max_bytes: Option<u64>,
+    ) -> FsResult<usize> {
+        self.target(&[Operation::Edit], file).await?;
+        self.inner.edit_capped(file, edit, max_bytes).await
+    }
+
     async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
         self.target(&[Operation::Edit], file).await?;
         self.inner.edit_lines(file, edit).await
@@ -267,22 +277,26 @@ impl Backend for Guarded {
         file: &str,
         edit: (&str, &str, bool),
         keep: usize,
+        max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
         self.target(&[Operation::Edit], file).await?;
         if self.target(&[Operation::Read], file).await.is_err() {
-            let (old, new, replace_all) = edit;
-            let value = self.inner.edit(file, old, new, replace_all).await?;
+            let value = self.inner.edit_capped(file, edit, max_bytes).await?;
             return Ok(Recorded {
                 value,
                 before: None,
                 after: None,
             });
         }
-        self.inner.edit_recorded(file, edit, keep).await
+        self.inner.edit_recorded(file, edit, keep, max_bytes).await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
         self.inner.real_paths(paths).await
+    }
+
+    fn limits(&self) -> crate::FileLimits {
+        self.inner.limits()
     }
 
     fn supports_execute(&self) -> bool {

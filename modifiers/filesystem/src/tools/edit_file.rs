@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  EditFileArgs { file_path, old_string, new_string, replace_all = false }
-//!    empty old_string? identical strings? -> path -> Backend::edit (edit.rs plans it)
+//!    empty old_string? identical strings? -> path -> Backend::edit_capped (edit.rs plans it;
+//!      refused when the edited file would pass the write limit, limits.rs)
 //!      (as a tool call: Backend::edit_recorded, the file before and after for rewinds)
 //!    -> "Successfully replaced <n> occurrence(s) in <path>"
 //! ```
@@ -59,7 +60,10 @@ impl FileTool for EditFile {
 
     async fn run(backend: &dyn Backend, args: EditFileArgs<'_>) -> Result<ToolOutput, ToolError> {
         let (file, old, new, replace_all) = checked(&args)?;
-        let n = backend.edit(&file, old, new, replace_all).await?;
+        let limit = Some(backend.limits().write_limit());
+        let n = backend
+            .edit_capped(&file, (old, new, replace_all), limit)
+            .await?;
         Ok(done(n, &file))
     }
 
@@ -71,7 +75,12 @@ impl FileTool for EditFile {
     ) -> Result<(ToolOutput, Option<Change>), ToolError> {
         let (file, old, new, replace_all) = checked(&args)?;
         let edited = backend
-            .edit_recorded(&file, (old, new, replace_all), keep)
+            .edit_recorded(
+                &file,
+                (old, new, replace_all),
+                keep,
+                Some(backend.limits().write_limit()),
+            )
             .await?;
         Ok((
             done(edited.value, &file),

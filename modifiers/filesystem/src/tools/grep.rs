@@ -49,7 +49,7 @@ pub struct GrepArgs<'a> {
 
 impl FileTool for Grep {
     const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = "Search file contents for a regular expression (Rust regex syntax) under `path` (default \"/\"; may be one file). `glob` filters the files searched. `output_mode`: \"files_with_matches\" (default: the paths), \"content\" (`path:line:text`, with `context` lines around each match, default 0) or \"count\" (`path: n`). `case_insensitive` and `fixed_strings` (literal search) default to false. Stops after `max_count` matching lines (default 1000).";
+    const DESCRIPTION: &'static str = "Search file contents for a regular expression (Rust regex syntax) under `path` (default \"/\"; may be one file). `glob` filters the files searched. `output_mode`: \"files_with_matches\" (default: the paths), \"content\" (`path:line:text`, with `context` lines around each match, default 0) or \"count\" (`path: n`). `case_insensitive` and `fixed_strings` (literal search) default to false. Stops after `max_count` matching lines (default 1000; in files_with_matches, after `max_count` files).";
     type Args<'a> = GrepArgs<'a>;
 
     fn parameters() -> Value {
@@ -63,7 +63,7 @@ impl FileTool for Grep {
                 "case_insensitive": {"type": "boolean", "description": "Default false."},
                 "fixed_strings": {"type": "boolean", "description": "Treat the pattern as literal text. Default false."},
                 "context": {"type": "integer", "minimum": 0, "description": "Lines of context around matches in content mode. Default 0."},
-                "max_count": {"type": "integer", "minimum": 1, "description": "Stop after this many matching lines. Default 1000."}
+                "max_count": {"type": "integer", "minimum": 1, "description": "Stop after this many matching lines (files in files_with_matches mode). Default 1000."}
             },
             "required": ["pattern"],
             "additionalProperties": false

@@ -108,6 +108,7 @@ async fn edit_lines(
 ) -> Result<String, ToolError> {
     let file = path::normalize(file_path)?;
     path::check_new_name(&file)?;
+    let edit = edit.max_bytes(Some(backend.limits().write_limit()));
     match backend.edit_lines(&file, &edit).await {
         Ok(()) => Ok(file),
         Err(FsError::NotUtf8(p)) => Err(ToolError::Failed(format!(

@@ -3,7 +3,7 @@
 //! ```text
 //!  ReadFileArgs { file_path, offset = 0, limit = 500 } -> Backend::read -> ReadPage
 //!    -> format_read: "{n:>6}\t{line}", long lines cut at 2000 chars,
-//!       output stopped at 50,000 chars, paging footer
+//!       output stopped at 50,000 chars or at the read limit (limits.rs), paging footer
 //! ```
 
 use lc_agent::{ToolError, ToolOutput};
@@ -58,7 +58,8 @@ impl FileTool for ReadFile {
         let limit = args.limit.map_or(DEFAULT_LIMIT, AtLeast::get);
         let file = path::normalize(args.file_path)?;
         let page = backend.read(&file, offset, limit).await?;
-        Ok(ToolOutput::ok(format_read(&page)?))
+        let read_limit = backend.limits().read_limit();
+        Ok(ToolOutput::ok(format_read(&page, read_limit)?))
     }
 }
 
@@ -89,8 +90,11 @@ fn of_total(total: Option<usize>) -> String {
 
 /// Formats a read window (`cat -n` lines, truncation, paging footer), and
 /// last, for a file that is not plain UTF-8, `[File encoding: <name>]`.
-pub(crate) fn format_read(page: &ReadPage) -> Result<String, FsError> {
-    let mut out = format_lines(page)?;
+/// The lines stop before they pass 50,000 chars (the spec) or
+/// `read_limit` bytes ([`FileLimits`](crate::FileLimits)), whichever
+/// comes first.
+pub(crate) fn format_read(page: &ReadPage, read_limit: u64) -> Result<String, FsError> {
+    let mut out = format_lines(page, read_limit)?;
     if let (Some(name), false) = (page.encoding, page.blank) {
         out.push_str(&format!("\n[File encoding: {name}]"));
     }
@@ -98,7 +102,7 @@ pub(crate) fn format_read(page: &ReadPage) -> Result<String, FsError> {
 }
 
 /// The lines of a read window and its paging footer.
-fn format_lines(page: &ReadPage) -> Result<String, FsError> {
+fn format_lines(page: &ReadPage, read_limit: u64) -> Result<String, FsError> {
     if page.blank {
         return Ok("System reminder: File exists but has empty contents".to_string());
     }
@@ -110,15 +114,26 @@ fn format_lines(page: &ReadPage) -> Result<String, FsError> {
     }
     let mut out = String::new();
     let mut chars = 0usize;
+    let mut bytes = 0u64;
     let mut shown = 0usize;
     for (i, line) in page.lines.iter().enumerate() {
         let n = page.offset + i + 1;
         let formatted = format_line(n, line);
         let added = formatted.chars().count() + usize::from(shown > 0);
-        if chars + added > MAX_READ_CHARS && shown > 0 {
+        let added_bytes = (formatted.len() + usize::from(shown > 0)) as u64;
+        let cut = if shown == 0 {
+            None
+        } else if chars + added > MAX_READ_CHARS {
+            Some("50,000 chars".to_string())
+        } else if bytes + added_bytes > read_limit {
+            Some(format!("the read limit of {read_limit} bytes"))
+        } else {
+            None
+        };
+        if let Some(at) = cut {
             let (a, b) = (page.offset + 1, page.offset + shown);
             out.push_str(&format!(
-                "\n[Output truncated at 50,000 chars. Showing lines {a}-{b}{}. Use offset={b} to read more.]",
+                "\n[Output truncated at {at}. Showing lines {a}-{b}{}. Use offset={b} to read more.]",
                 of_total(page.total)
             ));
             return Ok(out);
@@ -128,6 +143,7 @@ fn format_lines(page: &ReadPage) -> Result<String, FsError> {
         }
         out.push_str(&formatted);
         chars += added;
+        bytes += added_bytes;
         shown += 1;
     }
     let last = page.offset + shown;

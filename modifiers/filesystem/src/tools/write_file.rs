@@ -1,7 +1,8 @@
 //! [`WriteFile`]: creates a file (and its missing parent directories).
 //!
 //! ```text
-//!  WriteFileArgs { file_path, content, overwrite = false } -> Backend::write
+//!  WriteFileArgs { file_path, content, overwrite = false } -> path, content over the
+//!    write limit? (limits.rs) -> Backend::write
 //!    (as a tool call: Backend::write_recorded, the file before and after for rewinds)
 //!    -> "Successfully wrote to <path>"
 //! ```
@@ -53,8 +54,7 @@ impl FileTool for WriteFile {
     }
 
     async fn run(backend: &dyn Backend, args: WriteFileArgs<'_>) -> Result<ToolOutput, ToolError> {
-        let file = path::normalize(args.file_path)?;
-        path::check_new_name(&file)?;
+        let file = checked(backend, &args)?;
         backend
             .write(&file, args.content, args.overwrite.unwrap_or(false))
             .await?;
@@ -67,8 +67,7 @@ impl FileTool for WriteFile {
         _file: &str,
         keep: usize,
     ) -> Result<(ToolOutput, Option<Change>), ToolError> {
-        let file = path::normalize(args.file_path)?;
-        path::check_new_name(&file)?;
+        let file = checked(backend, &args)?;
         let done = backend
             .write_recorded(&file, args.content, args.overwrite.unwrap_or(false), keep)
             .await?;
@@ -77,4 +76,14 @@ impl FileTool for WriteFile {
             Some((done.before, done.after)),
         ))
     }
+}
+
+/// The call's file (normalised), once the path and the content's size
+/// (the write limit, `limits.rs`) are checked.
+fn checked(backend: &dyn Backend, args: &WriteFileArgs<'_>) -> Result<String, ToolError> {
+    let file = path::normalize(args.file_path)?;
+    path::check_new_name(&file)?;
+    let size = args.content.len() as u64;
+    crate::limits::check_write(&file, size, backend.limits().write_limit())?;
+    Ok(file)
 }

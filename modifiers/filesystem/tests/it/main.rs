@@ -13,8 +13,10 @@
 //! - `disk_writes` — `FilesystemBackend` writes: symlinks, atomicity, modes.
 //! - `e2e` — a scripted model drives the tools through a network.
 //! - `execute` — `execute` through `LocalShellBackend`.
+//! - `first_match` — grep files_with_matches stops at a file's first match; max_count counts files.
 //! - `golden` — the golden table against every backend.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
+//! - `limits` — the size limits of reads and writes on every backend, exact messages.
 //! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
 //! - `modifier` — the modifier in a running network.
 //! - `permissions` — path rules on every backend, with hostile paths.
@@ -36,8 +38,10 @@ mod delete;
 mod disk_writes;
 mod e2e;
 mod execute;
+mod first_match;
 mod golden;
 mod kill_writes;
+mod limits;
 mod lines;
 mod modifier;
 mod permissions;

@@ -185,7 +185,7 @@ async fn a_disk_change_reports_the_file_before_and_after() {
         "the hash of what was written"
     );
     let edited = backend
-        .edit_recorded("/a.txt", ("one", "two", false), 1024)
+        .edit_recorded("/a.txt", ("one", "two", false), 1024, None)
         .await
         .unwrap();
     assert_eq!(edited.value, 1);

@@ -167,7 +167,7 @@ impl NodeLogic for ChatNode {
             ctx.node
                 .set_metadata(crate::clear_results::CLEARED_KEY, json!(cleared));
         }
-        let has_images = request.messages().iter().any(|m| m.has_images());
+        let mut has_images = request.messages().iter().any(|m| m.has_images());
         let mut rejected = Vec::new();
         let response = loop {
             // With an output schema, answer text is reported once it is
@@ -176,6 +176,15 @@ impl NodeLogic for ChatNode {
             let held_text = output_schema.is_some();
             let response = loop {
                 let (model_name, model) = &models[answering];
+                // A tool's image (read_file on a picture) becomes a note
+                // for a model that cannot read it; a person's image is an
+                // error below.
+                if has_images
+                    && model.reads_images() == Some(false)
+                    && crate::content::leave_out_tool_images(&mut request, model_name)
+                {
+                    has_images = request.messages().iter().any(|m| m.has_images());
+                }
                 if has_images && model.reads_images() == Some(false) {
                     return Err(ModelError::ImagesNotSupported {
                         model: model_name.clone(),

@@ -16,6 +16,7 @@
 //! - `golden` — the golden table against every backend.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
 //! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
+//! - `media` — `read_file` on images and PDFs on every backend; a model without images.
 //! - `modifier` — the modifier in a running network.
 //! - `permissions` — path rules on every backend, with hostile paths.
 //! - `properties` — properties of the tools on generated inputs.
@@ -39,6 +40,7 @@ mod execute;
 mod golden;
 mod kill_writes;
 mod lines;
+mod media;
 mod modifier;
 mod permissions;
 mod properties;

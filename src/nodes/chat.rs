@@ -176,6 +176,12 @@ impl NodeLogic for ChatNode {
             let held_text = output_schema.is_some();
             let response = loop {
                 let (model_name, model) = &models[answering];
+                // A tool's image (read_file on a picture) becomes a note
+                // for a model that cannot read it; a person's image is an
+                // error below.
+                if model.reads_images() == Some(false) && has_images(&request) {
+                    crate::content::leave_out_tool_images(&mut request, model_name);
+                }
                 if model.reads_images() == Some(false) && has_images(&request) {
                     return Err(ModelError::ImagesNotSupported {
                         model: model_name.clone(),

@@ -418,6 +418,38 @@ pub trait Backend: Send + Sync {
         FileLimits::default()
     }
 
+    /// The bytes of a file of at most `max` bytes (`read_file` on images
+    /// and PDFs): [`FsError::TooLarge`] when it is larger, the read errors
+    /// of [`read`](Self::read) otherwise. The default downloads the file;
+    /// backends on disk check its size before reading it.
+    async fn read_bytes(&self, path: &str, max: u64) -> FsResult<Vec<u8>> {
+        let got = self.download_files(vec![path.to_string()]).await.pop();
+        let bytes = match got {
+            Some(FileDownloadResponse {
+                content: Some(bytes),
+                ..
+            }) => bytes,
+            Some(FileDownloadResponse { error, .. }) => {
+                return Err(match error {
+                    Some(FileOpError::IsDirectory) => FsError::IsDirectoryUseLs(path.to_string()),
+                    Some(FileOpError::PermissionDenied) => {
+                        FsError::PermissionDenied(path.to_string())
+                    }
+                    _ => FsError::FileNotFound(path.to_string()),
+                })
+            }
+            None => return Err(FsError::FileNotFound(path.to_string())),
+        };
+        if bytes.len() as u64 > max {
+            return Err(FsError::TooLarge {
+                path: path.to_string(),
+                size: bytes.len() as u64,
+                max,
+            });
+        }
+        Ok(bytes)
+    }
+
     /// Whether [`Backend::execute`] runs commands (the sandbox extension).
     fn supports_execute(&self) -> bool {
         false

@@ -147,6 +147,11 @@ fn restore_err(prefix: &str, e: FsError) -> FsError {
             parent: fix(parent),
         },
         FsError::PermissionDenied(p) => FsError::PermissionDenied(fix(p)),
+        FsError::TooLarge { path, size, max } => FsError::TooLarge {
+            path: fix(path),
+            size,
+            max,
+        },
         FsError::Io { path, reason } => FsError::Io {
             path: fix(path),
             reason,
@@ -243,6 +248,16 @@ impl Backend for Routed {
                 .await
                 .map_err(|e| restore_err(prefix, e)),
             None => self.default.read(file, offset, limit).await,
+        }
+    }
+
+    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
+        match self.route(file) {
+            Some((prefix, b, inner)) => b
+                .read_bytes(&inner, max)
+                .await
+                .map_err(|e| restore_err(prefix, e)),
+            None => self.default.read_bytes(file, max).await,
         }
     }
 

@@ -83,6 +83,44 @@ pub enum FsError {
         /// Its size in bytes.
         size: u64,
     },
+    /// `read_file` on an image or PDF larger than it reads.
+    #[error(
+        "{} is too large to read ({size} bytes; images and PDFs are read up to {max} bytes)",
+        shown(path)
+    )]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The most bytes read.
+        max: u64,
+    },
+    /// `read_file` on an image whose canvas is larger than it decodes.
+    #[error(
+        "{} is too large to read ({width}x{height} px; images are decoded up to {max} pixels)",
+        shown(path)
+    )]
+    TooManyPixels {
+        /// The file.
+        path: String,
+        /// Its width in pixels.
+        width: u32,
+        /// Its height in pixels.
+        height: u32,
+        /// The most pixels decoded.
+        max: u64,
+    },
+    /// `read_file` on an image or PDF that cannot be decoded.
+    #[error("{} could not be read as {what}: {reason}", shown(path))]
+    Undecodable {
+        /// The file.
+        path: String,
+        /// What it looked like (`a PNG image`, `a PDF`).
+        what: String,
+        /// The decoder's reason.
+        reason: String,
+    },
     /// `edit_file` on a file that is not UTF-8.
     #[error("{} is not valid UTF-8; edit_file will not rewrite it", shown(.0))]
     NotUtf8(String),

@@ -143,6 +143,8 @@
 //!   which tools a model is offered.
 //!   - `tools/ls.rs`: [`Ls`] and `format_ls`.
 //!   - `tools/read_file.rs`: [`ReadFile`] and `format_read`.
+//! - `media.rs`: `read_file` on images (an image part, downscaled when too large) and PDFs
+//!   (the text of each page, paged like text).
 //!   - `tools/write_file.rs`: [`WriteFile`].
 //!   - `tools/edit_file.rs`: [`EditFile`].
 //!   - `tools/glob.rs`: [`Glob`].
@@ -210,6 +212,7 @@ mod grep;
 mod limits;
 mod line_edit;
 mod map_backend;
+mod media;
 mod modifier;
 mod paging;
 pub mod path;

@@ -271,6 +271,9 @@ impl Backend for LocalShellBackend {
     async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
         self.fs.read(file, offset, limit).await
     }
+    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
+        self.fs.read_bytes(file, max).await
+    }
     async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
         self.fs.write(file, content, overwrite).await
     }

@@ -701,6 +701,31 @@ impl Disk {
         }
     }
 
+    /// The file's bytes when at most `max` (its size is checked first).
+    fn read_bytes(&self, vpath: &str, max: u64) -> FsResult<Vec<u8>> {
+        let (file, size) = self.open_file(vpath)?;
+        if size > max {
+            return Err(FsError::TooLarge {
+                path: vpath.to_string(),
+                size,
+                max,
+            });
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        // A file that grew since it was opened is cut at `max + 1` bytes.
+        file.take(max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| map_err(e, vpath, FsError::FileNotFound))?;
+        if bytes.len() as u64 > max {
+            return Err(FsError::TooLarge {
+                path: vpath.to_string(),
+                size: bytes.len() as u64,
+                max,
+            });
+        }
+        Ok(bytes)
+    }
+
     fn download(&self, vpath: &str) -> FsResult<Vec<u8>> {
         let (file, _) = self.open_file(vpath)?;
         let mut bytes = Vec::new();
@@ -779,6 +804,11 @@ impl Backend for FilesystemBackend {
     async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
         let file = file.to_string();
         self.run(move |d| d.read(&file, offset, limit)).await
+    }
+
+    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
+        let file = file.to_string();
+        self.run(move |d| d.read_bytes(&file, max)).await
     }
 
     async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {

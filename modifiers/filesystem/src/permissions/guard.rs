@@ -141,6 +141,11 @@ impl Backend for Guarded {
         self.inner.read(file, offset, limit).await
     }
 
+    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
+        self.target(&[Operation::Read], file).await?;
+        self.inner.read_bytes(file, max).await
+    }
+
     async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
         self.target(&[Operation::Write], file).await?;
         self.inner.write(file, content, overwrite).await

@@ -1,4 +1,5 @@
-//! [`ReadFile`]: a window of a text file, numbered like `cat -n`.
+//! [`ReadFile`]: a window of a text file, numbered like `cat -n`; images
+//! and PDFs are handed to `media.rs` (an image part; a PDF's text).
 //!
 //! ```text
 //!  ReadFileArgs { file_path, offset = 0, limit = 500 } -> Backend::read -> ReadPage
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 use super::{AtLeast, FileTool};
 use crate::backend::{Backend, PageLine, ReadPage};
 use crate::error::FsError;
+use crate::media;
 use crate::paging::MAX_READ_CHARS;
 use crate::path;
 
@@ -37,7 +39,7 @@ pub struct ReadFileArgs<'a> {
 
 impl FileTool for ReadFile {
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a text file. Lines are numbered like `cat -n`. `offset` is the 0-based index of the first line to show (default 0) and `limit` the number of lines (default 500); a footer tells you which offset to use to read more. Always read a file before editing it.";
+    const DESCRIPTION: &'static str = "Read a text file, an image (PNG, JPEG, GIF, WebP: you are shown the image) or a PDF (its text, page by page). Lines are numbered like `cat -n`. `offset` is the 0-based index of the first line to show (default 0) and `limit` the number of lines (default 500); a footer tells you which offset to use to read more. Always read a file before editing it.";
     type Args<'a> = ReadFileArgs<'a>;
 
     fn parameters() -> Value {
@@ -57,9 +59,29 @@ impl FileTool for ReadFile {
         let offset = args.offset.map_or(0, AtLeast::get);
         let limit = args.limit.map_or(DEFAULT_LIMIT, AtLeast::get);
         let file = path::normalize(args.file_path)?;
-        let page = backend.read(&file, offset, limit).await?;
-        let read_limit = backend.limits().read_limit();
-        Ok(ToolOutput::ok(format_read(&page, read_limit)?))
+        if media::named_media(&file)
+            && let Some(out) = media::read_named(backend, &file, offset, limit).await?
+        {
+            return Ok(out);
+        }
+        match backend.read(&file, offset, limit).await {
+            Ok(page) => Ok(ToolOutput::ok(format_read(
+                &page,
+                backend.limits().read_limit(),
+            )?)),
+            // An image without an image's name: shown when its bytes say so.
+            Err(binary @ FsError::Binary { .. }) => {
+                let bytes = backend.read_bytes(&file, media::MAX_MEDIA_BYTES).await;
+                match bytes
+                    .ok()
+                    .and_then(|b| media::answer(&file, &b, offset, limit))
+                {
+                    Some(out) => Ok(out?),
+                    None => Err(binary.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

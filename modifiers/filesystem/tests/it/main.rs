@@ -18,6 +18,7 @@
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
 //! - `limits` — the size limits of reads and writes on every backend, exact messages.
 //! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
+//! - `media` — `read_file` on images and PDFs on every backend; a model without images.
 //! - `modifier` — the modifier in a running network.
 //! - `permissions` — path rules on every backend, with hostile paths.
 //! - `properties` — properties of the tools on generated inputs.
@@ -43,6 +44,7 @@ mod golden;
 mod kill_writes;
 mod limits;
 mod lines;
+mod media;
 mod modifier;
 mod permissions;
 mod properties;

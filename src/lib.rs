@@ -96,7 +96,8 @@
 //!                     wire.rs (JSON types), stream.rs (SSE assembly), window.rs
 //!                     (the context window asked of the server), discover.rs (the
 //!                     only model a server lists), remembered.rs (what a server
-//!                     cannot do, kept across processes: remember_servers_in)
+//!                     cannot do, kept across processes: remember_servers_in),
+//!                     embeddings.rs (OpenAiEmbedder: /embeddings, batches, pooling)
 //!   anthropic/        AnthropicChatModel (Messages API): mod.rs (config, the ChatModel
 //!                     impl), wire.rs (JSON types, roles merged, cache markers),
 //!                     stream.rs (message/content-block events assembled)
@@ -105,6 +106,7 @@
 //!   provider/         Provider, by name or from the environment, and the model it opens
 //!                     (mod.rs: opening, parsing); table.rs: the provider table (one row
 //!                     each: name, variables, defaults), below every provider's folder
+//!   embed.rs          Embedder: texts to vectors (memory's search by meaning)
 //!   settings.rs       HttpSettings: what every HTTP provider takes, its setters written once
 //!   tool_choice.rs    ToolChoice: auto, required, none, a named tool
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
@@ -265,12 +267,14 @@ pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
 pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
 #[cfg(feature = "openai")]
-pub use model::openai::{remember_servers_in, OpenAiChatModel, OpenAiChatModelBuilder};
+pub use model::openai::{
+    remember_servers_in, OpenAiChatModel, OpenAiChatModelBuilder, OpenAiEmbedder,
+};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatRequest, ChatResponse, DeltaSink, HttpSettings, Match, Provider, ProviderError,
-    ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice, ToolChoiceError,
-    Usage,
+    ChatModel, ChatRequest, ChatResponse, DeltaSink, Embedder, HttpSettings, Match, Provider,
+    ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice,
+    ToolChoiceError, Usage,
 };
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
 pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};

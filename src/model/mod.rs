@@ -4,6 +4,7 @@
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
 mod cassette;
+mod embed;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod forced_tool;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
@@ -16,6 +17,7 @@ mod settings;
 mod tool_choice;
 
 pub use cassette::{Match, RecordingChatModel, ReplayChatModel};
+pub use embed::Embedder;
 pub use provider::{Provider, ProviderError, ProviderRow};
 pub use settings::HttpSettings;
 pub use tool_choice::{ToolChoice, ToolChoiceError};

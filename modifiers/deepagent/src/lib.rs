@@ -102,13 +102,15 @@
 //!   - `mcp/error.rs`: `McpError`.
 //! - `memory` (feature `memory`): long-term memory across sessions, per user
 //!   (its module docs draw how the parts connect):
-//!   - `memory/entry.rs`: `MemoryEntry {id, user, kind, text, tags, created_at}`, `MemoryQuery`, `MemoryHit`.
+//!   - `memory/entry.rs`: `MemoryEntry {id, user, kind, text, tags, created_at, embedding?}`, `MemoryEmbedding`, `MemoryQuery`, `MemoryHit`.
 //!   - `memory/error.rs`: `MemoryError`.
 //!   - `memory/backend.rs`: the `MemoryBackend` trait (a per-user append-only log) and `InMemoryBackend`.
 //!   - `memory/file.rs`: `JsonFileBackend`, JSON lines appended under a lock and fsynced (kill-safe).
 //!   - `memory/redis.rs`: `RedisMemoryBackend`, a list per user, hash-tagged like the sessions.
 //!   - `memory/index.rs`: the tantivy index (RAM or on disk): relevance × recency, filtered by user.
-//!   - `memory/store.rs`: `MemoryStore`, a backend plus the index that follows it (rebuilt when stale).
+//!   - `memory/store.rs`: `MemoryStore`, a backend plus the index that follows it (rebuilt when stale);
+//!     with an embedder, vectors too and hybrid search (reciprocal rank fusion).
+//!   - `memory/vectors.rs`: the entries' vectors per user in RAM, cosine search (exact, or sign bits then exact).
 //!   - `memory/modifier.rs`: `MemoryModifier`: memories in the prompt, turns stored, background summaries.
 //!   - `memory/tools.rs`: the `remember` and `recall` tools; `user_of` (the session's user).
 //! - The file tools, their backends and `FilesystemModifier` are the
@@ -160,7 +162,8 @@ pub use project_memory::{ProjectMemory, ProjectMemorySpec};
 pub use resilience::{CallLimitsSpec, ClearToolResultsSpec, ResilienceSpec, ToolRetrySpec};
 pub use skills::{Skill, SkillError, SkillsModifier};
 pub use spec::{
-    AgentSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec, AGENT_SPEC_KEY,
+    AgentSpec, EmbedderSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec,
+    AGENT_SPEC_KEY,
 };
 pub use subagents::{SubAgent, SubAgentModifier, TASK};
 pub use summarization::{

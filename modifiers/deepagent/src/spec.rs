@@ -91,6 +91,8 @@
 //! [memory]            # long-term memory (feature `memory`), all fields optional
 //! top_k = 5
 //! summary_every = 8
+//! # search by meaning too (absent: by words only); any OpenAI-compatible /embeddings
+//! embedder = { model = "nomic-embed-text", base_url = "http://127.0.0.1:11434/v1" }
 //!
 //! [prices.models."qwen2.5-coder"]   # USD per million tokens (see lc_agent::Prices)
 //! input = 0.2
@@ -220,6 +222,80 @@ pub struct MemorySpec {
     /// `summary` step's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_every: Option<usize>,
+    /// Memories found by meaning too, with this embedding model (absent:
+    /// by words only; see `lc_agent_deepagent::memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<EmbedderSpec>,
+}
+
+/// The embedding model of long-term memory: an OpenAI-compatible
+/// `/embeddings` endpoint ([`lc_agent::OpenAiEmbedder`]), named like a
+/// `[models]` entry; never a key, only the variable holding it.
+///
+/// ```
+/// use lc_agent_deepagent::AgentSpec;
+///
+/// let spec = AgentSpec::from_toml(
+///     "[models.main]\nmodel = \"m\"\n[memory]\nembedder = { model = \"nomic-embed-text\", base_url = \"http://127.0.0.1:11434/v1\" }",
+/// )
+/// .unwrap();
+/// let embedder = spec.memory.unwrap().embedder.unwrap();
+/// assert_eq!(embedder.model, "nomic-embed-text");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedderSpec {
+    /// The embedding model the server serves (stored with every vector:
+    /// another model's vectors are not compared).
+    pub model: String,
+    /// The endpoint (default: `OPENAI_BASE_URL`, else OpenAI's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable holding its API key (default:
+    /// `OPENAI_API_KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// How long one request may wait, in seconds (default: as the
+    /// models', `LC_AGENT_MODEL_TIMEOUT`, else 120).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl EmbedderSpec {
+    /// The embedder this entry names (the key from `api_key_env`, else
+    /// `OPENAI_API_KEY`).
+    #[cfg(feature = "memory")]
+    fn open(&self) -> Result<Arc<dyn lc_agent::Embedder>, SpecError> {
+        let what =
+            |why: &str| SpecError::Invalid(format!("memory embedder `{}`: {why}", self.model));
+        if self.model.trim().is_empty() {
+            return Err(what(
+                "`model` is empty: name the embedding model its server serves",
+            ));
+        }
+        let mut settings = lc_agent::HttpSettings::default().model(self.model.clone());
+        if let Some(url) = &self.base_url {
+            settings = settings.base_url(url.clone());
+        }
+        match self.timeout_secs {
+            Some(0) => return Err(what("timeout_secs must be at least 1")),
+            Some(secs) => settings = settings.timeout(std::time::Duration::from_secs(secs)),
+            None => {}
+        }
+        if let Some(variable) = &self.api_key_env {
+            let key = std::env::var(variable)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .ok_or_else(|| {
+                    what(&format!(
+                        "its key variable {variable} (api_key_env) is not set"
+                    ))
+                })?;
+            settings = settings.api_key(key);
+        }
+        let embedder = lc_agent::OpenAiEmbedder::new(settings).map_err(|e| what(&e.to_string()))?;
+        Ok(Arc::new(embedder))
+    }
 }
 
 /// Where the agent's skills are (see [`SkillsModifier`](crate::SkillsModifier)).
@@ -678,6 +754,10 @@ fn with_memory(
         (Some(dir), _) => MemoryStore::open(dir)?,
         (None, lc_agent::ListConfig::Redis { url, .. }) => MemoryStore::redis(url.clone())?,
         (None, _) => MemoryStore::open_default()?,
+    };
+    let store = match &spec.embedder {
+        Some(embedder) => store.with_embedder(embedder.open()?),
+        None => store,
     };
     let mut memory = MemoryModifier::new(store);
     if let Some(user) = &context.user {

@@ -156,3 +156,114 @@ async fn a_message_that_cannot_fit_fails_before_it_is_sent() {
     assert!(*tokens > 2048, "{tokens}");
     assert!(error.to_string().contains("and 2048 fit"), "{error}");
 }
+
+/// Memory that finds meaning, with real embeddings: llama-cpp-python
+/// serving SmolLM2 with `--embedding` behind `[memory] embedder` in a
+/// blueprint. SmolLM2 is a small chat model, not an embedding model: its
+/// averaged token vectors rank a clear case (the question shares no word
+/// with the fact) within the top three of eight, which is what is
+/// asserted, with the vectors' dimension (576) and the users kept apart.
+#[needs(llama)]
+#[tokio::test]
+async fn memory_finds_meaning_with_real_embeddings() {
+    use std::sync::Arc;
+
+    use lc_agent::{ChatModel, Embedder, HttpSettings, OpenAiEmbedder, ScriptedChatModel, Turn};
+    use lc_agent_deepagent::memory::{MemoryEntry, MemoryKind, MemoryQuery, MemoryStore};
+
+    let server = LlamaServer::start_embeddings();
+    let embedder = OpenAiEmbedder::new(
+        HttpSettings::default()
+            .base_url(server.base_url())
+            .model("smollm2"),
+    )
+    .unwrap();
+    let texts = ["a dog".to_string(), "a puppy".into(), "a database".into()];
+    let vectors = embedder
+        .embed(&texts)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", server.log()));
+    assert_eq!(vectors.len(), 3);
+    assert!(
+        vectors.iter().all(|v| v.len() == 576),
+        "SmolLM2-135M's width"
+    );
+
+    // Through the blueprint: the fact the agent remembers is stored with
+    // its vector.
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[models.main]\nmodel = \"m\"\n\n[memory]\ndir = {:?}\nsummary_every = 0\n\
+         embedder = {{ model = \"smollm2\", base_url = \"{}\" }}\n",
+        dir.path().to_str().unwrap(),
+        server.base_url()
+    );
+    let spec = lc_agent_deepagent::AgentSpec::from_toml(&toml).unwrap();
+    let model: Arc<dyn ChatModel> = Arc::new(ScriptedChatModel::new([
+        Turn::call(
+            "m1",
+            "remember",
+            serde_json::json!({"text": "I have a puppy called Rex"}),
+        ),
+        Turn::text("Noted."),
+    ]));
+    let net = spec
+        .builder(move |_, _| Ok(model.clone()))
+        .unwrap()
+        .build()
+        .unwrap();
+    net.set_metadata("user", serde_json::json!("alice"));
+    {
+        let _scope = net.enter();
+        HumanNode::new("Please remember my pet.");
+    }
+    net.invoke().await.unwrap();
+    drop(net);
+
+    let store = MemoryStore::open(dir.path())
+        .unwrap()
+        .with_embedder(Arc::new(embedder));
+    let others = [
+        "The meeting with the bank is on Tuesday",
+        "My favourite colour is green",
+        "I live in Lisbon near the river",
+        "Python is my main programming language",
+        "We use PostgreSQL for the orders database",
+        "My sister's birthday is in March",
+        "I am allergic to peanuts",
+    ];
+    let mut entries: Vec<MemoryEntry> = others
+        .iter()
+        .map(|t| MemoryEntry::new("alice", MemoryKind::Fact, *t))
+        .collect();
+    entries.push(MemoryEntry::new(
+        "bob",
+        MemoryKind::Fact,
+        "My dog's name is Max",
+    ));
+    store.add_many(&entries).await.unwrap();
+    let stored = store.entries("alice").await.unwrap();
+    let rex = stored
+        .iter()
+        .find(|e| e.text == "I have a puppy called Rex")
+        .expect("remembered");
+    let embedding = rex.embedding.as_ref().expect("stored with its vector");
+    assert_eq!(
+        (embedding.model.as_str(), embedding.vector.len()),
+        ("smollm2", 576)
+    );
+
+    let question = MemoryQuery::new("what is my dog's name?")
+        .kind(MemoryKind::Fact)
+        .limit(3);
+    let words_only = MemoryStore::open(dir.path()).unwrap();
+    let hits = words_only.search("alice", &question).await.unwrap();
+    assert!(
+        hits.iter().all(|h| !h.entry.text.contains("Rex")),
+        "no word in common: {hits:?}"
+    );
+    let hits = store.search("alice", &question).await.unwrap();
+    let found: Vec<&str> = hits.iter().map(|h| h.entry.text.as_str()).collect();
+    assert!(found.contains(&"I have a puppy called Rex"), "{found:?}");
+    assert!(hits.iter().all(|h| h.entry.user == "alice"), "{found:?}");
+}

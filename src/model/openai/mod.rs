@@ -3,6 +3,7 @@
 //! (The full description is on the [`OpenAiChatModel`] docs.)
 
 mod discover;
+mod embeddings;
 mod remembered;
 mod stream;
 mod window;
@@ -25,6 +26,7 @@ use crate::error::ModelError;
 use crate::message::Message;
 use wire::{StreamOptions, WireRequest, WireTool, WireToolChoice};
 
+pub use embeddings::OpenAiEmbedder;
 pub use remembered::remember_servers_in;
 
 /// The OpenAI-compatible chat model: chat completions over HTTP.

@@ -79,6 +79,15 @@ impl LlamaServer {
         Self::launch("")
     }
 
+    /// Starts a server that serves embeddings (`--embedding true`, a
+    /// 512-token window) instead of chat: SmolLM2 has no pooling, so
+    /// llama-cpp-python answers one vector per token (the client averages
+    /// them) and fails a request of several texts with HTTP 500 (the
+    /// client then sends them one at a time).
+    pub fn start_embeddings() -> Self {
+        Self::launch("--n_ctx 512 --embedding true")
+    }
+
     /// Starts a server with these extra flags.
     fn launch(flags: &str) -> Self {
         assert!(

@@ -1,6 +1,11 @@
 //! What memory holds: [`MemoryEntry`] (`{id, user, kind, text, tags,
-//! created_at}`), its [`MemoryKind`], and what a search asks
-//! ([`MemoryQuery`]) and gets ([`MemoryHit`]).
+//! created_at, embedding?}`), its [`MemoryKind`], its [`MemoryEmbedding`],
+//! and what a search asks ([`MemoryQuery`]) and gets ([`MemoryHit`]).
+//!
+//! An embedding is stored as `{"model": "<name>", "vector": "<base64>"}`:
+//! the vector's little-endian `f32`s in standard base64 (a third of the
+//! size of a JSON array of numbers, and exact). Entries written before
+//! embeddings existed have none and load as before.
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
@@ -67,6 +72,83 @@ pub struct MemoryEntry {
     pub tags: Vec<String>,
     /// When it was recorded (to the microsecond).
     pub created_at: DateTime<Utc>,
+    /// Its vector for search by meaning, and the model that made it
+    /// (absent: found by its words only). [`MemoryStore`](super::MemoryStore)
+    /// fills it when it has an embedder; search hits carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<MemoryEmbedding>,
+}
+
+/// An entry's vector and the embedding model it came from (vectors of
+/// different models are never compared).
+#[derive(Debug, Clone)]
+pub struct MemoryEmbedding {
+    /// The embedding model's name.
+    pub model: String,
+    /// The vector, as the model gave it.
+    pub vector: Vec<f32>,
+}
+
+impl PartialEq for MemoryEmbedding {
+    fn eq(&self, other: &Self) -> bool {
+        // Bit for bit, so equality is an equivalence (NaN never stored).
+        self.model == other.model
+            && self.vector.len() == other.vector.len()
+            && self
+                .vector
+                .iter()
+                .zip(&other.vector)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for MemoryEmbedding {}
+
+/// The stored form: `{"model", "vector": base64 of little-endian f32s}`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredEmbedding {
+    model: String,
+    vector: String,
+}
+
+impl Serialize for MemoryEmbedding {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        let bytes: Vec<u8> = self.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        StoredEmbedding {
+            model: self.model.clone(),
+            vector: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryEmbedding {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use base64::Engine as _;
+        use serde::de::Error as _;
+        let stored = StoredEmbedding::deserialize(deserializer)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(stored.vector.as_bytes())
+            .map_err(|e| D::Error::custom(format!("embedding vector: {e}")))?;
+        if bytes.len() % 4 != 0 {
+            return Err(D::Error::custom(
+                "embedding vector: not a whole number of f32s",
+            ));
+        }
+        let vector: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if vector.iter().any(|x| !x.is_finite()) {
+            return Err(D::Error::custom("embedding vector: not finite"));
+        }
+        Ok(Self {
+            model: stored.model,
+            vector,
+        })
+    }
 }
 
 impl MemoryEntry {
@@ -79,7 +161,18 @@ impl MemoryEntry {
             text: text.into(),
             tags: Vec::new(),
             created_at: Utc::now().trunc_subsecs(6),
+            embedding: None,
         }
+    }
+
+    /// The same entry with this embedding (made elsewhere, or imported).
+    #[must_use]
+    pub fn with_embedding(mut self, model: impl Into<String>, vector: Vec<f32>) -> Self {
+        self.embedding = Some(MemoryEmbedding {
+            model: model.into(),
+            vector,
+        });
+        self
     }
 
     /// The same entry with these tags.

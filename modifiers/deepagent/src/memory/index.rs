@@ -210,6 +210,29 @@ impl MemoryIndex {
         Ok(self.reader.searcher().search(&query, &Count)? > 0)
     }
 
+    /// The entry `id` of `user`, when the index holds it (without its
+    /// embedding).
+    pub(crate) fn get(&self, user: &str, id: &str) -> MemoryResult<Option<MemoryEntry>> {
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(self.term(self.fields.user, user)) as Box<dyn Query>,
+            ),
+            (Occur::Must, Box::new(self.term(self.fields.id, id))),
+        ]);
+        let searcher = self.reader.searcher();
+        let Some((_, addr)) = searcher
+            .search(&query, &TopDocs::with_limit(1).order_by_score())?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        let doc: TantivyDocument = searcher.doc(addr)?;
+        let entry = self.entry_of(&doc)?;
+        Ok((entry.user == user).then_some(entry))
+    }
+
     /// Adds entries and commits (searchable when it returns).
     pub(crate) fn add(&self, entries: &[MemoryEntry]) -> MemoryResult<()> {
         if entries.is_empty() {
@@ -389,6 +412,7 @@ impl MemoryIndex {
                 .collect(),
             created_at,
             id,
+            embedding: None,
         })
     }
 }

@@ -16,23 +16,55 @@
 //! is checked against the backend (the last indexed entry must be there):
 //! an index that is stale (a backend that was replaced or cut) is rebuilt
 //! for that user from the entries; a missing one is rebuilt in full.
+//!
+//! With an [`Embedder`] ([`MemoryStore::with_embedder`]) memory also
+//! finds meaning, not only words:
+//!
+//! ```text
+//!  add(entries) ──▶ embed the texts (one call) ──▶ entry.embedding = {model, vector} ──▶ backend
+//!  search(user, q) ──▶ words:   index.search, the best `pool` (relevance × recency)
+//!                  └─▶ meaning: embed(q) ──▶ VectorIndex::search, the best `pool` (cosine)
+//!                  ──▶ reciprocal rank fusion: score = Σ 1 / (60 + rank) ──▶ top `limit`
+//! ```
+//!
+//! The vectors follow the backend as the index does (in RAM, taken in by
+//! `sync`). Entries without a vector of the embedder's model (older ones,
+//! written without an embedder, or by another model) are found by words
+//! only; so is everything when the embedder fails (a warning says so):
+//! an entry that could not be embedded is stored without a vector, and a
+//! question that could not be embedded is searched by words. An empty
+//! question gives the most recent entries, as without an embedder. A
+//! hybrid search fills its `limit` with the entries nearest in meaning
+//! when few share words with the question (hits are ranked, not cut off
+//! by a similarity threshold, which would differ from model to model).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lc_agent::validate_user;
-use parking_lot::Mutex;
+use lc_agent::{validate_user, Embedder};
+use parking_lot::{Mutex, RwLock};
 
 use super::backend::{InMemoryBackend, MemoryBackend};
-use super::entry::{MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
+use super::entry::{MemoryEmbedding, MemoryEntry, MemoryHit, MemoryKind, MemoryQuery};
 use super::error::{MemoryError, MemoryResult};
 use super::file::JsonFileBackend;
 use super::index::MemoryIndex;
 use super::redis::RedisMemoryBackend;
+use super::vectors::{normalized, VectorIndex};
 
 /// The longest text an entry may have (bytes).
 pub(super) const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// Reciprocal rank fusion's constant: an entry at rank `r` (from 1) of
+/// the words' or the meaning's ranking adds `1 / (RRF_K + r)` to its score
+/// (60, as in the paper that introduced it: Cormack et al., 2009).
+const RRF_K: f32 = 60.0;
+
+/// How many of the best of each ranking a hybrid search fuses, per hit
+/// asked for, and at least.
+const FUSE_FACTOR: usize = 10;
+const MIN_FUSE: usize = 50;
 
 /// Long-term memory: entries per user in a backend, searched by relevance
 /// and recency (clones share everything).
@@ -63,12 +95,24 @@ struct Inner {
     synced: Mutex<HashMap<String, usize>>,
     /// One sync at a time (so no entry is indexed twice).
     sync_lock: tokio::sync::Mutex<()>,
+    /// Search by meaning, when there is an embedder.
+    meaning: RwLock<Option<Arc<Meaning>>>,
+}
+
+/// The embedder and the vectors of its model.
+struct Meaning {
+    embedder: Arc<dyn Embedder>,
+    vectors: VectorIndex,
 }
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
             .field("backend", &self.inner.backend.describe())
+            .field(
+                "embedder",
+                &self.meaning().map(|m| m.embedder.model_name().to_string()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -136,8 +180,71 @@ impl MemoryStore {
                 index,
                 synced: Mutex::new(HashMap::new()),
                 sync_lock: tokio::sync::Mutex::new(()),
+                meaning: RwLock::new(None),
             }),
         }
+    }
+
+    /// The same store (and its clones) searching by meaning too: new
+    /// entries get `embedder`'s vectors, and searches fuse the nearest in
+    /// meaning with the best by words (see the [module docs](self)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lc_agent::OpenAiEmbedder;
+    /// use lc_agent_deepagent::memory::MemoryStore;
+    ///
+    /// let embedder = OpenAiEmbedder::new(
+    ///     lc_agent::HttpSettings::default().base_url("http://127.0.0.1:8000/v1").model("nomic-embed-text"),
+    /// )?;
+    /// let memory = MemoryStore::in_memory()?.with_embedder(Arc::new(embedder));
+    /// # let _ = memory;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_embedder(self, embedder: Arc<dyn Embedder>) -> Self {
+        let vectors = VectorIndex::new(embedder.model_name());
+        *self.inner.meaning.write() = Some(Arc::new(Meaning { embedder, vectors }));
+        self
+    }
+
+    fn meaning(&self) -> Option<Arc<Meaning>> {
+        self.inner.meaning.read().clone()
+    }
+
+    /// `entries`, those without an embedding given one by the embedder
+    /// (unchanged, with a warning, when it fails).
+    async fn embedded(&self, meaning: &Meaning, entries: &[MemoryEntry]) -> Vec<MemoryEntry> {
+        let mut entries = entries.to_vec();
+        let missing: Vec<usize> = (0..entries.len())
+            .filter(|i| entries[*i].embedding.is_none())
+            .collect();
+        if missing.is_empty() {
+            return entries;
+        }
+        let texts: Vec<String> = missing.iter().map(|i| entries[*i].text.clone()).collect();
+        let model = meaning.embedder.model_name().to_string();
+        match meaning.embedder.embed(&texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => {
+                for (i, vector) in missing.into_iter().zip(vectors) {
+                    entries[i].embedding = Some(MemoryEmbedding {
+                        model: model.clone(),
+                        vector,
+                    });
+                }
+            }
+            Ok(vectors) => tracing::warn!(
+                model,
+                texts = texts.len(),
+                vectors = vectors.len(),
+                "the embedder gave a wrong number of vectors; storing the memories for search by words only"
+            ),
+            Err(e) => tracing::warn!(
+                model, error = %e,
+                "could not embed new memories; storing them for search by words only"
+            ),
+        }
+        entries
     }
 
     /// Stores one entry (see [`MemoryStore::add_many`]).
@@ -162,6 +269,14 @@ impl MemoryStore {
                 )));
             }
         }
+        let embedded;
+        let entries = match self.meaning() {
+            Some(meaning) => {
+                embedded = self.embedded(&meaning, entries).await;
+                &embedded[..]
+            }
+            None => entries,
+        };
         self.inner.backend.append(entries).await?;
         let mut users: Vec<&str> = entries.iter().map(|e| e.user.as_str()).collect();
         users.sort_unstable();
@@ -176,11 +291,71 @@ impl MemoryStore {
     }
 
     /// `user`'s best entries for `query`: relevance combined with recency
-    /// (an empty query text gives the most recent ones).
+    /// (an empty query text gives the most recent ones); with an embedder,
+    /// fused with the nearest in meaning (the hits' score is then the
+    /// fusion's; see the [module docs](self)).
     pub async fn search(&self, user: &str, query: &MemoryQuery) -> MemoryResult<Vec<MemoryHit>> {
         check_user(user)?;
         self.sync(user).await?;
-        self.inner.index.search(user, query)
+        let meaning = self
+            .meaning()
+            .filter(|_| query.limit > 0 && !query.text.trim().is_empty());
+        let Some(meaning) = meaning else {
+            return self.inner.index.search(user, query);
+        };
+        let model = meaning.embedder.model_name();
+        let vector = match meaning
+            .embedder
+            .embed(std::slice::from_ref(&query.text))
+            .await
+        {
+            Ok(mut vectors) if vectors.len() == 1 => normalized(&vectors.remove(0)),
+            Ok(vectors) => {
+                tracing::warn!(model, vectors = vectors.len(), "the embedder gave a wrong number of vectors for the question; searching memory by words only");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(model, error = %e, "could not embed the question; searching memory by words only");
+                None
+            }
+        };
+        let Some(vector) = vector else {
+            return self.inner.index.search(user, query);
+        };
+        let pool = (query.limit * FUSE_FACTOR).max(MIN_FUSE);
+        let words = self.inner.index.search(user, &query.clone().limit(pool))?;
+        let near = meaning.vectors.search(user, &vector, query, pool);
+        let mut fused: indexmap::IndexMap<String, (f32, Option<MemoryEntry>)> =
+            indexmap::IndexMap::with_capacity(words.len() + near.len());
+        for (rank, hit) in words.into_iter().enumerate() {
+            let slot = fused.entry(hit.entry.id.clone()).or_insert((0.0, None));
+            slot.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
+            slot.1 = Some(hit.entry);
+        }
+        for (rank, (id, _)) in near.into_iter().enumerate() {
+            fused.entry(id).or_insert((0.0, None)).0 += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+        // Stable: equal scores keep the words' order, then the meaning's.
+        fused.sort_by(|_, a, _, b| b.0.total_cmp(&a.0));
+        let mut hits = Vec::with_capacity(query.limit);
+        for (id, (score, entry)) in fused {
+            if hits.len() == query.limit {
+                break;
+            }
+            let entry = match entry {
+                Some(entry) => entry,
+                None => match self.inner.index.get(user, &id)? {
+                    Some(entry) => entry,
+                    None => continue,
+                },
+            };
+            if entry.user != user {
+                tracing::error!("memory search found another user's entry; dropping it");
+                continue;
+            }
+            hits.push(MemoryHit { entry, score });
+        }
+        Ok(hits)
     }
 
     /// `user`'s most recent entry of `kind`.
@@ -205,7 +380,19 @@ impl MemoryStore {
             Some(n) => n,
             None => self.verified_count(user).await?,
         };
-        let new = self.inner.backend.entries_from(user, known).await?;
+        // The vectors are in RAM only: after a restart they take in the
+        // entries from the first, while the index on disk goes on from
+        // where it stopped.
+        let meaning = self.meaning();
+        let mut vectors_seen = meaning.as_ref().map(|m| m.vectors.seen(user));
+        if let (Some(m), Some(seen)) = (&meaning, vectors_seen)
+            && seen > known
+        {
+            m.vectors.remove_user(user);
+            vectors_seen = Some(0);
+        }
+        let from = vectors_seen.map_or(known, |seen| seen.min(known));
+        let new = self.inner.backend.entries_from(user, from).await?;
         if let Some(stranger) = new.iter().find(|e| e.user != user) {
             return Err(MemoryError::Corrupt {
                 location: self.inner.backend.describe(),
@@ -215,11 +402,17 @@ impl MemoryStore {
                 ),
             });
         }
-        self.inner.index.add(&new)?;
+        self.inner
+            .index
+            .add(new.get(known - from..).unwrap_or_default())?;
+        if let (Some(m), Some(seen)) = (&meaning, vectors_seen) {
+            m.vectors
+                .add(user, new.get(seen - from..).unwrap_or_default());
+        }
         self.inner
             .synced
             .lock()
-            .insert(user.to_string(), known + new.len());
+            .insert(user.to_string(), from + new.len());
         Ok(())
     }
 

@@ -17,6 +17,7 @@
 //! - `deep_agent_e2e` — one scripted end-to-end run of the preset.
 //! - `mcp_client` — `McpTools` against real MCP servers.
 //! - `memory_agent` — `MemoryModifier` across sessions of a user.
+//! - `memory_meaning` — memory found by meaning: embeddings stored, hybrid search, every backend.
 //! - `memory_store` — `MemoryStore` on every backend.
 //! - `modes` — permission modes: plan, accept-edits, bypass.
 //! - `permissions` — path rules on agents: deny, ask held naming the rule, sub-agents, blueprint.
@@ -47,6 +48,7 @@ mod fetch_url;
 mod hooks;
 mod mcp_client;
 mod memory_agent;
+mod memory_meaning;
 mod memory_store;
 mod modes;
 mod permissions;

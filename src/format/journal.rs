@@ -40,6 +40,12 @@ use super::{format_for, FILE_SNAPSHOTS_KEY, FORMAT, FORMAT_WITH_SNAPSHOTS};
 use crate::error::Result;
 use crate::network::RunnableNetwork;
 
+/// The journal is compacted into the snapshot once it outgrows it, and
+/// not before it holds this many bytes: a small new session (a snapshot
+/// of a few KiB) would otherwise be rewritten whole every other save, for
+/// a load that saves next to nothing.
+const MIN_COMPACTION: u64 = 32 * 1024;
+
 /// The format tag of journal records.
 pub(crate) const JOURNAL_FORMAT: &str = "lc-agent-journal/1";
 
@@ -219,8 +225,8 @@ impl RunnableNetwork {
     /// The journal record of a save to `store` of a network loaded (or
     /// last saved) there at revision `expected` and stamped since, or
     /// `None` when the save must be a full one: no base for this store and
-    /// revision, nodes removed or reordered, or a journal that would
-    /// outgrow the snapshot (the full save compacts it). The network's
+    /// revision, nodes removed, or a journal that would outgrow the
+    /// snapshot and [`MIN_COMPACTION`] (the full save compacts it). The network's
     /// base is taken: a failed save leaves none, so the next is full.
     pub(crate) fn journal_entry(&self, store: &str, expected: u64) -> Result<Option<JournalEntry>> {
         let Some(base) = self.0.save_base.lock().take() else {
@@ -359,7 +365,7 @@ impl RunnableNetwork {
         let mut line = serde_json::to_string(&record)?;
         line.push('\n');
         let journal_len = base.journal_len + line.len() as u64;
-        if journal_len > base.snapshot_len {
+        if journal_len > base.snapshot_len.max(MIN_COMPACTION) {
             return Ok(None);
         }
         Ok(Some(JournalEntry {

@@ -403,3 +403,34 @@ async fn trimming_keeps_the_contents_of_the_last_turns() {
     assert_eq!(net.file_snapshot("h2").as_deref(), Some("v2"));
     assert_eq!(net.file_snapshot("h3").as_deref(), Some("v3"));
 }
+
+/// A small new session (a snapshot of a few KiB) is not rewritten whole
+/// every other save: its journal grows to 32 KiB before a compaction, so
+/// a short run is one full save and appends.
+#[tokio::test]
+async fn json_a_small_session_appends_instead_of_compacting() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = JsonNetworkList::new(dir.path());
+    let net = chat_network();
+    list.save(&net).await.unwrap();
+    let snapshot = list.path_of(net.id());
+    let first = std::fs::read(&snapshot).unwrap();
+    for i in 0..10 {
+        turn(&net, i).await;
+        list.save(&net).await.unwrap();
+    }
+    assert_eq!(
+        std::fs::read(&snapshot).unwrap(),
+        first,
+        "the snapshot was rewritten"
+    );
+    let journal = std::fs::metadata(snapshot.with_extension("journal"))
+        .unwrap()
+        .len();
+    assert!(journal > first.len() as u64, "journal {journal} bytes");
+    let loaded = JsonNetworkList::new(dir.path())
+        .load(net.id())
+        .await
+        .unwrap();
+    assert_eq!(loaded.to_json().unwrap(), net.to_json().unwrap());
+}

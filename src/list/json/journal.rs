@@ -94,14 +94,15 @@ pub(super) fn append(path: &Path, valid_len: u64, line: &[u8]) -> ListResult<u64
 }
 
 /// Removes the journal of a session (after a full save or a delete).
+///
+/// No directory fsync of its own: after a full save (made durable before
+/// this) a journal that comes back after a crash holds only records at or
+/// below the snapshot's revision, which loading skips (as after a
+/// compaction cut short); a delete buries the session first (durably) and syncs the
+/// directory after. One fsync fewer per full save.
 pub(super) fn remove(path: &Path) -> ListResult<()> {
     match fs::remove_file(path) {
-        Ok(()) => {
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
-            }
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(ListError::Io(e)),
     }

@@ -54,7 +54,7 @@ const DELETED_DIR: &str = ".deleted";
 /// **Saves are incremental.** A save of a network this list loaded or
 /// saved, whose file is still at that revision, appends one record of what
 /// changed to `<id>.journal` (fdatasync) instead of rewriting the file;
-/// when the journal would outgrow the snapshot, the save is a full one
+/// when the journal would outgrow the snapshot (and 32 KiB), the save is a full one
 /// (the atomic write above), which drops the journal. A process killed
 /// while appending leaves a torn line: loads ignore it and the next save
 /// cuts it off. Loading reads both and gives what a full save would.

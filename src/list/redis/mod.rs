@@ -81,7 +81,7 @@ fn revision_in(info: &str) -> Option<u64> {
 ///   still at the stored revision, is one script that checks the revision
 ///   as above and appends one record of what changed to the session's
 ///   journal (one round trip, a few hundred bytes a turn); when the journal
-///   would outgrow the entry, the save is a full one, which drops it.
+///   would outgrow the entry (and 32 KiB), the save is a full one, which drops it.
 /// - **load** is one round trip: `GET` of the entry and `LRANGE` of the
 ///   journal, applied on top (what a full save would give).
 /// - **list** is one script: `ZREVRANGE` on the timeline, `HMGET` on the

@@ -96,12 +96,6 @@ fn present(name: &str) -> bool {
                     .join(".ci/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
                     .is_file()
         }
-        "mcp_sdk_node" => {
-            on_path("node")
-                && workspace_root()
-                    .join(".ci/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js")
-                    .is_file()
-        }
         "acp_sdk" => {
             on_path("node")
                 && workspace_root()

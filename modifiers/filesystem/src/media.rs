@@ -97,10 +97,11 @@ pub(crate) fn answer(
     bytes: &[u8],
     offset: usize,
     limit: usize,
+    read_limit: u64,
 ) -> Option<FsResult<ToolOutput>> {
     Some(match sniff(bytes)? {
         Media::Image(format) => image_answer(path, bytes, format),
-        Media::Pdf => pdf_answer(path, bytes, offset, limit).map(ToolOutput::ok),
+        Media::Pdf => pdf_answer(path, bytes, offset, limit, read_limit).map(ToolOutput::ok),
     })
 }
 
@@ -114,7 +115,7 @@ pub(crate) async fn read_named(
     limit: usize,
 ) -> FsResult<Option<ToolOutput>> {
     let bytes = backend.read_bytes(path, MAX_MEDIA_BYTES).await?;
-    answer(path, &bytes, offset, limit).transpose()
+    answer(path, &bytes, offset, limit, backend.limits().read_limit()).transpose()
 }
 
 fn undecodable(path: &str, what: &str, reason: impl std::fmt::Display) -> FsError {
@@ -207,7 +208,13 @@ fn downscale(image: &DynamicImage) -> image::ImageResult<(&'static str, Vec<u8>,
 
 /// The text of a PDF's pages, a `--- Page <n> of <total> ---` line before
 /// each, paged like a text file, and a last line naming the page count.
-fn pdf_answer(path: &str, bytes: &[u8], offset: usize, limit: usize) -> FsResult<String> {
+fn pdf_answer(
+    path: &str,
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+    read_limit: u64,
+) -> FsResult<String> {
     let doc = lopdf::Document::load_mem(bytes).map_err(|e| undecodable(path, "a PDF", e))?;
     if doc.is_encrypted() {
         return Err(undecodable(path, "a PDF", "it is encrypted"));
@@ -232,7 +239,7 @@ fn pdf_answer(path: &str, bytes: &[u8], offset: usize, limit: usize) -> FsResult
         path: path.to_string(),
         reason: e.to_string(),
     })?;
-    let mut out = format_read(&window)?;
+    let mut out = format_read(&window, read_limit)?;
     out.push_str(&format!(
         "\n[PDF: {total} page{}; the text of each page, without images or layout]",
         if total == 1 { "" } else { "s" }

@@ -72,10 +72,9 @@ impl FileTool for ReadFile {
             // An image without an image's name: shown when its bytes say so.
             Err(binary @ FsError::Binary { .. }) => {
                 let bytes = backend.read_bytes(&file, media::MAX_MEDIA_BYTES).await;
-                match bytes
-                    .ok()
-                    .and_then(|b| media::answer(&file, &b, offset, limit))
-                {
+                match bytes.ok().and_then(|b| {
+                    media::answer(&file, &b, offset, limit, backend.limits().read_limit())
+                }) {
                     Some(out) => Ok(out?),
                     None => Err(binary.into()),
                 }

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::{ChatNode, HumanNode, NetworkError, RunnableNetwork};
+use lc_agent::{ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
@@ -367,15 +367,23 @@ impl Agent {
         input: &mut dyn Input,
         interrupt: &Interrupt,
     ) -> CliResult<String> {
-        let first = self.begin_turn(text)?;
+        let parts = self.attachments(text).await?;
+        let first = self.begin_turn(text, parts)?;
         let answer = self.finish(input, interrupt).await?;
         self.answered(first);
         Ok(answer)
     }
 
-    /// The person's text joins the session (titling a new one); whether
-    /// it is the session's first turn (pass it to [`Agent::answered`]).
-    pub(crate) fn begin_turn(&self, text: &str) -> CliResult<bool> {
+    /// The images `text` names with `@path.png` (see `attach.rs`), read
+    /// from the workspace's directory, else the current one.
+    pub(crate) async fn attachments(&self, text: &str) -> CliResult<Vec<ContentPart>> {
+        crate::attach::attachments(text, self.backend_root.as_deref()).await
+    }
+
+    /// The person's text (and the images attached to it) joins the
+    /// session (titling a new one); whether it is the session's first
+    /// turn (pass it to [`Agent::answered`]).
+    pub(crate) fn begin_turn(&self, text: &str, parts: Vec<ContentPart>) -> CliResult<bool> {
         let first = !self.titled();
         if first {
             let title = lc_agent_deepagent::title_of(text);
@@ -387,7 +395,11 @@ impl Agent {
         {
             // Below the current leaf (or where `/rewind` went back to).
             let _scope = self.net.enter();
-            HumanNode::new(text);
+            if parts.is_empty() {
+                HumanNode::new(text);
+            } else {
+                HumanNode::with_parts(text, parts);
+            }
         }
         Ok(first)
     }

@@ -48,6 +48,7 @@
 //!                lines, warnings for cut-off/empty answers, spinner, footer per turn
 //!                — and `out`, the one writer of stdout (a closed pipe ends output quietly)
 //! highlight.rs   fenced code of an answer in colour on a terminal (syntect)
+//! attach.rs      `@path/to/image.png` in a message: the image attached as an image part
 //! input.rs       where lines come from: piped stdin, or the line editor (rustyline)
 //! commands.rs    the chat's slash commands (never sent to the model)
 //! rewind.rs      /rewind and /undo: back to before a message (conversation, files, both)
@@ -77,6 +78,7 @@ mod acp;
 mod agent;
 mod approve;
 mod args;
+mod attach;
 mod chat;
 mod commands;
 mod console;

@@ -128,7 +128,7 @@ impl Session {
         let net = &self.agent.net;
         let first = self
             .agent
-            .begin_turn(text)
+            .begin_turn(text, Vec::new())
             .map_err(|e| internal(&e.message))?;
         crate::mode::warn_if_bypass(net);
         loop {

@@ -247,7 +247,10 @@ async fn turn(
     feed.send(Fed::Exec(ExecEvent::TurnStarted {}));
     let before = net.usage();
     let result = match &text {
-        Some(text) => agent.begin_turn(text),
+        Some(text) => match agent.attachments(text).await {
+            Ok(parts) => agent.begin_turn(text, parts),
+            Err(e) => Err(e),
+        },
         None => Ok(false),
     };
     let result = match result {

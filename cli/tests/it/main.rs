@@ -10,6 +10,7 @@ mod common;
 mod model_server;
 
 mod acp;
+mod attach;
 mod blueprint;
 mod chat_commands;
 mod console;

@@ -111,6 +111,9 @@ pub enum FsError {
         /// The most pixels decoded.
         max: u64,
     },
+    /// An image to attach that is not one.
+    #[error("{} is not an image (PNG, JPEG, GIF or WebP)", shown(.0))]
+    NotAnImage(String),
     /// `read_file` on an image or PDF that cannot be decoded.
     #[error("{} could not be read as {what}: {reason}", shown(path))]
     Undecodable {

@@ -144,7 +144,7 @@
 //!   - `tools/ls.rs`: [`Ls`] and `format_ls`.
 //!   - `tools/read_file.rs`: [`ReadFile`] and `format_read`.
 //! - `media.rs`: `read_file` on images (an image part, downscaled when too large) and PDFs
-//!   (the text of each page, paged like text).
+//!   (the text of each page, paged like text); [`image_part`], an image file to attach to a message.
 //!   - `tools/write_file.rs`: [`WriteFile`].
 //!   - `tools/edit_file.rs`: [`EditFile`].
 //!   - `tools/glob.rs`: [`Glob`].
@@ -241,6 +241,7 @@ pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
 pub use limits::FileLimits;
 pub use line_edit::LineEdit;
+pub use media::image_part;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
 pub use permissions::{Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict};

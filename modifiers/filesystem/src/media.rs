@@ -118,6 +118,30 @@ pub(crate) async fn read_named(
     answer(path, &bytes, offset, limit, backend.limits().read_limit()).transpose()
 }
 
+/// The image file at `path` (a virtual path, checked like the tools'
+/// paths) as a content part to attach to a message (`@shot.png` in the
+/// CLI): as it is, or downscaled like `read_file` shows it. A file that is
+/// not a PNG, JPEG, GIF or WebP image is [`FsError::NotAnImage`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), lc_agent_filesystem::FsError> {
+/// let disk = lc_agent_filesystem::FilesystemBackend::new(".").map_err(|e| {
+///     lc_agent_filesystem::FsError::Io { path: "/".into(), reason: e.to_string() }
+/// })?;
+/// let part = lc_agent_filesystem::image_part(&disk, "shots/login.png").await?;
+/// let message = lc_agent::Message::human_with_parts("What is wrong here?", vec![part]);
+/// # Ok(()) }
+/// ```
+pub async fn image_part(backend: &dyn Backend, path: &str) -> FsResult<ContentPart> {
+    let file = crate::path::normalize(path)?;
+    let bytes = backend.read_bytes(&file, MAX_MEDIA_BYTES).await?;
+    let Some(Media::Image(format)) = sniff(&bytes) else {
+        return Err(FsError::NotAnImage(file));
+    };
+    let mut out = image_answer(&file, &bytes, format)?;
+    out.parts.pop().ok_or(FsError::NotAnImage(file))
+}
+
 fn undecodable(path: &str, what: &str, reason: impl std::fmt::Display) -> FsError {
     FsError::Undecodable {
         path: path.to_string(),

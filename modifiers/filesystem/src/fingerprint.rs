@@ -36,3 +36,25 @@ impl Hasher {
         format!("{:x}", self.0.finalize())
     }
 }
+
+/// A writer that hashes what it passes on to `out`: the hash of a file
+/// as it is written, so a change knows what the file holds after it
+/// without reading it back.
+pub(crate) struct HashingWriter<'a, W: ?Sized> {
+    /// Where the bytes go.
+    pub(crate) out: &'a mut W,
+    /// The hash of the bytes passed on so far.
+    pub(crate) hasher: &'a mut Hasher,
+}
+
+impl<W: std::io::Write + ?Sized> std::io::Write for HashingWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}

@@ -81,12 +81,16 @@ impl<'n> Scanner<'n> {
     }
 }
 
-/// Reads `reader` to its end in pieces of at most [`CHUNK`] bytes.
+/// The first piece's size: a small file costs a small buffer.
+const FIRST_PIECE: usize = 16 * 1024;
+
+/// Reads `reader` to its end in pieces of at most [`CHUNK`] bytes (the
+/// buffer starts at [`FIRST_PIECE`] and doubles while reads fill it).
 pub(crate) fn pieces(
     mut reader: impl Read,
     mut each: impl FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut piece = vec![0u8; CHUNK];
+    let mut piece = vec![0u8; FIRST_PIECE.min(CHUNK)];
     loop {
         let n = match reader.read(&mut piece) {
             Ok(0) => return Ok(()),
@@ -95,6 +99,9 @@ pub(crate) fn pieces(
             Err(e) => return Err(e),
         };
         each(&piece[..n])?;
+        if n == piece.len() && piece.len() < CHUNK {
+            piece.resize((piece.len() * 2).min(CHUNK), 0);
+        }
     }
 }
 

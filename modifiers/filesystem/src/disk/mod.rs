@@ -735,13 +735,30 @@ impl Disk {
         Ok(bytes)
     }
 
-    /// The file's SHA-256, read in pieces, and its bytes when at most
-    /// `keep` (see [`Backend::fingerprint`]).
+    /// The file's SHA-256 and its bytes when at most `keep` (see
+    /// [`Backend::fingerprint`]): a file that small is read whole in one
+    /// go, a bigger one in pieces (bounded memory).
     fn fingerprint(&self, vpath: &str, keep: usize) -> FsResult<Fingerprint> {
         let (file, size) = self.open_file(vpath)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let mut hasher = crate::fingerprint::Hasher::default();
-        let mut kept = (size <= keep as u64).then(Vec::new);
+        let mut file = file;
+        if size <= keep as u64 {
+            // At most `keep` bytes (and one more, to see that it grew).
+            let mut bytes = Vec::with_capacity(size as usize + 1);
+            (&mut file)
+                .take((keep as u64).saturating_add(1))
+                .read_to_end(&mut bytes)
+                .map_err(io_err)?;
+            if bytes.len() <= keep {
+                return Ok(Fingerprint {
+                    sha256: crate::fingerprint::hash(&bytes),
+                    bytes: Some(bytes),
+                });
+            }
+            // It grew since it was opened: hashed on, not kept.
+            hasher.update(&bytes);
+        }
         let mut reader = BufReader::with_capacity(1 << 16, file);
         loop {
             let piece = reader.fill_buf().map_err(io_err)?;
@@ -749,20 +766,12 @@ impl Disk {
                 break;
             }
             hasher.update(piece);
-            if let Some(bytes) = kept.as_mut() {
-                if bytes.len() + piece.len() > keep {
-                    // It grew since it was opened.
-                    kept = None;
-                } else {
-                    bytes.extend_from_slice(piece);
-                }
-            }
             let n = piece.len();
             reader.consume(n);
         }
         Ok(Fingerprint {
             sha256: hasher.finish(),
-            bytes: kept,
+            bytes: None,
         })
     }
 
@@ -932,17 +941,8 @@ impl Backend for FilesystemBackend {
     ) -> FsResult<Recorded<usize>> {
         let (old, new, replace_all) = edit;
         let (file, old, new) = (file.to_string(), old.to_string(), new.to_string());
-        self.run(move |d| {
-            let before = d.fingerprint(&file, keep).ok();
-            let value = d.edit(&file, &old, &new, replace_all, max_bytes)?;
-            let after = d.fingerprint(&file, 0).ok();
-            Ok(Recorded {
-                value,
-                before,
-                after,
-            })
-        })
-        .await
+        self.run(move |d| d.edit_recorded(&file, (&old, &new, replace_all), keep, max_bytes))
+            .await
     }
 
     async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {

@@ -16,8 +16,10 @@ use cap_std::fs::Dir;
 
 use super::{is_escape, map_err, Disk};
 use crate::atomic::{write_atomically, Commit};
+use crate::backend::{Fingerprint, Recorded};
 use crate::encoding::{classify, read_head_into, text_reader, Encoding, EncodingWriter};
 use crate::error::{FsError, FsResult};
+use crate::fingerprint::{hash, Hasher, HashingWriter};
 use crate::limits::CappedWriter;
 use crate::line_edit::{self, LineEdit};
 use crate::path;
@@ -185,7 +187,7 @@ impl Disk {
         replace_all: bool,
         max_bytes: Option<u64>,
     ) -> FsResult<usize> {
-        let (target, file, encoding) = self.open_for_edit(vpath, new)?;
+        let (target, file, encoding, _) = self.open_for_edit(vpath, new)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let text = |file| text_from_start(file, encoding);
         let plan = stream_edit::plan(
@@ -243,15 +245,88 @@ impl Disk {
         Ok(plan.count)
     }
 
+    /// [`Disk::edit`], also saying what the file held before (the bytes
+    /// kept when at most `keep`) and after, for rewinds. A UTF-8 file of
+    /// at most `keep` bytes is read once, into memory: its hash and
+    /// snapshot come from that read, both passes of the edit run over it,
+    /// and the hash after is taken from the bytes as they are written, so
+    /// the file is opened once. Anything else is fingerprinted around the
+    /// streamed edit.
+    pub(super) fn edit_recorded(
+        &self,
+        vpath: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+        max_bytes: Option<u64>,
+    ) -> FsResult<Recorded<usize>> {
+        let (old, new, replace_all) = edit;
+        let (target, file, encoding, size) = self.open_for_edit(vpath, new)?;
+        if encoding != Encoding::Utf8 || size > keep as u64 {
+            drop(file);
+            let before = self.fingerprint(vpath, keep).ok();
+            let value = self.edit(vpath, old, new, replace_all, max_bytes)?;
+            let after = self.fingerprint(vpath, 0).ok();
+            return Ok(Recorded {
+                value,
+                before,
+                after,
+            });
+        }
+        let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
+        let mut bytes = Vec::with_capacity(size as usize + 1);
+        let mut file = file;
+        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        file.read_to_end(&mut bytes).map_err(io_err)?;
+        drop(file);
+        let plan = stream_edit::plan(&bytes[..], vpath, old, new, replace_all, true)?;
+        let (dir, name) = self.write_dir(&target, vpath)?;
+        let mut hasher = Hasher::default();
+        let mut too_large = None;
+        write_atomically(&dir, &name, Commit::Replace, |out| {
+            let out = HashingWriter {
+                out,
+                hasher: &mut hasher,
+            };
+            let mut out = CappedWriter::new(out, max_bytes);
+            plan.write(&bytes[..], &mut out)?;
+            too_large = out.over();
+            if too_large.is_some() {
+                return Err(io::Error::other("over the write limit"));
+            }
+            Ok(())
+        })
+        .map_err(|e| match (too_large, max_bytes) {
+            (Some(size), Some(limit)) => FsError::EditTooLarge {
+                path: vpath.to_string(),
+                size,
+                limit,
+            },
+            _ => io_err(e),
+        })?;
+        let before = Fingerprint {
+            sha256: hash(&bytes),
+            // It may have grown since it was opened.
+            bytes: (bytes.len() <= keep).then_some(bytes),
+        };
+        Ok(Recorded {
+            value: plan.count,
+            before: Some(before),
+            after: Some(Fingerprint {
+                sha256: hasher.finish(),
+                bytes: None,
+            }),
+        })
+    }
+
     /// The file an edit (`edit_file`, a line edit) works on: its write
-    /// target (through in-root links), opened, and its encoding read from
-    /// its first bytes; a binary file, or one whose encoding cannot hold
+    /// target (through in-root links), opened, its encoding read from
+    /// its first bytes, and its size; a binary file, or one whose encoding cannot hold
     /// `new_text`, is refused before anything is read further.
     fn open_for_edit(
         &self,
         vpath: &str,
         new_text: &str,
-    ) -> FsResult<(PathBuf, std::fs::File, Encoding)> {
+    ) -> FsResult<(PathBuf, std::fs::File, Encoding, u64)> {
         path::check_new_name(vpath)?;
         let target = self.write_target(vpath)?;
         let (file, size) = self.open_file_at(&target, vpath)?;
@@ -268,7 +343,7 @@ impl Disk {
                 path: vpath.to_string(),
                 encoding: enc.name().unwrap_or("UTF-8"),
             }),
-            enc => Ok((target, file, enc)),
+            enc => Ok((target, file, enc, size)),
         }
     }
 
@@ -276,7 +351,7 @@ impl Disk {
     /// pass counts lines and finds the range, a second writes the temp file
     /// that then replaces the file.
     pub(super) fn edit_lines(&self, vpath: &str, edit: &LineEdit) -> FsResult<()> {
-        let (target, file, encoding) = self.open_for_edit(vpath, &edit.new_text())?;
+        let (target, file, encoding, _) = self.open_for_edit(vpath, &edit.new_text())?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let text = |file| text_from_start(file, encoding);
         let plan = edit.plan(text(&file).map_err(io_err)?, vpath, reads_utf8(encoding))?;

@@ -212,3 +212,157 @@ async fn a_disk_change_reports_the_file_before_and_after() {
         "three"
     );
 }
+
+/// The SHA-256 of bytes, lowercase hex (how changes name contents).
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
+
+/// A recorded edit names exactly what the file held before (its bytes
+/// when small enough) and what it holds after, whichever way the edit
+/// ran: a small UTF-8 file read once into memory (LF or CRLF), a file
+/// with a BOM or in UTF-16, or one over the size kept; and it leaves the
+/// same bytes as the plain edit.
+#[tokio::test]
+async fn a_recorded_edit_names_exactly_the_file_before_and_after() {
+    use lc_agent_filesystem::Backend;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FilesystemBackend::new(dir.path()).unwrap();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(
+            "x = 1\r\ny = 2\r\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("lf", b"x = 1\ny = 2\n".to_vec(), 1024),
+        ("crlf", b"x = 1\r\ny = 2\r\n".to_vec(), 1024),
+        ("bom", b"\xEF\xBB\xBFx = 1\ny = 2\n".to_vec(), 1024),
+        ("utf16", utf16, 1024),
+        ("over_kept", b"x = 1\ny = 2\n".to_vec(), 4),
+    ];
+    for (name, bytes, keep) in cases {
+        let (recorded, plain) = (format!("/{name}.txt"), format!("/{name}.plain.txt"));
+        std::fs::write(dir.path().join(&recorded[1..]), &bytes).unwrap();
+        std::fs::write(dir.path().join(&plain[1..]), &bytes).unwrap();
+        let edited = backend
+            .edit_recorded(&recorded, ("x = 1\ny", "x = 3\ny", false), keep)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        backend
+            .edit(&plain, "x = 1\ny", "x = 3\ny", false)
+            .await
+            .unwrap();
+        let now = std::fs::read(dir.path().join(&recorded[1..])).unwrap();
+        assert_eq!(
+            now,
+            std::fs::read(dir.path().join(&plain[1..])).unwrap(),
+            "{name}: the same bytes as the plain edit"
+        );
+        assert_ne!(now, bytes, "{name}: edited");
+        assert_eq!(edited.value, 1, "{name}");
+        let before = edited.before.expect("a file before");
+        assert_eq!(before.sha256, sha256(&bytes), "{name}: the hash before");
+        let kept = (bytes.len() <= keep).then_some(bytes);
+        assert_eq!(before.bytes, kept, "{name}: the bytes before");
+        let after = edited.after.expect("a file after");
+        assert_eq!(after.sha256, sha256(&now), "{name}: the hash after");
+    }
+    // A failed edit changes nothing and reports nothing.
+    std::fs::write(dir.path().join("lf.txt"), "x = 1\n").unwrap();
+    assert!(backend
+        .edit_recorded("/lf.txt", ("absent", "b", false), 1024)
+        .await
+        .is_err());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("lf.txt")).unwrap(),
+        "x = 1\n"
+    );
+}
+
+/// The user rewrites a file in place between two agent changes, within
+/// the same second and to the same size (what a check of size and mtime
+/// alone would miss): the agent's next change keeps the user's bytes as
+/// its `before`, so a rewind gives the user's version back, never the
+/// agent's; and a same-size change after the agent's last write is
+/// reported at the rewind, not overwritten.
+#[tokio::test]
+async fn a_same_size_change_in_the_same_second_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let backend = FilesystemBackend::new(&root).unwrap();
+    let script = vec![
+        Turn::tool_calls([write("1", "/a.txt", "agent one")]),
+        Turn::text("turn 1 done"),
+        Turn::tool_calls([
+            write("2", "/a.txt", "agent two"),
+            edit("3", "/b.txt", "one", "two"),
+        ]),
+        Turn::text("turn 2 done"),
+    ];
+    let net = agent(ScriptedChatModel::new(script), backend.clone());
+    std::fs::write(root.join("b.txt"), "bee one").unwrap();
+    let mut leaves = Vec::new();
+    for text in ["one", "two"] {
+        {
+            let _scope = net.enter();
+            HumanNode::new(text);
+        }
+        net.invoke().await.unwrap();
+        leaves.push(net.current_leaf().unwrap().id());
+        // In place (same inode), same size, right away.
+        if text == "one" {
+            let md = std::fs::metadata(root.join("a.txt")).unwrap();
+            std::fs::write(root.join("a.txt"), "user! one").unwrap();
+            std::fs::write(root.join("b.txt"), "BEE one").unwrap();
+            let now = std::fs::metadata(root.join("a.txt")).unwrap();
+            assert_eq!(md.len(), now.len());
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "agent two"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b.txt")).unwrap(),
+        "BEE two"
+    );
+    // What turn 2 recorded as before is the user's.
+    let changes: Vec<serde_json::Value> = net
+        .nodes()
+        .iter()
+        .filter_map(|n| n.metadata_value("file_changes"))
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .collect();
+    let befores: Vec<_> = changes.iter().map(|c| c["before"].clone()).collect();
+    assert!(
+        befores.contains(&json!(sha256(b"user! one"))),
+        "{changes:?}"
+    );
+    assert!(befores.contains(&json!(sha256(b"BEE one"))), "{changes:?}");
+
+    // Rewound to turn 1: the user's versions come back.
+    let report = rewind_files(&net, &backend, Some(leaves[0])).await.unwrap();
+    assert!(report.changed_outside.is_empty(), "{report:?}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "user! one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("b.txt")).unwrap(),
+        "BEE one"
+    );
+
+    // A same-size change after the agent's (or the rewind's) last write
+    // is reported, and kept.
+    std::fs::write(root.join("a.txt"), "USER! one").unwrap();
+    let report = rewind_files(&net, &backend, None).await.unwrap();
+    assert_eq!(report.changed_outside, ["/a.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "USER! one"
+    );
+}

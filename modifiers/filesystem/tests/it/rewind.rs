@@ -249,7 +249,7 @@ async fn a_recorded_edit_names_exactly_the_file_before_and_after() {
         std::fs::write(dir.path().join(&recorded[1..]), &bytes).unwrap();
         std::fs::write(dir.path().join(&plain[1..]), &bytes).unwrap();
         let edited = backend
-            .edit_recorded(&recorded, ("x = 1\ny", "x = 3\ny", false), keep)
+            .edit_recorded(&recorded, ("x = 1\ny", "x = 3\ny", false), keep, None)
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         backend
@@ -274,7 +274,7 @@ async fn a_recorded_edit_names_exactly_the_file_before_and_after() {
     // A failed edit changes nothing and reports nothing.
     std::fs::write(dir.path().join("lf.txt"), "x = 1\n").unwrap();
     assert!(backend
-        .edit_recorded("/lf.txt", ("absent", "b", false), 1024)
+        .edit_recorded("/lf.txt", ("absent", "b", false), 1024, None)
         .await
         .is_err());
     assert_eq!(

@@ -125,41 +125,6 @@ fn split_data_url(url: &str) -> Option<(&str, &str)> {
     Some((media_type, data))
 }
 
-/// Replaces the images of the tool results in `request` by a note naming
-/// `model`, which cannot read them (the tool's text, which describes the
-/// image, stays); whether there were any. The graph keeps the images.
-pub(crate) fn leave_out_tool_images(request: &mut crate::model::ChatRequest, model: &str) -> bool {
-    let tool_image =
-        |m: &crate::Message| matches!(m, crate::Message::Tool { .. }) && m.has_images();
-    // What the request sends (system messages, the latest summary, what
-    // follows it), as `clear_results.rs` rebuilds it.
-    let sent = request.history.assemble(&[]);
-    if !sent.iter().any(|m| tool_image(m)) {
-        return false;
-    }
-    let messages = sent.into_iter().map(|m| {
-        let mut m = m.into_owned();
-        if let crate::Message::Tool { content, parts, .. } = &mut m {
-            let before = parts.len();
-            parts.retain(|p| !matches!(p, ContentPart::Image(_)));
-            let left_out = before - parts.len();
-            if left_out > 0 {
-                content.push_str(&format!(
-                    "\n[{} not shown: model `{model}` cannot read images.]",
-                    if left_out == 1 {
-                        "The image is".to_string()
-                    } else {
-                        format!("{left_out} images are")
-                    }
-                ));
-            }
-        }
-        m
-    });
-    request.history = crate::History::from_messages(messages.collect::<Vec<_>>());
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,7 +95,7 @@ pub(crate) struct NetworkInner {
     /// (runtime only): an incremental save looks at these, the pending
     /// nodes and the new ones, not at every node. `None` until a store
     /// keeps the network (nothing to compare with yet).
-    pub(crate) changed: Mutex<Option<crate::node::IdSet>>,
+    pub(crate) changed: Mutex<Option<crate::IdSet>>,
     /// File contents kept for rewinds (saved beside the graph).
     pub(crate) file_snapshots: RwLock<snapshots::FileSnapshots>,
     /// Moves on every change of the kept contents (runtime only).
@@ -110,7 +110,7 @@ pub(crate) struct NetworkInner {
 
 impl NetworkInner {
     /// Notes that a node's saved fields changed (see `changed`).
-    pub(crate) fn note_changed(&self, id: crate::node::NodeId) {
+    pub(crate) fn note_changed(&self, id: crate::NodeId) {
         if let Some(set) = self.changed.lock().as_mut() {
             set.insert(id);
         }
@@ -119,10 +119,10 @@ impl NetworkInner {
     /// The nodes changed since the last call (none before the first),
     /// noting from now on. Called under the graph's lock, before the
     /// nodes are read: a change after it is in the next set.
-    pub(crate) fn take_changed(&self) -> crate::node::IdSet {
+    pub(crate) fn take_changed(&self) -> crate::IdSet {
         self.changed
             .lock()
-            .replace(crate::node::IdSet::default())
+            .replace(crate::IdSet::default())
             .unwrap_or_default()
     }
 }

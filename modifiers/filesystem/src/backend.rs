@@ -276,7 +276,7 @@ pub trait Backend: Send + Sync {
                 .and_then(|r| r.content)
                 .and_then(|bytes| String::from_utf8(bytes).ok())
             {
-                super::map_backend::edit_text(path, &text, edit, max_bytes)?;
+                super::edit::edit_text(path, &text, edit, max_bytes)?;
             }
         }
         let (old, new, replace_all) = edit;

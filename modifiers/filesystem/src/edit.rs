@@ -9,7 +9,9 @@
 
 use std::io::{self, Write};
 
+use super::encoding::{classify, Encoding};
 use super::error::{FsError, FsResult};
+use super::path;
 
 /// Cuts a string quoted in an error to its first 200 chars, then `...`.
 pub(crate) fn cut_quote(s: &str) -> String {
@@ -82,6 +84,29 @@ pub(crate) fn plan_edit(text: &str, old: &str, new: &str, replace_all: bool) -> 
             new: new_adj,
         }),
     }
+}
+
+/// `edit` of a file's text: the new text and the number of replacements
+/// (refused when the new text is over `max_bytes`).
+pub(crate) fn edit_text(
+    file: &str,
+    text: &str,
+    (old, new, replace_all): (&str, &str, bool),
+    max_bytes: Option<u64>,
+) -> FsResult<(String, usize)> {
+    path::check_new_name(file)?;
+    if classify(text.as_bytes()) == Encoding::Binary {
+        return Err(FsError::Binary {
+            path: file.to_string(),
+            size: text.len() as u64,
+        });
+    }
+    let plan = plan_edit(text, old, new, replace_all)?;
+    let edited = plan.apply(text);
+    if let Some(limit) = max_bytes {
+        super::limits::check_edit(file, edited.len() as u64, limit)?;
+    }
+    Ok((edited, plan.starts.len()))
 }
 
 #[cfg(test)]

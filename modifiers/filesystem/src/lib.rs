@@ -181,7 +181,8 @@
 //! - `glob.rs`: [`GlobPattern`], the `glob` tool's patterns.
 //! - `gitignore.rs`: `IgnoreRules`, `.gitignore` files.
 //! - `limits.rs`: [`FileLimits`], the file tools' read and write size limits
-//!   (`docs/file-limits.md`), said by a backend ([`Backend::limits`]).
+//!   (`docs/file-limits.md`), said by a backend ([`Backend::limits`]);
+//!   `limited.rs`: [`FileLimits::apply`], the backend wrapper that says them.
 //! - `grep.rs`: `GrepEngine`, the regex search (NUL and line-length limits), and the
 //!   invalid-regex note.
 //! - `encoding.rs`: UTF-8 (BOM or not), UTF-16 (BOM), Windows-1252 or binary, from a file's
@@ -209,6 +210,7 @@ mod fingerprint;
 mod gitignore;
 mod glob;
 mod grep;
+mod limited;
 mod limits;
 mod line_edit;
 mod map_backend;

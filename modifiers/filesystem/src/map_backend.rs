@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use lc_agent::FileData;
 
 use super::backend::{FileMatches, GrepQuery, LsEntry, ReadPage};
-use super::edit::plan_edit;
 use super::encoding::{classify, Encoding};
 use super::error::{FsError, FsResult};
 use super::gitignore::IgnoreRules;
@@ -260,29 +259,6 @@ pub(crate) fn check_write<V>(
         return Err(FsError::AlreadyExists(file.to_string()));
     }
     Ok(())
-}
-
-/// `edit` of a file's text: the new text and the number of replacements
-/// (refused when the new text is over `max_bytes`).
-pub(crate) fn edit_text(
-    file: &str,
-    text: &str,
-    (old, new, replace_all): (&str, &str, bool),
-    max_bytes: Option<u64>,
-) -> FsResult<(String, usize)> {
-    path::check_new_name(file)?;
-    if classify(text.as_bytes()) == Encoding::Binary {
-        return Err(FsError::Binary {
-            path: file.to_string(),
-            size: text.len() as u64,
-        });
-    }
-    let plan = plan_edit(text, old, new, replace_all)?;
-    let edited = plan.apply(text);
-    if let Some(limit) = max_bytes {
-        super::limits::check_edit(file, edited.len() as u64, limit)?;
-    }
-    Ok((edited, plan.starts.len()))
 }
 
 /// Writes `text` into a file map (keeping `created_at` on overwrite).

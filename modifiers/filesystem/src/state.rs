@@ -91,7 +91,7 @@ impl Backend for StateBackend {
                 return Err(map_backend::not_a_file(files, file));
             };
             let (text, n) =
-                map_backend::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
+                crate::edit::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
             data.set_text(&text);
             Ok(n)
         })

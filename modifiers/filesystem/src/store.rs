@@ -538,7 +538,7 @@ impl Backend for StoreBackend {
                 return Err(self.missing(file).await);
             };
             let (text, n) =
-                map_backend::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
+                crate::edit::edit_text(file, &data.text(), (old, new, replace_all), max_bytes)?;
             data.set_text(&text);
             if self
                 .store

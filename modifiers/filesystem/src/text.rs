@@ -38,5 +38,5 @@ pub fn edit_text(
     new: &str,
     replace_all: bool,
 ) -> Result<(String, usize), FsError> {
-    map_backend::edit_text(file, text, (old, new, replace_all), None)
+    crate::edit::edit_text(file, text, (old, new, replace_all), None)
 }

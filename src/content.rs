@@ -93,6 +93,7 @@ impl ImagePart {
     }
 
     /// OpenAI's `detail` hint, when a client gave one.
+    #[cfg(feature = "openai")]
     pub(crate) fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
@@ -105,6 +106,7 @@ impl ImagePart {
 
     /// The image as one URL: a `data:<type>;base64,<data>` URL for data,
     /// else the URL itself (empty when the part has neither).
+    #[cfg(feature = "openai")]
     pub(crate) fn as_url(&self) -> String {
         match (&self.data, &self.url) {
             (Some(data), _) => format!(

@@ -36,6 +36,7 @@ pub const TARGET: &str = "gen_ai";
 
 /// The variable that lets prompts and answers into the spans (`true` or
 /// `1`), as OpenTelemetry's GenAI instrumentations name it.
+#[cfg(feature = "otel")]
 pub(crate) const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
 
 /// 0: not decided yet (read the environment), 1: off, 2: on.
@@ -44,6 +45,7 @@ static CAPTURE: AtomicU8 = AtomicU8::new(0);
 /// Whether spans carry what was said (prompts, answers, tool arguments and
 /// results): [`set_capture_content`] when called, else
 /// [`CAPTURE_CONTENT_ENV`] (off unless `true` or `1`).
+#[cfg(feature = "otel")]
 pub(crate) fn capture_content() -> bool {
     match CAPTURE.load(Ordering::Relaxed) {
         1 => false,

@@ -202,22 +202,11 @@ fn compact_summarizes_with_one_request_and_the_next_turn_sends_the_summary() {
         "{stdout}"
     );
     // The summary is a node of the saved session.
-    fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .flat_map(|e| {
-                let path = e.unwrap().path();
-                if path.is_dir() {
-                    files(&path)
-                } else {
-                    vec![path]
-                }
-            })
-            .collect()
-    }
-    let saved: Vec<serde_json::Value> = files(&dir.path().join("sessions"))
+    // Through the session list: the snapshot file alone may be older than
+    // the session (its journal holds the later turns).
+    let saved: Vec<serde_json::Value> = common::saved_documents(&dir.path().join("sessions"))
         .iter()
-        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .filter_map(|(_, text)| serde_json::from_str(text).ok())
         .collect();
     let summaries: Vec<&serde_json::Value> = saved
         .iter()

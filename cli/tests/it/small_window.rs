@@ -355,12 +355,13 @@ fn real_llama_the_readme_recipe_works_on_the_servers_defaults() {
     // The requests fit the window: the server answered them (it refuses
     // one that does not with HTTP 400), and the sizes recorded agree.
     assert!(!stderr.contains("does not fit"), "{stderr}");
-    let session = std::fs::read_dir(dir.path().join("sessions/default"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .unwrap();
-    let saved: Value = serde_json::from_slice(&std::fs::read(session.path()).unwrap()).unwrap();
+    // Through the session list: the snapshot file alone may be older than
+    // the session (its journal holds the later turns).
+    let (_, session) = crate::common::saved_documents(&dir.path().join("sessions"))
+        .into_iter()
+        .next()
+        .expect("a saved session");
+    let saved: Value = serde_json::from_str(&session).unwrap();
     let prompts: Vec<u64> = saved["nodes"]
         .as_array()
         .unwrap()

@@ -129,7 +129,10 @@ pub(crate) async fn read_named(
 ///     lc_agent_filesystem::FsError::Io { path: "/".into(), reason: e.to_string() }
 /// })?;
 /// let part = lc_agent_filesystem::image_part(&disk, "shots/login.png").await?;
-/// let message = lc_agent::Message::human_with_parts("What is wrong here?", vec![part]);
+/// let message = lc_agent::Message::Human {
+///     content: "What is wrong here?".into(),
+///     parts: vec![part],
+/// };
 /// # Ok(()) }
 /// ```
 pub async fn image_part(backend: &dyn Backend, path: &str) -> FsResult<ContentPart> {

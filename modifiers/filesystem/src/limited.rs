@@ -55,6 +55,10 @@ impl Backend for Limited {
         self.inner.read(file, offset, limit).await
     }
 
+    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
+        self.inner.read_bytes(file, max).await
+    }
+
     async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
         self.inner.write(file, content, overwrite).await
     }

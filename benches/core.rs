@@ -170,48 +170,62 @@ fn big_network() -> RunnableNetwork {
 }
 
 fn json_roundtrip(c: &mut Criterion) {
-    let net = big_network();
-    let text = net.to_json().expect("save");
+    // Built on first use: a run filtered to other benchmarks (e.g.
+    // `-- file_snapshots`) does not build and save 10,000 nodes first.
+    let built = std::cell::OnceCell::new();
+    let network = || {
+        built.get_or_init(|| {
+            let net = big_network();
+            let text = net.to_json().expect("save");
+            let value: serde_json::Value = serde_json::from_str(&text).expect("parse");
+            (net, text, value)
+        })
+    };
     let mut group = c.benchmark_group("json_roundtrip");
     group.sample_size(10);
-    group.throughput(Throughput::Bytes(text.len() as u64));
     // A freshly loaded network has no cached node JSON: its first save
     // serializes every node.
     group.bench_function("first_save_10k_nodes", |b| {
+        let (_, text, _) = network();
         b.iter_batched(
-            || RunnableNetwork::from_json(&text).expect("load"),
+            || RunnableNetwork::from_json(text).expect("load"),
             |fresh| fresh.to_json().expect("save"),
             BatchSize::PerIteration,
         )
     });
     // Later saves (checkpoints) copy the invoked nodes' cached JSON.
     group.bench_function("repeat_save_10k_nodes", |b| {
+        let (net, _, _) = network();
         b.iter(|| net.to_json().expect("save"))
     });
     group.bench_function("load_10k_nodes", |b| {
-        b.iter(|| RunnableNetwork::from_json(&text).expect("load"))
+        let (_, text, _) = network();
+        b.iter(|| RunnableNetwork::from_json(text).expect("load"))
     });
     // A fork of the whole session (at its leaf) and of its first half.
-    let leaf = net.current_leaf().expect("a leaf").id();
-    let middle = net.nodes()[net.len() / 2].id();
     group.bench_function("fork_10k_nodes", |b| {
+        let (net, _, _) = network();
+        let leaf = net.current_leaf().expect("a leaf").id();
         b.iter(|| net.fork_at(leaf).expect("fork"))
     });
     group.bench_function("fork_10k_nodes_at_half", |b| {
+        let (net, _, _) = network();
+        let middle = net.nodes()[net.len() / 2].id();
         b.iter(|| net.fork_at(middle).expect("fork"))
     });
     group.bench_function("first_save_then_load_10k_nodes", |b| {
+        let (_, text, _) = network();
         b.iter_batched(
-            || RunnableNetwork::from_json(&text).expect("load"),
+            || RunnableNetwork::from_json(text).expect("load"),
             |fresh| RunnableNetwork::from_json(&fresh.to_json().expect("save")).expect("load"),
             BatchSize::PerIteration,
         )
     });
     // The yardstick: serde_json alone on the same document.
-    let value: serde_json::Value = serde_json::from_str(&text).expect("parse");
     group.bench_function("serde_json_value_save_load", |b| {
+        let (_, _, value) = network();
         b.iter(|| {
-            let s = serde_json::to_string(&value).expect("to_string");
+            let s = serde_json::to_string(value).expect("to_string");
             serde_json::from_str::<serde_json::Value>(&s).expect("from_str")
         })
     });
@@ -323,8 +337,14 @@ fn report_memory() {
     drop(loaded);
 }
 
+/// The memory figure is printed unless the run is filtered to benchmarks
+/// whose names do not contain "memory" (criterion's filter is the first
+/// argument that is not a flag).
 fn memory(c: &mut Criterion) {
-    report_memory();
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if filter.is_none_or(|f| "memory".contains(f.as_str()) || f.contains("memory")) {
+        report_memory();
+    }
     let _ = c;
 }
 

@@ -1,8 +1,10 @@
 // The lc-agent web page: a session list (search, paging, rename, delete),
 // a chat with Markdown answers, tool calls summed up in one line, a step
 // line while a run goes on, Stop, inline approvals with the four decisions,
-// and a side panel with todos, files and the graph (full view: zoom, pan,
-// node details, sub-agents). Plain JavaScript, no build step; it talks to
+// images in messages (yours, and what a tool such as read_file returned)
+// and attached to a message (picked, pasted or dropped), and a side panel
+// with todos, files and the graph (full view: zoom, pan, node details,
+// sub-agents). Plain JavaScript, no build step; it talks to
 // the session API (/api/sessions...) and reads each run's server-sent
 // events. Every text from the server reaches the page as text
 // (textContent) except answers, which go through marked and DOMPurify.
@@ -13,7 +15,8 @@ const state = {
   session: null,      // the open session's id
   view: null,         // its last GET /api/sessions/{id}
   running: false,     // a run of this page is going on
-  queue: [],          // messages typed during a run, sent after it
+  queue: [],          // messages typed during a run, sent after it: {text, parts}
+  attached: [],       // images attached to the next message: {name, url (a data URL)}
   graphs: 0,          // mermaid render counter (unique ids)
   sessionsShown: 0,   // how many list entries are on the page
   expanded: new Set(),// sub-network node ids open in the full graph
@@ -23,6 +26,17 @@ const state = {
 const PAGE = 30;
 // Messages per page of the session view (the server's page size).
 const PAGE_MESSAGES = 200;
+// Images a message may carry: the types models read and the server's
+// limits (server/src/handlers/parts.rs: MAX_IMAGE_BYTES, MAX_IMAGES).
+const IMAGE_TYPES = { "image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP" };
+const MAX_IMAGE_BYTES = 3750000;
+const MAX_IMAGES = 20;
+// The server's body limit (index.html's data-body-limit): a message with
+// its images must fit in it. The largest image the page attaches is the
+// server's image limit, or less when the body limit leaves less room
+// (base64 makes data a third larger; 64 KiB are kept for the text).
+const BODY_LIMIT = Number(document.body.dataset.bodyLimit) || Infinity;
+const IMAGE_CAP = Math.min(MAX_IMAGE_BYTES, Math.floor(Math.max(0, BODY_LIMIT - 65536) * 3 / 4));
 const narrow = () => window.matchMedia("(max-width: 900px)").matches;
 
 // ---------------------------------------------------------------- basics
@@ -71,8 +85,10 @@ function plainError(status, message) {
       : /in progress/.test(m)
       ? "This session is busy with another run. Wait for it to finish (or stop it), then send again."
       : "This session was changed elsewhere meanwhile. The page reloaded it; send again if needed.";
-    case 413: return "That is too large for the server (body limit). Send a shorter message.";
-    case 502: return m.replace(/^the run failed: /, "The run failed: ") + " — you can send the message again.";
+    case 413: return "That is too large for the server (its --body-limit, 2 MiB unless set). Send a shorter message or a smaller image.";
+    case 502: return /cannot read images/.test(m)
+      ? m.replace(/^the run failed: /, "The run failed: ") + ". Use Edit on your message to send it again without the image."
+      : m.replace(/^the run failed: /, "The run failed: ") + " — you can send the message again.";
     case 503: return "The session store cannot be reached (" + m + "). Try again shortly.";
     default: return m || ("The server answered " + status + ".");
   }
@@ -225,6 +241,123 @@ function finishToolBox(d, content, failed, answered) {
   d.append(el("div", "label result-label", failed ? "error" : "result"), el("pre", "result", content));
 }
 
+// ----------------------------------------------------------------- images
+
+function megabytes(n) { return (n / 1e6).toFixed(2) + " MB"; }
+
+// An image part as a URL the page may show: base64 data of a type models
+// read, as a data: URL; null for anything else (an image given by a web
+// address is shown as a link: the page never fetches from another site).
+function imageSrc(p) {
+  if (!p || p.type !== "image") return null;
+  if (typeof p.data === "string" && IMAGE_TYPES[p.media_type] && /^[A-Za-z0-9+/]*={0,2}$/.test(p.data)) {
+    return "data:" + p.media_type + ";base64," + p.data;
+  }
+  const m = /^data:(image\/[a-z]+);base64,[A-Za-z0-9+/]*={0,2}$/.exec(p.url || "");
+  return m && IMAGE_TYPES[m[1]] ? p.url : null;
+}
+
+// A message's parts after its text: images (a click shows one at full
+// size) and the text between them.
+function partsView(parts, cls) {
+  const box = el("div", "msg-images" + (cls ? " " + cls : ""));
+  let n = 0;
+  for (const p of parts || []) {
+    if (p.type === "text") { box.append(el("div", "part-text", p.text)); continue; }
+    if (p.type !== "image") continue;
+    n += 1;
+    const src = imageSrc(p);
+    if (src) {
+      const img = el("img", "msg-image");
+      img.src = src;
+      img.alt = "image " + n + (p.media_type ? " (" + IMAGE_TYPES[p.media_type] + ")" : "");
+      img.title = "Click to see it at full size";
+      img.tabIndex = 0;
+      const zoom = () => img.classList.toggle("zoomed");
+      img.addEventListener("click", zoom);
+      img.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); zoom(); } });
+      box.append(img);
+    } else if (/^https?:\/\//i.test(p.url || "")) {
+      const a = el("a", "image-link", "image: " + p.url);
+      a.href = p.url;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer nofollow";
+      box.append(a);
+    } else {
+      box.append(el("span", "image-link", "(an image the page cannot show)"));
+    }
+  }
+  return box;
+}
+
+// Reads a picked, pasted or dropped file as a data URL.
+function dataUrl(file) {
+  return new Promise((ok, fail) => {
+    const r = new FileReader();
+    r.onload = () => ok(String(r.result));
+    r.onerror = () => fail(r.error);
+    r.readAsDataURL(file);
+  });
+}
+
+function attachNote(text) {
+  $("attach-note").textContent = text || "";
+  $("attach-note").hidden = !text;
+}
+
+// Attaches images to the next message, checked here as the server checks
+// them (type, size, how many), each refusal said in plain words.
+async function attachFiles(files) {
+  const notes = [];
+  for (const file of files) {
+    const name = file.name || "The pasted image";
+    if (!IMAGE_TYPES[file.type]) {
+      notes.push(name + " is not an image the agent can read: attach a PNG, JPEG, GIF or WebP image.");
+    } else if (file.size > IMAGE_CAP) {
+      // Just over the limit, the sizes in MB read the same: say the bytes.
+      const size = megabytes(file.size) === megabytes(IMAGE_CAP) ? file.size.toLocaleString("en") + " bytes" : megabytes(file.size);
+      const limit = IMAGE_CAP < MAX_IMAGE_BYTES
+        ? "this server takes images of at most " + megabytes(IMAGE_CAP) + " (its --body-limit)"
+        : "an image may be at most " + megabytes(MAX_IMAGE_BYTES);
+      notes.push(name + " is " + size + ": " + limit + ". Attach a smaller one (or a screenshot of part of it).");
+    } else if (state.attached.length >= MAX_IMAGES) {
+      notes.push("A message may carry at most " + MAX_IMAGES + " images: send these first.");
+      break;
+    } else {
+      try { state.attached.push({ name: file.name || "pasted image", url: await dataUrl(file) }); }
+      catch (_) { notes.push(name + " could not be read."); }
+    }
+  }
+  attachNote(notes.join(" "));
+  renderAttachments();
+}
+
+// The images attached to the next message, each with a remove button.
+function renderAttachments() {
+  const ul = $("attachments");
+  ul.replaceChildren();
+  state.attached.forEach((a, i) => {
+    const li = el("li", "attached");
+    const img = el("img");
+    img.src = a.url;
+    img.alt = a.name;
+    const remove = button("×", "small", () => { state.attached.splice(i, 1); renderAttachments(); $("input").focus(); });
+    remove.setAttribute("aria-label", "Remove " + a.name);
+    li.append(img, el("span", "attach-name", a.name), remove);
+    ul.append(li);
+  });
+  ul.hidden = !state.attached.length;
+}
+
+// The attached images as the parts of a message (data URLs).
+function takeAttachments() {
+  const parts = state.attached.map((a) => ({ type: "image", url: a.url }));
+  state.attached = [];
+  renderAttachments();
+  attachNote("");
+  return parts;
+}
+
 // --------------------------------------------------------------- messages
 
 // Renders a view's messages into `box` (a sub-agent's work nests under its
@@ -254,6 +387,13 @@ function renderMessageList(box, messages, lastAi) {
     if (m.role === "tool") {
       const d = calls.get(m.tool_call_id) || box.appendChild(toolBox({ id: m.tool_call_id, name: m.name || "tool", arguments: "" }));
       finishToolBox(d, m.content, m.status === "error", m.approval && m.approval.status === "responded");
+      // What the tool returned as images (read_file on a picture), shown
+      // below its line.
+      const images = (m.parts || []).filter((p) => p.type === "image").length;
+      if (images && m.status !== "error") {
+        d.querySelector(".tool-line").textContent = toolSummary(d.dataset.name, d.dataset.args) + " — " + plural(images, "image");
+      }
+      if (m.parts && m.parts.length) d.after(partsView(m.parts, "tool-images"));
     }
   }
   for (const s of subs) {
@@ -276,6 +416,7 @@ function humanMessage(m, own) {
   const d = el("div", "msg human");
   d.dataset.node = m.node_id;
   d.append(el("div", "text", m.content));
+  if (m.parts && m.parts.length) d.append(partsView(m.parts));
   if (!own || !m.node_id) return d;
   const bar = el("div", "msg-actions");
   const branches = m.branches || [];
@@ -294,32 +435,52 @@ function humanMessage(m, own) {
   }
   bar.append(
     button("Edit", "small edit-message", () => editMessage(d, m)),
-    button("Retry", "small retry-message", () => resend(m, m.content)),
+    button("Retry", "small retry-message", () => resend(m, m.content, m.parts || [])),
     button("Rewind files", "small rewind-files", () => rewindFiles(m)),
   );
   d.append(bar);
   return d;
 }
 
-// The message said differently, in place: a textarea and Send / Cancel.
+// The message said differently, in place: a textarea, its images (each
+// can be left out) and Send / Cancel.
 function editMessage(d, m) {
   if (state.running || d.querySelector("textarea")) return;
   const area = el("textarea", "edit-text");
   area.value = m.content;
   area.setAttribute("aria-label", "the message, edited");
+  let parts = (m.parts || []).slice();
+  const images = el("div", "edit-images");
+  const showImages = () => {
+    images.replaceChildren();
+    parts.forEach((p, i) => {
+      if (p.type !== "image") return;
+      const item = el("span", "edit-image");
+      item.append(partsView([p]));
+      const remove = button("Leave out", "small leave-out", () => { parts = parts.filter((_, j) => j !== i); showImages(); });
+      remove.setAttribute("aria-label", "Leave this image out of the message");
+      item.append(remove);
+      images.append(item);
+    });
+  };
+  showImages();
   const row = el("div", "msg-actions");
   row.append(
-    button("Send", "small primary send-edit", () => { const t = area.value.trim(); if (t) resend(m, t); }),
+    button("Send", "small primary send-edit", () => {
+      const t = area.value.trim();
+      if (t || parts.some((p) => p.type === "image")) resend(m, t, parts);
+    }),
     button("Cancel", "small", () => renderMessages(state.view.messages)),
   );
-  d.replaceChildren(area, row);
+  d.replaceChildren(area, images, row);
   area.focus();
 }
 
-// Sends `text` in place of message `m`: the conversation goes back to
-// before it (a rewind of the conversation only), then the text runs as a
-// new branch; the old one stays in the graph.
-async function resend(m, text) {
+// Sends `text` (and its `parts`) in place of message `m`: the
+// conversation goes back to before it (a rewind of the conversation
+// only), then the message runs as a new branch; the old one stays in the
+// graph.
+async function resend(m, text, parts) {
   if (state.running) return;
   try {
     await api("POST", "/api/sessions/" + state.session + "/rewind", { node: m.parent || null, what: "conversation" });
@@ -327,7 +488,7 @@ async function resend(m, text) {
   const box = $("messages");
   const at = box.querySelector('.msg.human[data-node="' + m.node_id + '"]');
   if (at) { while (at.nextSibling) at.nextSibling.remove(); at.remove(); }
-  await sendNow(text);
+  await sendNow(text, parts);
 }
 
 // Shows another branch: its leaf becomes the current one.
@@ -901,17 +1062,21 @@ async function showNode(nodeId) {
   try {
     const n = await api("GET", "/api/sessions/" + state.session + "/nodes/" + nodeId);
     box.replaceChildren(el("h3", "", n.kind + " · " + n.name), el("p", "state " + n.state, n.state));
+    // Base64 image data is shown as the image, not as pages of letters.
+    const json = (v) => JSON.stringify(v, (k, x) => (k === "data" && typeof x === "string" && x.length > 120 ? "(" + x.length + " characters of base64)" : x), 2);
     const section = (title, value) => {
       const d = el("details");
       d.open = title !== "input";
       d.append(el("summary", "", title));
-      // A message's text reads as text; the rest as JSON.
+      // A message's text reads as text, its images as images; the rest as JSON.
       if (value && typeof value.content === "string") {
         const rest = Object.assign({}, value);
         delete rest.content;
-        d.append(el("pre", "content", value.content || "(no text)"), el("pre", "", JSON.stringify(rest, null, 2)));
+        d.append(el("pre", "content", value.content || "(no text)"));
+        if (Array.isArray(value.parts) && value.parts.length) d.append(partsView(value.parts));
+        d.append(el("pre", "", json(rest)));
       } else {
-        d.append(el("pre", "", typeof value === "string" ? value : JSON.stringify(value, null, 2)));
+        d.append(el("pre", "", typeof value === "string" ? value : json(value)));
       }
       box.append(d);
     };
@@ -1176,8 +1341,10 @@ async function continueAnswer() {
 function renderQueue() {
   const ul = $("queue");
   ul.replaceChildren();
-  state.queue.forEach((text, i) => {
+  state.queue.forEach((q, i) => {
     const li = el("li", "queued");
+    const images = q.parts.filter((p) => p.type === "image").length;
+    const text = q.text + (images ? (q.text ? " " : "") + "[" + plural(images, "image") + "]" : "");
     li.append(el("span", "queued-label", "queued"), el("span", "queued-text", text));
     li.append(button("×", "small", () => { state.queue.splice(i, 1); renderQueue(); }));
     li.lastChild.setAttribute("aria-label", "Remove this queued message");
@@ -1192,31 +1359,52 @@ function sendQueued() {
     status("Queued messages wait until the pending calls are decided.");
     return;
   }
-  const text = state.queue.shift();
+  const q = state.queue.shift();
   renderQueue();
-  sendNow(text);
+  sendNow(q.text, q.parts);
 }
 
-async function sendNow(text) {
-  $("messages").append(el("div", "msg human", text));
+// Sends a message: its text, and its images as parts (data URLs; the
+// server keeps them in the session).
+async function sendNow(text, parts) {
+  parts = parts || [];
+  const bubble = el("div", "msg human");
+  bubble.append(el("div", "text", text));
+  if (parts.length) bubble.append(partsView(parts));
+  $("messages").append(bubble);
   $("messages").scrollTop = $("messages").scrollHeight;
-  await run("/api/sessions/" + state.session + "/messages", { content: text });
+  const body = { content: text };
+  if (parts.length) body.parts = parts;
+  await run("/api/sessions/" + state.session + "/messages", body);
 }
 
 async function send(event) {
   event.preventDefault();
   const text = $("input").value.trim();
-  if (!text) return;
+  if (!text && !state.attached.length) return;
+  // A message with its images must fit in the server's body limit.
+  const size = new TextEncoder().encode(JSON.stringify({ content: text, parts: state.attached.map((a) => ({ type: "image", url: a.url })) })).length;
+  if (state.attached.length && size > BODY_LIMIT) {
+    attachNote("This message with its images is " + megabytes(size) + "; this server takes at most " + megabytes(BODY_LIMIT) + " per message (its --body-limit). Leave an image out, or send the images one at a time.");
+    return;
+  }
+  const attached = state.attached.slice();
+  const parts = takeAttachments();
   $("input").value = "";
-  if (!state.session && !(await newSession())) { $("input").value = text; return; }
+  if (!state.session && !(await newSession())) {
+    $("input").value = text;
+    state.attached = attached;
+    renderAttachments();
+    return;
+  }
   // Never dropped: during a run (or while calls wait) it is queued.
   if (state.running || (state.view && state.view.pending_approvals.length)) {
-    state.queue.push(text);
+    state.queue.push({ text, parts });
     renderQueue();
     sendQueued();
     return;
   }
-  await sendNow(text);
+  await sendNow(text, parts);
 }
 
 // -------------------------------------------------------------------- start
@@ -1239,6 +1427,22 @@ async function send(event) {
   $("composer").addEventListener("submit", send);
   $("input").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }
+  });
+  // Images: picked, pasted into the message box, or dropped on it.
+  $("attach-input").addEventListener("change", (e) => { attachFiles([...e.target.files]); e.target.value = ""; });
+  $("input").addEventListener("paste", (e) => {
+    const files = [...((e.clipboardData && e.clipboardData.files) || [])];
+    if (!files.length) return;
+    e.preventDefault();
+    attachFiles(files);
+  });
+  $("composer").addEventListener("dragover", (e) => {
+    if (e.dataTransfer && [...e.dataTransfer.types].includes("Files")) e.preventDefault();
+  });
+  $("composer").addEventListener("drop", (e) => {
+    if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+    e.preventDefault();
+    attachFiles([...e.dataTransfer.files]);
   });
   $("new-session").addEventListener("click", () => { newSession(); if (narrow()) setDrawer("sidebar", false); });
   $("stop").addEventListener("click", stopRun);

@@ -246,7 +246,10 @@ pub(crate) fn run_failed(session: uuid::Uuid, e: &NetworkError) -> RunFailure {
         Some(ModelError::Config { .. }) => {
             "the server's model is not configured correctly".to_string()
         }
+        // Said in the user's terms already: what to change is theirs to do
+        // (a shorter conversation, a model that reads images).
         Some(other @ ModelError::ContextOverflow { .. })
+        | Some(other @ ModelError::ImagesNotSupported { .. })
         | Some(other @ ModelError::ScriptExhausted { .. }) => other.to_string(),
         Some(_) => "the model failed".to_string(),
         None => match e {

@@ -1,7 +1,8 @@
 //! The HTTP handlers, one file per API, side by side: each reads the
 //! request, calls the services (the runs, the session hub) and writes the
 //! answer. None imports another, except the helpers of this folder
-//! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`, `tool_hooks.rs`).
+//! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`, `tool_hooks.rs`,
+//! `parts.rs`).
 //!
 //! ```text
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
@@ -17,12 +18,15 @@
 //!  path_rules.rs  /v1/tools/execute refuses what an `ask` path rule covers (nobody approves)
 //!  tool_hooks.rs  /v1/tools/execute runs the server's PreToolUse / PostToolUse hooks
 //!  graph.rs     a session's graph for the page (node states, sub-networks) and one node in full
+//!  parts.rs     the content parts (text, images) of a message sent to the session and runs
+//!               APIs: read and checked (400 naming `parts[j]`)
 //! ```
 
 pub(crate) mod branches;
 mod graph;
 pub(crate) mod metrics;
 pub(crate) mod openai;
+mod parts;
 mod path_rules;
 mod refusal;
 pub(crate) mod runs;

@@ -7,7 +7,7 @@
 //! ```text
 //!  {model, messages, stream?, session?}   (or header x-lc-agent-session)
 //!    no session ─▶ a new session from the messages (system, user, assistant)
-//!    session    ─▶ that saved session + the last user message
+//!    session    ─▶ that saved session + the last user message (its image parts too)
 //!  ─▶ a run (runs/) ─▶ chat.completion | chat.completion.chunk ... [DONE]
 //!     both carry "session": <id> and "run": <id> (and the headers x-lc-agent-session,
 //!     x-lc-agent-run) to continue it next time; the id is
@@ -388,7 +388,8 @@ pub(crate) async fn completions(
         ))
         .into());
     }
-    let text = last.text()?;
+    // The last user message: its text and its image parts (kept, never dropped).
+    let said = last.text_and_parts()?;
     let schema = body.output_schema()?;
     let session = session_of(&headers, &body)?;
     let keep = body.store != Some(false);
@@ -398,21 +399,21 @@ pub(crate) async fn completions(
         Some(run) => (run, 0),
         None => {
             let (target, input) = match (session, keep) {
-                (Some(id), true) => (Target::Session(id), Input::Completion(Some(text), schema)),
+                (Some(id), true) => (Target::Session(id), Input::Completion(Some(said), schema)),
                 (Some(id), false) => {
                     // The named session is read, and the run goes on a copy.
                     let list = state.hub.list(&user)?;
                     let saved = state.hub.load(&user, &list, id).await?;
                     (
                         Target::Ephemeral(copy_of(&saved)?),
-                        Input::Completion(Some(text), schema),
+                        Input::Completion(Some(said), schema),
                     )
                 }
                 (None, keep) => {
                     // `store: false`: not even the list's index may keep
                     // words of the message.
                     let title = if keep {
-                        lc_agent_deepagent::title_of(&text)
+                        lc_agent_deepagent::title_of(&said.0)
                     } else {
                         "store: false".to_string()
                     };

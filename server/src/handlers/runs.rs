@@ -1,7 +1,7 @@
 //! The run endpoints.
 //!
 //! ```text
-//!  POST /api/sessions/{id}/runs   {content} | {decisions: [...]} [, background: true]
+//!  POST /api/sessions/{id}/runs   {content[, parts]} | {decisions: [...]} [, background: true]
 //!                                  ─▶ SSE of the run (or 202 {run} with background)
 //!                                     409 {error: {run, status[, pending]}}: the session's active run
 //!                                     429 + Retry-After: the user has --max-user-runs runs queued or running
@@ -21,6 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::parts::read_parts;
 use super::sse::run_sse;
 use crate::auth::User;
 use crate::error::ApiError;
@@ -33,6 +34,9 @@ use crate::state::AppState;
 pub(crate) struct RunIn {
     #[serde(default)]
     content: Option<String>,
+    /// The parts after the message's text (images; see parts.rs).
+    #[serde(default)]
+    parts: Option<Value>,
     #[serde(default)]
     decisions: Option<Vec<DecisionIn>>,
     #[serde(default)]
@@ -45,12 +49,15 @@ pub(crate) async fn create(
     Path(id): Path<Uuid>,
     Json(body): Json<RunIn>,
 ) -> Result<Response, Refused> {
+    let parts = read_parts(body.parts.as_ref())?;
     let input = match (body.content, body.decisions) {
-        (Some(content), None) => Input::Message(content),
-        (None, Some(decisions)) => Input::Decisions(decisions),
+        (content, None) if content.is_some() || !parts.is_empty() => {
+            Input::Message(content.unwrap_or_default(), parts)
+        }
+        (None, Some(decisions)) if parts.is_empty() => Input::Decisions(decisions),
         _ => {
             return Err(ApiError::BadRequest(
-                "give either `content` (a message) or `decisions`".to_string(),
+                "give either `content` (a message, with its `parts`) or `decisions`".to_string(),
             )
             .into())
         }

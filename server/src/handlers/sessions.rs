@@ -16,7 +16,9 @@
 //!                                       runs; 403 for `bypass` unless the server allows it, modes.rs)
 //!  DELETE /api/sessions/{id}            204 (404 when there is none)
 //!  GET    /api/sessions/{id}/nodes/{node_id}   one node: input, output, metadata (any depth)
-//!  POST   /api/sessions/{id}/messages   {content}                       ─▶ SSE (see events.rs)
+//!  POST   /api/sessions/{id}/messages   {content, parts?}               ─▶ SSE (see events.rs)
+//!                                       parts: text and images (handlers/parts.rs; 400 naming
+//!                                       `parts[j]`), kept in the session exactly
 //!  POST   /api/sessions/{id}/approvals  {decisions: [{node_id, decision, arguments?, message?}]} ─▶ SSE
 //!  POST   /api/sessions/{id}/continue   asks a cut-off answer to go on  ─▶ SSE (400 when none is cut off)
 //!  POST   /api/sessions/{id}/stop       cancels the session's run, on any server (202; 409 when none)
@@ -46,6 +48,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::graph::{graph_json, node_json};
+use super::parts::read_parts;
 use super::sse::run_sse;
 use crate::auth::User;
 use crate::body::OptionalJson;
@@ -577,11 +580,15 @@ pub(crate) async fn delete(
     }
 }
 
-/// `POST /api/sessions/{id}/messages` body.
+/// `POST /api/sessions/{id}/messages` body: the text, and the parts after
+/// it (images; see parts.rs). A message may be only an image.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewMessage {
+    #[serde(default)]
     content: String,
+    #[serde(default)]
+    parts: Option<Value>,
 }
 
 pub(crate) async fn message(
@@ -590,7 +597,8 @@ pub(crate) async fn message(
     Path(id): Path<Uuid>,
     Json(body): Json<NewMessage>,
 ) -> Result<Response, Refused> {
-    run(state, &user, id, Input::Message(body.content)).await
+    let parts = read_parts(body.parts.as_ref())?;
+    run(state, &user, id, Input::Message(body.content, parts)).await
 }
 
 /// `POST /api/sessions/{id}/approvals` body.

@@ -4,16 +4,26 @@
 //! README): mermaid (the graph), marked (Markdown), DOMPurify (sanitizes
 //! the HTML Markdown makes), highlight.js (code blocks).
 
-use axum::extract::Path;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
-/// The page.
-pub(crate) async fn index() -> Html<&'static str> {
-    Html(include_str!("../../assets/index.html"))
+/// The page, told the server's body limit (`data-body-limit` on its
+/// body): it checks a message with its images against it before sending.
+pub(crate) async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
+    Html(
+        include_str!("../../assets/index.html")
+            .replace(BODY_LIMIT_SLOT, &state.config.body_limit.to_string()),
+    )
 }
+
+/// Where index.html takes the body limit.
+const BODY_LIMIT_SLOT: &str = "{{BODY_LIMIT}}";
 
 /// The embedded files: name, content type, bytes.
 const ASSETS: &[(&str, &str, &[u8])] = &[

@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use lc_agent::{NetworkList, RunnableNetwork};
+use lc_agent::{ContentPart, NetworkList, RunnableNetwork};
 use lc_agent_deepagent::{decide, pending_approvals, Decision, DecisionKind};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -69,19 +69,24 @@ pub(crate) enum Target {
 /// What a run starts from.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// A person's message: a new human turn (refused while calls wait for
-    /// a decision); it names a session that has no name yet.
-    Message(String),
+    /// A person's message, its text and the parts after it (images, read
+    /// by handlers/parts.rs): a new human turn (refused while calls wait
+    /// for a decision); it names a session that has no name yet.
+    Message(String, Vec<ContentPart>),
     /// Decisions on the calls that wait for one: they resume the session's
     /// waiting run.
     Decisions(Vec<DecisionIn>),
     /// Asks a cut-off answer to go on.
     Continue,
-    /// A chat completion's last user message (`None`: the new session
-    /// holds the request's messages already), and the schema its
-    /// `response_format` gives the final answer (set as the session's
-    /// `chat` step schema; `None` removes one an earlier request set).
-    Completion(Option<String>, Option<lc_agent::OutputSchema>),
+    /// A chat completion's last user message, its text and image parts
+    /// (`None`: the new session holds the request's messages already),
+    /// and the schema its `response_format` gives the final answer (set as
+    /// the session's `chat` step schema; `None` removes one an earlier
+    /// request set).
+    Completion(
+        Option<(String, Vec<ContentPart>)>,
+        Option<lc_agent::OutputSchema>,
+    ),
 }
 
 impl Input {
@@ -89,7 +94,7 @@ impl Input {
     /// `continue`, `completion`).
     fn label(&self) -> &'static str {
         match self {
-            Input::Message(_) => "message",
+            Input::Message(..) => "message",
             Input::Decisions(_) => "decisions",
             Input::Continue => "continue",
             Input::Completion(..) => "completion",
@@ -99,7 +104,9 @@ impl Input {
     /// 400 for an input with nothing in it.
     fn check(&self) -> Result<(), Refused> {
         match self {
-            Input::Message(text) if text.trim().is_empty() => Err(bad("`content` is empty")),
+            Input::Message(text, parts) if text.trim().is_empty() && parts.is_empty() => {
+                Err(bad("`content` is empty"))
+            }
             Input::Decisions(d) if d.is_empty() => Err(bad("`decisions` is empty")),
             _ => Ok(()),
         }
@@ -108,15 +115,21 @@ impl Input {
     /// Writes the input into the session.
     fn apply(self, net: &RunnableNetwork) -> Result<(), Refused> {
         match self {
-            Input::Message(text) => {
-                add_message(net, &text)?;
-                name_from(net, &text);
+            Input::Message(text, parts) => {
+                // A message that is only an image names the session so.
+                let title = if text.trim().is_empty() {
+                    "An image".to_string()
+                } else {
+                    text.clone()
+                };
+                add_message(net, text, parts)?;
+                name_from(net, &title);
                 Ok(())
             }
-            Input::Completion(text, schema) => {
+            Input::Completion(said, schema) => {
                 net.set_output_schema(lc_agent::CHAT_STEP, schema);
-                match text {
-                    Some(text) => add_message(net, &text),
+                match said {
+                    Some((text, parts)) => add_message(net, text, parts),
                     None => Ok(()),
                 }
             }
@@ -441,12 +454,16 @@ fn fingerprint(user: &str, body: &[u8]) -> String {
     format!("{hash:016x}")
 }
 
-/// Adds `text` as a new human turn of a session: refused while calls wait
-/// for a decision (see the [module docs](self)).
-fn add_message(net: &RunnableNetwork, text: &str) -> Result<(), Refused> {
+/// Adds `text` and the `parts` after it as a new human turn of a session:
+/// refused while calls wait for a decision (see the [module docs](self)).
+fn add_message(
+    net: &RunnableNetwork,
+    text: String,
+    parts: Vec<ContentPart>,
+) -> Result<(), Refused> {
     refuse_while_waiting(net)?;
     let _scope = net.enter();
-    lc_agent::HumanNode::new(text);
+    lc_agent::HumanNode::with_parts(text, parts);
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod endpoints;
 mod events;
 mod hardening;
 mod hooks;
+mod images;
 mod modes;
 mod openai_retries;
 mod openai_truth;

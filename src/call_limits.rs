@@ -19,6 +19,8 @@
 //!
 //! A model the fallback chain asks (`fallback.rs`) counts as asked.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::network::RunnableNetwork;
@@ -33,6 +35,47 @@ pub(crate) enum Counted {
     Tool,
     /// Requests to a model.
     Model,
+}
+
+/// The calls of the current run, per tool and per model (looked up by
+/// name: no key is built per call).
+#[derive(Debug, Default)]
+pub(crate) struct RunCalls {
+    tools: HashMap<String, usize>,
+    models: HashMap<String, usize>,
+}
+
+impl RunCalls {
+    /// Forgets every count (a new run).
+    pub(crate) fn clear(&mut self) {
+        self.tools.clear();
+        self.models.clear();
+    }
+
+    /// Counts one call of `name` unless that makes more than `limit`;
+    /// `Err(limit)` then (the call is not counted).
+    fn add(&mut self, what: Counted, name: &str, limit: Option<usize>) -> Result<(), usize> {
+        let map = match what {
+            Counted::Tool => &mut self.tools,
+            Counted::Model => &mut self.models,
+        };
+        let over = |count: usize| limit.filter(|limit| count >= *limit);
+        match map.get_mut(name) {
+            Some(count) => {
+                if let Some(limit) = over(*count) {
+                    return Err(limit);
+                }
+                *count += 1;
+            }
+            None => {
+                if let Some(limit) = over(0) {
+                    return Err(limit);
+                }
+                map.insert(name.to_string(), 1);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Counted {
@@ -94,17 +137,15 @@ impl RunnableNetwork {
     /// Counts one call of `name` in this run; `Err(limit)` when that call
     /// is past the limit (it is not counted then).
     pub(crate) fn count_call(&self, what: Counted, name: &str) -> Result<(), usize> {
-        let limit = self
-            .metadata_value(CALL_LIMITS_KEY)
-            .and_then(|limits| limits.get(what.key())?.get(name)?.as_u64())
-            .and_then(|limit| usize::try_from(limit).ok());
-        let mut calls = self.0.run_calls.lock();
-        let count = calls.entry(format!("{}:{name}", what.key())).or_insert(0);
-        if limit.is_some_and(|limit| *count >= limit) {
-            return Err(limit.unwrap_or_default());
-        }
-        *count += 1;
-        Ok(())
+        // Read in place (no copy of the limits).
+        let limit = self.with_metadata_mut(|m| {
+            m.get(CALL_LIMITS_KEY)?
+                .get(what.key())?
+                .get(name)?
+                .as_u64()
+                .and_then(|limit| usize::try_from(limit).ok())
+        });
+        self.0.run_calls.lock().add(what, name, limit)
     }
 }
 

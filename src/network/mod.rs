@@ -105,7 +105,7 @@ pub(crate) struct NetworkInner {
     pub(crate) upgraded: AtomicBool,
     /// Calls per tool and per model in the current `invoke` (runtime
     /// only; see `call_limits.rs`).
-    pub(crate) run_calls: Mutex<std::collections::HashMap<String, usize>>,
+    pub(crate) run_calls: Mutex<crate::call_limits::RunCalls>,
 }
 
 impl NetworkInner {
@@ -152,7 +152,7 @@ impl RunnableNetwork {
             file_snapshots: RwLock::new(snapshots::FileSnapshots::default()),
             snapshots_gen: AtomicU64::new(0),
             upgraded: AtomicBool::new(false),
-            run_calls: Mutex::new(std::collections::HashMap::new()),
+            run_calls: Mutex::new(crate::call_limits::RunCalls::default()),
         }))
     }
 

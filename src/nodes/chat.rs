@@ -157,7 +157,9 @@ impl NodeLogic for ChatNode {
             request.system.push(schema.instruction());
         }
         for m in net.modifiers().iter() {
-            crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+            if crate::run::has_hook(m.as_ref(), crate::run::NodeHook::ChatRequest) {
+                crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+            }
         }
         let cleared = crate::clear_results::clear(net, &mut request);
         if cleared > 0 {

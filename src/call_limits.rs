@@ -37,48 +37,37 @@ pub(crate) enum Counted {
     Model,
 }
 
-/// The calls of the current run, per tool and per model (looked up by
-/// name: no key is built per call).
-#[derive(Debug, Default)]
-pub(crate) struct RunCalls {
-    tools: HashMap<String, usize>,
-    models: HashMap<String, usize>,
-}
-
-impl RunCalls {
-    /// Forgets every count (a new run).
-    pub(crate) fn clear(&mut self) {
-        self.tools.clear();
-        self.models.clear();
-    }
-
-    /// Counts one call of `name` unless that makes more than `limit`;
-    /// `Err(limit)` then (the call is not counted).
-    fn add(&mut self, what: Counted, name: &str, limit: Option<usize>) -> Result<(), usize> {
-        let map = match what {
-            Counted::Tool => &mut self.tools,
-            Counted::Model => &mut self.models,
-        };
-        let over = |count: usize| limit.filter(|limit| count >= *limit);
-        match map.get_mut(name) {
-            Some(count) => {
-                if let Some(limit) = over(*count) {
-                    return Err(limit);
-                }
-                *count += 1;
+/// Counts one call of `name` in `calls` (one kind's counts of the
+/// current run, looked up by name: no key is built per call) unless that
+/// makes more than `limit`; `Err(limit)` then (the call is not counted).
+fn add(calls: &mut HashMap<String, usize>, name: &str, limit: Option<usize>) -> Result<(), usize> {
+    let over = |count: usize| limit.filter(|limit| count >= *limit);
+    match calls.get_mut(name) {
+        Some(count) => {
+            if let Some(limit) = over(*count) {
+                return Err(limit);
             }
-            None => {
-                if let Some(limit) = over(0) {
-                    return Err(limit);
-                }
-                map.insert(name.to_string(), 1);
-            }
+            *count += 1;
         }
-        Ok(())
+        None => {
+            if let Some(limit) = over(0) {
+                return Err(limit);
+            }
+            calls.insert(name.to_string(), 1);
+        }
     }
+    Ok(())
 }
 
 impl Counted {
+    /// Where the run's counts of this kind are (`NetworkInner::run_calls`).
+    fn index(self) -> usize {
+        match self {
+            Counted::Tool => 0,
+            Counted::Model => 1,
+        }
+    }
+
     fn key(self) -> &'static str {
         match self {
             Counted::Tool => "tools",
@@ -145,7 +134,7 @@ impl RunnableNetwork {
                 .as_u64()
                 .and_then(|limit| usize::try_from(limit).ok())
         });
-        self.0.run_calls.lock().add(what, name, limit)
+        add(&mut self.0.run_calls.lock()[what.index()], name, limit)
     }
 }
 

@@ -48,7 +48,11 @@ impl RunnableNetwork {
 
     async fn invoke_traced(&self, span: &tracing::Span) -> Result<Message> {
         let _running = self.0.invoke_lock.lock().await;
-        self.0.run_calls.lock().clear();
+        self.0
+            .run_calls
+            .lock()
+            .iter_mut()
+            .for_each(|calls| calls.clear());
         // The run's usage for its span: only when someone records it.
         let usage_before = (!span.is_disabled()).then(|| self.usage());
         let clock = Instant::now();

@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use lc_agent::{
-    ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolOutput, Turn,
+    ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolCall, ToolOutput,
+    Turn,
 };
 use lc_agent_filesystem::{run_tool, EditFile, FilesystemBackend, WriteFile};
 use serde_json::json;
@@ -236,7 +237,9 @@ fn json_roundtrip(c: &mut Criterion) {
 /// (two files written, ~4 KB each, and two edits of the first file) on a
 /// fresh directory, then a final answer; `snapshots`: the file tools
 /// (`WriteFile`, `EditFile`) that keep each file's previous content on
-/// the session, else the same calls through `run_tool` (no snapshot).
+/// the session, else the same tools as the model sees them (names,
+/// descriptions, schemas) running the calls through `run_tool` (no
+/// snapshot), so the two differ by the snapshots alone.
 fn writing_agent(turns: usize, snapshots: bool) -> (RunnableNetwork, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let backend = FilesystemBackend::new(dir.path()).expect("the workspace");
@@ -272,12 +275,18 @@ fn writing_agent(turns: usize, snapshots: bool) -> (RunnableNetwork, tempfile::T
             .tool(WriteFile::new(backend.clone()))
             .tool(EditFile::new(backend.clone()));
     } else {
-        for name in ["write_file", "edit_file"] {
+        // The same tools as the model sees them (names, descriptions,
+        // schemas: a chat turn costs the same), run without snapshots.
+        let specs = [
+            WriteFile::new(backend.clone()).spec(),
+            EditFile::new(backend.clone()).spec(),
+        ];
+        for (name, spec) in ["write_file", "edit_file"].into_iter().zip(specs) {
             let backend = backend.clone();
             builder = builder.tool(FnTool::new(
                 name,
-                "the file tool without snapshots",
-                json!({"type": "object"}),
+                spec.description,
+                spec.parameters,
                 move |args, _| {
                     let backend = backend.clone();
                     async move { Ok(run_tool(&backend, name, &args).await.expect("a file tool")) }

@@ -19,6 +19,8 @@
 //!
 //! A model the fallback chain asks (`fallback.rs`) counts as asked.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::network::RunnableNetwork;
@@ -35,7 +37,37 @@ pub(crate) enum Counted {
     Model,
 }
 
+/// Counts one call of `name` in `calls` (one kind's counts of the
+/// current run, looked up by name: no key is built per call) unless that
+/// makes more than `limit`; `Err(limit)` then (the call is not counted).
+fn add(calls: &mut HashMap<String, usize>, name: &str, limit: Option<usize>) -> Result<(), usize> {
+    let over = |count: usize| limit.filter(|limit| count >= *limit);
+    match calls.get_mut(name) {
+        Some(count) => {
+            if let Some(limit) = over(*count) {
+                return Err(limit);
+            }
+            *count += 1;
+        }
+        None => {
+            if let Some(limit) = over(0) {
+                return Err(limit);
+            }
+            calls.insert(name.to_string(), 1);
+        }
+    }
+    Ok(())
+}
+
 impl Counted {
+    /// Where the run's counts of this kind are (`NetworkInner::run_calls`).
+    fn index(self) -> usize {
+        match self {
+            Counted::Tool => 0,
+            Counted::Model => 1,
+        }
+    }
+
     fn key(self) -> &'static str {
         match self {
             Counted::Tool => "tools",
@@ -94,17 +126,15 @@ impl RunnableNetwork {
     /// Counts one call of `name` in this run; `Err(limit)` when that call
     /// is past the limit (it is not counted then).
     pub(crate) fn count_call(&self, what: Counted, name: &str) -> Result<(), usize> {
-        let limit = self
-            .metadata_value(CALL_LIMITS_KEY)
-            .and_then(|limits| limits.get(what.key())?.get(name)?.as_u64())
-            .and_then(|limit| usize::try_from(limit).ok());
-        let mut calls = self.0.run_calls.lock();
-        let count = calls.entry(format!("{}:{name}", what.key())).or_insert(0);
-        if limit.is_some_and(|limit| *count >= limit) {
-            return Err(limit.unwrap_or_default());
-        }
-        *count += 1;
-        Ok(())
+        // Read in place (no copy of the limits).
+        let limit = self.with_metadata_mut(|m| {
+            m.get(CALL_LIMITS_KEY)?
+                .get(what.key())?
+                .get(name)?
+                .as_u64()
+                .and_then(|limit| usize::try_from(limit).ok())
+        });
+        add(&mut self.0.run_calls.lock()[what.index()], name, limit)
     }
 }
 

@@ -42,12 +42,93 @@ impl FileData {
 
 /// The current UTC time as RFC 3339 with microseconds (`2026-11-21T10:00:00.000000Z`).
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+    rfc3339_micros(chrono::Utc::now())
+}
+
+thread_local! {
+    /// The second last formatted on this thread and its text up to the
+    /// fraction (`2026-11-21T10:00:00`): every node of a run stamps its
+    /// start, and within one second only the microseconds change.
+    static SECOND: std::cell::RefCell<(i64, String)> =
+        const { std::cell::RefCell::new((i64::MIN, String::new())) };
+}
+
+/// `t` as RFC 3339 with microseconds, exactly as chrono writes it
+/// (`to_rfc3339_opts(SecondsFormat::Micros, true)`), which formats only the
+/// first time of each second on a thread.
+fn rfc3339_micros(t: chrono::DateTime<chrono::Utc>) -> String {
+    let micros = t.timestamp_subsec_micros();
+    if micros >= 1_000_000 {
+        // A leap second: chrono's own way.
+        return t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    }
+    let second = t.timestamp();
+    SECOND.with(|cached| {
+        let mut cached = cached.borrow_mut();
+        if cached.0 != second {
+            let full = t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            // What follows the seconds: `.` six digits `Z`.
+            let prefix = full.get(..full.len().saturating_sub(8)).unwrap_or_default();
+            *cached = (second, prefix.to_string());
+            return full;
+        }
+        let mut out = String::with_capacity(cached.1.len() + 8);
+        out.push_str(&cached.1);
+        out.push('.');
+        let mut divisor = 100_000;
+        while divisor > 0 {
+            out.push(char::from(b'0' + (micros / divisor % 10) as u8));
+            divisor /= 10;
+        }
+        out.push('Z');
+        out
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_read_as_chrono_writes_them() {
+        use chrono::TimeZone;
+        let chrono_text = |t: &chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+        };
+        let base = chrono::Utc
+            .with_ymd_and_hms(2026, 11, 26, 23, 59, 59)
+            .unwrap();
+        // Within one second (the cached text), across seconds, days and
+        // years, and far from now.
+        for micros in [
+            0,
+            1,
+            9,
+            10,
+            999,
+            1_000,
+            123_456,
+            500_000,
+            999_999,
+            1_000_000,
+            1_000_001,
+            86_400_000_123,
+        ] {
+            for t in [
+                base,
+                chrono::DateTime::UNIX_EPOCH,
+                chrono::Utc
+                    .with_ymd_and_hms(9999, 12, 31, 23, 59, 59)
+                    .unwrap(),
+            ] {
+                let t = t + chrono::Duration::microseconds(micros);
+                assert_eq!(rfc3339_micros(t), chrono_text(&t));
+                assert_eq!(rfc3339_micros(t), chrono_text(&t), "the second cached");
+            }
+        }
+        let now = now_rfc3339();
+        assert_eq!(now.len(), "2026-11-21T10:00:00.000000Z".len());
+    }
 
     #[test]
     fn content_is_text_split_on_newlines() {

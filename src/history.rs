@@ -35,12 +35,14 @@ struct Cell {
     /// Memoized running sums of [`History::count_sent`]: per counter key,
     /// the count of the messages a request may send verbatim (not system
     /// messages, not summaries) from the first message up to this one.
-    sums: parking_lot::Mutex<Vec<(&'static str, u64)>>,
+    /// Kept inline (no allocation per message).
+    sums: parking_lot::Mutex<[Option<(&'static str, u64)>; MAX_COUNTERS]>,
 }
 
-/// How many counters' running sums a message keeps (more counters still
-/// count right, only without the memo).
-const MAX_COUNTERS: usize = 4;
+/// How many counters' running sums a message keeps (the estimate of last
+/// resort and a tokenizer's; more counters still count right, only
+/// without the memo).
+const MAX_COUNTERS: usize = 2;
 
 impl Cell {
     /// Whether a request may send this message verbatim after the cut
@@ -54,6 +56,7 @@ impl Cell {
         self.sums
             .lock()
             .iter()
+            .flatten()
             .find(|(k, _)| *k == key)
             .map(|(_, v)| *v)
     }
@@ -194,7 +197,7 @@ impl History {
                 len: self.len() + 1,
                 systems,
                 summary,
-                sums: parking_lot::Mutex::new(Vec::new()),
+                sums: parking_lot::Mutex::new([None; MAX_COUNTERS]),
             })),
         }
     }
@@ -309,8 +312,10 @@ impl History {
                 sum += count(&cell.message);
             }
             let mut sums = cell.sums.lock();
-            if sums.len() < MAX_COUNTERS && !sums.iter().any(|(k, _)| *k == key) {
-                sums.push((key, sum));
+            if !sums.iter().flatten().any(|(k, _)| *k == key)
+                && let Some(free) = sums.iter_mut().find(|s| s.is_none())
+            {
+                *free = Some((key, sum));
             }
         }
         sum

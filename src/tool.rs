@@ -415,7 +415,7 @@ pub(crate) async fn run_tool_call(
             .to_string(),
         );
     };
-    let args = match call.parsed_arguments() {
+    let mut args = match call.parsed_arguments() {
         Ok(args @ Value::Object(_)) => args,
         Ok(other) => {
             return ToolOutput::error(tool_args::not_an_object(&call.name, &other).to_string())
@@ -439,7 +439,13 @@ pub(crate) async fn run_tool_call(
     let mut failed = Vec::new();
     let mut attempt = 1;
     let result = loop {
-        let result = call_once(tool.as_ref(), &call.name, args.clone(), ctx).await;
+        // The last attempt takes the arguments (no copy of a large one).
+        let this = if attempt >= attempts {
+            std::mem::take(&mut args)
+        } else {
+            args.clone()
+        };
+        let result = call_once(tool.as_ref(), &call.name, this, ctx).await;
         if attempt >= attempts || !crate::tool_retry::worth_again(result.as_ref().map(|o| o.status))
         {
             break result;

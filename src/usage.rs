@@ -127,16 +127,23 @@ impl TokenCounts {
             *saved = serde_json::to_value(self).unwrap_or(Value::Null);
             return;
         };
-        for (name, n) in Self::NAMES.iter().zip(self.fields()) {
-            if n == 0 {
+        // One pass over the saved counts (a handful of keys, compared as
+        // text: no hashing per count), then the counts not there yet, a
+        // key copied only the first time.
+        let fields = self.fields();
+        let mut seen = [false; 8];
+        for (key, entry) in map.iter_mut() {
+            let Some(i) = Self::NAMES.iter().position(|name| *name == key.as_str()) else {
                 continue;
+            };
+            seen[i] = true;
+            if fields[i] != 0 {
+                *entry = Value::from(entry.as_u64().unwrap_or(0).saturating_add(fields[i]));
             }
-            // Looked up by `&str`: a key is copied only the first time.
-            match map.get_mut(*name) {
-                Some(entry) => *entry = Value::from(entry.as_u64().unwrap_or(0).saturating_add(n)),
-                None => {
-                    map.insert((*name).to_string(), Value::from(n));
-                }
+        }
+        for ((name, n), seen) in Self::NAMES.iter().zip(fields).zip(seen) {
+            if n != 0 && !seen {
+                map.insert((*name).to_string(), Value::from(n));
             }
         }
     }
@@ -383,7 +390,7 @@ impl UsageEstimator for ApproxUsage {
             + request
                 .tools
                 .iter()
-                .map(|t| count(&t.name) + count(&t.description) + count(&t.parameters.to_string()))
+                .map(|t| count(&t.name) + count(&t.description) + schema_tokens(&t.parameters))
                 .sum::<u64>();
         let completion = count(&response.content)
             + response
@@ -399,6 +406,99 @@ impl UsageEstimator for ApproxUsage {
             ..Usage::default()
         }
     }
+}
+
+/// `usage` as JSON, exactly as serde writes it (the fields in order, the
+/// optional ones left out when zero or false), built in one map of the
+/// right size: every chat call records one.
+pub(crate) fn usage_json(usage: &Usage) -> Value {
+    let optional = [
+        ("cache_read_tokens", usage.cache_read_tokens),
+        ("cache_write_tokens", usage.cache_write_tokens),
+        ("reasoning_tokens", usage.reasoning_tokens),
+    ];
+    let extra = optional.iter().filter(|(_, n)| *n != 0).count() + usize::from(usage.estimated);
+    let mut map = serde_json::Map::with_capacity(3 + extra);
+    map.insert("prompt_tokens".into(), Value::from(usage.prompt_tokens));
+    map.insert(
+        "completion_tokens".into(),
+        Value::from(usage.completion_tokens),
+    );
+    map.insert("total_tokens".into(), Value::from(usage.total_tokens));
+    for (name, n) in optional {
+        if n != 0 {
+            map.insert(name.into(), Value::from(n));
+        }
+    }
+    if usage.estimated {
+        map.insert("estimated".into(), Value::Bool(true));
+    }
+    Value::Object(map)
+}
+
+/// How many schemas' counts are kept (see [`schema_tokens`]).
+const MAX_SCHEMAS: usize = 64;
+
+/// [`json_tokens`] of a tool's schema, remembered: every chat turn offers
+/// the same tools as the turn before, and comparing a schema with one
+/// counted lately costs far less than writing it out again.
+fn schema_tokens(schema: &Value) -> u64 {
+    static COUNTED: std::sync::Mutex<Vec<(Value, u64)>> = std::sync::Mutex::new(Vec::new());
+    if let Ok(counted) = COUNTED.lock()
+        && let Some((_, n)) = counted.iter().find(|(s, _)| same_json(s, schema))
+    {
+        return *n;
+    }
+    let n = json_tokens(schema);
+    if let Ok(mut counted) = COUNTED.lock() {
+        if counted.len() >= MAX_SCHEMAS {
+            counted.remove(0);
+        }
+        counted.push((schema.clone(), n));
+    }
+    n
+}
+
+/// Whether two JSON values write the same text: equal, object keys in the
+/// same order, numbers written alike (a schema built again in another
+/// order is only not found).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_json(va, vb))
+        }
+        (Value::Number(x), Value::Number(y)) => {
+            x == y && x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// Four characters a token (rounded up) of `value`'s compact JSON text,
+/// counted as it is written: no text is built.
+fn json_tokens(value: &Value) -> u64 {
+    /// Counts the characters of UTF-8 text written to it.
+    struct Chars(usize);
+    impl std::io::Write for Chars {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            // Every byte but a continuation byte starts a character.
+            self.0 += buf.iter().filter(|b| (**b as i8) >= -0x40).count();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut chars = Chars(0);
+    // Writing a `Value` to memory cannot fail.
+    let _ = serde_json::to_writer(&mut chars, value);
+    chars.0.div_ceil(4) as u64
 }
 
 impl RunnableNetwork {
@@ -431,11 +531,8 @@ impl RunnableNetwork {
                 };
                 call.add_to(saved);
                 if let Some(map) = saved.as_object_mut() {
-                    if !map.contains_key("by_model") {
-                        map.insert("by_model".into(), Value::Object(Default::default()));
-                    }
-                    if let Some(models) = map.get_mut("by_model").and_then(Value::as_object_mut) {
-                        match models.get_mut(model) {
+                    match map.get_mut("by_model") {
+                        Some(Value::Object(models)) => match models.get_mut(model) {
                             Some(counts) => call.add_to(counts),
                             None => {
                                 models.insert(
@@ -443,6 +540,16 @@ impl RunnableNetwork {
                                     serde_json::to_value(call).unwrap_or(Value::Null),
                                 );
                             }
+                        },
+                        // Not counts by model: left as it is.
+                        Some(_) => {}
+                        None => {
+                            let mut models = serde_json::Map::new();
+                            models.insert(
+                                model.to_string(),
+                                serde_json::to_value(call).unwrap_or(Value::Null),
+                            );
+                            map.insert("by_model".into(), Value::Object(models));
                         }
                     }
                 }
@@ -478,5 +585,77 @@ impl RunnableNetwork {
                 None => std::sync::Arc::new(ApproxUsage),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_tokens_counts_the_characters_of_the_json_text() {
+        let value = serde_json::json!({
+            "type": "object",
+            "description": "naïve «quotes» \"escaped\" \\ and \n a tab\t, 日本語, 🦀",
+            "n": [1, -2.5, 1e300, null, true],
+        });
+        let text = value.to_string();
+        assert_eq!(json_tokens(&value), text.chars().count().div_ceil(4) as u64);
+        assert_eq!(json_tokens(&serde_json::json!({})), 1);
+    }
+
+    #[test]
+    fn usage_json_is_what_serde_writes() {
+        let full = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            total_tokens: 15,
+            cache_read_tokens: 3,
+            cache_write_tokens: 2,
+            reasoning_tokens: 1,
+            estimated: true,
+        };
+        let cases = [
+            Usage::default(),
+            full,
+            Usage {
+                estimated: false,
+                cache_write_tokens: 0,
+                ..full
+            },
+            Usage {
+                cache_read_tokens: 0,
+                reasoning_tokens: 0,
+                ..full
+            },
+        ];
+        for usage in cases {
+            let ours = usage_json(&usage);
+            assert_eq!(ours, serde_json::to_value(usage).unwrap());
+            assert_eq!(ours.to_string(), serde_json::to_string(&usage).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_schema_counted_again_is_found_only_when_it_writes_the_same() {
+        let a = serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}});
+        assert_eq!(schema_tokens(&a), json_tokens(&a));
+        assert_eq!(schema_tokens(&a.clone()), json_tokens(&a));
+        let reordered =
+            serde_json::json!({"properties": {"x": {"type": "integer"}}, "type": "object"});
+        assert!(!same_json(&a, &reordered));
+        assert_eq!(schema_tokens(&reordered), json_tokens(&reordered));
+        let other = serde_json::json!({"type": "object", "properties": {"x": {"type": "number"}}});
+        assert!(!same_json(&a, &other));
+        assert_eq!(schema_tokens(&other), json_tokens(&other));
+        assert!(!same_json(
+            &serde_json::json!(0.0),
+            &serde_json::json!(-0.0)
+        ));
+        assert!(!same_json(&serde_json::json!(1), &serde_json::json!(1.0)));
+        assert!(same_json(
+            &serde_json::json!([1, "a", null]),
+            &serde_json::json!([1, "a", null])
+        ));
     }
 }

@@ -24,6 +24,22 @@ use crate::node::{NodeId, NodeRef};
 impl Graph {
     /// The conversation a node reads: its ancestors' outputs.
     pub(crate) fn input_of(&self, node: &NodeRef) -> History {
+        // None or one parent (most nodes) without copying the list.
+        let single = node.with_parent_ids(|parents| match parents {
+            [] => Some(None),
+            [p] => Some(Some(*p)),
+            _ => None,
+        });
+        match single {
+            Some(None) => return self.input.clone(),
+            Some(Some(p)) => {
+                return match self.nodes().get(&p) {
+                    Some(p) => self.history_of(p),
+                    None => self.input.clone(),
+                }
+            }
+            None => {}
+        }
         let parents = node.parent_ids();
         match parents.as_slice() {
             [] => self.input.clone(),

@@ -103,9 +103,9 @@ pub(crate) struct NetworkInner {
     /// Loaded from a document in an older layout (runtime only): the next
     /// save is a full one, in the current layout.
     pub(crate) upgraded: AtomicBool,
-    /// Calls per tool and per model in the current `invoke` (runtime
-    /// only; see `call_limits.rs`).
-    pub(crate) run_calls: Mutex<std::collections::HashMap<String, usize>>,
+    /// Calls per tool (`[0]`) and per model (`[1]`) in the current
+    /// `invoke`, by name (runtime only; see `call_limits.rs`).
+    pub(crate) run_calls: Mutex<[std::collections::HashMap<String, usize>; 2]>,
 }
 
 impl NetworkInner {
@@ -152,7 +152,7 @@ impl RunnableNetwork {
             file_snapshots: RwLock::new(snapshots::FileSnapshots::default()),
             snapshots_gen: AtomicU64::new(0),
             upgraded: AtomicBool::new(false),
-            run_calls: Mutex::new(std::collections::HashMap::new()),
+            run_calls: Mutex::new(Default::default()),
         }))
     }
 

@@ -155,6 +155,12 @@ impl NodeRef {
         self.state().parents.clone()
     }
 
+    /// `f` over the parent ids, under the node's lock (no copy). `f` must
+    /// not lock this node again.
+    pub(crate) fn with_parent_ids<R>(&self, f: impl FnOnce(&[NodeId]) -> R) -> R {
+        f(&self.state().parents)
+    }
+
     /// How many of the node's parents `keep` accepts.
     pub(crate) fn count_parents(&self, keep: impl Fn(&NodeId) -> bool) -> usize {
         self.state().parents.iter().filter(|p| keep(p)).count()

@@ -157,7 +157,9 @@ impl NodeLogic for ChatNode {
             request.system.push(schema.instruction());
         }
         for m in net.modifiers().iter() {
-            crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+            if crate::run::has_hook(m.as_ref(), crate::run::NodeHook::ChatRequest) {
+                crate::run::hook(m, m.on_chat_request(net, &ctx.node, &mut request)).await?;
+            }
         }
         let cleared = crate::clear_results::clear(net, &mut request);
         if cleared > 0 {
@@ -360,11 +362,19 @@ fn record(
     crate::telemetry::record_chat(&tracing::Span::current(), request, response, &usage);
     // One edit of the node (one lock, one version) for what a call records.
     node.edit_metadata(|m| {
+        // What this call records, and the timings the run adds after it:
+        // room for them at once (no growing the map on the way).
+        if m.is_empty() {
+            *m = serde_json::Map::with_capacity(5);
+        }
         m.insert("chat_model_name".into(), json!(name));
         if let Some(model) = response_model {
             m.insert(crate::usage::RESPONSE_MODEL_KEY.into(), json!(model));
         }
-        m.insert(crate::usage::TOKEN_USAGE_KEY.into(), json!(usage));
+        m.insert(
+            crate::usage::TOKEN_USAGE_KEY.into(),
+            crate::usage::usage_json(&usage),
+        );
         if let Some(reason) = &response.finish_reason {
             m.insert("finish_reason".into(), json!(reason));
         }

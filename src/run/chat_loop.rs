@@ -32,6 +32,12 @@ impl NetworkModifier for ChatLoop {
         -100
     }
 
+    // Known to a run, which skips the hooks this modifier leaves as
+    // no-ops (`has_hook`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
         let Some(kind) = network.default_node() else {
             return Ok(());

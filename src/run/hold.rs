@@ -80,7 +80,9 @@ pub(crate) fn ready(order: Vec<NodeRef>) -> Vec<NodeRef> {
     order
         .into_iter()
         .filter(|n| {
-            let waits = n.held().is_some() || n.parent_ids().iter().any(|p| blocked.contains(p));
+            let waits = n.held().is_some()
+                || (!blocked.is_empty()
+                    && n.with_parent_ids(|ps| ps.iter().any(|p| blocked.contains(p))));
             if waits {
                 blocked.insert(n.id());
             }

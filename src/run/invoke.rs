@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
-use super::{hook, InvokeOutcome, NetworkModifier};
+use super::{hook, with_hook, InvokeOutcome, NetworkModifier, NodeHook};
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
@@ -14,6 +14,14 @@ use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeRef};
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
+
+/// The modifiers of one run that have each per-node hook, sorted out once
+/// per run (see [`super::has_hook`]).
+struct NodeHooks {
+    pre: Vec<Arc<dyn NetworkModifier>>,
+    /// With whether each is the default tool loop (called directly).
+    post: Vec<(Arc<dyn NetworkModifier>, bool)>,
+}
 
 impl RunnableNetwork {
     /// Runs every node that has not run yet and returns the output of the
@@ -40,7 +48,11 @@ impl RunnableNetwork {
 
     async fn invoke_traced(&self, span: &tracing::Span) -> Result<Message> {
         let _running = self.0.invoke_lock.lock().await;
-        self.0.run_calls.lock().clear();
+        self.0
+            .run_calls
+            .lock()
+            .iter_mut()
+            .for_each(|calls| calls.clear());
         // The run's usage for its span: only when someone records it.
         let usage_before = (!span.is_disabled()).then(|| self.usage());
         let clock = Instant::now();
@@ -79,6 +91,16 @@ impl RunnableNetwork {
     }
 
     async fn run_passes(&self, modifiers: &Modifiers) -> Result<Message> {
+        let hooks = NodeHooks {
+            pre: with_hook(modifiers, NodeHook::PreInvoke),
+            post: with_hook(modifiers, NodeHook::PostInvoke)
+                .into_iter()
+                .map(|m| {
+                    let tool_loop = super::is_tool_loop(m.as_ref());
+                    (m, tool_loop)
+                })
+                .collect(),
+        };
         let limit = self.step_limit();
         let mut turns = 0usize;
         let mut last: Option<Arc<Message>> = None;
@@ -112,7 +134,7 @@ impl RunnableNetwork {
                 }
                 turns += model_turns;
                 if let [node] = wave.as_slice() {
-                    match self.run_node(node, modifiers).await? {
+                    match self.run_node(node, &hooks).await? {
                         Some(message) => last = Some(message),
                         None => {
                             waiting.insert(node.id());
@@ -121,8 +143,7 @@ impl RunnableNetwork {
                     continue;
                 }
                 let results =
-                    futures::future::join_all(wave.iter().map(|n| self.run_node(n, modifiers)))
-                        .await;
+                    futures::future::join_all(wave.iter().map(|n| self.run_node(n, &hooks))).await;
                 for (node, r) in wave.iter().zip(results) {
                     match r? {
                         Some(message) => last = Some(message),
@@ -148,12 +169,8 @@ impl RunnableNetwork {
     /// Runs one node; `None` when the node held itself instead of
     /// finishing (a sub-network whose inner network waits, see
     /// [`super::HELD_INSIDE`]): it stays pending, with no output.
-    async fn run_node(
-        &self,
-        node: &NodeRef,
-        modifiers: &Modifiers,
-    ) -> Result<Option<Arc<Message>>> {
-        for m in modifiers.iter() {
+    async fn run_node(&self, node: &NodeRef, hooks: &NodeHooks) -> Result<Option<Arc<Message>>> {
+        for m in &hooks.pre {
             hook(m, m.on_pre_invoke(self, node)).await?;
         }
         let input = self.input_of(node);
@@ -207,7 +224,15 @@ impl RunnableNetwork {
         });
         self.mark_pending_done(node);
         self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
-        for m in modifiers.iter() {
+        for (m, tool_loop) in &hooks.post {
+            if *tool_loop {
+                // Only a chat node's answer grows the graph: no future
+                // to box, no hook at all after other nodes.
+                if node.downcast::<crate::nodes::ChatNode>().is_some() {
+                    super::hook_sync(m, || super::ToolLoop::grow(self, node))?;
+                }
+                continue;
+            }
             hook(m, m.on_post_invoke(self, node)).await?;
         }
         Ok(Some(message))
@@ -237,12 +262,13 @@ fn waves(order: &[NodeRef]) -> Vec<Vec<NodeRef>> {
         crate::node::IdMap::with_capacity_and_hasher(order.len(), Default::default());
     let mut out: Vec<Vec<NodeRef>> = Vec::new();
     for node in order {
-        let l = node
-            .parent_ids()
-            .iter()
-            .filter_map(|p| level.get(p))
-            .max()
-            .map_or(0, |l| l + 1);
+        let l = node.with_parent_ids(|parents| {
+            parents
+                .iter()
+                .filter_map(|p| level.get(p))
+                .max()
+                .map_or(0, |l| l + 1)
+        });
         level.insert(node.id(), l);
         if out.len() <= l {
             out.resize_with(l + 1, Vec::new);

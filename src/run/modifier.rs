@@ -144,15 +144,31 @@ pub(crate) async fn hook(
     CURRENT_MODIFIER
         .scope(modifier.clone(), fut)
         .await
-        .map_err(|e| match e {
-            e @ (NetworkError::StepLimit { .. }
-            | NetworkError::CallLimit { .. }
-            | NetworkError::Modifier { .. }
-            | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
-            other => NetworkError::Modifier {
-                modifier: modifier.id().to_string(),
-                message: other.to_string(),
-                source: Box::new(other),
-            },
-        })
+        .map_err(|e| named(modifier, e))
+}
+
+/// [`hook`] for a hook that does not wait (no future to box): the
+/// default tool loop's, which a run calls directly.
+pub(crate) fn hook_sync(
+    modifier: &Arc<dyn NetworkModifier>,
+    f: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    CURRENT_MODIFIER
+        .sync_scope(modifier.clone(), f)
+        .map_err(|e| named(modifier, e))
+}
+
+/// A hook's error, naming its modifier (see [`hook`]).
+fn named(modifier: &Arc<dyn NetworkModifier>, e: NetworkError) -> NetworkError {
+    match e {
+        e @ (NetworkError::StepLimit { .. }
+        | NetworkError::CallLimit { .. }
+        | NetworkError::Modifier { .. }
+        | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
+        other => NetworkError::Modifier {
+            modifier: modifier.id().to_string(),
+            message: other.to_string(),
+            source: Box::new(other),
+        },
+    }
 }

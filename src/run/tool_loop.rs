@@ -36,7 +36,21 @@ impl NetworkModifier for ToolLoop {
         -100
     }
 
+    // Known to a run, which skips the hooks this modifier leaves as
+    // no-ops (`has_hook`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        Self::grow(network, node)
+    }
+}
+
+impl ToolLoop {
+    /// The hook itself: it never waits, so a run calls it directly (see
+    /// `invoke.rs`), within the modifier's scope.
+    pub(crate) fn grow(network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
         let Some(chat) = node.downcast::<ChatNode>() else {
             return Ok(());
         };

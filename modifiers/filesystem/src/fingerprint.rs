@@ -37,20 +37,19 @@ impl Hasher {
     }
 }
 
-/// A writer that hashes what it passes on to `out`: the hash of a file
-/// as it is written, so a change knows what the file holds after it
-/// without reading it back.
-pub(crate) struct HashingWriter<'a, W: ?Sized> {
+/// A writer that keeps a copy of what it passes on to `out`: what a file
+/// holds after a change, known without reading it back.
+pub(crate) struct CopyingWriter<'a, W: ?Sized> {
     /// Where the bytes go.
     pub(crate) out: &'a mut W,
-    /// The hash of the bytes passed on so far.
-    pub(crate) hasher: &'a mut Hasher,
+    /// The bytes passed on so far.
+    pub(crate) copy: &'a mut Vec<u8>,
 }
 
-impl<W: std::io::Write + ?Sized> std::io::Write for HashingWriter<'_, W> {
+impl<W: std::io::Write + ?Sized> std::io::Write for CopyingWriter<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.out.write(buf)?;
-        self.hasher.update(&buf[..n]);
+        self.copy.extend_from_slice(&buf[..n]);
         Ok(n)
     }
 

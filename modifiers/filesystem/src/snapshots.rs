@@ -145,8 +145,12 @@ pub(crate) fn record(
         }
     }
     session.with_metadata_mut(|m| {
-        in_object(m, FILES_KNOWN, |known| {
-            known.insert(file.to_string(), json!(after_hash))
+        in_object(m, FILES_KNOWN, |known| match known.get_mut(file) {
+            // A path met before: its key is not copied again.
+            Some(slot) => *slot = json!(after_hash),
+            None => {
+                known.insert(file.to_string(), json!(after_hash));
+            }
         });
     });
     if let Some(node) = ctx.network.node(ctx.node_id) {
@@ -170,6 +174,10 @@ fn in_object<R>(
     key: &str,
     f: impl FnOnce(&mut Map<String, Value>) -> R,
 ) -> R {
+    // Looked up by `&str` first: the key is copied only to make it.
+    if let Some(Value::Object(o)) = m.get_mut(key) {
+        return f(o);
+    }
     let slot = m
         .entry(key.to_string())
         .or_insert_with(|| Value::Object(Map::new()));

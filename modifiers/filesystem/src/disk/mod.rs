@@ -2,8 +2,11 @@
 //!
 //! This file holds the backend, its walk, reads, search and listing;
 //! `write.rs` holds how it writes (links, parents, atomic commit);
-//! `links.rs` where a path leads through its links (for path permissions).
+//! `links.rs` where a path leads through its links (for path permissions);
+//! `hashes.rs` the contents recorded changes hashed lately, so the same
+//! bytes met again are compared, not hashed again.
 
+mod hashes;
 mod links;
 mod write;
 
@@ -112,6 +115,7 @@ impl FilesystemBackendBuilder {
                 base,
                 root_path,
                 virtual_mode: self.virtual_mode,
+                hashes: hashes::RecentHashes::default(),
             }),
         })
     }
@@ -225,6 +229,8 @@ struct Disk {
     base: PathBuf,
     root_path: PathBuf,
     virtual_mode: bool,
+    /// Contents hashed lately, with their SHA-256 (`hashes.rs`).
+    hashes: hashes::RecentHashes,
 }
 
 fn is_escape(e: &io::Error) -> bool {
@@ -752,7 +758,7 @@ impl Disk {
                 .map_err(io_err)?;
             if bytes.len() <= keep {
                 return Ok(Fingerprint {
-                    sha256: crate::fingerprint::hash(&bytes),
+                    sha256: self.hashes.sha256(&bytes),
                     bytes: Some(bytes),
                 });
             }
@@ -919,8 +925,10 @@ impl Backend for FilesystemBackend {
             let before = d.fingerprint(&file, keep).ok();
             d.write_bytes(&file, content.as_bytes(), overwrite)?;
             // What was written is what the file holds: no read back.
+            let sha256 = d.hashes.sha256(content.as_bytes());
+            d.hashes.remember(content.into_bytes(), &sha256);
             let after = Some(Fingerprint {
-                sha256: crate::fingerprint::hash(content.as_bytes()),
+                sha256,
                 bytes: None,
             });
             Ok(Recorded {

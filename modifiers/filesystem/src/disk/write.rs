@@ -19,7 +19,7 @@ use crate::atomic::{write_atomically, Commit};
 use crate::backend::{Fingerprint, Recorded};
 use crate::encoding::{classify, read_head_into, text_reader, Encoding, EncodingWriter};
 use crate::error::{FsError, FsResult};
-use crate::fingerprint::{hash, Hasher, HashingWriter};
+use crate::fingerprint::CopyingWriter;
 use crate::limits::CappedWriter;
 use crate::line_edit::{self, LineEdit};
 use crate::path;
@@ -187,7 +187,7 @@ impl Disk {
         replace_all: bool,
         max_bytes: Option<u64>,
     ) -> FsResult<usize> {
-        let (target, file, encoding, _) = self.open_for_edit(vpath, new)?;
+        let (target, file, encoding, _, _) = self.open_for_edit(vpath, new)?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let text = |file| text_from_start(file, encoding);
         let plan = stream_edit::plan(
@@ -249,9 +249,10 @@ impl Disk {
     /// kept when at most `keep`) and after, for rewinds. A UTF-8 file of
     /// at most `keep` bytes is read once, into memory: its hash and
     /// snapshot come from that read, both passes of the edit run over it,
-    /// and the hash after is taken from the bytes as they are written, so
-    /// the file is opened once. Anything else is fingerprinted around the
-    /// streamed edit.
+    /// and the hash after is taken from a copy of the bytes as they are
+    /// written, so the file is opened once. Either hash is a compare, not
+    /// a hash, when the same bytes were hashed lately (`hashes.rs`).
+    /// Anything else is fingerprinted around the streamed edit.
     pub(super) fn edit_recorded(
         &self,
         vpath: &str,
@@ -260,7 +261,7 @@ impl Disk {
         max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
         let (old, new, replace_all) = edit;
-        let (target, file, encoding, size) = self.open_for_edit(vpath, new)?;
+        let (target, file, encoding, size, head) = self.open_for_edit(vpath, new)?;
         if encoding != Encoding::Utf8 || size > keep as u64 {
             drop(file);
             let before = self.fingerprint(vpath, keep).ok();
@@ -273,19 +274,27 @@ impl Disk {
             });
         }
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
-        let mut bytes = Vec::with_capacity(size as usize + 1);
-        let mut file = file;
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        file.read_to_end(&mut bytes).map_err(io_err)?;
-        drop(file);
+        let bytes = if head.len() < crate::encoding::BINARY_SNIFF_BYTES {
+            // The head read reached the end: it is the whole file.
+            drop(file);
+            head
+        } else {
+            let mut bytes = Vec::with_capacity(size as usize + 1);
+            let mut file = file;
+            file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+            file.read_to_end(&mut bytes).map_err(io_err)?;
+            bytes
+        };
         let plan = stream_edit::plan(&bytes[..], vpath, old, new, replace_all, true)?;
         let (dir, name) = self.write_dir(&target, vpath)?;
-        let mut hasher = Hasher::default();
+        // What is written, kept to be hashed (unless it was lately) and
+        // remembered for the next change's `before`.
+        let mut written = Vec::with_capacity(bytes.len() + new.len());
         let mut too_large = None;
         write_atomically(&dir, &name, Commit::Replace, |out| {
-            let out = HashingWriter {
+            let out = CopyingWriter {
                 out,
-                hasher: &mut hasher,
+                copy: &mut written,
             };
             let mut out = CappedWriter::new(out, max_bytes);
             plan.write(&bytes[..], &mut out)?;
@@ -304,15 +313,19 @@ impl Disk {
             _ => io_err(e),
         })?;
         let before = Fingerprint {
-            sha256: hash(&bytes),
+            // Not hashed again when the same bytes were lately (what the
+            // previous change wrote, most often; `hashes.rs`).
+            sha256: self.hashes.sha256(&bytes),
             // It may have grown since it was opened.
             bytes: (bytes.len() <= keep).then_some(bytes),
         };
+        let after = self.hashes.sha256(&written);
+        self.hashes.remember(written, &after);
         Ok(Recorded {
             value: plan.count,
             before: Some(before),
             after: Some(Fingerprint {
-                sha256: hasher.finish(),
+                sha256: after,
                 bytes: None,
             }),
         })
@@ -320,13 +333,15 @@ impl Disk {
 
     /// The file an edit (`edit_file`, a line edit) works on: its write
     /// target (through in-root links), opened, its encoding read from
-    /// its first bytes, and its size; a binary file, or one whose encoding cannot hold
-    /// `new_text`, is refused before anything is read further.
+    /// its first bytes, its size, and those first bytes (the whole file
+    /// when they are fewer than [`BINARY_SNIFF_BYTES`](crate::encoding::BINARY_SNIFF_BYTES));
+    /// a binary file, or one whose encoding cannot hold `new_text`, is
+    /// refused before anything is read further.
     fn open_for_edit(
         &self,
         vpath: &str,
         new_text: &str,
-    ) -> FsResult<(PathBuf, std::fs::File, Encoding, u64)> {
+    ) -> FsResult<(PathBuf, std::fs::File, Encoding, u64, Vec<u8>)> {
         path::check_new_name(vpath)?;
         let target = self.write_target(vpath)?;
         let (file, size) = self.open_file_at(&target, vpath)?;
@@ -343,7 +358,7 @@ impl Disk {
                 path: vpath.to_string(),
                 encoding: enc.name().unwrap_or("UTF-8"),
             }),
-            enc => Ok((target, file, enc, size)),
+            enc => Ok((target, file, enc, size, head)),
         }
     }
 
@@ -351,7 +366,7 @@ impl Disk {
     /// pass counts lines and finds the range, a second writes the temp file
     /// that then replaces the file.
     pub(super) fn edit_lines(&self, vpath: &str, edit: &LineEdit) -> FsResult<()> {
-        let (target, file, encoding, _) = self.open_for_edit(vpath, &edit.new_text())?;
+        let (target, file, encoding, _, _) = self.open_for_edit(vpath, &edit.new_text())?;
         let io_err = |e: io::Error| map_err(e, vpath, FsError::FileNotFound);
         let text = |file| text_from_start(file, encoding);
         let plan = edit.plan(text(&file).map_err(io_err)?, vpath, reads_utf8(encoding))?;

@@ -61,7 +61,12 @@ macro_rules! file_tool {
             }
 
             fn parameters(&self) -> ::serde_json::Value {
-                <$tool as $crate::tools::FileTool>::parameters()
+                // Built once: a chat turn asks every tool for its spec.
+                static PARAMETERS: ::std::sync::OnceLock<::serde_json::Value> =
+                    ::std::sync::OnceLock::new();
+                PARAMETERS
+                    .get_or_init(<$tool as $crate::tools::FileTool>::parameters)
+                    .clone()
             }
 
             async fn call(

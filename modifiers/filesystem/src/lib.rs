@@ -19,7 +19,9 @@
 //!       ├─ LocalShellBackend disk + execute    (shell.rs), in a Sandbox
 //!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Landlock, Bubblewrap, pids cgroup)
 //!       ├─ CompositeBackend  routes by prefix  (composite.rs)
-//!       └─ guard: Permissions (permissions/): path rules around any of them
+//!       ├─ guard: Permissions (permissions/): path rules around any of them
+//!       └─ wrappers (wrap.rs: Wrap forwards what they do not change):
+//!            FileLimits::apply (limited.rs), the shell, an editor (CLI's ACP)
 //!                 │ every backend uses the same helpers:
 //!                 ▼
 //!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
@@ -196,6 +198,16 @@
 //!   checking pass, then a pass writing the temp file.
 //! - `text.rs`: [`page_text`], [`edit_text`]: `read` and `edit` on a text held
 //!   elsewhere (an editor's buffer), for backends that fetch and store it themselves.
+//! - `wrap.rs`: [`Wrap`], a backend around another one. **The rule for
+//!   wrappers:** a wrapper that changes some calls (the file limits, the
+//!   shell's `execute`, an editor's reads and writes) implements [`Wrap`]
+//!   and states only those; every other call, including a method added to
+//!   [`Backend`] later, goes to its inner backend. A wrapper with a rule
+//!   for every call (the path-rule guard, the composite's routing)
+//!   implements [`Backend`] under `#[deny(clippy::missing_trait_methods)]`,
+//!   so it states every method. Never forward by hand: a method left out
+//!   falls to [`Backend`]'s default, which goes around the inner backend's
+//!   own version.
 
 mod atomic;
 mod backend;
@@ -228,6 +240,7 @@ mod store;
 mod stream_edit;
 mod text;
 mod tools;
+mod wrap;
 
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
@@ -263,3 +276,4 @@ pub use tools::{
     ReadFileArgs, ReplaceLines, ReplaceLinesArgs, WriteFile, WriteFileArgs, LINE_TOOL_NAMES,
     TOOL_NAMES,
 };
+pub use wrap::Wrap;

@@ -50,6 +50,12 @@
 //!   of files listed (the first in path order), and the footer `...
 //!   (stopped after <max_count> matches; narrow the search)` follows when
 //!   more files match.
+//! - Once `max_count` stops grep's answer, its notes about files it could
+//!   not search (`could not read`, `has a line longer than 8 MiB`) name
+//!   only files that come, in path order, before the last file printed:
+//!   the search stopped there (the disk backend does not open later
+//!   files), so the in-memory backends, which search every file, leave
+//!   the later notes out too and every backend prints the same answer.
 //! - `execute`'s `[Output truncated: <n> bytes]` names the total number of
 //!   bytes the command wrote.
 //! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go

@@ -14,12 +14,15 @@
 //! characters a token). The node records how many it cleared
 //! (`metadata.cleared_tool_results`). The note tells the model the result
 //! was there and how to get it back (read the file, or call the tool
-//! again).
+//! again). A cleared result's parts (`read_file`'s image, the text between
+//! images) are left out of the request with its text; the graph keeps
+//! them. The budget counts a result's text only.
 
 use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
+use crate::content::ContentPart;
 use crate::history::History;
 use crate::message::Message;
 use crate::model::ChatRequest;
@@ -80,7 +83,13 @@ pub(crate) fn clear(network: &RunnableNetwork, request: &mut ChatRequest) -> usi
     let mut tokens = 0usize;
     let mut cleared = 0usize;
     for message in messages.iter_mut().rev() {
-        let Message::Tool { content, name, .. } = message else {
+        let Message::Tool {
+            content,
+            name,
+            parts,
+            ..
+        } = message
+        else {
             continue;
         };
         seen += 1;
@@ -94,19 +103,30 @@ pub(crate) fn clear(network: &RunnableNetwork, request: &mut ChatRequest) -> usi
             .then(|| saved_path(content))
             .flatten();
         let over = budget.is_some_and(|budget| tokens > budget);
-        let note = match (evicted_to, over) {
-            (Some(path), _) => format!(
-                "[An older tool result, cleared from this request; its full text is in \
+        let note =
+            match (evicted_to, over) {
+                (Some(path), _) => format!(
+                    "[An older tool result, cleared from this request; its full text is in \
                  {path} (read_file it if you need it again).]"
-            ),
-            (None, true) => format!(
-                "[An older result of `{}` (about {size} tokens), cleared from this request to \
-                 save room; the session keeps it. Call the tool again if you need it.]",
-                name.as_deref().unwrap_or("a tool")
-            ),
-            (None, false) => continue,
-        };
+                ),
+                (None, true) => {
+                    format!(
+                "[An older result of `{}` (about {size} tokens{}), cleared from this request \
+                 to save room; the session keeps it. Call the tool again if you need it.]",
+                name.as_deref().unwrap_or("a tool"),
+                match parts.iter().filter(|p| matches!(p, ContentPart::Image(_))).count() {
+                    0 => String::new(),
+                    1 => " and an image".to_string(),
+                    n => format!(" and {n} images"),
+                }
+            )
+                }
+                (None, false) => continue,
+            };
         *content = note;
+        // The result's images (and the text between them) go with it:
+        // they are what makes a result large.
+        parts.clear();
         cleared += 1;
     }
     if cleared > 0 {

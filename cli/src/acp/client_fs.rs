@@ -17,10 +17,7 @@ use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTex
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use async_trait::async_trait;
-use lc_agent_filesystem::{
-    edit_text, page_text, path, Backend, ExecuteResponse, FileDownloadResponse, FileMatches,
-    FileUploadResponse, FsError, GlobPattern, GrepQuery, LsEntry, ReadPage,
-};
+use lc_agent_filesystem::{edit_text, page_text, path, Backend, FsError, ReadPage, Recorded, Wrap};
 
 type FsResult<T> = Result<T, FsError>;
 
@@ -130,10 +127,13 @@ fn editor_error(file: &str, what: &str, error: &agent_client_protocol::Error) ->
     }
 }
 
+/// `read`, `write` and the edits go to the editor where it offers them
+/// (recorded for rewinds like any change); every other call is the
+/// workspace's own backend's.
 #[async_trait]
-impl Backend for ClientFs {
-    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
-        self.inner.ls(dir, recursive).await
+impl Wrap for ClientFs {
+    fn inner(&self) -> &dyn Backend {
+        self.inner.as_ref()
     }
 
     async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
@@ -158,7 +158,7 @@ impl Backend for ClientFs {
     }
 
     async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
-        self.edit_capped(file, (old, new, replace_all), None).await
+        Wrap::edit_capped(self, file, (old, new, replace_all), None).await
     }
 
     async fn edit_capped(
@@ -176,7 +176,7 @@ impl Backend for ClientFs {
         let (changed, count) = edit_text(file, &text, old, new, replace_all)?;
         let size = changed.len() as u64;
         if let Some(limit) = max_bytes.filter(|limit| size > *limit) {
-            return Err(lc_agent_filesystem::FsError::EditTooLarge {
+            return Err(FsError::EditTooLarge {
                 path: file.to_string(),
                 size,
                 limit,
@@ -186,43 +186,25 @@ impl Backend for ClientFs {
         Ok(count)
     }
 
-    fn limits(&self) -> lc_agent_filesystem::FileLimits {
-        self.inner.limits()
+    async fn write_recorded(
+        &self,
+        file: &str,
+        content: &str,
+        overwrite: bool,
+        keep: usize,
+    ) -> FsResult<Recorded<()>> {
+        let write = Wrap::write(self, file, content, overwrite);
+        Recorded::around(self, file, keep, write).await
     }
 
-    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
-        self.inner.glob(pattern, dir).await
-    }
-
-    async fn grep(&self, query: &GrepQuery, dir: &str) -> FsResult<Vec<FileMatches>> {
-        self.inner.grep(query, dir).await
-    }
-
-    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
-        self.inner.upload_files(files).await
-    }
-
-    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
-        self.inner.download_files(paths).await
-    }
-
-    async fn delete(&self, file: &str) -> FsResult<()> {
-        self.inner.delete(file).await
-    }
-
-    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
-        self.inner.delete_tree(dir).await
-    }
-
-    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
-        self.inner.real_paths(paths).await
-    }
-
-    fn supports_execute(&self) -> bool {
-        self.inner.supports_execute()
-    }
-
-    async fn execute(&self, command: &str, timeout_secs: u64) -> FsResult<ExecuteResponse> {
-        self.inner.execute(command, timeout_secs).await
+    async fn edit_recorded(
+        &self,
+        file: &str,
+        edit: (&str, &str, bool),
+        keep: usize,
+        max_bytes: Option<u64>,
+    ) -> FsResult<Recorded<usize>> {
+        let change = Wrap::edit_capped(self, file, edit, max_bytes);
+        Recorded::around(self, file, keep, change).await
     }
 }

@@ -374,14 +374,7 @@ pub trait Backend: Send + Sync {
         overwrite: bool,
         keep: usize,
     ) -> FsResult<Recorded<()>> {
-        let before = self.fingerprint(path, keep).await;
-        self.write(path, content, overwrite).await?;
-        let after = self.fingerprint(path, 0).await;
-        Ok(Recorded {
-            value: (),
-            before,
-            after,
-        })
+        Recorded::around(self, path, keep, self.write(path, content, overwrite)).await
     }
 
     /// [`edit_capped`](Self::edit_capped), also saying what the file held
@@ -393,14 +386,7 @@ pub trait Backend: Send + Sync {
         keep: usize,
         max_bytes: Option<u64>,
     ) -> FsResult<Recorded<usize>> {
-        let before = self.fingerprint(path, keep).await;
-        let value = self.edit_capped(path, edit, max_bytes).await?;
-        let after = self.fingerprint(path, 0).await;
-        Ok(Recorded {
-            value,
-            before,
-            after,
-        })
+        Recorded::around(self, path, keep, self.edit_capped(path, edit, max_bytes)).await
     }
 
     /// Where each path leads once the symbolic links along it are
@@ -472,6 +458,30 @@ pub struct Recorded<T> {
     pub before: Option<Fingerprint>,
     /// The file after it.
     pub after: Option<Fingerprint>,
+}
+
+impl<T> Recorded<T> {
+    /// Runs `change` (a change of the file `path` of `backend`, not yet
+    /// started) between two [`Backend::fingerprint`]s of the file: before
+    /// (its bytes kept when at most `keep`) and after. How
+    /// [`Backend::write_recorded`] and [`Backend::edit_recorded`] record by
+    /// default; a wrapper ([`Wrap`](crate::Wrap)) that makes the change
+    /// itself records it with this too.
+    pub async fn around<B: Backend + ?Sized>(
+        backend: &B,
+        path: &str,
+        keep: usize,
+        change: impl Future<Output = FsResult<T>>,
+    ) -> FsResult<Self> {
+        let before = backend.fingerprint(path, keep).await;
+        let value = change.await?;
+        let after = backend.fingerprint(path, 0).await;
+        Ok(Recorded {
+            value,
+            before,
+            after,
+        })
+    }
 }
 
 /// Refuses the workspace root (`/`) as a target of [`Backend::delete_tree`].

@@ -197,7 +197,11 @@ impl Routed {
     }
 }
 
+/// Every call is routed by its path (or, without one, to the default
+/// backend), so every method is stated here (see [`Wrap`](crate::Wrap) for
+/// why a forgotten one is an error).
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl Backend for Routed {
     async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
         if let Some((prefix, backend, inner)) = self.route(dir) {

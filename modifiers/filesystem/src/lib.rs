@@ -19,7 +19,9 @@
 //!       ├─ LocalShellBackend disk + execute    (shell.rs), in a Sandbox
 //!       │    (sandbox/: SandboxPolicy, SandboxMechanism: Landlock, Bubblewrap, pids cgroup)
 //!       ├─ CompositeBackend  routes by prefix  (composite.rs)
-//!       └─ guard: Permissions (permissions/): path rules around any of them
+//!       ├─ guard: Permissions (permissions/): path rules around any of them
+//!       └─ wrappers (wrap.rs: Wrap forwards what they do not change):
+//!            FileLimits::apply (limited.rs), the shell, an editor (CLI's ACP)
 //!                 │ every backend uses the same helpers:
 //!                 ▼
 //!  glob.rs GlobPattern · gitignore.rs IgnoreRules · grep.rs GrepEngine
@@ -48,6 +50,12 @@
 //!   of files listed (the first in path order), and the footer `...
 //!   (stopped after <max_count> matches; narrow the search)` follows when
 //!   more files match.
+//! - Once `max_count` stops grep's answer, its notes about files it could
+//!   not search (`could not read`, `has a line longer than 8 MiB`) name
+//!   only files that come, in path order, before the last file printed:
+//!   the search stopped there (the disk backend does not open later
+//!   files), so the in-memory backends, which search every file, leave
+//!   the later notes out too and every backend prints the same answer.
 //! - `execute`'s `[Output truncated: <n> bytes]` names the total number of
 //!   bytes the command wrote.
 //! - `FilesystemBackend` writes (`write_file`, `edit_file`, uploads) go
@@ -197,6 +205,16 @@
 //!   checking pass, then a pass writing the temp file.
 //! - `text.rs`: [`page_text`], [`edit_text`]: `read` and `edit` on a text held
 //!   elsewhere (an editor's buffer), for backends that fetch and store it themselves.
+//! - `wrap.rs`: [`Wrap`], a backend around another one. **The rule for
+//!   wrappers:** a wrapper that changes some calls (the file limits, the
+//!   shell's `execute`, an editor's reads and writes) implements [`Wrap`]
+//!   and states only those; every other call, including a method added to
+//!   [`Backend`] later, goes to its inner backend. A wrapper with a rule
+//!   for every call (the path-rule guard, the composite's routing)
+//!   implements [`Backend`] under `#[deny(clippy::missing_trait_methods)]`,
+//!   so it states every method. Never forward by hand: a method left out
+//!   falls to [`Backend`]'s default, which goes around the inner backend's
+//!   own version.
 
 mod atomic;
 mod backend;
@@ -229,6 +247,7 @@ mod store;
 mod stream_edit;
 mod text;
 mod tools;
+mod wrap;
 
 pub use atomic::TEMP_PREFIX;
 pub use backend::{
@@ -264,3 +283,4 @@ pub use tools::{
     ReadFileArgs, ReplaceLines, ReplaceLinesArgs, WriteFile, WriteFileArgs, LINE_TOOL_NAMES,
     TOOL_NAMES,
 };
+pub use wrap::Wrap;

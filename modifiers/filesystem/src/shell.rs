@@ -11,15 +11,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::backend::{
-    Backend, ExecuteResponse, FileDownloadResponse, FileMatches, FileUploadResponse, Fingerprint,
-    GrepQuery, LsEntry, ReadPage, Recorded,
-};
+use super::backend::{Backend, ExecuteResponse};
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
-use super::glob::GlobPattern;
-use super::line_edit::LineEdit;
 use super::sandbox::{ProcessLimit, Sandbox, SandboxMode};
+use super::wrap::Wrap;
 
 /// Bytes of command output kept.
 pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
@@ -263,75 +259,12 @@ async fn spawn_and_wait(
     })
 }
 
+/// Every file call is the directory's ([`FilesystemBackend`]); `execute`
+/// is the shell's own.
 #[async_trait]
-impl Backend for LocalShellBackend {
-    async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
-        self.fs.ls(dir, recursive).await
-    }
-    async fn read(&self, file: &str, offset: usize, limit: usize) -> FsResult<ReadPage> {
-        self.fs.read(file, offset, limit).await
-    }
-    async fn read_bytes(&self, file: &str, max: u64) -> FsResult<Vec<u8>> {
-        self.fs.read_bytes(file, max).await
-    }
-    async fn write(&self, file: &str, content: &str, overwrite: bool) -> FsResult<()> {
-        self.fs.write(file, content, overwrite).await
-    }
-    async fn edit(&self, file: &str, old: &str, new: &str, replace_all: bool) -> FsResult<usize> {
-        self.fs.edit(file, old, new, replace_all).await
-    }
-    async fn edit_capped(
-        &self,
-        file: &str,
-        edit: (&str, &str, bool),
-        max_bytes: Option<u64>,
-    ) -> FsResult<usize> {
-        self.fs.edit_capped(file, edit, max_bytes).await
-    }
-    async fn edit_lines(&self, file: &str, edit: &LineEdit) -> FsResult<()> {
-        self.fs.edit_lines(file, edit).await
-    }
-    async fn glob(&self, pattern: &GlobPattern, dir: &str) -> FsResult<Vec<String>> {
-        self.fs.glob(pattern, dir).await
-    }
-    async fn grep(&self, query: &GrepQuery, target: &str) -> FsResult<Vec<FileMatches>> {
-        self.fs.grep(query, target).await
-    }
-    async fn upload_files(&self, files: Vec<(String, Vec<u8>)>) -> Vec<FileUploadResponse> {
-        self.fs.upload_files(files).await
-    }
-    async fn download_files(&self, paths: Vec<String>) -> Vec<FileDownloadResponse> {
-        self.fs.download_files(paths).await
-    }
-    async fn delete(&self, file: &str) -> FsResult<()> {
-        self.fs.delete(file).await
-    }
-    async fn delete_tree(&self, dir: &str) -> FsResult<()> {
-        self.fs.delete_tree(dir).await
-    }
-    async fn real_paths(&self, paths: &[String]) -> Vec<Option<String>> {
-        self.fs.real_paths(paths).await
-    }
-    async fn fingerprint(&self, file: &str, keep: usize) -> Option<Fingerprint> {
-        self.fs.fingerprint(file, keep).await
-    }
-    async fn write_recorded(
-        &self,
-        file: &str,
-        content: &str,
-        overwrite: bool,
-        keep: usize,
-    ) -> FsResult<Recorded<()>> {
-        self.fs.write_recorded(file, content, overwrite, keep).await
-    }
-    async fn edit_recorded(
-        &self,
-        file: &str,
-        edit: (&str, &str, bool),
-        keep: usize,
-        max_bytes: Option<u64>,
-    ) -> FsResult<Recorded<usize>> {
-        self.fs.edit_recorded(file, edit, keep, max_bytes).await
+impl Wrap for LocalShellBackend {
+    fn inner(&self) -> &dyn Backend {
+        &self.fs
     }
 
     fn supports_execute(&self) -> bool {

@@ -289,3 +289,76 @@ async fn old_tool_results_are_cleared_from_the_request_not_the_graph() {
         .iter()
         .all(|(_, text)| *text == "words ".repeat(200)));
 }
+
+/// A cleared result leaves its image out of the request too (a
+/// screenshot is what makes a result large); the newest keeps its image,
+/// and the graph keeps every one.
+#[tokio::test]
+async fn a_cleared_result_leaves_its_image_out_of_the_request() {
+    let spec = AgentSpec::from_toml(
+        "[models.main]\nmodel = \"m\"\n\
+         [resilience.clear_tool_results]\nkeep = 1\nbudget_tokens = 1\n",
+    )
+    .unwrap();
+    let sent = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let model = Arc::new(Recording {
+        script: ScriptedChatModel::new([
+            Turn::call("c1", "shot", json!({})),
+            Turn::call("c2", "shot", json!({})),
+            Turn::text("Two screenshots."),
+        ]),
+        sent: sent.clone(),
+    });
+    let shot = FnTool::new(
+        "shot",
+        "A screenshot.",
+        json!({"type": "object", "properties": {}}),
+        |_args, _ctx| async {
+            Ok(ToolOutput::with_parts(
+                "Image: /shot.png (PNG, 1x1 px, 68 bytes)",
+                vec![lc_agent::ContentPart::image_base64(
+                    "image/png",
+                    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+                )],
+            ))
+        },
+    );
+    let net = spec
+        .builder(move |_, _| Ok(model.clone() as Arc<dyn ChatModel>))
+        .unwrap()
+        .tool(shot)
+        .build()
+        .unwrap();
+    {
+        let _s = net.enter();
+        HumanNode::new("Take two screenshots.");
+    }
+    net.invoke().await.unwrap();
+    let sent = sent.lock().clone();
+    assert_eq!(sent.len(), 3);
+    let tools: Vec<(String, usize)> = sent[2]
+        .iter()
+        .filter_map(|m| match m {
+            lc_agent::Message::Tool { content, parts, .. } => Some((content.clone(), parts.len())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    let (older, older_parts) = &tools[0];
+    assert!(
+        older.starts_with("[An older result of `shot` (about 10 tokens and an image), cleared"),
+        "{older}"
+    );
+    assert_eq!(*older_parts, 0, "the cleared result's image is left out");
+    assert_eq!(
+        tools[1],
+        ("Image: /shot.png (PNG, 1x1 px, 68 bytes)".to_string(), 1)
+    );
+    // The graph keeps both images.
+    let images_kept = net
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.output().as_deref(), Some(m @ lc_agent::Message::Tool { .. }) if m.has_images()))
+        .count();
+    assert_eq!(images_kept, 2);
+}

@@ -126,7 +126,10 @@ fn filter<T>(items: Vec<T>, keep: &[bool]) -> Vec<T> {
         .collect()
 }
 
+/// Every call has its rule, so every method is stated here (see
+/// [`Wrap`](crate::Wrap) for why a forgotten one is an error).
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl Backend for Guarded {
     async fn ls(&self, dir: &str, recursive: bool) -> FsResult<Vec<LsEntry>> {
         let asked = self.target(&[Operation::Ls], dir).await?;

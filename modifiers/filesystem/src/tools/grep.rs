@@ -90,17 +90,32 @@ impl FileTool for Grep {
         };
         let mut results = backend.grep(&query, &target).await?;
         results.retain(|f| !atomic::is_temp_path(&f.path));
+        // Files that were not searched get a note instead of lines.
+        let (skipped, results): (Vec<FileMatches>, Vec<FileMatches>) = results
+            .into_iter()
+            .partition(|f| f.unreadable || f.line_too_long);
+        let (body, stopped_at) = format_grep(results, &query);
+        // Once `max_count` stops the search, files after the last one
+        // printed were not searched on any backend (the disk backend
+        // stops walking there): only those before it are named.
+        let skipped: Vec<FileMatches> = skipped
+            .into_iter()
+            .filter(|f| {
+                stopped_at
+                    .as_deref()
+                    .is_none_or(|last| &*path::shown(&f.path) < last)
+            })
+            .collect();
         let mut notes: Vec<String> = note.into_iter().collect();
-        let unreadable: Vec<String> = results
+        let unreadable: Vec<String> = skipped
             .iter()
             .filter(|f| f.unreadable)
             .map(|f| f.path.clone())
             .collect();
         notes.extend(unreadable_notes(&unreadable, "searched"));
-        results.retain(|f| !f.unreadable);
-        let mut too_long: Vec<String> = results
+        let mut too_long: Vec<String> = skipped
             .iter()
-            .filter(|f| f.line_too_long)
+            .filter(|f| !f.unreadable)
             .map(|f| path::shown(&f.path).into_owned())
             .collect();
         too_long.sort_unstable();
@@ -110,16 +125,18 @@ impl FileTool for Grep {
                 GREP_LINE_LIMIT >> 20
             )
         }));
-        results.retain(|f| !f.line_too_long);
-        let body = format_grep(results, &query);
         notes.push(body);
         Ok(ToolOutput::ok(notes.join("\n")))
     }
 }
 
 /// Formats grep results by the spec: sorted by path, `max_count` matching
-/// lines in total taken in (path, line) order.
-pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> String {
+/// lines in total taken in (path, line) order. With the text, the path (as
+/// shown) of the last file printed when `max_count` stopped the answer.
+pub(crate) fn format_grep(
+    mut results: Vec<FileMatches>,
+    query: &GrepQuery,
+) -> (String, Option<String>) {
     // Sorted (and printed) by the path as shown: control characters escaped.
     for file in &mut results {
         if let std::borrow::Cow::Owned(p) = path::shown(&file.path) {
@@ -135,7 +152,7 @@ pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> S
     let mut remaining = query.max_count;
     let mut stopped = false;
     let mut out: Vec<String> = Vec::new();
-    let mut any = false;
+    let mut last: Option<String> = None;
     for file in results {
         let matches = file.lines.iter().filter(|l| l.is_match).count();
         if matches == 0 {
@@ -150,7 +167,6 @@ pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> S
             stopped = true;
         }
         remaining -= take;
-        any = true;
         match query.mode {
             GrepMode::FilesWithMatches => out.push(file.path.clone()),
             GrepMode::Count => out.push(format!("{}: {take}", file.path)),
@@ -184,12 +200,13 @@ pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> S
                 }
             }
         }
+        last = Some(file.path);
         if stopped {
             break;
         }
     }
-    if !any {
-        return "No matches found".to_string();
+    if last.is_none() {
+        return ("No matches found".to_string(), None);
     }
     if stopped {
         out.push(format!(
@@ -197,5 +214,5 @@ pub(crate) fn format_grep(mut results: Vec<FileMatches>, query: &GrepQuery) -> S
             query.max_count
         ));
     }
-    out.join("\n")
+    (out.join("\n"), last.filter(|_| stopped))
 }

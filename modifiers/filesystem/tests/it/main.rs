@@ -28,6 +28,8 @@
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
 //! - `unreadable` — folders the process cannot read are named by `ls`, `glob`, `grep`.
+//! - `wrappers` — every `Backend` call through a wrapper (limits, guard, composite, `Wrap`)
+//!   reaches the inner backend or is the wrapper's own rule.
 
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, unreachable_pub)]
@@ -54,3 +56,4 @@ mod sandbox;
 mod security;
 mod store_cas;
 mod unreadable;
+mod wrappers;

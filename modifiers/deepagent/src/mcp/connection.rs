@@ -27,6 +27,8 @@ use tokio::io::AsyncBufReadExt;
 
 use super::config::{McpEndpoint, McpServerConfig};
 use super::error::McpError;
+use super::oauth;
+use super::tokens::TokenFile;
 
 /// Lines of a server's stderr kept to explain a failed start.
 const STDERR_LINES: usize = 5;
@@ -98,6 +100,8 @@ pub(crate) struct ServerConnection {
     config: McpServerConfig,
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
     tools: Arc<RwLock<Arc<[RemoteTool]>>>,
+    /// Where OAuth tokens are kept (HTTP servers).
+    tokens: TokenFile,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -117,6 +121,7 @@ impl ServerConnection {
             config,
             live: tokio::sync::Mutex::new(None),
             tools: Arc::new(RwLock::new(Arc::from(Vec::new()))),
+            tokens: TokenFile::at(TokenFile::default_path()),
         }
     }
 
@@ -230,14 +235,20 @@ impl ServerConnection {
                 }
                 handler.serve(transport).await.map_err(|e| Box::new(e) as _)
             }
-            McpEndpoint::Http { url, headers } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+            McpEndpoint::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let mut custom = HashMap::new();
+                let mut bearer = false;
                 for (name, value) in headers {
                     if name.eq_ignore_ascii_case("authorization")
                         && let Some(token) = value.strip_prefix("Bearer ")
                     {
                         config = config.auth_header(token.to_string());
+                        bearer = true;
                         continue;
                     }
                     let invalid = |reason: String| {
@@ -252,26 +263,54 @@ impl ServerConnection {
                         .map_err(|e| invalid(format!("header `{name}`: {e}")))?;
                     custom.insert(name, value);
                 }
-                let transport =
-                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-                handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                let config = config.custom_headers(custom);
+                if bearer {
+                    // A token of the configuration's own: no OAuth.
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                } else {
+                    let client =
+                        oauth::authorized_client(&server, &url, oauth.as_ref(), &self.tokens)
+                            .await?;
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                }
             }
         };
-        let live = connected.map_err(|source| McpError::Connect {
-            server: server.clone(),
-            stderr: tail_text(&stderr_tail.lock()),
-            source,
+        let live = connected.map_err(|source: super::error::Cause| {
+            self.login_needed(&*source)
+                .unwrap_or_else(|| McpError::Connect {
+                    server: server.clone(),
+                    stderr: tail_text(&stderr_tail.lock()),
+                    source,
+                })
         })?;
-        let tools = live
-            .list_all_tools()
-            .await
-            .map_err(|e| McpError::ListTools {
-                server: server.clone(),
-                source: Box::new(e),
-            })?;
+        let tools = live.list_all_tools().await.map_err(|e| {
+            self.login_needed(&e)
+                .unwrap_or_else(|| McpError::ListTools {
+                    server: server.clone(),
+                    source: Box::new(e),
+                })
+        })?;
         *self.tools.write() = convert(tools).into();
         tracing::debug!(server = %self.name, tools = self.tools.read().len(), "MCP server connected");
         Ok(live)
+    }
+
+    /// "Run `lc-agent mcp login`" when `error` is the server asking for
+    /// authorization and a login would give it: an HTTP server whose
+    /// entry has no `Authorization` header of its own (a refused
+    /// configured token is a failure to connect, not a login to do).
+    fn login_needed(&self, error: &(dyn std::error::Error + 'static)) -> Option<McpError> {
+        let own_header = self
+            .config
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        if self.config.url.is_none() || own_header {
+            return None;
+        }
+        oauth::login_needed(&self.name, error)
     }
 
     /// Calls `tool` with `args`; the result's JSON, or why there is none.
@@ -291,7 +330,10 @@ impl ServerConnection {
             )),
             Ok(Err(e)) => {
                 self.drop_live(&live).await;
-                Err(CallFailure::Broken(e.to_string()))
+                match self.login_needed(&e) {
+                    Some(login) => Err(CallFailure::Connect(login)),
+                    None => Err(CallFailure::Broken(e.to_string())),
+                }
             }
             Err(_) => {
                 self.drop_live(&live).await;

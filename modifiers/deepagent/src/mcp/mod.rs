@@ -20,7 +20,9 @@
 //! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
 //! `content.rs` ([`describe_result`], results as text), `server.rs`
 //! ([`FileToolServer`]), `resources.rs` (the workspace files as its
-//! resources, subscriptions, its log messages), `error.rs` ([`McpError`]).
+//! resources, subscriptions, its log messages), `oauth.rs` (OAuth for
+//! remote servers: [`McpLogin`], the authorized HTTP client), `tokens.rs`
+//! (the token file, `$LC_AGENT_HOME/mcp-tokens.json`), `error.rs` ([`McpError`]).
 
 mod config;
 #[cfg(feature = "mcp")]
@@ -30,19 +32,27 @@ mod content;
 #[cfg(feature = "mcp")]
 mod error;
 #[cfg(feature = "mcp")]
+mod oauth;
+#[cfg(feature = "mcp")]
 mod resources;
 #[cfg(feature = "mcp")]
 mod server;
+#[cfg(feature = "mcp")]
+mod tokens;
 #[cfg(feature = "mcp")]
 mod tool;
 #[cfg(feature = "mcp")]
 mod tools;
 
-pub use config::{ConfigError, McpConfig, McpEndpoint, McpServerConfig};
+pub use config::{
+    ConfigError, McpConfig, McpEndpoint, McpOAuthConfig, McpServerConfig, OAuthSettings,
+};
 #[cfg(feature = "mcp")]
 pub use content::describe_result;
 #[cfg(feature = "mcp")]
 pub use error::McpError;
+#[cfg(feature = "mcp")]
+pub use oauth::McpLogin;
 #[cfg(feature = "mcp")]
 pub use server::{check_token, FileToolServer, MCP_HTTP_PATH, TOKEN_ENV};
 #[cfg(feature = "mcp")]

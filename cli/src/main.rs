@@ -56,6 +56,7 @@
 //! rewind.rs      /rewind and /undo: back to before a message (conversation, files, both)
 //! mode.rs        the permission mode: --mode, /mode, the bypass warning on stderr
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
+//! elicit.rs      an MCP server's request for input (a form), asked where the approvals are
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
 //! run.rs chat.rs tool.rs sessions.rs mcp.rs (mcp_login.rs) serve.rs runs.rs   one file per subcommand
@@ -84,6 +85,7 @@ mod attach;
 mod chat;
 mod commands;
 mod console;
+mod elicit;
 mod error;
 mod exec;
 mod fork;

@@ -16,6 +16,7 @@
 //! servers and memory setting, so `lc-agent chat --session ID` without the
 //! flags of the `run` that made it is the same agent.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
-use lc_agent_deepagent::mcp::{McpConfig, McpTools};
+use lc_agent_deepagent::mcp::{Elicitation, McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
 use lc_agent_deepagent::{
     summarizer_of, write_title, AgentContext, AgentSpec, Blueprint, CompactError, Compaction,
@@ -32,6 +33,7 @@ use lc_agent_deepagent::{
 use lc_agent_filesystem::{Backend, BackendSource, TOOL_NAMES};
 use serde_json::Value;
 use std::sync::Mutex;
+use tokio::sync::mpsc;
 
 use crate::approve::{ask, Policy};
 use crate::args::{find_session, ModelArgs, StoreArgs, WorkspaceArgs};
@@ -177,6 +179,9 @@ pub(crate) struct Agent {
     /// The main model's name, as the blueprint records it.
     pub(crate) model_name: String,
     mcp: Option<McpTools>,
+    /// The MCP servers' requests for input, when a person answers them
+    /// (see [`Agent::open`]).
+    elicitations: Option<tokio::sync::Mutex<mpsc::Receiver<Elicitation>>>,
     memory: Option<MemoryModifier>,
     /// Which calls are approved without asking.
     pub(crate) policy: Mutex<Policy>,
@@ -196,8 +201,14 @@ impl Agent {
     /// A new session, or the saved session `resume` (an id or a unique
     /// prefix of one), with its agent attached and saved after every node.
     /// A new session is titled by its first human message.
+    ///
+    /// With a person at the terminal (stdin and stderr terminals), the MCP
+    /// servers' requests for input are declared to them and asked where
+    /// the approvals are (`elicit.rs`); without one they are not declared,
+    /// and a server that asks anyway is declined with a warning line.
     pub(crate) async fn open(args: &AgentArgs, resume: Option<&str>) -> CliResult<Self> {
-        Self::open_with(args, resume, None).await
+        let person = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        Self::open_asking(args, resume, None, None, person).await
     }
 
     /// [`Agent::open`], the screen shown with this look (default: what the
@@ -219,6 +230,18 @@ impl Agent {
         resume: Option<&str>,
         look: Option<Look>,
         files: Option<&FilesThrough>,
+    ) -> CliResult<Self> {
+        Self::open_asking(args, resume, look, files, false).await
+    }
+
+    /// [`Agent::open_in`]; `asks`: a person answers the MCP servers'
+    /// requests for input (declared to them), else they are declined.
+    async fn open_asking(
+        args: &AgentArgs,
+        resume: Option<&str>,
+        look: Option<Look>,
+        files: Option<&FilesThrough>,
+        asks: bool,
     ) -> CliResult<Self> {
         let list = args.store.open(&args.user)?;
         let loaded = match resume {
@@ -322,7 +345,7 @@ impl Agent {
         if net.metadata_value(USER_KEY).is_none() {
             net.set_metadata(USER_KEY, Value::String(args.user.clone()));
         }
-        let mcp = connect_mcp(&blueprint.spec).await?;
+        let (mcp, elicitations) = connect_mcp(&blueprint.spec, asks).await?;
         if let Some(tools) = &mcp {
             net.add_modifier(tools.clone())
                 .map_err(|e| CliError::failed(e.to_string()))?;
@@ -348,6 +371,7 @@ impl Agent {
             screen,
             model_name,
             mcp,
+            elicitations: elicitations.map(tokio::sync::Mutex::new),
             memory: builder.memory_modifier().cloned(),
             policy: Mutex::new(Policy {
                 all: args.yes,
@@ -451,14 +475,26 @@ impl Agent {
         self.screen.begin_turn();
         let answer =
             loop {
-                let invoked = tokio::select! {
-                    invoked = self.net.invoke() => invoked,
-                    () = interrupt.interrupted() => {
-                        break Err(CliError::new(
-                            Kind::Interrupted,
-                            "interrupted; the session keeps what ran",
-                        ));
+                let invoked = {
+                    let invoke = self.net.invoke();
+                    tokio::pin!(invoke);
+                    loop {
+                        tokio::select! {
+                            invoked = &mut invoke => break Some(invoked),
+                            Some(request) = next_elicitation(self.elicitations.as_ref()) => {
+                                // The call that asked waits for the answer.
+                                self.screen.pause();
+                                crate::elicit::ask(request, input, self.screen.look());
+                            }
+                            () = interrupt.interrupted() => break None,
+                        }
                     }
+                };
+                let Some(invoked) = invoked else {
+                    break Err(CliError::new(
+                        Kind::Interrupted,
+                        "interrupted; the session keeps what ran",
+                    ));
                 };
                 match invoked {
                     Err(e) => {
@@ -648,23 +684,45 @@ pub(crate) fn in_user_terms(error: &NetworkError) -> String {
 
 /// The MCP servers of a blueprint, connected (an unreachable one is a
 /// warning); `None` when there are none. Their tools are named
-/// `<server>_<tool>` where they clash with the agent's own.
-pub(crate) async fn connect_mcp(spec: &AgentSpec) -> CliResult<Option<McpTools>> {
+/// `<server>_<tool>` where they clash with the agent's own. `asks`: their
+/// requests for input come out of the returned channel (the capability
+/// is declared to them).
+pub(crate) async fn connect_mcp(spec: &AgentSpec, asks: bool) -> CliResult<McpConnected> {
     let config = spec
         .mcp_config()
         .map_err(|e| CliError::usage(e.to_string()))?;
-    connect(config).await
+    connect(config, asks).await
 }
 
+/// Connected MCP servers, and their requests for input when a person
+/// answers them.
+pub(crate) type McpConnected = (Option<McpTools>, Option<mpsc::Receiver<Elicitation>>);
+
 /// The MCP servers of `config`, connected (see [`connect_mcp`]).
-pub(crate) async fn connect(config: McpConfig) -> CliResult<Option<McpTools>> {
+pub(crate) async fn connect(config: McpConfig, asks: bool) -> CliResult<McpConnected> {
     if config.is_empty() {
-        return Ok(None);
+        return Ok((None, None));
     }
-    let tools = McpTools::new(config)
+    let mut tools = McpTools::new(config)
         .reserve_names(TOOL_NAMES.iter().copied().chain(["task", "write_todos"]));
+    let mut elicitations = None;
+    if asks {
+        let (with, receiver) = tools.with_elicitation();
+        tools = with;
+        elicitations = Some(receiver);
+    }
     for failure in tools.connect().await {
         eprintln!("warning: {}", error_chain(&failure));
     }
-    Ok(Some(tools))
+    Ok((Some(tools), elicitations))
+}
+
+/// The next request for input, if there is a channel (else never).
+async fn next_elicitation(
+    channel: Option<&tokio::sync::Mutex<mpsc::Receiver<Elicitation>>>,
+) -> Option<Elicitation> {
+    match channel {
+        Some(channel) => channel.lock().await.recv().await,
+        None => std::future::pending().await,
+    }
 }

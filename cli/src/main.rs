@@ -18,7 +18,9 @@
 //!   `lc-agent tool --list [--root DIR [--shell]]` prints the deep agent's
 //!   tools as OpenAI definitions (JSON).
 //! - `lc-agent mcp --root DIR [--shell] [--http ADDR]` serves the file tools
-//!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`).
+//!   to MCP clients over stdio or streamable HTTP (see `mcp.rs`);
+//!   `lc-agent mcp login NAME --mcp FILE` logs in to an OAuth-protected
+//!   remote MCP server (see `mcp_login.rs`).
 //! - `lc-agent sessions list | show <id> [--mermaid] | rm <id> | export <id>`
 //!   `[--user NAME] [--sessions DIR | --redis URL]` inspects saved sessions.
 //! - `lc-agent serve [--addr 127.0.0.1:8080] [--root DIR] [--redis URL] ...`
@@ -54,9 +56,10 @@
 //! rewind.rs      /rewind and /undo: back to before a message (conversation, files, both)
 //! mode.rs        the permission mode: --mode, /mode, the bypass warning on stderr
 //! approve.rs     approval questions: the menu, the diff preview, the session's policy
+//! elicit.rs      an MCP server's request for input (a form), asked where the approvals are
 //! error.rs       CliError (kind = exit code) and exit; messages in the command line's terms
 //! interrupt.rs   Ctrl-C: stop the run, keep the session
-//! run.rs chat.rs tool.rs sessions.rs mcp.rs serve.rs runs.rs   one file per subcommand
+//! run.rs chat.rs tool.rs sessions.rs mcp.rs (mcp_login.rs) serve.rs runs.rs   one file per subcommand
 //! exec/          `exec`: the headless run (mod.rs), its JSON-lines stream made from
 //!                RunEvent (events.rs), --output-schema (output_schema.rs)
 //! acp/           `acp`: the Agent Client Protocol (mod.rs the connection, session.rs the turns
@@ -82,6 +85,7 @@ mod attach;
 mod chat;
 mod commands;
 mod console;
+mod elicit;
 mod error;
 mod exec;
 mod fork;
@@ -92,6 +96,7 @@ mod input;
 mod interrupt;
 mod logging;
 mod mcp;
+mod mcp_login;
 mod mode;
 mod permissions;
 mod rewind;

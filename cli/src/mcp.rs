@@ -2,6 +2,7 @@
 //! client.
 //!
 //! ```text
+//! lc-agent mcp login NAME (--mcp FILE | --agent FILE)              OAuth login to a remote server (mcp_login.rs)
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]]               stdio (the client spawns this)
 //! lc-agent mcp --root DIR [--shell [--sandbox MODE]] --http ADDR   streamable HTTP on http://ADDR/mcp
 //!              [--allow|--deny|--ask OPS:GLOBS]...                 path rules (an `ask` refuses)
@@ -32,10 +33,15 @@ use lc_agent::error_chain;
 
 /// `lc-agent mcp` arguments.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct McpArgs {
+    /// `login`: authorize lc-agent with a remote server (without one,
+    /// serve the file tools).
+    #[command(subcommand)]
+    pub(crate) command: Option<McpCommand>,
     /// The directory the tools work in (confined).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) root: PathBuf,
+    #[arg(long, value_name = "DIR", required = true)]
+    pub(crate) root: Option<PathBuf>,
     /// Serve `execute` too (commands run in --root without asking).
     #[arg(long)]
     pub(crate) shell: bool,
@@ -57,6 +63,15 @@ pub(crate) struct McpArgs {
     pub(crate) hooks: crate::hooks::HookArgs,
 }
 
+/// The subcommands of `lc-agent mcp`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum McpCommand {
+    /// Log in to an OAuth-protected MCP server named in an `mcpServers`
+    /// file or a blueprint (browser flow; the tokens are stored for
+    /// `run`, `chat`, `exec` and `serve`).
+    Login(crate::mcp_login::LoginArgs),
+}
+
 /// The address of `--http`: an IP and port, or a host name and port.
 async fn address(text: &str) -> CliResult<SocketAddr> {
     let usage = || {
@@ -76,12 +91,18 @@ async fn address(text: &str) -> CliResult<SocketAddr> {
 
 /// Runs `lc-agent mcp`.
 pub(crate) async fn run(args: McpArgs) -> CliResult {
+    if let Some(McpCommand::Login(login)) = args.command {
+        return crate::mcp_login::run(login).await;
+    }
+    let Some(root) = args.root.clone() else {
+        return Err(CliError::usage("--root: give a directory"));
+    };
     // Nobody to ask here: with --shell the client's commands run as asked.
     let mode = args.sandbox.unwrap_or_default();
     if args.shell && mode == SandboxMode::Full {
         crate::args::warn_unconfined();
     }
-    let workspace = Workspace::directory(&args.root)
+    let workspace = Workspace::directory(&root)
         .shell(args.shell)
         .sandbox(mode)
         .execute_approval(false);
@@ -91,7 +112,7 @@ pub(crate) async fn run(args: McpArgs) -> CliResult {
         .ok_or_else(|| CliError::usage("--root: give a directory"))?;
     let backend = args.permissions.rules()?.guard(backend, false);
     let mut server = FileToolServer::shared(backend.resolve(&lc_agent::RunnableNetwork::new()));
-    if let Some(hooks) = args.hooks.modifier(Some(&args.root))? {
+    if let Some(hooks) = args.hooks.modifier(Some(&root))? {
         server = server.with_hooks(hooks);
     }
     let failed = |e: lc_agent_deepagent::mcp::McpError| CliError::failed(error_chain(&e));

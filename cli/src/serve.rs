@@ -312,7 +312,8 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
         );
     }
     let mut config = config(&args, spec)?;
-    let mcp = connect(mcp_config).await?;
+    // No person answers a service's MCP servers' requests for input.
+    let (mcp, _) = connect(mcp_config, false).await?;
     if let Some(tools) = &mcp {
         config = config.modifier_shared(Arc::new(tools.clone()));
     }

@@ -2,7 +2,8 @@
 //! rendered Markdown, history on Up, slash commands that never reach the
 //! model, Ctrl-C cancelling a turn, Ctrl-D quitting with the resume line,
 //! a malformed skill's warning, a highlighted code block, `/mode plan`
-//! refusing a write until `/mode accept-edits`. The model is
+//! refusing a write until `/mode accept-edits`, an MCP server's request
+//! for input asked field by field. The model is
 //! scripted (`--script`); a command that reached it would use up its one
 //! turn. Without tmux the tests are ignored, saying so (`#[needs(tmux)]`);
 //! under `CI=true` a missing tmux fails them.
@@ -635,4 +636,122 @@ fn slash_rewind_picks_a_turn_and_restores_its_files_exactly() {
     assert_eq!(left.keys().collect::<Vec<_>>(), ["README.md"], "{left:?}");
     tmux.keys(&["C-d"]);
     tmux.wait_text("[exit 0]");
+}
+
+/// The official Python SDK's test server (streamable HTTP on a free
+/// port), its elicitation answers logged to `log`; stopped when dropped.
+struct SdkServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl SdkServer {
+    fn start(log: &Path) -> Self {
+        let port = lc_agent_test_support::free_port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
+        let child = Command::new("python3")
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(log)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the SDK server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for SdkServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An MCP server asks for input during a tool call (`elicitation/create`
+/// from the official Python SDK's `ctx.elicit`): the chat asks the person
+/// on the terminal, field by field with the defaults and the enum's
+/// choices, and the server gets what was typed; the next time the person
+/// declines, and the server gets a decline.
+#[needs(tmux, python_mcp)]
+#[test]
+fn an_mcp_servers_request_for_input_is_asked_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("answers.jsonl");
+    let server = SdkServer::start(&log);
+    let mcp = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp,
+        serde_json::json!({"mcpServers": {"sdk": {"url": server.url}}}).to_string(),
+    )
+    .unwrap();
+    let call = |id: &str| serde_json::json!({"tool_calls": [{"id": id, "name": "book_table", "arguments": {"day": "Friday"}}]});
+    let script = serde_json::json!([call("b1"), {"content": "Booked."}, call("b2"), {"content": "Not booked."}]);
+    let extra = format!("--mcp {}", mcp.display());
+    let tmux = Tmux::start(&chat_command(dir.path(), script, &extra));
+    tmux.wait_text("/help lists the commands");
+    tmux.type_text("Book a table");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_text("fill in the form? [y = yes, n = decline, c = cancel]");
+    assert!(
+        screen.contains("MCP server `sdk` asks: Book a table for Friday?"),
+        "{screen}"
+    );
+    let answer = |prompt: &str, text: &str| {
+        tmux.wait_for(prompt, |s| {
+            // The pane's lines come without their trailing spaces.
+            s.lines()
+                .last_non_empty()
+                .is_some_and(|l| l.contains(prompt.trim_end()))
+        });
+        tmux.type_text(text);
+        tmux.keys(&["Enter"]);
+    };
+    answer("fill in the form?", "y");
+    answer("Name (who the table is for): ", "Ada");
+    answer("Party (how many people) [2]: ", "40");
+    tmux.wait_text("`party` must be at most 12");
+    answer("Party (how many people) [2]: ", "4");
+    answer("Room (1 inside, 2 terrace) [inside]: ", "2");
+    answer("Vegetarian (y/n) [n]: ", "");
+    let screen = tmux.wait_text("send? [y = send, n = decline, c = cancel]");
+    assert!(
+        screen.contains("to send: name=\"Ada\" party=4 room=\"terrace\" vegetarian=false"),
+        "{screen}"
+    );
+    answer("send? [y = send, n = decline, c = cancel]", "");
+    tmux.wait_text("Booked.");
+    tmux.wait_for("the prompt", |s| {
+        s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
+    tmux.type_text("Once more");
+    tmux.keys(&["Enter"]);
+    answer("fill in the form?", "n");
+    let screen = tmux.wait_text("Not booked.");
+    assert!(screen.contains("declined (MCP server `sdk`)"), "{screen}");
+    tmux.wait_for("the prompt", |s| {
+        s.lines().last_non_empty().is_some_and(|l| l.trim() == "›")
+    });
+    tmux.keys(&["C-d"]);
+    tmux.wait_text("[exit 0]");
+    // What the server got, as its tool saw it.
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "{\"action\": \"accept\", \"content\": {\"name\": \"Ada\", \"party\": 4, \"room\": \"terrace\", \"vegetarian\": false}, \"declared\": true}\n\
+         {\"action\": \"decline\", \"declared\": true}\n"
+    );
+    drop(server);
 }

@@ -20,6 +20,7 @@ mod file_memory;
 mod hooks;
 mod lc_agent_import;
 mod mcp;
+mod mcp_oauth;
 mod modes;
 mod permissions;
 mod project_memory;

@@ -378,3 +378,76 @@ fn run_resumes_a_closed_event_stream_without_warnings() {
         .collect();
     assert!(saved.contains("resumed: hi (1 reconnections)"), "{saved}");
 }
+
+/// The official Python SDK's test server on a free port, its elicitation
+/// answers logged to `log`; its `/mcp` URL.
+fn sdk_server_logging(log: &Path) -> (Server, String) {
+    let port = lc_agent_test_support::free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the SDK server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// `run` and `exec` with no terminal: nobody can answer an MCP server's
+/// request for input, so the capability is not declared and the request
+/// (which the Python SDK sends anyway) is declined, said on stderr; the
+/// exec stream stays JSON lines.
+#[needs(python_mcp)]
+#[test]
+fn without_a_terminal_a_request_for_input_is_declined_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("answers.jsonl");
+    let (_server, url) = sdk_server_logging(&log);
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {"sdk": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "b1", "name": "book_table", "arguments": {"day": "Friday"}}]},
+        {"content": "No booking."}
+    ])
+    .to_string();
+    let extra = ["--mcp".to_string(), mcp_json.display().to_string()];
+    let said = "warning: MCP server `sdk` asked for input (\"Book a table for Friday?\") \
+                where nobody can answer; declined";
+    for command in [
+        vec!["run", "Book a table."],
+        vec!["exec", "Book a table.", "--json"],
+    ] {
+        let out = common::lc_agent(dir.path(), &command, &script, &extra, "");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{command:?}: {stdout}\n{stderr}");
+        assert!(stderr.contains(said), "{command:?}: {stderr}");
+        if command[0] == "exec" {
+            for line in stdout.lines() {
+                serde_json::from_str::<Value>(line)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}"));
+            }
+        }
+    }
+    let answers = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        answers,
+        "{\"action\": \"decline\", \"declared\": false}\n".repeat(2)
+    );
+}

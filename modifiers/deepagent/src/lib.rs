@@ -99,6 +99,8 @@
 //!   - `mcp/content.rs`: tool results as text (images, audio, resources described).
 //!   - `mcp/server.rs`: `FileToolServer`, the file tools served over stdio or HTTP + bearer token.
 //!   - `mcp/resources.rs`: the workspace files as its resources (list, read, template, subscribe) and its log messages.
+//!   - `mcp/oauth.rs`, `mcp/tokens.rs`: OAuth for remote servers (`McpLogin`), the token file.
+//!   - `mcp/elicitation.rs`: `Elicitation`, a server asking the person for input (the form, its checks).
 //!   - `mcp/error.rs`: `McpError`.
 //! - `memory` (feature `memory`): long-term memory across sessions, per user
 //!   (its module docs draw how the parts connect):

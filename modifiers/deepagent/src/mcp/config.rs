@@ -7,7 +7,10 @@
 //!   "files": {"command": "lc-agent", "args": ["mcp", "--root", "."],
 //!             "env": {"RUST_LOG": "warn"}},
 //!   "remote": {"url": "http://127.0.0.1:8931/mcp",
-//!              "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}}
+//!              "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}},
+//!   "tracker": {"url": "https://mcp.example.com/mcp",
+//!               "oauth": {"clientId": "lc-agent", "clientSecret": "${TRACKER_SECRET}",
+//!                         "scopes": ["read"], "redirectPort": 8765}}
 //! }}
 //! ```
 //!
@@ -17,6 +20,10 @@
 //! [`AgentSpec`](crate::spec::AgentSpec)): `${NAME}` in an argument, an
 //! `env` value, the URL or a header is replaced with the environment
 //! variable `NAME` when the server is started ([`McpServerConfig::resolve`]).
+//! An HTTP server without an `Authorization` header may ask for OAuth: its
+//! tokens come from `lc-agent mcp login NAME` and live in the token file,
+//! never here; `oauth` ([`McpOAuthConfig`], optional) names a pre-registered
+//! client, the scopes to ask for, or the client-credentials grant.
 //! This part is plain data and builds without the `mcp` feature.
 
 use std::collections::BTreeMap;
@@ -70,6 +77,70 @@ pub struct McpServerConfig {
     /// How long one tool call may take, in seconds (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+    /// OAuth settings of an HTTP server (without them, a server that asks
+    /// for OAuth gets a dynamically registered client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// How lc-agent authorizes with an OAuth-protected HTTP server. Every field
+/// is optional; secrets should be `${NAME}` references.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpOAuthConfig {
+    /// A client id registered with the authorization server beforehand
+    /// (without it, lc-agent registers itself dynamically).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// That client's secret (a `${NAME}` reference; confidential clients only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The scopes to ask for (default: those the server's challenge or
+    /// metadata name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The loopback port of the login's redirect listener (default: any
+    /// free port); a pre-registered client's redirect URI is
+    /// `http://127.0.0.1:PORT/callback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u16>,
+    /// `"client_credentials"`: no person logs in; the client id and secret
+    /// are exchanged for a token whenever one is needed (a service's own
+    /// account). Default: the authorization-code flow of `lc-agent mcp login`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+}
+
+/// [`McpOAuthConfig`] with its references resolved (its `Debug` hides the
+/// secret).
+#[derive(Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// The pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret.
+    pub client_secret: Option<String>,
+    /// The scopes to ask for.
+    pub scopes: Vec<String>,
+    /// The redirect listener's port.
+    pub redirect_port: Option<u16>,
+    /// Whether the client-credentials grant is used.
+    pub client_credentials: bool,
+}
+
+impl std::fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[hidden]"),
+            )
+            .field("scopes", &self.scopes)
+            .field("redirect_port", &self.redirect_port)
+            .field("client_credentials", &self.client_credentials)
+            .finish()
+    }
 }
 
 /// A server entry with its references resolved: what to connect to.
@@ -92,6 +163,8 @@ pub enum McpEndpoint {
         url: String,
         /// Headers sent with every request.
         headers: BTreeMap<String, String>,
+        /// Its OAuth settings, if any.
+        oauth: Option<OAuthSettings>,
     },
 }
 
@@ -248,6 +321,29 @@ impl McpServerConfig {
         {
             return Err(invalid("`timeout` must be a positive number of seconds"));
         }
+        if let Some(oauth) = &self.oauth {
+            if self.url.is_none() {
+                return Err(invalid("`oauth` is for HTTP servers (`url`)"));
+            }
+            match oauth.grant.as_deref() {
+                None | Some("authorization_code") => {}
+                Some("client_credentials") => {
+                    if oauth.client_id.is_none() || oauth.client_secret.is_none() {
+                        return Err(invalid(
+                            "`oauth.grant` \"client_credentials\" needs `clientId` and `clientSecret`",
+                        ));
+                    }
+                }
+                Some(other) => {
+                    return Err(invalid(&format!(
+                        "`oauth.grant` is \"authorization_code\" or \"client_credentials\", not {other:?}"
+                    )))
+                }
+            }
+            if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+                return Err(invalid("`oauth.clientSecret` needs `oauth.clientId`"));
+            }
+        }
         Ok(())
     }
 
@@ -288,6 +384,22 @@ impl McpServerConfig {
             (None, Some(url)) => Ok(McpEndpoint::Http {
                 url: expand("url", url)?,
                 headers: map("headers", &self.headers)?,
+                oauth: self
+                    .oauth
+                    .as_ref()
+                    .map(|o| {
+                        let opt = |field: &str, v: &Option<String>| {
+                            v.as_deref().map(|v| expand(field, v)).transpose()
+                        };
+                        Ok::<_, ConfigError>(OAuthSettings {
+                            client_id: opt("oauth.clientId", &o.client_id)?,
+                            client_secret: opt("oauth.clientSecret", &o.client_secret)?,
+                            scopes: o.scopes.clone(),
+                            redirect_port: o.redirect_port,
+                            client_credentials: o.grant.as_deref() == Some("client_credentials"),
+                        })
+                    })
+                    .transpose()?,
             }),
             (None, None) => Err(ConfigError::Invalid {
                 server: name.to_string(),

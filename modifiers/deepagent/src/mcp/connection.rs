@@ -17,16 +17,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::config::{McpEndpoint, McpServerConfig};
+use super::elicitation::{Elicitation, ElicitationAnswer};
 use super::error::McpError;
+use super::oauth;
+use super::tokens::TokenFile;
 
 /// Lines of a server's stderr kept to explain a failed start.
 const STDERR_LINES: usize = 5;
@@ -57,19 +65,132 @@ pub(crate) enum CallFailure {
     Timeout(Duration),
 }
 
-/// The client side of one connection: notices tool-list changes.
+/// The time a server's requests for input waited for a person: a tool
+/// call's timeout does not count it.
+#[derive(Debug, Default)]
+struct AskClock {
+    /// Requests waiting now.
+    open: usize,
+    /// Since when one has been waiting.
+    since: Option<Instant>,
+    /// The time spent before `since`.
+    spent: Duration,
+}
+
+impl AskClock {
+    /// All the time spent waiting, up to now.
+    fn total(&self) -> Duration {
+        self.spent + self.since.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+}
+
+/// A request for input waiting (see [`AskClock`]); it stops counting when
+/// dropped.
+struct Asking(Arc<Mutex<AskClock>>);
+
+impl Asking {
+    fn start(clock: &Arc<Mutex<AskClock>>) -> Self {
+        let mut c = clock.lock();
+        c.open += 1;
+        if c.since.is_none() {
+            c.since = Some(Instant::now());
+        }
+        Self(clock.clone())
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let mut c = self.0.lock();
+        c.open = c.open.saturating_sub(1);
+        if c.open == 0
+            && let Some(since) = c.since.take()
+        {
+            c.spent += since.elapsed();
+        }
+    }
+}
+
+/// The client side of one connection: notices tool-list changes, passes
+/// the server's requests for input to a person (when one can answer).
 #[derive(Clone)]
 struct Handler {
     server: Arc<str>,
     tools: Arc<RwLock<Arc<[RemoteTool]>>>,
+    /// Where the server's requests for input go (none: nobody can answer;
+    /// the capability is not declared and a request is declined).
+    elicit: Option<mpsc::Sender<Elicitation>>,
+    asking: Arc<Mutex<AskClock>>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicit.is_some() {
+            // Form mode only; the answers are checked against the schema.
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+            );
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("lc-agent", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let server = &self.server;
+        let declined = Ok(ElicitResult::new(ElicitationAction::Decline));
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            tracing::warn!("MCP server `{server}` asked to open a web page for input, which lc-agent does not offer; declined");
+            return declined;
+        };
+        let Some(sender) = &self.elicit else {
+            tracing::warn!("MCP server `{server}` asked for input ({message:?}) where nobody can answer; declined");
+            return declined;
+        };
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let (request, answer) = Elicitation::new(server, message, &schema).map_err(|why| {
+            tracing::warn!(
+                "MCP server `{server}` asked for input with a form lc-agent cannot show: {why}"
+            );
+            ErrorData::invalid_params(
+                format!("the requested schema is not a flat form: {why}"),
+                None,
+            )
+        })?;
+        let _asking = Asking::start(&self.asking);
+        if sender.send(request).await.is_err() {
+            return declined;
+        }
+        let answer = tokio::select! {
+            answer = answer => answer,
+            () = context.ct.cancelled() => {
+                tracing::debug!(server = %server, "the MCP server withdrew its request for input");
+                return Ok(ElicitResult::new(ElicitationAction::Cancel));
+            }
+        };
+        Ok(match answer {
+            Ok(ElicitationAnswer::Accept(content)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            Ok(ElicitationAnswer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+            // Dropped unanswered: declined.
+            Ok(ElicitationAnswer::Decline) | Err(_) => {
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+        })
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -98,6 +219,12 @@ pub(crate) struct ServerConnection {
     config: McpServerConfig,
     live: tokio::sync::Mutex<Option<Arc<Live>>>,
     tools: Arc<RwLock<Arc<[RemoteTool]>>>,
+    /// Where OAuth tokens are kept (HTTP servers).
+    tokens: TokenFile,
+    /// Where the server's requests for input go (none: declined).
+    elicit: Mutex<Option<mpsc::Sender<Elicitation>>>,
+    /// The time they waited for a person.
+    asking: Arc<Mutex<AskClock>>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -117,7 +244,17 @@ impl ServerConnection {
             config,
             live: tokio::sync::Mutex::new(None),
             tools: Arc::new(RwLock::new(Arc::from(Vec::new()))),
+            tokens: TokenFile::at(TokenFile::default_path()),
+            elicit: Mutex::new(None),
+            asking: Arc::default(),
         }
+    }
+
+    /// Sends the server's requests for input to `sender`, and declares
+    /// the capability (from the next connection on: it is declared at the
+    /// handshake).
+    pub(crate) fn set_elicitation(&self, sender: mpsc::Sender<Elicitation>) {
+        *self.elicit.lock() = Some(sender);
     }
 
     /// The server's name in the configuration.
@@ -190,6 +327,8 @@ impl ServerConnection {
         let handler = Handler {
             server: self.name.clone(),
             tools: self.tools.clone(),
+            elicit: self.elicit.lock().clone(),
+            asking: self.asking.clone(),
         };
         let server = self.name.to_string();
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -230,14 +369,20 @@ impl ServerConnection {
                 }
                 handler.serve(transport).await.map_err(|e| Box::new(e) as _)
             }
-            McpEndpoint::Http { url, headers } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+            McpEndpoint::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 let mut custom = HashMap::new();
+                let mut bearer = false;
                 for (name, value) in headers {
                     if name.eq_ignore_ascii_case("authorization")
                         && let Some(token) = value.strip_prefix("Bearer ")
                     {
                         config = config.auth_header(token.to_string());
+                        bearer = true;
                         continue;
                     }
                     let invalid = |reason: String| {
@@ -252,26 +397,54 @@ impl ServerConnection {
                         .map_err(|e| invalid(format!("header `{name}`: {e}")))?;
                     custom.insert(name, value);
                 }
-                let transport =
-                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-                handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                let config = config.custom_headers(custom);
+                if bearer {
+                    // A token of the configuration's own: no OAuth.
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                } else {
+                    let client =
+                        oauth::authorized_client(&server, &url, oauth.as_ref(), &self.tokens)
+                            .await?;
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve(transport).await.map_err(|e| Box::new(e) as _)
+                }
             }
         };
-        let live = connected.map_err(|source| McpError::Connect {
-            server: server.clone(),
-            stderr: tail_text(&stderr_tail.lock()),
-            source,
+        let live = connected.map_err(|source: super::error::Cause| {
+            self.login_needed(&*source)
+                .unwrap_or_else(|| McpError::Connect {
+                    server: server.clone(),
+                    stderr: tail_text(&stderr_tail.lock()),
+                    source,
+                })
         })?;
-        let tools = live
-            .list_all_tools()
-            .await
-            .map_err(|e| McpError::ListTools {
-                server: server.clone(),
-                source: Box::new(e),
-            })?;
+        let tools = live.list_all_tools().await.map_err(|e| {
+            self.login_needed(&e)
+                .unwrap_or_else(|| McpError::ListTools {
+                    server: server.clone(),
+                    source: Box::new(e),
+                })
+        })?;
         *self.tools.write() = convert(tools).into();
         tracing::debug!(server = %self.name, tools = self.tools.read().len(), "MCP server connected");
         Ok(live)
+    }
+
+    /// "Run `lc-agent mcp login`" when `error` is the server asking for
+    /// authorization and a login would give it: an HTTP server whose
+    /// entry has no `Authorization` header of its own (a refused
+    /// configured token is a failure to connect, not a login to do).
+    fn login_needed(&self, error: &(dyn std::error::Error + 'static)) -> Option<McpError> {
+        let own_header = self
+            .config
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        if self.config.url.is_none() || own_header {
+            return None;
+        }
+        oauth::login_needed(&self.name, error)
     }
 
     /// Calls `tool` with `args`; the result's JSON, or why there is none.
@@ -282,7 +455,7 @@ impl ServerConnection {
             params = params.with_arguments(map);
         }
         let limit = self.config.call_timeout();
-        match tokio::time::timeout(limit, live.call_tool(params)).await {
+        match self.within(limit, live.call_tool(params)).await {
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| CallFailure::Refused(format!("its result is not JSON: {e}"))),
             Ok(Err(ServiceError::McpError(e))) => Err(CallFailure::Refused(e.message.to_string())),
@@ -291,11 +464,49 @@ impl ServerConnection {
             )),
             Ok(Err(e)) => {
                 self.drop_live(&live).await;
-                Err(CallFailure::Broken(e.to_string()))
+                match self.login_needed(&e) {
+                    Some(login) => Err(CallFailure::Connect(login)),
+                    None => Err(CallFailure::Broken(e.to_string())),
+                }
             }
             Err(_) => {
                 self.drop_live(&live).await;
                 Err(CallFailure::Timeout(limit))
+            }
+        }
+    }
+}
+
+impl ServerConnection {
+    /// `call`'s result, unless it takes longer than `limit`, not counting
+    /// the time the server's requests for input waited for a person.
+    async fn within<T>(
+        &self,
+        limit: Duration,
+        call: impl std::future::Future<Output = T>,
+    ) -> Result<T, ()> {
+        let started = Instant::now();
+        let asked_before = self.asking.lock().total();
+        tokio::pin!(call);
+        let mut deadline = started + limit;
+        loop {
+            tokio::select! {
+                done = &mut call => return Ok(done),
+                () = tokio::time::sleep_until(deadline) => {
+                    let (asked, open) = {
+                        let clock = self.asking.lock();
+                        (clock.total().saturating_sub(asked_before), clock.open > 0)
+                    };
+                    let later = started + limit + asked;
+                    let now = Instant::now();
+                    if open {
+                        deadline = later.max(now + Duration::from_secs(1));
+                    } else if later > now {
+                        deadline = later;
+                    } else {
+                        return Err(());
+                    }
+                }
             }
         }
     }

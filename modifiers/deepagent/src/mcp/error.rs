@@ -64,6 +64,30 @@ pub enum McpError {
         #[source]
         source: Cause,
     },
+    /// The server wants an OAuth token and none is stored (or the stored
+    /// one was refused and could not be refreshed).
+    #[error("MCP server `{server}` needs authorization: run `lc-agent mcp login {server}`")]
+    LoginNeeded {
+        /// The server.
+        server: String,
+    },
+    /// The server wants a token with more scopes than the stored one has.
+    #[error("MCP server `{server}` needs more access ({scope}): run `lc-agent mcp login {server}` again")]
+    InsufficientScope {
+        /// The server.
+        server: String,
+        /// The scope it asked for (or "a wider scope").
+        scope: String,
+    },
+    /// The OAuth flow failed (discovery, registration, the code exchange...).
+    #[error("MCP server `{server}`: authorization failed")]
+    Auth {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: Cause,
+    },
     /// A non-loopback address without a bearer token.
     #[error("refusing to serve MCP on {addr} without a bearer token: set LC_AGENT_TOKEN (required off loopback)")]
     TokenRequired {

@@ -8,6 +8,8 @@
 //!   chat node ◀── tools(): McpTool per server tool ─┤   stdio: spawned program
 //!   tool node ──▶ McpTool::call ─▶ tools/call ──────┘   HTTP:  streamable HTTP
 //!                  result text (non-text parts described) | Error: ... (server named)
+//!                  elicitation/create during a call ─▶ Elicitation ─▶ with_elicitation's
+//!                  channel (a person answers) | declined when there is none
 //!
 //!  any MCP client ── stdio | HTTP + bearer ──▶ FileToolServer ─▶ filesystem::run_tool ─▶ Backend
 //!                                                 resources (file:///<path>) ─────────────▶ the same Backend
@@ -20,7 +22,11 @@
 //! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
 //! `content.rs` ([`describe_result`], results as text), `server.rs`
 //! ([`FileToolServer`]), `resources.rs` (the workspace files as its
-//! resources, subscriptions, its log messages), `error.rs` ([`McpError`]).
+//! resources, subscriptions, its log messages), `oauth.rs` (OAuth for
+//! remote servers: [`McpLogin`], the authorized HTTP client), `tokens.rs`
+//! (the token file, `$LC_AGENT_HOME/mcp-tokens.json`), `elicitation.rs`
+//! ([`Elicitation`]: a server asking the person for input, the form checked),
+//! `error.rs` ([`McpError`]).
 
 mod config;
 #[cfg(feature = "mcp")]
@@ -28,21 +34,33 @@ mod connection;
 #[cfg(feature = "mcp")]
 mod content;
 #[cfg(feature = "mcp")]
+mod elicitation;
+#[cfg(feature = "mcp")]
 mod error;
+#[cfg(feature = "mcp")]
+mod oauth;
 #[cfg(feature = "mcp")]
 mod resources;
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
+mod tokens;
+#[cfg(feature = "mcp")]
 mod tool;
 #[cfg(feature = "mcp")]
 mod tools;
 
-pub use config::{ConfigError, McpConfig, McpEndpoint, McpServerConfig};
+pub use config::{
+    ConfigError, McpConfig, McpEndpoint, McpOAuthConfig, McpServerConfig, OAuthSettings,
+};
 #[cfg(feature = "mcp")]
 pub use content::describe_result;
 #[cfg(feature = "mcp")]
+pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationField, FieldKind};
+#[cfg(feature = "mcp")]
 pub use error::McpError;
+#[cfg(feature = "mcp")]
+pub use oauth::McpLogin;
 #[cfg(feature = "mcp")]
 pub use server::{check_token, FileToolServer, MCP_HTTP_PATH, TOKEN_ENV};
 #[cfg(feature = "mcp")]

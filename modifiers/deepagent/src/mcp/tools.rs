@@ -17,6 +17,7 @@ use lc_agent::{NetworkModifier, RunnableNetwork, Tool};
 
 use super::config::McpConfig;
 use super::connection::ServerConnection;
+use super::elicitation::Elicitation;
 use super::error::McpError;
 use super::tool::McpTool;
 
@@ -63,6 +64,22 @@ impl McpTools {
         reserved.extend(names.into_iter().map(Into::into));
         self.reserved = Arc::new(reserved);
         self
+    }
+
+    /// Passes the servers' requests for input (`elicitation/create`, form
+    /// mode; see [`Elicitation`]) to the returned channel, and declares
+    /// the capability to them, which only a program where a person can
+    /// answer should do. Without it a server's request is declined. Call
+    /// it before connecting (the capability is declared at the handshake).
+    ///
+    /// The reader must answer (or drop) each request: the tool call that
+    /// asked waits for it, and its timeout does not count the wait.
+    pub fn with_elicitation(self) -> (Self, tokio::sync::mpsc::Receiver<Elicitation>) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        for server in self.servers.iter() {
+            server.set_elicitation(sender.clone());
+        }
+        (self, receiver)
     }
 
     /// Connects every server that is not connected (concurrently) and

@@ -3,7 +3,10 @@
 //! streamable HTTP, `mcp-server-time` (PyPI) over stdio, and a small fake
 //! server (`tests/mcp/fake_server.py`) for the faults: a server killed
 //! mid-call, one that never answers, an invalid tool schema, a tool list
-//! that changes. A scripted model calls the tools through a network.
+//! that changes; a server on the official Python SDK
+//! (`tests/mcp/sdk_server.py`) for a closed event stream and a request for
+//! the person's input (elicitation). A scripted model calls the tools
+//! through a network.
 //!
 //! The servers come from `.ci/run` (`npm ci --prefix .ci`, `pip install -r
 //! .ci/requirements.txt`); each test says what it needs with
@@ -14,7 +17,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolStatus, Turn};
-use lc_agent_deepagent::mcp::{McpConfig, McpServerConfig, McpTools};
+use lc_agent_deepagent::mcp::{
+    Elicitation, ElicitationAnswer, McpConfig, McpServerConfig, McpTools,
+};
 use lc_agent_test_support::{free_port, needs};
 use serde_json::{json, Value};
 
@@ -520,6 +525,162 @@ async fn a_tool_call_whose_event_stream_closes_is_resumed() {
             (ToolStatus::Ok, "resumed: two (1 reconnections)".to_string())
         ]
     );
+    mcp.disconnect().await;
+    let _ = child.kill().await;
+}
+
+/// What a person does with a server's request for input in these tests.
+enum Person {
+    /// Accepts with these values (checked against the form first).
+    Accept(Value),
+    Decline,
+    Cancel,
+}
+
+/// Answers the requests of `asks` as `answers` say, after `wait`; the
+/// requests seen, as `(server, message, fields as JSON)`.
+fn person(
+    mut asks: tokio::sync::mpsc::Receiver<Elicitation>,
+    answers: Vec<Person>,
+    wait: Duration,
+) -> tokio::task::JoinHandle<Vec<(String, String, Value)>> {
+    tokio::spawn(async move {
+        let mut seen = Vec::new();
+        for answer in answers {
+            let request = asks.recv().await.expect("a request for input");
+            let fields: Vec<Value> = request
+                .fields()
+                .iter()
+                .map(|f| {
+                    json!({"name": f.name, "label": f.label, "description": f.description,
+                        "kind": format!("{:?}", f.kind), "choices": f.choices,
+                        "default": f.default, "required": f.required})
+                })
+                .collect();
+            seen.push((
+                request.server().to_string(),
+                request.message().to_string(),
+                Value::Array(fields),
+            ));
+            tokio::time::sleep(wait).await;
+            let answer = match answer {
+                Person::Accept(content) => {
+                    let content = content.as_object().unwrap().clone();
+                    request.check(&content).unwrap();
+                    ElicitationAnswer::Accept(content)
+                }
+                Person::Decline => ElicitationAnswer::Decline,
+                Person::Cancel => ElicitationAnswer::Cancel,
+            };
+            request.answer(answer);
+        }
+        seen
+    })
+}
+
+/// A server on the official Python SDK asks for a booking in the middle
+/// of a tool call (`ctx.elicit`, a form with defaults and an enum): the
+/// form reaches the person as the server sent it, and accept, decline and
+/// cancel reach the tool, which answers with what it got.
+#[needs(python_mcp)]
+#[tokio::test]
+async fn a_server_asks_the_person_for_input_during_a_call() {
+    let (mut child, url) = sdk_server().await;
+    let (mcp, asks) =
+        McpTools::new(config([("sdk", McpServerConfig::http(url))])).with_elicitation();
+    let failures = mcp.connect().await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let person = person(
+        asks,
+        vec![
+            Person::Accept(
+                json!({"name": "Ada", "party": 4, "room": "terrace", "vegetarian": false}),
+            ),
+            Person::Decline,
+            Person::Cancel,
+        ],
+        Duration::ZERO,
+    );
+    let call = ("book_table", json!({"day": "Friday"}));
+    let (net, _) = network(&mcp, &[call.clone(), call.clone(), call]);
+    assert_eq!(net.invoke().await.unwrap().text(), "done");
+    assert_eq!(
+        tool_results(&net),
+        [
+            (
+                ToolStatus::Ok,
+                r#"{"action": "accept", "content": {"name": "Ada", "party": 4, "room": "terrace", "vegetarian": false}, "declared": true}"#.to_string()
+            ),
+            (ToolStatus::Ok, r#"{"action": "decline", "declared": true}"#.to_string()),
+            (ToolStatus::Ok, r#"{"action": "cancel", "declared": true}"#.to_string()),
+        ]
+    );
+    let seen = person.await.unwrap();
+    assert_eq!(seen.len(), 3);
+    let (server, message, fields) = &seen[0];
+    assert_eq!(server, "sdk");
+    assert_eq!(message, "Book a table for Friday?");
+    assert_eq!(
+        fields,
+        &json!([
+            {"name": "name", "label": "Name", "description": "who the table is for",
+             "kind": "Text", "choices": [], "default": null, "required": true},
+            {"name": "party", "label": "Party", "description": "how many people",
+             "kind": "Integer", "choices": [], "default": 2, "required": false},
+            {"name": "room", "label": "Room", "description": null, "kind": "Text",
+             "choices": [["inside", "inside"], ["terrace", "terrace"]], "default": "inside",
+             "required": false},
+            {"name": "vegetarian", "label": "Vegetarian", "description": null,
+             "kind": "Boolean", "choices": [], "default": false, "required": false}
+        ])
+    );
+    mcp.disconnect().await;
+    let _ = child.kill().await;
+}
+
+/// Without a person to answer, the capability is not declared, and the
+/// server's request is declined (the Python SDK sends it anyway).
+#[needs(python_mcp)]
+#[tokio::test]
+async fn without_a_person_input_requests_are_declined_and_not_declared() {
+    let (mut child, url) = sdk_server().await;
+    let mcp = McpTools::new(config([("sdk", McpServerConfig::http(url))]));
+    let (net, _) = network(&mcp, &[("book_table", json!({"day": "Friday"}))]);
+    assert_eq!(net.invoke().await.unwrap().text(), "done");
+    assert_eq!(
+        tool_results(&net),
+        [(
+            ToolStatus::Ok,
+            r#"{"action": "decline", "declared": false}"#.to_string()
+        )]
+    );
+    mcp.disconnect().await;
+    let _ = child.kill().await;
+}
+
+/// The call's timeout does not count the time the person takes: a form
+/// answered after longer than the timeout still reaches the tool.
+#[needs(python_mcp)]
+#[tokio::test]
+async fn the_time_a_person_takes_does_not_count_against_the_call_timeout() {
+    let (mut child, url) = sdk_server().await;
+    let server = McpServerConfig::http(url).with_timeout(3.0);
+    let (mcp, asks) = McpTools::new(config([("sdk", server)])).with_elicitation();
+    let person = person(
+        asks,
+        vec![Person::Accept(json!({"name": "Bo"}))],
+        Duration::from_secs(5),
+    );
+    let (net, _) = network(&mcp, &[("book_table", json!({"day": "Monday"}))]);
+    assert_eq!(net.invoke().await.unwrap().text(), "done");
+    assert_eq!(
+        tool_results(&net),
+        [(
+            ToolStatus::Ok,
+            r#"{"action": "accept", "content": {"name": "Bo", "party": 2, "room": "inside", "vegetarian": false}, "declared": true}"#.to_string()
+        )]
+    );
+    person.await.unwrap();
     mcp.disconnect().await;
     let _ = child.kill().await;
 }

@@ -6,12 +6,21 @@ Tools:
 - `interrupted`: sends a progress message, closes its SSE stream on purpose
   (SEP-1699: the client is to reconnect after `retry` with `Last-Event-ID`),
   then answers; the event store keeps what was sent meanwhile.
+- `book_table`: asks the person for a booking (`elicitation/create`, a
+  form with a required text, an integer and an enum with defaults, a
+  boolean) and answers with what it got, as JSON: whether the client
+  declared the elicitation capability, the action, the content. With a
+  LOG file, each such answer is also appended to it as a JSON line.
 
-Usage: python3 sdk_server.py PORT
+Usage: python3 sdk_server.py PORT [LOG]
 """
 import asyncio
 import itertools
+import json
 import sys
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
@@ -63,6 +72,29 @@ async def interrupted(text: str, ctx: Context) -> str:
         if events.replays > before:
             break
     return f"resumed: {text} ({events.replays - before} reconnections)"
+
+
+class Booking(BaseModel):
+    name: str = Field(title="Name", description="who the table is for")
+    party: int = Field(default=2, title="Party", description="how many people", ge=1, le=12)
+    room: Literal["inside", "terrace"] = Field(default="inside", title="Room")
+    vegetarian: bool = Field(default=False, title="Vegetarian")
+
+
+@server.tool()
+async def book_table(day: str, ctx: Context) -> str:
+    """Books a table on DAY after asking the person for the details."""
+    capabilities = ctx.session.client_capabilities
+    declared = capabilities is not None and capabilities.elicitation is not None
+    result = await ctx.elicit(f"Book a table for {day}?", Booking)
+    got = {"declared": declared, "action": result.action}
+    if result.action == "accept":
+        got["content"] = result.data.model_dump()
+    line = json.dumps(got, sort_keys=True)
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "a") as log:
+            log.write(line + "\n")
+    return line
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 //! `lc-agent exec` as scripts and CI run it: the real binary, a scripted
 //! model (offline), no terminal, nothing asked. The `--json` stream is
 //! snapshotted (ids and token counts masked) and read by an independent
-//! JSON-lines reader in Python.
+//! JSON-lines reader in Python. `real_llama_*` runs `--output-schema`
+//! against the real local model (llama-cpp-python serving SmolLM2).
 
 use std::path::Path;
 use std::process::Output;
@@ -643,5 +644,51 @@ fn fetch_url_is_offered_only_with_the_flag_and_reads_the_page_as_markdown() {
             .unwrap()
             .contains("Unknown tool `fetch_url`"),
         "{items:?}"
+    );
+}
+
+/// `exec --output-schema` on the real local model (llama-cpp-python
+/// serving SmolLM2, its 2,048-token window): stdout is one JSON value
+/// valid against the schema, checked here by hand, not by the checker
+/// under test. Asserts the shape, never the model's facts.
+///
+/// Ignored: it fails today. llama-cpp-python refuses `response_format`
+/// with a schema (HTTP 500), the forced-tool request then streams
+/// nothing, and its unstreamed retry gets HTTP 500 with an empty message,
+/// so exec exits with "the model never answered". Run it with
+/// `--ignored` once that path is fixed.
+#[needs(llama)]
+#[test]
+#[ignore = "fails: the forced-tool --output-schema request gets HTTP 500 from llama-cpp-python"]
+fn real_llama_exec_output_schema_prints_json_that_fits() {
+    let server = lc_agent_test_support::LlamaServer::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema_file(dir.path());
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir.path()));
+    command
+        .args([
+            "exec",
+            "How many people live in Lyon? Give the city and the number.",
+            "--output-schema",
+            &schema,
+            "--sessions",
+        ])
+        .arg(dir.path().join("sessions"))
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("LC_AGENT_HOME", dir.path().join("home"));
+    let out = common::with_stdin(&mut command, "");
+    assert!(out.status.success(), "{}\n{}", stderr(&out), server.log());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let answer: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {stdout:?}"));
+    let object = answer.as_object().unwrap_or_else(|| panic!("{answer}"));
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["city", "people"], "{answer}");
+    assert!(answer["city"].is_string(), "{answer}");
+    assert!(
+        answer["people"].is_u64(),
+        "a whole number, at least 0: {answer}"
     );
 }

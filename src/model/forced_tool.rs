@@ -16,6 +16,19 @@ use crate::tool::ToolSpec;
 /// so the model can still call the others first). Unchanged without a
 /// schema.
 pub(crate) fn as_forced_tool(request: &ChatRequest) -> Cow<'_, ChatRequest> {
+    forced(request, false)
+}
+
+/// [`as_forced_tool`], the schema's tool forced by name even beside other
+/// tools: for a server that takes no `tool_choice: required`
+/// (llama-cpp-python's function-calling format takes `auto`, `none` or a
+/// named tool only), so the model answers at once instead of calling the
+/// other tools first.
+pub(crate) fn as_forced_tool_by_name(request: &ChatRequest) -> Cow<'_, ChatRequest> {
+    forced(request, true)
+}
+
+fn forced(request: &ChatRequest, by_name: bool) -> Cow<'_, ChatRequest> {
     let Some(schema) = &request.output_schema else {
         return Cow::Borrowed(request);
     };
@@ -25,7 +38,7 @@ pub(crate) fn as_forced_tool(request: &ChatRequest) -> Cow<'_, ChatRequest> {
         description: "Give your final answer: call this with it as the arguments.".to_string(),
         parameters: schema.tool_parameters(),
     });
-    forced.tool_choice = Some(if request.tools.is_empty() {
+    forced.tool_choice = Some(if by_name || request.tools.is_empty() {
         ToolChoice::Tool(schema.name().to_string())
     } else {
         ToolChoice::Required

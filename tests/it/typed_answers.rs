@@ -257,3 +257,63 @@ async fn anthropic_forces_a_tool_whose_input_is_the_answer() {
     assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "city"}));
     assert_eq!(body["tools"][0]["input_schema"], *city_schema().schema());
 }
+
+/// llama-cpp-python's function-calling format takes `tool_choice` `auto`,
+/// `none` or a named tool, and fails `required` with a bare 500: an
+/// output schema asked beside other tools then forces its own tool by
+/// name, at once on the next requests.
+#[tokio::test]
+async fn a_server_that_fails_tool_choice_required_gets_the_schema_tool_by_name() {
+    let bare_500 =
+        r#"{"error":{"message":"","type":"internal_server_error","param":null,"code":null}}"#;
+    let server = MockServer::start(
+        "/v1",
+        "/chat/completions",
+        vec![
+            Reply::raw(500, r#"{"error":{"message":"1 validation error: response_format.type: Input should be 'text' or 'json_object'"}}"#),
+            Reply::raw(500, bare_500),
+            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"B\", \"people\": 2}"}}
+            ]}))),
+            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_2", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"C\", \"people\": 3}"}}
+            ]}))),
+        ],
+    )
+    .await;
+    let model = OpenAiChatModel::builder()
+        .model("m")
+        .base_url(&server.base_url)
+        .api_key("k")
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let with_a_tool = |text: &str| {
+        let mut request = with_schema(text);
+        request.tools.push(lc_agent::ToolSpec {
+            name: "lookup".into(),
+            description: "Looks a city up.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        });
+        request
+    };
+    let answer = model.complete(&with_a_tool("b")).await.unwrap();
+    assert_eq!(answer.content, "{\"name\": \"B\", \"people\": 2}");
+    assert!(answer.tool_calls.is_empty());
+    assert_eq!(server.body(1)["tool_choice"], json!("required"));
+    let named = json!({"type": "function", "function": {"name": "city"}});
+    let body = server.body(2);
+    assert_eq!(body["tool_choice"], named);
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["lookup", "city"]);
+    // Remembered for the next request, streamed: by name at once.
+    let answer = model.stream(&with_a_tool("c"), &mut |_| {}).await.unwrap();
+    assert_eq!(answer.content, "{\"name\": \"C\", \"people\": 3}");
+    assert_eq!(server.requests(), 4);
+    assert_eq!(server.body(3)["tool_choice"], named);
+}

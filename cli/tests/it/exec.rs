@@ -650,16 +650,12 @@ fn fetch_url_is_offered_only_with_the_flag_and_reads_the_page_as_markdown() {
 /// `exec --output-schema` on the real local model (llama-cpp-python
 /// serving SmolLM2, its 2,048-token window): stdout is one JSON value
 /// valid against the schema, checked here by hand, not by the checker
-/// under test. Asserts the shape, never the model's facts.
-///
-/// Ignored: it fails today. llama-cpp-python refuses `response_format`
-/// with a schema (HTTP 500), the forced-tool request then streams
-/// nothing, and its unstreamed retry gets HTTP 500 with an empty message,
-/// so exec exits with "the model never answered". Run it with
-/// `--ignored` once that path is fixed.
+/// under test. Asserts the shape, never the model's facts. The server
+/// refuses `response_format` with a schema and fails `tool_choice:
+/// required` with a bare 500, so this goes through both fallbacks: the
+/// schema as a tool, forced by name.
 #[needs(llama)]
 #[test]
-#[ignore = "fails: the forced-tool --output-schema request gets HTTP 500 from llama-cpp-python"]
 fn real_llama_exec_output_schema_prints_json_that_fits() {
     let server = lc_agent_test_support::LlamaServer::shared();
     let dir = tempfile::tempdir().unwrap();

@@ -188,6 +188,9 @@ struct Learned {
     /// The server refused `response_format` with a JSON Schema: output
     /// schemas go as a forced tool.
     schema_as_tool: AtomicBool,
+    /// The server failed `tool_choice: required`: an output schema's tool
+    /// is forced by name, even beside other tools.
+    schema_tool_by_name: AtomicBool,
 }
 
 impl fmt::Debug for OpenAiChatModel {
@@ -491,8 +494,39 @@ impl OpenAiChatModel {
         request: &ChatRequest,
         send: &mut Sending<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let forced = crate::model::forced_tool::as_forced_tool(request);
-        let mut answer = self.send_once(&forced, send).await?;
+        let by_name = self.learned.schema_tool_by_name.load(Ordering::Relaxed);
+        let forced = if by_name {
+            crate::model::forced_tool::as_forced_tool_by_name(request)
+        } else {
+            crate::model::forced_tool::as_forced_tool(request)
+        };
+        let mut answer = match self.send_once(&forced, send).await {
+            Err(error)
+                if !by_name
+                    && forced.tool_choice == Some(ToolChoice::Required)
+                    && refused_required(&error) =>
+            {
+                tracing::warn!(
+                    model = %self.model,
+                    error = %error,
+                    "the server failed tool_choice: required; forcing the output schema's \
+                     tool by name from now on (the model answers without calling other \
+                     tools first)"
+                );
+                self.learned
+                    .schema_tool_by_name
+                    .store(true, Ordering::Relaxed);
+                let named = crate::model::forced_tool::as_forced_tool_by_name(request);
+                let mut answer = self.send_once(&named, send).await?;
+                if crate::model::forced_tool::answer_from_forced_tool(&named, &mut answer)
+                    && let Sending::Streamed(on_delta) = send
+                {
+                    on_delta(super::StreamDelta::Text(answer.content.clone()));
+                }
+                return Ok(answer);
+            }
+            other => other?,
+        };
         if crate::model::forced_tool::answer_from_forced_tool(&forced, &mut answer)
             && let Sending::Streamed(on_delta) = send
         {
@@ -554,6 +588,28 @@ impl ChatModel for OpenAiChatModel {
 
     async fn context_window(&self) -> Option<usize> {
         self.window().await
+    }
+}
+
+/// Whether `error` is a server failing `tool_choice: required`: a 4xx or
+/// 500 naming the tool choice, or a bare 500 with no word of why
+/// (llama-cpp-python's function-calling format asserts on it), also when
+/// it came as the unstreamed retry of an empty stream.
+fn refused_required(error: &ModelError) -> bool {
+    match error {
+        ModelError::Http { status, body } => {
+            let lower = body.to_ascii_lowercase();
+            let names_it = lower.contains("tool_choice") || lower.contains("required");
+            let says_nothing = body.trim().is_empty() || lower.contains("\"message\":\"\"");
+            ((400..=500).contains(status) && names_it) || (*status == 500 && says_nothing)
+        }
+        ModelError::InvalidResponse {
+            source: Some(source),
+            ..
+        } => source
+            .downcast_ref::<ModelError>()
+            .is_some_and(refused_required),
+        _ => false,
     }
 }
 

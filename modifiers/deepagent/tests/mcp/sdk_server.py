@@ -40,7 +40,6 @@ class MemoryEventStore(EventStore):
         return event_id
 
     async def replay_events_after(self, last_event_id, send_callback):
-        self.replays += 1
         stream = None
         for event_id, stream_id, _ in self.events:
             if event_id == last_event_id:
@@ -53,6 +52,10 @@ class MemoryEventStore(EventStore):
                 await send_callback(EventMessage(message, event_id))
             if event_id == last_event_id:
                 after = True
+        # Counted once the replay is sent: a tool waiting for the
+        # reconnection answers only after it, so its answer is not stored
+        # while the replay's snapshot of the events is being sent.
+        self.replays += 1
         return stream
 
 
@@ -70,6 +73,9 @@ async def interrupted(text: str, ctx: Context) -> str:
     for _ in range(100):
         await asyncio.sleep(0.05)
         if events.replays > before:
+            # The SDK listens on the resumed stream once the replay has
+            # returned: give it a moment before answering on it.
+            await asyncio.sleep(0.3)
             break
     return f"resumed: {text} ({events.replays - before} reconnections)"
 

@@ -495,7 +495,7 @@ impl OpenAiChatModel {
         send: &mut Sending<'_>,
     ) -> Result<ChatResponse, ModelError> {
         let by_name = self.learned.schema_tool_by_name.load(Ordering::Relaxed);
-        let forced = if by_name {
+        let mut forced = if by_name {
             crate::model::forced_tool::as_forced_tool_by_name(request)
         } else {
             crate::model::forced_tool::as_forced_tool(request)
@@ -516,14 +516,8 @@ impl OpenAiChatModel {
                 self.learned
                     .schema_tool_by_name
                     .store(true, Ordering::Relaxed);
-                let named = crate::model::forced_tool::as_forced_tool_by_name(request);
-                let mut answer = self.send_once(&named, send).await?;
-                if crate::model::forced_tool::answer_from_forced_tool(&named, &mut answer)
-                    && let Sending::Streamed(on_delta) = send
-                {
-                    on_delta(super::StreamDelta::Text(answer.content.clone()));
-                }
-                return Ok(answer);
+                forced = crate::model::forced_tool::as_forced_tool_by_name(request);
+                self.send_once(&forced, send).await?
             }
             other => other?,
         };

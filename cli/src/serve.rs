@@ -35,8 +35,12 @@
 //! the next says the agents run lean.
 //! Ctrl-C or SIGTERM stops accepting, lets runs finish for a grace period
 //! and saves the sessions still running. `--mcp` (and the blueprint's
-//! `mcp_servers`) connects MCP servers once, at start: every session's
-//! agent gets their tools, and `/v1/tools` lists them. With tokens,
+//! `mcp_servers`) connects MCP servers once, at start, which names their
+//! tools (`/v1/tools` lists them); a session's run then gets connections
+//! of its own (closed after 10 idle minutes), so a server's request for
+//! input (`elicitation/create`) reaches that session's person: an
+//! `input_requested` event, answered on the page or with
+//! `POST /api/sessions/{id}/input/{input}`. With tokens,
 //! `--root DIR` gives each user `DIR/<user>`; the server's workspace wins
 //! over one stored in a session's blueprint.
 //!
@@ -58,7 +62,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use lc_agent_deepagent::mcp::McpConfig;
+use lc_agent_deepagent::mcp::{McpConfig, McpSessions};
 use lc_agent_deepagent::AgentSpec;
 use lc_agent_server::{check_bind, serve, AppState, RunSettings, ServerConfig, Tokens};
 use lc_agent_server::{init_logging, LogFormat, LoggingError};
@@ -312,12 +316,18 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
         );
     }
     let mut config = config(&args, spec)?;
-    // No person answers a service's MCP servers' requests for input.
+    // Each session gets connections of its own, so a server's request for
+    // input reaches the person of the session that asked (the page, the API).
     let (mcp, _) = connect(mcp_config, false).await?;
-    if let Some(tools) = &mcp {
+    let mcp = mcp.map(McpSessions::from_tools);
+    if let Some((tools, _)) = &mcp {
         config = config.modifier_shared(Arc::new(tools.clone()));
     }
     let state = AppState::new(config).map_err(|e| CliError::usage(e.to_string()))?;
+    let mcp = mcp.map(|(tools, asks)| {
+        state.ask_people(asks);
+        tools
+    });
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| CliError::failed(format!("cannot listen on {}: {e}", args.addr)))?;

@@ -34,7 +34,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::access::{self, SESSION_HEADER};
 use crate::error::{self, ApiError};
 use crate::guard::{self, Guard};
-use crate::handlers::{branches, metrics, openai, runs, sessions, tools, usage, web};
+use crate::handlers::{branches, input, metrics, openai, runs, sessions, tools, usage, web};
 use crate::state::AppState;
 
 /// The server's routes over `state` (the `Host` check knows only the
@@ -79,6 +79,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/diff/:other", get(branches::diff))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))
+        .route("/api/sessions/:id/input/:input", post(input::answer))
         .route(
             "/api/sessions/:id/runs",
             get(runs::of_session).post(runs::create),

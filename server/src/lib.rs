@@ -110,8 +110,9 @@ pub use config::{ConfigError, RunSettings, ServerConfig, Tokens, ANONYMOUS_USER}
 pub use error::{ApiError, BoxError, RunFailure};
 pub use logging::{init_logging, LogFormat, LoggingError};
 pub use runs::{
-    open_store, Delivery, NodeInfo, NumberedEvent, Outcome, PendingCall, RedisRuns, Run, RunDone,
-    RunError, RunErrorEvent, RunEvent, RunResult, RunStatus, RunStore, Runs,
+    open_store, Delivery, InputRequest, NodeInfo, NumberedEvent, Outcome, PendingCall,
+    PendingInput, RedisRuns, Run, RunDone, RunError, RunErrorEvent, RunEvent, RunResult, RunStatus,
+    RunStore, Runs,
 };
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

@@ -10,6 +10,8 @@
 use std::sync::Arc;
 
 use lc_agent::ListError;
+use lc_agent_deepagent::mcp::Elicitation;
+use tokio::sync::mpsc;
 
 use crate::config::ServerConfig;
 use crate::hub::SessionHub;
@@ -51,6 +53,20 @@ impl AppState {
         // Runs are taken from the queue as soon as there is a runtime.
         runs.start();
         Ok(Arc::new(Self { config, hub, runs }))
+    }
+
+    /// Holds the MCP servers' requests for input (tagged with their
+    /// session: `lc_agent_deepagent::mcp::McpSessions`) for the people of
+    /// the sessions whose runs asked: `input_requested` in the run's
+    /// events, answered with `POST /api/sessions/{id}/input/{input}`
+    /// (`runs/input.rs`). Needs a tokio runtime.
+    pub fn ask_people(&self, mut requests: mpsc::Receiver<Elicitation>) {
+        let runs = self.runs.clone();
+        tokio::spawn(async move {
+            while let Some(request) = requests.recv().await {
+                runs.ask(request);
+            }
+        });
     }
 
     /// Starts taking queued runs (done by [`AppState::new`] inside a tokio

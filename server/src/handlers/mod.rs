@@ -10,6 +10,7 @@
 //!               messages, approvals, continue a cut-off answer, stop a run
 //!  branches.rs  /api/sessions/{id}/fork, /rewind, /diff/{other}: time travel
 //!  runs.rs      /api/sessions/{id}/runs, /api/runs/{id}[/cancel|/events]
+//!  input.rs     /api/sessions/{id}/input/{input}: answers an MCP server's request for input
 //!  tools.rs     /v1/tools, /v1/tools/execute
 //!  usage.rs     /api/usage (a user, a time range)
 //!  metrics.rs   /metrics (the recorder's Prometheus text)
@@ -24,6 +25,7 @@
 
 pub(crate) mod branches;
 mod graph;
+pub(crate) mod input;
 pub(crate) mod metrics;
 pub(crate) mod openai;
 mod parts;

@@ -21,6 +21,8 @@
 //!                                       `parts[j]`), kept in the session exactly
 //!  POST   /api/sessions/{id}/approvals  {decisions: [{node_id, decision, arguments?, message?}]} ─▶ SSE
 //!  POST   /api/sessions/{id}/continue   asks a cut-off answer to go on  ─▶ SSE (400 when none is cut off)
+//!  POST   /api/sessions/{id}/input/{input} {action, content?}  answers an MCP server's request
+//!                                       for input (handlers/input.rs); `pending_input` lists those open
 //!  POST   /api/sessions/{id}/stop       cancels the session's run, on any server (202; 409 when none)
 //! ```
 //!
@@ -356,9 +358,8 @@ pub(crate) async fn show(
         // Only the user's own list is asked: another user's session is
         // never found here (the full path below says 403 or 404).
         if list.stored_revision(id).await? == Some(since) {
-            return Ok(Json(
-                json!({"id": id, "revision": since, "unchanged": true}),
-            ));
+            return Ok(Json(json!({"id": id, "revision": since, "unchanged": true,
+                       "pending_input": state.runs.pending_input(&user, id)})));
         }
     }
     let net = state.hub.load(&user, &list, id).await?;
@@ -376,6 +377,7 @@ pub(crate) async fn show(
         wanted = shown["files"].get(path).cloned();
     }
     bound_view(&mut shown, &query, wanted.as_ref());
+    shown["pending_input"] = json!(state.runs.pending_input(&user, id));
     Ok(Json(shown))
 }
 

@@ -21,6 +21,8 @@
 //!  HookRan                          ─▶ hook               {event, command, outcome, message[, node_id]}
 //!  InvokeStarted / InvokeFinished   ─▶ run_started {[warning]} / run_finished
 //!                                      {outcome, duration_ms[, error | held][, usage]}
+//!  an MCP server's elicitation/create ─▶ input_requested {id, server, message, requested_schema}
+//!  its answer (POST .../input/{id})   ─▶ input_answered {id, action}
 //!  (after the run)                  ─▶ stopped {removed}, approval_needed {pending},
 //!                                      then done {answer, revision, stopped, pending_approvals,
 //!                                      run, status[, usage][, cut_off]} or error {message, status[, revision],
@@ -175,10 +177,37 @@ pub enum RunEvent {
         /// The calls.
         pending: Vec<PendingCall>,
     },
+    /// An MCP server asks the person for input in the middle of a tool
+    /// call; the call waits for `POST /api/sessions/{session}/input/{id}`.
+    InputRequested(InputRequest),
+    /// A request for input was answered (`action`: `accept`, `decline`
+    /// or `cancel`). One the run's end left unanswered is declined, with
+    /// no event.
+    InputAnswered {
+        /// The request.
+        id: Uuid,
+        /// The answer's action.
+        action: String,
+    },
     /// The run ended (done, waiting or cancelled).
     Done(RunDone),
     /// The run failed.
     Error(RunErrorEvent),
+}
+
+/// `input_requested`: an MCP server's request for input (its
+/// `elicitation/create`, form mode), as the person is to see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The request, as the answer names it.
+    pub id: Uuid,
+    /// The MCP server that asks (its name in the configuration).
+    pub server: String,
+    /// What it says.
+    pub message: String,
+    /// The form: a JSON Schema object of flat properties (strings,
+    /// numbers, booleans, enums), as the server sent it.
+    pub requested_schema: Value,
 }
 
 /// A node an event is about (`kind` and `name` when the graph has it).
@@ -394,6 +423,8 @@ impl RunEvent {
             RunEvent::HandedBack { .. } => "handed_back",
             RunEvent::Stopped { .. } => "stopped",
             RunEvent::ApprovalNeeded { .. } => "approval_needed",
+            RunEvent::InputRequested(_) => "input_requested",
+            RunEvent::InputAnswered { .. } => "input_answered",
             RunEvent::Done(_) => "done",
             RunEvent::Error(_) => "error",
         }

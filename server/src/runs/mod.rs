@@ -21,6 +21,7 @@
 //!
 //! ```text
 //! event.rs    RunEvent: the one protocol of what a run emits; NumberedEvent (seq + event)
+//! input.rs    MCP servers' requests for input, held for the person while the call waits
 //! pending.rs  PendingCall: a tool call waiting for a decision
 //! record.rs   Run, RunStatus
 //! store.rs    RunStore (records, events, queue), RunError, Delivery
@@ -51,6 +52,7 @@
 
 mod dispatch;
 mod event;
+mod input;
 mod local;
 mod pending;
 mod record;
@@ -66,7 +68,9 @@ use std::time::Duration;
 
 use lc_agent::ListConfig;
 
-pub use event::{NodeInfo, NumberedEvent, Outcome, RunDone, RunErrorEvent, RunEvent};
+pub use event::{InputRequest, NodeInfo, NumberedEvent, Outcome, RunDone, RunErrorEvent, RunEvent};
+pub use input::PendingInput;
+pub(crate) use input::{read_answer, AnswerRefused};
 pub(crate) use local::LocalRuns;
 pub use pending::PendingCall;
 pub use record::{Run, RunStatus};

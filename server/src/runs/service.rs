@@ -31,6 +31,8 @@ pub struct Runs {
     /// This server's name in the queue's consumer group.
     pub(crate) consumer: String,
     pub(crate) local: Mutex<HashMap<Uuid, Local>>,
+    /// MCP servers' requests for input held here (`input.rs`).
+    pub(crate) inputs: Mutex<super::input::InputDesk>,
     wakers: Mutex<HashMap<Uuid, Arc<Notify>>>,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) started: AtomicBool,
@@ -71,6 +73,7 @@ impl Runs {
             settings,
             consumer,
             local: Mutex::new(HashMap::new()),
+            inputs: Mutex::default(),
             wakers: Mutex::new(HashMap::new()),
             started: AtomicBool::new(false),
             draining: AtomicBool::new(false),

@@ -371,6 +371,20 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             let _ = tx.send(Out::Network(e.clone()));
         });
     }
+    // The MCP servers' requests for input of the session's calls: into
+    // this run's events, until the invoke is over (input.rs).
+    {
+        let tx = publisher.tx.clone();
+        state.open_desk(
+            run.session,
+            run.id,
+            &run.user,
+            run.ephemeral,
+            Arc::new(move |event| {
+                let _ = tx.send(Out::Event(event));
+            }),
+        );
+    }
     net.set_streaming(true);
     // Where the run starts: the nodes added from here on are the run's,
     // and so are the pending ones (a call held for approval runs in this
@@ -400,6 +414,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             }
         } => Ending::HandedBack,
     };
+    state.close_desk(run.session, run.id);
     let used = net.usage().since(&usage_before);
     run.usage.merge(&used);
     let stopped =

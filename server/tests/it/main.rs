@@ -13,6 +13,7 @@ mod events;
 mod hardening;
 mod hooks;
 mod images;
+mod mcp_input;
 mod modes;
 mod openai_retries;
 mod openai_truth;

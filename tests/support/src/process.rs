@@ -84,3 +84,14 @@ pub fn wait_until_ok(
     }
     panic!("{what} did not start in {seconds} s:\n{}", log_tail(log));
 }
+
+/// A child process killed (and reaped) when the handle is dropped.
+#[derive(Debug)]
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -49,3 +49,34 @@ pub fn run_json<S: AsRef<std::ffi::OsStr>>(script: &Path, args: &[S]) -> Value {
         )
     })
 }
+
+/// The MCP server on the official Python SDK that the MCP client tests
+/// talk to (`modifiers/deepagent/tests/mcp/sdk_server.py`: `interrupted`,
+/// `book_table` asking for input), over streamable HTTP on a free loopback
+/// port, ready; `log`: where it appends each `book_table` answer as a JSON
+/// line. The child dies with its handle. Returns it and the `/mcp` URL.
+pub fn mcp_sdk_server(log: Option<&Path>) -> (crate::process::KillOnDrop, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../modifiers/deepagent/tests/mcp/sdk_server.py");
+    let port = crate::free_port();
+    let mut command = Command::new("python3");
+    command.arg(&script).arg(port.to_string());
+    if let Some(log) = log {
+        command.arg(log);
+    }
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3 does not start: {e}"));
+    let child = crate::process::KillOnDrop(child);
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the MCP SDK server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}

@@ -13,6 +13,7 @@
 //! ```
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -120,6 +121,8 @@ struct Handler {
     /// Where the server's requests for input go (none: nobody can answer;
     /// the capability is not declared and a request is declined).
     elicit: Option<mpsc::Sender<Elicitation>>,
+    /// The session the connection belongs to, if one.
+    session: Option<String>,
     asking: Arc<Mutex<AskClock>>,
 }
 
@@ -170,6 +173,7 @@ impl ClientHandler for Handler {
                 None,
             )
         })?;
+        let request = request.for_session(self.session.clone());
         let _asking = Asking::start(&self.asking);
         if sender.send(request).await.is_err() {
             return declined;
@@ -223,8 +227,12 @@ pub(crate) struct ServerConnection {
     tokens: TokenFile,
     /// Where the server's requests for input go (none: declined).
     elicit: Mutex<Option<mpsc::Sender<Elicitation>>>,
+    /// The session the connection belongs to (its requests for input say so).
+    session: Mutex<Option<String>>,
     /// The time they waited for a person.
     asking: Arc<Mutex<AskClock>>,
+    /// Calls under way.
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -246,7 +254,9 @@ impl ServerConnection {
             tools: Arc::new(RwLock::new(Arc::from(Vec::new()))),
             tokens: TokenFile::at(TokenFile::default_path()),
             elicit: Mutex::new(None),
+            session: Mutex::new(None),
             asking: Arc::default(),
+            in_flight: Arc::default(),
         }
     }
 
@@ -255,6 +265,26 @@ impl ServerConnection {
     /// handshake).
     pub(crate) fn set_elicitation(&self, sender: mpsc::Sender<Elicitation>) {
         *self.elicit.lock() = Some(sender);
+    }
+
+    /// The same server, a connection of its own (not connected yet).
+    pub(crate) fn sibling(&self) -> Self {
+        let own = Self::new(self.name.to_string(), self.config.clone());
+        Self {
+            tokens: self.tokens.clone(),
+            ..own
+        }
+    }
+
+    /// Tags the server's requests for input with `session` (the network
+    /// the connection serves alone).
+    pub(crate) fn set_session(&self, session: String) {
+        *self.session.lock() = Some(session);
+    }
+
+    /// Whether a call is under way (a request for input waits inside one).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) > 0
     }
 
     /// The server's name in the configuration.
@@ -328,6 +358,7 @@ impl ServerConnection {
             server: self.name.clone(),
             tools: self.tools.clone(),
             elicit: self.elicit.lock().clone(),
+            session: self.session.lock().clone(),
             asking: self.asking.clone(),
         };
         let server = self.name.to_string();
@@ -449,6 +480,7 @@ impl ServerConnection {
 
     /// Calls `tool` with `args`; the result's JSON, or why there is none.
     pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<Value, CallFailure> {
+        let _busy = Busy::start(&self.in_flight);
         let live = self.live().await.map_err(CallFailure::Connect)?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
@@ -509,6 +541,22 @@ impl ServerConnection {
                 }
             }
         }
+    }
+}
+
+/// A call under way, counted while it lives.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn start(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -28,7 +28,9 @@ use tokio::sync::oneshot;
 pub struct Elicitation {
     server: String,
     message: String,
+    schema: Value,
     fields: Vec<ElicitationField>,
+    session: Option<String>,
     reply: oneshot::Sender<ElicitationAnswer>,
 }
 
@@ -83,7 +85,18 @@ pub struct ElicitationField {
 impl Elicitation {
     /// The request of `server` with `message` and the requested `schema`;
     /// why the schema is not the spec's flat form, if it is not.
-    pub(crate) fn new(
+    ///
+    /// ```
+    /// use lc_agent_deepagent::mcp::{Elicitation, ElicitationAnswer};
+    /// use serde_json::json;
+    ///
+    /// let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+    /// let (asked, mut answer) = Elicitation::new("booking", "Your name?".into(), &schema).unwrap();
+    /// assert!(asked.check(json!({}).as_object().unwrap()).is_err());
+    /// asked.answer(ElicitationAnswer::Decline);
+    /// assert_eq!(answer.try_recv().unwrap(), ElicitationAnswer::Decline);
+    /// ```
+    pub fn new(
         server: &str,
         message: String,
         schema: &Value,
@@ -94,11 +107,32 @@ impl Elicitation {
             Self {
                 server: server.to_string(),
                 message,
+                schema: schema.clone(),
                 fields,
+                session: None,
                 reply,
             },
             answer,
         ))
+    }
+
+    /// The request, asked on behalf of `session` (the id of the network
+    /// whose tool call the server was answering).
+    pub fn for_session(mut self, session: Option<String>) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// The session whose tool call asked, when the connection belongs to
+    /// one (`McpSessions`, the `mcp` feature).
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The form as the server sent it (`requestedSchema`): what a client
+    /// that draws forms from JSON Schema gets.
+    pub fn requested_schema(&self) -> &Value {
+        &self.schema
     }
 
     /// The server that asks (its name in the configuration).

@@ -24,8 +24,11 @@
 //! ([`FileToolServer`]), `resources.rs` (the workspace files as its
 //! resources, subscriptions, its log messages), `oauth.rs` (OAuth for
 //! remote servers: [`McpLogin`], the authorized HTTP client), `tokens.rs`
-//! (the token file, `$LC_AGENT_HOME/mcp-tokens.json`), `elicitation.rs`
-//! ([`Elicitation`]: a server asking the person for input, the form checked),
+//! (the token file, `$LC_AGENT_HOME/mcp-tokens.json`), `sessions.rs`
+//! ([`McpSessions`]: a server's own connections per session, so a request
+//! for input reaches the session that asked), `elicitation.rs` (always
+//! built: [`Elicitation`], a server asking the person for input, the form
+//! checked),
 //! `error.rs` ([`McpError`]).
 
 mod config;
@@ -33,7 +36,6 @@ mod config;
 mod connection;
 #[cfg(feature = "mcp")]
 mod content;
-#[cfg(feature = "mcp")]
 mod elicitation;
 #[cfg(feature = "mcp")]
 mod error;
@@ -43,6 +45,8 @@ mod oauth;
 mod resources;
 #[cfg(feature = "mcp")]
 mod server;
+#[cfg(feature = "mcp")]
+mod sessions;
 #[cfg(feature = "mcp")]
 mod tokens;
 #[cfg(feature = "mcp")]
@@ -55,7 +59,6 @@ pub use config::{
 };
 #[cfg(feature = "mcp")]
 pub use content::describe_result;
-#[cfg(feature = "mcp")]
 pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationField, FieldKind};
 #[cfg(feature = "mcp")]
 pub use error::McpError;
@@ -63,6 +66,8 @@ pub use error::McpError;
 pub use oauth::McpLogin;
 #[cfg(feature = "mcp")]
 pub use server::{check_token, FileToolServer, MCP_HTTP_PATH, TOKEN_ENV};
+#[cfg(feature = "mcp")]
+pub use sessions::McpSessions;
 #[cfg(feature = "mcp")]
 pub use tool::McpTool;
 #[cfg(feature = "mcp")]

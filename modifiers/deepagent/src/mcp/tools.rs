@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{NetworkModifier, RunnableNetwork, Tool};
+use tokio::sync::mpsc;
 
 use super::config::McpConfig;
 use super::connection::ServerConnection;
@@ -74,8 +75,8 @@ impl McpTools {
     ///
     /// The reader must answer (or drop) each request: the tool call that
     /// asked waits for it, and its timeout does not count the wait.
-    pub fn with_elicitation(self) -> (Self, tokio::sync::mpsc::Receiver<Elicitation>) {
-        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+    pub fn with_elicitation(self) -> (Self, mpsc::Receiver<Elicitation>) {
+        let (sender, receiver) = mpsc::channel(4);
         for server in self.servers.iter() {
             server.set_elicitation(sender.clone());
         }
@@ -108,7 +109,49 @@ impl McpTools {
 
     /// Every server's tools, under the names the model sees.
     pub fn tool_list(&self) -> Vec<Arc<McpTool>> {
-        let lists: Vec<_> = self.servers.iter().map(|s| (s, s.tools())).collect();
+        self.tool_list_named_by(self)
+    }
+
+    /// The same servers' connections of another set (one session's), for
+    /// the session's own connections.
+    pub(crate) fn sibling(&self, session: &str, asks: Option<&mpsc::Sender<Elicitation>>) -> Self {
+        Self {
+            servers: self
+                .servers
+                .iter()
+                .map(|s| {
+                    let own = s.sibling();
+                    own.set_session(session.to_string());
+                    if let Some(asks) = asks {
+                        own.set_elicitation(asks.clone());
+                    }
+                    Arc::new(own)
+                })
+                .collect(),
+            reserved: self.reserved.clone(),
+        }
+    }
+
+    /// Whether a call of one of its servers is under way.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.servers.iter().any(|s| s.is_busy())
+    }
+
+    /// This set's tools, each server's list taken from `template`'s same
+    /// server until this one has listed its own (before it connects).
+    pub(crate) fn tool_list_named_by(&self, template: &McpTools) -> Vec<Arc<McpTool>> {
+        let lists: Vec<_> = self
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let own = s.tools();
+                match template.servers.get(i) {
+                    Some(t) if own.is_empty() => (s, t.tools()),
+                    _ => (s, own),
+                }
+            })
+            .collect();
         let mut count: HashMap<&str, usize> = HashMap::new();
         for (_, tools) in &lists {
             for tool in tools.iter() {

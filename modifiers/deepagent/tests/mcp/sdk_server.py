@@ -10,7 +10,9 @@ Tools:
   form with a required text, an integer and an enum with defaults, a
   boolean) and answers with what it got, as JSON: whether the client
   declared the elicitation capability, the action, the content. With a
-  LOG file, each such answer is also appended to it as a JSON line.
+  LOG file, each such answer is also appended to it as a JSON line, and
+  so is `{"cancelled": true, ...}` when the client cancels the call
+  while it asks.
 
 Usage: python3 sdk_server.py PORT [LOG]
 """
@@ -92,15 +94,23 @@ async def book_table(day: str, ctx: Context) -> str:
     """Books a table on DAY after asking the person for the details."""
     capabilities = ctx.session.client_capabilities
     declared = capabilities is not None and capabilities.elicitation is not None
-    result = await ctx.elicit(f"Book a table for {day}?", Booking)
+    try:
+        result = await ctx.elicit(f"Book a table for {day}?", Booking)
+    except asyncio.CancelledError:
+        log_line(json.dumps({"cancelled": True, "declared": declared}))
+        raise
     got = {"declared": declared, "action": result.action}
     if result.action == "accept":
         got["content"] = result.data.model_dump()
     line = json.dumps(got, sort_keys=True)
+    log_line(line)
+    return line
+
+
+def log_line(line):
     if len(sys.argv) > 2:
         with open(sys.argv[2], "a") as log:
             log.write(line + "\n")
-    return line
 
 
 if __name__ == "__main__":

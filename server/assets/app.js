@@ -640,6 +640,7 @@ function closeSession(notice) {
   showMode(null);
   $("messages").replaceChildren();
   renderApprovals([]);
+  renderInputRequests([]);
   renderTodos([]);
   renderFiles({});
   $("graph").replaceChildren();
@@ -662,6 +663,7 @@ async function refresh() {
     renderTodos(s.todos);
     renderFiles(s.files);
     renderApprovals(s.pending_approvals);
+    renderInputRequests(s.pending_input || []);
     await renderGraph($("graph"), s.graph, false);
     if (!$("graph-view").hidden) await renderGraph($("graph-full"), s.graph, true);
   } catch (e) {
@@ -973,6 +975,145 @@ function renderApprovals(pending) {
   }
 }
 
+// ------------------------------------------------------ requests for input
+// An MCP server asks for values in the middle of a tool call (its
+// `elicitation/create`): the run shows `input_requested` with a flat
+// JSON Schema form; the person sends, declines or cancels, and the call
+// goes on (`POST /api/sessions/{id}/input/{input}`).
+
+function renderInputRequests(open) {
+  const box = $("input-requests");
+  const shown = new Set([...box.querySelectorAll(".input-request")].map((d) => d.dataset.input));
+  const wanted = new Set(open.map((r) => r.id));
+  for (const d of box.querySelectorAll(".input-request")) if (!wanted.has(d.dataset.input)) d.remove();
+  for (const r of open) if (!shown.has(r.id)) box.append(inputCard(r));
+  const count = box.querySelectorAll(".input-request").length;
+  let head = box.querySelector("h3");
+  if (!head) { head = el("h3"); box.prepend(head); }
+  head.textContent = count === 1 ? "A tool asks you for input" : count + " tools ask you for input";
+  box.hidden = count === 0;
+}
+
+function addInputRequest(r) {
+  renderInputRequests([...openInputRequests().filter((x) => x.id !== r.id), r]);
+}
+
+function dropInputRequest(id) {
+  renderInputRequests(openInputRequests().filter((x) => x.id !== id));
+}
+
+function openInputRequests() {
+  return [...$("input-requests").querySelectorAll(".input-request")].map((d) => d.request);
+}
+
+// One form field of a flat schema property: [its element, a reader of its value].
+function inputField(name, prop, required) {
+  const label = el("label", "field");
+  label.append(el("span", "", (prop.title || name) + (required ? " *" : "")));
+  let input, read;
+  const choices = Array.isArray(prop.enum)
+    ? prop.enum.map((v, i) => [v, (prop.enumNames && prop.enumNames[i]) || v])
+    : Array.isArray(prop.oneOf) ? prop.oneOf.map((o) => [o.const, o.title || o.const]) : null;
+  const many = prop.type === "array" && prop.items
+    ? (Array.isArray(prop.items.enum) ? prop.items.enum.map((v) => [v, v])
+      : Array.isArray(prop.items.anyOf) ? prop.items.anyOf.map((o) => [o.const, o.title || o.const]) : null)
+    : null;
+  if (many) {
+    input = el("div", "choices");
+    const boxes = many.map(([value, title]) => {
+      const l = el("label"), c = el("input");
+      c.type = "checkbox"; c.value = value;
+      c.checked = Array.isArray(prop.default) && prop.default.includes(value);
+      l.append(c, " " + title);
+      input.append(l);
+      return c;
+    });
+    read = () => boxes.filter((c) => c.checked).map((c) => c.value);
+  } else if (choices) {
+    input = el("select");
+    if (!required || prop.default === undefined) {
+      const none = el("option", "", "—");
+      none.value = "";
+      input.append(none);
+    }
+    for (const [value, title] of choices) {
+      const o = el("option", "", title); o.value = value; input.append(o);
+    }
+    if (prop.default !== undefined) input.value = prop.default;
+    read = () => input.value === "" ? undefined : input.value;
+  } else if (prop.type === "boolean") {
+    input = el("input"); input.type = "checkbox";
+    input.checked = prop.default === true;
+    read = () => input.checked;
+  } else if (prop.type === "integer" || prop.type === "number") {
+    input = el("input"); input.type = "number";
+    input.step = prop.type === "integer" ? "1" : "any";
+    if (prop.minimum !== undefined) input.min = prop.minimum;
+    if (prop.maximum !== undefined) input.max = prop.maximum;
+    if (prop.default !== undefined) input.value = prop.default;
+    read = () => input.value === "" ? undefined : Number(input.value);
+  } else {
+    input = el("input");
+    input.type = { email: "email", uri: "url", date: "date" }[prop.format] || "text";
+    if (prop.minLength !== undefined) input.minLength = prop.minLength;
+    if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
+    if (prop.default !== undefined) input.value = prop.default;
+    read = () => input.value === "" ? undefined : input.value;
+  }
+  input.name = name;
+  input.required = Boolean(required) && prop.type !== "boolean" && !many;
+  label.append(input);
+  if (prop.description) label.append(el("small", "", prop.description));
+  return [label, read];
+}
+
+function inputCard(r) {
+  const div = el("form", "input-request");
+  div.dataset.input = r.id;
+  div.request = r;
+  div.append(el("div", "asker", "The MCP server " + r.server + " asks:"), el("p", "ask-message", r.message));
+  const schema = r.requested_schema || {};
+  const required = new Set(schema.required || []);
+  const readers = [];
+  for (const [name, prop] of Object.entries(schema.properties || {})) {
+    const [field, read] = inputField(name, prop || {}, required.has(name));
+    div.append(field);
+    readers.push([name, read]);
+  }
+  const error = el("p", "ask-error");
+  error.setAttribute("role", "alert");
+  error.hidden = true;
+  const send = async (action) => {
+    const body = { action };
+    if (action === "accept") {
+      body.content = {};
+      for (const [name, read] of readers) {
+        const v = read();
+        if (v !== undefined) body.content[name] = v;
+      }
+    }
+    for (const b of div.querySelectorAll("button")) b.disabled = true;
+    error.hidden = true;
+    try {
+      await api("POST", "/api/sessions/" + state.session + "/input/" + r.id, body);
+      dropInputRequest(r.id);
+    } catch (e) {
+      error.textContent = e.status === 400 || e.status === 404 ? e.raw : e.message;
+      error.hidden = false;
+      if (e.status === 404) setTimeout(() => dropInputRequest(r.id), 4000);
+    } finally {
+      for (const b of div.querySelectorAll("button")) b.disabled = false;
+    }
+  };
+  const row = el("div", "decisions");
+  const ok = button("Send", "primary", null);
+  ok.type = "submit";
+  row.append(ok, button("Decline", "", () => send("decline")), button("Cancel the call", "danger", () => send("cancel")));
+  div.append(row, error);
+  div.addEventListener("submit", (e) => { e.preventDefault(); send("accept"); });
+  return div;
+}
+
 async function decide(nodeId, decision, extra) {
   await run("/api/sessions/" + state.session + "/approvals", { decisions: [Object.assign({ node_id: nodeId, decision }, extra || {})] });
 }
@@ -1281,6 +1422,12 @@ async function run(path, body, seen) {
         box.append(el("div", "msg notice", "The model gave an empty answer (no text, no tool call); the run goes on."));
       } else if (name === "node_failed") {
         step("A step failed: " + data.error);
+      } else if (name === "input_requested") {
+        step("Waiting for your input");
+        addInputRequest(data);
+      } else if (name === "input_answered") {
+        dropInputRequest(data.id);
+        step("Thinking…");
       } else if (name === "approval_needed") {
         step("Waiting for your approval");
         renderApprovals(data.pending);

@@ -22,7 +22,9 @@
 //!   `image_url` part and shows in the conversation (after a reload too), a
 //!   tool's image (read_file on a PNG) shows under its line; a pasted one
 //!   is checked in the page (size, type), and a model that cannot read
-//!   images fails the run with an error the page shows.
+//!   images fails the run with an error the page shows;
+//! - an MCP server's request for input is a form on the page (defaults,
+//!   choices; a refused value says why), and its answer reaches the call.
 //!
 //! Screenshots go to `<target>/tmp/web-page-*.png`; the ignored test
 //! `screenshots` writes the ones in `docs/screenshots/` (see
@@ -1579,5 +1581,82 @@ async fn a_pasted_image_is_checked_and_a_model_that_cannot_read_images_says_so()
     )
     .await;
     p.screenshot("images-refused").await;
+    let _ = server.stop().await;
+}
+
+/// An MCP server (the official Python SDK's `ctx.elicit`) asks for a
+/// booking in the middle of `book_table`: the page shows its form (the
+/// defaults, the enum as a select, the checkbox), refuses values the form
+/// does not allow with the server's reason and keeps the card, then sends
+/// the person's values; the call goes on with them and the card goes.
+#[needs(chromium, python_mcp)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_request_for_input_is_a_form_on_the_page() {
+    use lc_agent_deepagent::mcp::{McpConfig, McpServerConfig, McpSessions};
+    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
+    let mut mcp_config = McpConfig::default();
+    mcp_config
+        .mcp_servers
+        .insert("booking".into(), McpServerConfig::http(url));
+    let (mcp, asks) = McpSessions::new(mcp_config);
+    assert!(mcp.connect().await.is_empty());
+    let model = scripted(vec![
+        call("b1", "book_table", json!({"day": "Friday"})),
+        Turn::text("Booked."),
+    ]);
+    let shared = mcp.clone();
+    let server =
+        start_with(|dir| config(model, dir).modifier_shared(std::sync::Arc::new(shared))).await;
+    server.state.ask_people(asks);
+    let p = Page::open(&server, WIDE).await;
+    p.new_session().await;
+    p.send("Book a table for Friday").await;
+    wait_text(&p.c, "#input-requests .input-request", "Book a table for Friday?").await;
+    wait_text(&p.c, "#input-requests .asker", "booking").await;
+    // The defaults are filled in; the enum is a select.
+    assert_eq!(
+        p.js("return document.querySelector('#input-requests [name=party]').value")
+            .await,
+        "2"
+    );
+    assert_eq!(
+        p.js("return document.querySelector('#input-requests select[name=room]').value")
+            .await,
+        "inside"
+    );
+    p.type_in("#input-requests [name=name]", "Ada").await;
+    // Over the form's maximum: the server says why, the card stays.
+    p.js("const f = document.querySelector('#input-requests [name=party]'); f.max = ''; f.value = '40'; return true")
+        .await;
+    p.click("#input-requests button[type=submit]").await;
+    wait_text(&p.c, "#input-requests .ask-error", "party").await;
+    p.js("document.querySelector('#input-requests [name=party]').value = '4'; \
+          document.querySelector('#input-requests select[name=room]').value = 'terrace'; \
+          document.querySelector('#input-requests [name=vegetarian]').checked = true; return true")
+        .await;
+    p.screenshot("input-request").await;
+    p.click("#input-requests button[type=submit]").await;
+    wait_text(&p.c, "#messages .msg.ai", "Booked.").await;
+    p.until(
+        "the card goes",
+        "document.getElementById('input-requests').hidden",
+    )
+    .await;
+    let id = open_id(&p).await;
+    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
+    let result = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str::<Value>(m["content"].as_str().unwrap()).unwrap())
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"action": "accept", "declared": true,
+               "content": {"name": "Ada", "party": 4, "room": "terrace", "vegetarian": true}})
+    );
+    assert_eq!(view["pending_input"], json!([]));
+    mcp.disconnect().await;
     let _ = server.stop().await;
 }

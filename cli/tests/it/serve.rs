@@ -302,3 +302,121 @@ fn a_small_window_is_said_once_at_start() {
     assert_eq!(notes.len(), 1, "{lines:?}");
     assert!(notes[0].contains("2048 tokens"), "{lines:?}");
 }
+
+/// `lc-agent serve --mcp FILE` with a server that asks for input during a
+/// call (the official Python SDK's `ctx.elicit`): the session's run holds
+/// the request (`pending_input`), the API's answer reaches the server, and
+/// the call goes on with the values.
+#[needs(python_mcp)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_asks_the_sessions_person_for_an_mcp_servers_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_sdk, url) = python::mcp_sdk_server(None);
+    let mcp_json = dir.path().join("mcp.json");
+    std::fs::write(
+        &mcp_json,
+        json!({"mcpServers": {"booking": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = serve(
+        dir.path(),
+        &json!([
+            {"tool_calls": [{"id": "b1", "name": "book_table", "arguments": {"day": "Friday"}}]},
+            {"content": "Booked."}
+        ]),
+        &[
+            "--sessions",
+            sessions.to_str().unwrap(),
+            "--mcp",
+            mcp_json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let base = server.url();
+    let http = reqwest::Client::new();
+    let session: Value = http
+        .post(format!("{base}/api/sessions"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = session["id"].as_str().unwrap().to_string();
+    let run: Value = http
+        .post(format!("{base}/api/sessions/{id}/runs"))
+        .json(&json!({"content": "Book a table.", "background": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = run["id"].as_str().unwrap().to_string();
+    let mut asked = Value::Null;
+    for _ in 0..300 {
+        let view: Value = http
+            .get(format!("{base}/api/sessions/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(first) = view["pending_input"].get(0) {
+            asked = first.clone();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(asked["server"], "booking", "no request for input came");
+    assert_eq!(asked["message"], "Book a table for Friday?");
+    let r = http
+        .post(format!(
+            "{base}/api/sessions/{id}/input/{}",
+            asked["id"].as_str().unwrap()
+        ))
+        .json(&json!({"action": "accept", "content": {"name": "Bo"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut status = Value::Null;
+    for _ in 0..300 {
+        let record: Value = http
+            .get(format!("{base}/api/runs/{run}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        status = record["status"].clone();
+        if status == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "done");
+    let view: Value = http
+        .get(format!("{base}/api/sessions/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let result = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str::<Value>(m["content"].as_str().unwrap()).unwrap());
+    assert_eq!(
+        result,
+        Some(json!({"action": "accept", "declared": true,
+               "content": {"name": "Bo", "party": 2, "room": "inside", "vegetarian": false}}))
+    );
+}

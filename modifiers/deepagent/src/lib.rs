@@ -94,6 +94,7 @@
 //! - [`mcp`]: MCP both ways (the `mcp` cargo feature; `mcp/config.rs` is always built):
 //!   - `mcp/config.rs`: `McpConfig`, the `mcpServers` file, `${VAR}` references.
 //!   - `mcp/tools.rs`: `McpTools`, the modifier offering the servers' tools (name clashes prefixed).
+//!   - `mcp/sessions.rs`: `McpSessions`, the same servers with connections per session (`serve`).
 //!   - `mcp/connection.rs`: `ServerConnection`, one server: connect, list, call, reconnect, list_changed.
 //!   - `mcp/tool.rs`: `McpTool`, one server tool as a `Tool`; failures as `Error: ...` results.
 //!   - `mcp/content.rs`: tool results as text (images, audio, resources described).

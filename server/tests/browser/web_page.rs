@@ -1611,7 +1611,12 @@ async fn an_mcp_servers_request_for_input_is_a_form_on_the_page() {
     let p = Page::open(&server, WIDE).await;
     p.new_session().await;
     p.send("Book a table for Friday").await;
-    wait_text(&p.c, "#input-requests .input-request", "Book a table for Friday?").await;
+    wait_text(
+        &p.c,
+        "#input-requests .input-request",
+        "Book a table for Friday?",
+    )
+    .await;
     wait_text(&p.c, "#input-requests .asker", "booking").await;
     // The defaults are filled in; the enum is a select.
     assert_eq!(
@@ -1630,10 +1635,12 @@ async fn an_mcp_servers_request_for_input_is_a_form_on_the_page() {
         .await;
     p.click("#input-requests button[type=submit]").await;
     wait_text(&p.c, "#input-requests .ask-error", "party").await;
-    p.js("document.querySelector('#input-requests [name=party]').value = '4'; \
+    p.js(
+        "document.querySelector('#input-requests [name=party]').value = '4'; \
           document.querySelector('#input-requests select[name=room]').value = 'terrace'; \
-          document.querySelector('#input-requests [name=vegetarian]').checked = true; return true")
-        .await;
+          document.querySelector('#input-requests [name=vegetarian]').checked = true; return true",
+    )
+    .await;
     p.screenshot("input-request").await;
     p.click("#input-requests button[type=submit]").await;
     wait_text(&p.c, "#messages .msg.ai", "Booked.").await;

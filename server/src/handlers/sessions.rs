@@ -358,8 +358,13 @@ pub(crate) async fn show(
         // Only the user's own list is asked: another user's session is
         // never found here (the full path below says 403 or 404).
         if list.stored_revision(id).await? == Some(since) {
-            return Ok(Json(json!({"id": id, "revision": since, "unchanged": true,
-                       "pending_input": state.runs.pending_input(&user, id)})));
+            let mut unchanged = json!({"id": id, "revision": since, "unchanged": true});
+            // A request for input comes during a run, with no new revision.
+            let open = state.runs.pending_input(&user, id);
+            if !open.is_empty() {
+                unchanged["pending_input"] = json!(open);
+            }
+            return Ok(Json(unchanged));
         }
     }
     let net = state.hub.load(&user, &list, id).await?;

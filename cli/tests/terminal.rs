@@ -638,49 +638,6 @@ fn slash_rewind_picks_a_turn_and_restores_its_files_exactly() {
     tmux.wait_text("[exit 0]");
 }
 
-/// The official Python SDK's test server (streamable HTTP on a free
-/// port), its elicitation answers logged to `log`; stopped when dropped.
-struct SdkServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl SdkServer {
-    fn start(log: &Path) -> Self {
-        let port = lc_agent_test_support::free_port();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
-        let child = Command::new("python3")
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(log)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the SDK server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-}
-
-impl Drop for SdkServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// An MCP server asks for input during a tool call (`elicitation/create`
 /// from the official Python SDK's `ctx.elicit`): the chat asks the person
 /// on the terminal, field by field with the defaults and the enum's
@@ -691,11 +648,11 @@ impl Drop for SdkServer {
 fn an_mcp_servers_request_for_input_is_asked_on_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("answers.jsonl");
-    let server = SdkServer::start(&log);
+    let (server, url) = lc_agent_test_support::python::mcp_sdk_server(Some(&log));
     let mcp = dir.path().join("mcp.json");
     std::fs::write(
         &mcp,
-        serde_json::json!({"mcpServers": {"sdk": {"url": server.url}}}).to_string(),
+        serde_json::json!({"mcpServers": {"sdk": {"url": url}}}).to_string(),
     )
     .unwrap();
     let call = |id: &str| serde_json::json!({"tool_calls": [{"id": id, "name": "book_table", "arguments": {"day": "Friday"}}]});

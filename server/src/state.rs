@@ -64,7 +64,7 @@ impl AppState {
         let runs = self.runs.clone();
         tokio::spawn(async move {
             while let Some(request) = requests.recv().await {
-                runs.ask(request);
+                runs.ask(request).await;
             }
         });
     }

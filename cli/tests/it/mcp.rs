@@ -318,29 +318,11 @@ fn the_python_sdk_reads_and_watches_our_files_as_resources() {
 #[test]
 fn run_resumes_a_closed_event_stream_without_warnings() {
     let dir = tempfile::tempdir().unwrap();
-    let port = lc_agent_test_support::free_port();
-    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
-    let child = Command::new("python3")
-        .arg(&server)
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Server(child);
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the SDK server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (_server, url) = lc_agent_test_support::python::mcp_sdk_server(None);
     let mcp_json = dir.path().join("mcp.json");
     std::fs::write(
         &mcp_json,
-        json!({"mcpServers": {"sdk": {"url": format!("http://127.0.0.1:{port}/mcp")}}}).to_string(),
+        json!({"mcpServers": {"sdk": {"url": url}}}).to_string(),
     )
     .unwrap();
     let script = dir.path().join("script.json");
@@ -379,32 +361,6 @@ fn run_resumes_a_closed_event_stream_without_warnings() {
     assert!(saved.contains("resumed: hi (1 reconnections)"), "{saved}");
 }
 
-/// The official Python SDK's test server on a free port, its elicitation
-/// answers logged to `log`; its `/mcp` URL.
-fn sdk_server_logging(log: &Path) -> (Server, String) {
-    let port = lc_agent_test_support::free_port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../modifiers/deepagent/tests/mcp/sdk_server.py");
-    let child = Command::new("python3")
-        .arg(&script)
-        .arg(port.to_string())
-        .arg(log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let started = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the SDK server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    (server, format!("http://127.0.0.1:{port}/mcp"))
-}
-
 /// `run` and `exec` with no terminal: nobody can answer an MCP server's
 /// request for input, so the capability is not declared and the request
 /// (which the Python SDK sends anyway) is declined, said on stderr; the
@@ -414,7 +370,7 @@ fn sdk_server_logging(log: &Path) -> (Server, String) {
 fn without_a_terminal_a_request_for_input_is_declined_and_said() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("answers.jsonl");
-    let (_server, url) = sdk_server_logging(&log);
+    let (_server, url) = lc_agent_test_support::python::mcp_sdk_server(Some(&log));
     let mcp_json = dir.path().join("mcp.json");
     std::fs::write(
         &mcp_json,

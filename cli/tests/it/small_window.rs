@@ -2,8 +2,10 @@
 //! binary: a small context window (the lean prompt, said once; a first
 //! request that cannot fit says what to change), a server that will not
 //! stream with tools (remembered across runs), one that loses the text of
-//! answers when tools are offered, and one that closes kept-alive
-//! connections (retried quietly). A loopback stand-in plays each server;
+//! answers when tools are offered, one that closes kept-alive
+//! connections (retried quietly), and one that takes neither
+//! `response_format` with a schema nor `tool_choice: required` (an
+//! output schema's tool forced by name, remembered across runs). A loopback stand-in plays each server;
 //! `real_llama` at the end runs the recipe on llama-cpp-python's defaults.
 
 use std::io::Write;
@@ -27,6 +29,8 @@ enum Answer {
     EmptyStream,
     /// Close the connection without answering.
     Close,
+    /// This status and JSON body.
+    Raw(u16, Value),
 }
 
 /// A stand-in model server: `/props` says the window, `/v1/models` lists
@@ -77,6 +81,7 @@ impl StandIn {
                             Then::Close
                         }
                         Answer::Close => Then::Close,
+                        Answer::Raw(status, body) => json(out, status, body),
                     }
                 }
                 _ => json(out, 404, json!({})),
@@ -395,4 +400,105 @@ fn real_llama_the_readme_recipe_works_on_the_servers_defaults() {
     let next = requests(&stderr);
     assert!(next[0].contains("stream: false"), "{next:?}");
     assert!(!stderr.contains("ended the stream"), "{stderr}");
+}
+
+/// llama-cpp-python's function-calling format: `response_format` with a
+/// JSON Schema is refused, `tool_choice: required` fails with a bare 500,
+/// a tool named in `tool_choice` is called. `exec --output-schema` learns
+/// both in its first run and remembers them: the next process forces the
+/// schema's tool by name at once, paying no failed request.
+#[test]
+fn an_output_schema_forced_by_name_is_remembered_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let server = StandIn::start(32768, |request, _| {
+        if request["stream"] == true {
+            Answer::EmptyStream
+        } else if request["response_format"]["type"] == "json_schema" {
+            Answer::Raw(
+                500,
+                json!({"error": {"message": "1 validation error: response_format.type: Input should be 'text' or 'json_object'"}}),
+            )
+        } else if request["tool_choice"] == "required" {
+            Answer::Raw(
+                500,
+                json!({"error": {"message": "", "type": "internal_server_error", "param": null, "code": null}}),
+            )
+        } else if let Some(name) = request["tool_choice"]["function"]["name"].as_str() {
+            Answer::Raw(
+                200,
+                json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                    "function": {"name": name, "arguments": "{\"city\": \"Lyon\", \"people\": 522000}"}}]}}]}),
+            )
+        } else {
+            Answer::Text("no schema was asked")
+        }
+    });
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        json!({"type": "object", "properties": {"city": {"type": "string"},
+               "people": {"type": "integer"}}, "required": ["city", "people"]})
+        .to_string(),
+    )
+    .unwrap();
+    let exec = || {
+        lc_agent(
+            dir.path(),
+            &home,
+            &server.base_url,
+            &[
+                "exec",
+                "How many people live in Lyon?",
+                "--output-schema",
+                schema.to_str().unwrap(),
+            ],
+            "",
+        )
+    };
+    let refused = |from: usize| {
+        server.chats()[from..]
+            .iter()
+            .filter(|r| {
+                r["response_format"]["type"] == "json_schema" || r["tool_choice"] == "required"
+            })
+            .count()
+    };
+
+    let out = exec();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"city": "Lyon", "people": 522000})
+    );
+    assert!(refused(0) >= 2, "learned by failing: {:?}", server.chats());
+    let seen = server.chats().len();
+
+    let out = exec();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"city": "Lyon", "people": 522000})
+    );
+    // Neither `response_format` nor `required` again: the schema's tool by
+    // name from the first request on.
+    let later = server.chats()[seen..].to_vec();
+    assert!(!later.is_empty());
+    for request in &later {
+        assert!(request["response_format"].is_null(), "{request}");
+        assert_eq!(request["tool_choice"]["type"], "function", "{request}");
+    }
+    let cache: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("cache/servers.json")).unwrap())
+            .unwrap();
+    let entry = cache["servers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(entry["schema_tool_by_name"], true, "{cache}");
+    assert_eq!(entry["schema_as_tool"], true, "{cache}");
 }

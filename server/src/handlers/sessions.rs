@@ -360,7 +360,7 @@ pub(crate) async fn show(
         if list.stored_revision(id).await? == Some(since) {
             let mut unchanged = json!({"id": id, "revision": since, "unchanged": true});
             // A request for input comes during a run, with no new revision.
-            let open = state.runs.pending_input(&user, id);
+            let open = state.runs.pending_input(&user, id).await;
             if !open.is_empty() {
                 unchanged["pending_input"] = json!(open);
             }
@@ -382,7 +382,7 @@ pub(crate) async fn show(
         wanted = shown["files"].get(path).cloned();
     }
     bound_view(&mut shown, &query, wanted.as_ref());
-    shown["pending_input"] = json!(state.runs.pending_input(&user, id));
+    shown["pending_input"] = json!(state.runs.pending_input(&user, id).await);
     Ok(Json(shown))
 }
 

@@ -12,11 +12,20 @@
 //!  the run ends (done, failed, cancelled, time limit) ─▶ its requests still open are declined
 //! ```
 //!
-//! A request is held by the server that runs the call: answering it on
-//! another server of a Redis deployment is a 404 that says so.
+//! A request is held by the server that runs the call. On a store shared
+//! by several servers (Redis), the holder also lists it in the store, so
+//! any server shows it (`pending_input`) and takes its answer: checked
+//! against the form there, left in the store, and taken by the holder
+//! within its lease loop's poll (half a second at most).
+//!
+//! ```text
+//!  server B: POST .../input/{id} ─▶ not held here ─▶ the session's active run ▸ its listed
+//!     requests (the user's, this id) ▸ values checked ▸ post_answer ─▶ waits (5 s at most)
+//!     until the holder took it off the list: 200, else 202 (`applied: false`)
+//!  server A (holder): lease loop ─▶ take_answers ─▶ the same answer as a local one
+//! ```
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use lc_agent_deepagent::mcp::{Elicitation, ElicitationAnswer};
@@ -24,34 +33,9 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::desk::{EventSender, Held, RunDesk};
 use super::event::{InputRequest, RunEvent};
 use super::service::Runs;
-
-/// Sends an event into a run's event stream.
-pub(crate) type EventSender = Arc<dyn Fn(RunEvent) + Send + Sync>;
-
-/// What this server holds: the runs executing here that can ask, and the
-/// requests waiting for their person.
-#[derive(Default)]
-pub(crate) struct InputDesk {
-    runs: HashMap<Uuid, RunDesk>,
-    held: HashMap<Uuid, Held>,
-}
-
-struct RunDesk {
-    run: Uuid,
-    user: String,
-    ephemeral: bool,
-    send: EventSender,
-}
-
-struct Held {
-    run: Uuid,
-    session: Uuid,
-    user: String,
-    asked_at: DateTime<Utc>,
-    request: Elicitation,
-}
 
 /// A request for input waiting for its person, as `GET /api/sessions/{id}`
 /// lists it (`pending_input`).
@@ -67,12 +51,54 @@ pub struct PendingInput {
 }
 
 /// Why an answer was not taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum AnswerRefused {
     /// No such request of this user's session on this server.
     NotFound,
     /// The values do not fit the form (the request stays open).
     Invalid(String),
+    /// The store shared with the other servers failed.
+    Store(super::store::RunError),
+}
+
+/// A request just held: the event to send, its session, run and user,
+/// and the run's event stream.
+struct Asked {
+    event: InputRequest,
+    session: Uuid,
+    run: Uuid,
+    user: String,
+    send: EventSender,
+}
+
+/// An answer taken: its action, and whether the call has it already
+/// (`false`: left for the server that holds the request, which had not
+/// taken it yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Answered {
+    pub(crate) action: &'static str,
+    pub(crate) applied: bool,
+}
+
+/// How long an answer given through another server waits for the holder
+/// to take it before the request is answered `202`.
+const FORWARD_WAIT: Duration = Duration::from_secs(5);
+
+fn action_of(answer: &ElicitationAnswer) -> &'static str {
+    match answer {
+        ElicitationAnswer::Accept(_) => "accept",
+        ElicitationAnswer::Decline => "decline",
+        ElicitationAnswer::Cancel => "cancel",
+    }
+}
+
+/// The answer's JSON as MCP spells it (what [`read_answer`] reads).
+fn answer_json(id: Uuid, answer: &ElicitationAnswer) -> Value {
+    let mut out = serde_json::json!({"id": id, "action": action_of(answer)});
+    if let ElicitationAnswer::Accept(content) = answer {
+        out["content"] = Value::Object(content.clone());
+    }
+    out
 }
 
 impl Runs {
@@ -99,7 +125,7 @@ impl Runs {
 
     /// Run `run` of `session` is over with its tool calls: its requests
     /// still open are declined (dropped).
-    pub(crate) fn close_desk(&self, session: Uuid, run: Uuid) {
+    pub(crate) async fn close_desk(&self, session: Uuid, run: Uuid) {
         let dropped: Vec<Held> = {
             let mut desk = self.inputs.lock();
             if desk.runs.get(&session).is_some_and(|d| d.run == run) {
@@ -113,28 +139,106 @@ impl Runs {
                 .collect();
             ids.iter().filter_map(|id| desk.held.remove(id)).collect()
         };
+        let listed = !dropped.is_empty();
         for held in dropped {
             tracing::info!(run = %run, server = held.request.server(), "a request for input was left unanswered when the run ended; declined");
+        }
+        if listed
+            && self.store.shares_input()
+            && let Err(e) = self.store.drop_ask(run, None).await
+        {
+            tracing::warn!(run = %run, error = %e, "cannot take a run's requests for input off the store's list");
+        }
+    }
+
+    /// Whether this server holds a request for input of `run`.
+    pub(crate) fn holds_input(&self, run: Uuid) -> bool {
+        self.inputs.lock().held.values().any(|h| h.run == run)
+    }
+
+    /// Applies the answers other servers left for `run`'s requests.
+    pub(crate) async fn take_answers(&self, run: Uuid) {
+        let answers = match self.store.take_answers(run).await {
+            Ok(answers) => answers,
+            Err(e) => {
+                tracing::warn!(run = %run, error = %e, "cannot read the answers left for a run's requests for input");
+                return;
+            }
+        };
+        for left in answers {
+            let id = left
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|id| Uuid::parse_str(id).ok());
+            let mut body = left.clone();
+            if let Some(body) = body.as_object_mut() {
+                body.remove("id");
+            }
+            let (Some(id), Ok(answer)) = (id, read_answer(&body)) else {
+                tracing::warn!(run = %run, "an answer left for a request for input is not one; ignored");
+                continue;
+            };
+            let session = self
+                .inputs
+                .lock()
+                .held
+                .get(&id)
+                .map(|h| (h.session, h.user.clone()));
+            let Some((session, user)) = session else {
+                continue;
+            };
+            if let Err(e) = self.answer_here(&user, session, id, answer).await {
+                tracing::warn!(run = %run, input = %id, "an answer left by another server was not taken: {e:?}");
+            }
         }
     }
 
     /// Takes an MCP server's request for input: held for the person of
     /// the session whose run asked, or declined when no run of it
     /// executes here (or the run keeps no session to answer on).
-    pub fn ask(&self, request: Elicitation) {
+    pub async fn ask(&self, request: Elicitation) {
+        let Some(Asked {
+            event,
+            session,
+            run,
+            user,
+            send,
+        }) = self.hold(request)
+        else {
+            return;
+        };
+        if self.store.shares_input() {
+            let listed = PendingInput {
+                request: event.clone(),
+                run,
+                asked_at: Utc::now(),
+            };
+            let mut listed = serde_json::to_value(&listed).unwrap_or(Value::Null);
+            listed["user"] = Value::String(user);
+            listed["session"] = Value::String(session.to_string());
+            if let Err(e) = self.store.put_ask(run, event.id, &listed).await {
+                tracing::warn!(run = %run, error = %e, "cannot list a request for input for the other servers (it can be answered on this one)");
+            }
+        }
+        send(RunEvent::InputRequested(event));
+    }
+
+    /// Holds `request` for its session's run here; `None` (declined) when
+    /// no run of the session executes here or it keeps no session.
+    fn hold(&self, request: Elicitation) -> Option<Asked> {
         let session = request.session().and_then(|s| Uuid::parse_str(s).ok());
         let server = request.server().to_string();
         let mut desk = self.inputs.lock();
         let Some((session, at)) = session.and_then(|s| desk.runs.get(&s).map(|d| (s, d))) else {
             drop(desk);
             tracing::warn!(server = %server, "an MCP server asked for input outside a run of this server; declined");
-            return;
+            return None;
         };
         if at.ephemeral {
             let run = at.run;
             drop(desk);
             tracing::warn!(run = %run, server = %server, "an MCP server asked for input in a `store: false` run, which keeps no session to answer on; declined");
-            return;
+            return None;
         }
         let id = Uuid::new_v4();
         let event = InputRequest {
@@ -149,18 +253,59 @@ impl Runs {
             Held {
                 run,
                 session,
-                user,
+                user: user.clone(),
                 asked_at: Utc::now(),
                 request,
             },
         );
         drop(desk);
         tracing::info!(run = %run, input = %id, "an MCP server asks the person for input");
-        send(RunEvent::InputRequested(event));
+        Some(Asked {
+            event,
+            session,
+            run,
+            user,
+            send,
+        })
     }
 
-    /// The requests of `user`'s `session` waiting here, oldest first.
-    pub fn pending_input(&self, user: &str, session: Uuid) -> Vec<PendingInput> {
+    /// The requests of `user`'s `session` waiting, oldest first: those
+    /// held here, and on a shared store those another server holds.
+    pub async fn pending_input(&self, user: &str, session: Uuid) -> Vec<PendingInput> {
+        let mut out = self.pending_here(user, session);
+        if out.is_empty() && self.store.shares_input() {
+            out = self.pending_elsewhere(user, session).await;
+        }
+        out
+    }
+
+    /// The requests of the session listed in the shared store.
+    async fn pending_elsewhere(&self, user: &str, session: Uuid) -> Vec<PendingInput> {
+        let Ok(Some(run)) = self.store.active_of(session).await else {
+            return Vec::new();
+        };
+        let listed = self.store.asks(run).await.unwrap_or_default();
+        let mut out: Vec<PendingInput> = listed
+            .into_iter()
+            .filter(|a| a["user"] == user && a["session"] == session.to_string().as_str())
+            .filter_map(|a| {
+                Some(PendingInput {
+                    request: InputRequest {
+                        id: Uuid::parse_str(a["id"].as_str()?).ok()?,
+                        server: a["server"].as_str()?.to_string(),
+                        message: a["message"].as_str()?.to_string(),
+                        requested_schema: a["requested_schema"].clone(),
+                    },
+                    run,
+                    asked_at: serde_json::from_value(a["asked_at"].clone()).ok()?,
+                })
+            })
+            .collect();
+        out.sort_by_key(|p| p.asked_at);
+        out
+    }
+
+    fn pending_here(&self, user: &str, session: Uuid) -> Vec<PendingInput> {
         let desk = self.inputs.lock();
         let mut out: Vec<PendingInput> = desk
             .held
@@ -184,7 +329,83 @@ impl Runs {
     /// Answers request `id` of `user`'s `session`; `content` (an accept's
     /// values) is checked against the form first, and a request whose
     /// values do not fit stays open.
-    pub(crate) fn answer_input(
+    pub(crate) async fn answer_input(
+        &self,
+        user: &str,
+        session: Uuid,
+        id: Uuid,
+        answer: ElicitationAnswer,
+    ) -> Result<Answered, AnswerRefused> {
+        match self.answer_here(user, session, id, answer.clone()).await {
+            Err(AnswerRefused::NotFound) if self.store.shares_input() => {
+                self.answer_elsewhere(user, session, id, answer).await
+            }
+            other => other.map(|action| Answered {
+                action,
+                applied: true,
+            }),
+        }
+    }
+
+    /// An answer to a request another server holds: checked against the
+    /// listed form, left in the store, then waited for.
+    async fn answer_elsewhere(
+        &self,
+        user: &str,
+        session: Uuid,
+        id: Uuid,
+        answer: ElicitationAnswer,
+    ) -> Result<Answered, AnswerRefused> {
+        let listed_by = |asks: &[Value]| {
+            asks.iter()
+                .find(|a| {
+                    a["id"] == id.to_string().as_str()
+                        && a["user"] == user
+                        && a["session"] == session.to_string().as_str()
+                })
+                .cloned()
+        };
+        let run = self
+            .store
+            .active_of(session)
+            .await
+            .map_err(AnswerRefused::Store)?
+            .ok_or(AnswerRefused::NotFound)?;
+        let asks = self.store.asks(run).await.map_err(AnswerRefused::Store)?;
+        let listed = listed_by(&asks).ok_or(AnswerRefused::NotFound)?;
+        if let ElicitationAnswer::Accept(content) = &answer {
+            let (form, _) = Elicitation::new(
+                listed["server"].as_str().unwrap_or_default(),
+                String::new(),
+                &listed["requested_schema"],
+            )
+            .map_err(AnswerRefused::Invalid)?;
+            form.check(content).map_err(AnswerRefused::Invalid)?;
+        }
+        self.store
+            .post_answer(run, &answer_json(id, &answer))
+            .await
+            .map_err(AnswerRefused::Store)?;
+        let started = std::time::Instant::now();
+        let mut applied = false;
+        while started.elapsed() < FORWARD_WAIT {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match self.store.asks(run).await {
+                Ok(asks) if listed_by(&asks).is_none() => {
+                    applied = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        Ok(Answered {
+            action: action_of(&answer),
+            applied,
+        })
+    }
+
+    /// Answers a request held here.
+    async fn answer_here(
         &self,
         user: &str,
         session: Uuid,
@@ -208,13 +429,14 @@ impl Runs {
             let send = desk.runs.get(&session).map(|d| d.send.clone());
             (desk.held.remove(&id), send)
         };
-        let action = match &answer {
-            ElicitationAnswer::Accept(_) => "accept",
-            ElicitationAnswer::Decline => "decline",
-            ElicitationAnswer::Cancel => "cancel",
-        };
+        let action = action_of(&answer);
         if let Some(held) = held {
             tracing::info!(run = %held.run, input = %id, action, "a request for input was answered");
+            if self.store.shares_input()
+                && let Err(e) = self.store.drop_ask(held.run, Some(id)).await
+            {
+                tracing::warn!(run = %held.run, error = %e, "cannot take an answered request for input off the store's list");
+            }
             if let Some(send) = send {
                 send(RunEvent::InputAnswered {
                     id,

@@ -21,6 +21,7 @@
 //!
 //! ```text
 //! event.rs    RunEvent: the one protocol of what a run emits; NumberedEvent (seq + event)
+//! desk.rs     InputDesk: the requests for input held here, the runs that can ask
 //! input.rs    MCP servers' requests for input, held for the person while the call waits
 //! pending.rs  PendingCall: a tool call waiting for a decision
 //! record.rs   Run, RunStatus
@@ -50,6 +51,7 @@
 //! - With the JSON list, a process killed: its queued and running runs are
 //!   queued again when it starts next.
 
+mod desk;
 mod dispatch;
 mod event;
 mod input;
@@ -70,7 +72,7 @@ use lc_agent::ListConfig;
 
 pub use event::{InputRequest, NodeInfo, NumberedEvent, Outcome, RunDone, RunErrorEvent, RunEvent};
 pub use input::PendingInput;
-pub(crate) use input::{read_answer, AnswerRefused};
+pub(crate) use input::{read_answer, AnswerRefused, Answered};
 pub(crate) use local::LocalRuns;
 pub use pending::PendingCall;
 pub use record::{Run, RunStatus};

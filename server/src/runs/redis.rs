@@ -6,6 +6,8 @@
 //! ```text
 //!  <prefix>:run:<id>              hash     json (the record), status, prepared, cancel
 //!  <prefix>:run:<id>:events       stream   ids 0-<seq>: event, data   (XADD MAXLEN ~ cap)
+//!  <prefix>:run:<id>:asks         hash     request id -> its JSON: the requests for input its server holds
+//!  <prefix>:run:<id>:answers      list     answers given through another server, for the holder to take
 //!  <prefix>:runs:active:<session> string   the session's active run (SET NX: one at a time)
 //!  <prefix>:runs:session:<session> zset    run ids by creation time
 //!  <prefix>:runs:user:<user>      zset     run ids by creation time
@@ -36,6 +38,10 @@ use uuid::Uuid;
 use super::event::{NumberedEvent, RunEvent};
 use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
+
+/// How long a run's listed requests for input and answers are kept at
+/// most (the holder takes them off sooner; this outlives any run limit).
+const INPUT_TTL_SECS: u64 = 86_400;
 
 /// The longest event stream kept per run (older events are trimmed).
 pub(crate) const EVENTS_CAP: usize = 10_000;
@@ -186,6 +192,14 @@ impl RedisRuns {
 
     fn events_key(&self, id: Uuid) -> String {
         format!("{}:run:{id}:events", self.prefix)
+    }
+
+    fn asks_key(&self, id: Uuid) -> String {
+        format!("{}:run:{id}:asks", self.prefix)
+    }
+
+    fn answers_key(&self, id: Uuid) -> String {
+        format!("{}:run:{id}:answers", self.prefix)
     }
 
     fn active_key(&self, session: Uuid) -> String {
@@ -615,6 +629,110 @@ impl RunStore for RedisRuns {
             .await
             .map_err(store)?;
         Ok(flag.is_some())
+    }
+
+    fn shares_input(&self) -> bool {
+        true
+    }
+
+    async fn put_ask(&self, run: Uuid, input: Uuid, ask: &serde_json::Value) -> RunResult<()> {
+        let key = self.asks_key(run);
+        let c = ::redis::pipe()
+            .cmd("HSET")
+            .arg(&key)
+            .arg(input.to_string())
+            .arg(ask.to_string())
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&key)
+            .arg(INPUT_TTL_SECS)
+            .ignore()
+            .clone();
+        self.redis
+            .run("list a request for input", |mut conn| {
+                let c = c.clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn drop_ask(&self, run: Uuid, input: Option<Uuid>) -> RunResult<()> {
+        // One key a command: the keys of a run need not share a slot.
+        let commands = match input {
+            Some(input) => vec![cmd("HDEL")
+                .arg(self.asks_key(run))
+                .arg(input.to_string())
+                .clone()],
+            None => vec![
+                cmd("DEL").arg(self.asks_key(run)).clone(),
+                cmd("DEL").arg(self.answers_key(run)).clone(),
+            ],
+        };
+        for c in commands {
+            self.redis
+                .run("take a request for input off the list", |mut conn| {
+                    let c = c.clone();
+                    async move { c.query_async::<()>(&mut conn).await }
+                })
+                .await
+                .map_err(store)?;
+        }
+        Ok(())
+    }
+
+    async fn asks(&self, run: Uuid) -> RunResult<Vec<serde_json::Value>> {
+        let key = self.asks_key(run);
+        let values: Vec<String> = self
+            .redis
+            .run("read the requests for input", |mut conn| {
+                let c = cmd("HVALS").arg(&key).clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(values
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+
+    async fn post_answer(&self, run: Uuid, answer: &serde_json::Value) -> RunResult<()> {
+        let key = self.answers_key(run);
+        let c = ::redis::pipe()
+            .cmd("RPUSH")
+            .arg(&key)
+            .arg(answer.to_string())
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&key)
+            .arg(INPUT_TTL_SECS)
+            .ignore()
+            .clone();
+        self.redis
+            .run("leave an answer for input", |mut conn| {
+                let c = c.clone();
+                async move { c.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
+    async fn take_answers(&self, run: Uuid) -> RunResult<Vec<serde_json::Value>> {
+        let key = self.answers_key(run);
+        let values: Option<Vec<String>> = self
+            .redis
+            .run("take the answers for input", |mut conn| {
+                let c = cmd("LPOP").arg(&key).arg(100).clone();
+                async move { c.query_async(&mut conn).await }
+            })
+            .await
+            .map_err(store)?;
+        Ok(values
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
     }
 
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {

@@ -32,7 +32,7 @@ pub struct Runs {
     pub(crate) consumer: String,
     pub(crate) local: Mutex<HashMap<Uuid, Local>>,
     /// MCP servers' requests for input held here (`input.rs`).
-    pub(crate) inputs: Mutex<super::input::InputDesk>,
+    pub(crate) inputs: Mutex<super::desk::InputDesk>,
     wakers: Mutex<HashMap<Uuid, Arc<Notify>>>,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) started: AtomicBool,

@@ -132,6 +132,38 @@ pub trait RunStore: Send + Sync + 'static {
     async fn request_cancel(&self, id: Uuid) -> RunResult<()>;
     /// Whether someone asked to cancel it.
     async fn cancel_requested(&self, id: Uuid) -> RunResult<bool>;
+    /// Whether requests for input held by one server can be listed and
+    /// answered through another (the `*_ask` / `*_answer` methods below;
+    /// a store of one process needs none).
+    fn shares_input(&self) -> bool {
+        false
+    }
+    /// Lists request `input` of `run` (`ask`: its JSON) for the other
+    /// servers.
+    async fn put_ask(&self, run: Uuid, input: Uuid, ask: &serde_json::Value) -> RunResult<()> {
+        let _ = (run, input, ask);
+        Ok(())
+    }
+    /// Takes request `input` of `run` off the list (`None`: every one).
+    async fn drop_ask(&self, run: Uuid, input: Option<Uuid>) -> RunResult<()> {
+        let _ = (run, input);
+        Ok(())
+    }
+    /// The requests of `run` listed, as [`put_ask`](Self::put_ask) wrote them.
+    async fn asks(&self, run: Uuid) -> RunResult<Vec<serde_json::Value>> {
+        let _ = run;
+        Ok(Vec::new())
+    }
+    /// Leaves an answer for the server that holds a request of `run`.
+    async fn post_answer(&self, run: Uuid, answer: &serde_json::Value) -> RunResult<()> {
+        let _ = (run, answer);
+        Ok(())
+    }
+    /// Takes the answers left for `run`'s requests.
+    async fn take_answers(&self, run: Uuid) -> RunResult<Vec<serde_json::Value>> {
+        let _ = run;
+        Ok(Vec::new())
+    }
     /// Appends events (numbered by the caller, in order).
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()>;
     /// The events after `after` (at most `max`).

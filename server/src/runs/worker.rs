@@ -196,7 +196,8 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
         },
     );
     // The lease: renewed while the run goes on; a cancel asked of another
-    // server reaches this one here.
+    // server, and an answer to a request for input given on another,
+    // reach this one here.
     let lease = {
         let (state, delivery, cancel) = (state.clone(), delivery.clone(), cancel.clone());
         tokio::spawn(async move {
@@ -214,6 +215,10 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
                 }
                 if let Ok(true) = state.store.cancel_requested(delivery.run).await {
                     cancel.notify_one();
+                }
+                // Answers to its requests for input given on other servers.
+                if state.store.shares_input() && state.holds_input(delivery.run) {
+                    state.take_answers(delivery.run).await;
                 }
             }
         })
@@ -414,7 +419,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
             }
         } => Ending::HandedBack,
     };
-    state.close_desk(run.session, run.id);
+    state.close_desk(run.session, run.id).await;
     let used = net.usage().since(&usage_before);
     run.usage.merge(&used);
     let stopped =

@@ -5,7 +5,8 @@
 //! Two sessions asking at once each get their own request (their own
 //! connections, `McpSessions`); another user cannot see or answer them; a
 //! form's values are checked; a run cancelled while it waits cancels the
-//! server's call.
+//! server's call. On Redis, a request held by one server is listed and
+//! answered through another.
 
 use std::path::Path;
 use std::time::Duration;
@@ -22,6 +23,11 @@ use serde_json::{json, Value};
 /// A server whose sessions get the SDK server at `url`, each with
 /// connections of its own, and the model's `turns`.
 async fn server_with(url: &str, turns: Vec<Turn>) -> (TestServer, McpSessions) {
+    server_on(url, turns, None).await
+}
+
+/// [`server_with`], its sessions and runs on the Redis at `redis`.
+async fn server_on(url: &str, turns: Vec<Turn>, redis: Option<&str>) -> (TestServer, McpSessions) {
     let mut config = McpConfig::default();
     config
         .mcp_servers
@@ -30,9 +36,14 @@ async fn server_with(url: &str, turns: Vec<Turn>) -> (TestServer, McpSessions) {
     let failures = mcp.connect().await;
     assert!(failures.is_empty(), "{failures:?}");
     let shared = mcp.clone();
+    let redis = redis.map(str::to_string);
     let server = start_with(move |dir| {
-        lc_agent_test_support::server::config(scripted(turns), dir)
-            .modifier_shared(std::sync::Arc::new(shared))
+        let config = lc_agent_test_support::server::config(scripted(turns), dir)
+            .modifier_shared(std::sync::Arc::new(shared));
+        match redis {
+            Some(url) => config.sessions(lc_agent::ListConfig::redis(url)),
+            None => config,
+        }
     })
     .await;
     server.state.ask_people(asks);
@@ -245,4 +256,79 @@ fn read_log(log: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(log).map_err(|e| e.to_string())?;
     let line = text.lines().next().ok_or("no answer yet")?;
     serde_json::from_str(line).map_err(|e| e.to_string())
+}
+
+/// Two servers on one Redis: the request is held by the server that runs
+/// the call, listed by both, and answered through the other one (values
+/// checked there against the listed form); the holder takes the answer
+/// and the call goes on.
+#[needs(redis, python_mcp)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_request_held_by_one_server_is_answered_through_another() {
+    let redis = lc_agent_test_support::RedisServer::start();
+    let (_sdk, url) = mcp_sdk_server(None);
+    let turns = || vec![book("b1"), Turn::text("Done.")];
+    let (a, mcp_a) = server_on(&url, turns(), Some(&redis.url())).await;
+    let (b, mcp_b) = server_on(&url, turns(), Some(&redis.url())).await;
+    let session = new_session(&a.url, ALICE).await;
+    let run = start_run(&a.url, &session).await;
+    let on_a = asked(&a.url, &session).await;
+    let on_b = asked(&b.url, &session).await;
+    assert_eq!(on_a["id"], on_b["id"]);
+    assert_eq!(on_b["requested_schema"], on_a["requested_schema"]);
+    assert_eq!(on_b["run"], run.as_str());
+    let (holder, other) = if a.state.runs.executing() == 1 {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    assert_eq!(holder.state.runs.executing(), 1);
+    let id = on_a["id"].as_str().unwrap();
+    // Another user sees nothing of it on either server.
+    let r = post(
+        &format!("{}/api/sessions/{session}/input/{id}", other.url),
+        BOB,
+        json!({"action": "decline"}),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let (status, error) = answer(
+        &other.url,
+        ALICE,
+        &session,
+        id,
+        json!({"action": "accept", "content": {"party": 3}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{error}");
+    assert!(error.to_string().contains("name"), "{error}");
+    let (status, body) = answer(
+        &other.url,
+        ALICE,
+        &session,
+        id,
+        json!({"action": "accept", "content": {"name": "Cy", "party": 3}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    wait_status(&a.url, &run, "done", tries_in(Duration::from_secs(30))).await;
+    assert_eq!(
+        tool_results(&a.url, &session).await,
+        [json!({"action": "accept", "declared": true,
+                "content": {"name": "Cy", "party": 3, "room": "inside", "vegetarian": false}})]
+    );
+    let seen = events(&b.url, &run).await;
+    assert!(
+        seen.iter()
+            .any(|(n, d)| n == "input_answered" && d["id"] == id && d["action"] == "accept"),
+        "{seen:?}"
+    );
+    for server in [&a, &b] {
+        let s = get_json(&format!("{}/api/sessions/{session}", server.url), ALICE).await;
+        assert_eq!(s["pending_input"], json!([]));
+    }
+    mcp_a.disconnect().await;
+    mcp_b.disconnect().await;
+    a.stop().await;
+    b.stop().await;
 }

@@ -272,6 +272,9 @@ impl OpenAiChatModelBuilder {
             learned
                 .schema_as_tool
                 .store(entry.schema_as_tool, Ordering::Relaxed);
+            learned
+                .schema_tool_by_name
+                .store(entry.schema_tool_by_name, Ordering::Relaxed);
         }
         Ok(OpenAiChatModel {
             transport,
@@ -444,13 +447,14 @@ impl OpenAiChatModel {
     /// so with a 500; other servers none): output schemas go as a forced
     /// tool from then on.
     fn refused_response_format(&self, request: &ChatRequest, error: &ModelError) -> bool {
-        let ModelError::Http { status, body } = error else {
+        // Also when it came as the unstreamed retry of an empty stream.
+        let Some((status, body)) = http_failure(error) else {
             return false;
         };
         let body = body.to_ascii_lowercase();
         // (llama-cpp-python answers its validation error with a 500.)
         let refused = request.output_schema.is_some()
-            && (400..=500).contains(status)
+            && (400..=500).contains(&status)
             && (body.contains("response_format") || body.contains("json_schema"));
         if refused {
             tracing::warn!(
@@ -513,9 +517,18 @@ impl OpenAiChatModel {
                      tool by name from now on (the model answers without calling other \
                      tools first)"
                 );
-                self.learned
+                if !self
+                    .learned
                     .schema_tool_by_name
-                    .store(true, Ordering::Relaxed);
+                    .swap(true, Ordering::Relaxed)
+                {
+                    remembered::remember(
+                        &self.base_url,
+                        &self.model,
+                        "the output schema's tool forced by name",
+                        |e| e.schema_tool_by_name = true,
+                    );
+                }
                 forced = crate::model::forced_tool::as_forced_tool_by_name(request);
                 self.send_once(&forced, send).await?
             }
@@ -590,20 +603,25 @@ impl ChatModel for OpenAiChatModel {
 /// (llama-cpp-python's function-calling format asserts on it), also when
 /// it came as the unstreamed retry of an empty stream.
 fn refused_required(error: &ModelError) -> bool {
+    let Some((status, body)) = http_failure(error) else {
+        return false;
+    };
+    let lower = body.to_ascii_lowercase();
+    let names_it = lower.contains("tool_choice") || lower.contains("required");
+    let says_nothing = body.trim().is_empty() || lower.contains("\"message\":\"\"");
+    ((400..=500).contains(&status) && names_it) || (status == 500 && says_nothing)
+}
+
+/// The HTTP status and body of a failed request: `error` itself, or the
+/// failure of the unstreamed retry an empty stream led to.
+fn http_failure(error: &ModelError) -> Option<(u16, &str)> {
     match error {
-        ModelError::Http { status, body } => {
-            let lower = body.to_ascii_lowercase();
-            let names_it = lower.contains("tool_choice") || lower.contains("required");
-            let says_nothing = body.trim().is_empty() || lower.contains("\"message\":\"\"");
-            ((400..=500).contains(status) && names_it) || (*status == 500 && says_nothing)
-        }
+        ModelError::Http { status, body } => Some((*status, body.as_str())),
         ModelError::InvalidResponse {
             source: Some(source),
             ..
-        } => source
-            .downcast_ref::<ModelError>()
-            .is_some_and(refused_required),
-        _ => false,
+        } => source.downcast_ref::<ModelError>().and_then(http_failure),
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! ```text
 //!  <dir>/servers.json   {"format": "lc-agent-servers/1",   (a flag is written only when true)
 //!                        "servers": {"<base_url> <model>": {"no_streaming_with_tools": true, "schema_as_tool": true,
+//!                                                            "schema_tool_by_name": true,
 //!                                                            "learned_at": <unix seconds>}}}
 //! ```
 //!
@@ -72,6 +73,10 @@ pub(super) struct Entry {
     /// schemas go as a forced tool.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) schema_as_tool: bool,
+    /// The server failed `tool_choice: required`: the output schema's
+    /// tool is forced by name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) schema_tool_by_name: bool,
     /// When it was learned (seconds since the Unix epoch).
     #[serde(default)]
     learned_at: u64,

@@ -475,38 +475,13 @@ async fn a_flaky_tool_marked_idempotent_is_retried_with_backoff() {
     mcp.disconnect().await;
 }
 
-/// The SDK server of `tests/mcp/sdk_server.py` on a free port, ready.
-async fn sdk_server() -> (tokio::process::Child, String) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/sdk_server.py");
-    let port = free_port();
-    let child = tokio::process::Command::new("python3")
-        .arg(&script)
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let ready = tokio::time::timeout(Duration::from_secs(30), async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(ready.is_ok(), "the SDK server did not start");
-    (child, format!("http://127.0.0.1:{port}/mcp"))
-}
-
 /// The official Python SDK's server closes a tool call's event stream
 /// before it answers (after a priming event with `retry`); the client
 /// reconnects with `Last-Event-ID` and gets the answer.
 #[needs(python_mcp)]
 #[tokio::test]
 async fn a_tool_call_whose_event_stream_closes_is_resumed() {
-    let (mut child, url) = sdk_server().await;
+    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
     let mcp = McpTools::new(config([("sdk", McpServerConfig::http(url))]));
     let failures = mcp.connect().await;
     assert!(failures.is_empty(), "{failures:?}");
@@ -526,7 +501,6 @@ async fn a_tool_call_whose_event_stream_closes_is_resumed() {
         ]
     );
     mcp.disconnect().await;
-    let _ = child.kill().await;
 }
 
 /// What a person does with a server's request for input in these tests.
@@ -585,7 +559,7 @@ fn person(
 #[needs(python_mcp)]
 #[tokio::test]
 async fn a_server_asks_the_person_for_input_during_a_call() {
-    let (mut child, url) = sdk_server().await;
+    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
     let (mcp, asks) =
         McpTools::new(config([("sdk", McpServerConfig::http(url))])).with_elicitation();
     let failures = mcp.connect().await;
@@ -635,7 +609,6 @@ async fn a_server_asks_the_person_for_input_during_a_call() {
         ])
     );
     mcp.disconnect().await;
-    let _ = child.kill().await;
 }
 
 /// Without a person to answer, the capability is not declared, and the
@@ -643,7 +616,7 @@ async fn a_server_asks_the_person_for_input_during_a_call() {
 #[needs(python_mcp)]
 #[tokio::test]
 async fn without_a_person_input_requests_are_declined_and_not_declared() {
-    let (mut child, url) = sdk_server().await;
+    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
     let mcp = McpTools::new(config([("sdk", McpServerConfig::http(url))]));
     let (net, _) = network(&mcp, &[("book_table", json!({"day": "Friday"}))]);
     assert_eq!(net.invoke().await.unwrap().text(), "done");
@@ -655,7 +628,6 @@ async fn without_a_person_input_requests_are_declined_and_not_declared() {
         )]
     );
     mcp.disconnect().await;
-    let _ = child.kill().await;
 }
 
 /// The call's timeout does not count the time the person takes: a form
@@ -663,7 +635,7 @@ async fn without_a_person_input_requests_are_declined_and_not_declared() {
 #[needs(python_mcp)]
 #[tokio::test]
 async fn the_time_a_person_takes_does_not_count_against_the_call_timeout() {
-    let (mut child, url) = sdk_server().await;
+    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
     let server = McpServerConfig::http(url).with_timeout(3.0);
     let (mcp, asks) = McpTools::new(config([("sdk", server)])).with_elicitation();
     let person = person(
@@ -682,5 +654,4 @@ async fn the_time_a_person_takes_does_not_count_against_the_call_timeout() {
     );
     person.await.unwrap();
     mcp.disconnect().await;
-    let _ = child.kill().await;
 }

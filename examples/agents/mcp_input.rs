@@ -166,12 +166,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = run["id"].as_str().unwrap_or_default().to_string();
     let mut asked = Value::Null;
     for _ in 0..100 {
-        let view: Value = http
-            .get(format!("{base}/api/sessions/{id}"))
-            .send()
-            .await?
-            .json()
-            .await?;
+        let view = get(&http, &format!("{base}/api/sessions/{id}")).await?;
         if let Some(first) = view["pending_input"].get(0) {
             asked = first.clone();
             break;
@@ -205,23 +200,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut record = Value::Null;
     for _ in 0..100 {
-        record = http
-            .get(format!("{base}/api/runs/{run}"))
-            .send()
-            .await?
-            .json()
-            .await?;
+        record = get(&http, &format!("{base}/api/runs/{run}")).await?;
         if record["status"] == "done" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let view: Value = http
-        .get(format!("{base}/api/sessions/{id}"))
-        .send()
-        .await?
-        .json()
-        .await?;
+    let view = get(&http, &format!("{base}/api/sessions/{id}")).await?;
     for message in view["messages"].as_array().into_iter().flatten() {
         if message["role"] == "tool" {
             println!("the tool's result: {}", message["content"]);
@@ -236,4 +221,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = server.await;
     sessions_mcp.disconnect().await;
     Ok(())
+}
+
+/// `GET url`'s JSON.
+async fn get(http: &reqwest::Client, url: &str) -> Result<Value, reqwest::Error> {
+    http.get(url).send().await?.json().await
 }

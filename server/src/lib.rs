@@ -11,7 +11,7 @@
 //!
 //! ```text
 //!  client ─▶ router (app.rs: body limit, timeout, CORS, guard) ─▶ User (bearer token)
-//!     ─▶ handlers/  one file per API: openai, sessions, runs, tools, usage, metrics, web
+//!     ─▶ handlers/  one file per API: openai, sessions, runs, input, tools, usage, metrics, web
 //!          ─▶ Runs (runs/): submit(user, target, Input) (reserve ▸ load ▸ input ▸ save ▸ queue)
 //!               ─▶ any server's worker: invoke, checkpoint per node, RunEvents (numbered, stored)
 //!               ─▶ events(run, after): the RunEvents as they come (SSE, chat completions)
@@ -40,7 +40,8 @@
 //!               when the operator allows it), the warning a run in bypass starts with
 //! runs/         the runs service: RunEvent (event.rs), records, the stores (in process, or a
 //!               Redis Stream with leases), submit with an Input, the worker, the dispatcher,
-//!               the event streams (runs/mod.rs has its own map)
+//!               the event streams, MCP servers' requests for input held for the person
+//!               (input.rs, desk.rs) (runs/mod.rs has its own map)
 //! state.rs      AppState: the configuration, the hub and the runs, shared by every request
 //! access.rs     request ids, the request span, one access-log line per request
 //! auth.rs       User: the bearer token's user (401 otherwise); ?token= only for event streams
@@ -63,8 +64,8 @@
 //!  5  handlers/*            (sse.rs, refusal.rs, graph.rs: helpers of the handlers beside them)
 //!  4  auth.rs  guard.rs  access.rs  body.rs      (request plumbing; auth ─▶ access, state)
 //!  3  state.rs              (AppState: config + hub + runs)
-//!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ store
-//!                           ◀ local, redis ◀ service ◀ worker ◀ dispatch, submit, stream
+//!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ desk,
+//!                           store ◀ local, redis ◀ service ◀ input, worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
 //!  1  hub.rs                (SessionHub; uses caps.rs)
 //!     modes.rs              (uses config.rs, error.rs)

@@ -335,43 +335,29 @@ async fn serve_asks_the_sessions_person_for_an_mcp_servers_input() {
     );
     let base = server.url();
     let http = reqwest::Client::new();
-    let session: Value = http
-        .post(format!("{base}/api/sessions"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session = send_json(&http, &format!("{base}/api/sessions"), json!({})).await;
     let id = session["id"].as_str().unwrap().to_string();
-    let run: Value = http
-        .post(format!("{base}/api/sessions/{id}/runs"))
-        .json(&json!({"content": "Book a table.", "background": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run = send_json(
+        &http,
+        &format!("{base}/api/sessions/{id}/runs"),
+        json!({"content": "Book a table.", "background": true}),
+    )
+    .await;
     let run = run["id"].as_str().unwrap().to_string();
-    let mut asked = Value::Null;
-    for _ in 0..300 {
-        let view: Value = http
-            .get(format!("{base}/api/sessions/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(first) = view["pending_input"].get(0) {
-            asked = first.clone();
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(asked["server"], "booking", "no request for input came");
+    let view_url = format!("{base}/api/sessions/{id}");
+    let asked = lc_agent_test_support::poll::until(
+        "a request for input",
+        lc_agent_test_support::poll::tries_in(std::time::Duration::from_secs(30)),
+        || async {
+            let view = read_json(&http, &view_url).await;
+            view["pending_input"]
+                .get(0)
+                .cloned()
+                .ok_or_else(|| view["pending_input"].to_string())
+        },
+    )
+    .await;
+    assert_eq!(asked["server"], "booking");
     assert_eq!(asked["message"], "Book a table for Friday?");
     let r = http
         .post(format!(
@@ -383,31 +369,9 @@ async fn serve_asks_the_sessions_person_for_an_mcp_servers_input() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let mut status = Value::Null;
-    for _ in 0..300 {
-        let record: Value = http
-            .get(format!("{base}/api/runs/{run}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        status = record["status"].clone();
-        if status == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(status, "done");
-    let view: Value = http
-        .get(format!("{base}/api/sessions/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tries = lc_agent_test_support::poll::tries_in(std::time::Duration::from_secs(30));
+    lc_agent_test_support::poll::run_status(&http, base, &run, None, "done", tries).await;
+    let view = read_json(&http, &view_url).await;
     let result = view["messages"]
         .as_array()
         .unwrap()
@@ -419,4 +383,19 @@ async fn serve_asks_the_sessions_person_for_an_mcp_servers_input() {
         Some(json!({"action": "accept", "declared": true,
                "content": {"name": "Bo", "party": 2, "room": "inside", "vegetarian": false}}))
     );
+}
+
+async fn read_json(http: &reqwest::Client, url: &str) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+async fn send_json(http: &reqwest::Client, url: &str, body: Value) -> Value {
+    http.post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

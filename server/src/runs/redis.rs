@@ -194,6 +194,24 @@ impl RedisRuns {
         format!("{}:run:{id}:events", self.prefix)
     }
 
+    /// Runs `write` on `key`, then gives the key [`INPUT_TTL_SECS`] to live.
+    async fn expiring(&self, what: &str, key: &str, write: ::redis::Cmd) -> RunResult<()> {
+        let mut pipe = ::redis::pipe();
+        pipe.add_command(write)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(key)
+            .arg(INPUT_TTL_SECS)
+            .ignore();
+        self.redis
+            .run(what, |mut conn| {
+                let pipe = pipe.clone();
+                async move { pipe.query_async::<()>(&mut conn).await }
+            })
+            .await
+            .map_err(store)
+    }
+
     fn asks_key(&self, id: Uuid) -> String {
         format!("{}:run:{id}:asks", self.prefix)
     }
@@ -637,24 +655,12 @@ impl RunStore for RedisRuns {
 
     async fn put_ask(&self, run: Uuid, input: Uuid, ask: &serde_json::Value) -> RunResult<()> {
         let key = self.asks_key(run);
-        let c = ::redis::pipe()
-            .cmd("HSET")
+        let write = cmd("HSET")
             .arg(&key)
             .arg(input.to_string())
             .arg(ask.to_string())
-            .ignore()
-            .cmd("EXPIRE")
-            .arg(&key)
-            .arg(INPUT_TTL_SECS)
-            .ignore()
             .clone();
-        self.redis
-            .run("list a request for input", |mut conn| {
-                let c = c.clone();
-                async move { c.query_async::<()>(&mut conn).await }
-            })
-            .await
-            .map_err(store)
+        self.expiring("list a request for input", &key, write).await
     }
 
     async fn drop_ask(&self, run: Uuid, input: Option<Uuid>) -> RunResult<()> {
@@ -699,23 +705,9 @@ impl RunStore for RedisRuns {
 
     async fn post_answer(&self, run: Uuid, answer: &serde_json::Value) -> RunResult<()> {
         let key = self.answers_key(run);
-        let c = ::redis::pipe()
-            .cmd("RPUSH")
-            .arg(&key)
-            .arg(answer.to_string())
-            .ignore()
-            .cmd("EXPIRE")
-            .arg(&key)
-            .arg(INPUT_TTL_SECS)
-            .ignore()
-            .clone();
-        self.redis
-            .run("leave an answer for input", |mut conn| {
-                let c = c.clone();
-                async move { c.query_async::<()>(&mut conn).await }
-            })
+        let write = cmd("RPUSH").arg(&key).arg(answer.to_string()).clone();
+        self.expiring("leave an answer for input", &key, write)
             .await
-            .map_err(store)
     }
 
     async fn take_answers(&self, run: Uuid) -> RunResult<Vec<serde_json::Value>> {

@@ -1402,10 +1402,12 @@ async function run(path, body, seen) {
       } else if (name === "summary_written") {
         note("notice", "The conversation so far was summarized (" + plural(data.summarized, "message") + ") to fit the model's window.");
       } else if (name === "tool_call_started") {
-        const d = toolBox({ id: data.tool_call_id, name: data.name, arguments: "" });
+        // A page that reattached already drew the call from the session view.
+        const drawn = [...box.querySelectorAll("details.tool")].find((t) => t.dataset.callId === data.tool_call_id);
+        const d = drawn || toolBox({ id: data.tool_call_id, name: data.name, arguments: "" });
         d.classList.add("live");
         tools.set(data.tool_call_id, d);
-        box.append(d);
+        if (!drawn) box.append(d);
         step("Calling " + data.name + "…");
       } else if (name === "tool_call_finished") {
         const d = tools.get(data.tool_call_id);

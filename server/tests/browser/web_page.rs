@@ -24,7 +24,8 @@
 //!   is checked in the page (size, type), and a model that cannot read
 //!   images fails the run with an error the page shows;
 //! - an MCP server's request for input is a form on the page (defaults,
-//!   choices; a refused value says why), and its answer reaches the call.
+//!   choices; a refused value says why; back after a reload), and its
+//!   answer reaches the call.
 //!
 //! Screenshots go to `<target>/tmp/web-page-*.png`; the ignored test
 //! `screenshots` writes the ones in `docs/screenshots/` (see
@@ -1617,6 +1618,25 @@ async fn an_mcp_servers_request_for_input_is_a_form_on_the_page() {
         "Book a table for Friday?",
     )
     .await;
+    // A reload while the call waits: the card is back, and the call is
+    // drawn once.
+    p.c.refresh().await.unwrap();
+    wait_text(
+        &p.c,
+        "#input-requests .input-request",
+        "Book a table for Friday?",
+    )
+    .await;
+    p.until(
+        "the reattached run's step line",
+        "document.getElementById('step-text').textContent.includes('input')",
+    )
+    .await;
+    assert_eq!(
+        p.js("return document.querySelectorAll('#messages details.tool[data-call-id=b1]').length")
+            .await,
+        1
+    );
     wait_text(&p.c, "#input-requests .asker", "booking").await;
     // The defaults are filled in; the enum is a select.
     assert_eq!(

@@ -305,14 +305,50 @@ function attachNote(text) {
   $("attach-note").hidden = !text;
 }
 
+// A picture larger than the server takes, made smaller here: at most
+// 2048 px a side, then encoded as WebP (JPEG where the browser cannot
+// encode WebP) at a lower quality, then a smaller size, until it fits.
+// `null` for a GIF (its animation would be lost), or bytes the browser
+// cannot decode (refused as before).
+async function smaller(file) {
+  if (file.type === "image/gif" || typeof createImageBitmap !== "function") return null;
+  let bitmap;
+  try { bitmap = await createImageBitmap(file); } catch (_) { return null; }
+  let scale = Math.min(1, 2048 / Math.max(bitmap.width, bitmap.height));
+  let quality = 0.85;
+  let type = "image/webp";
+  for (let tries = 0; tries < 12; tries++) {
+    const width = Math.max(1, Math.round(bitmap.width * scale));
+    const height = Math.max(1, Math.round(bitmap.height * scale));
+    const canvas = document.createElement("canvas");
+    canvas.width = width;
+    canvas.height = height;
+    const g = canvas.getContext("2d");
+    if (type === "image/jpeg") { g.fillStyle = "#fff"; g.fillRect(0, 0, width, height); }
+    g.drawImage(bitmap, 0, 0, width, height);
+    const blob = await new Promise((ok) => canvas.toBlob(ok, type, quality));
+    if (blob && blob.type !== type && type === "image/webp") { type = "image/jpeg"; continue; }
+    if (blob && blob.type === type && blob.size <= IMAGE_CAP) return { blob, width, height };
+    if (quality > 0.6) quality -= 0.15;
+    else scale *= 0.75;
+  }
+  return null;
+}
+
 // Attaches images to the next message, checked here as the server checks
 // them (type, size, how many), each refusal said in plain words.
 async function attachFiles(files) {
   const notes = [];
+  let small = null;
   for (const file of files) {
     const name = file.name || "The pasted image";
     if (!IMAGE_TYPES[file.type]) {
       notes.push(name + " is not an image the agent can read: attach a PNG, JPEG, GIF or WebP image.");
+    } else if (file.size > IMAGE_CAP && state.attached.length < MAX_IMAGES && (small = await smaller(file))) {
+      try {
+        state.attached.push({ name: file.name || "pasted image", url: await dataUrl(small.blob) });
+        notes.push(name + " was " + megabytes(file.size) + ": made smaller to fit (" + small.width + "×" + small.height + ", " + megabytes(small.blob.size) + ").");
+      } catch (_) { notes.push(name + " could not be read."); }
     } else if (file.size > IMAGE_CAP) {
       // Just over the limit, the sizes in MB read the same: say the bytes.
       const size = megabytes(file.size) === megabytes(IMAGE_CAP) ? file.size.toLocaleString("en") + " bytes" : megabytes(file.size);

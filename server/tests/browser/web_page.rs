@@ -21,7 +21,8 @@
 //! - images: one picked with the file picker reaches the model server as an
 //!   `image_url` part and shows in the conversation (after a reload too), a
 //!   tool's image (read_file on a PNG) shows under its line; a pasted one
-//!   is checked in the page (size, type), and a model that cannot read
+//!   is checked in the page (size, type; a picture too large is made
+//!   smaller to fit), and a model that cannot read
 //!   images fails the run with an error the page shows;
 //! - an MCP server's request for input is a form on the page (defaults,
 //!   choices; a refused value says why; back after a reload), and its
@@ -1514,6 +1515,48 @@ async fn a_pasted_image_is_checked_and_a_model_that_cannot_read_images_says_so()
         &p.c,
         "#attach-note",
         "this server takes images of at most 1.52 MB (its --body-limit)",
+    )
+    .await;
+    // A real picture too large for the server (1600x1200 of noise, a PNG
+    // of about 7.7 MB): made smaller in the page until it fits.
+    let size =
+        p.c.execute_async(
+            "const done = arguments[arguments.length - 1];
+             const c = document.createElement('canvas'); c.width = 1600; c.height = 1200;
+             const g = c.getContext('2d'); const img = g.createImageData(1600, 1200);
+             for (let i = 0; i < img.data.length; i += 65536) crypto.getRandomValues(img.data.subarray(i, i + 65536));
+             for (let i = 3; i < img.data.length; i += 4) img.data[i] = 255;
+             g.putImageData(img, 0, 0);
+             c.toBlob((b) => {
+               const dt = new DataTransfer();
+               dt.items.add(new File([b], 'noise.png', {type: 'image/png'}));
+               document.getElementById('input').dispatchEvent(new ClipboardEvent('paste',
+                 {clipboardData: dt, bubbles: true, cancelable: true}));
+               done(b.size);
+             }, 'image/png');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(size.as_u64().unwrap() > 1_523_712, "{size}");
+    wait_text(&p.c, "#attach-note", "noise.png was").await;
+    wait_text(&p.c, "#attach-note", "made smaller to fit").await;
+    p.until(
+        "the smaller picture attached",
+        "document.querySelectorAll('#attachments img').length === 1 \
+         && document.querySelector('#attachments img').complete",
+    )
+    .await;
+    let attached = p
+        .js("const u = document.querySelector('#attachments img').src; \
+             return [u.slice(0, u.indexOf(',')), Math.floor((u.length - u.indexOf(',') - 1) * 3 / 4)]")
+        .await;
+    assert_eq!(attached[0], "data:image/webp;base64", "{attached}");
+    assert!(attached[1].as_u64().unwrap() <= 1_523_712, "{attached}");
+    p.click("#attachments li button").await;
+    p.until(
+        "none attached",
+        "document.getElementById('attachments').hidden",
     )
     .await;
     // Two that fit one by one but not together: the message is not sent.

@@ -161,6 +161,16 @@ fn completion(message: Value) -> Value {
     })
 }
 
+/// An answer that calls the forced `city` tool with `name` and `people`.
+fn city_call(id: &str, name: &str, people: u32) -> Reply {
+    let arguments = format!(r#"{{"name": "{name}", "people": {people}}}"#);
+    Reply::json(completion(
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "city", "arguments": arguments}}
+        ]}),
+    ))
+}
+
 fn with_schema(text: &str) -> ChatRequest {
     let mut request = ChatRequest::new(History::from_messages([Message::human(text)]));
     request.output_schema = Some(city_schema().named("city"));
@@ -175,12 +185,8 @@ async fn openai_sends_response_format_and_falls_back_to_a_forced_tool() {
         vec![
             Reply::json(completion(json!({"role": "assistant", "content": "{\"name\": \"A\", \"people\": 1}"}))),
             Reply::raw(422, r#"{"detail": [{"loc": ["body", "response_format", "type"], "msg": "Input should be 'text' or 'json_object'"}]}"#),
-            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"B\", \"people\": 2}"}}
-            ]}))),
-            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_2", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"C\", \"people\": 3}"}}
-            ]}))),
+            city_call("call_1", "B", 2),
+            city_call("call_2", "C", 3),
         ],
     )
     .await;
@@ -272,12 +278,8 @@ async fn a_server_that_fails_tool_choice_required_gets_the_schema_tool_by_name()
         vec![
             Reply::raw(500, r#"{"error":{"message":"1 validation error: response_format.type: Input should be 'text' or 'json_object'"}}"#),
             Reply::raw(500, bare_500),
-            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"B\", \"people\": 2}"}}
-            ]}))),
-            Reply::json(completion(json!({"role": "assistant", "content": null, "tool_calls": [
-                {"id": "call_2", "type": "function", "function": {"name": "city", "arguments": "{\"name\": \"C\", \"people\": 3}"}}
-            ]}))),
+            city_call("call_1", "B", 2),
+            city_call("call_2", "C", 3),
         ],
     )
     .await;

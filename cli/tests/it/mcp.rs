@@ -101,16 +101,6 @@ fn the_python_sdk_uses_our_tools_over_stdio() {
     assert_seen(&seen, dir.path());
 }
 
-/// Kills the server when the test ends, passed or not.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[needs(python_mcp)]
 #[test]
 fn the_python_sdk_uses_our_tools_over_http_with_a_bearer_token() {
@@ -130,7 +120,8 @@ fn the_python_sdk_uses_our_tools_over_http_with_a_bearer_token() {
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let _server = Server(child);
+    // Killed when the test ends, passed or not.
+    let _server = lc_agent_test_support::process::KillOnDrop(child);
     let mut line = String::new();
     BufReader::new(stderr).read_line(&mut line).unwrap();
     let url = line

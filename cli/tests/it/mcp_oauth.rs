@@ -11,10 +11,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::common;
 use lc_agent_test_support::needs;
+use lc_agent_test_support::process::KillOnDrop;
 use serde_json::{json, Value};
 
 fn example_server() -> PathBuf {
@@ -24,7 +25,7 @@ fn example_server() -> PathBuf {
 
 /// The SDK's example MCP server with its demo authorization server.
 struct DemoServer {
-    child: Child,
+    _child: KillOnDrop,
     url: String,
 }
 
@@ -68,16 +69,9 @@ impl DemoServer {
         std::thread::spawn(move || for _ in lines {});
         // The demo names itself `localhost` in its resource metadata.
         Self {
-            child,
+            _child: KillOnDrop(child),
             url: format!("http://localhost:{mcp_port}/mcp"),
         }
-    }
-}
-
-impl Drop for DemoServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

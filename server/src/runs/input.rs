@@ -27,27 +27,24 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use lc_agent_deepagent::mcp::{Elicitation, ElicitationAnswer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::desk::{EventSender, Held, RunDesk};
-use super::event::{InputRequest, RunEvent};
+use super::desk::{EventSender, Held, PendingInput, RunDesk};
+use super::event::RunEvent;
 use super::service::Runs;
 
-/// A request for input waiting for its person, as `GET /api/sessions/{id}`
-/// lists it (`pending_input`).
-#[derive(Debug, Clone, Serialize)]
-pub struct PendingInput {
-    /// The request's fields, as `input_requested` sent them.
+/// A request as its holder lists it in a shared store: whose it is, for
+/// the other servers to show and answer only to them.
+#[derive(Debug, Serialize, Deserialize)]
+struct Listed {
     #[serde(flatten)]
-    pub request: InputRequest,
-    /// The run whose tool call waits.
-    pub run: Uuid,
-    /// When it was asked.
-    pub asked_at: DateTime<Utc>,
+    pending: PendingInput,
+    user: String,
+    session: Uuid,
 }
 
 /// Why an answer was not taken.
@@ -61,13 +58,10 @@ pub(crate) enum AnswerRefused {
     Store(super::store::RunError),
 }
 
-/// A request just held: the event to send, its session, run and user,
-/// and the run's event stream.
+/// A request just held, as its person is to see it, and the run's event
+/// stream.
 struct Asked {
-    event: InputRequest,
-    session: Uuid,
-    run: Uuid,
-    user: String,
+    listed: Listed,
     send: EventSender,
 }
 
@@ -131,13 +125,10 @@ impl Runs {
             if desk.runs.get(&session).is_some_and(|d| d.run == run) {
                 desk.runs.remove(&session);
             }
-            let ids: Vec<Uuid> = desk
-                .held
-                .iter()
-                .filter(|(_, h)| h.run == run)
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| desk.held.remove(id)).collect()
+            desk.held
+                .extract_if(|_, h| h.run == run)
+                .map(|(_, h)| h)
+                .collect()
         };
         let listed = !dropped.is_empty();
         for held in dropped {
@@ -170,7 +161,7 @@ impl Runs {
                 .get("id")
                 .and_then(Value::as_str)
                 .and_then(|id| Uuid::parse_str(id).ok());
-            let mut body = left.clone();
+            let mut body = left;
             if let Some(body) = body.as_object_mut() {
                 body.remove("id");
             }
@@ -197,26 +188,13 @@ impl Runs {
     /// the session whose run asked, or declined when no run of it
     /// executes here (or the run keeps no session to answer on).
     pub async fn ask(&self, request: Elicitation) {
-        let Some(Asked {
-            event,
-            session,
-            run,
-            user,
-            send,
-        }) = self.hold(request)
-        else {
+        let Some(Asked { listed, send }) = self.hold(request) else {
             return;
         };
+        let (run, event) = (listed.pending.run, listed.pending.request.clone());
         if self.store.shares_input() {
-            let listed = PendingInput {
-                request: event.clone(),
-                run,
-                asked_at: Utc::now(),
-            };
-            let mut listed = serde_json::to_value(&listed).unwrap_or(Value::Null);
-            listed["user"] = Value::String(user);
-            listed["session"] = Value::String(session.to_string());
-            if let Err(e) = self.store.put_ask(run, event.id, &listed).await {
+            let json = serde_json::to_value(&listed).unwrap_or(Value::Null);
+            if let Err(e) = self.store.put_ask(run, event.id, &json).await {
                 tracing::warn!(run = %run, error = %e, "cannot list a request for input for the other servers (it can be answered on this one)");
             }
         }
@@ -241,32 +219,25 @@ impl Runs {
             return None;
         }
         let id = Uuid::new_v4();
-        let event = InputRequest {
-            id,
-            server,
-            message: request.message().to_string(),
-            requested_schema: request.requested_schema().clone(),
-        };
-        let (run, user, send) = (at.run, at.user.clone(), at.send.clone());
-        desk.held.insert(
-            id,
-            Held {
-                run,
-                session,
-                user: user.clone(),
-                asked_at: Utc::now(),
-                request,
-            },
-        );
-        drop(desk);
-        tracing::info!(run = %run, input = %id, "an MCP server asks the person for input");
-        Some(Asked {
-            event,
+        let held = Held {
+            run: at.run,
             session,
-            run,
-            user,
-            send,
-        })
+            user: at.user.clone(),
+            asked_at: Utc::now(),
+            request,
+        };
+        let asked = Asked {
+            listed: Listed {
+                pending: held.pending(id),
+                user: held.user.clone(),
+                session,
+            },
+            send: at.send.clone(),
+        };
+        desk.held.insert(id, held);
+        drop(desk);
+        tracing::info!(run = %asked.listed.pending.run, input = %id, server = %server, "an MCP server asks the person for input");
+        Some(asked)
     }
 
     /// The requests of `user`'s `session` waiting, oldest first: those
@@ -284,23 +255,8 @@ impl Runs {
         let Ok(Some(run)) = self.store.active_of(session).await else {
             return Vec::new();
         };
-        let listed = self.store.asks(run).await.unwrap_or_default();
-        let mut out: Vec<PendingInput> = listed
-            .into_iter()
-            .filter(|a| a["user"] == user && a["session"] == session.to_string().as_str())
-            .filter_map(|a| {
-                Some(PendingInput {
-                    request: InputRequest {
-                        id: Uuid::parse_str(a["id"].as_str()?).ok()?,
-                        server: a["server"].as_str()?.to_string(),
-                        message: a["message"].as_str()?.to_string(),
-                        requested_schema: a["requested_schema"].clone(),
-                    },
-                    run,
-                    asked_at: serde_json::from_value(a["asked_at"].clone()).ok()?,
-                })
-            })
-            .collect();
+        let listed = self.listed(run, user, session).await.unwrap_or_default();
+        let mut out: Vec<PendingInput> = listed.into_iter().map(|l| l.pending).collect();
         out.sort_by_key(|p| p.asked_at);
         out
     }
@@ -311,19 +267,28 @@ impl Runs {
             .held
             .iter()
             .filter(|(_, h)| h.session == session && h.user == user)
-            .map(|(id, h)| PendingInput {
-                request: InputRequest {
-                    id: *id,
-                    server: h.request.server().to_string(),
-                    message: h.request.message().to_string(),
-                    requested_schema: h.request.requested_schema().clone(),
-                },
-                run: h.run,
-                asked_at: h.asked_at,
-            })
+            .map(|(id, h)| h.pending(*id))
             .collect();
         out.sort_by_key(|p| p.asked_at);
         out
+    }
+
+    /// The requests of `user`'s `session` that run `run`'s server lists in
+    /// the shared store.
+    async fn listed(
+        &self,
+        run: Uuid,
+        user: &str,
+        session: Uuid,
+    ) -> Result<Vec<Listed>, super::store::RunError> {
+        Ok(self
+            .store
+            .asks(run)
+            .await?
+            .into_iter()
+            .filter_map(|a| serde_json::from_value::<Listed>(a).ok())
+            .filter(|l| l.user == user && l.session == session)
+            .collect())
     }
 
     /// Answers request `id` of `user`'s `session`; `content` (an accept's
@@ -356,30 +321,25 @@ impl Runs {
         id: Uuid,
         answer: ElicitationAnswer,
     ) -> Result<Answered, AnswerRefused> {
-        let listed_by = |asks: &[Value]| {
-            asks.iter()
-                .find(|a| {
-                    a["id"] == id.to_string().as_str()
-                        && a["user"] == user
-                        && a["session"] == session.to_string().as_str()
-                })
-                .cloned()
-        };
         let run = self
             .store
             .active_of(session)
             .await
             .map_err(AnswerRefused::Store)?
             .ok_or(AnswerRefused::NotFound)?;
-        let asks = self.store.asks(run).await.map_err(AnswerRefused::Store)?;
-        let listed = listed_by(&asks).ok_or(AnswerRefused::NotFound)?;
+        let is_it = |l: &Listed| l.pending.request.id == id;
+        let listed = self
+            .listed(run, user, session)
+            .await
+            .map_err(AnswerRefused::Store)?
+            .into_iter()
+            .find(is_it)
+            .ok_or(AnswerRefused::NotFound)?;
         if let ElicitationAnswer::Accept(content) = &answer {
-            let (form, _) = Elicitation::new(
-                listed["server"].as_str().unwrap_or_default(),
-                String::new(),
-                &listed["requested_schema"],
-            )
-            .map_err(AnswerRefused::Invalid)?;
+            let request = &listed.pending.request;
+            let (form, _) =
+                Elicitation::new(&request.server, String::new(), &request.requested_schema)
+                    .map_err(AnswerRefused::Invalid)?;
             form.check(content).map_err(AnswerRefused::Invalid)?;
         }
         self.store
@@ -390,8 +350,8 @@ impl Runs {
         let mut applied = false;
         while started.elapsed() < FORWARD_WAIT {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            match self.store.asks(run).await {
-                Ok(asks) if listed_by(&asks).is_none() => {
+            match self.listed(run, user, session).await {
+                Ok(listed) if !listed.iter().any(is_it) => {
                     applied = true;
                     break;
                 }

@@ -21,7 +21,7 @@
 //!
 //! ```text
 //! event.rs    RunEvent: the one protocol of what a run emits; NumberedEvent (seq + event)
-//! desk.rs     InputDesk: the requests for input held here, the runs that can ask
+//! desk.rs     InputDesk: the requests for input held here, the runs that can ask; PendingInput
 //! input.rs    MCP servers' requests for input, held for the person while the call waits
 //! pending.rs  PendingCall: a tool call waiting for a decision
 //! record.rs   Run, RunStatus
@@ -70,8 +70,8 @@ use std::time::Duration;
 
 use lc_agent::ListConfig;
 
+pub use desk::PendingInput;
 pub use event::{InputRequest, NodeInfo, NumberedEvent, Outcome, RunDone, RunErrorEvent, RunEvent};
-pub use input::PendingInput;
 pub(crate) use input::{read_answer, AnswerRefused, Answered};
 pub(crate) use local::LocalRuns;
 pub use pending::PendingCall;

@@ -222,6 +222,9 @@ pub struct ExecuteResponse {
     pub truncated_bytes: Option<u64>,
     /// Whether the command was killed at its timeout.
     pub timed_out: bool,
+    /// A line the backend adds about the run, after the output and its
+    /// truncation marker (the sandbox's process limit reached).
+    pub note: Option<String>,
 }
 
 /// A storage backend for the file tools.

@@ -201,11 +201,8 @@ async fn run(
     let mut result = spawn_and_wait(cmd, root, timeout).await;
     drop(keep);
     if let Some(limit) = limit {
-        if let (Ok(response), Some(note)) = (&mut result, limit.note()) {
-            if !response.output.is_empty() && !response.output.ends_with('\n') {
-                response.output.push('\n');
-            }
-            response.output.push_str(&note);
+        if let Ok(response) = &mut result {
+            response.note = limit.note();
         }
         let _ = tokio::task::spawn_blocking(move || limit.remove()).await;
     }
@@ -256,6 +253,7 @@ async fn spawn_and_wait(
         exit_code,
         truncated_bytes: (total > OUTPUT_CAP_BYTES as u64).then_some(total),
         timed_out,
+        note: None,
     })
 }
 

@@ -76,6 +76,13 @@ pub(crate) fn format_execute(response: &ExecuteResponse, timeout: u64) -> ToolOu
         }
         output.push_str(&format!("[Output truncated: {total} bytes]"));
     }
+    // The backend's own line closes what the command printed.
+    if let Some(note) = &response.note {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(note);
+    }
     if response.timed_out {
         let mut text = format!("Error: Command timed out after {timeout} s");
         if !output.is_empty() {
@@ -89,4 +96,32 @@ pub(crate) fn format_execute(response: &ExecuteResponse, timeout: u64) -> ToolOu
     }
     output.push_str(&format!("Exit code: {}", response.exit_code.unwrap_or(-1)));
     ToolOutput::ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sandbox's line closes the text: after the truncation marker,
+    /// before `Exit code` (the spec's last line) when the command ended.
+    #[test]
+    fn the_backends_note_follows_the_truncation_marker() {
+        let mut response = ExecuteResponse {
+            output: "a lot".into(),
+            exit_code: None,
+            truncated_bytes: Some(200_000),
+            timed_out: true,
+            note: Some("[sandbox: limit]".into()),
+        };
+        assert_eq!(
+            format_execute(&response, 3).content,
+            "Error: Command timed out after 3 s\na lot\n[Output truncated: 200000 bytes]\n[sandbox: limit]"
+        );
+        response.timed_out = false;
+        response.exit_code = Some(2);
+        assert_eq!(
+            format_execute(&response, 3).content,
+            "a lot\n[Output truncated: 200000 bytes]\n[sandbox: limit]\nExit code: 2"
+        );
+    }
 }

@@ -196,6 +196,7 @@ impl Backend for Recorder {
             exit_code: Some(0),
             truncated_bytes: None,
             timed_out: false,
+            note: None,
         })
     }
 }

@@ -108,6 +108,7 @@
 //!                     each: name, variables, defaults), below every provider's folder
 //!   embed.rs          Embedder: texts to vectors (memory's search by meaning)
 //!   settings.rs       HttpSettings: what every HTTP provider takes, its setters written once
+//!   sampling.rs       Sampling: a request's temperature, max_tokens, stop, seed, … passed through
 //!   tool_choice.rs    ToolChoice: auto, required, none, a named tool
 //!   scripted.rs       ScriptedChatModel for tests and offline runs
 //!   cassette/         a real run once, offline forever: RecordingChatModel (record.rs) wraps
@@ -273,8 +274,8 @@ pub use model::openai::{
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
     ChatModel, ChatRequest, ChatResponse, DeltaSink, Embedder, HttpSettings, Match, Provider,
-    ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, StreamDelta, ToolChoice,
-    ToolChoiceError, Usage,
+    ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, Sampling, StreamDelta,
+    ToolChoice, ToolChoiceError, Usage,
 };
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
 pub(crate) use node::IdSet;

@@ -77,6 +77,19 @@ impl SessionCaps {
     }
 }
 
+/// Why `net`'s files are over the server's caps after a batch of
+/// `/v1/tools/execute` (which runs its calls outside a run, so the
+/// modifier's hooks do not see them; its per-file cap is the write limit
+/// the file tools keep to, see `Hub::agent_for`), if they are.
+pub(crate) fn over_caps(net: &RunnableNetwork, per_file: u64, total: u64) -> Option<String> {
+    let caps = SessionCaps::new(per_file, total);
+    let paths: Vec<String> = net.with_files(|files| files.keys().cloned().collect());
+    paths
+        .iter()
+        .find_map(|path| caps.over(net, path))
+        .or_else(|| caps.over(net, ""))
+}
+
 /// The file a call of a file tool names.
 fn path_of(node: &NodeRef) -> Option<String> {
     let tool = node.downcast::<ToolNode>()?;

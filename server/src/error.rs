@@ -2,8 +2,15 @@
 //! a JSON body in OpenAI's shape, so OpenAI clients show the message:
 //!
 //! ```text
-//!  {"error": {"message": "...", "type": "invalid_request_error", "code": 400}}
+//!  {"error": {"message": "...", "type": "invalid_request_error", "param": null, "code": 400}}
+//!  {"error": {"message": "...", "type": "invalid_request_error", "param": "temperature",
+//!             "code": "invalid_value"}}       a request field that does not fit (OpenAI's own)
 //! ```
+//!
+//! `param` names the request field at fault (`null` when none does);
+//! `code` is OpenAI's string for a field's problem (`invalid_value`,
+//! `missing_required_parameter`, `unsupported_parameter`,
+//! `model_not_found`), else the HTTP status.
 //!
 //! One shape everywhere: the handlers' errors, the framework's rejections
 //! (a body that is not JSON, a path that is not a session id, a method the
@@ -33,9 +40,6 @@ pub enum ApiError {
     /// No token, or one the server does not know (401).
     #[error("{0}")]
     Unauthorized(String),
-    /// The session belongs to another user (403).
-    #[error("session {0} belongs to another user")]
-    Forbidden(uuid::Uuid),
     /// A browser page of another origin, or a `Host` this server does not
     /// answer to (403).
     #[error("{0}")]
@@ -47,6 +51,17 @@ pub enum ApiError {
     /// is not JSON at all (400).
     #[error("{0}")]
     BadRequest(String),
+    /// A request field does not fit (400): OpenAI's shape, naming the
+    /// field (`param`) and the problem (`code`).
+    #[error("{message}")]
+    Invalid {
+        /// The field at fault (`temperature`, `messages[2].content`).
+        param: String,
+        /// OpenAI's code for the problem (`invalid_value`, ...).
+        code: &'static str,
+        /// What is wrong, in the client's terms.
+        message: String,
+    },
     /// The body is not `application/json` (415).
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -146,9 +161,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) | ApiError::Refused(_) => StatusCode::FORBIDDEN,
+            ApiError::Refused(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -183,7 +198,11 @@ impl ApiError {
     /// The JSON body.
     pub(crate) fn body(&self) -> serde_json::Value {
         let status = self.status();
-        json!({"error": {"message": self.public_message(), "type": self.kind(), "code": status.as_u16()}})
+        let (param, code) = match self {
+            ApiError::Invalid { param, code, .. } => (json!(param), json!(code)),
+            _ => (json!(null), json!(status.as_u16())),
+        };
+        json!({"error": {"message": self.public_message(), "type": self.kind(), "param": param, "code": code}})
     }
 }
 

@@ -139,8 +139,21 @@ impl SessionHub {
         })
     }
 
-    /// Loads `user`'s session `id`: 404 when nobody has it, 403 when
-    /// another user of this server does.
+    /// Claims `user`'s session `id` (see [`claim`](Self::claim)) after
+    /// checking that it is theirs: another user's session is 404 before
+    /// its state (a run in progress) is looked at.
+    pub(crate) async fn claim_owned(
+        self: &Arc<Self>,
+        user: &str,
+        id: Uuid,
+        list: &Arc<dyn NetworkList>,
+    ) -> Result<Claim, ApiError> {
+        self.owned(user, list, id).await?;
+        self.claim(id, list)
+    }
+
+    /// Loads `user`'s session `id`: 404 when they have none (another
+    /// user's session is not found either).
     pub(crate) async fn load(
         &self,
         user: &str,
@@ -154,18 +167,26 @@ impl SessionHub {
         }
     }
 
-    /// 403 when another user of this server has session `id`, else 404.
-    pub(crate) async fn not_yours(&self, user: &str, id: Uuid) -> ApiError {
-        for other in self.config.tokens.users() {
-            if other == user {
-                continue;
-            }
-            if let Ok(list) = self.list(&other)
-                && let Ok(Some(_)) = list.stored_revision(id).await
-            {
-                return ApiError::Forbidden(id);
-            }
+    /// 404 unless `user`'s list holds session `id` (one of theirs that
+    /// cannot be read says why). Checked before anything else of a
+    /// session is looked at, so another user's is not found whatever its
+    /// state.
+    pub(crate) async fn owned(
+        &self,
+        user: &str,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<(), ApiError> {
+        match list.stored_revision(id).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => self.load(user, list, id).await.map(|_| ()),
+            Err(e) => Err(e.into()),
         }
+    }
+
+    /// The 404 of a session `user` does not have: another user's session
+    /// is not found either (its existence is not told).
+    pub(crate) async fn not_yours(&self, _user: &str, id: Uuid) -> ApiError {
         ApiError::NotFound(format!("session {id} not found"))
     }
 
@@ -240,6 +261,17 @@ impl SessionHub {
             .main_model_or(|| self.config.model_name.clone());
         // The server's path rules come first, whatever the session says.
         blueprint.spec.permissions = self.config.permissions.then(&blueprint.spec.permissions);
+        // A session's own files are capped per file at every door (a run's
+        // tool calls and /v1/tools/execute): the write limit the file tools
+        // keep to is at most the cap.
+        if !self.has_directory() {
+            let limit = blueprint
+                .spec
+                .files
+                .write_limit()
+                .min(self.config.max_file_bytes);
+            blueprint.spec.files = blueprint.spec.files.max_write_bytes(limit);
+        }
         let context = AgentContext::new(self.config.sessions.clone(), user);
         // `main` is the server's model; every other model the blueprint
         // names is its own, opened once per entry and kept.

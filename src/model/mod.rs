@@ -12,6 +12,7 @@ mod http;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;
 mod provider;
+mod sampling;
 pub(crate) mod scripted;
 mod settings;
 mod tool_choice;
@@ -19,6 +20,7 @@ mod tool_choice;
 pub use cassette::{Match, RecordingChatModel, ReplayChatModel};
 pub use embed::Embedder;
 pub use provider::{Provider, ProviderError, ProviderRow};
+pub use sampling::Sampling;
 pub use settings::HttpSettings;
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 
@@ -54,6 +56,10 @@ pub struct ChatRequest {
     /// each provider asks for it its own way (`response_format`, or a
     /// forced tool; see [`OutputSchema`](crate::OutputSchema)).
     pub output_schema: Option<crate::OutputSchema>,
+    /// How the answer is sampled, when the request asks (a client's
+    /// `temperature`, `max_tokens`, `stop`, …): set fields override the
+    /// model's own settings.
+    pub sampling: Sampling,
 }
 
 impl ChatRequest {

@@ -193,6 +193,12 @@ impl Graph {
     /// The node ran: it leaves the pending set.
     pub(crate) fn mark_done(&mut self, node: &NodeRef) {
         self.pending.remove(&node.seq());
+        // Nodes below that have their outputs already (a transcript's
+        // answers) cached a conversation without this node's output.
+        let below = self.children_of(node.id()).to_vec();
+        for child in below {
+            self.forget_histories_from(child);
+        }
     }
 
     fn link(&mut self, child: NodeId, parents: &[NodeId]) {

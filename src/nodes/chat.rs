@@ -152,6 +152,7 @@ impl NodeLogic for ChatNode {
                 .clone()
                 .or_else(|| net.tool_choice_for_step(step)),
             output_schema: output_schema.clone(),
+            sampling: crate::Sampling::default(),
         };
         if let Some(schema) = &output_schema {
             request.system.push(schema.instruction());

@@ -11,7 +11,7 @@ use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
 use crate::network::RunnableNetwork;
-use crate::node::{NodeContext, NodeRef};
+use crate::node::{NodeContext, NodeId, NodeRef};
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 
@@ -112,7 +112,7 @@ impl RunnableNetwork {
             // Nodes that held themselves this pass, and the nodes below
             // them: later waves of the pass leave them for a later invoke.
             let mut waiting = crate::node::IdSet::default();
-            for wave in waves(&order) {
+            for wave in waves(&order, |id| self.node(id).map(|n| n.seq())) {
                 let wave: Vec<NodeRef> = if waiting.is_empty() {
                     wave
                 } else {
@@ -256,18 +256,29 @@ fn outcome_of(network: &RunnableNetwork, result: &Result<Message>) -> InvokeOutc
 }
 
 /// Splits a topological order into waves: a node's wave is one past the
-/// latest wave of its parents within `order`.
-fn waves(order: &[NodeRef]) -> Vec<Vec<NodeRef>> {
+/// latest wave of its parents within `order` (`seq_of` gives a node's
+/// sequence number, for parents outside it).
+fn waves(order: &[NodeRef], seq_of: impl Fn(NodeId) -> Option<u64>) -> Vec<Vec<NodeRef>> {
     let mut level: crate::node::IdMap<usize> =
         crate::node::IdMap::with_capacity_and_hasher(order.len(), Default::default());
     let mut out: Vec<Vec<NodeRef>> = Vec::new();
+    // A parent that ran (or was given its output) before every pending
+    // node was added stands above all of them. One added later may stand
+    // below a pending node — a transcript whose answers were given with
+    // `set_output` while the questions before them wait to run — so a
+    // node under it waits for every wave before it.
+    let oldest = order.iter().map(NodeRef::seq).min().unwrap_or(u64::MAX);
     for node in order {
         let l = node.with_parent_ids(|parents| {
             parents
                 .iter()
-                .filter_map(|p| level.get(p))
+                .map(|p| match level.get(p) {
+                    Some(l) => l + 1,
+                    None if seq_of(*p).is_some_and(|s| s > oldest) => out.len(),
+                    None => 0,
+                })
                 .max()
-                .map_or(0, |l| l + 1)
+                .unwrap_or(0)
         });
         level.insert(node.id(), l);
         if out.len() <= l {

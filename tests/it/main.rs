@@ -55,5 +55,6 @@ mod routing;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod tool_executor;
+mod transcript;
 mod typed_answers;
 mod usage;

@@ -460,6 +460,7 @@ impl DeepAgentBuilder {
         net.add_modifier(self.subagents.clone())?;
         // Always there: the mode may hold `exit_plan_mode` or let calls through.
         net.add_modifier(crate::modes::ModeModifier)?;
+        net.add_modifier(crate::sampling::SamplingModifier)?;
         net.add_modifier(self.approvals())?;
         if let (Some(mode), false) = (self.mode, crate::modes::has_mode(net)) {
             crate::modes::set_permission_mode(net, mode);

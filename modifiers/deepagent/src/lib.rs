@@ -85,6 +85,8 @@
 //! - `resilience.rs`: the blueprint's `[resilience]` ([`ResilienceSpec`]): model fallbacks per
 //!   step, tools retried, call limits per tool and per model (the core keeps them in the
 //!   network's metadata).
+//! - `sampling.rs`: a run's requested sampling (a client's `temperature`, `max_tokens`,
+//!   `stop`, …) in the session's metadata, put on its model calls ([`set_sampling`]).
 //! - `skills.rs`: `SKILL.md` folders listed in the system prompt
 //!   ([`SkillsModifier`]); malformed files are skipped with a warning.
 //! - `titles.rs`: session titles written by the `title` step's model after the first
@@ -137,6 +139,7 @@ mod modes;
 mod permissions;
 mod project_memory;
 mod resilience;
+mod sampling;
 mod skills;
 mod spec;
 mod subagent_limits;
@@ -163,6 +166,7 @@ pub use modes::{
 pub use permissions::PathRulesModifier;
 pub use project_memory::{ProjectMemory, ProjectMemorySpec};
 pub use resilience::{CallLimitsSpec, ClearToolResultsSpec, ResilienceSpec, ToolRetrySpec};
+pub use sampling::{sampling_of, set_sampling, SAMPLING_KEY};
 pub use skills::{Skill, SkillError, SkillsModifier};
 pub use spec::{
     AgentSpec, EmbedderSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec,

@@ -92,7 +92,7 @@ pub(crate) async fn rewind(
     Json(body): Json<RewindTo>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
-    let _claim = state.hub.claim(id, &list)?;
+    let _claim = state.hub.claim_owned(&user, id, &list).await?;
     let net = state.hub.load(&user, &list, id).await?;
     if let Some(node) = body.node
         && net.node(node).is_none()

@@ -2,10 +2,11 @@
 //! request, calls the services (the runs, the session hub) and writes the
 //! answer. None imports another, except the helpers of this folder
 //! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`, `tool_hooks.rs`,
-//! `parts.rs`).
+//! `parts.rs`, `sampling.rs`).
 //!
 //! ```text
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
+//!  sampling.rs  a completion's temperature, max_tokens, stop, seed, ...: checked, passed through
 //!  sessions.rs  /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
 //!  branches.rs  /api/sessions/{id}/fork, /rewind, /diff/{other}: time travel
@@ -32,6 +33,7 @@ mod parts;
 mod path_rules;
 mod refusal;
 pub(crate) mod runs;
+mod sampling;
 pub(crate) mod sessions;
 mod sse;
 mod tool_hooks;

@@ -156,15 +156,16 @@ fn image_url(part: &Value) -> Option<(&str, Option<String>)> {
     Some((url, detail))
 }
 
-/// `POST /v1/chat/completions` body. Client tools, a forced tool choice
-/// and structured output are refused (400, [`Completion::check_supported`]);
-/// other OpenAI fields (`temperature`, `max_tokens`, ...) are accepted and
-/// ignored: the agent's own settings apply.
+/// `POST /v1/chat/completions` body. Client tools and a forced tool
+/// choice are refused (400, [`Completion::check_supported`]); the
+/// sampling fields are checked and passed through (`sampling.rs`).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Completion {
     #[serde(default)]
     model: Option<String>,
     messages: Vec<InMessage>,
+    #[serde(flatten)]
+    sampling: super::sampling::SamplingIn,
     #[serde(default)]
     stream: bool,
     #[serde(default)]
@@ -365,15 +366,22 @@ pub(crate) async fn completions(
 ) -> Result<Response, Refused> {
     // The request's own clock: the 408 must beat the router's timeout.
     let received = tokio::time::Instant::now();
+    // OpenAI answers 400 to any body it cannot read, naming the field.
     let body: Completion = serde_json::from_slice(&raw).map_err(|e| {
         let message = format!("the body is not a chat completion request: {e}");
-        match e.classify() {
-            // JSON, but not of a completion's shape.
-            serde_json::error::Category::Data => ApiError::Unprocessable(message),
-            _ => ApiError::BadRequest(message),
+        if e.to_string().contains("missing field `messages`") {
+            ApiError::Invalid {
+                param: "messages".into(),
+                code: "missing_required_parameter",
+                message: "`messages` is required: the conversation, ending with the user's message"
+                    .into(),
+            }
+        } else {
+            ApiError::BadRequest(message)
         }
     })?;
     body.check_supported()?;
+    let sampling = body.sampling.check()?;
     let include_usage = body
         .stream_options
         .as_ref()
@@ -381,6 +389,15 @@ pub(crate) async fn completions(
     let Some(last) = body.messages.last() else {
         return Err(ApiError::BadRequest("`messages` is empty".to_string()).into());
     };
+    if last.role == "user" && matches!(last.content, None | Some(Value::Null)) {
+        let i = body.messages.len() - 1;
+        return Err(ApiError::Invalid {
+            param: format!("messages[{i}].content"),
+            code: "invalid_value",
+            message: "a user message needs `content`: a string or a list of parts".into(),
+        }
+        .into());
+    }
     if last.role != "user" {
         return Err(ApiError::BadRequest(format!(
             "the last message must be the user's, got `{}`",
@@ -399,14 +416,17 @@ pub(crate) async fn completions(
         Some(run) => (run, 0),
         None => {
             let (target, input) = match (session, keep) {
-                (Some(id), true) => (Target::Session(id), Input::Completion(Some(said), schema)),
+                (Some(id), true) => (
+                    Target::Session(id),
+                    Input::Completion(Some(said), schema, sampling),
+                ),
                 (Some(id), false) => {
                     // The named session is read, and the run goes on a copy.
                     let list = state.hub.list(&user)?;
                     let saved = state.hub.load(&user, &list, id).await?;
                     (
                         Target::Ephemeral(copy_of(&saved)?),
-                        Input::Completion(Some(said), schema),
+                        Input::Completion(Some(said), schema, sampling),
                     )
                 }
                 (None, keep) => {
@@ -424,7 +444,7 @@ pub(crate) async fn completions(
                     } else {
                         Target::Ephemeral(net)
                     };
-                    (target, Input::Completion(None, schema))
+                    (target, Input::Completion(None, schema, sampling))
                 }
             };
             let submitted = state

@@ -113,6 +113,8 @@ pub(crate) async fn of_session(
     Path(id): Path<Uuid>,
     Query(q): Query<Limit>,
 ) -> Result<Json<Value>, ApiError> {
+    let list = state.hub.list(&user)?;
+    state.hub.owned(&user, &list, id).await?;
     let limit = q.limit.unwrap_or(50).min(500);
     let runs: Vec<Value> = state
         .runs

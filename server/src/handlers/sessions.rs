@@ -14,7 +14,7 @@
 //!                                       `since=REV` answers {unchanged: true} while at REV
 //!  PATCH  /api/sessions/{id} {name?, mode?}  renames it, sets its permission mode (409 while it
 //!                                       runs; 403 for `bypass` unless the server allows it, modes.rs)
-//!  DELETE /api/sessions/{id}            204 (404 when there is none)
+//!  DELETE /api/sessions/{id}            204 (404 when there is none); its run is cancelled first
 //!  GET    /api/sessions/{id}/nodes/{node_id}   one node: input, output, metadata (any depth)
 //!  POST   /api/sessions/{id}/messages   {content, parts?}               ─▶ SSE (see events.rs)
 //!                                       parts: text and images (handlers/parts.rs; 400 naming
@@ -491,7 +491,7 @@ pub(crate) async fn rename(
         )));
     }
     let list = state.hub.list(&user)?;
-    let _claim = state.hub.claim(id, &list)?;
+    let _claim = state.hub.claim_owned(&user, id, &list).await?;
     let net = state.hub.load(&user, &list, id).await?;
     if let Some(mode) = body.mode {
         crate::modes::set(&state.config, &net, mode)?;
@@ -526,6 +526,8 @@ pub(crate) async fn stop(
     User(user): User,
     Path(id): Path<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let list = state.hub.list(&user)?;
+    state.hub.owned(&user, &list, id).await?;
     // The session's active run, on whichever server runs it.
     let active = state.runs.store.active_of(id).await?;
     let run = match active {
@@ -579,7 +581,26 @@ pub(crate) async fn delete(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let list = state.hub.list(&user)?;
-    let _claim = state.hub.claim(id, &list)?;
+    state.hub.owned(&user, &list, id).await?;
+    // The session's run goes with it: cancelled (at once when it is
+    // queued or waiting for a decision; a running one is asked to stop,
+    // and the delete waits for it a moment).
+    if let Some(active) = state.runs.store.active_of(id).await?
+        && let Some(run) = state.runs.store.get(active).await?
+        && run.user == user
+        && !run.status.is_final()
+    {
+        state.runs.cancel(run).await?;
+    }
+    let mut claim = state.hub.claim(id, &list);
+    for _ in 0..50 {
+        if claim.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        claim = state.hub.claim(id, &list);
+    }
+    let _claim = claim?;
     if list.delete(id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -155,9 +155,21 @@ pub(crate) async fn execute(
     let results = match body.session {
         Some(id) => {
             let list = state.hub.list(&user)?;
-            let _claim = state.hub.claim(id, &list)?;
+            let _claim = state.hub.claim_owned(&user, id, &list).await?;
             let (net, agent) = state.hub.open(&user, &list, id).await?;
             let results = run_batch(&net, &agent, &body.tool_calls).await?;
+            // The session's caps, as a run keeps them: over one, nothing
+            // of the batch is kept.
+            if let Some(over) = crate::caps::over_caps(
+                &net,
+                state.config.max_file_bytes,
+                state.config.max_session_files_bytes,
+            ) {
+                return Err(ApiError::Status(
+                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("{over}: nothing of the batch was kept"),
+                ));
+            }
             list.save(&net).await?;
             results
         }

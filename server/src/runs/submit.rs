@@ -82,10 +82,12 @@ pub(crate) enum Input {
     /// (`None`: the new session holds the request's messages already),
     /// and the schema its `response_format` gives the final answer (set as
     /// the session's `chat` step schema; `None` removes one an earlier
-    /// request set).
+    /// request set), and the sampling it asks of the run's model calls
+    /// (empty: the model's own settings).
     Completion(
         Option<(String, Vec<ContentPart>)>,
         Option<lc_agent::OutputSchema>,
+        lc_agent::Sampling,
     ),
 }
 
@@ -123,11 +125,14 @@ impl Input {
                     text.clone()
                 };
                 add_message(net, text, parts)?;
+                // A person's message asks no sampling a completion set.
+                lc_agent_deepagent::set_sampling(net, None);
                 name_from(net, &title);
                 Ok(())
             }
-            Input::Completion(said, schema) => {
+            Input::Completion(said, schema, sampling) => {
                 net.set_output_schema(lc_agent::CHAT_STEP, schema);
+                lc_agent_deepagent::set_sampling(net, Some(&sampling));
                 match said {
                     Some((text, parts)) => add_message(net, text, parts),
                     None => Ok(()),
@@ -178,6 +183,11 @@ impl Runs {
             Target::Session(id) => *id,
             Target::New(net) | Target::Ephemeral(net) => net.id(),
         };
+        if let Target::Session(id) = &target {
+            // Ownership first: another user's session is not found, whatever
+            // its state, before any run of it is looked at or reserved.
+            self.hub.owned(user, &list, *id).await?;
+        }
         let mut run = Run::new(session, user, input.label());
         run.ephemeral = matches!(target, Target::Ephemeral(_));
         if let Some(id) = id {
@@ -366,7 +376,12 @@ impl Runs {
     /// next turn finds them answered.
     async fn reject_waiting(&self, run: &Run) -> Result<(), ApiError> {
         let list = self.hub.list(&run.user)?;
-        let net = self.hub.load(&run.user, &list, run.session).await?;
+        let net = match self.hub.load(&run.user, &list, run.session).await {
+            Ok(net) => net,
+            // Its session was deleted: nothing is left to reject.
+            Err(ApiError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         for p in pending_approvals(&net) {
             decide(
                 &net,

@@ -151,13 +151,13 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
         get(&format!("{base}/api/sessions/{id}"), BOB)
             .await
             .status(),
-        403
+        404
     );
     assert_eq!(
         delete(&format!("{base}/api/sessions/{id}"), BOB)
             .await
             .status(),
-        403
+        404
     );
     assert_eq!(
         post(
@@ -167,7 +167,7 @@ async fn a_message_streams_events_then_the_session_shows_todos_files_and_graph()
         )
         .await
         .status(),
-        403
+        404
     );
     // Alice deletes it.
     assert_eq!(

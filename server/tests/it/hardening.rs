@@ -65,14 +65,21 @@ fn post_raw(host: &str, path: &str, headers: &str, body: &str) -> String {
     )
 }
 
-/// The error body's (type, code, message); panics unless it has the shape.
+/// The error body's (type, code, message); panics unless it has the
+/// shape. `code` is the status, or OpenAI's string for a request field's
+/// problem (then `param` names the field): that reads as the status 400.
 fn error_of(body: &str) -> (String, u64, String) {
     let v: Value = serde_json::from_str(body)
         .unwrap_or_else(|e| panic!("not a JSON error body ({e}): {body:?}"));
     let e = &v["error"];
+    assert!(e.get("param").is_some(), "no param: {body}");
+    let code = match &e["code"] {
+        Value::String(_) if e["param"].is_string() => 400,
+        other => other.as_u64().expect("code"),
+    };
     (
         e["type"].as_str().expect("type").to_string(),
-        e["code"].as_u64().expect("code"),
+        code,
         e["message"].as_str().expect("message").to_string(),
     )
 }
@@ -506,7 +513,7 @@ async fn every_error_has_the_openai_shape() {
         // Too large a body.
         (post_raw(&host, "/api/sessions", &format!("{auth}Content-Type: application/json\r\n"), &big), 413),
         // A JSON body missing a field.
-        (post_raw(&host, "/v1/chat/completions", &format!("{auth}Content-Type: application/json\r\n"), "{}"), 422),
+        (post_raw(&host, "/v1/chat/completions", &format!("{auth}Content-Type: application/json\r\n"), "{}"), 400),
         // No token.
         (format!("GET /api/sessions HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"), 401),
     ];

@@ -95,7 +95,7 @@ async fn a_first_message_names_the_session_and_a_rename_keeps_it() {
     );
     assert_eq!(
         patch(&session, BOB, json!({"name": "x"})).await.status(),
-        403
+        404
     );
     assert_eq!(get_json(&session, ALICE).await["name"], "Lisbon");
     let _ = server.stop().await;
@@ -196,7 +196,7 @@ async fn stop_ends_a_slow_run_at_once_and_the_session_keeps_what_ran() {
     for _ in 0..100 {
         if server.state.running() == 1 {
             let r = post(&format!("{session}/stop"), BOB, json!({})).await;
-            assert_eq!(r.status(), 409, "Bob cannot stop Alice's run");
+            assert_eq!(r.status(), 404, "Bob cannot stop Alice's run");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         if started.elapsed() > Duration::from_millis(600) {
@@ -383,7 +383,7 @@ async fn a_node_shows_in_full_and_the_graph_says_what_waits() {
         BOB,
     )
     .await;
-    assert_eq!(r.status(), 403);
+    assert_eq!(r.status(), 404);
     let _ = server.stop().await;
 }
 

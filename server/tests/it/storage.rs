@@ -276,7 +276,7 @@ async fn the_session_view_answers_unchanged_without_reading_the_session() {
     );
     // Another user learns nothing from it.
     let r = get(&format!("{url}?since={revision}"), BOB).await;
-    assert_eq!(r.status(), 403);
+    assert_eq!(r.status(), 404);
     // After a turn: the whole view again.
     let r = post(
         &format!("{url}/messages"),

@@ -41,6 +41,10 @@ pub(super) struct WireRequest<'a> {
     pub(super) tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) top_p: Option<f32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub(super) stop_sequences: &'a [String],
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) stream: bool,
 }
@@ -98,7 +102,9 @@ impl<'a> WireRequest<'a> {
         }
         Self {
             model: settings.model,
-            max_tokens: settings.max_tokens,
+            // The request's own sampling first (Anthropic has no seed
+            // or penalties), then the model's settings.
+            max_tokens: request.sampling.max_tokens.unwrap_or(settings.max_tokens),
             system,
             messages: conversation(messages),
             tool_choice: WireToolChoice::for_request(
@@ -106,7 +112,9 @@ impl<'a> WireRequest<'a> {
                 !tools.is_empty(),
             ),
             tools,
-            temperature: settings.temperature,
+            temperature: request.sampling.temperature.or(settings.temperature),
+            top_p: request.sampling.top_p,
+            stop_sequences: &request.sampling.stop,
             stream,
         }
     }

@@ -343,8 +343,14 @@ impl OpenAiChatModel {
                 .as_ref()
                 .filter(|_| !self.learned.schema_as_tool.load(Ordering::Relaxed))
                 .map(wire::ResponseFormat::from),
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
+            // The request's own sampling first, then the model's settings.
+            temperature: request.sampling.temperature.or(self.temperature),
+            max_tokens: request.sampling.max_tokens.or(self.max_tokens),
+            top_p: request.sampling.top_p,
+            stop: &request.sampling.stop,
+            seed: request.sampling.seed,
+            presence_penalty: request.sampling.presence_penalty,
+            frequency_penalty: request.sampling.frequency_penalty,
             stream,
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,

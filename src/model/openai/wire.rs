@@ -93,6 +93,16 @@ pub(super) struct WireRequest<'a> {
     pub(super) temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) top_p: Option<f32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub(super) stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) presence_penalty: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) frequency_penalty: Option<f32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -254,6 +254,16 @@ impl Completion {
                 let kind = part.get("type").and_then(Value::as_str).unwrap_or("?");
                 let text = kind == "text" && part.get("text").and_then(Value::as_str).is_some();
                 let image = m.role == "user" && image_url(part).is_some();
+                if let Some((url, detail)) = image_url(part).filter(|_| image) {
+                    // Checked as the session API checks an image.
+                    super::parts::completion_image(url, detail).map_err(|why| {
+                        ApiError::Invalid {
+                            param: format!("messages[{i}].content[{j}]"),
+                            code: "invalid_value",
+                            message: format!("`messages[{i}].content[{j}]`: {why}"),
+                        }
+                    })?;
+                }
                 if !text && !image {
                     return unsupported(
                         &format!("messages[{i}].content[{j}]"),

@@ -20,6 +20,9 @@
 //! decoded (3.75 MB: 5 MB in base64, the smallest provider limit, and what
 //! `read_file` shows a model at most), and a message carries at most
 //! [`MAX_IMAGES`]. The web page checks the same size before it sends.
+//! An image URL must be `https://`/`http://` to a public host (no
+//! loopback, private, link-local or metadata address) or a `data:` URL;
+//! `/v1/chat/completions` checks its `image_url` parts the same way.
 
 use base64::Engine as _;
 use lc_agent::ContentPart;
@@ -172,7 +175,85 @@ fn image_at(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
             url.len()
         ));
     }
+    if let Some(why) = inside_address(url) {
+        return Err(format!(
+            "the image URL names {why}: the model's server would fetch it from inside its own              network; send the picture itself (a data: URL) instead"
+        ));
+    }
     Ok(with_detail(ContentPart::image_url(url), detail))
+}
+
+/// What an `http(s)` URL's host is when it is not a public address: a
+/// loopback, private, link-local (the cloud metadata service), shared or
+/// unspecified IP, `localhost`, a metadata host name, or an address
+/// written as a number (`2130706433`, `0x7f.1`). Names are not resolved:
+/// the check is of what the URL says.
+pub(crate) fn inside_address(url: &str) -> Option<String> {
+    use std::net::{IpAddr, Ipv6Addr};
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty() {
+        return Some("no host".to_string());
+    }
+    if host == "localhost"
+        || host.ends_with(".localhost")
+        || host == "metadata"
+        || host.ends_with(".internal")
+    {
+        return Some(format!("`{host}`, a name inside the server's network"));
+    }
+    let private_v6 = |ip: &Ipv6Addr| {
+        let first = ip.segments()[0];
+        ip.is_loopback()
+            || ip.is_unspecified()
+            || (first & 0xfe00) == 0xfc00
+            || (first & 0xffc0) == 0xfe80
+    };
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            let o = ip.octets();
+            let shared = o[0] == 100 && (64..128).contains(&o[1]);
+            (ip.is_loopback()
+                || ip.is_private()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || shared
+                || o[0] == 0)
+                .then(|| format!("{ip}, an address inside a network"))
+        }
+        Ok(IpAddr::V6(ip)) => match ip.to_ipv4_mapped() {
+            Some(v4) => inside_address(&format!("http://{v4}/")),
+            None => private_v6(&ip).then(|| format!("{ip}, an address inside a network")),
+        },
+        // 2130706433, 0x7f.1, 0177.0.0.1: numbers some clients read as
+        // addresses.
+        Err(_)
+            if host.split('.').all(|label| {
+                !label.is_empty()
+                    && (label.bytes().all(|b| b.is_ascii_digit())
+                        || label
+                            .strip_prefix("0x")
+                            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit())))
+            }) =>
+        {
+            Some(format!("`{host}`, an address written as a number"))
+        }
+        Err(_) => None,
+    }
+}
+
+/// An `image_url` part of a chat completion's user message (its `url` and
+/// `detail`), checked as the session API checks one (type by its bytes,
+/// base64, size, `http(s)`/`data:` only, no address inside a network).
+pub(crate) fn completion_image(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
+    image_at(url, detail)
 }
 
 /// Whether `data` is base64 of an image of `media_type` a model reads,

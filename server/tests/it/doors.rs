@@ -70,3 +70,48 @@ async fn the_tool_endpoint_keeps_a_sessions_file_caps() {
     assert!(view["files"].get("/b0.txt").is_none(), "{}", view["files"]);
     let _ = server.stop().await;
 }
+
+/// A PNG's first bytes labelled JPEG, base64.
+const PNG_AS_JPEG: &str = "data:image/jpeg;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[tokio::test]
+async fn image_parts_are_checked_the_same_way_at_every_door() {
+    let server = start(scripted(vec![])).await;
+    let base = &server.url;
+    let session = new_session(base, ALICE).await;
+    for url in [
+        "data:image/png;base64,not base64!",
+        PNG_AS_JPEG,
+        "file:///etc/passwd",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://127.0.0.1:8080/a.png",
+        "http://[::1]/a.png",
+        "http://[::ffff:10.0.0.1]/a.png",
+        "https://localhost/a.png",
+        "http://metadata.google.internal/a.png",
+        "http://2130706433/a.png",
+        "http://0x7f.1/a.png",
+        "http://user@192.168.1.1:80/a.png",
+    ] {
+        let r = post(
+            &format!("{base}/v1/chat/completions"),
+            ALICE,
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]}]}),
+        )
+        .await;
+        assert_eq!(r.status(), 400, "completions took {url}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["param"], "messages[0].content[1]", "{body}");
+        let r = post(
+            &format!("{base}/api/sessions/{session}/messages"),
+            ALICE,
+            json!({"content": "look", "parts": [{"type": "image", "url": url}]}),
+        )
+        .await;
+        assert_eq!(r.status(), 400, "the session API took {url}");
+    }
+    let _ = server.stop().await;
+}

@@ -4,6 +4,8 @@
 //! ```text
 //!  Host      the server's own address (loopback names with its port), or
 //!            an --allow-host; any Host only with tokens and no allow-list  ─▶ else 403
+//!            (an absolute-form target's host wins over `Host`; HTTP/1.1
+//!            without a `Host` is 400)
 //!  Origin    (when a browser sends one on POST/PUT/PATCH/DELETE) this
 //!            server's own origin or a --cors origin                        ─▶ else 403
 //!  body      on POST/PUT/PATCH, `Content-Type: application/json`           ─▶ else 415
@@ -119,13 +121,20 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
     }
 }
 
+/// The host a request names: an absolute-form target's (or HTTP/2's
+/// `:authority`), which RFC 9112 says wins over `Host`, else `Host`.
 fn host_of(request: &Request) -> Option<String> {
     request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()))
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .or_else(|| {
+            request
+                .headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
 }
 
 fn header_bytes(headers: &HeaderMap) -> usize {
@@ -190,6 +199,12 @@ fn refuse(guard: &Guard, request: &Request) -> Option<ApiError> {
         ));
     }
     let host = host_of(request);
+    // HTTP/1.1 requires a Host (RFC 9112 section 3.2: 400 without one).
+    if host.is_none() && request.version() == axum::http::Version::HTTP_11 {
+        return Some(ApiError::BadRequest(
+            "an HTTP/1.1 request needs a `Host` header".to_string(),
+        ));
+    }
     if let Some(host) = &host
         && !guard.host_allowed(host)
     {

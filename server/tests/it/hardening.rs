@@ -139,6 +139,37 @@ async fn an_allowed_host_is_answered() {
 }
 
 #[tokio::test]
+async fn a_request_names_its_host_as_http_says() {
+    let server = open_server().await;
+    let host = addr(&server.url);
+    // HTTP/1.1 without a Host: 400.
+    let (status, _, body) = raw(
+        &server.url,
+        "GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    // An absolute-form target is judged by its own host, not the Host header.
+    let (status, _, body) = raw(
+        &server.url,
+        &format!(
+            "GET http://evil.example/v1/models HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _, body) = raw(
+        &server.url,
+        &format!(
+            "GET http://{host}/v1/models HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn bodies_must_be_json_of_the_right_shape() {
     let server = open_server().await;
     let host = addr(&server.url);

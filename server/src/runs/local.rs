@@ -307,6 +307,10 @@ impl RunStore for LocalRuns {
         self.write(run)
     }
 
+    async fn sweep(&self) {
+        LocalRuns::sweep(self);
+    }
+
     async fn request_cancel(&self, id: Uuid) -> RunResult<()> {
         self.inner.lock().cancel.insert(id);
         if let Some(dir) = &self.dir {

@@ -128,6 +128,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// Writes a record that left `running` (waiting or final); a final one
     /// frees its session and is kept for `keep` (with its events).
     async fn settle(&self, run: &Run, keep: Duration) -> RunResult<()>;
+    /// Removes the records (and events) kept past their time now, rather
+    /// than at the next run's start (a store whose records expire by
+    /// themselves, as Redis keys do, has nothing to do).
+    async fn sweep(&self) {}
     /// Asks the server running it to cancel it.
     async fn request_cancel(&self, id: Uuid) -> RunResult<()>;
     /// Whether someone asked to cancel it.

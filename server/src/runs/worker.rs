@@ -247,6 +247,13 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
             tracing::error!(run = %id, error = %e, "cannot write a run's end");
         }
         if run.ephemeral {
+            // Nothing of it stays past its time, also on a server that
+            // starts no other run.
+            let store = runs.store.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(keep + Duration::from_secs(1)).await;
+                store.sweep().await;
+            });
             // `store: false`: the session was the run's alone.
             match state.hub.list(&run.user) {
                 Ok(list) => {

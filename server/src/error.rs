@@ -62,6 +62,15 @@ pub enum ApiError {
         /// What is wrong, in the client's terms.
         message: String,
     },
+    /// A chat completion names a model this server does not serve (404,
+    /// OpenAI's `model_not_found`).
+    #[error("the model `{requested}` does not exist here: this server serves `{served}` (GET /v1/models)")]
+    ModelNotFound {
+        /// The model asked for.
+        requested: String,
+        /// The model this server serves.
+        served: String,
+    },
     /// The body is not `application/json` (415).
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -162,7 +171,7 @@ impl ApiError {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Refused(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::ModelNotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::BadRequest(_) | ApiError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -200,6 +209,7 @@ impl ApiError {
         let status = self.status();
         let (param, code) = match self {
             ApiError::Invalid { param, code, .. } => (json!(param), json!(code)),
+            ApiError::ModelNotFound { .. } => (json!("model"), json!("model_not_found")),
             _ => (json!(null), json!(status.as_u16())),
         };
         json!({"error": {"message": self.public_message(), "type": self.kind(), "param": param, "code": code}})

@@ -21,6 +21,7 @@
 //!     asked of the model, checked, asked again with the errors); a schema that is
 //!     no JSON Schema, or another type ─▶ 400 naming response_format
 //!  n other than 1 ─▶ 400 (one run gives one answer)
+//!  a `model` other than the served one (GET /v1/models) ─▶ 404 model_not_found
 //!  a user message's image_url parts ─▶ image parts of its human node (a
 //!     model whose settings refuse images fails the run with that error)
 //!  any other content part (input_audio, file, ...; image_url outside a
@@ -392,6 +393,19 @@ pub(crate) async fn completions(
     })?;
     body.check_supported()?;
     let sampling = body.sampling.check()?;
+    // The one model this server serves (GET /v1/models), as OpenAI
+    // answers a model it does not have.
+    if let Some(requested) = body
+        .model
+        .as_ref()
+        .filter(|m| **m != state.config.model_name)
+    {
+        return Err(ApiError::ModelNotFound {
+            requested: requested.clone(),
+            served: state.config.model_name.clone(),
+        }
+        .into());
+    }
     let include_usage = body
         .stream_options
         .as_ref()

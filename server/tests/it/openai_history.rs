@@ -122,3 +122,33 @@ async fn a_stateless_history_reaches_the_model_whole_and_its_answer_comes_back()
     assert_eq!(rest, expected(), "{sent:?}");
     let _ = server.stop().await;
 }
+
+#[tokio::test]
+async fn a_model_the_server_does_not_serve_is_not_found_as_openai_says() {
+    let server = start(Recorder::default()).await;
+    let url = format!("{}/v1/chat/completions", server.url);
+    let ask =
+        |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
+    let r = post(&url, ALICE, ask("gpt-4o")).await;
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "model_not_found", "{body}");
+    assert_eq!(body["error"]["param"], "model", "{body}");
+    let served = get_json(&format!("{}/v1/models", server.url), ALICE).await;
+    let name = served["data"][0]["id"].as_str().unwrap();
+    let r = post(&url, ALICE, ask(name)).await;
+    assert_eq!(r.status(), 200);
+    // A missing messages, and a user message without content: OpenAI's 400.
+    let r = post(&url, ALICE, json!({"model": name})).await;
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["param"], "messages", "{body}");
+    let r = post(
+        &url,
+        ALICE,
+        json!({"messages": [{"role": "user", "content": null}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let _ = server.stop().await;
+}

@@ -506,6 +506,10 @@ pub struct RunSettings {
     pub lease: Duration,
     /// How long a finished run's record and events are kept.
     pub keep: Duration,
+    /// How long a run waits out a session or run store that cannot be
+    /// reached (a Redis restart) before it fails: its saves and events
+    /// are tried again, with backoff, meanwhile.
+    pub store_patience: Duration,
 }
 
 impl Default for RunSettings {
@@ -516,6 +520,7 @@ impl Default for RunSettings {
             time_limit: Some(Duration::from_secs(3600)),
             lease: Duration::from_secs(15),
             keep: Duration::from_secs(3600),
+            store_patience: Duration::from_secs(30),
         }
     }
 }

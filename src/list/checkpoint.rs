@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::error::{NetworkError, Result};
-use crate::list::NetworkList;
+use crate::list::{ListError, NetworkList};
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
 use crate::run::{InvokeOutcome, NetworkModifier};
@@ -89,6 +89,7 @@ pub struct CheckpointModifier {
     input_saved: bool,
     saves: Arc<AtomicUsize>,
     gate: Arc<tokio::sync::Mutex<()>>,
+    patience: std::time::Duration,
 }
 
 impl std::fmt::Debug for CheckpointModifier {
@@ -116,7 +117,18 @@ impl CheckpointModifier {
             input_saved: false,
             saves: Arc::new(AtomicUsize::new(0)),
             gate: Arc::new(tokio::sync::Mutex::new(())),
+            patience: std::time::Duration::ZERO,
         }
+    }
+
+    /// Waits out a store that cannot be reached (a Redis restart, a
+    /// failover): a save that fails with [`ListError::Unavailable`] is
+    /// tried again, with backoff (0.1 s doubling to 2 s), until `patience`
+    /// has passed; then it fails as any save does. Default: no retry.
+    #[must_use]
+    pub fn patience(mut self, patience: std::time::Duration) -> Self {
+        self.patience = patience;
+        self
     }
 
     /// When to save.
@@ -169,7 +181,20 @@ impl CheckpointModifier {
         // Sibling nodes (the tool calls of one turn) finish concurrently:
         // one save at a time keeps revisions in order.
         let _one_at_a_time = self.gate.lock().await;
-        match self.list.save(network).await {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(100);
+        let saved = loop {
+            match self.list.save(network).await {
+                Err(e @ ListError::Unavailable { .. }) if started.elapsed() < self.patience => {
+                    tracing::warn!(id = %network.id(), when, error = %e, "the session store cannot be reached; trying again");
+                    tokio::time::sleep(pause.min(self.patience.saturating_sub(started.elapsed())))
+                        .await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                other => break other,
+            }
+        };
+        match saved {
             Ok(info) => {
                 self.saves.fetch_add(1, Ordering::SeqCst);
                 tracing::debug!(id = %info.id, revision = info.revision, when, "checkpoint saved");
@@ -211,6 +236,7 @@ impl NetworkModifier for CheckpointModifier {
             input_saved: false,
             saves: self.saves.clone(),
             gate: self.gate.clone(),
+            patience: self.patience,
         }))
     }
 

@@ -32,6 +32,7 @@
 //! submit.rs   Input, Target, Runs::submit (and resume), Runs::cancel, retries of a request,
 //!             Refused (409 naming the session's run, 429)
 //! worker.rs   Runs::execute: one run: checkpoints, events, cancel, wall-clock limit, hand back
+//! patience.rs a store that cannot be reached, waited out (saves, events, the record; 30 s)
 //! dispatch.rs Runs::start: the dispatcher taking runs from the queue
 //! stream.rs   Runs::events: a run's events as they come, until it ends or waits
 //! ```
@@ -50,12 +51,17 @@
 //!   server (Redis) or the next start (JSON list).
 //! - With the JSON list, a process killed: its queued and running runs are
 //!   queued again when it starts next.
+//! - A store that cannot be reached for a while (a Redis restart): the
+//!   run's checkpoints, events and record are tried again for up to
+//!   `RunSettings::store_patience` (30 s), so it goes on where it was and
+//!   its events still end with its end event; past that it fails.
 
 mod desk;
 mod dispatch;
 mod event;
 mod input;
 mod local;
+mod patience;
 mod pending;
 mod record;
 mod redis;

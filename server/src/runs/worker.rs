@@ -120,7 +120,16 @@ impl Publisher {
                     seq += 1;
                     events.push(NumberedEvent { seq, event });
                 }
-                if let Err(e) = runs.store.append(run, &events).await {
+                // A store that cannot be reached is waited out: a
+                // follower must find every event, the last one above all.
+                let appended = super::patience::patiently(
+                    runs.settings.store_patience,
+                    "a run's events",
+                    super::patience::store_unreachable,
+                    || runs.store.append(run, &events),
+                )
+                .await;
+                if let Err(e) = appended {
                     tracing::error!(run = %run, error = %lc_agent::error_chain(&e), "a run's events could not be stored");
                 }
                 runs.wake(run);
@@ -243,7 +252,14 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
         } else {
             runs.settings.keep
         };
-        if let Err(e) = runs.store.settle(&run, keep).await {
+        let settled = super::patience::patiently(
+            runs.settings.store_patience,
+            "a run's end",
+            super::patience::store_unreachable,
+            || runs.store.settle(&run, keep),
+        )
+        .await;
+        if let Err(e) = settled {
             tracing::error!(run = %id, error = %e, "cannot write a run's end");
         }
         if run.ephemeral {
@@ -435,7 +451,14 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
     if !matches!(ending, Ending::Finished(_)) {
         // The invoke was cut short: its last checkpoint may be older than
         // what ran; save what stands.
-        if let Err(e) = list.save(&net).await {
+        let saved = super::patience::patiently(
+            state.settings.store_patience,
+            "the run's last save",
+            super::patience::list_unavailable,
+            || list.save(&net),
+        )
+        .await;
+        if let Err(e) = saved {
             save_error = Some(ApiError::from(e));
         }
     }
@@ -610,7 +633,8 @@ async fn open(
     net.add_modifier(
         CheckpointModifier::new(list.clone())
             .policy(CheckpointPolicy::EachNode)
-            .input_saved(),
+            .input_saved()
+            .patience(state.settings.store_patience),
     )
     .map_err(|e| ApiError::internal("the run's checkpoints cannot be attached", e))?;
     claim.track(&net);

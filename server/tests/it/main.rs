@@ -22,6 +22,7 @@ mod openai_sdk_history;
 mod openai_truth;
 mod ownership;
 mod permissions;
+mod redis_outage;
 mod runs;
 mod runs_redis;
 mod sandbox;

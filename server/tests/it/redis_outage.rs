@@ -1,0 +1,72 @@
+//! A Redis restart during runs is waited out: two servers on one real
+//! redis-server (append-only, fsync always, so a restart keeps its data),
+//! runs going on both when Redis stops for 3 s; every run ends `done`
+//! without a node run twice, and its event stream ends with exactly one
+//! end event.
+
+use std::time::Duration;
+
+use lc_agent::{ListConfig, Turn};
+use lc_agent_test_support::needs;
+use lc_agent_test_support::server::*;
+use lc_agent_test_support::RedisServer;
+use serde_json::{json, Value};
+
+const RUNS: usize = 10;
+
+#[needs(redis)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_second_redis_restart_fails_no_run() {
+    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let url = redis.url();
+    // One model for both servers: it counts every call.
+    let model = scripted(vec![
+        Turn::text("answer").delayed(Duration::from_millis(1_500))
+    ])
+    .cycled();
+    let calls = model.clone();
+    let on_redis =
+        |dir: &std::path::Path| config(model.clone(), dir).sessions(ListConfig::redis(&url));
+    let a = start_with(on_redis).await;
+    let b = start_with(on_redis).await;
+    let mut runs = Vec::new();
+    for i in 0..RUNS {
+        let base = if i % 2 == 0 { &a.url } else { &b.url };
+        let session = new_session(base, ALICE).await;
+        let r = post(
+            &format!("{base}/api/sessions/{session}/runs"),
+            ALICE,
+            json!({"content": format!("task {i}"), "background": true}),
+        )
+        .await;
+        assert_eq!(r.status(), 202);
+        let run: Value = r.json().await.unwrap();
+        runs.push(run["id"].as_str().unwrap().to_string());
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    redis.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    redis.restart();
+
+    for run in &runs {
+        let record = wait_status(&a.url, run, "done", 1_200).await;
+        assert_eq!(record["status"], "done", "{record}");
+        let events = get(&format!("{}/api/runs/{run}/events", b.url), ALICE)
+            .await
+            .text()
+            .await
+            .unwrap();
+        let names: Vec<String> = sse_events(&events).into_iter().map(|(n, _)| n).collect();
+        let ends = names
+            .iter()
+            .filter(|n| matches!(n.as_str(), "done" | "run_failed" | "cancelled"))
+            .count();
+        assert_eq!(ends, 1, "run {run}: {names:?}");
+        assert_eq!(names.last().map(String::as_str), Some("done"), "{names:?}");
+    }
+    // Nothing ran twice: no run failed and was taken over from its last
+    // checkpoint (its model call in flight asked again).
+    assert_eq!(calls.calls(), RUNS, "model calls");
+    let _ = a.stop().await;
+    let _ = b.stop().await;
+}

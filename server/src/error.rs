@@ -178,6 +178,9 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Model(_) => StatusCode::BAD_GATEWAY,
             ApiError::Store(ListError::Unavailable { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Store(_) | ApiError::Internal { .. } if disk_full(self) => {
+                StatusCode::INSUFFICIENT_STORAGE
+            }
             ApiError::Store(_) | ApiError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Status(status, _) => *status,
             ApiError::Run(failure) => failure.status(),
@@ -196,6 +199,11 @@ impl ApiError {
             ApiError::Store(ListError::Unavailable { .. }) => STORE_UNAVAILABLE.to_string(),
             ApiError::Store(ListError::Corrupt { id: Some(id), .. }) => {
                 format!("session {id} is stored in a form that cannot be read; the server's log says why (delete it, or ask the operator)")
+            }
+            ApiError::Store(_) | ApiError::Internal { .. } if disk_full(self) => {
+                "the server's disk is full: nothing of this request was saved; send it again once \
+                 the operator has freed space"
+                    .to_string()
             }
             ApiError::Store(_) | ApiError::Internal { .. } => {
                 "the server failed to answer this request; its log has the details (look for this answer's x-request-id)".to_string()
@@ -216,6 +224,22 @@ impl ApiError {
     }
 }
 
+/// Whether a full disk (or quota) is what failed, anywhere in `error`'s
+/// chain of sources.
+fn disk_full(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && (io.kind() == std::io::ErrorKind::StorageFull
+                || io.kind() == std::io::ErrorKind::QuotaExceeded)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// The `type` of an error body for a status.
 fn kind_of(status: StatusCode) -> &'static str {
     match status.as_u16() {
@@ -227,6 +251,7 @@ fn kind_of(status: StatusCode) -> &'static str {
         409 => "conflict_error",
         429 => "rate_limit_error",
         502 => "model_error",
+        507 => "insufficient_storage_error",
         503 => "unavailable_error",
         s if s >= 500 => "server_error",
         _ => "invalid_request_error",

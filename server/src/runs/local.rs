@@ -66,9 +66,9 @@ impl LocalRuns {
     /// removed.
     pub(crate) fn open(dir: impl Into<PathBuf>, keep: Duration) -> RunResult<Self> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| io("cannot create", &dir, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
         let mut inner = Inner::default();
-        let entries = std::fs::read_dir(&dir).map_err(|e| io("cannot read", &dir, e))?;
+        let entries = std::fs::read_dir(&dir).map_err(|e| io("read", &dir, e))?;
         let mut requeue = Vec::new();
         for entry in entries.flatten() {
             let path = entry.path();
@@ -125,8 +125,8 @@ impl LocalRuns {
         let tmp = dir.join(format!("{}.tmp.json", run.id));
         let bytes =
             serde_json::to_vec(run).map_err(|e| RunError::store("write a run record", e))?;
-        std::fs::write(&tmp, bytes).map_err(|e| io("cannot write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| io("cannot write", &path, e))
+        std::fs::write(&tmp, bytes).map_err(|e| io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io("write", &path, e))
     }
 
     fn sweep(&self) {
@@ -195,8 +195,17 @@ impl RunStore for LocalRuns {
             inner.runs.insert(run.id, run.clone());
             inner.queue.push_back(run.id);
         }
+        if let Err(e) = self.write(run) {
+            // Not written (a full disk): not queued either, so no run that
+            // never started holds the session.
+            let mut inner = self.inner.lock();
+            inner.active.remove(&run.session);
+            inner.runs.remove(&run.id);
+            inner.queue.retain(|id| *id != run.id);
+            return Err(e);
+        }
         self.queued.notify_one();
-        self.write(run)
+        Ok(())
     }
 
     async fn prepared(&self, id: Uuid) -> RunResult<()> {
@@ -315,7 +324,7 @@ impl RunStore for LocalRuns {
         self.inner.lock().cancel.insert(id);
         if let Some(dir) = &self.dir {
             let path = dir.join(format!("{id}.cancel"));
-            std::fs::write(&path, b"").map_err(|e| io("cannot write", &path, e))?;
+            std::fs::write(&path, b"").map_err(|e| io("write", &path, e))?;
         }
         Ok(())
     }
@@ -349,7 +358,7 @@ impl RunStore for LocalRuns {
                 .append(true)
                 .open(&path)
                 .and_then(|mut f| f.write_all(&lines))
-                .map_err(|e| io("cannot write", &path, e))?;
+                .map_err(|e| io("write", &path, e))?;
         }
         let mut inner = self.inner.lock();
         let list = inner.events.entry(id).or_default();

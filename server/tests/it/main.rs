@@ -8,6 +8,7 @@
 mod blueprint_models;
 mod branches;
 mod conflicts;
+mod disk_full;
 mod doors;
 mod endpoints;
 mod events;

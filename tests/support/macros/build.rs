@@ -87,6 +87,10 @@ fn present(name: &str) -> bool {
         }
         "chromium" => on_path("chromium") && on_path("chromedriver"),
         "python" => on_path("python3"),
+        "root" => Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0"),
         "python_openai" => python_imports("python3", "import openai"),
         "python_mcp" => python_imports("python3", "import mcp"),
         "mcp_server_time" => on_path("mcp-server-time"),

@@ -35,6 +35,7 @@
 //! | `bwrap` | `bwrap` (bubblewrap) able to make a sandbox | `apt-get install bubblewrap` |
 //! | `chromium` | `chromium` and `chromedriver` | `apt-get install chromium chromium-driver` |
 //! | `python` | `python3` | `apt-get install python3` |
+//! | `root` | the tests run as root (one mounts a small tmpfs) | run them as root, as CI does |
 //! | `python_openai` | `python3` with `openai` | `pip install -r .ci/requirements.txt` |
 //! | `python_mcp` | `python3` with `mcp` (the MCP Python SDK) | `pip install -r .ci/requirements.txt` |
 //! | `mcp_server_time` | `mcp-server-time` on the `PATH` | `pip install -r .ci/requirements.txt` |

@@ -42,6 +42,11 @@ const REQUIREMENTS: &[Requirement] = &[
         install: "apt-get install python3",
     },
     Requirement {
+        name: "root",
+        what: "root (the test mounts a small tmpfs)",
+        install: "run the tests as root, as CI does",
+    },
+    Requirement {
         name: "python_openai",
         what: "python3 with the openai package",
         install: "pip install -r .ci/requirements.txt",

@@ -7,6 +7,8 @@
 //! effect is checked on the host after the command; every escape of every
 //! pass is reported at once.
 //!
+//! `LC_AGENT_HOSTILE_VERBOSE=1` prints every command and its output.
+//!
 //! What a mechanism is documented not to stop (Landlock shows every
 //! process's command line) is listed as known: the suite fails if it
 //! stops being true, so the docs follow.
@@ -84,7 +86,8 @@ fn exists(path: &Path) -> Option<String> {
 }
 
 /// A perl one-liner (perl-base is on every Debian system, and `syscall`
-/// reaches any system call).
+/// reaches any system call; its string arguments must be variables, it
+/// refuses literals). Each call prints its result and `errno`.
 fn perl(code: &str) -> String {
     format!("/usr/bin/perl -e '{code}' 2>&1")
 }
@@ -200,7 +203,7 @@ fn cases() -> Vec<Case> {
             command: |_| {
                 format!(
                     "chroot / true 2>&1 && echo CHROOTED; {}",
-                    perl("chroot(\"/\") and print \"CHROOTED\"")
+                    perl("chroot(\"/\") and print \"CHROOTED\"; print \"chroot: $!\"")
                 )
             },
             escaped: |_, out| said(out, "CHROOTED"),
@@ -220,12 +223,15 @@ fn cases() -> Vec<Case> {
             setup: nothing,
             command: move |_| {
                 let code = format!(
-                    "syscall({u}, 0x10000000) == 0 and print \"UNSHARED\"; \
-                     my $r = syscall({c}, 0x10020000 | 17, 0, 0, 0, 0); \
-                     if ($r == 0) {{ syscall({e}, 0) }} print \"CLONED\" if $r > 0; \
-                     $r = syscall({c3}, pack(\"Q8\", 0x10000000, 0, 0, 0, 17, 0, 0, 0), 64); \
-                     if ($r == 0) {{ syscall({e}, 0) }} print \"CLONED3\" if $r > 0; \
-                     print \"clone3: $!\"",
+                    "my $r = syscall({u}, 0x10000000); print \"unshare: $r $!\\n\"; \
+                     print \"UNSHARED\\n\" if $r == 0; \
+                     $r = syscall({c}, 0x10020000 | 17, 0, 0, 0, 0); \
+                     if ($r == 0) {{ syscall({e}, 0) }} print \"clone: $r $!\\n\"; \
+                     print \"CLONED\\n\" if $r > 0; \
+                     my $args = pack(\"Q8\", 0x10000000, 0, 0, 0, 17, 0, 0, 0); \
+                     $r = syscall({c3}, $args, 64); \
+                     if ($r == 0) {{ syscall({e}, 0) }} print \"clone3: $r $!\\n\"; \
+                     print \"CLONED3\\n\" if $r > 0",
                     u = libc::SYS_unshare,
                     c = libc::SYS_clone,
                     c3 = libc::SYS_clone3,
@@ -243,7 +249,8 @@ fn cases() -> Vec<Case> {
                 let code = format!(
                     "for my $ns (\"mnt\", \"user\", \"net\", \"pid\") {{ \
                      open(my $f, \"<\", \"/proc/1/ns/$ns\") or next; \
-                     syscall({s}, fileno($f), 0) == 0 and print \"ENTERED $ns\" }}",
+                     my $r = syscall({s}, fileno($f), 0); print \"setns $ns: $r $!\\n\"; \
+                     print \"ENTERED $ns\\n\" if $r == 0 }}",
                     s = libc::SYS_setns
                 );
                 format!("nsenter -t 1 -m true 2>&1 && echo ENTERED; {}", perl(&code))
@@ -256,9 +263,13 @@ fn cases() -> Vec<Case> {
             setup: nothing,
             command: move |_| {
                 let code = format!(
-                    "syscall({m}, \"none\", \"/tmp\", \"tmpfs\", 0, 0) == 0 and print \"MOUNTED\"; \
-                     syscall({f}, \"tmpfs\", 0) >= 0 and print \"MOUNTED fsopen\"; \
-                     syscall({u}, \"/usr\", 2) == 0 and print \"MOUNTED umount\"",
+                    "my ($none, $tmp, $fs, $usr) = (\"none\", \"/tmp\", \"tmpfs\", \"/usr\"); \
+                     my $r = syscall({m}, $none, $tmp, $fs, 0, 0); print \"mount: $r $!\\n\"; \
+                     print \"MOUNTED\\n\" if $r == 0; \
+                     $r = syscall({f}, $fs, 0); print \"fsopen: $r $!\\n\"; \
+                     print \"MOUNTED fsopen\\n\" if $r >= 0; \
+                     $r = syscall({u}, $usr, 2); print \"umount2: $r $!\\n\"; \
+                     print \"MOUNTED umount\\n\" if $r == 0",
                     m = libc::SYS_mount,
                     f = libc::SYS_fsopen,
                     u = libc::SYS_umount2,
@@ -321,7 +332,8 @@ fn cases() -> Vec<Case> {
             setup: nothing,
             command: |c| {
                 let code = format!(
-                    "syscall({t}, 16, {p}, 0, 0) == 0 and print \"TRACED\"",
+                    "my $r = syscall({t}, 16, {p}, 0, 0); print \"ptrace: $r $!\\n\"; \
+                     print \"TRACED\\n\" if $r == 0",
                     t = libc::SYS_ptrace,
                     p = c.pid
                 );
@@ -559,6 +571,13 @@ async fn run_cases(
         .await
         .unwrap()
         .content;
+        if std::env::var_os("LC_AGENT_HOSTILE_VERBOSE").is_some() {
+            eprintln!(
+                "[{label}] {}\n  $ {command}\n  {}",
+                case.name,
+                out.replace('\n', "\n  ")
+            );
+        }
         let escaped =
             (case.escaped)(&ctx, &out).or_else(|| common_escapes(&ctx, had_git, had_config));
         let _ = std::fs::remove_file(Path::new("/etc").join(&ctx.marker));

@@ -188,15 +188,26 @@ impl Bubblewrap {
             for protected in policy.protected_paths(root) {
                 let path = match protected {
                     Protected::Existing(path) => path,
-                    Protected::Missing(path) => {
-                        mount_points.hold(&path).map_err(|e| {
-                            format!(
+                    Protected::Missing(path) => match mount_points.hold(&path) {
+                        Ok(()) => path,
+                        // What this process cannot make, a command (with
+                        // fewer rights) cannot make either.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::PermissionDenied
+                                    | std::io::ErrorKind::ReadOnlyFilesystem
+                            ) =>
+                        {
+                            continue;
+                        }
+                        Err(e) => {
+                            return Err(format!(
                                 "cannot keep the missing {} read-only (its mount point: {e})",
                                 path.display()
-                            )
-                        })?;
-                        path
-                    }
+                            ));
+                        }
+                    },
                 };
                 arg(&mut args, &[&"--ro-bind", &path, &path]);
             }

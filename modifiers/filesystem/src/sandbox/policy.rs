@@ -15,7 +15,8 @@ pub enum SandboxMode {
     /// writable.
     ReadOnly,
     /// The root is writable except its read-only subpaths (`.git`,
-    /// `.lc-agent`); the rest as in `ReadOnly`. The default.
+    /// `.lc-agent`), which commands cannot create either when they do
+    /// not exist; the rest as in `ReadOnly`. The default.
     #[default]
     WorkspaceWrite,
     /// No sandbox: commands run as the user, as a plain shell would
@@ -135,7 +136,8 @@ impl SandboxPolicy {
     }
 
     /// A path kept read-only inside the writable root (relative to the
-    /// root, or absolute inside it), besides `.git` and `.lc-agent`.
+    /// root, or absolute inside it), besides `.git` and `.lc-agent`;
+    /// commands cannot create it either while it does not exist.
     #[must_use]
     pub fn read_only(mut self, path: impl Into<PathBuf>) -> Self {
         self.read_only.push(path.into());

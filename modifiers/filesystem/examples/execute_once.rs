@@ -11,11 +11,15 @@
 //!   "env LC_AGENT_SANDBOX_MECHANISM=bubblewrap $B workspace-write true"
 //! ```
 //!
+//! With a third argument N, the command runs N more times in the same
+//! process and the mean time per command is printed on stderr: what a
+//! command costs inside a long process (the sandbox already open).
+//!
 //! Needs: Linux with bubblewrap or Landlock (ABI 6). Offline. The
 //! workspace is the current directory.
 //!
 //! Run: `cargo run --release -p lc-agent-filesystem --example execute_once
-//! -- MODE COMMAND` (MODE: `read-only`, `workspace-write` or `full`).
+//! -- MODE COMMAND [N]` (MODE: `read-only`, `workspace-write` or `full`).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent_filesystem::{
@@ -37,5 +41,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await
         .ok_or("no execute tool")?;
     print!("{}", out.content);
+    if let Some(n) = args.next() {
+        let n: u32 = n.parse()?;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            run_tool(&shell, "execute", &json!({ "command": command }))
+                .await
+                .ok_or("no execute tool")?;
+        }
+        let each = started.elapsed().as_secs_f64() * 1000.0 / f64::from(n.max(1));
+        eprintln!("{each:.2} ms per command ({n} commands in one process)");
+    }
     Ok(())
 }

@@ -46,7 +46,9 @@
 //! rules change); a command only makes its own `TMPDIR` inside that
 //! directory. `LC_AGENT_SANDBOX_MECHANISM=landlock|bubblewrap` forces one.
 //! What one `true` costs under each mechanism and unconfined: `cargo run
-//! --release --example sandbox` prints it.
+//! --release --example sandbox` prints it; `-p lc-agent-filesystem
+//! --example execute_once` is one command in a fresh process, for
+//! hyperfine (its header has the command line).
 //! Another mechanism (a container) implements [`SandboxMechanism`].
 //!
 //! **Never silently unconfined.** [`Sandbox::open`] with a mode that needs

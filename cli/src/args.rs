@@ -305,8 +305,13 @@ pub(crate) struct WorkspaceArgs {
     #[arg(long, requires = "root")]
     pub(crate) shell: bool,
     /// With --shell: the sandbox commands run in — `workspace-write`
-    /// (default: write only --root, not its .git; no network), `read-only`,
-    /// or `full` (no sandbox: commands run as you, on purpose).
+    /// (default: write only --root, not its .git or .lc-agent, even
+    /// before they exist; no network), `read-only`, or `full` (no
+    /// sandbox: commands run as you, on purpose). Made by bubblewrap
+    /// where it works (namespaces: the host's processes hidden), else by
+    /// Landlock + seccomp (containers); no capabilities under either,
+    /// also as root. LC_AGENT_SANDBOX_MECHANISM=landlock|bubblewrap
+    /// forces one.
     #[arg(long, value_name = "MODE", requires = "shell")]
     pub(crate) sandbox: Option<SandboxMode>,
     /// Path rules: --allow, --deny, --ask.

@@ -1,16 +1,21 @@
 //! [`Auto`]: the mechanism [`Sandbox::open`](super::Sandbox::open) uses,
-//! chosen per command from what this machine can do.
+//! chosen from what this machine can do.
 
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::landlock::has_read_only_paths;
 use super::{Bubblewrap, Landlock, Prepared, SandboxMechanism, SandboxPolicy};
 
-/// Landlock + seccomp where the kernel has it and the root holds none of
-/// the policy's read-only paths (it cannot keep them read-only under a
-/// writable root); bubblewrap otherwise; Landlock (writes per top-level
-/// entry) when bubblewrap is missing; an error when neither works.
+/// Bubblewrap wherever it can make a sandbox, in every mode; Landlock +
+/// seccomp (Linux 6.12 or later) where it cannot (bubblewrap missing, or
+/// user namespaces refused, as in most containers); an error when
+/// neither works.
+///
+/// Bubblewrap first because only namespaces give what Landlock cannot:
+/// a protected path kept read-only inside a writable root that still
+/// takes new top-level entries, and a `/proc` without the host's
+/// processes (under Landlock every process's command line is readable;
+/// see the module docs). Landlock is the cheaper of the two.
 #[derive(Debug, Default)]
 pub(crate) struct Auto {
     landlock: Landlock,
@@ -18,14 +23,12 @@ pub(crate) struct Auto {
 }
 
 impl Auto {
-    /// The mechanism for a command of `policy` in `root`.
-    fn choose(&self, policy: &SandboxPolicy, root: &Path) -> &dyn SandboxMechanism {
-        let landlock = self.landlock.check().is_ok();
-        let bubblewrap = self.bubblewrap.check().is_ok();
-        if landlock && (!bubblewrap || !has_read_only_paths(policy, root)) {
-            &self.landlock
-        } else {
+    /// The mechanism for the next command.
+    fn choose(&self) -> &dyn SandboxMechanism {
+        if self.bubblewrap.check().is_ok() || self.landlock.check().is_err() {
             &self.bubblewrap
+        } else {
+            &self.landlock
         }
     }
 }
@@ -36,9 +39,9 @@ impl SandboxMechanism for Auto {
     }
 
     fn check(&self) -> Result<(), String> {
-        match (self.landlock.check(), self.bubblewrap.check()) {
+        match (self.bubblewrap.check(), self.landlock.check()) {
             (Ok(()), _) | (_, Ok(())) => Ok(()),
-            (Err(landlock), Err(bubblewrap)) => Err(format!("{landlock}; {bubblewrap}")),
+            (Err(bubblewrap), Err(landlock)) => Err(format!("{bubblewrap}; {landlock}")),
         }
     }
 
@@ -49,7 +52,6 @@ impl SandboxMechanism for Auto {
         env: &[(OsString, OsString)],
         command: &str,
     ) -> Result<Prepared, String> {
-        self.choose(policy, root)
-            .prepare(policy, root, env, command)
+        self.choose().prepare(policy, root, env, command)
     }
 }

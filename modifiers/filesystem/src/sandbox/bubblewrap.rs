@@ -1,25 +1,51 @@
 //! [`Bubblewrap`]: the [`SandboxMechanism`] that runs commands in `bwrap`.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
+use super::mount_points::MountPoints;
+use super::policy::Protected;
+use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
 
 /// Runs commands in bubblewrap (`bwrap` on the `PATH`): new user, PID,
-/// network (unless allowed), IPC, UTS and cgroup namespaces; `/usr`,
-/// `/etc` (without `/etc/shadow`, `/etc/gshadow`) and `/opt` read-only; a
-/// fresh `/proc`, `/dev` and private `/tmp`; the root read-only or
-/// writable with its read-only subpaths bound back read-only; killed with
-/// its parent, in a new session.
+/// network (unless allowed), IPC, UTS and cgroup namespaces, no nested
+/// user namespaces (`--disable-userns`, bubblewrap 0.8 or later), every
+/// capability dropped (`--cap-drop ALL`; `no_new_privs` is bubblewrap's
+/// own), the seccomp filter of `seccomp.rs` applied just before the
+/// command runs; `/usr`, `/etc` (without `/etc/shadow`, `/etc/gshadow`)
+/// and `/opt` read-only; a fresh `/proc` (the sandbox's processes only),
+/// `/dev` and private `/tmp`; the root read-only or writable with its
+/// protected paths bound back read-only, also those that do not exist
+/// yet (see `mount_points.rs`); killed with its parent, in a new session.
+///
+/// Started by root, the command runs as `nobody` (65534) inside its user
+/// namespace, which is still root outside: it writes the root's files as
+/// root did, but holds no capability and is not uid 0 to the programs it
+/// runs. Started by another user, it runs as that user.
 #[derive(Debug, Clone, Default)]
 pub struct Bubblewrap {
     _private: (),
 }
 
+/// What the installed `bwrap` can do, found by the self-check.
+#[derive(Debug, Clone, Copy)]
+struct Features {
+    /// `--disable-userns` (bubblewrap 0.8).
+    disable_userns: bool,
+}
+
 /// The self-check's result, once per process.
-static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+static CHECKED: OnceLock<Result<Features, String>> = OnceLock::new();
+
+/// The compiled filter's bytes, without and with the network.
+static FILTERS: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
+
+/// The id a command started by root runs as inside (`nobody`).
+const UNPRIVILEGED_ID: &str = "65534";
 
 /// System directories bound read-only (when they are directories).
 const SYSTEM_DIRS: &[&str] = &["/usr", "/etc", "/opt"];
@@ -38,6 +64,41 @@ const HIDDEN_FILES: &[&str] = &[
 
 fn arg(args: &mut Vec<OsString>, items: &[&dyn AsRef<std::ffi::OsStr>]) {
     args.extend(items.iter().map(|item| item.as_ref().to_os_string()));
+}
+
+/// The seccomp program for `network`, in a pipe whose read end (close on
+/// exec in this process) the command's `bwrap` gets.
+fn filter_pipe(network: bool) -> Result<OwnedFd, String> {
+    let filters = FILTERS
+        .get_or_init(|| {
+            Ok([
+                seccomp::to_bytes(&seccomp::filter(false)?),
+                seccomp::to_bytes(&seccomp::filter(true)?),
+            ])
+        })
+        .as_ref()
+        .map_err(|e| format!("seccomp: {e}"))?;
+    let bytes = &filters[usize::from(network)];
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("no pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and ours alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // The program (a few hundred bytes, at most 32 KiB) fits in the
+    // pipe's buffer: the write does not wait for a reader.
+    std::fs::File::from(write)
+        .write_all(bytes)
+        .map_err(|e| format!("seccomp: {e}"))?;
+    // Above the standard streams, whatever this process has open.
+    // SAFETY: fcntl duplicates a descriptor we own.
+    let high = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if high < 0 {
+        return Err(format!("seccomp: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fcntl returned a new descriptor, ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(high) })
 }
 
 impl Bubblewrap {
@@ -66,62 +127,35 @@ impl Bubblewrap {
         );
     }
 
-    /// The read-only subpaths of `root` that exist and stay inside it.
-    fn read_only_paths(policy: &SandboxPolicy, root: &Path) -> Vec<PathBuf> {
-        let mut paths = Vec::new();
-        for path in &policy.read_only {
-            let joined = root.join(path);
-            let Ok(real) = joined.canonicalize() else {
-                continue;
-            };
-            if real.starts_with(root) && real != root && !paths.contains(&real) {
-                paths.push(real);
-            }
+    /// The namespaces, the capabilities and the user.
+    fn confinement_args(args: &mut Vec<OsString>, features: Features) {
+        arg(
+            args,
+            &[
+                &"--unshare-all",
+                &"--unshare-user",
+                &"--cap-drop",
+                &"ALL",
+                &"--die-with-parent",
+                &"--new-session",
+                &"--clearenv",
+            ],
+        );
+        if features.disable_userns {
+            arg(args, &[&"--disable-userns"]);
         }
-        paths
-    }
-}
-
-impl SandboxMechanism for Bubblewrap {
-    fn name(&self) -> &str {
-        "bubblewrap"
-    }
-
-    fn check(&self) -> Result<(), String> {
-        CHECKED
-            .get_or_init(|| {
-                let mut args = Vec::new();
-                Self::system_args(&mut args);
-                let output = Command::new("bwrap")
-                    .args(&args)
-                    .args([
-                        "--unshare-all",
-                        "--die-with-parent",
-                        "--new-session",
-                        "true",
-                    ])
-                    .env_clear()
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .output();
-                match output {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        Err("bubblewrap (`bwrap`) is not installed".to_string())
-                    }
-                    Err(e) => Err(format!("`bwrap` could not be started ({})", e.kind())),
-                    Ok(out) if out.status.success() => Ok(()),
-                    Ok(out) => Err(format!(
-                        "`bwrap` cannot make a sandbox here: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    )),
-                }
-            })
-            .clone()
+        // SAFETY: geteuid has no memory effects.
+        if unsafe { libc::geteuid() } == 0 {
+            arg(
+                args,
+                &[&"--uid", &UNPRIVILEGED_ID, &"--gid", &UNPRIVILEGED_ID],
+            );
+        }
     }
 
-    fn prepare(
-        &self,
+    /// `bwrap … sh -c command` with `features`.
+    fn command(
+        features: Features,
         policy: &SandboxPolicy,
         root: &Path,
         env: &[(OsString, OsString)],
@@ -131,7 +165,7 @@ impl SandboxMechanism for Bubblewrap {
             return Err("full mode runs without a sandbox".to_string());
         }
         let writable = policy.mode == SandboxMode::WorkspaceWrite;
-        let mut args: Vec<OsString> = vec!["bwrap".into()];
+        let mut args: Vec<OsString> = Vec::new();
         Self::system_args(&mut args);
         for dir in policy
             .readable
@@ -149,20 +183,36 @@ impl SandboxMechanism for Bubblewrap {
             arg(&mut args, &[&bind, dir, dir]);
         }
         arg(&mut args, &[&bind, &root, &root]);
+        let mut mount_points = MountPoints::default();
         if writable {
-            for path in Self::read_only_paths(policy, root) {
+            for protected in policy.protected_paths(root) {
+                let path = match protected {
+                    Protected::Existing(path) => path,
+                    Protected::Missing(path) => match mount_points.hold(&path) {
+                        Ok(()) => path,
+                        // What this process cannot make, a command (with
+                        // fewer rights) cannot make either.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::PermissionDenied
+                                    | std::io::ErrorKind::ReadOnlyFilesystem
+                            ) =>
+                        {
+                            continue;
+                        }
+                        Err(e) => {
+                            return Err(format!(
+                                "cannot keep the missing {} read-only (its mount point: {e})",
+                                path.display()
+                            ));
+                        }
+                    },
+                };
                 arg(&mut args, &[&"--ro-bind", &path, &path]);
             }
         }
-        arg(
-            &mut args,
-            &[
-                &"--unshare-all",
-                &"--die-with-parent",
-                &"--new-session",
-                &"--clearenv",
-            ],
-        );
+        Self::confinement_args(&mut args, features);
         if policy.network {
             arg(&mut args, &[&"--share-net"]);
         }
@@ -170,12 +220,96 @@ impl SandboxMechanism for Bubblewrap {
             arg(&mut args, &[&"--setenv", name, value]);
         }
         arg(&mut args, &[&"--setenv", &"TMPDIR", &"/tmp"]);
+        let filter = filter_pipe(policy.network)?;
+        let fd = filter.as_raw_fd();
+        arg(&mut args, &[&"--seccomp", &fd.to_string()]);
         arg(&mut args, &[&"--chdir", &root, &"sh", &"-c", &command]);
         let mut cmd = Command::new("bwrap");
-        cmd.args(&args[1..]).env_clear();
+        cmd.args(&args).env_clear();
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
-        Ok(Prepared::new(cmd))
+        let inherit = move || -> std::io::Result<()> {
+            // SAFETY: fcntl on a descriptor open in this (forked) process;
+            // only the command's `bwrap` inherits the filter.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        // SAFETY: the closure only calls fcntl(2), async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, inherit);
+        }
+        Ok(Prepared::new(cmd).keep(filter).keep(mount_points))
+    }
+
+    /// Whether a confined `true` runs with `features` (stderr if not).
+    fn try_features(features: Features) -> Result<(), String> {
+        let policy = SandboxPolicy::new(SandboxMode::ReadOnly);
+        let root = std::env::temp_dir()
+            .canonicalize()
+            .map_err(|e| format!("no temporary directory ({e})"))?;
+        let (mut cmd, keep) = Self::command(features, &policy, &root, &[], "exit 0")?.into_parts();
+        let output = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output();
+        drop(keep);
+        match output {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err("bubblewrap (`bwrap`) is not installed".to_string())
+            }
+            Err(e) => Err(format!("`bwrap` could not be started ({})", e.kind())),
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(format!(
+                "`bwrap` cannot make a sandbox here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
+    }
+
+    /// The features of the installed `bwrap`, checked once per process.
+    fn features() -> Result<Features, String> {
+        CHECKED
+            .get_or_init(|| {
+                let all = Features {
+                    disable_userns: true,
+                };
+                match Self::try_features(all) {
+                    Ok(()) => Ok(all),
+                    // Before bubblewrap 0.8: the seccomp filter refuses
+                    // new namespaces all the same.
+                    Err(e) if e.contains("disable-userns") => {
+                        let older = Features {
+                            disable_userns: false,
+                        };
+                        Self::try_features(older).map(|()| older)
+                    }
+                    Err(e) => Err(e),
+                }
+            })
+            .clone()
+    }
+}
+
+impl SandboxMechanism for Bubblewrap {
+    fn name(&self) -> &str {
+        "bubblewrap"
+    }
+
+    fn check(&self) -> Result<(), String> {
+        Self::features().map(|_| ())
+    }
+
+    fn prepare(
+        &self,
+        policy: &SandboxPolicy,
+        root: &Path,
+        env: &[(OsString, OsString)],
+        command: &str,
+    ) -> Result<Prepared, String> {
+        Self::command(Self::features()?, policy, root, env, command)
     }
 }

@@ -18,23 +18,31 @@ use ::landlock::{
 
 use seccompiler::BpfProgram;
 
+use super::policy::Protected;
 use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
 
 /// Confines `sh -c` itself: Landlock (ABI 6 or later: filesystem, TCP
 /// bind/connect, signal and abstract-socket scopes) allows reading the
 /// system (`/usr`, `/etc` without `/etc/shadow`, `/opt`, `/proc`, a few
 /// `/dev` files), the root, and writing the root and a private temporary
-/// directory (`TMPDIR`, removed after the command); a seccomp filter
-/// refuses what Landlock does not govern (sockets, `io_uring`, `setsid`,
-/// and what root could use past it); a command started as root loses
-/// every capability. No namespaces: the command sees the host's process
-/// list, and `/tmp` is the host's, read-only.
+/// directory (`TMPDIR`, removed after the command); the seccomp filter of
+/// `seccomp.rs` refuses what Landlock does not govern (sockets,
+/// `io_uring`, `setsid`, mounts, namespaces, and what root could use past
+/// it); `no_new_privs`; a command started as root loses every
+/// capability. No namespaces: the command sees the host's process list
+/// and every process's command line, status and `stat` in `/proc` (but
+/// not another process's environment, descriptors, memory, `cwd` or
+/// `root`: Landlock refuses a sandboxed process `ptrace` access, which
+/// those need, to any process outside its sandbox), and `/tmp` is the
+/// host's, read-only.
 ///
 /// Landlock grants and never denies under a grant, so a writable root
-/// cannot keep `.git` read-only: when a read-only path of the policy
-/// exists in the root, writes are granted per top-level entry of the root
-/// other than those paths, and the root itself takes no new entries (the
-/// default mechanism uses bubblewrap for such a root instead).
+/// cannot keep `.git` read-only under a grant of the whole root: when the
+/// policy has protected paths (by default it does), writes are granted
+/// per entry of the root (and of each directory on the way to a nested
+/// protected path) other than those paths, and those directories take no
+/// new entries, so a missing `.git` or `.lc-agent` cannot be created
+/// either (the default mechanism uses bubblewrap wherever it works).
 ///
 /// What does not change between commands is built once per mechanism
 /// (so once per [`Sandbox`](super::Sandbox)) and policy: the ruleset, the
@@ -69,8 +77,9 @@ struct Key {
     policy: SandboxPolicy,
     root: PathBuf,
     /// The identity (device, inode) of the root and the policy's extra
-    /// directories, and, when writes are granted per top-level entry,
-    /// those entries' names and identities.
+    /// directories, and, in a writable root (writes granted per entry
+    /// around its protected paths), the entries of the directories on
+    /// the way to those paths, with their identities.
     identities: Vec<(OsString, Option<(u64, u64)>)>,
 }
 
@@ -87,18 +96,22 @@ impl Key {
             .chain(policy.writable.iter().map(PathBuf::as_path))
             .map(|p| (p.as_os_str().to_owned(), identity(p)))
             .collect();
-        if policy.mode == SandboxMode::WorkspaceWrite && has_read_only_paths(policy, root) {
-            let mut entries: Vec<(OsString, Option<(u64, u64)>)> = std::fs::read_dir(root)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| {
-                    let id = e.metadata().ok().map(|m| (m.dev(), m.ino()));
-                    (e.file_name(), id)
-                })
-                .collect();
-            entries.sort();
-            identities.extend(entries);
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            for dir in around(policy, root).dirs {
+                let mut entries: Vec<(OsString, Option<(u64, u64)>)> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| {
+                        let id = e.metadata().ok().map(|m| (m.dev(), m.ino()));
+                        (e.path().into_os_string(), id)
+                    })
+                    .collect();
+                entries.sort();
+                let id = identity(&dir);
+                identities.push((dir.into_os_string(), id));
+                identities.extend(entries);
+            }
         }
         Self {
             policy: policy.clone(),
@@ -160,12 +173,71 @@ fn write_access() -> BitFlags<AccessFs> {
     AccessFs::from_all(NEEDED_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
 }
 
-/// Whether a read-only path of `policy` exists in `root`.
-pub(crate) fn has_read_only_paths(policy: &SandboxPolicy, root: &Path) -> bool {
-    policy
-        .read_only
-        .iter()
-        .any(|p| root.join(p).symlink_metadata().is_ok())
+/// A writable root holding protected paths, as Landlock must grant it:
+/// the protected paths, and the directories on their way (the root, and
+/// each existing directory between it and a protected path), which are
+/// granted reading only, their other entries writing.
+#[derive(Debug, Default)]
+struct Around {
+    protected: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+/// The protected paths of `policy` in `root` (existing or not, and the
+/// real path of one that is a link) and the directories on their way.
+fn around(policy: &SandboxPolicy, root: &Path) -> Around {
+    let mut found = Around::default();
+    for protected in policy.protected_paths(root) {
+        let paths = match protected {
+            Protected::Existing(real) => {
+                // The path as named, when it is a link to `real`.
+                let named: Vec<PathBuf> = policy
+                    .read_only
+                    .iter()
+                    .map(|p| root.join(p))
+                    .filter(|p| p.canonicalize().is_ok_and(|r| r == real))
+                    .collect();
+                std::iter::once(real).chain(named).collect()
+            }
+            Protected::Missing(path) => vec![path],
+        };
+        for path in paths {
+            for dir in path.ancestors().skip(1) {
+                if !dir.starts_with(root) {
+                    break;
+                }
+                let real_dir = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+                if real_dir && !found.dirs.iter().any(|d| d == dir) {
+                    found.dirs.push(dir.to_path_buf());
+                }
+            }
+            if !found.protected.contains(&path) {
+                found.protected.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Writes granted in a writable root that holds protected paths: every
+/// entry of each directory on their way but the protected paths and those
+/// directories (read only, so they take no new entries: a missing
+/// protected path cannot be made) and links (a link's target would take
+/// the grant).
+fn grants_around(around: &Around, rules: &mut Vec<(PathBuf, BitFlags<AccessFs>)>) {
+    for dir in &around.dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let link = entry.file_type().map_or(true, |t| t.is_symlink());
+            let kept = around.protected.contains(&path) || around.dirs.contains(&path);
+            if !link && !kept {
+                rules.push((path, write_access()));
+            }
+        }
+    }
 }
 
 /// The rules: (path, rights) for every path the command may use.
@@ -208,21 +280,13 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
     for dir in policy.writable.iter().filter(|d| d.is_absolute()) {
         rules.push((dir.clone(), if writable { write } else { read }));
     }
-    if !writable {
-        rules.push((root.to_path_buf(), read));
-    } else if !has_read_only_paths(policy, root) {
-        rules.push((root.to_path_buf(), write));
-    } else {
-        rules.push((root.to_path_buf(), read));
-        let read_only: Vec<PathBuf> = policy.read_only.iter().map(|p| root.join(p)).collect();
-        if let Ok(entries) = std::fs::read_dir(root) {
-            for entry in entries.flatten() {
-                // Never a link: its target (maybe outside) would take the grant.
-                let link = entry.file_type().map_or(true, |t| t.is_symlink());
-                if !link && !read_only.contains(&entry.path()) {
-                    rules.push((entry.path(), write));
-                }
-            }
+    rules.push((root.to_path_buf(), read));
+    if writable {
+        let around = around(policy, root);
+        if around.protected.is_empty() {
+            rules.push((root.to_path_buf(), write));
+        } else {
+            grants_around(&around, &mut rules);
         }
     }
     rules

@@ -9,31 +9,46 @@
 //!    │                        max_processes, env_passthrough
 //!    ▼
 //!  Sandbox::open ── self-check once ──▶ dyn SandboxMechanism::prepare(policy, root, command)
-//!    │                                    ├─ Auto (auto.rs): one of the two per command
-//!    │                                    ├─ Landlock (landlock.rs + seccomp.rs): in `sh` itself
-//!    │                                    └─ Bubblewrap (bubblewrap.rs): `bwrap … sh -c`
+//!    │                                    ├─ Auto (auto.rs): bubblewrap where it works, else Landlock
+//!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
+//!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
+//!    │                                       both: seccomp.rs's filter, no capabilities
 //!    └─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
 //!                                 else RLIMIT_NPROC
 //! ```
 //!
-//! **Two mechanisms, chosen per command** (`auto.rs`). [`Landlock`]
-//! confines `sh` itself between fork and exec: Landlock rules (ABI 6:
-//! filesystem, TCP bind/connect, signal and abstract-socket scopes) and a
-//! seccomp filter (`seccomp.rs`: sockets, `io_uring`, `setsid`, and what
-//! root could use past Landlock); no namespaces. The ruleset, the filter
-//! and a private temporary directory are built once per sandbox and
-//! policy and shared by its commands (built again when the root's rules
-//! change); a command only makes its own `TMPDIR` inside that directory.
+//! **One profile, two mechanisms** (`auto.rs` chooses). Under both,
+//! the command holds no capability (started by root too), runs with
+//! `no_new_privs`, and under the seccomp filter of `seccomp.rs` (sockets
+//! without the network, `io_uring`, `setsid`, mounts, `chroot`,
+//! namespaces, `ptrace`, `bpf`, modules, keyrings, device nodes, …); it
+//! writes only the root and a private temporary directory, reads the
+//! system and the root, and cannot write the policy's protected paths
+//! (`.git`, `.lc-agent`) **even before they exist** (creating them is a
+//! write).
+//!
+//! [`Bubblewrap`] (`bwrap`) is the default wherever it can make a
+//! sandbox, in every mode: mount namespaces give exactly the read set,
+//! protected paths bound back read-only (a missing one over an empty
+//! directory made for the command, `mount_points.rs`), a private `/tmp`;
+//! a network namespace removes the network; a PID namespace ends every
+//! process with the sandbox and hides the host's processes; a user
+//! namespace with no nested ones (started by root, the command is
+//! `nobody` inside). [`Landlock`] confines `sh` itself between fork and
+//! exec (Landlock ABI 6: filesystem, TCP bind/connect, signal and
+//! abstract-socket scopes, plus the filter), with no namespaces: the
+//! fallback where bubblewrap is missing or user namespaces are refused
+//! (most containers), and cheaper. Landlock only grants, so a writable
+//! root with protected paths gets writes per entry other than those
+//! paths, and the root takes no new top-level entries. The ruleset, the
+//! filter and a private temporary directory are built once per sandbox
+//! and policy and shared by its commands (built again when the root's
+//! rules change); a command only makes its own `TMPDIR` inside that
+//! directory. `LC_AGENT_SANDBOX_MECHANISM=landlock|bubblewrap` forces one.
 //! What one `true` costs under each mechanism and unconfined: `cargo run
-//! --release --example sandbox` prints it.
-//! Landlock cannot carve a read-only `.git` out of a writable root, so a
-//! root holding a read-only path (`.git`, `.lc-agent`) runs in
-//! [`Bubblewrap`] (`bwrap`): mount namespaces give exactly the read set,
-//! `.git` bound back read-only, a private `/tmp`; a network namespace
-//! removes the network; a PID namespace ends everything with the sandbox.
-//! Without bubblewrap such a root still runs in Landlock, writes granted
-//! per top-level entry other than the read-only ones (no new top-level
-//! entries). `LC_AGENT_SANDBOX_MECHANISM=landlock|bubblewrap` forces one.
+//! --release --example sandbox` prints it; `-p lc-agent-filesystem
+//! --example execute_once` is one command in a fresh process, for
+//! hyperfine (its header has the command line).
 //! Another mechanism (a container) implements [`SandboxMechanism`].
 //!
 //! **Never silently unconfined.** [`Sandbox::open`] with a mode that needs
@@ -45,7 +60,15 @@
 //! What the sandbox does not do: `/etc` is readable (minus `/etc/shadow`
 //! and `/etc/gshadow`), as are `/usr` and `/opt`; files the command may
 //! write in the root can be anything (a `Makefile` a person runs later);
-//! a missing `.git` is not protected when a command creates it; the
+//! under Landlock, every process's command line, `status` and `stat` in
+//! `/proc` are readable (Landlock cannot hide `/proc/PID` entries without
+//! also hiding a command's own `/proc/self` from its children; another
+//! process's environment, descriptors, memory, `cwd` and `root` are
+//! refused, as `ptrace` is), and a missing protected path is kept only
+//! by the root taking no new entries; under bubblewrap, a missing
+//! protected path shows on the host as an empty directory while a
+//! command runs (removed after it, when still empty); a protected path
+//! that is a symbolic link keeps its target read-only, not the link; the
 //! process limit is a pids cgroup where one can be made, else
 //! `RLIMIT_NPROC`, which the kernel does not enforce for root (see
 //! `limits.rs` and [`SandboxPolicy::max_processes`]).
@@ -54,6 +77,7 @@ mod auto;
 mod bubblewrap;
 mod landlock;
 mod limits;
+mod mount_points;
 mod policy;
 mod seccomp;
 
@@ -159,9 +183,9 @@ impl Sandbox {
     /// checked once per process: an error when the mode needs a sandbox
     /// that cannot be made.
     ///
-    /// The mechanism is Landlock + seccomp where the kernel has Landlock
-    /// ABI 6, for a root without a read-only path (`.git`, `.lc-agent`),
-    /// and bubblewrap otherwise (see the module docs). The
+    /// The mechanism is bubblewrap where it can make a sandbox, and
+    /// Landlock + seccomp (Landlock ABI 6) otherwise (see the module
+    /// docs). The
     /// environment variable `LC_AGENT_SANDBOX_MECHANISM` (`auto`,
     /// `landlock`, `bubblewrap`) names one; a name it does not know is an
     /// error.

@@ -1,7 +1,7 @@
 //! [`SandboxMode`] and [`SandboxPolicy`]: what a sandboxed command may do.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,8 @@ pub enum SandboxMode {
     /// writable.
     ReadOnly,
     /// The root is writable except its read-only subpaths (`.git`,
-    /// `.lc-agent`); the rest as in `ReadOnly`. The default.
+    /// `.lc-agent`), which commands cannot create either when they do
+    /// not exist; the rest as in `ReadOnly`. The default.
     #[default]
     WorkspaceWrite,
     /// No sandbox: commands run as the user, as a plain shell would
@@ -135,7 +136,8 @@ impl SandboxPolicy {
     }
 
     /// A path kept read-only inside the writable root (relative to the
-    /// root, or absolute inside it), besides `.git` and `.lc-agent`.
+    /// root, or absolute inside it), besides `.git` and `.lc-agent`;
+    /// commands cannot create it either while it does not exist.
     #[must_use]
     pub fn read_only(mut self, path: impl Into<PathBuf>) -> Self {
         self.read_only.push(path.into());
@@ -161,5 +163,58 @@ impl SandboxPolicy {
     pub fn pass_env(mut self, name: impl Into<String>) -> Self {
         self.env_passthrough.push(name.into());
         self
+    }
+}
+
+/// A protected (read-only) path of a root, as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Protected {
+    /// It exists: its real path (links resolved), inside the root.
+    Existing(PathBuf),
+    /// It does not exist yet (a command could create it): the path in
+    /// the root, whose nearest existing ancestor is really inside the root.
+    Missing(PathBuf),
+}
+
+impl SandboxPolicy {
+    /// The read-only paths of the policy in `root` (canonical): each one
+    /// lexically inside the root (no `..`, not the root itself), as
+    /// [`Protected`]. One that leaves the root (through `..` or a link to
+    /// elsewhere) or is a dangling link is left out: nothing in the
+    /// sandbox can write outside the root anyway.
+    pub(crate) fn protected_paths(&self, root: &Path) -> Vec<Protected> {
+        let mut found = Vec::new();
+        for path in &self.read_only {
+            let joined = root.join(path);
+            if joined
+                .components()
+                .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+                || !joined.starts_with(root)
+                || joined == root
+            {
+                continue;
+            }
+            let protected = match joined.canonicalize() {
+                Ok(real) if real.starts_with(root) && real != root => Protected::Existing(real),
+                Ok(_) => continue,
+                // A dangling link: left out (see above).
+                Err(_) if joined.symlink_metadata().is_ok() => continue,
+                Err(_) => {
+                    let inside = joined
+                        .ancestors()
+                        .find(|a| a.symlink_metadata().is_ok())
+                        .and_then(|a| a.canonicalize().ok())
+                        .is_some_and(|a| a.starts_with(root));
+                    if !inside {
+                        continue;
+                    }
+                    Protected::Missing(joined)
+                }
+            };
+            if !found.contains(&protected) {
+                found.push(protected);
+            }
+        }
+        found
     }
 }

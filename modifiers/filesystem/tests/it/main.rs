@@ -15,6 +15,8 @@
 //! - `execute` — `execute` through `LocalShellBackend`.
 //! - `first_match` — grep files_with_matches stops at a file's first match; max_count counts files.
 //! - `golden` — the golden table against every backend.
+//! - `hostile` — the hostile suite: every escape attempt under each sandbox mechanism, as root
+//!   and as an unprivileged user, each effect checked on the host.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
 //! - `limits` — the size limits of reads and writes on every backend, exact messages.
 //! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
@@ -43,6 +45,7 @@ mod e2e;
 mod execute;
 mod first_match;
 mod golden;
+mod hostile;
 mod kill_writes;
 mod limits;
 mod lines;

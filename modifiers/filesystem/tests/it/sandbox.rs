@@ -430,3 +430,55 @@ async fn landlock_rules_built_once_follow_the_root() {
     assert_ne!(tmp, first_tmp, "{out}");
     assert!(!Path::new(tmp).exists(), "{tmp} left behind");
 }
+
+/// A protected path of the policy nested in the root (`docs/locked`),
+/// missing, then existing: under each mechanism a command can neither
+/// create it nor write it, and still writes beside it (an existing file:
+/// under Landlock the directories on the way take no new entries);
+/// nothing of the mount point bubblewrap needs is left on the host.
+#[needs(bwrap)]
+#[tokio::test]
+async fn a_nested_protected_path_is_kept_before_and_after_it_exists() {
+    let mechanisms: [Arc<dyn SandboxMechanism>; 2] = [
+        Arc::new(lc_agent_filesystem::Landlock::default()),
+        Arc::new(lc_agent_filesystem::Bubblewrap::default()),
+    ];
+    for mechanism in mechanisms {
+        let name = mechanism.name().to_string();
+        let site = site();
+        let root = &site.root;
+        std::fs::create_dir(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/beside"), "").unwrap();
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite).read_only("docs/locked");
+        let shell = LocalShellBackend::sandboxed(
+            FilesystemBackend::new(root).unwrap(),
+            Sandbox::with_mechanism(policy, mechanism).unwrap(),
+        );
+        let out = exec(
+            &shell,
+            "mkdir -p docs/locked && echo x > docs/locked/planted; echo ok > docs/beside",
+            10,
+        )
+        .await;
+        assert!(!root.join("docs/locked").exists(), "[{name}] {out}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("docs/beside")).unwrap(),
+            "ok\n",
+            "[{name}] {out}"
+        );
+        std::fs::create_dir(root.join("docs/locked")).unwrap();
+        std::fs::write(root.join("docs/locked/kept"), "kept").unwrap();
+        let out = exec(
+            &shell,
+            "echo x > docs/locked/kept; echo x > docs/locked/new; rm -rf docs/locked",
+            10,
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(root.join("docs/locked/kept")).unwrap(),
+            "kept",
+            "[{name}] {out}"
+        );
+        assert!(!root.join("docs/locked/new").exists(), "[{name}] {out}");
+    }
+}

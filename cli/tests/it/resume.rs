@@ -177,21 +177,46 @@ fn a_resumed_session_is_the_same_agent_with_or_without_the_flags() {
         .unwrap()
         .contains_key("/omitted.txt"));
 
-    // Flags repeated: nothing changes, nothing to note.
+    // Flags repeated: nothing else changes; the MCP server the session
+    // kept no more (it keeps what it ran with) is back, and noted.
     let repeated = setup.lc_agent(
         &["chat", "--session", &id],
         every_tool("repeated"),
         &setup.flags(),
     );
     assert_every_tool_ran(&repeated, &setup.path("work"), "repeated");
-    assert!(!String::from_utf8_lossy(&repeated.stderr).contains("note:"));
+    let stderr = String::from_utf8_lossy(&repeated.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("note:")).collect();
+    assert_eq!(
+        notes,
+        ["note: --mcp: the session's MCP servers (none) is now files"],
+        "{stderr}"
+    );
+    // Repeated once more: nothing to note.
+    let again = setup.lc_agent(
+        &["chat", "--session", &id],
+        every_tool("again"),
+        &setup.flags(),
+    );
+    assert_every_tool_ran(&again, &setup.path("work"), "again");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !stderr.contains("note:") && !stderr.contains("warning:"),
+        "{stderr}"
+    );
 
     // A flag overridden: it wins, says so, and the session keeps it.
     let other = std::fs::canonicalize(setup.path("other")).unwrap();
     let overridden = setup.lc_agent(
         &["chat", "--session", &id],
         every_tool("overridden"),
-        &["--root".to_string(), other.display().to_string()],
+        // (--mcp again: a session alone starts no program.)
+        &[
+            "--root".to_string(),
+            other.display().to_string(),
+            "--mcp".to_string(),
+            setup.path("mcp.json").display().to_string(),
+        ],
     );
     assert_every_tool_ran(&overridden, &other, "overridden");
     let stderr = String::from_utf8_lossy(&overridden.stderr);

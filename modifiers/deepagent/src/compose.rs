@@ -30,7 +30,9 @@
 //! off (with its `full` sandbox and its unasked commands), and a directory
 //! outside [`Overrides::within`] (the CLI's current directory) becomes the
 //! session's own files. A caller that wants a shell names the workspace
-//! again (`--root DIR --shell`).
+//! again (`--root DIR --shell`). Likewise a stored path rule that allows
+//! writes, a stored MCP server that starts a program and stored
+//! `fetch_url` hosts are used only when the caller gives them again.
 //!
 //! [`AgentContext`] says where the agent runs: the session store (memory
 //! without its own `dir` lives beside the sessions: in Redis when they are
@@ -50,7 +52,9 @@ use crate::workspace::Workspace;
 
 /// What a caller sets on top of (or instead of) a blueprint: the CLI's
 /// flags, a server's deployment settings. `None`/empty leaves a setting
-/// as the blueprint has it, so `Overrides::default()` overrides nothing:
+/// as the blueprint has it (a stored blueprint is still narrowed to what
+/// the caller gives, see the module docs), so `Overrides::default()`
+/// overrides nothing:
 ///
 /// ```
 /// use lc_agent_deepagent::{Overrides, Workspace};
@@ -172,9 +176,11 @@ pub struct Blueprint {
     pub stored: bool,
     /// The stored settings the overrides replaced (empty unless `stored`).
     pub overridden: Vec<Override>,
-    /// What of the stored workspace was not used because the caller did
-    /// not give it (a shell, a `full` sandbox, a directory outside
-    /// [`Overrides::within`]), each said in a sentence for a warning.
+    /// What of a stored blueprint was not used because the caller did not
+    /// give it (a shell, a `full` sandbox, a directory outside
+    /// [`Overrides::within`], an `allow` rule for writes, an MCP server
+    /// that starts a program, `fetch_url` hosts), each said in a sentence
+    /// for a warning. The session keeps what it ran with.
     pub narrowed: Vec<String>,
     /// The context window to put on the main model
     /// ([`Blueprint::main_model_or`]).
@@ -334,13 +340,31 @@ impl Blueprint {
             );
             spec.project_memory.enabled = on;
         }
+        let hosts = |spec: &AgentSpec| {
+            spec.fetch_url
+                .as_ref()
+                .map_or_else(|| "off".to_string(), |f| f.allow.join(", "))
+        };
+        let was = hosts(&spec);
+        if from_session && let Some(fetch) = &mut spec.fetch_url {
+            // The network is the caller's to open: a stored host is used
+            // only when the caller names it again.
+            let (kept, dropped): (Vec<String>, Vec<String>) = std::mem::take(&mut fetch.allow)
+                .into_iter()
+                .partition(|host| overrides.fetch_url.contains(host));
+            fetch.allow = kept;
+            if !dropped.is_empty() {
+                narrowed.push(format!(
+                    "the session's fetch_url hosts ({}) are not used: a session cannot open \
+                     the network by itself; pass --fetch-url HOST for each",
+                    dropped.join(", ")
+                ));
+            }
+            if fetch.allow.is_empty() {
+                spec.fetch_url = None;
+            }
+        }
         if !overrides.fetch_url.is_empty() {
-            let hosts = |spec: &AgentSpec| {
-                spec.fetch_url
-                    .as_ref()
-                    .map_or_else(|| "off".to_string(), |f| f.allow.join(", "))
-            };
-            let was = hosts(&spec);
             let fetch = spec.fetch_url.get_or_insert_with(Default::default);
             for host in &overrides.fetch_url {
                 if !fetch.allow.contains(host) {
@@ -536,6 +560,10 @@ mod tests {
             PermissionRule::parse(RuleMode::Deny, "secrets/**").unwrap(),
         ])
         .unwrap();
+        stored.fetch_url = Some(crate::FetchUrlSpec {
+            allow: vec!["example.com".into()],
+            ..Default::default()
+        });
         let session = session_with(&stored);
         let outside = Overrides {
             within: Some("/home/me".into()),
@@ -543,7 +571,9 @@ mod tests {
         };
         let resumed = Blueprint::resolve(Some(&session), None, &outside).unwrap();
         assert_eq!(resumed.spec.backend, Workspace::Session);
-        assert_eq!(resumed.narrowed.len(), 3, "{:?}", resumed.narrowed);
+        assert_eq!(resumed.narrowed.len(), 4, "{:?}", resumed.narrowed);
+        assert!(resumed.narrowed[3].contains("fetch_url hosts (example.com)"));
+        assert!(resumed.spec.fetch_url.is_none());
         assert!(resumed.narrowed[0].contains("/elsewhere is outside the current directory"));
         assert!(resumed.narrowed[1].contains("shell (sandbox full) is off"));
         assert!(resumed.narrowed[2].contains("--allow 'write:.git/**'"));

@@ -3,7 +3,9 @@
 //! elsewhere with an unconfined shell — is narrowed when `exec resume`
 //! names none (no shell; the session's own files instead of a directory
 //! outside the current one), said on stderr and as `warning` items of
-//! `--json`; the user's own `--root DIR --shell` gives it back.
+//! `--json`; the user's own `--root DIR --shell` gives it back. An
+//! exported session edited to run commands unasked, imported and resumed
+//! by `chat --session`, is narrowed the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -148,6 +150,55 @@ fn inside_the_current_directory_the_files_stay_and_the_shell_goes() {
     assert!(!err.contains("outside the current directory"), "{err}");
     assert!(
         err.contains("the session's shell (sandbox full) is off"),
+        "{err}"
+    );
+}
+
+/// An exported session, edited to run commands unasked and unconfined
+/// elsewhere, imported and resumed with `chat --session`: narrowed the
+/// same way.
+#[test]
+fn an_imported_session_resumed_by_chat_runs_no_command() {
+    let site = Site::new();
+    let id = site.session_with_a_full_shell();
+    let base = site.dir.path();
+    let sessions = |store: &str, args: &[&str]| {
+        let out = std::process::Command::new(common::own_binary(base))
+            .arg("sessions")
+            .arg("--sessions")
+            .arg(base.join(store))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    };
+    let mut exported: Value =
+        serde_json::from_slice(&sessions("sessions", &["export", &id])).unwrap();
+    exported["metadata"]["agent_spec"]["backend"]["execute_approval"] = json!(false);
+    let file = base.join("hostile.json");
+    std::fs::write(&file, exported.to_string()).unwrap();
+    sessions("imported", &["import", file.to_str().unwrap()]);
+
+    let script_path = base.join("chat-script.json");
+    std::fs::write(&script_path, script().to_string()).unwrap();
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(base));
+    command
+        .current_dir(&site.here)
+        .args(["chat", "--session", &id, "--script"])
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(base.join("imported"))
+        .env("LC_AGENT_HOME", base.join("home"))
+        .env("XDG_CONFIG_HOME", base.join("config"));
+    let out = common::with_stdin(&mut command, "Go on.\n");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!site.elsewhere.join("ran").exists(), "{err}");
+    assert!(!site.elsewhere.join("written.txt").exists(), "{err}");
+    assert!(
+        err.contains("the session's shell (sandbox full) is off")
+            && err.contains("is outside the current directory"),
         "{err}"
     );
 }

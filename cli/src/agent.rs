@@ -14,7 +14,11 @@
 //!
 //! The blueprint stored in every session carries the workspace, skills, MCP
 //! servers and memory setting, so `lc-agent chat --session ID` without the
-//! flags of the `run` that made it is the same agent.
+//! flags of the `run` that made it is the same agent — but for what its
+//! workspace may reach, which only this invocation gives (a stored shell
+//! is off, a directory outside the current one is not used; a `warning:`
+//! says so, see `Blueprint::narrowed`). A new session uses a trusted
+//! project's `.lc-agent/agent.toml` and `.mcp.json` (`trust.rs`).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -97,7 +101,9 @@ pub(crate) struct AgentArgs {
 impl AgentArgs {
     /// The settings the flags give, on top of any blueprint (directories
     /// made absolute, so a session resumed elsewhere finds them).
-    fn overrides(&self, resumed: bool) -> CliResult<Overrides> {
+    /// `project`: a trusted project whose `.mcp.json` servers join (before
+    /// `--mcp`'s, which win on a name).
+    fn overrides(&self, resumed: bool, project: Option<&std::path::Path>) -> CliResult<Overrides> {
         let mut overrides = Overrides {
             memory: self.memory,
             line_tools: self.line_tools,
@@ -107,6 +113,9 @@ impl AgentArgs {
             context_window: self.model.context_window(),
             project_memory: self.model.no_project_memory.then_some(false),
             fetch_url: self.fetch_url.clone(),
+            // A resumed session's directory is used only inside the one
+            // this runs in (`Blueprint::resolve`).
+            within: std::env::current_dir().ok(),
             ..Overrides::default()
         };
         if let Some(workspace) = self.workspace.workspace() {
@@ -124,6 +133,14 @@ impl AgentArgs {
                 })?;
             overrides.skills_dir = Some(dir);
         }
+        if let Some(path) = project
+            .map(|dir| dir.join(".mcp.json"))
+            .filter(|p| p.is_file())
+        {
+            let config = McpConfig::from_file(&path)
+                .map_err(|e| CliError::usage(format!("{}: {}", path.display(), error_chain(&e))))?;
+            overrides.mcp.merge(config);
+        }
         if let Some(path) = &self.mcp {
             let config = McpConfig::from_file(path).map_err(|e| {
                 let cause = match &e {
@@ -140,12 +157,30 @@ impl AgentArgs {
         Ok(overrides)
     }
 
-    /// The blueprint of `--agent`, if given.
-    fn caller_spec(&self) -> CliResult<Option<AgentSpec>> {
+    /// The blueprint of `--agent`, if given; else a trusted `project`'s
+    /// `.lc-agent/agent.toml` (or `agent.json`), if it has one.
+    fn caller_spec(&self, project: Option<&std::path::Path>) -> CliResult<Option<AgentSpec>> {
+        let own = project.and_then(|dir| {
+            ["agent.toml", "agent.json"]
+                .into_iter()
+                .map(|name| dir.join(".lc-agent").join(name))
+                .find(|p| p.is_file())
+        });
         self.agent
             .as_ref()
+            .or(own.as_ref())
             .map(|path| AgentSpec::from_file(path).map_err(|e| CliError::usage(e.to_string())))
             .transpose()
+    }
+
+    /// The project a new session starts in: `--root`, else the current
+    /// directory.
+    fn project(&self) -> CliResult<PathBuf> {
+        match &self.workspace.root {
+            Some(root) => Ok(root.clone()),
+            None => std::env::current_dir()
+                .map_err(|e| CliError::usage(format!("the current directory: {e}"))),
+        }
     }
 
     /// The flag that sets `setting`.
@@ -256,8 +291,14 @@ impl Agent {
             None => None,
         };
         let fresh = loaded.is_none();
+        // A new session uses a trusted project's blueprint and MCP servers
+        // (a resumed one has its own, stored).
+        let project = match fresh {
+            true => Some(args.project()?).filter(|dir| args.hooks.trusted(dir)),
+            false => None,
+        };
         // `--agent` given on resume replaces the stored blueprint as a whole.
-        let caller = args.caller_spec()?;
+        let caller = args.caller_spec(project.as_deref())?;
         let replaced = loaded.is_some() && caller.is_some();
         if let (true, Some(path)) = (replaced, &args.agent) {
             eprintln!(
@@ -266,9 +307,12 @@ impl Agent {
             );
         }
         let stored = if replaced { None } else { loaded.as_ref() };
-        let resolved =
-            Blueprint::resolve(stored, caller.as_ref(), &args.overrides(stored.is_some())?)
-                .map_err(|e| CliError::failed(e.to_string()))?;
+        let resolved = Blueprint::resolve(
+            stored,
+            caller.as_ref(),
+            &args.overrides(stored.is_some(), project.as_deref())?,
+        )
+        .map_err(|e| CliError::failed(e.to_string()))?;
         // A blueprint's own `[models.main]` names the model (and where it
         // is) unless a flag does; else the flags and the environment.
         let declared = resolved.main_model().cloned();
@@ -281,6 +325,10 @@ impl Agent {
             .then(&blueprint.spec.permissions);
         for change in &blueprint.overridden {
             eprintln!("note: {}: {change}", args.flag_of(change.setting));
+        }
+        // A session never widens what this invocation allows.
+        for narrowed in &blueprint.narrowed {
+            crate::trust::warn(narrowed.clone());
         }
         let provider = args.model.record_provider(&mut blueprint.spec);
         let main = args.model.open_main(

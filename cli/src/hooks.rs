@@ -26,6 +26,13 @@ pub(crate) struct HookArgs {
     /// Run no hooks (no settings file is read).
     #[arg(long, conflicts_with = "settings")]
     pub(crate) no_hooks: bool,
+    /// Trust the project (`--root`, else the current directory): its
+    /// `.lc-agent/settings.json` hooks, `.mcp.json` servers and
+    /// `.lc-agent/agent.toml` blueprint are used (remembered in
+    /// $LC_AGENT_HOME until those files change). Without it an untrusted
+    /// project's files are not used (a terminal asks y/N).
+    #[arg(long)]
+    pub(crate) trust_project: bool,
 }
 
 impl HookArgs {
@@ -40,12 +47,21 @@ impl HookArgs {
             None => std::env::current_dir()
                 .map_err(|e| CliError::usage(format!("the current directory: {e}")))?,
         };
-        let settings = HookSettings::standard(Some(&project), self.settings.as_deref())
-            .map_err(|e| CliError::usage(format!("hooks: {e}")))?;
+        // The project's own hooks only once the user trusts the project.
+        let trusted = self.trusted(&project);
+        let settings =
+            HookSettings::standard(trusted.then_some(&*project), self.settings.as_deref())
+                .map_err(|e| CliError::usage(format!("hooks: {e}")))?;
         if settings.is_empty() {
             return Ok(None);
         }
         Ok(Some(HooksModifier::new(settings, project)))
+    }
+
+    /// Whether the project in `dir` is trusted (`crate::trust`): asked on a
+    /// terminal, or `--trust-project`, else a warning.
+    pub(crate) fn trusted(&self, dir: &Path) -> bool {
+        crate::trust::project_trusted(dir, self.trust_project)
     }
 }
 

@@ -45,6 +45,8 @@
 //!                (checkpointed, MCP connected), the turn loop with approvals
 //! hooks.rs       HookArgs (--settings FILE, --no-hooks): the user's, the project's and the
 //!                flag's settings files -> the hooks run, serve's from its own flags only
+//! trust.rs       trusting a project (--trust-project, a y/N question, $LC_AGENT_HOME/
+//!                trusted-projects.json) before its hooks, .mcp.json and blueprint are used
 //! logging.rs     the tracing subscriber: library warnings on stderr (-v, -q, RUST_LOG)
 //! console.rs     what the terminal shows: streamed answer (Markdown on a terminal), progress
 //!                lines, warnings for cut-off/empty answers, spinner, footer per turn
@@ -105,6 +107,7 @@ mod runs;
 mod serve;
 mod sessions;
 mod tool;
+mod trust;
 
 /// Set, the binary prints the source folder it was built from and exits
 /// (the terminal tests check that they drive this checkout's build).

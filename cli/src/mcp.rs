@@ -91,6 +91,8 @@ async fn address(text: &str) -> CliResult<SocketAddr> {
 
 /// Runs `lc-agent mcp`.
 pub(crate) async fn run(args: McpArgs) -> CliResult {
+    // Its stdin is not a person's: an untrusted project is refused, not asked about.
+    crate::trust::no_questions();
     if let Some(McpCommand::Login(login)) = args.command {
         return crate::mcp_login::run(login).await;
     }

@@ -4,10 +4,14 @@
 //! caller's blueprint and overrides (here a directory workspace with a
 //! shell, as `lc-agent run --root DIR --shell` gives) become the session's
 //! stored blueprint; a second "process" loads the session from its
-//! `ListConfig` and `Blueprint::resolve` rebuilds the same agent without
-//! being told anything (the model writes into the same directory, and
-//! `execute` still waits for approval); an override on resume replaces the
-//! stored setting and says so.
+//! `ListConfig` and `Blueprint::resolve` rebuilds the same agent from it —
+//! except what the workspace may reach: a session never turns a shell on
+//! by itself (it could have been imported), so the stored shell is
+//! narrowed and said, and the caller names the workspace with its shell
+//! again, as `lc-agent chat --session ID --root DIR --shell` does (the
+//! model writes into the same directory, and `execute` still waits for
+//! approval); an override on resume replaces the stored setting and says
+//! so.
 //!
 //! Needs: nothing (a scripted, offline model; files in a temporary
 //! directory).
@@ -55,9 +59,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("first run: {}", net.invoke().await?.text());
     list.save(&net).await?;
 
-    // Second process: only the session id. The stored blueprint wins.
+    // Second process: only the session id. The stored blueprint wins, but
+    // its shell is the caller's to give.
     let loaded = list.load(net.id()).await?;
-    let resumed = Blueprint::resolve(Some(&loaded), None, &Overrides::default())?;
+    let bare = Blueprint::resolve(Some(&loaded), None, &Overrides::default())?;
+    for said in &bare.narrowed {
+        println!("narrowed: {said}");
+    }
+    let again = Overrides {
+        workspace: Some(Workspace::directory(&work).shell(true)),
+        ..Overrides::default()
+    };
+    let resumed = Blueprint::resolve(Some(&loaded), None, &again)?;
     println!("workspace on resume: {}", resumed.spec.backend.describe());
     let model = ScriptedChatModel::new([
         Turn::call("x1", "execute", json!({"command": "ls"})),

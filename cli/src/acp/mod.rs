@@ -138,6 +138,8 @@ impl Acp {
 
 /// Runs `lc-agent acp` until the editor closes stdin.
 pub(crate) async fn run(args: AcpArgs) -> CliResult {
+    // Its stdin is not a person's: an untrusted project is refused, not asked about.
+    crate::trust::no_questions();
     let acp = Arc::new(Acp {
         args: args.agent,
         files: Mutex::new(EditorFiles::default()),

@@ -174,6 +174,10 @@ pub(crate) enum Details {
     },
     /// Something went wrong that did not end the turn by itself.
     Error { message: String },
+    /// Something the user should know that the run did on its own (a
+    /// project's files left unused until it is trusted, a session's
+    /// workspace narrowed); said on stderr as `warning:` too.
+    Warning { message: String },
 }
 
 /// Turns run events into the stream and writes it: JSON lines on stdout
@@ -219,6 +223,14 @@ impl ExecStream {
             if let Details::ApprovalRequest { status, .. } = &mut item.details {
                 *status = decision;
             }
+            self.write(&ExecEvent::ItemCompleted { item });
+        }
+    }
+
+    /// A `warning` item (with `--json`; the line was said on stderr).
+    pub(crate) fn warning(&mut self, message: String) {
+        if self.json {
+            let item = self.item(Details::Warning { message });
             self.write(&ExecEvent::ItemCompleted { item });
         }
     }
@@ -506,7 +518,7 @@ fn progress_line(event: &ExecEvent) -> Option<String> {
             ..
         } => Some(format!("hook {event}: {outcome} {message}")),
         Details::Error { message } => Some(format!("warning: {message}")),
-        Details::AgentMessage { .. } => None,
+        Details::AgentMessage { .. } | Details::Warning { .. } => None,
     }
 }
 

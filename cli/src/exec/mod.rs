@@ -139,6 +139,8 @@ fn prompt(arg: Option<&str>, resuming: bool) -> CliResult<Option<String>> {
 
 /// Runs `lc-agent exec`.
 pub(crate) async fn run(args: ExecArgs) -> CliResult {
+    // Its stdin is not a person's: an untrusted project is refused, not asked about.
+    crate::trust::no_questions();
     let (resume, prompt_arg) = words(&args.words)?;
     if args.fork && resume.is_none() {
         return Err(CliError::usage(
@@ -169,6 +171,9 @@ pub(crate) async fn run(args: ExecArgs) -> CliResult {
         format: FORMAT,
         forked_from,
     }));
+    for warning in crate::trust::take_notices() {
+        feed.send(Fed::Warning(warning));
+    }
     let interrupt = Interrupt::watch();
     let outcome = drive(&agent, &feed, prompt, schema.as_ref(), &interrupt).await;
     feed.close().await;
@@ -372,6 +377,8 @@ enum Fed {
     Exec(ExecEvent),
     /// A decision on a call waiting for approval.
     Decided(NodeId, ApprovalStatus),
+    /// A warning said on stderr, as an item of the stream too.
+    Warning(String),
     /// Everything before was written.
     Flush(oneshot::Sender<()>),
 }
@@ -406,6 +413,7 @@ impl Feed {
                     Fed::Run(event) => stream.on_run_event(&net, &event),
                     Fed::Exec(event) => stream.emit(event),
                     Fed::Decided(node_id, status) => stream.decided(node_id, status),
+                    Fed::Warning(message) => stream.warning(message),
                     Fed::Flush(done) => {
                         let _ = done.send(());
                         break;

@@ -335,9 +335,13 @@ fn rewind_reports_a_file_changed_outside_the_agent_and_leaves_it() {
     assert!(first.status.success(), "{}", text(&first.stderr));
     let id = announced(&text(&first.stderr))[0].clone();
     std::fs::write(root.join("b.txt"), "the user's b\n").unwrap();
-    let out = chat(
+    // Resumed where the workspace is (a session's directory is used only
+    // inside the current one).
+    let out = common::lc_agent_in(
         dir.path(),
-        workspace_script(),
+        dir.path(),
+        &["chat"],
+        &workspace_script().to_string(),
         &["--session", &id],
         "/rewind 1 files\n/exit\n",
     );

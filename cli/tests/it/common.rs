@@ -40,6 +40,26 @@ pub fn lc_agent<S: AsRef<std::ffi::OsStr>>(
     extra: &[S],
     stdin: &str,
 ) -> Output {
+    lc_agent_in(
+        &std::env::current_dir().unwrap(),
+        dir,
+        args,
+        script,
+        extra,
+        stdin,
+    )
+}
+
+/// [`lc_agent`] run in the directory `cwd` (a resumed session's directory
+/// workspace is used only inside the one `lc-agent` runs in).
+pub fn lc_agent_in<S: AsRef<std::ffi::OsStr>>(
+    cwd: &Path,
+    dir: &Path,
+    args: &[&str],
+    script: &str,
+    extra: &[S],
+    stdin: &str,
+) -> Output {
     static SCRIPTS: AtomicUsize = AtomicUsize::new(0);
     let script_path = dir.join(format!(
         "script-{}.json",
@@ -48,6 +68,7 @@ pub fn lc_agent<S: AsRef<std::ffi::OsStr>>(
     std::fs::write(&script_path, script).unwrap();
     let mut command = bin::offline(&own_binary(dir));
     command
+        .current_dir(cwd)
         .args(args)
         .arg("--script")
         .arg(&script_path)

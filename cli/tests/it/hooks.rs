@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::common;
 
-/// `lc-agent run TASK --root <dir>/root --shell --yes <extra>` offline,
+/// `lc-agent run TASK --root <dir>/root --shell --yes --trust-project <extra>` offline,
 /// the user's settings directory (`XDG_CONFIG_HOME`) empty.
 fn run(dir: &Path, script: Value, extra: &[&str]) -> Output {
     let root = dir.join("root");
@@ -27,7 +27,15 @@ fn run(dir: &Path, script: Value, extra: &[&str]) -> Output {
     std::fs::write(&script_path, script.to_string()).unwrap();
     let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir));
     command
-        .args(["run", "Clean up.", "--shell", "--yes", "--root"])
+        // The project's own hooks run once it is trusted (trust.rs).
+        .args([
+            "run",
+            "Clean up.",
+            "--shell",
+            "--yes",
+            "--trust-project",
+            "--root",
+        ])
         .arg(&root)
         .arg("--script")
         .arg(&script_path)

@@ -1,6 +1,7 @@
 //! A resumed session is the same agent: `lc-agent run --root DIR --skills S
 //! --mcp M.json --memory`, then `lc-agent chat --session ID` with the flags
-//! repeated, omitted, or one of them overridden. The real binary, a
+//! repeated, omitted (the MCP server, a program, then waits for `--mcp`),
+//! or one of them overridden. The real binary, a
 //! scripted model (offline), and `lc-agent mcp` itself as the MCP server.
 
 use crate::common;
@@ -56,7 +57,10 @@ impl Setup {
     /// `lc-agent <command> --script S --sessions DIR <extra>`; `chat` reads
     /// one turn, then the end of stdin ends it.
     fn lc_agent(&self, command: &[&str], script: Value, extra: &[String]) -> Output {
-        common::lc_agent(
+        // Run where the workspace is: a resumed session's directory is
+        // used only inside the current one.
+        common::lc_agent_in(
+            self.dir.path(),
             self.dir.path(),
             command,
             &script.to_string(),
@@ -152,30 +156,67 @@ fn a_resumed_session_is_the_same_agent_with_or_without_the_flags() {
     );
     assert!(spec["memory"].is_object(), "{spec}");
 
-    // Flags omitted: the same tools, the same directory, a prefix of the id.
+    // Flags omitted: the same directory, skills and memory, a prefix of
+    // the id — but the MCP server, a program, is not started by a session
+    // alone (said, with what to pass).
     let omitted = setup.lc_agent(&["chat", "--session", &id[..8]], every_tool("omitted"), &[]);
-    assert_every_tool_ran(&omitted, &setup.path("work"), "omitted");
-    assert!(!String::from_utf8_lossy(&omitted.stderr).contains("note:"));
+    let stderr = String::from_utf8_lossy(&omitted.stderr);
+    assert!(omitted.status.success(), "{stderr}");
+    for tool in ["write_file", "read_file", "remember"] {
+        assert!(stderr.contains(&format!("  {tool} ok")), "{tool}: {stderr}");
+    }
+    assert!(
+        stderr.contains("warning: the session's MCP server `files` (command `")
+            && stderr.contains("pass --mcp FILE naming it"),
+        "{stderr}"
+    );
+    assert!(setup.path("work/omitted.txt").exists(), "{stderr}");
+    assert!(!stderr.contains("note:"), "{stderr}");
     assert!(!setup.exported(&id)["files"]
         .as_object()
         .unwrap()
         .contains_key("/omitted.txt"));
 
-    // Flags repeated: nothing changes, nothing to note.
+    // Flags repeated: nothing else changes; the MCP server the session
+    // kept no more (it keeps what it ran with) is back, and noted.
     let repeated = setup.lc_agent(
         &["chat", "--session", &id],
         every_tool("repeated"),
         &setup.flags(),
     );
     assert_every_tool_ran(&repeated, &setup.path("work"), "repeated");
-    assert!(!String::from_utf8_lossy(&repeated.stderr).contains("note:"));
+    let stderr = String::from_utf8_lossy(&repeated.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("note:")).collect();
+    assert_eq!(
+        notes,
+        ["note: --mcp: the session's MCP servers (none) is now files"],
+        "{stderr}"
+    );
+    // Repeated once more: nothing to note.
+    let again = setup.lc_agent(
+        &["chat", "--session", &id],
+        every_tool("again"),
+        &setup.flags(),
+    );
+    assert_every_tool_ran(&again, &setup.path("work"), "again");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !stderr.contains("note:") && !stderr.contains("warning:"),
+        "{stderr}"
+    );
 
     // A flag overridden: it wins, says so, and the session keeps it.
     let other = std::fs::canonicalize(setup.path("other")).unwrap();
     let overridden = setup.lc_agent(
         &["chat", "--session", &id],
         every_tool("overridden"),
-        &["--root".to_string(), other.display().to_string()],
+        // (--mcp again: a session alone starts no program.)
+        &[
+            "--root".to_string(),
+            other.display().to_string(),
+            "--mcp".to_string(),
+            setup.path("mcp.json").display().to_string(),
+        ],
     );
     assert_every_tool_ran(&overridden, &other, "overridden");
     let stderr = String::from_utf8_lossy(&overridden.stderr);

@@ -16,9 +16,23 @@
 //! memory setting (never secrets: MCP entries keep `${VAR}` references, and
 //! the models are names). So `lc-agent run ... --root DIR --skills S --mcp
 //! M.json --memory` followed by `lc-agent chat --session ID` without the
-//! flags offers the same tools, writes into DIR and lists the same skills;
+//! flags offers the same tools, writes into DIR (run from a directory
+//! holding it; a shell needs `--root DIR --shell` again, below) and lists
+//! the same skills;
 //! a flag given on resume replaces the stored setting, and the caller says
 //! so ([`Blueprint::overridden`]).
+//!
+//! **Nothing widens the sandbox but the caller.** A session is data (it
+//! may have been imported, or edited): what its workspace may reach comes
+//! from the caller's own invocation, never from the stored blueprint. When
+//! the caller names no workspace, the stored one is narrowed
+//! ([`Blueprint::narrowed`] says how, in the caller's terms): its shell is
+//! off (with its `full` sandbox and its unasked commands), and a directory
+//! outside [`Overrides::within`] (the CLI's current directory) becomes the
+//! session's own files. A caller that wants a shell names the workspace
+//! again (`--root DIR --shell`). Likewise a stored path rule that allows
+//! writes, a stored MCP server that starts a program and stored
+//! `fetch_url` hosts are used only when the caller gives them again.
 //!
 //! [`AgentContext`] says where the agent runs: the session store (memory
 //! without its own `dir` lives beside the sessions: in Redis when they are
@@ -38,7 +52,9 @@ use crate::workspace::Workspace;
 
 /// What a caller sets on top of (or instead of) a blueprint: the CLI's
 /// flags, a server's deployment settings. `None`/empty leaves a setting
-/// as the blueprint has it, so `Overrides::default()` overrides nothing:
+/// as the blueprint has it (a stored blueprint is still narrowed to what
+/// the caller gives, see the module docs), so `Overrides::default()`
+/// overrides nothing:
 ///
 /// ```
 /// use lc_agent_deepagent::{Overrides, Workspace};
@@ -80,6 +96,11 @@ pub struct Overrides {
     /// The largest file the writing file tools may leave (the blueprint's
     /// `[files] max_write_bytes`).
     pub max_write_bytes: Option<u64>,
+    /// The directory the caller runs in (the CLI's current directory):
+    /// without [`Overrides::workspace`], a session's stored directory
+    /// outside it is not used (see the module docs of `compose.rs`);
+    /// `None` checks no directory (the shell is narrowed all the same).
+    pub within: Option<PathBuf>,
 }
 
 /// A setting of a blueprint that an override can change.
@@ -155,9 +176,58 @@ pub struct Blueprint {
     pub stored: bool,
     /// The stored settings the overrides replaced (empty unless `stored`).
     pub overridden: Vec<Override>,
+    /// What of a stored blueprint was not used because the caller did not
+    /// give it (a shell, a `full` sandbox, a directory outside
+    /// [`Overrides::within`], an `allow` rule for writes, an MCP server
+    /// that starts a program, `fetch_url` hosts), each said in a sentence
+    /// for a warning. The session keeps what it ran with.
+    pub narrowed: Vec<String>,
     /// The context window to put on the main model
     /// ([`Blueprint::main_model_or`]).
     context_window: Option<usize>,
+}
+
+/// A stored blueprint's `allow` rules that let writes, edits or deletes
+/// through are dropped (they could open a protected path such as
+/// `.git/**`; the caller's own rules come before the blueprint's and
+/// may allow again); what was dropped, said.
+fn narrow_allow_rules(spec: &mut AgentSpec) -> Vec<String> {
+    use lc_agent_filesystem::{Operation, RuleMode};
+    let widens = |rule: &lc_agent_filesystem::PermissionRule| {
+        rule.mode == RuleMode::Allow
+            && rule
+                .operations
+                .iter()
+                .any(|op| matches!(op, Operation::Write | Operation::Edit | Operation::Delete))
+    };
+    if !spec.permissions.rules().any(widens) {
+        return Vec::new();
+    }
+    let (dropped, kept): (Vec<_>, Vec<_>) = spec.permissions.rules().cloned().partition(widens);
+    match lc_agent_filesystem::Permissions::new(kept) {
+        Ok(rules) => spec.permissions = rules,
+        // The kept rules compiled before; should they not, none is kept
+        // (the protected paths still ask).
+        Err(_) => spec.permissions = lc_agent_filesystem::Permissions::default(),
+    }
+    let ops = |rule: &lc_agent_filesystem::PermissionRule| {
+        rule.operations
+            .iter()
+            .filter_map(|op| serde_json::to_value(op).ok())
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    dropped
+        .iter()
+        .map(|rule| {
+            let (ops, paths) = (ops(rule), rule.paths.join(","));
+            format!(
+                "the session's path rule allowing {ops} on {paths} is not used: a session \
+                 cannot allow writes by itself; pass --allow '{ops}:{paths}' to allow them"
+            )
+        })
+        .collect()
 }
 
 impl Blueprint {
@@ -182,6 +252,7 @@ impl Blueprint {
                 overridden.push(Override { setting, was, now });
             }
         };
+        let mut narrowed = Vec::new();
         if let Some(workspace) = &overrides.workspace {
             note(
                 Setting::Workspace,
@@ -189,6 +260,13 @@ impl Blueprint {
                 workspace.describe(),
             );
             spec.backend = workspace.clone();
+        } else if from_session {
+            let (backend, said) = spec.backend.narrowed(overrides.within.as_deref());
+            spec.backend = backend;
+            narrowed = said;
+        }
+        if from_session {
+            narrowed.extend(narrow_allow_rules(&mut spec));
         }
         if let Some(dir) = &overrides.skills_dir {
             let skills = spec.skills.get_or_insert_with(Default::default);
@@ -199,16 +277,34 @@ impl Blueprint {
             note(Setting::Skills, was, dir.display().to_string());
             skills.dir = Some(dir.clone());
         }
-        if !overrides.mcp.is_empty() {
-            let names = |servers: &indexmap::IndexMap<String, _>| {
-                let names: Vec<&str> = servers.keys().map(String::as_str).collect();
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
+        let names = |servers: &indexmap::IndexMap<String, _>| {
+            let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        let was = names(&spec.mcp_servers);
+        if from_session {
+            // A stored server that starts a program runs only when the
+            // caller names it again.
+            spec.mcp_servers.retain(|name, server| {
+                let Some(command) = &server.command else {
+                    return true;
+                };
+                if overrides.mcp.mcp_servers.contains_key(name) {
+                    return true;
                 }
-            };
-            let was = names(&spec.mcp_servers);
+                narrowed.push(format!(
+                    "the session's MCP server `{name}` (command `{command}`) is not started: a \
+                     session cannot start programs by itself; pass --mcp FILE naming it to \
+                     start it"
+                ));
+                false
+            });
+        }
+        if !overrides.mcp.is_empty() {
             for (name, server) in &overrides.mcp.mcp_servers {
                 spec.mcp_servers.insert(name.clone(), server.clone());
             }
@@ -244,13 +340,31 @@ impl Blueprint {
             );
             spec.project_memory.enabled = on;
         }
+        let hosts = |spec: &AgentSpec| {
+            spec.fetch_url
+                .as_ref()
+                .map_or_else(|| "off".to_string(), |f| f.allow.join(", "))
+        };
+        let was = hosts(&spec);
+        if from_session && let Some(fetch) = &mut spec.fetch_url {
+            // The network is the caller's to open: a stored host is used
+            // only when the caller names it again.
+            let (kept, dropped): (Vec<String>, Vec<String>) = std::mem::take(&mut fetch.allow)
+                .into_iter()
+                .partition(|host| overrides.fetch_url.contains(host));
+            fetch.allow = kept;
+            if !dropped.is_empty() {
+                narrowed.push(format!(
+                    "the session's fetch_url hosts ({}) are not used: a session cannot open \
+                     the network by itself; pass --fetch-url HOST for each",
+                    dropped.join(", ")
+                ));
+            }
+            if fetch.allow.is_empty() {
+                spec.fetch_url = None;
+            }
+        }
         if !overrides.fetch_url.is_empty() {
-            let hosts = |spec: &AgentSpec| {
-                spec.fetch_url
-                    .as_ref()
-                    .map_or_else(|| "off".to_string(), |f| f.allow.join(", "))
-            };
-            let was = hosts(&spec);
             let fetch = spec.fetch_url.get_or_insert_with(Default::default);
             for host in &overrides.fetch_url {
                 if !fetch.allow.contains(host) {
@@ -280,6 +394,7 @@ impl Blueprint {
             spec,
             stored: from_session,
             overridden,
+            narrowed,
             context_window: overrides.context_window,
         })
     }
@@ -429,6 +544,57 @@ mod tests {
         // A new session has nothing stored to replace.
         let fresh = Blueprint::resolve(None, None, &overrides).unwrap();
         assert!(fresh.overridden.is_empty());
+    }
+
+    #[test]
+    fn a_stored_workspace_never_widens_what_the_caller_gives() {
+        use lc_agent_filesystem::{PermissionRule, Permissions, RuleMode, SandboxMode};
+        let wide = Workspace::directory("/elsewhere")
+            .shell(true)
+            .sandbox(SandboxMode::Full)
+            .execute_approval(false);
+        let mut stored = spec("stored", wide.clone());
+        stored.permissions = Permissions::new([
+            PermissionRule::parse(RuleMode::Allow, "write:.git/**").unwrap(),
+            PermissionRule::parse(RuleMode::Allow, "read:secrets/public.txt").unwrap(),
+            PermissionRule::parse(RuleMode::Deny, "secrets/**").unwrap(),
+        ])
+        .unwrap();
+        stored.fetch_url = Some(crate::FetchUrlSpec {
+            allow: vec!["example.com".into()],
+            ..Default::default()
+        });
+        let session = session_with(&stored);
+        let outside = Overrides {
+            within: Some("/home/me".into()),
+            ..Overrides::default()
+        };
+        let resumed = Blueprint::resolve(Some(&session), None, &outside).unwrap();
+        assert_eq!(resumed.spec.backend, Workspace::Session);
+        assert_eq!(resumed.narrowed.len(), 4, "{:?}", resumed.narrowed);
+        assert!(resumed.narrowed[3].contains("fetch_url hosts (example.com)"));
+        assert!(resumed.spec.fetch_url.is_none());
+        assert!(resumed.narrowed[0].contains("/elsewhere is outside the current directory"));
+        assert!(resumed.narrowed[1].contains("shell (sandbox full) is off"));
+        assert!(resumed.narrowed[2].contains("--allow 'write:.git/**'"));
+        // Only the rule that allowed writes is gone.
+        assert_eq!(resumed.spec.permissions.rules().count(), 2);
+        let inside = Overrides {
+            within: Some("/".into()),
+            ..Overrides::default()
+        };
+        let resumed = Blueprint::resolve(Some(&session), None, &inside).unwrap();
+        assert_eq!(resumed.spec.backend, Workspace::directory("/elsewhere"));
+        // The caller's own workspace is used as given; a new session is
+        // the caller's too.
+        let named = Overrides {
+            workspace: Some(wide.clone()),
+            ..outside.clone()
+        };
+        let resumed = Blueprint::resolve(Some(&session), None, &named).unwrap();
+        assert_eq!(resumed.spec.backend, wide);
+        let fresh = Blueprint::resolve(None, Some(&stored), &outside).unwrap();
+        assert_eq!((fresh.spec.backend, fresh.narrowed.len()), (wide, 0));
     }
 
     #[test]

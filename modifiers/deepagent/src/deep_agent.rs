@@ -442,7 +442,7 @@ impl DeepAgentBuilder {
                 .into();
             skill_roots.insert(0, SKILLS_ROUTE.to_string());
         }
-        if !self.permissions.is_empty() {
+        if !self.permissions.checks_nothing() {
             // Every tool (and sub-agent) sees the guarded backend; `ask`
             // calls are held before they reach it.
             backend = self.permissions.guard(backend, true);

@@ -54,8 +54,17 @@ impl PathRulesModifier {
     /// What the rules say about a call of `tool` with `args` on `network`
     /// (for callers that cannot wait for a person, such as an HTTP tool
     /// endpoint: an `ask` there must be refused).
+    /// In bypass mode the protected paths ask nothing (the user chose to
+    /// be asked nothing); the rules still do.
     pub async fn check(&self, network: &RunnableNetwork, tool: &str, args: &Value) -> Verdict {
         let backend = self.backend.resolve(network);
+        if crate::modes::permission_mode(network) == crate::modes::PermissionMode::Bypass {
+            return self
+                .rules
+                .without_protection()
+                .check_call(backend.as_ref(), tool, args)
+                .await;
+        }
         self.rules.check_call(backend.as_ref(), tool, args).await
     }
 }

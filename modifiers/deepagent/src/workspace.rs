@@ -254,6 +254,58 @@ impl Workspace {
         }
     }
 
+    /// This workspace as stored in a session the caller resumes without
+    /// naming a workspace: no shell (nor its sandbox mode or unasked
+    /// commands), and the session's own files instead of a directory
+    /// outside `within` (when given). Returns what was narrowed, in
+    /// sentences (empty: nothing was).
+    pub(crate) fn narrowed(&self, within: Option<&Path>) -> (Self, Vec<String>) {
+        let Self::Directory {
+            root,
+            shell,
+            sandbox,
+            ..
+        } = self
+        else {
+            return (self.clone(), Vec::new());
+        };
+        let mut said = Vec::new();
+        let outside = within.is_some_and(|within| {
+            let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            !canonical(root).starts_with(canonical(within))
+        });
+        if outside {
+            said.push(format!(
+                "the session's workspace {} is outside the current directory, so the file tools \
+                 work in the session's own files; pass --root {} to work there",
+                root.display(),
+                root.display()
+            ));
+        }
+        if *shell {
+            let mode = match sandbox {
+                SandboxMode::WorkspaceWrite => String::new(),
+                other => format!(" (sandbox {other})"),
+            };
+            said.push(format!(
+                "the session's shell{mode} is off: only your own command line turns a shell on \
+                 (pass --root {} --shell)",
+                root.display()
+            ));
+        }
+        let narrowed = if outside {
+            Self::Session
+        } else {
+            // Read-only stays read-only; anything else is the default.
+            let sandbox = match sandbox {
+                SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+                _ => SandboxMode::default(),
+            };
+            Self::directory(root).sandbox(sandbox)
+        };
+        (narrowed, said)
+    }
+
     /// A short description for messages: `the session's files`, `DIR`,
     /// `DIR (with a shell)`.
     pub fn describe(&self) -> String {

@@ -266,7 +266,9 @@ pub use line_edit::LineEdit;
 pub use media::image_part;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
-pub use permissions::{Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict};
+pub use permissions::{
+    Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict, PROTECTED_PATHS,
+};
 pub use sandbox::{
     Bubblewrap, Landlock, Prepared, Sandbox, SandboxError, SandboxMechanism, SandboxMode,
     SandboxPolicy,

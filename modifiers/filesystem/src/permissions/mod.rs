@@ -37,7 +37,13 @@
 //! - **`ask`** is an approval: an agent holds the call for a person,
 //!   naming the rule; where nobody can approve (the MCP server, `lc-agent
 //!   tool`, the HTTP tool endpoint) the call is refused, saying so.
-//! - **No rules** means no wrapper: everything behaves as before.
+//! - **Protected paths** (`protected.rs`, [`PROTECTED_PATHS`]): writing,
+//!   editing or deleting the agent's own configuration (`.lc-agent/**`,
+//!   `.mcp.json`), `.git/**` and a few files other tools run on their own
+//!   (`.envrc`, `.vscode/tasks.json`, ...) asks — also when they do not
+//!   exist yet — as an implicit last rule: a rule of the caller's that
+//!   matches first widens it; [`Permissions::without_protection`] drops it.
+//! - **No rules and no protection** means no wrapper.
 //!
 //! Flag syntax (`--allow`, `--deny`, `--ask` of the CLI; [`PermissionRule::parse`]):
 //! `OPS:GLOBS` where `OPS` is a comma-separated list of operations (or `*`)
@@ -46,6 +52,9 @@
 //! operation (`--deny 'secrets/**'`).
 
 mod guard;
+mod protected;
+
+pub use protected::PROTECTED_PATHS;
 
 use std::sync::Arc;
 
@@ -356,7 +365,8 @@ impl Verdict {
     }
 }
 
-/// An ordered rule set (first match wins). Cheap to clone.
+/// An ordered rule set (first match wins), then the protected paths (see
+/// the module docs). Cheap to clone.
 ///
 /// ```
 /// use lc_agent_filesystem::{Operation, PermissionRule, Permissions, RuleMode, Verdict};
@@ -369,17 +379,39 @@ impl Verdict {
 /// assert_eq!(rules.check(Operation::Read, "/secrets/public.txt"), Verdict::Allow);
 /// assert!(matches!(rules.check(Operation::Read, "/SECRETS//key.pem/"), Verdict::Deny(_)));
 /// assert_eq!(rules.check(Operation::Read, "/src/main.rs"), Verdict::Allow);
+/// // Protected paths ask, also before they exist:
+/// assert!(matches!(rules.check(Operation::Write, "/.git/hooks/pre-commit"), Verdict::Ask(_)));
+/// assert_eq!(
+///     rules.without_protection().check(Operation::Write, "/.git/hooks/pre-commit"),
+///     Verdict::Allow
+/// );
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Permissions {
     rules: Arc<Vec<(PermissionRule, Compiled)>>,
+    /// Whether the protected paths ask after the rules.
+    protect: bool,
+}
+
+impl Default for Permissions {
+    /// No rules; the protected paths ask.
+    fn default() -> Self {
+        Self {
+            rules: Arc::default(),
+            protect: true,
+        }
+    }
 }
 
 impl PartialEq for Permissions {
     fn eq(&self, other: &Self) -> bool {
-        self.rules().eq(other.rules())
+        self.protect == other.protect && self.rules().eq(other.rules())
     }
 }
+
+/// The protected paths, compiled once.
+static PROTECTED: std::sync::LazyLock<Vec<protected::Protected>> =
+    std::sync::LazyLock::new(protected::protected);
 
 impl Permissions {
     /// The rules, in order (each checked: operations and globs).
@@ -398,7 +430,29 @@ impl Permissions {
         }
         Ok(Self {
             rules: Arc::new(compiled),
+            protect: true,
         })
+    }
+
+    /// The same rules without the protected paths (bypass mode: nothing
+    /// asks).
+    #[must_use]
+    pub fn without_protection(&self) -> Permissions {
+        Self {
+            rules: self.rules.clone(),
+            protect: false,
+        }
+    }
+
+    /// Whether the protected paths ask after the rules.
+    pub fn protects(&self) -> bool {
+        self.protect
+    }
+
+    /// Whether nothing is checked: no rule and no protection (no wrapper
+    /// is needed).
+    pub fn checks_nothing(&self) -> bool {
+        self.rules.is_empty() && !self.protect
     }
 
     /// These rules, then those of `more` that are not among them (a
@@ -412,6 +466,7 @@ impl Permissions {
         }
         Self {
             rules: Arc::new(all),
+            protect: self.protect || more.protect,
         }
     }
 
@@ -420,7 +475,8 @@ impl Permissions {
         self.rules.iter().map(|(rule, _)| rule)
     }
 
-    /// Whether there is no rule (everything is allowed).
+    /// Whether there is no rule (the protected paths may still ask, see
+    /// [`Permissions::checks_nothing`]).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
@@ -440,6 +496,11 @@ impl Permissions {
                     RuleMode::Ask => Verdict::Ask(name),
                 };
             }
+        }
+        if self.protect
+            && let Some(protected) = PROTECTED.iter().find(|p| p.matches(op, &normal))
+        {
+            return Verdict::Ask(protected.name.clone());
         }
         Verdict::Allow
     }
@@ -469,7 +530,7 @@ impl Permissions {
     /// are not file tools, and calls whose arguments name no path, are
     /// [`Verdict::Allow`] (the tool itself refuses bad arguments).
     pub async fn check_call(&self, backend: &dyn Backend, tool: &str, args: &Value) -> Verdict {
-        if self.is_empty() {
+        if self.checks_nothing() {
             return Verdict::Allow;
         }
         let arg = |name: &str| args.get(name).and_then(Value::as_str).unwrap_or("/");
@@ -483,6 +544,7 @@ impl Permissions {
             "glob" => (&[Operation::Glob], arg("path")),
             "grep" => (&[Operation::Grep, Operation::Read], arg("path")),
             "execute" => (&[Operation::Execute], "/"),
+            "delete" => (&[Operation::Delete], arg("path")),
             _ => return Verdict::Allow,
         };
         let Ok(target) = path::normalize(target) else {
@@ -500,15 +562,15 @@ impl Permissions {
     /// approval before they reach the backend (an agent with
     /// approvals), so that a call reaching it was approved; otherwise
     /// (`lc-agent tool`, the MCP server, the HTTP tool endpoint) an `ask`
-    /// rule refuses, saying approval is needed. Without rules the backend
-    /// is returned as it is.
+    /// rule refuses, saying approval is needed. Without rules and
+    /// protection the backend is returned as it is.
     pub fn guard(
         &self,
         backend: impl Into<BackendSource>,
         approved_upstream: bool,
     ) -> BackendSource {
         let backend = backend.into();
-        if self.is_empty() {
+        if self.checks_nothing() {
             return backend;
         }
         guard::wrap(self.clone(), backend, approved_upstream)

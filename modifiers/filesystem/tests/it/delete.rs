@@ -162,10 +162,11 @@ async fn a_delete_rule_on_anything_inside_holds_for_the_folder() {
         Permissions::new([PermissionRule::parse(RuleMode::Deny, "delete:/dir/sub/**").unwrap()])
             .unwrap();
     let net = RunnableNetwork::new();
+    // Loaded beside the rules: `/dir/.git` is a protected path.
+    load(&FilesystemBackend::new(dir.path()).unwrap(), "").await;
     let guarded = rules
         .guard(FilesystemBackend::new(dir.path()).unwrap(), false)
         .resolve(&net);
-    load(&*guarded, "").await;
     let out = lc_agent_filesystem::run_tool(
         &*guarded,
         "delete",

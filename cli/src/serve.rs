@@ -166,6 +166,11 @@ pub(crate) struct ServeArgs {
     /// Seconds finished runs and their events are kept.
     #[arg(long, value_name = "SECS", default_value_t = 3600)]
     pub(crate) run_retention: u64,
+    /// Seconds a run waits out a session or run store it cannot reach (a
+    /// Redis restart) before it fails: its saves and events are tried
+    /// again meanwhile.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) store_patience: f64,
     /// Seconds a shutdown waits for runs to finish before handing them
     /// back to the queue.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
@@ -215,6 +220,7 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
             time_limit: (args.run_limit > 0).then(|| Duration::from_secs(args.run_limit)),
             lease: seconds("--run-lease", args.run_lease)?,
             keep: Duration::from_secs(args.run_retention),
+            store_patience: seconds("--store-patience", args.store_patience)?,
         });
     if let Some(age) = args.store.session_ttl {
         config = config.retention(age);

@@ -194,10 +194,19 @@ impl Graph {
     pub(crate) fn mark_done(&mut self, node: &NodeRef) {
         self.pending.remove(&node.seq());
         // Nodes below that have their outputs already (a transcript's
-        // answers) cached a conversation without this node's output.
-        let below = self.children_of(node.id()).to_vec();
-        for child in below {
-            self.forget_histories_from(child);
+        // answers) may have cached a conversation without this node's
+        // output. Only cached nodes are walked: below a node with no
+        // cache (one still to run, which forgets below it when it runs)
+        // nothing is read before then, so a long chain of pending nodes
+        // costs nothing here.
+        let mut stack: Vec<NodeId> = self.children_of(node.id()).to_vec();
+        while let Some(id) = stack.pop() {
+            if let Some(n) = self.nodes.get(&id)
+                && n.has_cached_history()
+            {
+                n.forget_history();
+                stack.extend_from_slice(self.children_of(id));
+            }
         }
     }
 

@@ -2,11 +2,12 @@
 //! request, calls the services (the runs, the session hub) and writes the
 //! answer. None imports another, except the helpers of this folder
 //! (`sse.rs`, `refusal.rs`, `graph.rs`, `path_rules.rs`, `tool_hooks.rs`,
-//! `parts.rs`, `sampling.rs`).
+//! `parts.rs`, `sampling.rs`, `history.rs`).
 //!
 //! ```text
 //!  openai.rs    /v1/models[/{id}], /v1/chat/completions (streamed or not; real usage)
 //!  sampling.rs  a completion's temperature, max_tokens, stop, seed, ...: checked, passed through
+//!  history.rs   a completion's messages; a stateless history as a new session's first nodes
 //!  sessions.rs  /api/sessions: list (paged, searched), create, show, rename, delete, node,
 //!               messages, approvals, continue a cut-off answer, stop a run
 //!  branches.rs  /api/sessions/{id}/fork, /rewind, /diff/{other}: time travel
@@ -26,6 +27,7 @@
 
 pub(crate) mod branches;
 mod graph;
+mod history;
 pub(crate) mod input;
 pub(crate) mod metrics;
 pub(crate) mod openai;

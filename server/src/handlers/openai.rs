@@ -57,11 +57,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::StreamExt as _;
-use lc_agent::{ChatNode, ContentPart, HumanNode, Message, RunnableNetwork, SystemNode};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::history::{add_messages, image_url, InMessage};
 use crate::access::{RUN_HEADER, SESSION_HEADER};
 use crate::auth::User;
 use crate::error::ApiError;
@@ -91,70 +91,6 @@ pub(crate) async fn model(
     Ok(Json(
         json!({"id": id, "object": "model", "created": 0, "owned_by": "lc-agent"}),
     ))
-}
-
-/// One message of the request (only what the agent uses is read).
-#[derive(Debug, Deserialize)]
-pub(crate) struct InMessage {
-    role: String,
-    #[serde(default)]
-    content: Option<Value>,
-}
-
-impl InMessage {
-    /// The text: a string, or the text parts of a list of parts (other
-    /// parts were refused by [`Completion::check_supported`]).
-    fn text(&self) -> Result<String, ApiError> {
-        match &self.content {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(Value::Array(parts)) => Ok(parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("")),
-            Some(other) => Err(ApiError::BadRequest(format!(
-                "message content must be a string or a list of parts, got `{other}`"
-            ))),
-        }
-    }
-
-    /// A user message's text and the parts after it: the leading text
-    /// parts are the text; from the first image on, every part is kept in
-    /// order (`image_url` parts as images, with their `detail`).
-    fn text_and_parts(&self) -> Result<(String, Vec<ContentPart>), ApiError> {
-        let Some(Value::Array(items)) = &self.content else {
-            return Ok((self.text()?, Vec::new()));
-        };
-        let mut text = String::new();
-        let mut parts = Vec::new();
-        for item in items {
-            match (item.get("text").and_then(Value::as_str), image_url(item)) {
-                (Some(t), _) if parts.is_empty() => text.push_str(t),
-                (Some(t), _) => parts.push(ContentPart::Text { text: t.into() }),
-                (None, Some((url, detail))) => parts.push(match ContentPart::image_url(url) {
-                    ContentPart::Image(image) => ContentPart::Image(image.with_detail(detail)),
-                    other => other,
-                }),
-                (None, None) => {}
-            }
-        }
-        Ok((text, parts))
-    }
-}
-
-/// An `image_url` part's URL and `detail`.
-fn image_url(part: &Value) -> Option<(&str, Option<String>)> {
-    if part.get("type").and_then(Value::as_str) != Some("image_url") {
-        return None;
-    }
-    let image = part.get("image_url")?;
-    let url = image.get("url").and_then(Value::as_str)?;
-    let detail = image
-        .get("detail")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    Some((url, detail))
 }
 
 /// `POST /v1/chat/completions` body. Client tools and a forced tool
@@ -526,33 +462,6 @@ pub(crate) async fn completions(
         headers.insert(RUN_HEADER, value);
     }
     Ok(response)
-}
-
-/// The request's messages as a new session's first nodes.
-fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), ApiError> {
-    let _scope = net.enter();
-    for m in messages {
-        let text = m.text()?;
-        match m.role.as_str() {
-            "system" | "developer" => {
-                SystemNode::new(text);
-            }
-            "user" => {
-                let (text, parts) = m.text_and_parts()?;
-                HumanNode::with_parts(text, parts);
-            }
-            "assistant" => ChatNode::new().set_output(Message::ai(text)),
-            // The agent runs its tools itself; a client's tool messages
-            // have nothing to answer here.
-            "tool" | "function" => {}
-            other => {
-                return Err(ApiError::BadRequest(format!(
-                    "unknown message role `{other}`"
-                )))
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The answer of a `done` event, or what waits for a decision.

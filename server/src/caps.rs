@@ -82,12 +82,15 @@ impl SessionCaps {
 /// modifier's hooks do not see them; its per-file cap is the write limit
 /// the file tools keep to, see `Hub::agent_for`), if they are.
 pub(crate) fn over_caps(net: &RunnableNetwork, per_file: u64, total: u64) -> Option<String> {
-    let caps = SessionCaps::new(per_file, total);
-    let paths: Vec<String> = net.with_files(|files| files.keys().cloned().collect());
-    paths
-        .iter()
-        .find_map(|path| caps.over(net, path))
-        .or_else(|| caps.over(net, ""))
+    // The largest file is over the per-file cap if any is; `over` checks
+    // it, then the total.
+    let largest = net.with_files(|files| {
+        files
+            .iter()
+            .max_by_key(|(_, file)| size(file))
+            .map(|(path, _)| path.clone())
+    });
+    SessionCaps::new(per_file, total).over(net, largest.as_deref().unwrap_or_default())
 }
 
 /// The file a call of a file tool names.

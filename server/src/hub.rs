@@ -139,55 +139,60 @@ impl SessionHub {
         })
     }
 
-    /// Claims `user`'s session `id` (see [`claim`](Self::claim)) after
-    /// checking that it is theirs: another user's session is 404 before
-    /// its state (a run in progress) is looked at.
+    /// Claims session `id` of `list` (see [`claim`](Self::claim)) after
+    /// checking that the list holds it: another user's session is 404
+    /// before its state (a run in progress) is looked at.
     pub(crate) async fn claim_owned(
         self: &Arc<Self>,
-        user: &str,
         id: Uuid,
         list: &Arc<dyn NetworkList>,
     ) -> Result<Claim, ApiError> {
-        self.owned(user, list, id).await?;
+        self.owned(list, id).await?;
         self.claim(id, list)
     }
 
-    /// Loads `user`'s session `id`: 404 when they have none (another
-    /// user's session is not found either).
-    pub(crate) async fn load(
-        &self,
-        user: &str,
-        list: &Arc<dyn NetworkList>,
+    /// [`claim`](Self::claim), waiting up to `patience` (polled every
+    /// 50 ms) while another run, rename or delete of it holds it here.
+    pub(crate) async fn claim_within(
+        self: &Arc<Self>,
         id: Uuid,
-    ) -> Result<RunnableNetwork, ApiError> {
-        match list.load(id).await {
-            Ok(net) => Ok(net),
-            Err(ListError::NotFound { .. }) => Err(self.not_yours(user, id).await),
-            Err(e) => Err(e.into()),
+        list: &Arc<dyn NetworkList>,
+        patience: std::time::Duration,
+    ) -> Result<Claim, ApiError> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.claim(id, list) {
+                Err(_) if started.elapsed() < patience => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                claimed => return claimed,
+            }
         }
     }
 
-    /// 404 unless `user`'s list holds session `id` (one of theirs that
-    /// cannot be read says why). Checked before anything else of a
-    /// session is looked at, so another user's is not found whatever its
-    /// state.
+    /// Loads session `id` of `list` (a user's list: another user's
+    /// session is not found there, 404).
+    pub(crate) async fn load(
+        &self,
+        list: &Arc<dyn NetworkList>,
+        id: Uuid,
+    ) -> Result<RunnableNetwork, ApiError> {
+        Ok(list.load(id).await?)
+    }
+
+    /// 404 unless `list` holds session `id` (one that cannot be read says
+    /// why). Checked before anything else of a session is looked at, so
+    /// another user's is not found whatever its state.
     pub(crate) async fn owned(
         &self,
-        user: &str,
         list: &Arc<dyn NetworkList>,
         id: Uuid,
     ) -> Result<(), ApiError> {
         match list.stored_revision(id).await {
             Ok(Some(_)) => Ok(()),
-            Ok(None) => self.load(user, list, id).await.map(|_| ()),
+            Ok(None) => self.load(list, id).await.map(|_| ()),
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// The 404 of a session `user` does not have: another user's session
-    /// is not found either (its existence is not told).
-    pub(crate) async fn not_yours(&self, _user: &str, id: Uuid) -> ApiError {
-        ApiError::NotFound(format!("session {id} not found"))
     }
 
     /// The workspace of `user`'s sessions: the server's, in the user's
@@ -349,7 +354,7 @@ impl SessionHub {
         list: &Arc<dyn NetworkList>,
         id: Uuid,
     ) -> Result<(RunnableNetwork, DeepAgentBuilder), ApiError> {
-        let net = self.load(user, list, id).await?;
+        let net = self.load(list, id).await?;
         let (builder, _) = self.agent_for(user, Some(&net)).await?;
         builder
             .attach(&net)

@@ -150,8 +150,9 @@ async fn multi_turn_runs_only_new_nodes() {
     assert_eq!(texts, ["first", "one", "second", "two"]);
 }
 
-/// A model that reports the conversation it received.
-struct Transcript;
+/// A model that reports the conversation it received (`role=text`, joined
+/// by `|`).
+pub(super) struct Transcript;
 
 #[async_trait]
 impl ChatModel for Transcript {

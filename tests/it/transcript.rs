@@ -3,33 +3,16 @@
 //! every question before the answer below it, and the new question's chat
 //! node reads them all.
 
-use async_trait::async_trait;
-use lc_agent::{
-    ChatModel, ChatNode, ChatRequest, ChatResponse, HumanNode, Message, ModelError,
-    RunnableNetwork, SystemNode,
-};
+use lc_agent::{ChatNode, HumanNode, Message, RunnableNetwork, SystemNode};
 
-/// Answers with the conversation it received, one `role=text` per line.
-struct Echo;
-
-#[async_trait]
-impl ChatModel for Echo {
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let lines: Vec<String> = request
-            .messages()
-            .iter()
-            .map(|m| format!("{}={}", m.role(), m.text()))
-            .collect();
-        Ok(ChatResponse::text(lines.join("|")))
-    }
-}
+use super::invoke::Transcript;
 
 #[tokio::test]
 async fn a_given_transcript_runs_parents_first_and_the_answer_reads_it_whole() {
     let net = RunnableNetwork::builder()
         .default_node("chat")
-        .chat_model("echo")
-        .model("echo", Echo)
+        .chat_model("t")
+        .model("t", Transcript)
         .build();
     {
         let _scope = net.enter();

@@ -50,7 +50,7 @@ pub(crate) async fn fork(
     Json(body): Json<ForkAt>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let list = state.hub.list(&user)?;
-    let net = state.hub.load(&user, &list, id).await?;
+    let net = state.hub.load(&list, id).await?;
     let fork = net
         .fork_at(body.node)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -92,8 +92,8 @@ pub(crate) async fn rewind(
     Json(body): Json<RewindTo>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
-    let _claim = state.hub.claim_owned(&user, id, &list).await?;
-    let net = state.hub.load(&user, &list, id).await?;
+    let _claim = state.hub.claim_owned(id, &list).await?;
+    let net = state.hub.load(&list, id).await?;
     if let Some(node) = body.node
         && net.node(node).is_none()
     {
@@ -126,8 +126,8 @@ pub(crate) async fn diff(
     Path((a, b)): Path<(Uuid, Uuid)>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
-    let a = state.hub.load(&user, &list, a).await?;
-    let b = state.hub.load(&user, &list, b).await?;
+    let a = state.hub.load(&list, a).await?;
+    let b = state.hub.load(&list, b).await?;
     let diff = lc_agent_filesystem::diff_branches(&a, &b);
     Ok(Json(json!({
         "shared": {"nodes": diff.shared, "last": diff.last_shared},

@@ -190,18 +190,16 @@ impl Completion {
             for (j, part) in parts.iter().enumerate() {
                 let kind = part.get("type").and_then(Value::as_str).unwrap_or("?");
                 let text = kind == "text" && part.get("text").and_then(Value::as_str).is_some();
-                let image = m.role == "user" && image_url(part).is_some();
-                if let Some((url, detail)) = image_url(part).filter(|_| image) {
+                let image = image_url(part).filter(|_| m.role == "user");
+                if let Some((url, detail)) = image.clone() {
                     // Checked as the session API checks an image.
-                    super::parts::completion_image(url, detail).map_err(|why| {
-                        ApiError::Invalid {
-                            param: format!("messages[{i}].content[{j}]"),
-                            code: "invalid_value",
-                            message: format!("`messages[{i}].content[{j}]`: {why}"),
-                        }
+                    super::parts::image_at(url, detail).map_err(|why| ApiError::Invalid {
+                        param: format!("messages[{i}].content[{j}]"),
+                        code: "invalid_value",
+                        message: format!("`messages[{i}].content[{j}]`: {why}"),
                     })?;
                 }
-                if !text && !image {
+                if !text && image.is_none() {
                     return unsupported(
                         &format!("messages[{i}].content[{j}]"),
                         &format!(
@@ -383,7 +381,7 @@ pub(crate) async fn completions(
                 (Some(id), false) => {
                     // The named session is read, and the run goes on a copy.
                     let list = state.hub.list(&user)?;
-                    let saved = state.hub.load(&user, &list, id).await?;
+                    let saved = state.hub.load(&list, id).await?;
                     (
                         Target::Ephemeral(copy_of(&saved)?),
                         Input::Completion(Some(said), schema, sampling),

@@ -151,8 +151,9 @@ fn read_part(item: &Value) -> Result<ContentPart, String> {
 }
 
 /// An image given by URL: a data URL (checked like data) or an
-/// `https://` / `http://` address.
-fn image_at(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
+/// `https://` / `http://` address to a public host (the session API's
+/// parts and a chat completion's `image_url` parts).
+pub(crate) fn image_at(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
     if let Some(rest) = url.strip_prefix("data:") {
         let (head, data) = rest
             .split_once(',')
@@ -188,7 +189,7 @@ fn image_at(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
 /// unspecified IP, `localhost`, a metadata host name, or an address
 /// written as a number (`2130706433`, `0x7f.1`). Names are not resolved:
 /// the check is of what the URL says.
-pub(crate) fn inside_address(url: &str) -> Option<String> {
+fn inside_address(url: &str) -> Option<String> {
     use std::net::{IpAddr, Ipv6Addr};
     let rest = url.split_once("://").map_or("", |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -247,13 +248,6 @@ pub(crate) fn inside_address(url: &str) -> Option<String> {
         }
         Err(_) => None,
     }
-}
-
-/// An `image_url` part of a chat completion's user message (its `url` and
-/// `detail`), checked as the session API checks one (type by its bytes,
-/// base64, size, `http(s)`/`data:` only, no address inside a network).
-pub(crate) fn completion_image(url: &str, detail: Option<String>) -> Result<ContentPart, String> {
-    image_at(url, detail)
 }
 
 /// Whether `data` is base64 of an image of `media_type` a model reads,

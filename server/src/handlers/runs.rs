@@ -114,7 +114,7 @@ pub(crate) async fn of_session(
     Query(q): Query<Limit>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
-    state.hub.owned(&user, &list, id).await?;
+    state.hub.owned(&list, id).await?;
     let limit = q.limit.unwrap_or(50).min(500);
     let runs: Vec<Value> = state
         .runs

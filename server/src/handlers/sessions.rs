@@ -367,7 +367,7 @@ pub(crate) async fn show(
             return Ok(Json(unchanged));
         }
     }
-    let net = state.hub.load(&user, &list, id).await?;
+    let net = state.hub.load(&list, id).await?;
     let mut shown = view(&net);
     let mut wanted = None;
     if state.hub.has_directory() {
@@ -491,8 +491,8 @@ pub(crate) async fn rename(
         )));
     }
     let list = state.hub.list(&user)?;
-    let _claim = state.hub.claim_owned(&user, id, &list).await?;
-    let net = state.hub.load(&user, &list, id).await?;
+    let _claim = state.hub.claim_owned(id, &list).await?;
+    let net = state.hub.load(&list, id).await?;
     if let Some(mode) = body.mode {
         crate::modes::set(&state.config, &net, mode)?;
     }
@@ -515,7 +515,7 @@ pub(crate) async fn node(
     Path((id, node_id)): Path<(Uuid, Uuid)>,
 ) -> Result<Json<Value>, ApiError> {
     let list = state.hub.list(&user)?;
-    let net = state.hub.load(&user, &list, id).await?;
+    let net = state.hub.load(&list, id).await?;
     node_json(&net, node_id)
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("session {id} has no node {node_id}")))
@@ -527,7 +527,7 @@ pub(crate) async fn stop(
     Path(id): Path<Uuid>,
 ) -> Result<impl IntoResponse, ApiError> {
     let list = state.hub.list(&user)?;
-    state.hub.owned(&user, &list, id).await?;
+    state.hub.owned(&list, id).await?;
     // The session's active run, on whichever server runs it.
     let active = state.runs.store.active_of(id).await?;
     let run = match active {
@@ -581,7 +581,7 @@ pub(crate) async fn delete(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let list = state.hub.list(&user)?;
-    state.hub.owned(&user, &list, id).await?;
+    state.hub.owned(&list, id).await?;
     // The session's run goes with it: cancelled (at once when it is
     // queued or waiting for a decision; a running one is asked to stop,
     // and the delete waits for it a moment).
@@ -592,19 +592,14 @@ pub(crate) async fn delete(
     {
         state.runs.cancel(run).await?;
     }
-    let mut claim = state.hub.claim(id, &list);
-    for _ in 0..50 {
-        if claim.is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        claim = state.hub.claim(id, &list);
-    }
-    let _claim = claim?;
+    let _claim = state
+        .hub
+        .claim_within(id, &list, std::time::Duration::from_secs(5))
+        .await?;
     if list.delete(id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(state.hub.not_yours(&user, id).await)
+        Err(ApiError::NotFound(format!("session {id} not found")))
     }
 }
 

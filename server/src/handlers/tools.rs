@@ -155,7 +155,7 @@ pub(crate) async fn execute(
     let results = match body.session {
         Some(id) => {
             let list = state.hub.list(&user)?;
-            let _claim = state.hub.claim_owned(&user, id, &list).await?;
+            let _claim = state.hub.claim_owned(id, &list).await?;
             let (net, agent) = state.hub.open(&user, &list, id).await?;
             let results = run_batch(&net, &agent, &body.tool_calls).await?;
             // The session's caps, as a run keeps them: over one, nothing

@@ -186,7 +186,7 @@ impl Runs {
         if let Target::Session(id) = &target {
             // Ownership first: another user's session is not found, whatever
             // its state, before any run of it is looked at or reserved.
-            self.hub.owned(user, &list, *id).await?;
+            self.hub.owned(&list, *id).await?;
         }
         let mut run = Run::new(session, user, input.label());
         run.ephemeral = matches!(target, Target::Ephemeral(_));
@@ -244,7 +244,7 @@ impl Runs {
         }
         let prepared = async {
             let net = match target {
-                Target::Session(id) => self.hub.load(user, &list, id).await?,
+                Target::Session(id) => self.hub.load(&list, id).await?,
                 Target::New(net) | Target::Ephemeral(net) => net,
             };
             input.apply(&net)?;
@@ -294,7 +294,7 @@ impl Runs {
         waiting: Run,
         input: Input,
     ) -> Result<Submitted, Refused> {
-        let net = self.hub.load(&waiting.user, list, waiting.session).await?;
+        let net = self.hub.load(list, waiting.session).await?;
         input.apply(&net)?;
         net.set_metadata(RUN_KEY, json!(waiting.id));
         list.save(&net).await?;
@@ -376,7 +376,7 @@ impl Runs {
     /// next turn finds them answered.
     async fn reject_waiting(&self, run: &Run) -> Result<(), ApiError> {
         let list = self.hub.list(&run.user)?;
-        let net = match self.hub.load(&run.user, &list, run.session).await {
+        let net = match self.hub.load(&list, run.session).await {
             Ok(net) => net,
             // Its session was deleted: nothing is left to reject.
             Err(ApiError::NotFound(_)) => return Ok(()),

@@ -616,17 +616,10 @@ async fn open(
 ) -> Result<(RunnableNetwork, Arc<dyn NetworkList>, Claim), ApiError> {
     let list = state.hub.list(&run.user)?;
     // A rename or delete of the session here holds it for a moment.
-    let mut tries = 0;
-    let claim = loop {
-        match state.hub.claim(run.session, &list) {
-            Ok(claim) => break claim,
-            Err(e) if tries >= 100 => return Err(e),
-            Err(_) => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    let claim = state
+        .hub
+        .claim_within(run.session, &list, Duration::from_secs(5))
+        .await?;
     let (net, _agent) = state.hub.open(&run.user, &list, run.session).await?;
     // The input is saved (by the request, or a run's earlier part): the
     // first checkpoint is after the first node that does work.

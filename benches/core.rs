@@ -15,6 +15,7 @@
 //! here as a drop of orders of magnitude at 10,000.
 #![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
+use lc_agent::TimeTravelExt;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;

@@ -21,6 +21,7 @@
 //! The networks are chains of human messages (no model involved).
 #![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
+use lc_agent::Saving;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

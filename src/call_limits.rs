@@ -76,66 +76,74 @@ impl Counted {
     }
 }
 
-impl RunnableNetwork {
+/// Call limits on a network: at most so many calls of a tool or a model
+/// in one `invoke`.
+pub trait CallLimitsExt {
     /// Limits the calls of the tool `tool` in one `invoke` (`None`
     /// removes the limit). The call past it gets an error result the model
     /// reads (see the module docs of `call_limits.rs`).
     ///
     /// ```
-    /// use lc_agent::RunnableNetwork;
+    /// use lc_agent::{CallLimitsExt, RunnableNetwork};
     ///
     /// let net = RunnableNetwork::new();
     /// net.set_tool_call_limit("fetch_url", Some(3));
     /// net.set_model_call_limit("main", Some(20));
     /// assert_eq!(net.metadata_value("call_limits").unwrap()["tools"]["fetch_url"], 3);
     /// ```
-    pub fn set_tool_call_limit(&self, tool: impl Into<String>, limit: Option<usize>) {
-        self.set_call_limit(Counted::Tool, tool.into(), limit);
-    }
+    fn set_tool_call_limit(&self, tool: impl Into<String>, limit: Option<usize>);
 
     /// Limits the requests to the model registered as `model` in one
     /// `invoke` (`None` removes the limit). The chat node past it fails
     /// with [`NetworkError::CallLimit`](crate::NetworkError::CallLimit).
-    pub fn set_model_call_limit(&self, model: impl Into<String>, limit: Option<usize>) {
-        self.set_call_limit(Counted::Model, model.into(), limit);
+    fn set_model_call_limit(&self, model: impl Into<String>, limit: Option<usize>);
+}
+
+impl CallLimitsExt for RunnableNetwork {
+    fn set_tool_call_limit(&self, tool: impl Into<String>, limit: Option<usize>) {
+        set_call_limit(self, Counted::Tool, tool.into(), limit);
     }
 
-    fn set_call_limit(&self, what: Counted, name: String, limit: Option<usize>) {
-        let mut limits = match self.metadata_value(CALL_LIMITS_KEY) {
-            Some(Value::Object(limits)) => limits,
-            _ => Map::new(),
-        };
-        let mut own = match limits.remove(what.key()) {
-            Some(Value::Object(own)) => own,
-            _ => Map::new(),
-        };
-        match limit {
-            Some(limit) => {
-                own.insert(name, Value::from(limit));
-            }
-            None => {
-                own.shift_remove(&name);
-            }
-        }
-        if !own.is_empty() {
-            limits.insert(what.key().to_string(), Value::Object(own));
-        }
-        self.set_metadata(CALL_LIMITS_KEY, Value::Object(limits));
+    fn set_model_call_limit(&self, model: impl Into<String>, limit: Option<usize>) {
+        set_call_limit(self, Counted::Model, model.into(), limit);
     }
+}
 
-    /// Counts one call of `name` in this run; `Err(limit)` when that call
-    /// is past the limit (it is not counted then).
-    pub(crate) fn count_call(&self, what: Counted, name: &str) -> Result<(), usize> {
-        // Read in place (no copy of the limits).
-        let limit = self.with_metadata_mut(|m| {
-            m.get(CALL_LIMITS_KEY)?
-                .get(what.key())?
-                .get(name)?
-                .as_u64()
-                .and_then(|limit| usize::try_from(limit).ok())
-        });
-        add(&mut self.0.run_calls.lock()[what.index()], name, limit)
+fn set_call_limit(net: &RunnableNetwork, what: Counted, name: String, limit: Option<usize>) {
+    let mut limits = match net.metadata_value(CALL_LIMITS_KEY) {
+        Some(Value::Object(limits)) => limits,
+        _ => Map::new(),
+    };
+    let mut own = match limits.remove(what.key()) {
+        Some(Value::Object(own)) => own,
+        _ => Map::new(),
+    };
+    match limit {
+        Some(limit) => {
+            own.insert(name, Value::from(limit));
+        }
+        None => {
+            own.shift_remove(&name);
+        }
     }
+    if !own.is_empty() {
+        limits.insert(what.key().to_string(), Value::Object(own));
+    }
+    net.set_metadata(CALL_LIMITS_KEY, Value::Object(limits));
+}
+
+/// Counts one call of `name` in this run; `Err(limit)` when that call
+/// is past the limit (it is not counted then).
+pub(crate) fn count_call(net: &RunnableNetwork, what: Counted, name: &str) -> Result<(), usize> {
+    // Read in place (no copy of the limits).
+    let limit = net.with_metadata_mut(|m| {
+        m.get(CALL_LIMITS_KEY)?
+            .get(what.key())?
+            .get(name)?
+            .as_u64()
+            .and_then(|limit| usize::try_from(limit).ok())
+    });
+    add(&mut net.0.run_calls.lock()[what.index()], name, limit)
 }
 
 /// The result a tool call past its limit gets.

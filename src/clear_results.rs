@@ -5,7 +5,7 @@
 //!  metadata["clear_tool_results"] = {"keep": 3, "budget_tokens": 8000}
 //! ```
 //!
-//! Set with [`RunnableNetwork::set_clear_tool_results`] (or a blueprint's
+//! Set with [`ClearResultsExt::set_clear_tool_results`] (or a blueprint's
 //! `[resilience.clear_tool_results]`). Before a chat node sends its
 //! request, the tool results in it are walked newest first: the newest
 //! `keep` stay whole; an older one is replaced by a one-line note when it
@@ -37,20 +37,25 @@ pub(crate) const CLEARED_KEY: &str = "cleared_tool_results";
 /// How an evicted result's preview starts (the file tools' eviction).
 const EVICTED: &str = "Tool result too large";
 
-impl RunnableNetwork {
+/// Old tool results left out of a network's requests.
+pub trait ClearResultsExt {
     /// Clears old tool results from the requests chat nodes send (see
     /// the module docs of `clear_results.rs`): the newest `keep` stay,
     /// older ones go once evicted or past `budget_tokens` (`None`: evicted
     /// ones only).
     ///
     /// ```
-    /// use lc_agent::RunnableNetwork;
+    /// use lc_agent::{ClearResultsExt, RunnableNetwork};
     ///
     /// let net = RunnableNetwork::new();
     /// net.set_clear_tool_results(3, Some(8000));
     /// assert_eq!(net.metadata_value("clear_tool_results").unwrap()["keep"], 3);
     /// ```
-    pub fn set_clear_tool_results(&self, keep: usize, budget_tokens: Option<usize>) {
+    fn set_clear_tool_results(&self, keep: usize, budget_tokens: Option<usize>);
+}
+
+impl ClearResultsExt for RunnableNetwork {
+    fn set_clear_tool_results(&self, keep: usize, budget_tokens: Option<usize>) {
         self.set_metadata(
             CLEAR_TOOL_RESULTS_KEY,
             json!({"keep": keep, "budget_tokens": budget_tokens}),

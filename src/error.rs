@@ -60,7 +60,7 @@ pub enum NetworkError {
         limit: usize,
     },
     /// A model was asked more times in one `invoke` than its call limit
-    /// allows ([`RunnableNetwork::set_model_call_limit`](crate::RunnableNetwork::set_model_call_limit)).
+    /// allows ([`CallLimitsExt::set_model_call_limit`](crate::CallLimitsExt::set_model_call_limit)).
     #[error("call limit reached: model `{model}` was asked {limit} times in this run, its limit; the network is left valid and can be saved or invoked again")]
     CallLimit {
         /// The model's registered name.

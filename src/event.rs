@@ -104,7 +104,7 @@ pub enum NetworkEvent {
         node_id: NodeId,
     },
     /// A summary node joined the graph (see
-    /// [`RunnableNetwork::insert_summary`](crate::RunnableNetwork::insert_summary)):
+    /// [`SummaryExt::insert_summary`](crate::SummaryExt::insert_summary)):
     /// requests below it send it instead of the older messages.
     SummaryWritten {
         /// The summary node.

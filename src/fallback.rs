@@ -34,20 +34,33 @@ pub(crate) const MODEL_FALLBACKS_KEY: &str = "model_fallbacks";
 /// that answered.
 pub(crate) const MODEL_FALLBACK_KEY: &str = "model_fallback";
 
-impl RunnableNetwork {
+/// Model fallbacks on a network: the models a step asks when its own
+/// fails for good.
+pub trait FallbackExt {
     /// Sets the fallback chain of `step`: the models asked, in order, when
     /// the step's model fails in a way retrying cannot fix (see the
     /// module docs of `fallback.rs`). An empty chain removes it.
     ///
     /// ```
-    /// use lc_agent::RunnableNetwork;
+    /// use lc_agent::{FallbackExt, RunnableNetwork};
     ///
     /// let net = RunnableNetwork::new();
     /// net.set_model_fallbacks("chat", ["backup"]);
     /// assert_eq!(net.model_fallbacks_for_step("chat"), ["backup"]);
     /// assert!(net.model_fallbacks_for_step("summary").is_empty());
     /// ```
-    pub fn set_model_fallbacks(
+    fn set_model_fallbacks(
+        &self,
+        step: impl Into<String>,
+        models: impl IntoIterator<Item = impl Into<String>>,
+    );
+
+    /// The fallback chain of `step`: this network's, else an outer one's.
+    fn model_fallbacks_for_step(&self, step: &str) -> Vec<String>;
+}
+
+impl FallbackExt for RunnableNetwork {
+    fn set_model_fallbacks(
         &self,
         step: impl Into<String>,
         models: impl IntoIterator<Item = impl Into<String>>,
@@ -69,8 +82,7 @@ impl RunnableNetwork {
         self.set_metadata(MODEL_FALLBACKS_KEY, Value::Object(chains));
     }
 
-    /// The fallback chain of `step`: this network's, else an outer one's.
-    pub fn model_fallbacks_for_step(&self, step: &str) -> Vec<String> {
+    fn model_fallbacks_for_step(&self, step: &str) -> Vec<String> {
         let own = self
             .metadata_value(MODEL_FALLBACKS_KEY)
             .and_then(|chains| chains.get(step).cloned())

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A kind that is not registered loads as a [`GenericNode`](crate::GenericNode)
-//! (see [`crate::format`]).
+//! (see [`crate::network::format`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::{NetworkError, Result};
+use crate::network::format::Saving;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeLogic, NodeRef};
 use crate::nodes::{

@@ -41,23 +41,55 @@
 //!
 //! One file per concept; a folder when a concept has parts. The modules are
 //! private: every public item is re-exported here, at the root, once (one
-//! path to each type), and a module's long description lives on its main
-//! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...). The one
-//! public module is [`tool_args`]: the functions that read a tool's
-//! arguments and word their errors (`tool_args::parse`, ...).
+//! path to each type; inside the crate, items are named by their module's
+//! path, `crate::network::RunnableNetwork`, not by these re-exports).
+//!
+//! **A ground floor.** `network/` (the graph, saving, the invoke entry),
+//! `node/`, `run/` (invoke's passes, the modifier hooks), `tool.rs`, the
+//! model trait and `event.rs` know each other by design. Each feature
+//! stands on them and is never stood on: its methods on a network are one
+//! extension trait in the feature's own file (`ModelRoutes` in
+//! routing.rs, `UsageExt` in usage.rs, ...; all in [`prelude`]), and the
+//! runtime state it needs is an extension attached by type
+//! ([`Attachments::set_extension`]).
+//!
+//! Declared cycle: node::*, network::*, run, run::invoke, run::modifier, run::hold, tool, model, event
+//!
+//! Cycle debt: call_limits, clear_results, fallback, kinds, nodes::*, output_schema, prices,
+//!   routing, run::chat_loop, run::tool_loop, telemetry, tool_retry, usage
+//!
+//! (`.ci/module-cycles` reads both lines: any other cycle among the
+//! modules fails CI, and so does a module that joins this one. The debt
+//! is what still ties the built-in node kinds and the features they call
+//! back into the floor: the saved format reads and `fork` rewrites the
+//! built-in kinds by type, the default loops make chat and tool nodes,
+//! and the invoke span reads usage and routes.) A module's long description lives on its main
+//! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...). The public
+//! modules are [`prelude`] (the types and traits most programs name) and
+//! [`tool_args`]: the functions that read a tool's arguments and word
+//! their errors (`tool_args::parse`, ...).
 //!
 //! ```text
 //! lib.rs              this map; flat re-exports of the public types
 //! network/            RunnableNetwork: the graph and the state
-//!   mod.rs            the type, its identity, metadata and files
+//!   mod.rs            the type, its identity, metadata and files; invoke (run/invoke.rs runs it)
+//!   format/           saving: the format `lc-agent/1` (to_json, from_json; the Saving trait)
+//!     document.rs     the top-level schema (shared with listings)
+//!     write.rs        writing (cached compact JSON of invoked nodes)
+//!     read.rs         reading in one pass
+//!     journal.rs      incremental saves: the changes since the last save as one journal
+//!                     record, and a snapshot plus its journal assembled into one document
+//!     base.rs         SaveBase: what a store holds of a network as of its last save (NodeMark per node)
+//!     lc_agent.rs     Saving::from_lc_agent: networks saved by NVIDIA's LC Agent, converted
 //!   builder.rs        NetworkBuilder
 //!   graph.rs          storage: nodes, edges, pending set, topological order, queries
 //!   edit.rs           adding, rewiring and removing nodes
-//!   fork.rs           time travel: fork_at, branch_at, edit_at, rewind_to; files at a node
-//!   snapshots.rs      file contents kept for rewinds, by hash, beside the graph (saved,
+//!   fork.rs           TimeTravelExt: fork_at, branch_at, edit_at, rewind_to; files at a node
+//!   snapshots.rs      SnapshotsExt: file contents kept for rewinds, by hash, beside the graph (saved,
 //!                     journaled per content, taken by forks, trimmed to the last turns)
 //!   conversation.rs   what a node reads: input_of / history_of, cached
-//!   runtime.rs        attachments: modifiers, tools, models, settings, events
+//!   runtime.rs        Attachments (modifiers, tools, models, settings, extensions by type)
+//!                     and Events (callbacks, channels)
 //!   scope.rs          the scope guard (which network new nodes join)
 //!   ops.rs            `a >> b`, `[a, b] >> c`, connect
 //!   mermaid.rs        to_mermaid
@@ -118,14 +150,6 @@
 //!                     (Match) and naming what differs (diff.rs)
 //! event.rs            NetworkEvent
 //! files.rs            Files, FileData: the agent's virtual files
-//! format/             the saved format `lc-agent/1`
-//!   document.rs       the top-level schema (shared with listings)
-//!   write.rs          writing (cached compact JSON of invoked nodes)
-//!   read.rs           reading in one pass
-//!   journal.rs        incremental saves: the changes since the last save as one journal
-//!                     record, and a snapshot plus its journal assembled into one document
-//!   base.rs           SaveBase: what a store holds of a network as of its last save (NodeMark per node)
-//!   lc_agent.rs       from_lc_agent: networks saved by NVIDIA's LC Agent, converted
 //! atomic_file.rs      the one durable file writer (temp, fsync, rename)
 //! list/               sessions: NetworkList
 //!   cache.rs          CachedNetworkList, SessionCache: parsed networks kept, a revision check
@@ -221,7 +245,6 @@ mod error;
 mod event;
 mod fallback;
 mod files;
-mod format;
 mod history;
 mod kinds;
 mod list;
@@ -251,7 +274,6 @@ pub struct ReadmeDoctests;
 pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
 pub use files::{now_rfc3339, FileData, Files};
-pub use format::FORMAT;
 pub use history::{History, SummaryInfo};
 pub use kinds::register_node_kind;
 #[cfg(feature = "redis")]
@@ -262,21 +284,24 @@ pub use list::{
 pub use list::{
     revision_of, validate_user, CachedNetworkList, CheckpointModifier, CheckpointPolicy,
     JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, RetentionList,
-    SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY,
+    SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, UPDATED_AT_KEY,
 };
 pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
 pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
+pub use model::cassette::{Match, RecordingChatModel, ReplayChatModel};
 #[cfg(feature = "openai")]
 pub use model::openai::{
     remember_servers_in, OpenAiChatModel, OpenAiChatModelBuilder, OpenAiEmbedder,
 };
+pub use model::provider::{Provider, ProviderError, ProviderRow};
 pub use model::scripted::{ScriptedChatModel, Turn};
 pub use model::{
-    ChatModel, ChatRequest, ChatResponse, DeltaSink, Embedder, HttpSettings, Match, Provider,
-    ProviderError, ProviderRow, RecordingChatModel, ReplayChatModel, Sampling, StreamDelta,
+    ChatModel, ChatRequest, ChatResponse, DeltaSink, Embedder, HttpSettings, Sampling, StreamDelta,
     ToolChoice, ToolChoiceError, Usage,
 };
+pub use network::format::journal::REVISION_KEY;
+pub use network::format::FORMAT;
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
 pub(crate) use node::IdSet;
 pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
@@ -290,5 +315,40 @@ pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
 pub use usage::{
-    TokenCounts, UsageEstimator, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY, USAGE_KEY,
+    TokenCounts, UsageEstimator, UsageExt, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,
+    USAGE_KEY,
 };
+
+// The network's extension traits: one per feature, each implemented for
+// `RunnableNetwork` in the feature's own module.
+pub use call_limits::CallLimitsExt;
+pub use clear_results::ClearResultsExt;
+pub use fallback::FallbackExt;
+pub use network::fork::TimeTravelExt;
+pub use network::format::Saving;
+pub use network::runtime::{Attachments, Events};
+pub use network::snapshots::SnapshotsExt;
+pub use nodes::summary::SummaryExt;
+pub use output_schema::OutputSchemaExt;
+pub use routing::ModelRoutes;
+pub use tool_retry::ToolRetryExt;
+
+/// Everything a program building and running networks usually names, in
+/// one import: the network and node types and every extension trait of
+/// [`RunnableNetwork`] (whose methods are then in scope).
+///
+/// ```
+/// use lc_agent::prelude::*;
+///
+/// let net = RunnableNetwork::new();
+/// net.set_model_route("summary", "small"); // ModelRoutes
+/// assert_eq!(net.usage().all.prompt_tokens, 0); // UsageExt
+/// ```
+pub mod prelude {
+    pub use crate::{
+        Attachments, CallLimitsExt, ChatNode, ClearResultsExt, Events, FallbackExt, HumanNode,
+        Message, ModelRoutes, NetworkModifier, NodeRef, OutputSchemaExt, RunnableNetwork, Saving,
+        SnapshotsExt, SummaryExt, SystemNode, TimeTravelExt, Tool, ToolNode, ToolRetryExt,
+        UsageExt,
+    };
+}

@@ -252,14 +252,15 @@ pub(crate) fn retry_history(
         .push(std::sync::Arc::new(Message::human(schema.retry(errors))))
 }
 
-impl RunnableNetwork {
+/// Typed answers on a network: a step's output schema, and `invoke_typed`.
+pub trait OutputSchemaExt {
     /// Chat nodes of `step` that have no schema of their own answer with
     /// `schema` (saved in the network's metadata under `output_schemas`,
     /// like the model routes; `None` removes it). Unlike the routes, an
     /// inner network (a sub-agent) does not take its outer network's.
     ///
     /// ```
-    /// use lc_agent::{OutputSchema, RunnableNetwork};
+    /// use lc_agent::{OutputSchema, OutputSchemaExt, RunnableNetwork};
     ///
     /// let net = RunnableNetwork::builder().build();
     /// let schema = OutputSchema::new(serde_json::json!({"type": "integer"})).unwrap();
@@ -267,7 +268,25 @@ impl RunnableNetwork {
     /// assert_eq!(net.output_schema_for_step("chat"), Some(schema));
     /// assert_eq!(net.output_schema_for_step("summary"), None);
     /// ```
-    pub fn set_output_schema(&self, step: impl Into<String>, schema: Option<OutputSchema>) {
+    fn set_output_schema(&self, step: impl Into<String>, schema: Option<OutputSchema>);
+
+    /// The output schema of chat nodes of `step` that name none (a saved
+    /// schema that does not parse is ignored with a warning).
+    fn output_schema_for_step(&self, step: &str) -> Option<OutputSchema>;
+
+    /// Invokes the network with `T`'s schema ([`OutputSchema::of`]) on
+    /// its chat step for this run, and returns the final answer as a `T`.
+    /// The value is also saved on the answering node
+    /// (`metadata["structured_output"]`). An answer that does not fit after
+    /// [`MAX_ANSWERS`] answers is [`NetworkError::SchemaMismatch`] (inside
+    /// the node's failure).
+    fn invoke_typed<T>(&self) -> impl std::future::Future<Output = Result<T>> + Send
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema;
+}
+
+impl OutputSchemaExt for RunnableNetwork {
+    fn set_output_schema(&self, step: impl Into<String>, schema: Option<OutputSchema>) {
         let mut routes = match self.metadata_value(ROUTES_KEY) {
             Some(Value::Object(routes)) => routes,
             _ => serde_json::Map::new(),
@@ -282,15 +301,13 @@ impl RunnableNetwork {
             }
         }
         if routes.is_empty() {
-            self.remove_metadata(ROUTES_KEY);
+            self.with_metadata_mut(|m| m.shift_remove(ROUTES_KEY));
         } else {
             self.set_metadata(ROUTES_KEY, Value::Object(routes));
         }
     }
 
-    /// The output schema of chat nodes of `step` that name none (a saved
-    /// schema that does not parse is ignored with a warning).
-    pub fn output_schema_for_step(&self, step: &str) -> Option<OutputSchema> {
+    fn output_schema_for_step(&self, step: &str) -> Option<OutputSchema> {
         let value = self.metadata_value(ROUTES_KEY)?.get(step)?.clone();
         match serde_json::from_value(value) {
             Ok(schema) => Some(schema),
@@ -301,13 +318,7 @@ impl RunnableNetwork {
         }
     }
 
-    /// Invokes the network with `T`'s schema ([`OutputSchema::of`]) on
-    /// its chat step for this run, and returns the final answer as a `T`.
-    /// The value is also saved on the answering node
-    /// (`metadata["structured_output"]`). An answer that does not fit after
-    /// [`MAX_ANSWERS`] answers is [`NetworkError::SchemaMismatch`] (inside
-    /// the node's failure).
-    pub async fn invoke_typed<T>(&self) -> Result<T>
+    async fn invoke_typed<T>(&self) -> Result<T>
     where
         T: serde::de::DeserializeOwned + schemars::JsonSchema,
     {

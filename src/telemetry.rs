@@ -169,6 +169,8 @@ pub(crate) fn end_run(net: &RunnableNetwork) {
 
 #[cfg(feature = "otel")]
 mod spans {
+    use crate::routing::ModelRoutes;
+    use crate::usage::UsageExt;
     use tracing::field::Empty;
 
     use super::*;

@@ -432,9 +432,7 @@ pub(crate) async fn run_tool_call(
     };
     // A tool marked idempotent is called again when a call fails
     // (`tool_retry.rs`).
-    let (attempts, backoff) = ctx
-        .network
-        .tool_retry(&call.name)
+    let (attempts, backoff) = crate::tool_retry::tool_retry(&ctx.network, &call.name)
         .unwrap_or((1, std::time::Duration::ZERO));
     let mut failed = Vec::new();
     let mut attempt = 1;

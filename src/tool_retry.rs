@@ -28,7 +28,8 @@ pub(crate) const TOOL_RETRY_KEY: &str = "tool_retry";
 /// The tool node metadata key listing the failed attempts.
 pub(crate) const TOOL_RETRIES_KEY: &str = "tool_retries";
 
-impl RunnableNetwork {
+/// Tool retries on a network: idempotent tools called again after a failure.
+pub trait ToolRetryExt {
     /// Marks the tool `tool` idempotent: a failed call is made again, at
     /// most `attempts` calls in all, waiting `backoff` then twice as long
     /// each time (see the module docs of `tool_retry.rs`). `attempts` of 1
@@ -36,7 +37,7 @@ impl RunnableNetwork {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use lc_agent::RunnableNetwork;
+    /// use lc_agent::{RunnableNetwork, ToolRetryExt};
     ///
     /// let net = RunnableNetwork::new();
     /// net.set_tool_retry("fetch_url", 3, Duration::from_millis(200));
@@ -45,7 +46,11 @@ impl RunnableNetwork {
     ///     3
     /// );
     /// ```
-    pub fn set_tool_retry(&self, tool: impl Into<String>, attempts: u32, backoff: Duration) {
+    fn set_tool_retry(&self, tool: impl Into<String>, attempts: u32, backoff: Duration);
+}
+
+impl ToolRetryExt for RunnableNetwork {
+    fn set_tool_retry(&self, tool: impl Into<String>, attempts: u32, backoff: Duration) {
         let mut tools = match self.metadata_value(TOOL_RETRY_KEY) {
             Some(Value::Object(tools)) => tools,
             _ => Map::new(),
@@ -62,14 +67,14 @@ impl RunnableNetwork {
         }
         self.set_metadata(TOOL_RETRY_KEY, Value::Object(tools));
     }
+}
 
-    /// How `tool` is retried: the calls made at most, the first wait.
-    pub(crate) fn tool_retry(&self, tool: &str) -> Option<(u32, Duration)> {
-        let policy = self.metadata_value(TOOL_RETRY_KEY)?.get(tool)?.clone();
-        let attempts = u32::try_from(policy.get("attempts")?.as_u64()?).ok()?;
-        let backoff = Duration::from_millis(policy.get("backoff_ms")?.as_u64().unwrap_or(200));
-        (attempts > 1).then_some((attempts, backoff))
-    }
+/// How `tool` is retried: the calls made at most, the first wait.
+pub(crate) fn tool_retry(net: &RunnableNetwork, tool: &str) -> Option<(u32, Duration)> {
+    let policy = net.metadata_value(TOOL_RETRY_KEY)?.get(tool)?.clone();
+    let attempts = u32::try_from(policy.get("attempts")?.as_u64()?).ok()?;
+    let backoff = Duration::from_millis(policy.get("backoff_ms")?.as_u64().unwrap_or(200));
+    (attempts > 1).then_some((attempts, backoff))
 }
 
 /// Whether the result of one call may be cured by calling again.

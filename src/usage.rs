@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{ChatRequest, ChatResponse, Usage};
+use crate::network::runtime::Attachments;
 use crate::network::RunnableNetwork;
 use crate::nodes::NetworkNode;
 
@@ -359,7 +360,7 @@ pub(crate) fn model_of(meta: &serde_json::Map<String, Value>) -> &str {
 ///
 /// The default counts four characters a token; the deep
 /// agent attaches a real tokenizer's count. Attach one with
-/// [`RunnableNetwork::set_usage_estimator`]; a sub-network uses its outer
+/// [`UsageExt::set_usage_estimator`]; a sub-network uses its outer
 /// network's.
 pub trait UsageEstimator: Send + Sync {
     /// Tokens of `request` and of `response` (set
@@ -501,15 +502,17 @@ fn json_tokens(value: &Value) -> u64 {
     chars.0.div_ceil(4) as u64
 }
 
-impl RunnableNetwork {
+/// The estimator a network was given, kept as its extension.
+#[derive(Clone)]
+struct Estimator(std::sync::Arc<dyn UsageEstimator>);
+
+/// Token usage on a network: the totals kept in its metadata, one call
+/// recorded, and the estimator used when a server reports none.
+pub trait UsageExt {
     /// This network's usage so far: its metadata's totals when kept there
     /// (a network that ran with this version), else added up from its
     /// nodes ([`UsageTotals::of_nodes`]).
-    pub fn usage(&self) -> UsageTotals {
-        self.metadata_value(USAGE_KEY)
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_else(|| UsageTotals::of_nodes(self))
-    }
+    fn usage(&self) -> UsageTotals;
 
     /// Counts one model call of `model` in this network's
     /// `metadata["usage"]` and in every network it runs inside (a
@@ -518,7 +521,25 @@ impl RunnableNetwork {
     /// nodes. [`ChatNode`](crate::ChatNode) calls this; a node that calls a
     /// model some other way (a summary) should too, and record the usage
     /// in its own `metadata["token_usage"]`.
-    pub fn record_usage(&self, model: &str, usage: &Usage) {
+    fn record_usage(&self, model: &str, usage: &Usage);
+
+    /// Sets how this network (and the networks inside it) estimates a
+    /// call's usage when the server reports none (default: four characters a token).
+    fn set_usage_estimator(&self, estimator: std::sync::Arc<dyn UsageEstimator>);
+
+    /// The estimator in force: this network's, else its outer network's,
+    /// else the default (four characters a token).
+    fn usage_estimator(&self) -> std::sync::Arc<dyn UsageEstimator>;
+}
+
+impl UsageExt for RunnableNetwork {
+    fn usage(&self) -> UsageTotals {
+        self.metadata_value(USAGE_KEY)
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_else(|| UsageTotals::of_nodes(self))
+    }
+
+    fn record_usage(&self, model: &str, usage: &Usage) {
         let mut call = TokenCounts::default();
         call += usage;
         let mut net = Some(self.clone());
@@ -568,18 +589,13 @@ impl RunnableNetwork {
         }
     }
 
-    /// Sets how this network (and the networks inside it) estimates a
-    /// call's usage when the server reports none (default: four characters a token).
-    pub fn set_usage_estimator(&self, estimator: std::sync::Arc<dyn UsageEstimator>) {
-        self.0.runtime.write().usage_estimator = Some(estimator);
+    fn set_usage_estimator(&self, estimator: std::sync::Arc<dyn UsageEstimator>) {
+        self.set_extension(Estimator(estimator));
     }
 
-    /// The estimator in force: this network's, else its outer network's,
-    /// else the default (four characters a token).
-    pub fn usage_estimator(&self) -> std::sync::Arc<dyn UsageEstimator> {
-        let own = self.0.runtime.read().usage_estimator.clone();
-        match own {
-            Some(e) => e,
+    fn usage_estimator(&self) -> std::sync::Arc<dyn UsageEstimator> {
+        match self.extension::<Estimator>() {
+            Some(Estimator(e)) => e,
             None => match self.outer() {
                 Some(outer) => outer.usage_estimator(),
                 None => std::sync::Arc::new(ApproxUsage),

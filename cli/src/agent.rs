@@ -20,6 +20,7 @@
 //! says so, see `Blueprint::narrowed`). A new session uses a trusted
 //! project's `.lc-agent/agent.toml` and `.mcp.json` (`trust.rs`).
 
+use lc_agent::Attachments;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

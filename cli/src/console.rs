@@ -19,6 +19,8 @@
 //! Piped output (stdout not a terminal), `NO_COLOR` and `--no-color` give
 //! plain text: scripts see exactly the stdout they always saw.
 
+use lc_agent::Attachments;
+use lc_agent::Events;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,6 +8,7 @@
 //! `lc_agent_deepagent::HookSettings`). The server reads only its own
 //! files and flags: nothing a client sends adds a hook.
 
+use lc_agent::Events;
 use std::path::{Path, PathBuf};
 
 use clap::Args;

@@ -12,12 +12,13 @@
 //! a network saved by NVIDIA LC Agent (`JsonNetworkList` writes one file
 //! per network, `RedisNetworkList` a hash `lc_agent:user:<name>:entries`
 //! of network id -> JSON) and converted by
-//! [`RunnableNetwork::from_lc_agent`]: its notes (what could not be carried
+//! [`Saving::from_lc_agent`]: its notes (what could not be carried
 //! over) are printed under the `imported` line. A session whose id is in
 //! the list already is refused, never overwritten; the sources are only
 //! read. Every source is tried; the command fails when one was not
 //! imported, naming each.
 
+use lc_agent::Saving;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

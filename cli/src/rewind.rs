@@ -25,6 +25,7 @@
 //! `execute` changed is not recorded, so it is not restored (the listing
 //! says a turn ran commands).
 
+use lc_agent::TimeTravelExt;
 use std::collections::HashSet;
 
 use lc_agent::{HumanNode, NodeId, NodeRef, ToolNode};

@@ -32,6 +32,7 @@
 //! model. Costs come from the one price table, [`lc_agent::Prices`]
 //! (`$LC_AGENT_HOME/prices.toml` extends it).
 
+use lc_agent::{Saving, UsageExt};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -554,6 +555,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use lc_agent::NetworkList;
+    use lc_agent::Saving;
     use lc_agent::{FnTool, HumanNode, ScriptedChatModel, ToolOutput, Turn};
     use serde_json::json;
 

@@ -11,6 +11,7 @@
 //! error (unknown tool, arguments that are not a JSON object, bad flags,
 //! neither `--root` nor `--state`, or an unreadable state file).
 
+use lc_agent::Saving;
 use std::path::{Path, PathBuf};
 
 use lc_agent::{

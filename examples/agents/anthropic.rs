@@ -16,6 +16,7 @@
 //!
 //! Run: `cargo run --example anthropic`
 
+use lc_agent::Events;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};

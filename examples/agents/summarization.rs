@@ -19,6 +19,7 @@
 //!
 //! Run: `cargo run --example summarization`
 
+use lc_agent::Events;
 use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn};
 use lc_agent_deepagent::{
     compact, counter_for_model, ContextWindows, DeepAgent, DeepAgentBuilder, SummarizationConfig,

@@ -12,6 +12,7 @@
 //!
 //! Run: `cargo run --example titles`
 
+use lc_agent::ModelRoutes;
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
 use lc_agent_deepagent::{write_title, TITLE_STEP};
 

@@ -13,6 +13,7 @@
 //!
 //! Run: `cargo run --example typed_answers`
 
+use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};

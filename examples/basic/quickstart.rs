@@ -18,6 +18,7 @@
 //!
 //! Run: `cargo run --example quickstart`
 
+use lc_agent::Attachments;
 use std::process::ExitCode;
 use std::sync::Arc;
 

@@ -17,6 +17,7 @@
 //!
 //! Run: `cargo run --example record_replay`
 
+use lc_agent::Attachments;
 use std::process::ExitCode;
 use std::sync::Arc;
 

@@ -18,6 +18,8 @@
 //! from a copy loaded before another process saved fails with a conflict
 //! (409), never overwriting.
 
+use lc_agent::Attachments;
+use lc_agent::Saving;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -23,6 +23,7 @@
 //! started in one process share it. A run is counted when it ends, from
 //! the nodes it added (model calls, tool calls) and its usage.
 
+use lc_agent::Events;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -136,7 +137,7 @@ pub(crate) fn ran_in_run(
 ) -> Vec<NodeRef> {
     let mut ran: Vec<NodeRef> = pending_before
         .iter()
-        .filter(|n| n.is_invoked() && n.network().is_some_and(|owner| owner.same_as(net)))
+        .filter(|n| n.is_invoked() && n.network().is_some_and(|owner| owner == *net))
         .cloned()
         .collect();
     ran.extend(

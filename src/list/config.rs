@@ -45,8 +45,7 @@ use super::RedisNetworkList;
 use super::{CachedNetworkList, RetentionList, SessionCache};
 use super::{JsonNetworkList, ListResult, NetworkList};
 
-/// The default Redis key prefix.
-pub(crate) const DEFAULT_PREFIX: &str = "lc_agent";
+use super::DEFAULT_PREFIX;
 
 /// Where sessions live: a JSON directory or a Redis URL and key prefix;
 /// [`open`](Self::open) gives the [`Lists`].
@@ -202,7 +201,7 @@ impl Lists {
 
     /// Each saved session keeps only the file contents (rewind snapshots)
     /// a rewind to a point within its last `turns` turns needs
-    /// ([`RunnableNetwork::trim_file_snapshots`](crate::RunnableNetwork::trim_file_snapshots));
+    /// ([`SnapshotsExt::trim_file_snapshots`](crate::SnapshotsExt::trim_file_snapshots));
     /// older rewinds report those files as not kept. Applies to lists
     /// handed out after this call.
     #[must_use]

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::error::NetworkError;
 use crate::network::RunnableNetwork;
 
+use crate::network::format::journal::REVISION_KEY;
 pub use cache::{CachedNetworkList, SessionCache};
 pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};
@@ -30,11 +31,13 @@ pub use session::{validate_user, ListPage, ListQuery, SessionInfo};
 pub use stamp::revision_of;
 pub(crate) use stamp::{info_from_json, stamp};
 
+/// The default Redis key prefix (of `ListConfig::redis` and
+/// `RedisNetworkList`).
+pub(crate) const DEFAULT_PREFIX: &str = "lc_agent";
+
 /// A session id: the network's id.
 pub type SessionId = Uuid;
 
-/// Metadata key of the revision number (see [`NetworkList`]).
-pub const REVISION_KEY: &str = "revision";
 /// Metadata key of the time of the first save (RFC 3339).
 pub const CREATED_AT_KEY: &str = "created_at";
 /// Metadata key of the time of the latest save (RFC 3339).

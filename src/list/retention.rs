@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use super::{ListError, ListPage, ListQuery, ListResult, NetworkList, SessionInfo, UPDATED_AT_KEY};
+use crate::network::snapshots::SnapshotsExt;
 use crate::network::RunnableNetwork;
 
 /// How often a listing looks for expired sessions to delete.

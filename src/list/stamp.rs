@@ -11,8 +11,9 @@
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use serde_json::Value;
 
-use super::{ListResult, SessionInfo, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY};
-use crate::format::SavedHead;
+use super::{ListResult, SessionInfo, CREATED_AT_KEY, UPDATED_AT_KEY};
+use crate::network::format::journal::REVISION_KEY;
+use crate::network::format::SavedHead;
 use crate::network::RunnableNetwork;
 
 /// The revision a network was loaded or last saved at (0 if never saved).
@@ -91,7 +92,7 @@ fn restore(network: &RunnableNetwork, previous: &[(&'static str, Option<Value>)]
         match value {
             Some(v) => network.set_metadata(*key, v.clone()),
             None => {
-                network.remove_metadata(key);
+                network.with_metadata_mut(|m| m.shift_remove(*key));
             }
         }
     }

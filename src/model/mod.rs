@@ -3,7 +3,7 @@
 
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
-mod cassette;
+pub(crate) mod cassette;
 mod embed;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod forced_tool;
@@ -11,15 +11,13 @@ pub(crate) mod forced_tool;
 mod http;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;
-mod provider;
+pub(crate) mod provider;
 mod sampling;
 pub(crate) mod scripted;
 mod settings;
 mod tool_choice;
 
-pub use cassette::{Match, RecordingChatModel, ReplayChatModel};
 pub use embed::Embedder;
-pub use provider::{Provider, ProviderError, ProviderRow};
 pub use sampling::Sampling;
 pub use settings::HttpSettings;
 pub use tool_choice::{ToolChoice, ToolChoiceError};

@@ -39,7 +39,7 @@ pub enum ToolChoice {
 
 impl ToolChoice {
     /// The network metadata key holding the step → tool-choice map (see
-    /// [`RunnableNetwork::set_tool_choice_route`](crate::RunnableNetwork::set_tool_choice_route)).
+    /// [`ModelRoutes::set_tool_choice_route`](crate::ModelRoutes::set_tool_choice_route)).
     pub(crate) const ROUTES_KEY: &'static str = "tool_choice_routes";
 }
 

@@ -6,6 +6,7 @@
 //!                             ─▶ try_build() / build() ─▶ RunnableNetwork
 //! ```
 
+use crate::network::runtime::Attachments;
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -18,6 +18,7 @@ use super::graph::topological;
 use super::RunnableNetwork;
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
+use crate::network::runtime::Events;
 use crate::node::{NodeId, NodeLogic, NodeRef};
 
 impl RunnableNetwork {

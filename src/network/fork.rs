@@ -42,7 +42,9 @@ use crate::nodes::{ChatNode, HumanNode, SystemNode, ToolNode};
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
 
-impl RunnableNetwork {
+/// Time travel on a network: a fork at a node, a branch beside it, an
+/// edit of a human message and a rewind.
+pub trait TimeTravelExt {
     /// A new network (a new id) holding the ancestors of `node` and `node`
     /// itself, with the same ids, outputs and metadata, and the in-graph
     /// files as they were when `node` ran; its metadata says where it came
@@ -51,7 +53,7 @@ impl RunnableNetwork {
     /// default modifiers only: attach models, tools and modifiers again.
     ///
     /// ```
-    /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+    /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, TimeTravelExt};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let net = RunnableNetwork::builder()
@@ -71,7 +73,33 @@ impl RunnableNetwork {
     /// # Ok::<(), lc_agent::NetworkError>(())
     /// # }).unwrap();
     /// ```
-    pub fn fork_at(&self, node: NodeId) -> Result<RunnableNetwork> {
+    fn fork_at(&self, node: NodeId) -> Result<RunnableNetwork>;
+
+    /// Adds `child` as another child of `node` (the branches already below
+    /// `node` stay as they are); `child` becomes the current leaf, so the
+    /// conversation goes on from there.
+    fn branch_at(&self, node: NodeId, child: &NodeRef) -> Result<()>;
+
+    /// Says a human message or a tool result differently, at any depth:
+    /// a new node beside `node` (same parents) with `text`; below a tool
+    /// result, a new node of the kind that read the old one (the next
+    /// chat turn) follows it. The old branch stays; the new node is the
+    /// current leaf; the next [`invoke`](Self::invoke) runs only the new
+    /// nodes — everything above `node` keeps its cached outputs. Returns
+    /// the new node.
+    fn edit_at(&self, node: NodeId, text: impl Into<String>) -> Result<NodeRef>;
+
+    /// Rewinds the conversation: the next node added without parents
+    /// (the next human message) attaches under `node`, or becomes a new
+    /// root with `None`; [`current_leaf`](Self::current_leaf) and
+    /// [`history`](Self::history) read from there until then. Nothing is
+    /// removed; the branch below `node` stays. Kept in the metadata, so it
+    /// is saved with the network.
+    fn rewind_to(&self, node: Option<NodeId>) -> Result<()>;
+}
+
+impl TimeTravelExt for RunnableNetwork {
+    fn fork_at(&self, node: NodeId) -> Result<RunnableNetwork> {
         let g = self.0.graph.lock();
         g.get(node)?;
         let keep = ancestors(&g, node);
@@ -111,22 +139,12 @@ impl RunnableNetwork {
         Ok(fork)
     }
 
-    /// Adds `child` as another child of `node` (the branches already below
-    /// `node` stay as they are); `child` becomes the current leaf, so the
-    /// conversation goes on from there.
-    pub fn branch_at(&self, node: NodeId, child: &NodeRef) -> Result<()> {
+    fn branch_at(&self, node: NodeId, child: &NodeRef) -> Result<()> {
         self.0.graph.lock().get(node)?;
         self.add_node_with_parents(child, &[node])
     }
 
-    /// Says a human message or a tool result differently, at any depth:
-    /// a new node beside `node` (same parents) with `text`; below a tool
-    /// result, a new node of the kind that read the old one (the next
-    /// chat turn) follows it. The old branch stays; the new node is the
-    /// current leaf; the next [`invoke`](Self::invoke) runs only the new
-    /// nodes — everything above `node` keeps its cached outputs. Returns
-    /// the new node.
-    pub fn edit_at(&self, node: NodeId, text: impl Into<String>) -> Result<NodeRef> {
+    fn edit_at(&self, node: NodeId, text: impl Into<String>) -> Result<NodeRef> {
         let old = self.node(node).ok_or(NetworkError::UnknownNode(node))?;
         let text = text.into();
         let parents = old.parents();
@@ -167,13 +185,7 @@ impl RunnableNetwork {
         Ok(new)
     }
 
-    /// Rewinds the conversation: the next node added without parents
-    /// (the next human message) attaches under `node`, or becomes a new
-    /// root with `None`; [`current_leaf`](Self::current_leaf) and
-    /// [`history`](Self::history) read from there until then. Nothing is
-    /// removed; the branch below `node` stays. Kept in the metadata, so it
-    /// is saved with the network.
-    pub fn rewind_to(&self, node: Option<NodeId>) -> Result<()> {
+    fn rewind_to(&self, node: Option<NodeId>) -> Result<()> {
         let mut g = self.0.graph.lock();
         if let Some(id) = node {
             g.get(id)?;

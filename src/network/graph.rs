@@ -153,7 +153,7 @@ impl Graph {
         if !invoked {
             self.pending.insert(seq, id);
         }
-        if node.downcast::<crate::nodes::NetworkNode>().is_some() {
+        if node.logic().inner_network().is_some() {
             self.nested.insert(id);
         }
         self.nodes.insert(id, node.clone());
@@ -290,28 +290,13 @@ impl RunnableNetwork {
         topological(&g, &ids)
     }
 
-    /// How many nodes were ever added to the network (removed ones
-    /// included): a mark to pass to
-    /// [`nodes_added_since`](Self::nodes_added_since) later.
-    pub fn additions(&self) -> u64 {
+    /// See [`Events::additions`](crate::Events::additions).
+    pub(crate) fn additions_now(&self) -> u64 {
         self.0.graph.lock().next_seq
     }
 
-    /// The nodes added since [`additions`](Self::additions) gave `mark`
-    /// and still in the network, in insertion order. Costs O(nodes added
-    /// since), however large the network.
-    ///
-    /// ```
-    /// use lc_agent::{HumanNode, RunnableNetwork};
-    ///
-    /// let net = RunnableNetwork::new();
-    /// let _scope = net.enter();
-    /// HumanNode::new("first");
-    /// let mark = net.additions();
-    /// let second = HumanNode::new("second");
-    /// assert_eq!(net.nodes_added_since(mark), vec![second]);
-    /// ```
-    pub fn nodes_added_since(&self, mark: u64) -> Vec<NodeRef> {
+    /// See [`Events::nodes_added_since`](crate::Events::nodes_added_since).
+    pub(crate) fn nodes_added_after(&self, mark: u64) -> Vec<NodeRef> {
         let g = self.0.graph.lock();
         // Nodes are only ever added at the end, each with the next
         // sequence number: the newer ones are a suffix.
@@ -331,6 +316,15 @@ impl RunnableNetwork {
         let g = self.0.graph.lock();
         let ids: Vec<NodeId> = g.pending.values().copied().collect();
         topological(&g, &ids)
+    }
+
+    /// Pending nodes that are held back (waiting for someone outside the
+    /// run to release them), in order.
+    pub fn held(&self) -> Vec<NodeRef> {
+        self.pending()
+            .into_iter()
+            .filter(|n| n.held().is_some() && !n.is_invoked())
+            .collect()
     }
 
     /// Nodes that have not run yet, in no particular order (cheaper than

@@ -20,10 +20,11 @@ mod builder;
 mod conversation;
 mod edit;
 pub(crate) mod fork;
+pub(crate) mod format;
 mod graph;
 pub(crate) mod mermaid;
 pub(crate) mod ops;
-mod runtime;
+pub(crate) mod runtime;
 pub(crate) mod scope;
 pub(crate) mod snapshots;
 
@@ -33,7 +34,11 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 
+use tracing::Instrument;
+
+use crate::error::Result;
 use crate::files::Files;
+use crate::message::Message;
 
 pub use builder::NetworkBuilder;
 pub(crate) use graph::Graph;
@@ -90,7 +95,7 @@ pub(crate) struct NetworkInner {
     pub(crate) files_gen: AtomicU64,
     /// What the store holds as of the last save or load (runtime only):
     /// the next save writes only what changed since.
-    pub(crate) save_base: Mutex<Option<crate::format::base::SaveBase>>,
+    pub(crate) save_base: Mutex<Option<crate::network::format::base::SaveBase>>,
     /// The nodes whose saved fields changed since the last save or load
     /// (runtime only): an incremental save looks at these, the pending
     /// nodes and the new ones, not at every node. `None` until a store
@@ -127,6 +132,15 @@ impl NetworkInner {
     }
 }
 
+/// Two handles are equal when they point at the same network.
+impl PartialEq for RunnableNetwork {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RunnableNetwork {}
+
 impl Default for RunnableNetwork {
     fn default() -> Self {
         Self::new()
@@ -162,9 +176,28 @@ impl RunnableNetwork {
         scope::enter(self)
     }
 
-    /// Whether both handles point at the same network.
-    pub fn same_as(&self, other: &RunnableNetwork) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+    /// Runs every node that has not run yet and returns the output of the
+    /// last one that ran (or, when nothing had to run, of the current
+    /// leaf).
+    ///
+    /// 1. every modifier's `on_begin_invoke`;
+    /// 2. passes: the pending nodes in topological order, each with
+    ///    `on_pre_invoke`, the node, `on_post_invoke`; nodes that do not
+    ///    depend on each other (the tool calls of one turn) run
+    ///    concurrently; nodes added during a pass run in the next; a pass
+    ///    that runs nothing ends the loop;
+    /// 3. every modifier's `on_end_invoke`, also after a failure.
+    ///
+    /// A failing node records `metadata["error"]`, stays pending (the next
+    /// `invoke` retries it) and its error is returned. More model turns than
+    /// the step limit give [`NetworkError::StepLimit`]. In every case the
+    /// graph stays valid and saveable. One `invoke` runs at a time per
+    /// network; a second waits for the first.
+    pub async fn invoke(&self) -> Result<Message> {
+        let span = crate::telemetry::agent_span(self);
+        crate::run::invoke::invoke_traced(self, &span)
+            .instrument(span.clone())
+            .await
     }
 
     // ----- identity and metadata -----
@@ -208,11 +241,6 @@ impl RunnableNetwork {
         f(&mut self.0.graph.lock().metadata)
     }
 
-    /// Removes one metadata value.
-    pub fn remove_metadata(&self, key: &str) -> Option<Value> {
-        self.0.graph.lock().metadata.shift_remove(key)
-    }
-
     /// The node kind the chat loop adds after a human leaf.
     pub(crate) fn default_node(&self) -> Option<String> {
         self.0.graph.lock().default_node.clone()
@@ -223,15 +251,16 @@ impl RunnableNetwork {
         self.0.graph.lock().default_node = kind;
     }
 
-    /// The model name chat nodes use unless they name their own.
-    pub fn chat_model_name(&self) -> Option<String> {
+    /// The model name chat nodes use unless they name their own (see
+    /// [`ModelRoutes::chat_model_name`](crate::ModelRoutes::chat_model_name)).
+    pub(crate) fn own_chat_model_name(&self) -> Option<String> {
         self.0.graph.lock().chat_model_name.clone()
     }
 
     /// The model name a chat node without its own uses: this network's,
     /// else (for a sub-network) the outer network's.
     pub(crate) fn resolved_chat_model_name(&self) -> Option<String> {
-        self.chat_model_name()
+        self.own_chat_model_name()
             .or_else(|| self.outer()?.resolved_chat_model_name())
     }
 
@@ -239,11 +268,6 @@ impl RunnableNetwork {
     /// while it runs there.
     pub fn outer(&self) -> Option<RunnableNetwork> {
         self.0.runtime.read().parent.upgrade().map(RunnableNetwork)
-    }
-
-    /// How many networks this one runs inside (0 for a top-level network).
-    pub fn depth(&self) -> usize {
-        std::iter::successors(self.outer(), RunnableNetwork::outer).count()
     }
 
     /// The session this network belongs to: the outermost network it runs
@@ -255,7 +279,7 @@ impl RunnableNetwork {
     }
 
     /// Sets the default model name.
-    pub fn set_chat_model_name(&self, name: Option<String>) {
+    pub(crate) fn set_own_chat_model_name(&self, name: Option<String>) {
         self.0.graph.lock().chat_model_name = name;
     }
 

@@ -23,7 +23,7 @@ impl RunnableNetwork {
     pub fn connect(&self, parents: &[NodeRef], child: &NodeRef) -> Result<()> {
         for p in parents {
             match p.network() {
-                Some(net) if !net.same_as(self) => return Err(NetworkError::ForeignNode(p.id())),
+                Some(net) if net != *self => return Err(NetworkError::ForeignNode(p.id())),
                 Some(_) => {}
                 // A detached parent joins as a root (keeping edges it
                 // was given while detached), never under the child.
@@ -32,7 +32,7 @@ impl RunnableNetwork {
         }
         let ids: Vec<_> = parents.iter().map(NodeRef::id).collect();
         match child.network() {
-            Some(net) if !net.same_as(self) => Err(NetworkError::ForeignNode(child.id())),
+            Some(net) if net != *self => Err(NetworkError::ForeignNode(child.id())),
             Some(_) => self.set_parents(child.id(), &ids),
             None => self.add_node_with_parents(child, &ids),
         }

@@ -28,7 +28,8 @@ pub(crate) struct Runtime {
     pub(crate) step_limit: Option<usize>,
     pub(crate) streaming: bool,
     pub(crate) parent: Weak<NetworkInner>,
-    pub(crate) usage_estimator: Option<Arc<dyn crate::usage::UsageEstimator>>,
+    /// What features attach by type (see [`Attachments::set_extension`]).
+    pub(crate) extensions: http::Extensions,
     /// Who the session belongs to (traces' `user.id`).
     pub(crate) user_id: Option<String>,
     /// Spans of tool calls opened by the sub-network that answers them,
@@ -49,7 +50,7 @@ impl Runtime {
             step_limit: Some(DEFAULT_STEP_LIMIT),
             streaming: false,
             parent: Weak::new(),
-            usage_estimator: None,
+            extensions: http::Extensions::new(),
             user_id: None,
             #[cfg(feature = "otel")]
             open_spans: Arc::default(),
@@ -57,64 +58,77 @@ impl Runtime {
     }
 }
 
-impl RunnableNetwork {
-    /// Drops every runtime attachment (modifiers, tools, models, event
-    /// callbacks, the step limit, the outer network) here and in every
-    /// sub-network, and attaches the chat and tool loops again: the
-    /// network is as a fresh load of its saved state would be.
-    pub(crate) fn reset_runtime(&self) {
-        *self.0.runtime.write() = Runtime::new();
-        self.add_default_modifiers();
-        let nested: Vec<NodeRef> = self.0.graph.lock().nested().cloned().collect();
-        for node in nested {
-            if let Some(inner) = node.downcast::<crate::nodes::NetworkNode>() {
-                inner.network().reset_runtime();
-            }
-        }
-    }
-
+/// What a network runs with, none of it saved: modifiers, tools, models,
+/// the step limit, streaming and whose session it is. A loaded network
+/// gets them again from the program (or the builder).
+pub trait Attachments {
     /// Says who this session belongs to: its runs' traces carry it as
     /// `user.id` (the server sets the signed-in user). Not saved; a
     /// sub-network takes its outer network's.
-    pub fn set_user_id(&self, user: impl Into<String>) {
+    fn set_user_id(&self, user: impl Into<String>);
+
+    /// Attaches a modifier. Its id must be unique in this network.
+    fn add_modifier(&self, modifier: impl NetworkModifier) -> Result<()>;
+
+    /// Attaches a shared modifier. Its id must be unique in this network.
+    fn add_modifier_shared(&self, modifier: Arc<dyn NetworkModifier>) -> Result<()>;
+
+    /// A copy of the attached modifier with this id, when it is an `M`
+    /// (its [`NetworkModifier::as_any`] says so); modifiers that share
+    /// their state through `Arc`s share it with the copy.
+    fn modifier_as<M: NetworkModifier + Clone>(&self, id: &str) -> Option<M>;
+
+    /// Attached modifiers, in the order they run.
+    fn modifiers(&self) -> Arc<[Arc<dyn NetworkModifier>]>;
+
+    /// Attaches a tool to the network.
+    fn add_tool(&self, tool: impl Tool + 'static);
+
+    /// Attaches a shared tool (a tool with the same name is replaced).
+    fn add_tool_shared(&self, tool: Arc<dyn Tool>);
+
+    /// Every tool chat nodes may call: the network's own, its modifiers',
+    /// then (for a sub-network) the outer network's. The first of a name
+    /// wins.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Registers a chat model under `name` for this network.
+    fn register_model(&self, name: impl Into<String>, model: impl ChatModel + 'static);
+
+    /// Registers a shared chat model under `name` for this network.
+    fn register_model_shared(&self, name: impl Into<String>, model: Arc<dyn ChatModel>);
+
+    /// The model called `name`: this network's, else the outer network's.
+    fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>>;
+
+    /// Sets the step limit (`None`: unlimited).
+    fn set_step_limit(&self, limit: Option<usize>);
+
+    /// Attaches `value` by its type, replacing the one of that type
+    /// attached before: how a feature keeps runtime state on a network
+    /// without the network knowing the feature (not saved, not inherited
+    /// by sub-networks; a feature that wants that walks
+    /// [`outer`](RunnableNetwork::outer) itself).
+    fn set_extension<T: Clone + Send + Sync + 'static>(&self, value: T);
+
+    /// A copy of the value of type `T` attached with
+    /// [`set_extension`](Attachments::set_extension), if any.
+    fn extension<T: Clone + Send + Sync + 'static>(&self) -> Option<T>;
+
+    /// Turns streaming on or off.
+    fn set_streaming(&self, on: bool);
+}
+
+impl Attachments for RunnableNetwork {
+    fn set_user_id(&self, user: impl Into<String>) {
         self.0.runtime.write().user_id = Some(user.into());
     }
 
-    /// Who this session belongs to: [`RunnableNetwork::set_user_id`]'s,
-    /// this network's or else its outer network's, else the session's
-    /// `metadata["user"]` (the CLI's `--user`).
-    #[cfg(feature = "otel")]
-    pub(crate) fn user_id(&self) -> Option<String> {
-        let own = self.0.runtime.read().user_id.clone();
-        own.or_else(|| match self.outer() {
-            Some(outer) => outer.user_id(),
-            None => self
-                .metadata_value("user")
-                .and_then(|v| v.as_str().map(str::to_string)),
-        })
-    }
-
-    /// Whether this handle is the only one (nothing else holds the
-    /// network).
-    pub(crate) fn is_unshared(&self) -> bool {
-        Arc::strong_count(&self.0) == 1
-    }
-
-    /// Attaches the chat loop and the tool loop.
-    pub(crate) fn add_default_modifiers(&self) {
-        for m in crate::run::default_modifiers() {
-            // Fresh networks have no modifiers, so ids cannot clash.
-            let _ = self.add_modifier_shared(m);
-        }
-    }
-
-    /// Attaches a modifier. Its id must be unique in this network.
-    pub fn add_modifier(&self, modifier: impl NetworkModifier) -> Result<()> {
+    fn add_modifier(&self, modifier: impl NetworkModifier) -> Result<()> {
         self.add_modifier_shared(Arc::new(modifier))
     }
 
-    /// Attaches a shared modifier. Its id must be unique in this network.
-    pub fn add_modifier_shared(&self, modifier: Arc<dyn NetworkModifier>) -> Result<()> {
+    fn add_modifier_shared(&self, modifier: Arc<dyn NetworkModifier>) -> Result<()> {
         let mut rt = self.0.runtime.write();
         if rt.modifiers.iter().any(|m| m.id() == modifier.id()) {
             return Err(NetworkError::DuplicateModifier(modifier.id().to_string()));
@@ -127,27 +141,21 @@ impl RunnableNetwork {
         Ok(())
     }
 
-    /// A copy of the attached modifier with this id, when it is an `M`
-    /// (its [`NetworkModifier::as_any`] says so); modifiers that share
-    /// their state through `Arc`s share it with the copy.
-    pub fn modifier_as<M: NetworkModifier + Clone>(&self, id: &str) -> Option<M> {
+    fn modifier_as<M: NetworkModifier + Clone>(&self, id: &str) -> Option<M> {
         let modifiers = self.modifiers();
         let found = modifiers.iter().find(|m| m.id() == id)?;
         found.as_any()?.downcast_ref::<M>().cloned()
     }
 
-    /// Attached modifiers, in the order they run.
-    pub fn modifiers(&self) -> Arc<[Arc<dyn NetworkModifier>]> {
+    fn modifiers(&self) -> Arc<[Arc<dyn NetworkModifier>]> {
         self.0.runtime.read().modifiers.clone()
     }
 
-    /// Attaches a tool to the network.
-    pub fn add_tool(&self, tool: impl Tool + 'static) {
+    fn add_tool(&self, tool: impl Tool + 'static) {
         self.add_tool_shared(Arc::new(tool));
     }
 
-    /// Attaches a shared tool (a tool with the same name is replaced).
-    pub fn add_tool_shared(&self, tool: Arc<dyn Tool>) {
+    fn add_tool_shared(&self, tool: Arc<dyn Tool>) {
         let mut rt = self.0.runtime.write();
         let mut list: Vec<_> = rt
             .tools
@@ -159,10 +167,7 @@ impl RunnableNetwork {
         rt.tools = list.into();
     }
 
-    /// Every tool chat nodes may call: the network's own, its modifiers',
-    /// then (for a sub-network) the outer network's. The first of a name
-    /// wins.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let (own, modifiers, parent) = {
             let rt = self.0.runtime.read();
             (rt.tools.clone(), rt.modifiers.clone(), rt.parent.clone())
@@ -191,18 +196,15 @@ impl RunnableNetwork {
         out
     }
 
-    /// Registers a chat model under `name` for this network.
-    pub fn register_model(&self, name: impl Into<String>, model: impl ChatModel + 'static) {
+    fn register_model(&self, name: impl Into<String>, model: impl ChatModel + 'static) {
         self.0.runtime.write().models.register(name, model);
     }
 
-    /// Registers a shared chat model under `name` for this network.
-    pub fn register_model_shared(&self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
+    fn register_model_shared(&self, name: impl Into<String>, model: Arc<dyn ChatModel>) {
         self.0.runtime.write().models.register_shared(name, model);
     }
 
-    /// The model called `name`: this network's, else the outer network's.
-    pub fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
+    fn model(&self, name: &str) -> Option<Arc<dyn ChatModel>> {
         let (found, parent) = {
             let rt = self.0.runtime.read();
             (rt.models.get(name), rt.parent.clone())
@@ -214,41 +216,76 @@ impl RunnableNetwork {
         })
     }
 
-    /// Model turns allowed in one `invoke` (`None`: unlimited).
-    pub(crate) fn step_limit(&self) -> Option<usize> {
-        self.0.runtime.read().step_limit
+    fn set_extension<T: Clone + Send + Sync + 'static>(&self, value: T) {
+        self.0.runtime.write().extensions.insert(value);
     }
 
-    /// Sets the step limit (`None`: unlimited).
-    pub fn set_step_limit(&self, limit: Option<usize>) {
+    fn extension<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.0.runtime.read().extensions.get::<T>().cloned()
+    }
+
+    fn set_step_limit(&self, limit: Option<usize>) {
         self.0.runtime.write().step_limit = limit;
     }
 
-    /// Whether chat nodes stream.
-    pub(crate) fn streaming(&self) -> bool {
-        self.0.runtime.read().streaming
-    }
-
-    /// Turns streaming on or off.
-    pub fn set_streaming(&self, on: bool) {
+    fn set_streaming(&self, on: bool) {
         self.0.runtime.write().streaming = on;
     }
+}
 
-    pub(crate) fn set_parent_network(&self, parent: &RunnableNetwork) {
-        self.0.runtime.write().parent = Arc::downgrade(&parent.0);
-    }
+/// A network's events: callbacks and channels that see every event
+/// (node added, invoked, removed, streamed delta), and what a run added.
+pub trait Events {
+    /// How many nodes were ever added to the network (removed ones
+    /// included): a mark to pass to
+    /// [`nodes_added_since`](Events::nodes_added_since) later.
+    fn additions(&self) -> u64;
+
+    /// The nodes added since [`additions`](Events::additions) gave `mark`
+    /// and still in the network, in insertion order. Costs O(nodes added
+    /// since), however large the network.
+    ///
+    /// ```
+    /// use lc_agent::{Events, HumanNode, RunnableNetwork};
+    ///
+    /// let net = RunnableNetwork::new();
+    /// let _scope = net.enter();
+    /// HumanNode::new("first");
+    /// let mark = net.additions();
+    /// let second = HumanNode::new("second");
+    /// assert_eq!(net.nodes_added_since(mark), vec![second]);
+    /// ```
+    fn nodes_added_since(&self, mark: u64) -> Vec<NodeRef>;
 
     /// Calls `callback` for every event (node added, invoked, removed,
     /// streamed delta).
-    pub fn on_event(&self, callback: impl Fn(&NetworkEvent) + Send + Sync + 'static) {
+    fn on_event(&self, callback: impl Fn(&NetworkEvent) + Send + Sync + 'static);
+
+    /// A channel that receives every event from now on.
+    fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<NetworkEvent>;
+
+    /// Calls every event callback (modifiers report their own events,
+    /// such as [`NetworkEvent::HookRan`], this way).
+    fn emit(&self, event: &NetworkEvent);
+}
+
+impl Events for RunnableNetwork {
+    fn additions(&self) -> u64 {
+        self.additions_now()
+    }
+
+    fn nodes_added_since(&self, mark: u64) -> Vec<NodeRef> {
+        self.nodes_added_after(mark)
+    }
+
+    fn on_event(&self, callback: impl Fn(&NetworkEvent) + Send + Sync + 'static) {
         let mut rt = self.0.runtime.write();
         let mut list: Vec<Callback> = rt.callbacks.iter().cloned().collect();
         list.push(Arc::new(callback));
         rt.callbacks = list.into();
     }
 
-    /// A channel that receives every event from now on.
-    pub fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<NetworkEvent> {
+    fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<NetworkEvent> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         self.on_event(move |e| {
             let _ = tx.send(e.clone());
@@ -256,13 +293,70 @@ impl RunnableNetwork {
         rx
     }
 
-    /// Calls every event callback (modifiers report their own events,
-    /// such as [`NetworkEvent::HookRan`], this way).
-    pub fn emit(&self, event: &NetworkEvent) {
+    fn emit(&self, event: &NetworkEvent) {
         let callbacks = self.0.runtime.read().callbacks.clone();
         for cb in callbacks.iter() {
             cb(event);
         }
+    }
+}
+
+impl RunnableNetwork {
+    /// Drops every runtime attachment (modifiers, tools, models, event
+    /// callbacks, the step limit, the outer network) here and in every
+    /// sub-network, and attaches the chat and tool loops again: the
+    /// network is as a fresh load of its saved state would be.
+    pub(crate) fn reset_runtime(&self) {
+        *self.0.runtime.write() = Runtime::new();
+        self.add_default_modifiers();
+        let nested: Vec<NodeRef> = self.0.graph.lock().nested().cloned().collect();
+        for node in nested {
+            if let Some(inner) = node.logic().inner_network() {
+                inner.reset_runtime();
+            }
+        }
+    }
+
+    /// Who this session belongs to: [`Attachments::set_user_id`]'s,
+    /// this network's or else its outer network's, else the session's
+    /// `metadata["user"]` (the CLI's `--user`).
+    #[cfg(feature = "otel")]
+    pub(crate) fn user_id(&self) -> Option<String> {
+        let own = self.0.runtime.read().user_id.clone();
+        own.or_else(|| match self.outer() {
+            Some(outer) => outer.user_id(),
+            None => self
+                .metadata_value("user")
+                .and_then(|v| v.as_str().map(str::to_string)),
+        })
+    }
+
+    /// Whether this handle is the only one (nothing else holds the
+    /// network).
+    pub(crate) fn is_unshared(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+
+    /// Attaches the chat loop and the tool loop.
+    pub(crate) fn add_default_modifiers(&self) {
+        for m in crate::run::default_modifiers() {
+            // Fresh networks have no modifiers, so ids cannot clash.
+            let _ = self.add_modifier_shared(m);
+        }
+    }
+
+    /// Model turns allowed in one `invoke` (`None`: unlimited).
+    pub(crate) fn step_limit(&self) -> Option<usize> {
+        self.0.runtime.read().step_limit
+    }
+
+    /// Whether chat nodes stream.
+    pub(crate) fn streaming(&self) -> bool {
+        self.0.runtime.read().streaming
+    }
+
+    pub(crate) fn set_parent_network(&self, parent: &RunnableNetwork) {
+        self.0.runtime.write().parent = Arc::downgrade(&parent.0);
     }
 
     /// Builds the event only when someone listens (events that copy

@@ -14,7 +14,7 @@
 //! metadata: a save writes only contents that are new since the last one
 //! (a journal record's `snaps_set`), a listing never carries them, and a
 //! fork takes them along. A document that holds any is tagged
-//! [`FORMAT_WITH_SNAPSHOTS`](crate::format) so an older program refuses it
+//! [`FORMAT_WITH_SNAPSHOTS`](crate::network::format) so an older program refuses it
 //! rather than dropping them; documents saved when the contents lived in
 //! the metadata (`metadata.file_snapshots`) load into this place.
 
@@ -88,12 +88,32 @@ impl<'de> Deserialize<'de> for FileSnapshots {
     }
 }
 
-impl RunnableNetwork {
+/// File contents kept for rewinds, by hash, beside a network's graph.
+pub trait SnapshotsExt {
     /// Keeps a file's content for rewinds under `hash` (the SHA-256 of its
     /// bytes, lowercase hex), once however often it is kept, unless the
     /// session's contents would pass `cap` bytes. Returns whether the
     /// content is kept (now or before).
-    pub fn keep_file_snapshot(&self, hash: &str, text: &str, cap: usize) -> bool {
+    fn keep_file_snapshot(&self, hash: &str, text: &str, cap: usize) -> bool;
+
+    /// The content kept under `hash` (see
+    /// [`keep_file_snapshot`](Self::keep_file_snapshot)).
+    fn file_snapshot(&self, hash: &str) -> Option<String>;
+
+    /// Keeps only the contents whose hash `keep` accepts; returns how many
+    /// were dropped.
+    fn retain_file_snapshots(&self, keep: impl FnMut(&str) -> bool) -> usize;
+
+    /// Keeps only the contents a rewind to a point within the last
+    /// `turns` turns (human messages) needs: those named as `before` by the
+    /// file changes recorded on the nodes from the `turns`-th last human
+    /// message on. A rewind further back reports those files as not kept.
+    /// Returns how many contents were dropped.
+    fn trim_file_snapshots(&self, turns: usize) -> usize;
+}
+
+impl SnapshotsExt for RunnableNetwork {
+    fn keep_file_snapshot(&self, hash: &str, text: &str, cap: usize) -> bool {
         let mut kept = self.0.file_snapshots.write();
         if kept.contains(hash) {
             return true;
@@ -106,15 +126,11 @@ impl RunnableNetwork {
         true
     }
 
-    /// The content kept under `hash` (see
-    /// [`keep_file_snapshot`](Self::keep_file_snapshot)).
-    pub fn file_snapshot(&self, hash: &str) -> Option<String> {
+    fn file_snapshot(&self, hash: &str) -> Option<String> {
         self.0.file_snapshots.read().get(hash).map(str::to_string)
     }
 
-    /// Keeps only the contents whose hash `keep` accepts; returns how many
-    /// were dropped.
-    pub fn retain_file_snapshots(&self, mut keep: impl FnMut(&str) -> bool) -> usize {
+    fn retain_file_snapshots(&self, mut keep: impl FnMut(&str) -> bool) -> usize {
         let mut kept = self.0.file_snapshots.write();
         let gone: Vec<String> = kept
             .map
@@ -131,12 +147,7 @@ impl RunnableNetwork {
         gone.len()
     }
 
-    /// Keeps only the contents a rewind to a point within the last
-    /// `turns` turns (human messages) needs: those named as `before` by the
-    /// file changes recorded on the nodes from the `turns`-th last human
-    /// message on. A rewind further back reports those files as not kept.
-    /// Returns how many contents were dropped.
-    pub fn trim_file_snapshots(&self, turns: usize) -> usize {
+    fn trim_file_snapshots(&self, turns: usize) -> usize {
         if self.0.file_snapshots.read().is_empty() {
             return 0;
         }

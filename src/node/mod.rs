@@ -103,6 +103,14 @@ pub trait NodeLogic: AsAny + Send + Sync + 'static {
     fn summary_keeps(&self) -> Option<usize> {
         None
     }
+
+    /// The network a sub-network node runs (default `None`): the graph
+    /// keeps such nodes apart (their inner runtime is reset with the
+    /// outer one; a run waits on work held inside them) without knowing
+    /// their kind.
+    fn inner_network(&self) -> Option<&RunnableNetwork> {
+        None
+    }
 }
 
 /// The conversation after a node of this logic output `message`, given

@@ -7,10 +7,16 @@ use serde_json::json;
 use crate::error::{ModelError, NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::fallback;
+use crate::fallback::FallbackExt;
 use crate::message::Message;
 use crate::model::{ChatRequest, StreamDelta, ToolChoice};
+use crate::network::runtime::Attachments;
+use crate::network::runtime::Events;
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
+use crate::output_schema::OutputSchemaExt;
 use crate::output_schema::{self, OutputSchema};
+use crate::routing::ModelRoutes;
+use crate::usage::UsageExt;
 
 /// Calls a chat model with the conversation so far (kind `chat`).
 ///
@@ -19,12 +25,12 @@ use crate::output_schema::{self, OutputSchema};
 /// request carries every tool of the network and its modifiers, and each
 /// modifier may adjust it ([`crate::NetworkModifier::on_chat_request`]).
 /// The tool choice is the node's own, else the route of its step
-/// ([`RunnableNetwork::set_tool_choice_route`](crate::RunnableNetwork::set_tool_choice_route)),
+/// ([`ModelRoutes::set_tool_choice_route`](crate::ModelRoutes::set_tool_choice_route)),
 /// else the provider's default.
 /// Token usage (the server's, else an estimate marked `estimated`), the
 /// model name (`chat_model_name`, and `response_model` as the server
 /// named it) and the finish reason go to the node's metadata, and the
-/// usage counts in the network's totals ([`RunnableNetwork::record_usage`](crate::RunnableNetwork::record_usage)); an answer cut off by the output limit is flagged
+/// usage counts in the network's totals ([`UsageExt::record_usage`](crate::UsageExt::record_usage)); an answer cut off by the output limit is flagged
 /// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
 /// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
 ///
@@ -59,7 +65,7 @@ pub struct ChatNode {
     pub tool_choice: Option<ToolChoice>,
     /// The JSON Schema this turn's final answer must follow; `None` is
     /// the schema of the step
-    /// ([`RunnableNetwork::set_output_schema`](crate::RunnableNetwork::set_output_schema)),
+    /// ([`OutputSchemaExt::set_output_schema`](crate::OutputSchemaExt::set_output_schema)),
     /// else none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<OutputSchema>,
@@ -192,7 +198,11 @@ impl NodeLogic for ChatNode {
                     }
                     .into());
                 }
-                if let Err(limit) = net.count_call(crate::call_limits::Counted::Model, model_name) {
+                if let Err(limit) = crate::call_limits::count_call(
+                    net,
+                    crate::call_limits::Counted::Model,
+                    model_name,
+                ) {
                     return Err(NetworkError::CallLimit {
                         model: model_name.clone(),
                         limit,

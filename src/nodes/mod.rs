@@ -4,7 +4,7 @@ mod chat;
 mod generic;
 mod message;
 mod network;
-mod summary;
+pub(crate) mod summary;
 mod tool;
 
 pub use chat::ChatNode;

@@ -6,6 +6,8 @@ use serde_json::{Map, Value};
 use crate::error::{NetworkError, Result};
 use crate::history::History;
 use crate::message::Message;
+use crate::network::format::Saving;
+use crate::network::runtime::Attachments;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeLogic, NodeRef};
 
@@ -100,12 +102,16 @@ impl NetworkNode {
 
 #[async_trait]
 impl NodeLogic for NetworkNode {
+    fn inner_network(&self) -> Option<&RunnableNetwork> {
+        Some(&self.network)
+    }
+
     fn kind(&self) -> &str {
         Self::KIND
     }
 
     async fn invoke(&self, ctx: NodeContext) -> Result<Message> {
-        if self.network.same_as(&ctx.network) {
+        if self.network == ctx.network {
             return Err(NetworkError::Format(
                 "a network cannot contain itself".into(),
             ));

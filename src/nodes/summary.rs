@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Nothing is deleted: the summary joins the graph before the chat node
-//! that is about to run ([`RunnableNetwork::insert_summary`]), and the
+//! that is about to run ([`SummaryExt::insert_summary`]), and the
 //! conversation below it is sent as the system messages, the summary and
 //! the messages after its cut point (see [`crate::history`]).
 
@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
+use crate::network::runtime::Events;
 use crate::network::RunnableNetwork;
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
@@ -45,7 +46,7 @@ impl NodeLogic for SummaryNode {
     async fn invoke(&self, ctx: NodeContext) -> Result<Message> {
         Err(NetworkError::Format(format!(
             "summary node {} has no output: summaries are written with their text \
-             (RunnableNetwork::insert_summary), never run",
+             (SummaryExt::insert_summary), never run",
             ctx.node.id()
         )))
     }
@@ -59,14 +60,39 @@ impl NodeLogic for SummaryNode {
     }
 }
 
-impl RunnableNetwork {
+/// Summaries on a network: a summary node inserted or appended, so the
+/// requests below it send the summary instead of what it covers.
+pub trait SummaryExt {
     /// Puts a summary into the graph right before `before` (a pending node,
     /// usually the chat node about to run): the summary takes `before`'s
     /// parents and becomes its only parent. `text` stands for the
     /// conversation before it except its newest `kept` messages;
     /// `metadata` goes to the node (model, token counts...). Reports
     /// [`NetworkEvent::SummaryWritten`].
-    pub fn insert_summary(
+    fn insert_summary(
+        &self,
+        before: &NodeRef,
+        text: impl Into<String>,
+        kept: usize,
+        metadata: Map<String, Value>,
+    ) -> Result<NodeRef>;
+
+    /// Puts a summary into the graph right after `after` (a node that has
+    /// run, usually the current leaf: a summary written on demand), as its
+    /// child; the next node attached below `after`'s branch goes below the
+    /// summary. `text` stands for the conversation up to `after` except
+    /// its newest `kept` messages. Reports [`NetworkEvent::SummaryWritten`].
+    fn append_summary(
+        &self,
+        after: &NodeRef,
+        text: impl Into<String>,
+        kept: usize,
+        metadata: Map<String, Value>,
+    ) -> Result<NodeRef>;
+}
+
+impl SummaryExt for RunnableNetwork {
+    fn insert_summary(
         &self,
         before: &NodeRef,
         text: impl Into<String>,
@@ -101,12 +127,7 @@ impl RunnableNetwork {
         Ok(node)
     }
 
-    /// Puts a summary into the graph right after `after` (a node that has
-    /// run, usually the current leaf: a summary written on demand), as its
-    /// child; the next node attached below `after`'s branch goes below the
-    /// summary. `text` stands for the conversation up to `after` except
-    /// its newest `kept` messages. Reports [`NetworkEvent::SummaryWritten`].
-    pub fn append_summary(
+    fn append_summary(
         &self,
         after: &NodeRef,
         text: impl Into<String>,

@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::event::NetworkEvent;
 use crate::message::{Message, ToolCall};
+use crate::network::runtime::Attachments;
 use crate::node::{fields_of, NodeContext, NodeLogic};
 use crate::tool::{run_tool_call, ToolContext};
 
@@ -48,10 +49,11 @@ impl NodeLogic for ToolNode {
             name: call.name.clone(),
         });
         let clock = Instant::now();
-        let output = match ctx
-            .network
-            .count_call(crate::call_limits::Counted::Tool, &call.name)
-        {
+        let output = match crate::call_limits::count_call(
+            &ctx.network,
+            crate::call_limits::Counted::Tool,
+            &call.name,
+        ) {
             Ok(()) => run_tool_call(&tools, call, &tool_ctx).await,
             Err(limit) => {
                 ctx.node

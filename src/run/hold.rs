@@ -18,7 +18,6 @@
 
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
-use crate::nodes::NetworkNode;
 
 /// The node metadata key that holds a node back (its value says why).
 pub(crate) const HELD_KEY: &str = "held";
@@ -46,28 +45,18 @@ impl NodeRef {
     }
 }
 
-impl RunnableNetwork {
-    /// Pending nodes that are held back, in order.
-    pub fn held(&self) -> Vec<NodeRef> {
-        self.pending()
-            .into_iter()
-            .filter(|n| n.held().is_some() && !n.is_invoked())
-            .collect()
-    }
-}
-
 /// Releases the sub-network nodes held for [`HELD_INSIDE`] whose inner
 /// networks can go on (something released inside, at any depth).
 pub(crate) fn settle(network: &RunnableNetwork) {
     for node in network.pending_unordered() {
-        let Some(sub) = node.downcast::<NetworkNode>() else {
+        let Some(sub) = node.logic().inner_network() else {
             continue;
         };
         if node.held().as_deref() != Some(HELD_INSIDE) {
             continue;
         }
-        settle(sub.network());
-        if !ready(sub.network().pending()).is_empty() {
+        settle(sub);
+        if !ready(sub.pending()).is_empty() {
             node.release();
         }
     }

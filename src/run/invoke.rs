@@ -10,8 +10,11 @@ use super::{hook, with_hook, InvokeOutcome, NetworkModifier, NodeHook};
 use crate::error::{NetworkError, Result};
 use crate::event::NetworkEvent;
 use crate::message::Message;
+use crate::network::runtime::Attachments;
+use crate::network::runtime::Events;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeId, NodeRef};
+use crate::usage::UsageExt;
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 
@@ -23,220 +26,200 @@ struct NodeHooks {
     post: Vec<(Arc<dyn NetworkModifier>, bool)>,
 }
 
-impl RunnableNetwork {
-    /// Runs every node that has not run yet and returns the output of the
-    /// last one that ran (or, when nothing had to run, of the current
-    /// leaf).
-    ///
-    /// 1. every modifier's `on_begin_invoke`;
-    /// 2. passes: the pending nodes in topological order, each with
-    ///    `on_pre_invoke`, the node, `on_post_invoke`; nodes that do not
-    ///    depend on each other (the tool calls of one turn) run
-    ///    concurrently; nodes added during a pass run in the next; a pass
-    ///    that runs nothing ends the loop;
-    /// 3. every modifier's `on_end_invoke`, also after a failure.
-    ///
-    /// A failing node records `metadata["error"]`, stays pending (the next
-    /// `invoke` retries it) and its error is returned. More model turns than
-    /// the step limit give [`NetworkError::StepLimit`]. In every case the
-    /// graph stays valid and saveable. One `invoke` runs at a time per
-    /// network; a second waits for the first.
-    pub async fn invoke(&self) -> Result<Message> {
-        let span = crate::telemetry::agent_span(self);
-        self.invoke_traced(&span).instrument(span.clone()).await
-    }
-
-    async fn invoke_traced(&self, span: &tracing::Span) -> Result<Message> {
-        let _running = self.0.invoke_lock.lock().await;
-        self.0
-            .run_calls
-            .lock()
-            .iter_mut()
-            .for_each(|calls| calls.clear());
-        // The run's usage for its span: only when someone records it.
-        let usage_before = (!span.is_disabled()).then(|| self.usage());
-        let clock = Instant::now();
-        self.emit(&NetworkEvent::InvokeStarted);
-        let modifiers = self.modifiers();
-        let mut result = async {
-            // Sub-network nodes that waited on work inside, which can go
-            // on now (a nested call was decided), run again.
-            super::hold::settle(self);
-            for m in modifiers.iter() {
-                hook(m, m.on_begin_invoke(self)).await?;
-            }
-            self.run_passes(&modifiers).await
-        }
-        .await;
-        let outcome = outcome_of(self, &result);
+pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -> Result<Message> {
+    let _running = net.0.invoke_lock.lock().await;
+    net.0
+        .run_calls
+        .lock()
+        .iter_mut()
+        .for_each(|calls| calls.clear());
+    // The run's usage for its span: only when someone records it.
+    let usage_before = (!span.is_disabled()).then(|| net.usage());
+    let clock = Instant::now();
+    net.emit(&NetworkEvent::InvokeStarted);
+    let modifiers = net.modifiers();
+    let mut result = async {
+        // Sub-network nodes that waited on work inside, which can go
+        // on now (a nested call was decided), run again.
+        super::hold::settle(net);
         for m in modifiers.iter() {
-            if let Err(e) = hook(m, m.on_end_invoke(self, &outcome)).await {
-                if result.is_ok() {
-                    result = Err(e);
-                } else {
-                    tracing::warn!(modifier = m.id(), error = %e, "on_end_invoke failed after an earlier error");
-                }
-            }
+            hook(m, m.on_begin_invoke(net)).await?;
         }
-        if !span.is_disabled() {
-            crate::telemetry::finish_agent(span, usage_before, self, result.as_ref().err());
-            crate::telemetry::end_run(self);
-        }
-        let elapsed = clock.elapsed();
-        self.emit_with(|| NetworkEvent::InvokeFinished {
-            outcome: outcome_of(self, &result),
-            elapsed,
-        });
-        result
+        run_passes(net, &modifiers).await
     }
-
-    async fn run_passes(&self, modifiers: &Modifiers) -> Result<Message> {
-        let hooks = NodeHooks {
-            pre: with_hook(modifiers, NodeHook::PreInvoke),
-            post: with_hook(modifiers, NodeHook::PostInvoke)
-                .into_iter()
-                .map(|m| {
-                    let tool_loop = super::is_tool_loop(m.as_ref());
-                    (m, tool_loop)
-                })
-                .collect(),
-        };
-        let limit = self.step_limit();
-        let mut turns = 0usize;
-        let mut last: Option<Arc<Message>> = None;
-        loop {
-            let order = super::hold::ready(self.pending());
-            if order.is_empty() {
-                break;
+    .await;
+    let outcome = outcome_of(net, &result);
+    for m in modifiers.iter() {
+        if let Err(e) = hook(m, m.on_end_invoke(net, &outcome)).await {
+            if result.is_ok() {
+                result = Err(e);
+            } else {
+                tracing::warn!(modifier = m.id(), error = %e, "on_end_invoke failed after an earlier error");
             }
-            // Nodes that held themselves this pass, and the nodes below
-            // them: later waves of the pass leave them for a later invoke.
-            let mut waiting = crate::node::IdSet::default();
-            for wave in waves(&order, |id| self.node(id).map(|n| n.seq())) {
-                let wave: Vec<NodeRef> = if waiting.is_empty() {
-                    wave
-                } else {
-                    wave.into_iter()
-                        .filter(|n| {
-                            let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
-                            if waits {
-                                waiting.insert(n.id());
-                            }
-                            !waits
-                        })
-                        .collect()
-                };
-                let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
-                if let Some(limit) = limit
-                    && turns + model_turns > limit
-                {
-                    return Err(NetworkError::StepLimit { limit });
-                }
-                turns += model_turns;
-                if let [node] = wave.as_slice() {
-                    match self.run_node(node, &hooks).await? {
-                        Some(message) => last = Some(message),
-                        None => {
-                            waiting.insert(node.id());
-                        }
-                    }
-                    continue;
-                }
-                let results =
-                    futures::future::join_all(wave.iter().map(|n| self.run_node(n, &hooks))).await;
-                for (node, r) in wave.iter().zip(results) {
-                    match r? {
-                        Some(message) => last = Some(message),
-                        None => {
-                            waiting.insert(node.id());
-                        }
-                    }
-                }
-            }
-        }
-        match last {
-            Some(m) => Ok(Message::clone(&m)),
-            None => self
-                .current_leaf()
-                .and_then(|leaf| leaf.output())
-                // Below a held node the leaf has not run: the newest output.
-                .or_else(|| self.nodes().iter().rev().find_map(NodeRef::output))
-                .map(|m| Message::clone(&m))
-                .ok_or(NetworkError::Empty),
         }
     }
+    if !span.is_disabled() {
+        crate::telemetry::finish_agent(span, usage_before, net, result.as_ref().err());
+        crate::telemetry::end_run(net);
+    }
+    let elapsed = clock.elapsed();
+    net.emit_with(|| NetworkEvent::InvokeFinished {
+        outcome: outcome_of(net, &result),
+        elapsed,
+    });
+    result
+}
 
-    /// Runs one node; `None` when the node held itself instead of
-    /// finishing (a sub-network whose inner network waits, see
-    /// [`super::HELD_INSIDE`]): it stays pending, with no output.
-    async fn run_node(&self, node: &NodeRef, hooks: &NodeHooks) -> Result<Option<Arc<Message>>> {
-        for m in &hooks.pre {
-            hook(m, m.on_pre_invoke(self, node)).await?;
+async fn run_passes(net: &RunnableNetwork, modifiers: &Modifiers) -> Result<Message> {
+    let hooks = NodeHooks {
+        pre: with_hook(modifiers, NodeHook::PreInvoke),
+        post: with_hook(modifiers, NodeHook::PostInvoke)
+            .into_iter()
+            .map(|m| {
+                let tool_loop = super::is_tool_loop(m.as_ref());
+                (m, tool_loop)
+            })
+            .collect(),
+    };
+    let limit = net.step_limit();
+    let mut turns = 0usize;
+    let mut last: Option<Arc<Message>> = None;
+    loop {
+        let order = super::hold::ready(net.pending());
+        if order.is_empty() {
+            break;
         }
-        let input = self.input_of(node);
-        let started_at = crate::files::now_rfc3339();
-        let clock = Instant::now();
-        let ctx = NodeContext {
-            network: self.clone(),
-            node: node.clone(),
-            input: input.clone(),
-        };
-        let logic = node.0.logic.clone();
-        let span = crate::telemetry::node_span(self, node);
-        let result = if span.is_disabled() {
-            logic.invoke(ctx).await
-        } else {
-            let result = logic.invoke(ctx).instrument(span.clone()).await;
-            crate::telemetry::finish_node(&span, result.as_ref());
-            result
-        };
-        drop(span);
-        let message = match result {
-            Ok(message) => Arc::new(message),
-            Err(e) => {
-                let message = e.to_string();
-                node.set_metadata("error", json!(message));
-                self.emit(&NetworkEvent::NodeFailed {
-                    node_id: node.id(),
-                    error: message.clone(),
-                });
-                return Err(NetworkError::NodeFailed {
-                    node: node.id(),
-                    kind: node.kind().to_string(),
-                    message,
-                    source: Box::new(e),
-                });
+        // Nodes that held themselves this pass, and the nodes below
+        // them: later waves of the pass leave them for a later invoke.
+        let mut waiting = crate::node::IdSet::default();
+        for wave in waves(&order, |id| net.node(id).map(|n| n.seq())) {
+            let wave: Vec<NodeRef> = if waiting.is_empty() {
+                wave
+            } else {
+                wave.into_iter()
+                    .filter(|n| {
+                        let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
+                        if waits {
+                            waiting.insert(n.id());
+                        }
+                        !waits
+                    })
+                    .collect()
+            };
+            let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
+            if let Some(limit) = limit
+                && turns + model_turns > limit
+            {
+                return Err(NetworkError::StepLimit { limit });
             }
-        };
-        // Only a sub-network holds itself while it runs (work inside waits);
-        // the kind check spares every other node the metadata lookup.
-        if node.downcast::<crate::nodes::NetworkNode>().is_some() && node.held().is_some() {
-            return Ok(None);
-        }
-        let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let history = crate::node::speak(&*logic, input, message.clone());
-        node.record_output(message.clone(), Some(history), |m| {
-            m.shift_remove("error");
-            m.insert(
-                "timings".into(),
-                json!({"started_at": started_at, "elapsed_us": elapsed_us}),
-            );
-        });
-        self.mark_pending_done(node);
-        self.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
-        for (m, tool_loop) in &hooks.post {
-            if *tool_loop {
-                // Only a chat node's answer grows the graph: no future
-                // to box, no hook at all after other nodes.
-                if node.downcast::<crate::nodes::ChatNode>().is_some() {
-                    super::hook_sync(m, || super::ToolLoop::grow(self, node))?;
+            turns += model_turns;
+            if let [node] = wave.as_slice() {
+                match run_node(net, node, &hooks).await? {
+                    Some(message) => last = Some(message),
+                    None => {
+                        waiting.insert(node.id());
+                    }
                 }
                 continue;
             }
-            hook(m, m.on_post_invoke(self, node)).await?;
+            let results =
+                futures::future::join_all(wave.iter().map(|n| run_node(net, n, &hooks))).await;
+            for (node, r) in wave.iter().zip(results) {
+                match r? {
+                    Some(message) => last = Some(message),
+                    None => {
+                        waiting.insert(node.id());
+                    }
+                }
+            }
         }
-        Ok(Some(message))
     }
+    match last {
+        Some(m) => Ok(Message::clone(&m)),
+        None => net
+            .current_leaf()
+            .and_then(|leaf| leaf.output())
+            // Below a held node the leaf has not run: the newest output.
+            .or_else(|| net.nodes().iter().rev().find_map(NodeRef::output))
+            .map(|m| Message::clone(&m))
+            .ok_or(NetworkError::Empty),
+    }
+}
+
+/// Runs one node; `None` when the node held itself instead of
+/// finishing (a sub-network whose inner network waits, see
+/// [`super::HELD_INSIDE`]): it stays pending, with no output.
+async fn run_node(
+    net: &RunnableNetwork,
+    node: &NodeRef,
+    hooks: &NodeHooks,
+) -> Result<Option<Arc<Message>>> {
+    for m in &hooks.pre {
+        hook(m, m.on_pre_invoke(net, node)).await?;
+    }
+    let input = net.input_of(node);
+    let started_at = crate::files::now_rfc3339();
+    let clock = Instant::now();
+    let ctx = NodeContext {
+        network: net.clone(),
+        node: node.clone(),
+        input: input.clone(),
+    };
+    let logic = node.0.logic.clone();
+    let span = crate::telemetry::node_span(net, node);
+    let result = if span.is_disabled() {
+        logic.invoke(ctx).await
+    } else {
+        let result = logic.invoke(ctx).instrument(span.clone()).await;
+        crate::telemetry::finish_node(&span, result.as_ref());
+        result
+    };
+    drop(span);
+    let message = match result {
+        Ok(message) => Arc::new(message),
+        Err(e) => {
+            let message = e.to_string();
+            node.set_metadata("error", json!(message));
+            net.emit(&NetworkEvent::NodeFailed {
+                node_id: node.id(),
+                error: message.clone(),
+            });
+            return Err(NetworkError::NodeFailed {
+                node: node.id(),
+                kind: node.kind().to_string(),
+                message,
+                source: Box::new(e),
+            });
+        }
+    };
+    // Only a sub-network holds itself while it runs (work inside waits);
+    // the kind check spares every other node the metadata lookup.
+    if node.logic().inner_network().is_some() && node.held().is_some() {
+        return Ok(None);
+    }
+    let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let history = crate::node::speak(&*logic, input, message.clone());
+    node.record_output(message.clone(), Some(history), |m| {
+        m.shift_remove("error");
+        m.insert(
+            "timings".into(),
+            json!({"started_at": started_at, "elapsed_us": elapsed_us}),
+        );
+    });
+    net.mark_pending_done(node);
+    net.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
+    for (m, tool_loop) in &hooks.post {
+        if *tool_loop {
+            // Only a chat node's answer grows the graph: no future
+            // to box, no hook at all after other nodes.
+            if node.logic().is_model_turn() {
+                super::hook_sync(m, || super::ToolLoop::grow(net, node))?;
+            }
+            continue;
+        }
+        hook(m, m.on_post_invoke(net, node)).await?;
+    }
+    Ok(Some(message))
 }
 
 /// How a run ended: failed, held (some nodes wait to be released), or

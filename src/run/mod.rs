@@ -18,7 +18,7 @@
 
 mod chat_loop;
 mod hold;
-mod invoke;
+pub(crate) mod invoke;
 mod modifier;
 mod tool_loop;
 

@@ -3,6 +3,7 @@
 //! the start nor after the input node, only after the nodes that do work
 //! and at the end; the store ends equal to the network.
 
+use lc_agent::Attachments;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

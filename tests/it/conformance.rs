@@ -1,6 +1,7 @@
 //! The `NetworkList` conformance suite: every implementation must pass it
 //! (run by `list_json` and `list_redis`).
 
+use lc_agent::Attachments;
 use std::collections::HashSet;
 
 use lc_agent::{FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};

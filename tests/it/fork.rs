@@ -1,6 +1,9 @@
 //! Time travel in the graph: `fork_at`, `branch_at`, `edit_at`,
 //! `rewind_to`; nothing above an edit runs again.
 
+use lc_agent::Attachments;
+use lc_agent::SnapshotsExt;
+use lc_agent::TimeTravelExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

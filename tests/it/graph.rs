@@ -1,5 +1,6 @@
 //! Graph building: the scope guard, `>>`, removal and queries.
 
+use lc_agent::Events;
 use lc_agent::{ChatNode, HumanNode, NetworkError, NodeRef, RunnableNetwork, SystemNode};
 
 fn texts(nodes: &[NodeRef]) -> Vec<String> {
@@ -33,7 +34,7 @@ fn nodes_created_in_a_scope_chain_onto_the_current_leaf() {
     assert_eq!(c.parents(), [b.id()]);
     assert_eq!(net.current_leaf(), Some(c.clone()));
     assert_eq!(texts(&net.leaves()), ["c"]);
-    assert!(a.network().is_some_and(|n| n.same_as(&net)));
+    assert!(a.network().is_some_and(|n| n == net));
 }
 
 #[test]

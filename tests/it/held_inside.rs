@@ -3,6 +3,7 @@
 //! nodes below it wait, and once the inner work is released the next outer
 //! `invoke` goes on inside without running again what ran.
 
+use lc_agent::Events;
 use lc_agent::HELD_INSIDE;
 use lc_agent::{HumanNode, InvokeOutcome, NetworkEvent, NetworkNode, RunnableNetwork};
 

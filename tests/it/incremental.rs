@@ -4,6 +4,8 @@
 //! [`stale_copies_are_refused`] on Redis; kill -9 during incremental saves
 //! is in `list_json` and `list_redis`.
 
+use lc_agent::SnapshotsExt;
+use lc_agent::TimeTravelExt;
 use lc_agent::{
     FileData, HumanNode, JsonNetworkList, ListError, ListQuery, NetworkList, RunnableNetwork,
     ScriptedChatModel,
@@ -61,7 +63,7 @@ pub(crate) async fn many_turns_round_trip(list: &dyn NetworkList, fresh: &dyn Ne
             net.set_metadata("todos", json!([format!("todo {i}")]));
         }
         if i % 11 == 5 {
-            net.remove_metadata("todos");
+            net.with_metadata_mut(|m| m.shift_remove("todos"));
             net.set_name(format!("renamed {i}"));
         }
         if i % 13 == 0 {

@@ -1,6 +1,8 @@
 //! Running networks: passes, caching, modifiers, tools, failures, limits,
 //! events and sub-networks.
 
+use lc_agent::Attachments;
+use lc_agent::Events;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

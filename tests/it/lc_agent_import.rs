@@ -1,8 +1,10 @@
 //! Networks saved by NVIDIA's LC Agent (`tests/fixtures/lc_agent/`, written
 //! by `make.py` after LC Agent's serialization code), read with
-//! `RunnableNetwork::from_lc_agent`: every built-in class mapped, unknown
+//! `Saving::from_lc_agent`: every built-in class mapped, unknown
 //! ones kept, the notes, the round trip, and a resumed run.
 
+use lc_agent::Attachments;
+use lc_agent::Saving;
 use std::path::PathBuf;
 
 use lc_agent::{

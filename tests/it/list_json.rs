@@ -4,6 +4,8 @@
 //! Child processes are this test binary run again with `LC_LIST_CHILD`
 //! set: the `list_json::child_main` test then plays the child's part.
 
+use lc_agent::Attachments;
+use lc_agent::Saving;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -1,6 +1,8 @@
 //! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
 //! that answers with protocol-shaped responses and records what it got.
 
+use lc_agent::Events;
+use lc_agent::ModelRoutes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

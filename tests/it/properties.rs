@@ -3,6 +3,7 @@
 //! texts, the metadata, the files and the node kinds (unknown kinds
 //! included).
 
+use lc_agent::Saving;
 use lc_agent::{
     ChatNode, FileData, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode, ToolCall,
     ToolNode,

@@ -5,6 +5,8 @@
 //! and a real receiver are tested in `cli/tests/otel.rs` (Arize Phoenix).
 //! Only with the `otel` feature (see `main.rs`).
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

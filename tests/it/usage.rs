@@ -3,6 +3,7 @@
 //! parents), per run (after minus before), per time range; estimates when
 //! a model reports none; the price table.
 
+use lc_agent::UsageExt;
 use lc_agent::{
     HumanNode, NetworkNode, Prices, RunnableNetwork, ScriptedChatModel, TokenCounts, Turn, Usage,
     UsageTotals, USAGE_KEY,
@@ -160,7 +161,7 @@ async fn a_session_saved_without_totals_starts_from_its_nodes() {
     human(&net, "one");
     net.invoke().await.unwrap();
     // As a session saved before totals were kept.
-    net.remove_metadata(USAGE_KEY);
+    net.with_metadata_mut(|m| m.shift_remove(USAGE_KEY));
     human(&net, "two");
     net.invoke().await.unwrap();
     assert_eq!(net.usage().all.calls, 2);

@@ -5,6 +5,7 @@
 //! `LlamaServer`). A 135M model answers badly, so these tests assert on the
 //! protocol and the agent's behaviour, never on wording.
 
+use lc_agent::ModelRoutes;
 use std::sync::{Arc, OnceLock};
 
 use lc_agent::{

@@ -3,6 +3,8 @@
 //! next turn of the same run is answered by the second, and the node says
 //! which model answered and why the first did not.
 
+use lc_agent::FallbackExt;
+use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{

@@ -4,6 +4,7 @@
 //! these tests assert on the protocol and the agent's behaviour, never on
 //! wording.
 
+use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{

@@ -8,6 +8,8 @@
 //! decides — text, tool calls and their ids, finish reasons, usage — is in
 //! the cassette and comes back exactly.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{

@@ -18,6 +18,7 @@
 //! through is not asked; `--yes` approves every call. One prompt runs at a time in a
 //! session (a second waits for the first).
 
+use lc_agent::Events;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{

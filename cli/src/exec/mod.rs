@@ -33,6 +33,10 @@
 //! protocol), read off the network's events by a task that writes them in
 //! order with exec's own (thread, turn, decisions).
 
+use lc_agent::Events;
+use lc_agent::OutputSchemaExt;
+use lc_agent::TimeTravelExt;
+use lc_agent::UsageExt;
 mod events;
 mod output_schema;
 

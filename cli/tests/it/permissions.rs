@@ -3,6 +3,7 @@
 //! and `lc-agent mcp` over stdio (an `ask` refuses: nobody can approve).
 
 use crate::common;
+use lc_agent::Saving;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -183,7 +183,7 @@ impl NetworkModifier for ApprovalModifier {
     }
 
     /// So that code outside a run (the server's tool endpoint) reads the
-    /// same rules (`RunnableNetwork::modifier_as`).
+    /// same rules (`Attachments::modifier_as`).
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }

@@ -16,6 +16,10 @@
 //! [`SummarizationModifier`], [`SkillsModifier`] and the network's model
 //! routes.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
+use lc_agent::OutputSchemaExt;
+use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use lc_agent::{

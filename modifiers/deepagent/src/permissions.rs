@@ -34,7 +34,7 @@ use crate::approvals::{hold_call, APPROVAL_KEY};
 use crate::decisions::{DecisionKind, Decisions};
 use crate::delegation;
 
-/// The modifier's id (servers find it with `RunnableNetwork::modifier_as`).
+/// The modifier's id (servers find it with `Attachments::modifier_as`).
 pub(crate) const PATH_RULES: &str = "path_rules";
 
 /// Holds the tool calls an `ask` path rule covers for a person's decision

@@ -30,6 +30,7 @@
 //!   or size changed, so an edit (by the model or a person) shows at the
 //!   next turn, not in the middle of one.
 
+use lc_agent::ModelRoutes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

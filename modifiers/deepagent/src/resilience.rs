@@ -16,10 +16,14 @@
 //! ```
 //!
 //! Each setting goes into the network's metadata, where the core reads it
-//! (`RunnableNetwork::set_model_fallbacks`, `set_tool_retry`,
+//! (`FallbackExt::set_model_fallbacks`, `set_tool_retry`,
 //! `set_tool_call_limit`, `set_model_call_limit`): a saved session keeps
 //! them, and its stored blueprint sets them again when it is resumed.
 
+use lc_agent::CallLimitsExt;
+use lc_agent::ClearResultsExt;
+use lc_agent::FallbackExt;
+use lc_agent::ToolRetryExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

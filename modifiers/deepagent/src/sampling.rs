@@ -19,7 +19,7 @@ pub fn set_sampling(network: &RunnableNetwork, sampling: Option<&Sampling>) {
     {
         Some(value) => network.set_metadata(SAMPLING_KEY, value),
         None => {
-            network.remove_metadata(SAMPLING_KEY);
+            network.with_metadata_mut(|m| m.shift_remove(SAMPLING_KEY));
         }
     }
 }

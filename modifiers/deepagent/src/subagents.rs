@@ -46,6 +46,7 @@
 //! too and the parent's `invoke` stops; see [`crate::approvals`] for how
 //! the nested call is listed, decided and resumed.
 
+use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -266,7 +267,9 @@ impl TypedTool for TaskTool {
         if !self.agents.by_name.contains_key(&args.subagent_type) {
             return Err(ToolError::Failed(self.agents.unknown(&args.subagent_type)));
         }
-        if ctx.network.depth() >= self.agents.max_depth {
+        if std::iter::successors(ctx.network.outer(), RunnableNetwork::outer).count()
+            >= self.agents.max_depth
+        {
             return Err(ToolError::Failed(self.agents.too_deep()));
         }
         let inner = serving(ctx, TASK_CALL_KEY).ok_or_else(|| {
@@ -289,7 +292,11 @@ impl SubAgentModifier {
         };
         let call = &tool.tool_call;
         // Too deep: the task tool answers with the depth error.
-        if call.name != TASK || child.is_invoked() || network.depth() >= self.agents.max_depth {
+        if call.name != TASK
+            || child.is_invoked()
+            || std::iter::successors(network.outer(), RunnableNetwork::outer).count()
+                >= self.agents.max_depth
+        {
             return Ok(());
         }
         // Bad arguments and unknown sub-agents are the tool's to report.

@@ -45,6 +45,10 @@
 //!  ... human ─▶ chat ─▶ summary (kept = 0) ─▶ next human ─▶ chat   request: system + summary + next
 //! ```
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
+use lc_agent::SummaryExt;
+use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -11,6 +11,8 @@
 //!
 //! In a blueprint: `[routes] title = "small"` with a `[models.small]`.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use lc_agent::{ChatRequest, History, Message, ModelError, RunnableNetwork};
 use serde_json::json;
 

@@ -581,7 +581,7 @@ mod tests {
 /// Estimates a call's usage with the tokenizer of the model that answered
 /// ([`counter_for_model`]) when its server reports none; the deep agent
 /// attaches it to its networks
-/// ([`RunnableNetwork::set_usage_estimator`](lc_agent::RunnableNetwork::set_usage_estimator)).
+/// ([`UsageExt::set_usage_estimator`](lc_agent::UsageExt::set_usage_estimator)).
 ///
 /// ```
 /// use lc_agent::{ChatRequest, ChatResponse, History, Message, UsageEstimator};

@@ -9,6 +9,7 @@
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
+use lc_agent::Attachments;
 use lc_agent_test_support::{needs, LlamaServer};
 
 use lc_agent::{

@@ -150,7 +150,7 @@
 //!   [`run_tool`], [`all_tools`], [`offered_tools`] and [`is_offered`], the one rule for
 //!   which tools a model is offered.
 //!   - `tools/ls.rs`: [`Ls`] and `format_ls`.
-//!   - `tools/read_file.rs`: [`ReadFile`] and `format_read`.
+//!   - `tools/read_file.rs`: [`ReadFile`]; `read_format.rs`: `format_read`, the text it shows (also for a PDF's text).
 //! - `media.rs`: `read_file` on images (an image part, downscaled when too large) and PDFs
 //!   (the text of each page, paged like text); [`image_part`], an image file to attach to a message.
 //!   - `tools/write_file.rs`: [`WriteFile`].
@@ -239,6 +239,7 @@ mod paging;
 pub mod path;
 mod permissions;
 mod prompt;
+mod read_format;
 mod sandbox;
 mod shell;
 mod snapshots;

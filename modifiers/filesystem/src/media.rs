@@ -28,7 +28,7 @@ use lc_agent::{ContentPart, ToolOutput};
 use crate::backend::{Backend, ReadPage};
 use crate::error::{FsError, FsResult};
 use crate::paging::page;
-use crate::tools::format_read;
+use crate::read_format::format_read;
 
 /// Bytes of an image or PDF file `read_file` reads at most (20 MiB).
 pub(crate) const MAX_MEDIA_BYTES: u64 = 20 << 20;

@@ -41,6 +41,7 @@
 //! - **Changed outside.** A file whose bytes differ from what the agent
 //!   (or the latest rewind) left there is reported and left alone.
 
+use lc_agent::SnapshotsExt;
 use lc_agent::{NodeId, RunnableNetwork, ToolContext, ToolError, ToolOutput, ToolStatus};
 use serde_json::{json, Map, Value};
 
@@ -194,7 +195,7 @@ fn in_object<R>(
 /// them) back as they were when `after` ran, through `backend` (the
 /// session's workspace). A file changed outside the agent since is
 /// reported, not overwritten. The conversation is not touched (see
-/// [`RunnableNetwork::rewind_to`]).
+/// [`TimeTravelExt::rewind_to`]).
 ///
 /// ```
 /// use lc_agent::{RunnableNetwork, Tool, ToolContext};

@@ -20,6 +20,7 @@
 //! Files are rewound in the session's workspace: its own files, or the
 //! user's directory when the server works in one.
 
+use lc_agent::TimeTravelExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

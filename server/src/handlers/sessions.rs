@@ -35,6 +35,7 @@
 //!
 //! [`Runs::submit`]: crate::runs::Runs
 
+use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};

@@ -28,6 +28,7 @@
 //! `--root` (with tokens, `--root/<user>`), or a session of the user's own
 //! (another user's session is 403), never outside them.
 
+use lc_agent::Attachments;
 use std::sync::Arc;
 use std::time::Instant;
 

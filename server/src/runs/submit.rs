@@ -15,6 +15,7 @@
 //! (409, naming the waiting calls and the run); decisions come first, so a
 //! tool call always gets its result before the next human turn.
 
+use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
 use lc_agent::{ContentPart, NetworkList, RunnableNetwork};

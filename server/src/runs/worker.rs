@@ -15,6 +15,9 @@
 //!    approval_needed / stopped / done | error ─▶ settle ─▶ ack
 //! ```
 
+use lc_agent::Attachments;
+use lc_agent::Events;
+use lc_agent::UsageExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,7 +67,7 @@ impl Publisher {
         let runs = runs.clone();
         // What the session had used when the run started: `run_finished`
         // says what the run used.
-        let usage_before = net.as_ref().map(RunnableNetwork::usage);
+        let usage_before = net.as_ref().map(UsageExt::usage);
         let mut net = net;
         let task = tokio::spawn(async move {
             let mut seq = last;

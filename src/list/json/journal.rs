@@ -21,8 +21,8 @@ use uuid::Uuid;
 
 use super::corrupt;
 use crate::atomic_file::sync_dir;
-use crate::format::{materialize, scan_journal, Scan};
 use crate::list::{ListError, ListResult};
+use crate::network::format::{materialize, scan_journal, Scan};
 
 /// The journal of the session file `snapshot`.
 pub(super) fn journal_path(snapshot: &Path) -> PathBuf {

@@ -560,8 +560,8 @@ fn is_buried(dir: &Path, id: Uuid) -> io::Result<bool> {
 /// What a save writes: a full document (and the base it makes), or one
 /// journal record.
 enum Write {
-    Full(Vec<u8>, crate::format::base::SaveBase),
-    Record(crate::format::JournalEntry),
+    Full(Vec<u8>, crate::network::format::base::SaveBase),
+    Record(crate::network::format::JournalEntry),
     /// Taken by the save.
     None,
 }

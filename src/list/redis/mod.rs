@@ -23,8 +23,8 @@ pub use connection::{RedisConnection, RedisConnector, RedisConnectorBuilder};
 use keys::UserKeys;
 pub use migrate::Migration;
 
-/// The key prefix used unless the builder says otherwise.
-pub(crate) const DEFAULT_PREFIX: &str = super::config::DEFAULT_PREFIX;
+// The key prefix used unless the builder says otherwise.
+use super::DEFAULT_PREFIX;
 
 const LIST_LUA: &str = r#"
 -- KEYS: info, timeline; ARGV: start, stop
@@ -388,13 +388,13 @@ impl RedisNetworkList {
         let revision = crate::list::info_from_json(text.as_bytes(), &self.user, chrono::Utc::now())
             .map_err(|r| self.corrupt_entry(id, r))?
             .revision;
-        let found =
-            crate::format::scan_journal(revision, &lines).map_err(|r| self.corrupt_entry(id, r))?;
+        let found = crate::network::format::scan_journal(revision, &lines)
+            .map_err(|r| self.corrupt_entry(id, r))?;
         let journal_len = found.valid_len as u64;
         if !found.changes() {
             return Ok((text, (snapshot_len, journal_len)));
         }
-        let json = crate::format::materialize(&text, &lines, &found)
+        let json = crate::network::format::materialize(&text, &lines, &found)
             .map_err(|r| self.corrupt_entry(id, r))?;
         Ok((json, (snapshot_len, journal_len)))
     }
@@ -436,8 +436,8 @@ fn delete_script() -> &'static ::redis::Script {
 /// What a save writes: the full network (in its pending `SET`, with the
 /// base it makes), or one journal record.
 enum Write {
-    Full(save::PendingSet, crate::format::base::SaveBase),
-    Record(crate::format::JournalEntry),
+    Full(save::PendingSet, crate::network::format::base::SaveBase),
+    Record(crate::network::format::JournalEntry),
     /// Taken by the save.
     None,
 }

@@ -178,7 +178,7 @@ impl PendingSet {
         keys: &UserKeys,
         id: &str,
         network: &RunnableNetwork,
-    ) -> crate::Result<(PendingSet, usize, crate::format::base::SaveBase)> {
+    ) -> crate::Result<(PendingSet, usize, crate::network::format::base::SaveBase)> {
         let key = keys.pending(id, &uuid::Uuid::new_v4().simple().to_string());
         // Sized for the JSON up front: it is written once, into its final
         // place, with no string in between.

@@ -41,6 +41,8 @@
 //! MCP server) meet the same hooks through [`HooksModifier::before_call`],
 //! [`HooksModifier::after_call`] and [`HooksModifier::run_call`].
 
+use lc_agent::Attachments;
+use lc_agent::Events;
 mod events;
 mod runner;
 mod settings;

@@ -20,6 +20,8 @@
 //! cannot be stored is tried again at the end of the next invoke; both
 //! are logged.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -4,6 +4,8 @@
 //! after the session was saved and loaded again.
 
 use crate::common;
+use lc_agent::Attachments;
+use lc_agent::Events;
 
 use lc_agent::{
     HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,

@@ -5,6 +5,7 @@
 //! a JSON list and in Redis (a server the test starts on loopback).
 //! The models are scripted stand-ins for real ones.
 
+use lc_agent::Attachments;
 use std::process::Command;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};

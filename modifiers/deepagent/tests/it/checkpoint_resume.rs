@@ -16,6 +16,7 @@
 //! The model is deterministic from the history (step `k` = number of tool
 //! results so far), so both processes play the same conversation.
 
+use lc_agent::Attachments;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};

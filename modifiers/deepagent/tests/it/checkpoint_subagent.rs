@@ -3,6 +3,8 @@
 //! with the sub-agent's finished nodes, and the resumed session does not
 //! run them again. Scripted models stand in for real ones.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

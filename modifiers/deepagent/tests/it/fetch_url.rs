@@ -5,6 +5,7 @@
 //! stopped at the time cap, a binary body refused; and the tool is off
 //! unless the blueprint turns it on.
 
+use lc_agent::Attachments;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;

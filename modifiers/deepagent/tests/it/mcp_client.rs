@@ -12,6 +12,7 @@
 //! .ci/requirements.txt`); each test says what it needs with
 //! `#[needs(...)]`, so where a server is missing it is listed as ignored.
 
+use lc_agent::ToolRetryExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;

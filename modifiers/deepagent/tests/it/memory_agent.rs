@@ -10,6 +10,8 @@
 //!                                                        └──▶ bob: prompt and recall without it
 //! ```
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

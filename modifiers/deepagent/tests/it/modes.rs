@@ -5,6 +5,7 @@
 //! still waits; bypass holds nothing; `delete` asks first by default.
 
 use crate::common;
+use lc_agent::Attachments;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolStatus, Turn};
 use lc_agent_deepagent::{

@@ -4,6 +4,7 @@
 //! changes, also when the model edits it with the file tools; the
 //! blueprint's shapes.
 
+use lc_agent::Attachments;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //! retried. Scripted models stand in, except the unreachable one, a real
 //! OpenAI-compatible client aimed at a closed port.
 
+use lc_agent::FallbackExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

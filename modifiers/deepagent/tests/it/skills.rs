@@ -3,6 +3,7 @@
 //! (snapshot), the model reading a SKILL.md with `read_file`, malformed
 //! files skipped with a warning that names them, and the blueprint.
 
+use lc_agent::Attachments;
 use std::sync::Arc;
 
 use async_trait::async_trait;

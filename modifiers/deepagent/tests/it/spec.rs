@@ -3,6 +3,8 @@
 //! elsewhere; mistakes are clear errors. Scripted models stand in for the
 //! named ones.
 
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};

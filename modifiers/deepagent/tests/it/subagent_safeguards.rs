@@ -6,6 +6,9 @@
 //! models stand in for real ones.
 
 use crate::common;
+use lc_agent::Attachments;
+use lc_agent::Events;
+use lc_agent::ModelRoutes;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! in the parent's JSON.
 
 use crate::common;
+use lc_agent::Attachments;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,6 +5,9 @@
 //! failing summary model loses nothing and is retried; a summary on
 //! demand (`compact`, a chat's `/compact`).
 
+use lc_agent::Attachments;
+use lc_agent::Events;
+use lc_agent::ModelRoutes;
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -4,6 +4,8 @@
 //! outer conversation; turns are capped; supervisors nest.
 
 use crate::common;
+use lc_agent::Attachments;
+use lc_agent::ModelRoutes;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@
 //! JSON, in one turn; every result must read exactly as the core's
 //! `lc_agent::tool_args` words it, and nothing may change.
 
+use lc_agent::Attachments;
 use std::collections::HashMap;
 
 use lc_agent::{

@@ -124,7 +124,7 @@ pub use lines::{
     DeleteLines, DeleteLinesArgs, InsertLines, InsertLinesArgs, ReplaceLines, ReplaceLinesArgs,
 };
 pub use ls::{Ls, LsArgs};
-pub(crate) use read_file::format_read;
+
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
 

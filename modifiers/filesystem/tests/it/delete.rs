@@ -4,6 +4,7 @@
 //! everything inside a folder; a rewind puts deleted files back.
 
 use crate::common::{case, run_cases, Case};
+use lc_agent::Attachments;
 
 use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
 use lc_agent_filesystem::{

@@ -5,6 +5,7 @@
 //! there, image bytes are refused when stored); a model that cannot read
 //! images gets the description and a note instead of a failed run.
 
+use lc_agent::Attachments;
 use std::io::Cursor;
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! eviction of large tool results (threshold, ids, exclusions, paging,
 //! save/load, write failures).
 
+use lc_agent::Attachments;
 use std::sync::Arc;
 
 use lc_agent::{

@@ -4,6 +4,8 @@
 //! reported, not overwritten; a fork of an in-graph session has the files
 //! of its node.
 
+use lc_agent::Attachments;
+use lc_agent::TimeTravelExt;
 use std::collections::BTreeMap;
 use std::path::Path;
 

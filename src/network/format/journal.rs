@@ -40,6 +40,10 @@ use super::{format_for, FILE_SNAPSHOTS_KEY, FORMAT, FORMAT_WITH_SNAPSHOTS};
 use crate::error::Result;
 use crate::network::RunnableNetwork;
 
+/// Metadata key of a saved network's revision number (one more on every
+/// save to a session list; see [`NetworkList`](crate::NetworkList)).
+pub const REVISION_KEY: &str = "revision";
+
 /// The journal is compacted into the snapshot once it outgrows it, and
 /// not before it holds this many bytes: a small new session (a snapshot
 /// of a few KiB) would otherwise be rewritten whole every other save, for
@@ -246,7 +250,7 @@ impl RunnableNetwork {
         }
         let rev = g
             .metadata
-            .get(crate::list::REVISION_KEY)
+            .get(REVISION_KEY)
             .and_then(Value::as_u64)
             .unwrap_or(expected + 1);
         let mut record = Record {

@@ -4,7 +4,7 @@
 
 pub(crate) mod base;
 mod document;
-mod journal;
+pub(crate) mod journal;
 mod lc_agent;
 mod read;
 mod write;
@@ -96,11 +96,6 @@ const COMMON_KEYS: [&str; 6] = [
 ];
 
 impl RunnableNetwork {
-    /// The network as a JSON value in the saved format.
-    pub fn to_value(&self) -> Result<Value> {
-        self.write_saved(false, |view| serde_json::to_value(view))
-    }
-
     /// The network as compact JSON in the saved format.
     pub fn to_json(&self) -> Result<String> {
         // Invoked nodes never change their saved form unless a field is
@@ -111,17 +106,6 @@ impl RunnableNetwork {
         Ok(json)
     }
 
-    /// The length of this network's last compact serialization (0 before
-    /// the first): a good capacity for the buffer of the next one.
-    pub(crate) fn saved_len_hint(&self) -> usize {
-        self.0.saved_len.load(Ordering::Relaxed)
-    }
-
-    /// The network as indented JSON in the saved format.
-    pub fn to_json_pretty(&self) -> Result<String> {
-        self.write_saved(false, |view| serde_json::to_string_pretty(view))
-    }
-
     /// Loads a network saved with [`RunnableNetwork::to_json`]. The default
     /// modifiers are attached; models, tools and other modifiers must be
     /// attached again by the caller.
@@ -129,24 +113,82 @@ impl RunnableNetwork {
         read::network_from_str(json)
     }
 
-    /// Loads a network from a JSON value in the saved format.
-    pub fn from_value(value: Value) -> Result<RunnableNetwork> {
-        read::network_from_value(value)
+    /// The length of this network's last compact serialization (0 before
+    /// the first): a good capacity for the buffer of the next one.
+    pub(crate) fn saved_len_hint(&self) -> usize {
+        self.0.saved_len.load(Ordering::Relaxed)
     }
+}
+
+/// The saved format's other forms: a JSON value, indented text, a file,
+/// and NVIDIA LC Agent's own JSON (read only).
+pub trait Saving: Sized {
+    /// The network as a JSON value in the saved format.
+    fn to_value(&self) -> Result<Value>;
+
+    /// The network as indented JSON in the saved format.
+    fn to_json_pretty(&self) -> Result<String>;
+
+    /// Loads a network from a JSON value in the saved format.
+    fn from_value(value: Value) -> Result<Self>;
 
     /// Saves to a file atomically (a temporary file beside it, fsync,
     /// rename, directory fsync), so a crash leaves the old file or the new
     /// one, never a torn one.
-    pub fn save_to_file(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+    fn save_to_file(&self, path: impl AsRef<std::path::Path>) -> Result<()>;
+
+    /// Loads a network saved with [`Saving::save_to_file`].
+    fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<Self>;
+
+    /// Reads a network saved by NVIDIA's LC Agent (the pydantic JSON its
+    /// `JsonNetworkList` and `RedisNetworkList` write) and returns it with
+    /// notes naming what could not be carried over (one line each). Node
+    /// classes map to this crate's kinds; classes it does not know become
+    /// generic nodes that keep their fields; ids are kept. The input is
+    /// only read.
+    ///
+    /// ```
+    /// # use lc_agent::{RunnableNetwork, Saving};
+    /// let saved = serde_json::json!({
+    ///     "nodes": [{"__node_type__": "RunnableHumanNode", "human_message": "hi",
+    ///                "outputs": {"type": "human", "content": "hi"}, "metadata": {}}],
+    ///     "__connections__": {"0": []},
+    ///     "metadata": {"uuid": "5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11"}});
+    /// let (net, notes) = RunnableNetwork::from_lc_agent(&saved)?;
+    /// assert_eq!((net.id().to_string().as_str(), net.len()),
+    ///            ("5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11", 1));
+    /// assert!(notes.is_empty());
+    /// # Ok::<(), lc_agent::NetworkError>(())
+    /// ```
+    fn from_lc_agent(saved: &Value) -> Result<(Self, Vec<String>)>;
+}
+
+impl Saving for RunnableNetwork {
+    fn to_value(&self) -> Result<Value> {
+        self.write_saved(false, |view| serde_json::to_value(view))
+    }
+
+    fn to_json_pretty(&self) -> Result<String> {
+        self.write_saved(false, |view| serde_json::to_string_pretty(view))
+    }
+
+    fn from_value(value: Value) -> Result<RunnableNetwork> {
+        read::network_from_value(value)
+    }
+
+    fn save_to_file(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         Ok(crate::atomic_file::write_atomic(
             path.as_ref(),
             self.to_json()?.as_bytes(),
         )?)
     }
 
-    /// Loads a network saved with [`RunnableNetwork::save_to_file`].
-    pub fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
-        Self::from_json(&std::fs::read_to_string(path)?)
+    fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
+        RunnableNetwork::from_json(&std::fs::read_to_string(path)?)
+    }
+
+    fn from_lc_agent(saved: &Value) -> Result<(RunnableNetwork, Vec<String>)> {
+        lc_agent::from_lc_agent(saved)
     }
 }
 

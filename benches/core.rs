@@ -15,18 +15,20 @@
 //! here as a drop of orders of magnitude at 10,000.
 #![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
-use lc_agent::TimeTravelExt;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use lc_agent::{
-    ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolCall, ToolOutput,
+    ChatNode, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, TimeTravelExt, Tool, ToolCall,
     Turn,
 };
 use lc_agent_filesystem::{run_tool, EditFile, FilesystemBackend, WriteFile};
 use serde_json::json;
+use support::{agent, big_network, runtime};
+
+mod support;
 
 /// Counts live heap bytes, for the bytes-per-node figure.
 struct Counting;
@@ -59,13 +61,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 /// N turns of human -> chat, built in a scope guard, nothing invoked yet.
 fn chain(turns: usize) -> RunnableNetwork {
@@ -104,30 +99,6 @@ fn invoke_chain(c: &mut Criterion) {
     group.finish();
 }
 
-/// One question, then 50 tool-call turns and a final answer.
-fn agent(turns: usize) -> RunnableNetwork {
-    let mut script: Vec<Turn> = (0..turns)
-        .map(|i| Turn::call(&format!("call-{i}"), "lookup", json!({"key": i})))
-        .collect();
-    script.push(Turn::text("done"));
-    let lookup = FnTool::new(
-        "lookup",
-        "Looks `key` up in memory.",
-        json!({"type": "object", "properties": {"key": {"type": "integer"}}}),
-        |args, _| async move { Ok(ToolOutput::ok(format!("value-{}", args["key"]))) },
-    );
-    let net = RunnableNetwork::builder()
-        .default_node("chat")
-        .chat_model("scripted")
-        .model("scripted", ScriptedChatModel::new(script))
-        .tool(lookup)
-        .build();
-    let _scope = net.enter();
-    HumanNode::new("look everything up");
-    drop(_scope);
-    net
-}
-
 fn agent_loop(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("agent_loop");
@@ -146,29 +117,6 @@ fn agent_loop(c: &mut Criterion) {
         )
     });
     group.finish();
-}
-
-/// 10,000 invoked nodes with ~1 KB of text each.
-fn big_network() -> RunnableNetwork {
-    let rt = runtime();
-    let answer = "lorem ipsum dolor sit amet ".repeat(38); // ~1 KB
-    let net = RunnableNetwork::builder()
-        .chat_model("scripted")
-        .model(
-            "scripted",
-            ScriptedChatModel::new([answer.as_str()]).cycled(),
-        )
-        .unlimited_steps()
-        .build();
-    {
-        let _scope = net.enter();
-        for i in 0..5_000 {
-            HumanNode::new(format!("{i}: {answer}"));
-            ChatNode::new();
-        }
-    }
-    rt.block_on(net.invoke()).expect("invoke");
-    net
 }
 
 fn json_roundtrip(c: &mut Criterion) {

@@ -24,15 +24,10 @@ use std::hint::black_box;
 
 use gungraun::{library_benchmark, library_benchmark_group, main};
 use lc_agent::prelude::*;
-use lc_agent::{FnTool, ScriptedChatModel, ToolOutput, Turn};
-use serde_json::json;
+use lc_agent::ScriptedChatModel;
+use support::{agent, big_network, runtime};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
+mod support;
 
 /// A session of `turns` answered turns, built as the README's tour builds
 /// one, and the runtime that ran it.
@@ -70,32 +65,12 @@ fn chat_turn(
 }
 
 /// One question, 50 tool-call turns and a final answer, nothing run yet.
-fn agent() -> (tokio::runtime::Runtime, RunnableNetwork) {
-    let mut script: Vec<Turn> = (0..50)
-        .map(|i| Turn::call(&format!("call-{i}"), "lookup", json!({"key": i})))
-        .collect();
-    script.push(Turn::text("done"));
-    let lookup = FnTool::new(
-        "lookup",
-        "Looks `key` up in memory.",
-        json!({"type": "object", "properties": {"key": {"type": "integer"}}}),
-        |args, _| async move { Ok(ToolOutput::ok(format!("value-{}", args["key"]))) },
-    );
-    let net = RunnableNetwork::builder()
-        .default_node("chat")
-        .chat_model("scripted")
-        .model("scripted", ScriptedChatModel::new(script))
-        .tool(lookup)
-        .build();
-    {
-        let _scope = net.enter();
-        HumanNode::new("look everything up");
-    }
-    (runtime(), net)
+fn fifty_tool_turns() -> (tokio::runtime::Runtime, RunnableNetwork) {
+    (runtime(), agent(50))
 }
 
 #[library_benchmark]
-#[bench::fifty_tool_turns(setup = agent)]
+#[bench::fifty_tool_turns(setup = fifty_tool_turns)]
 fn agent_tool_turns(
     (rt, net): (tokio::runtime::Runtime, RunnableNetwork),
 ) -> (tokio::runtime::Runtime, RunnableNetwork) {
@@ -106,25 +81,7 @@ fn agent_tool_turns(
 
 /// The saved form of 10,000 invoked nodes with ~1 KB of text each.
 fn saved_10k() -> String {
-    let rt = runtime();
-    let answer = "lorem ipsum dolor sit amet ".repeat(38);
-    let net = RunnableNetwork::builder()
-        .chat_model("scripted")
-        .model(
-            "scripted",
-            ScriptedChatModel::new([answer.as_str()]).cycled(),
-        )
-        .unlimited_steps()
-        .build();
-    {
-        let _scope = net.enter();
-        for i in 0..5_000 {
-            HumanNode::new(format!("{i}: {answer}"));
-            ChatNode::new();
-        }
-    }
-    rt.block_on(net.invoke()).expect("invoke");
-    net.to_json().expect("save")
+    big_network().to_json().expect("save")
 }
 
 #[library_benchmark]

@@ -21,11 +21,10 @@
 //! The networks are chains of human messages (no model involved).
 #![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
-use lc_agent::Saving;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lc_agent::{HumanNode, RunnableNetwork};
+use lc_agent::{HumanNode, RunnableNetwork, Saving};
 use lc_agent::{JsonNetworkList, ListQuery, NetworkList, RedisNetworkList};
 
 /// A network whose saved JSON is about `bytes` long.

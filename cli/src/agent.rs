@@ -20,14 +20,13 @@
 //! says so, see `Blueprint::narrowed`). A new session uses a trusted
 //! project's `.lc-agent/agent.toml` and `.mcp.json` (`trust.rs`).
 
-use lc_agent::Attachments;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::{ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
+use lc_agent::{Attachments, ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent_deepagent::mcp::{Elicitation, McpConfig, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};

@@ -10,12 +10,9 @@
 //! with `//` is sent as `/...` (the way to write a message that starts
 //! with a slash).
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
-use lc_agent::UsageExt;
 use std::fmt::Write as _;
 
-use lc_agent::{ChatNode, ListQuery, OpenAiChatModel};
+use lc_agent::{Attachments, ChatNode, ListQuery, ModelRoutes, OpenAiChatModel, UsageExt};
 use lc_agent_deepagent::{todos_of, TodoStatus};
 
 use crate::agent::Agent;

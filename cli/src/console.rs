@@ -19,8 +19,6 @@
 //! Piped output (stdout not a terminal), `NO_COLOR` and `--no-color` give
 //! plain text: scripts see exactly the stdout they always saw.
 
-use lc_agent::Attachments;
-use lc_agent::Events;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use crate::highlight::Segment;
 
-use lc_agent::{NetworkEvent, NodeId, RunnableNetwork, StreamDelta, ToolStatus, Usage};
+use lc_agent::{
+    Attachments, Events, NetworkEvent, NodeId, RunnableNetwork, StreamDelta, ToolStatus, Usage,
+};
 
 use lc_agent::{Prices, TokenCounts};
 

@@ -12,10 +12,9 @@
 //! branches (root to current leaf) with the same id: a fork and its
 //! origin share the nodes above the fork.
 
-use lc_agent::TimeTravelExt;
 use std::io::Write;
 
-use lc_agent::{NetworkList, NodeId, NodeRef, RunnableNetwork};
+use lc_agent::{NetworkList, NodeId, NodeRef, RunnableNetwork, TimeTravelExt};
 use lc_agent_filesystem::BranchSide;
 
 use crate::args::find_session;

@@ -8,11 +8,10 @@
 //! `lc_agent_deepagent::HookSettings`). The server reads only its own
 //! files and flags: nothing a client sends adds a hook.
 
-use lc_agent::Events;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use lc_agent::{NetworkEvent, RunnableNetwork};
+use lc_agent::{Events, NetworkEvent, RunnableNetwork};
 use lc_agent_deepagent::{HookSettings, HooksModifier};
 
 use crate::error::{CliError, CliResult};

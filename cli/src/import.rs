@@ -18,11 +18,10 @@
 //! read. Every source is tried; the command fails when one was not
 //! imported, naming each.
 
-use lc_agent::Saving;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lc_agent::{ListError, NetworkList, RunnableNetwork};
+use lc_agent::{ListError, NetworkList, RunnableNetwork, Saving};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -25,10 +25,9 @@
 //! `execute` changed is not recorded, so it is not restored (the listing
 //! says a turn ran commands).
 
-use lc_agent::TimeTravelExt;
 use std::collections::HashSet;
 
-use lc_agent::{HumanNode, NodeId, NodeRef, ToolNode};
+use lc_agent::{HumanNode, NodeId, NodeRef, TimeTravelExt, ToolNode};
 use lc_agent_filesystem::FileRewind;
 use serde_json::Value;
 

@@ -32,12 +32,11 @@
 //! model. Costs come from the one price table, [`lc_agent::Prices`]
 //! (`$LC_AGENT_HOME/prices.toml` extends it).
 
-use lc_agent::{Saving, UsageExt};
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use lc_agent::{ListError, ListQuery, Prices, SessionInfo, UsageTotals};
+use lc_agent::{ListError, ListQuery, Prices, Saving, SessionInfo, UsageExt, UsageTotals};
 use lc_agent::{Message, RunnableNetwork, ToolStatus};
 use lc_agent_deepagent::{todos_of, TodoStatus};
 

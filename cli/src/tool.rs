@@ -11,11 +11,11 @@
 //! error (unknown tool, arguments that are not a JSON object, bad flags,
 //! neither `--root` nor `--state`, or an unreadable state file).
 
-use lc_agent::Saving;
 use std::path::{Path, PathBuf};
 
 use lc_agent::{
-    openai_tools, RunnableNetwork, ScriptedChatModel, ToolCall, ToolOutput, ToolStatus, Turn,
+    openai_tools, RunnableNetwork, Saving, ScriptedChatModel, ToolCall, ToolOutput, ToolStatus,
+    Turn,
 };
 use lc_agent_deepagent::{DeepAgent, HooksModifier, Workspace};
 use lc_agent_filesystem::TOOL_NAMES;

@@ -16,7 +16,6 @@
 //!
 //! Run: `cargo run --example anthropic`
 
-use lc_agent::Events;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,8 +24,8 @@ use std::sync::Arc;
 use axum::routing::post;
 use axum::{Json, Router};
 use lc_agent::{
-    AnthropicChatModel, FnTool, HumanNode, NetworkEvent, RunnableNetwork, StreamDelta, SystemNode,
-    ToolOutput,
+    AnthropicChatModel, Events, FnTool, HumanNode, NetworkEvent, RunnableNetwork, StreamDelta,
+    SystemNode, ToolOutput,
 };
 use serde_json::{json, Value};
 

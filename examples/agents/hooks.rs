@@ -14,8 +14,7 @@
 //!
 //! Run: `cargo run --example hooks`
 
-use lc_agent::Events;
-use lc_agent::{HumanNode, NetworkEvent, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{Events, HumanNode, NetworkEvent, ScriptedChatModel, ToolCall, Turn};
 use lc_agent_deepagent::{DeepAgent, HookSettings, HooksModifier};
 use serde_json::json;
 

@@ -19,8 +19,9 @@
 //!
 //! Run: `cargo run --example summarization`
 
-use lc_agent::Events;
-use lc_agent::{HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn};
+use lc_agent::{
+    Events, HumanNode, NetworkEvent, RunnableNetwork, ScriptedChatModel, SummaryNode, Turn,
+};
 use lc_agent_deepagent::{
     compact, counter_for_model, ContextWindows, DeepAgent, DeepAgentBuilder, SummarizationConfig,
     SUMMARY_STEP,

@@ -12,8 +12,7 @@
 //!
 //! Run: `cargo run --example titles`
 
-use lc_agent::ModelRoutes;
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+use lc_agent::{HumanNode, ModelRoutes, RunnableNetwork, ScriptedChatModel};
 use lc_agent_deepagent::{write_title, TITLE_STEP};
 
 #[tokio::main]

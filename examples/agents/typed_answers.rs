@@ -13,10 +13,9 @@
 //!
 //! Run: `cargo run --example typed_answers`
 
-use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
-use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{ChatModel, HumanNode, OutputSchemaExt, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent_deepagent::AgentSpec;
 use serde::Deserialize;
 use serde_json::json;

@@ -12,8 +12,7 @@
 //!
 //! Run: `cargo run --example usage`
 
-use lc_agent::UsageExt;
-use lc_agent::{HumanNode, Prices, ScriptedChatModel, Turn, Usage};
+use lc_agent::{HumanNode, Prices, ScriptedChatModel, Turn, Usage, UsageExt};
 use lc_agent_deepagent::DeepAgent;
 use serde_json::json;
 

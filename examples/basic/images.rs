@@ -16,8 +16,9 @@
 //!
 //! Run: `cargo run --example images`
 
-use lc_agent::Attachments;
-use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{
+    Attachments, HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn,
+};
 use lc_agent_filesystem::{FilesystemBackend, FilesystemModifier};
 use serde_json::json;
 

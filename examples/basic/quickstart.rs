@@ -18,13 +18,13 @@
 //!
 //! Run: `cargo run --example quickstart`
 
-use lc_agent::Attachments;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, FnTool, HumanNode, JsonNetworkList, NetworkList, OpenAiChatModel, RunnableNetwork,
-    ScriptedChatModel, SystemNode, ToolCall, ToolError, ToolNode, ToolOutput, Turn,
+    Attachments, ChatModel, FnTool, HumanNode, JsonNetworkList, NetworkList, OpenAiChatModel,
+    RunnableNetwork, ScriptedChatModel, SystemNode, ToolCall, ToolError, ToolNode, ToolOutput,
+    Turn,
 };
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use serde_json::json;

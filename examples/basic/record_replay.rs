@@ -17,13 +17,12 @@
 //!
 //! Run: `cargo run --example record_replay`
 
-use lc_agent::Attachments;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use lc_agent::{
-    error_chain, ChatModel, FnTool, HumanNode, Match, OpenAiChatModel, RecordingChatModel,
-    ReplayChatModel, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
+    error_chain, Attachments, ChatModel, FnTool, HumanNode, Match, OpenAiChatModel,
+    RecordingChatModel, ReplayChatModel, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
 };
 use serde_json::json;
 

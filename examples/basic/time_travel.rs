@@ -14,9 +14,9 @@
 //!
 //! Run: `cargo run --example time_travel`
 
-use lc_agent::Attachments;
-use lc_agent::TimeTravelExt;
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{
+    Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, TimeTravelExt, ToolCall, Turn,
+};
 use lc_agent_filesystem::{rewind_files, FilesystemBackend, FilesystemModifier};
 use serde_json::json;
 

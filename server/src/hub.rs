@@ -18,12 +18,10 @@
 //! from a copy loaded before another process saved fails with a conflict
 //! (409), never overwriting.
 
-use lc_agent::Attachments;
-use lc_agent::Saving;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use lc_agent::{ListError, Lists, NetworkList, RunnableNetwork};
+use lc_agent::{Attachments, ListError, Lists, NetworkList, RunnableNetwork, Saving};
 use lc_agent_deepagent::{AgentContext, Blueprint, DeepAgentBuilder, Overrides, Workspace};
 use parking_lot::Mutex;
 use serde_json::{json, Value};

@@ -23,14 +23,15 @@
 //! started in one process share it. A run is counted when it ends, from
 //! the nodes it added (model calls, tool calls) and its usage.
 
-use lc_agent::Events;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
-use lc_agent::{ChatNode, Message, NetworkNode, NodeRef, RunnableNetwork, ToolNode, ToolStatus};
+use lc_agent::{
+    ChatNode, Events, Message, NetworkNode, NodeRef, RunnableNetwork, ToolNode, ToolStatus,
+};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Latency buckets, seconds: from a fast tool to a long agent run.

@@ -17,9 +17,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::NetworkError;
+use crate::network::format::journal::REVISION_KEY;
 use crate::network::RunnableNetwork;
 
-use crate::network::format::journal::REVISION_KEY;
 pub use cache::{CachedNetworkList, SessionCache};
 pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};

@@ -6,7 +6,6 @@
 //!                             ─▶ try_build() / build() ─▶ RunnableNetwork
 //! ```
 
-use crate::network::runtime::Attachments;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -16,6 +15,7 @@ use super::graph::Graph;
 use super::{RunnableNetwork, DEFAULT_STEP_LIMIT};
 use crate::error::Result;
 use crate::model::{ChatModel, ChatModelRegistry};
+use crate::network::runtime::Attachments;
 use crate::run::NetworkModifier;
 use crate::tool::Tool;
 

@@ -22,14 +22,19 @@ use crate::error::{NetworkError, Result};
 use crate::history::History;
 use crate::node::{NodeId, NodeRef};
 
+/// The hasher of the graph's own maps: fast, and seeded per process, so
+/// ids read from a saved file cannot be chosen to collide (the per-pass
+/// maps of a run use `IdMap`, keyed by the ids already in the graph).
+type Seeded = foldhash::fast::RandomState;
+
 pub(crate) struct Graph {
     pub(crate) id: uuid::Uuid,
     pub(crate) name: String,
     pub(crate) metadata: Map<String, Value>,
     pub(crate) default_node: Option<String>,
     pub(crate) chat_model_name: Option<String>,
-    nodes: IndexMap<NodeId, NodeRef>,
-    children: HashMap<NodeId, Vec<NodeId>>,
+    nodes: IndexMap<NodeId, NodeRef, Seeded>,
+    children: HashMap<NodeId, Vec<NodeId>, Seeded>,
     /// Nodes not yet invoked, by the sequence number they were added with
     /// (so a pass finds them without scanning the whole graph).
     pending: BTreeMap<u64, NodeId>,
@@ -60,8 +65,8 @@ impl Graph {
             metadata,
             default_node,
             chat_model_name,
-            nodes: IndexMap::new(),
-            children: HashMap::new(),
+            nodes: IndexMap::default(),
+            children: HashMap::default(),
             pending: BTreeMap::new(),
             next_seq: 0,
             nested: crate::node::IdSet::default(),
@@ -71,7 +76,7 @@ impl Graph {
     }
 
     /// Nodes in insertion order (the saved order).
-    pub(crate) fn nodes(&self) -> &IndexMap<NodeId, NodeRef> {
+    pub(crate) fn nodes(&self) -> &IndexMap<NodeId, NodeRef, Seeded> {
         &self.nodes
     }
 
@@ -314,6 +319,14 @@ impl RunnableNetwork {
     /// Nodes that have not run yet, parents before children.
     pub fn pending(&self) -> Vec<NodeRef> {
         let g = self.0.graph.lock();
+        if g.pending.len() <= 1 {
+            // The usual case between turns: nothing to order.
+            return g
+                .pending
+                .values()
+                .filter_map(|id| g.nodes.get(id).cloned())
+                .collect();
+        }
         let ids: Vec<NodeId> = g.pending.values().copied().collect();
         topological(&g, &ids)
     }

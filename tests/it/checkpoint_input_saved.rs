@@ -3,11 +3,12 @@
 //! the start nor after the input node, only after the nodes that do work
 //! and at the end; the store ends equal to the network.
 
-use lc_agent::Attachments;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use lc_agent::{CheckpointModifier, CheckpointPolicy, HumanNode, JsonNetworkList, NetworkList};
+use lc_agent::{
+    Attachments, CheckpointModifier, CheckpointPolicy, HumanNode, JsonNetworkList, NetworkList,
+};
 use lc_agent::{RunnableNetwork, ScriptedChatModel};
 
 async fn saves_of_a_turn(input_saved: bool) -> (usize, bool) {

@@ -1,10 +1,11 @@
 //! The `NetworkList` conformance suite: every implementation must pass it
 //! (run by `list_json` and `list_redis`).
 
-use lc_agent::Attachments;
 use std::collections::HashSet;
 
-use lc_agent::{FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn};
+use lc_agent::{
+    Attachments, FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
+};
 use lc_agent::{ListError, ListQuery, NetworkList, CREATED_AT_KEY, REVISION_KEY, UPDATED_AT_KEY};
 use serde_json::json;
 

@@ -1,16 +1,14 @@
 //! Time travel in the graph: `fork_at`, `branch_at`, `edit_at`,
 //! `rewind_to`; nothing above an edit runs again.
 
-use lc_agent::Attachments;
-use lc_agent::SnapshotsExt;
-use lc_agent::TimeTravelExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, FileData, FnTool, HumanNode, ModelError, NetworkError,
-    NodeRef, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, FileData, FnTool, HumanNode, ModelError,
+    NetworkError, NodeRef, RunnableNetwork, ScriptedChatModel, SnapshotsExt, TimeTravelExt,
+    ToolOutput, Turn,
 };
 use serde_json::json;
 

@@ -1,7 +1,6 @@
 //! Graph building: the scope guard, `>>`, removal and queries.
 
-use lc_agent::Events;
-use lc_agent::{ChatNode, HumanNode, NetworkError, NodeRef, RunnableNetwork, SystemNode};
+use lc_agent::{ChatNode, Events, HumanNode, NetworkError, NodeRef, RunnableNetwork, SystemNode};
 
 fn texts(nodes: &[NodeRef]) -> Vec<String> {
     nodes

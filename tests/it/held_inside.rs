@@ -3,9 +3,8 @@
 //! nodes below it wait, and once the inner work is released the next outer
 //! `invoke` goes on inside without running again what ran.
 
-use lc_agent::Events;
 use lc_agent::HELD_INSIDE;
-use lc_agent::{HumanNode, InvokeOutcome, NetworkEvent, NetworkNode, RunnableNetwork};
+use lc_agent::{Events, HumanNode, InvokeOutcome, NetworkEvent, NetworkNode, RunnableNetwork};
 
 #[tokio::test]
 async fn held_work_inside_holds_the_sub_network_until_it_is_released() {

@@ -4,11 +4,9 @@
 //! [`stale_copies_are_refused`] on Redis; kill -9 during incremental saves
 //! is in `list_json` and `list_redis`.
 
-use lc_agent::SnapshotsExt;
-use lc_agent::TimeTravelExt;
 use lc_agent::{
     FileData, HumanNode, JsonNetworkList, ListError, ListQuery, NetworkList, RunnableNetwork,
-    ScriptedChatModel,
+    ScriptedChatModel, SnapshotsExt, TimeTravelExt,
 };
 use serde_json::json;
 

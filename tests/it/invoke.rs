@@ -1,18 +1,16 @@
 //! Running networks: passes, caching, modifiers, tools, failures, limits,
 //! events and sub-networks.
 
-use lc_agent::Attachments;
-use lc_agent::Events;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatNode, ChatRequest, ChatResponse, FnTool, HumanNode, InvokeOutcome, Message,
-    ModelError, NetworkError, NetworkEvent, NetworkModifier, NetworkNode, NodeRef, Result,
-    RunnableNetwork, ScriptedChatModel, StreamDelta, SystemNode, ToolError, ToolOutput, ToolStatus,
-    Turn,
+    Attachments, ChatModel, ChatNode, ChatRequest, ChatResponse, Events, FnTool, HumanNode,
+    InvokeOutcome, Message, ModelError, NetworkError, NetworkEvent, NetworkModifier, NetworkNode,
+    NodeRef, Result, RunnableNetwork, ScriptedChatModel, StreamDelta, SystemNode, ToolError,
+    ToolOutput, ToolStatus, Turn,
 };
 use parking_lot::Mutex;
 use serde_json::json;

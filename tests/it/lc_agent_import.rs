@@ -3,12 +3,11 @@
 //! `Saving::from_lc_agent`: every built-in class mapped, unknown
 //! ones kept, the notes, the round trip, and a resumed run.
 
-use lc_agent::Attachments;
-use lc_agent::Saving;
 use std::path::PathBuf;
 
 use lc_agent::{
-    GenericNode, HumanNode, Message, NetworkNode, RunnableNetwork, ScriptedChatModel, ToolStatus,
+    Attachments, GenericNode, HumanNode, Message, NetworkNode, RunnableNetwork, Saving,
+    ScriptedChatModel, ToolStatus,
 };
 use serde_json::Value;
 

@@ -4,15 +4,15 @@
 //! Child processes are this test binary run again with `LC_LIST_CHILD`
 //! set: the `list_json::child_main` test then plays the child's part.
 
-use lc_agent::Attachments;
-use lc_agent::Saving;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use lc_agent::RunnableNetwork;
-use lc_agent::{JsonNetworkList, ListError, ListQuery, NetworkList, REVISION_KEY};
+use lc_agent::{
+    Attachments, JsonNetworkList, ListError, ListQuery, NetworkList, Saving, REVISION_KEY,
+};
 use serde_json::json;
 use uuid::Uuid;
 

@@ -1,16 +1,14 @@
 //! `OpenAiChatModel` against a real local HTTP server (axum on 127.0.0.1)
 //! that answers with protocol-shaped responses and records what it got.
 
-use lc_agent::Events;
-use lc_agent::ModelRoutes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
 use axum::Router;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, History, Message, ModelError, StreamDelta, ToolCall,
-    ToolSpec, Usage,
+    ChatModel, ChatRequest, ChatResponse, Events, History, Message, ModelError, ModelRoutes,
+    StreamDelta, ToolCall, ToolSpec, Usage,
 };
 use lc_agent::{OpenAiChatModel, OpenAiChatModelBuilder};
 use lc_agent_test_support::{MockServer, Reply};

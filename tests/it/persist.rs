@@ -2,12 +2,10 @@
 //! files, and the Mermaid drawing.
 
 use async_trait::async_trait;
-use lc_agent::Attachments;
-use lc_agent::Saving;
 use lc_agent::{
-    register_node_kind, ChatNode, FileData, FnTool, GenericNode, HumanNode, Message, NetworkError,
-    NetworkNode, NodeContext, NodeLogic, Result, RunnableNetwork, ScriptedChatModel, SystemNode,
-    ToolCall, ToolOutput, Turn,
+    register_node_kind, Attachments, ChatNode, FileData, FnTool, GenericNode, HumanNode, Message,
+    NetworkError, NetworkNode, NodeContext, NodeLogic, Result, RunnableNetwork, Saving,
+    ScriptedChatModel, SystemNode, ToolCall, ToolOutput, Turn,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -3,9 +3,8 @@
 //! texts, the metadata, the files and the node kinds (unknown kinds
 //! included).
 
-use lc_agent::Saving;
 use lc_agent::{
-    ChatNode, FileData, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode, ToolCall,
+    ChatNode, FileData, HumanNode, Message, NodeRef, RunnableNetwork, Saving, SystemNode, ToolCall,
     ToolNode,
 };
 use proptest::prelude::*;

@@ -1,9 +1,9 @@
 //! Model routing: a step -> model map in the network's metadata decides
 //! which model each chat node calls, and the node records the one used.
 
-use lc_agent::ModelRoutes;
 use lc_agent::{
-    ChatNode, HumanNode, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel, SystemNode,
+    ChatNode, HumanNode, ModelRoutes, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel,
+    SystemNode,
 };
 use serde_json::json;
 

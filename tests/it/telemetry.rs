@@ -5,13 +5,12 @@
 //! and a real receiver are tested in `cli/tests/otel.rs` (Arize Phoenix).
 //! Only with the `otel` feature (see `main.rs`).
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use lc_agent::{
-    FnTool, HumanNode, RunnableNetwork, ScriptedChatModel, SystemNode, ToolOutput, Turn,
+    Attachments, FnTool, HumanNode, ModelRoutes, RunnableNetwork, ScriptedChatModel, SystemNode,
+    ToolOutput, Turn,
 };
 use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier, SUMMARY_STEP};
 use serde_json::json;

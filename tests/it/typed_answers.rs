@@ -2,8 +2,7 @@
 //! (`response_format`, or a forced tool), the answer checked and asked
 //! again with the errors, the value saved on the node.
 
-use lc_agent::OutputSchemaExt;
-use lc_agent::{AnthropicChatModel, NodeRef, MAX_ANSWERS};
+use lc_agent::{AnthropicChatModel, NodeRef, OutputSchemaExt, MAX_ANSWERS};
 use lc_agent::{
     ChatModel, ChatNode, ChatRequest, History, HumanNode, Message, NetworkError, OpenAiChatModel,
     OutputSchema, RunnableNetwork, ScriptedChatModel, StreamDelta, Turn,

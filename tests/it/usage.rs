@@ -3,10 +3,9 @@
 //! parents), per run (after minus before), per time range; estimates when
 //! a model reports none; the price table.
 
-use lc_agent::UsageExt;
 use lc_agent::{
     HumanNode, NetworkNode, Prices, RunnableNetwork, ScriptedChatModel, TokenCounts, Turn, Usage,
-    UsageTotals, USAGE_KEY,
+    UsageExt, UsageTotals, USAGE_KEY,
 };
 use serde_json::json;
 

@@ -5,12 +5,11 @@
 //! `LlamaServer`). A 135M model answers badly, so these tests assert on the
 //! protocol and the agent's behaviour, never on wording.
 
-use lc_agent::ModelRoutes;
 use std::sync::{Arc, OnceLock};
 
 use lc_agent::{
     AnthropicChatModel, ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message,
-    NodeRef, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
+    ModelRoutes, NodeRef, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::json;

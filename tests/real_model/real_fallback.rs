@@ -3,12 +3,11 @@
 //! next turn of the same run is answered by the second, and the node says
 //! which model answered and why the first did not.
 
-use lc_agent::FallbackExt;
-use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatNode, FnTool, HumanNode, NodeRef, OpenAiChatModel, RunnableNetwork, ToolChoice, ToolOutput,
+    ChatNode, FallbackExt, FnTool, HumanNode, ModelRoutes, NodeRef, OpenAiChatModel,
+    RunnableNetwork, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::json;

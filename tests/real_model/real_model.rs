@@ -4,11 +4,10 @@
 //! these tests assert on the protocol and the agent's behaviour, never on
 //! wording.
 
-use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message, ModelError,
+    ChatModel, ChatNode, ChatRequest, FnTool, History, HumanNode, Message, ModelError, ModelRoutes,
     NetworkError, NodeRef, OpenAiChatModel, RunnableNetwork, StreamDelta, ToolChoice, ToolOutput,
 };
 use parking_lot::Mutex;

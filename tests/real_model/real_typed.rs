@@ -4,8 +4,9 @@
 //! which the server answers under a grammar built from the schema. The
 //! tests assert the protocol and that the value fits, never the wording.
 
-use lc_agent::OutputSchemaExt;
-use lc_agent::{ChatNode, HumanNode, NodeRef, OpenAiChatModel, OutputSchema, RunnableNetwork};
+use lc_agent::{
+    ChatNode, HumanNode, NodeRef, OpenAiChatModel, OutputSchema, OutputSchemaExt, RunnableNetwork,
+};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -8,13 +8,12 @@
 //! decides — text, tool calls and their ids, finish reasons, usage — is in
 //! the cassette and comes back exactly.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, ChatNode, FnTool, HumanNode, JsonNetworkList, NetworkList, NodeRef, OpenAiChatModel,
-    RecordingChatModel, ReplayChatModel, RunnableNetwork, ToolChoice, ToolOutput,
+    Attachments, ChatModel, ChatNode, FnTool, HumanNode, JsonNetworkList, ModelRoutes, NetworkList,
+    NodeRef, OpenAiChatModel, RecordingChatModel, ReplayChatModel, RunnableNetwork, ToolChoice,
+    ToolOutput,
 };
 use serde_json::{json, Value};
 

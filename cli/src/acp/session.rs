@@ -18,7 +18,6 @@
 //! through is not asked; `--yes` approves every call. One prompt runs at a time in a
 //! session (a second waits for the first).
 
-use lc_agent::Events;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
@@ -27,7 +26,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
-use lc_agent::{NetworkEvent, NodeId, RunnableNetwork};
+use lc_agent::{Events, NetworkEvent, NodeId, RunnableNetwork};
 use lc_agent_deepagent::{
     decide, pending_approvals, permission_mode, set_permission_mode, Decision, PendingApproval,
     PermissionMode,

@@ -33,10 +33,6 @@
 //! protocol), read off the network's events by a task that writes them in
 //! order with exec's own (thread, turn, decisions).
 
-use lc_agent::Events;
-use lc_agent::OutputSchemaExt;
-use lc_agent::TimeTravelExt;
-use lc_agent::UsageExt;
 mod events;
 mod output_schema;
 
@@ -44,7 +40,10 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 use clap::Args;
-use lc_agent::{NetworkEvent, NodeId, OutputSchema, RunnableNetwork, UsageTotals, CHAT_STEP};
+use lc_agent::{
+    Events, NetworkEvent, NodeId, OutputSchema, OutputSchemaExt, RunnableNetwork, TimeTravelExt,
+    UsageExt, UsageTotals, CHAT_STEP,
+};
 use lc_agent_deepagent::{decide, pending_approvals, Decision};
 use lc_agent_server::{PendingCall, RunDone, RunErrorEvent, RunEvent, RunFailure, RunStatus};
 use tokio::sync::{mpsc, oneshot};

@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used, unreachable_pub, missing_docs)] // criterion_group! declares an undocumented pub fn
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use lc_agent::SummaryExt;
-use lc_agent::{ChatNode, ChatRequest, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode};
+use lc_agent::{
+    ChatNode, ChatRequest, HumanNode, Message, NodeRef, RunnableNetwork, SummaryExt, SystemNode,
+};
 use lc_agent_deepagent::{ApproxCounter, Encoding, TiktokenCounter, TokenCounter};
 
 /// A network of `turns` answered turns (a human and an AI message each)

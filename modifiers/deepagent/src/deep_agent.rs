@@ -16,14 +16,11 @@
 //! [`SummarizationModifier`], [`SkillsModifier`] and the network's model
 //! routes.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
-use lc_agent::OutputSchemaExt;
-use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, NetworkError, NetworkModifier, Result, RunnableNetwork, SystemNode, Tool, TypedTool,
+    Attachments, ChatModel, ModelRoutes, NetworkError, NetworkModifier, OutputSchemaExt, Result,
+    RunnableNetwork, SystemNode, Tool, TypedTool, UsageExt,
 };
 
 use crate::approvals::ApprovalModifier;

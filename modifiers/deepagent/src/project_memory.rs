@@ -30,14 +30,13 @@
 //!   or size changed, so an edit (by the model or a person) shows at the
 //!   next turn, not in the middle of one.
 
-use lc_agent::ModelRoutes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use lc_agent::{ChatRequest, NetworkModifier, NodeRef, Result, RunnableNetwork};
+use lc_agent::{ChatRequest, ModelRoutes, NetworkModifier, NodeRef, Result, RunnableNetwork};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 

@@ -20,10 +20,7 @@
 //! `set_tool_call_limit`, `set_model_call_limit`): a saved session keeps
 //! them, and its stored blueprint sets them again when it is resumed.
 
-use lc_agent::CallLimitsExt;
-use lc_agent::ClearResultsExt;
-use lc_agent::FallbackExt;
-use lc_agent::ToolRetryExt;
+use lc_agent::{CallLimitsExt, ClearResultsExt, FallbackExt, ToolRetryExt};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

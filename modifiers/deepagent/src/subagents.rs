@@ -46,14 +46,14 @@
 //! too and the parent's `invoke` stops; see [`crate::approvals`] for how
 //! the nested call is listed, decided and resumed.
 
-use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use lc_agent::{
-    ChatNode, ChatRequest, HumanNode, NetworkInput, NetworkModifier, NetworkNode, NodeRef, Result,
-    RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode, ToolOutput, TypedTool,
+    ChatNode, ChatRequest, HumanNode, NetworkInput, NetworkModifier, NetworkNode, NodeRef,
+    OutputSchemaExt, Result, RunnableNetwork, SystemNode, Tool, ToolContext, ToolError, ToolNode,
+    ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};

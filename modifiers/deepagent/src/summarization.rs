@@ -45,17 +45,13 @@
 //!  ... human ─▶ chat ─▶ summary (kept = 0) ─▶ next human ─▶ chat   request: system + summary + next
 //! ```
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
-use lc_agent::SummaryExt;
-use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::CHAT_STEP;
 use lc_agent::{
-    ChatNode, ChatRequest, History, Message, NetworkError, NetworkModifier, NodeRef, Result,
-    RunnableNetwork,
+    Attachments, ChatNode, ChatRequest, History, Message, ModelRoutes, NetworkError,
+    NetworkModifier, NodeRef, Result, RunnableNetwork, SummaryExt, UsageExt,
 };
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};

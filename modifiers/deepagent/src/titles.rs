@@ -11,9 +11,9 @@
 //!
 //! In a blueprint: `[routes] title = "small"` with a `[models.small]`.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
-use lc_agent::{ChatRequest, History, Message, ModelError, RunnableNetwork};
+use lc_agent::{
+    Attachments, ChatRequest, History, Message, ModelError, ModelRoutes, RunnableNetwork,
+};
 use serde_json::json;
 
 /// The model-routing step of title requests.

@@ -9,11 +9,11 @@
 // Test code: a failed step is a failed test.
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
-use lc_agent::Attachments;
 use lc_agent_test_support::{needs, LlamaServer};
 
 use lc_agent::{
-    HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork, SummaryNode, SystemNode,
+    Attachments, HumanNode, ModelError, NetworkError, OpenAiChatModel, RunnableNetwork,
+    SummaryNode, SystemNode,
 };
 use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier};
 

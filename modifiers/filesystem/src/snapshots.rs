@@ -41,8 +41,9 @@
 //! - **Changed outside.** A file whose bytes differ from what the agent
 //!   (or the latest rewind) left there is reported and left alone.
 
-use lc_agent::SnapshotsExt;
-use lc_agent::{NodeId, RunnableNetwork, ToolContext, ToolError, ToolOutput, ToolStatus};
+use lc_agent::{
+    NodeId, RunnableNetwork, SnapshotsExt, ToolContext, ToolError, ToolOutput, ToolStatus,
+};
 use serde_json::{json, Map, Value};
 
 use crate::backend::Backend;

@@ -20,14 +20,13 @@
 //! Files are rewound in the session's workspace: its own files, or the
 //! user's directory when the server works in one.
 
-use lc_agent::TimeTravelExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use lc_agent::{HumanNode, NodeId, NodeRef, RunnableNetwork};
+use lc_agent::{HumanNode, NodeId, NodeRef, RunnableNetwork, TimeTravelExt};
 use lc_agent_filesystem::BranchSide;
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -3,8 +3,7 @@
 //! approve it; `deny` rules are the backend's (the call's result is the
 //! error naming the rule).
 
-use lc_agent::Attachments;
-use lc_agent::RunnableNetwork;
+use lc_agent::{Attachments, RunnableNetwork};
 use lc_agent_deepagent::PathRulesModifier;
 use lc_agent_filesystem::Verdict;
 use serde_json::Value;

@@ -35,14 +35,13 @@
 //!
 //! [`Runs::submit`]: crate::runs::Runs
 
-use lc_agent::UsageExt;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lc_agent::{revision_of, ListQuery};
+use lc_agent::{revision_of, ListQuery, UsageExt};
 use lc_agent::{NetworkNode, RunnableNetwork, ToolNode};
 use lc_agent_deepagent::{pending_approvals, permission_mode, todos_of, PermissionMode};
 use lc_agent_filesystem::Backend;

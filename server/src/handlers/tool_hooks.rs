@@ -6,8 +6,7 @@
 //! `allow` spares the call the approval rules (path rules still apply),
 //! and `updatedInput` rewrites the call before the other checks see it.
 
-use lc_agent::Attachments;
-use lc_agent::{RunnableNetwork, ToolCall, ToolExecution, ToolOutput};
+use lc_agent::{Attachments, RunnableNetwork, ToolCall, ToolExecution, ToolOutput};
 use lc_agent_deepagent::{HookDecision, HooksModifier};
 use serde_json::{json, Value};
 

@@ -28,13 +28,12 @@
 //! `--root` (with tokens, `--root/<user>`), or a session of the user's own
 //! (another user's session is 403), never outside them.
 
-use lc_agent::Attachments;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
 use axum::Json;
-use lc_agent::{RunnableNetwork, ToolExecutor};
+use lc_agent::{Attachments, RunnableNetwork, ToolExecutor};
 use lc_agent_deepagent::{permission_mode, ApprovalModifier, DeepAgentBuilder};
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -15,10 +15,9 @@
 //! (409, naming the waiting calls and the run); decisions come first, so a
 //! tool call always gets its result before the next human turn.
 
-use lc_agent::OutputSchemaExt;
 use std::sync::Arc;
 
-use lc_agent::{ContentPart, NetworkList, RunnableNetwork};
+use lc_agent::{ContentPart, NetworkList, OutputSchemaExt, RunnableNetwork};
 use lc_agent_deepagent::{decide, pending_approvals, Decision, DecisionKind};
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -15,14 +15,14 @@
 //!    approval_needed / stopped / done | error ─▶ settle ─▶ ack
 //! ```
 
-use lc_agent::Attachments;
-use lc_agent::Events;
-use lc_agent::UsageExt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use lc_agent::{revision_of, CheckpointModifier, CheckpointPolicy, NetworkEvent, NodeId};
+use lc_agent::{
+    revision_of, Attachments, CheckpointModifier, CheckpointPolicy, Events, NetworkEvent, NodeId,
+    UsageExt,
+};
 use lc_agent::{NetworkList, RunnableNetwork};
 use lc_agent_deepagent::{pending_approvals, PendingApproval};
 use serde_json::json;

@@ -41,8 +41,6 @@
 //! MCP server) meet the same hooks through [`HooksModifier::before_call`],
 //! [`HooksModifier::after_call`] and [`HooksModifier::run_call`].
 
-use lc_agent::Attachments;
-use lc_agent::Events;
 mod events;
 mod runner;
 mod settings;
@@ -53,8 +51,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatNode, HumanNode, Message, NetworkError, NetworkEvent, NetworkModifier, NodeId, NodeRef,
-    Result, RunnableNetwork, ToolCall, ToolNode, ToolOutput,
+    Attachments, ChatNode, Events, HumanNode, Message, NetworkError, NetworkEvent, NetworkModifier,
+    NodeId, NodeRef, Result, RunnableNetwork, ToolCall, ToolNode, ToolOutput,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};

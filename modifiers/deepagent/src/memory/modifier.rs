@@ -20,15 +20,13 @@
 //! cannot be stored is tried again at the end of the next invoke; both
 //! are logged.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatRequest, History, InvokeOutcome, Message, NetworkModifier, NodeRef, Result,
-    RunnableNetwork, Tool,
+    Attachments, ChatRequest, History, InvokeOutcome, Message, ModelRoutes, NetworkModifier,
+    NodeRef, Result, RunnableNetwork, Tool,
 };
 use parking_lot::Mutex;
 use serde_json::Value;

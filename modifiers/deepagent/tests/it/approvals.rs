@@ -4,12 +4,10 @@
 //! after the session was saved and loaded again.
 
 use crate::common;
-use lc_agent::Attachments;
-use lc_agent::Events;
 
 use lc_agent::{
-    HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork, ScriptedChatModel, ToolCall,
-    ToolStatus, Turn,
+    Attachments, Events, HumanNode, InvokeOutcome, NetworkEvent, RunnableNetwork,
+    ScriptedChatModel, ToolCall, ToolStatus, Turn,
 };
 use lc_agent_deepagent::{
     decide, pending_approvals, ApprovalError, ApprovalModifier, Decision, DecisionKind, Decisions,

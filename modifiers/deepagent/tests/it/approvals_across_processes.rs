@@ -5,10 +5,9 @@
 //! a JSON list and in Redis (a server the test starts on loopback).
 //! The models are scripted stand-ins for real ones.
 
-use lc_agent::Attachments;
 use std::process::Command;
 
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent::{JsonNetworkList, NetworkList, RedisNetworkList};
 use lc_agent_deepagent::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};

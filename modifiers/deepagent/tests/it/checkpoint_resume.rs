@@ -16,7 +16,6 @@
 //! The model is deterministic from the history (step `k` = number of tool
 //! results so far), so both processes play the same conversation.
 
-use lc_agent::Attachments;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, RunnableNetwork,
-    ToolCall, ToolOutput,
+    Attachments, ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError,
+    RunnableNetwork, ToolCall, ToolOutput,
 };
 use lc_agent::{CheckpointModifier, CheckpointPolicy};
 use lc_agent::{JsonNetworkList, ListQuery, NetworkList};

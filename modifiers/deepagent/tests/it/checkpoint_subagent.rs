@@ -3,16 +3,14 @@
 //! with the sub-agent's finished nodes, and the resumed session does not
 //! run them again. Scripted models stand in for real ones.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::CheckpointModifier;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
-    ScriptedChatModel, ToolCall, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, ModelRoutes,
+    NetworkNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn,
 };
 use lc_agent::{JsonNetworkList, NetworkList};
 use lc_agent_deepagent::{SubAgent, SubAgentModifier};

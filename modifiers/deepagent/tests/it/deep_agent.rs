@@ -3,9 +3,7 @@
 //! to a loaded session; no main model is a clear error. Scripted models
 //! stand in for real ones.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
-use lc_agent::{NetworkError, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{Attachments, ModelRoutes, NetworkError, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent_deepagent::{pending_approvals, Decisions, DeepAgent, SubAgent, BASE_PROMPT};
 use serde_json::json;
 

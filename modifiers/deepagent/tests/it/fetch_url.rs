@@ -5,13 +5,14 @@
 //! stopped at the time cap, a binary body refused; and the tool is off
 //! unless the blueprint turns it on.
 
-use lc_agent::Attachments;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn};
+use lc_agent::{
+    Attachments, ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, ToolStatus, Turn,
+};
 use lc_agent_deepagent::{AgentSpec, ModelSpec, SpecError};
 use serde_json::json;
 

@@ -12,12 +12,13 @@
 //! .ci/requirements.txt`); each test says what it needs with
 //! `#[needs(...)]`, so where a server is missing it is listed as ignored.
 
-use lc_agent::ToolRetryExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolStatus, Turn};
+use lc_agent::{
+    HumanNode, RunnableNetwork, ScriptedChatModel, Tool, ToolRetryExt, ToolStatus, Turn,
+};
 use lc_agent_deepagent::mcp::{
     Elicitation, ElicitationAnswer, McpConfig, McpServerConfig, McpTools,
 };

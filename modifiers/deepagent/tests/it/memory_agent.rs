@@ -10,16 +10,14 @@
 //!                                                        └──▶ bob: prompt and recall without it
 //! ```
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork,
-    ScriptedChatModel, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, ModelRoutes,
+    RunnableNetwork, ScriptedChatModel, Turn,
 };
 use lc_agent_deepagent::memory::{MemoryKind, MemoryModifier, MemoryStore};
 use lc_agent_deepagent::memory::{SUMMARIZED_KEY, TURNS_KEY, TURN_KEY};

@@ -5,9 +5,10 @@
 //! still waits; bypass holds nothing; `delete` asks first by default.
 
 use crate::common;
-use lc_agent::Attachments;
 
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolStatus, Turn};
+use lc_agent::{
+    Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolStatus, Turn,
+};
 use lc_agent_deepagent::{
     decide, pending_approvals, permission_mode, set_permission_mode, AgentSpec, Decision,
     DecisionKind, Decisions, DeepAgent, DeepAgentBuilder, PermissionMode, Workspace,

@@ -4,13 +4,12 @@
 //! changes, also when the model edits it with the file tools; the
 //! blueprint's shapes.
 
-use lc_agent::Attachments;
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, RunnableNetwork,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, RunnableNetwork,
     ScriptedChatModel, Turn,
 };
 use lc_agent_deepagent::{AgentSpec, ProjectMemory, ProjectMemorySpec, Workspace};

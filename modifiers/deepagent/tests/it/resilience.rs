@@ -4,12 +4,11 @@
 //! retried. Scripted models stand in, except the unreachable one, a real
 //! OpenAI-compatible client aimed at a closed port.
 
-use lc_agent::FallbackExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, FnTool, HumanNode, NetworkError, OpenAiChatModel, RunnableNetwork,
+    ChatModel, FallbackExt, FnTool, HumanNode, NetworkError, OpenAiChatModel, RunnableNetwork,
     ScriptedChatModel, ToolOutput, ToolStatus, Turn,
 };
 use lc_agent_deepagent::{AgentSpec, ModelSpec, SpecError};

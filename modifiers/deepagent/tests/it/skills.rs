@@ -3,12 +3,12 @@
 //! (snapshot), the model reading a SKILL.md with `read_file`, malformed
 //! files skipped with a warning that names them, and the blueprint.
 
-use lc_agent::Attachments;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError, RunnableNetwork, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, Message, ModelError,
+    RunnableNetwork, Turn,
 };
 use lc_agent_deepagent::{AgentSpec, DeepAgent, SkillError, SkillsModifier};
 use lc_agent_filesystem::{Backend, FilesystemBackend, StateBackend};

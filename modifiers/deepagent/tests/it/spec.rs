@@ -3,11 +3,11 @@
 //! elsewhere; mistakes are clear errors. Scripted models stand in for the
 //! named ones.
 
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 use std::sync::Arc;
 
-use lc_agent::{ChatModel, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{
+    Attachments, ChatModel, HumanNode, ModelRoutes, RunnableNetwork, ScriptedChatModel, Turn,
+};
 use lc_agent_deepagent::{
     pending_approvals, AgentSpec, DecisionKind, ModelSpec, SpecError, Workspace,
 };

@@ -6,18 +6,15 @@
 //! models stand in for real ones.
 
 use crate::common;
-use lc_agent::Attachments;
-use lc_agent::Events;
-use lc_agent::ModelRoutes;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, InvokeOutcome, ModelError,
-    NetworkEvent, NetworkNode, NodeRef, RunnableNetwork, ScriptedChatModel, SummaryNode, ToolNode,
-    ToolOutput, ToolStatus, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, Events, FnTool, HumanNode, InvokeOutcome,
+    ModelError, ModelRoutes, NetworkEvent, NetworkNode, NodeRef, RunnableNetwork,
+    ScriptedChatModel, SummaryNode, ToolNode, ToolOutput, ToolStatus, Turn,
 };
 use lc_agent_deepagent::{
     decide, pending_approvals, ApprovalModifier, Decision, Decisions, Route, SubAgent,

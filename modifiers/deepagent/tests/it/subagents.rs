@@ -4,15 +4,14 @@
 //! in the parent's JSON.
 
 use crate::common;
-use lc_agent::Attachments;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode, RunnableNetwork,
-    ScriptedChatModel, ToolStatus, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkNode,
+    RunnableNetwork, ScriptedChatModel, ToolStatus, Turn,
 };
 use lc_agent_deepagent::{SubAgent, SubAgentModifier};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};

@@ -5,16 +5,14 @@
 //! failing summary model loses nothing and is retried; a summary on
 //! demand (`compact`, a chat's `/compact`).
 
-use lc_agent::Attachments;
-use lc_agent::Events;
-use lc_agent::ModelRoutes;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, NetworkEvent,
-    RunnableNetwork, SummaryNode, SystemNode, ToolCall, ToolOutput, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, Events, FnTool, HumanNode, Message,
+    ModelError, ModelRoutes, NetworkEvent, RunnableNetwork, SummaryNode, SystemNode, ToolCall,
+    ToolOutput, Turn,
 };
 use lc_agent_deepagent::{
     compact, CompactError, ContextWindows, SummarizationConfig, SummarizationModifier, SUMMARY_STEP,

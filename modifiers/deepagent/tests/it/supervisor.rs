@@ -4,15 +4,13 @@
 //! outer conversation; turns are capped; supervisors nest.
 
 use crate::common;
-use lc_agent::Attachments;
-use lc_agent::ModelRoutes;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, NetworkError, NetworkNode,
-    RunnableNetwork, ScriptedChatModel, SystemNode, ToolStatus, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, HumanNode, ModelError, ModelRoutes,
+    NetworkError, NetworkNode, RunnableNetwork, ScriptedChatModel, SystemNode, ToolStatus, Turn,
 };
 use lc_agent_deepagent::{Route, Supervisor};
 use parking_lot::Mutex;

@@ -6,11 +6,11 @@
 //! JSON, in one turn; every result must read exactly as the core's
 //! `lc_agent::tool_args` words it, and nothing may change.
 
-use lc_agent::Attachments;
 use std::collections::HashMap;
 
 use lc_agent::{
-    HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolNode, ToolStatus, Turn,
+    Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, ToolNode, ToolStatus,
+    Turn,
 };
 use lc_agent_deepagent::{todos_of, Route, SubAgentModifier, Supervisor, TodoListModifier};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};

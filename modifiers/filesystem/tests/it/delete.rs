@@ -4,9 +4,8 @@
 //! everything inside a folder; a rewind puts deleted files back.
 
 use crate::common::{case, run_cases, Case};
-use lc_agent::Attachments;
 
-use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
 use lc_agent_filesystem::{
     rewind_files, Backend, CompositeBackend, Delete, FilesystemBackend, FilesystemModifier,
     InMemoryStore, PermissionRule, Permissions, RuleMode, StateBackend, StoreBackend,

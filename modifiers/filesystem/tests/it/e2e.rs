@@ -3,8 +3,9 @@
 //! over a `LocalShellBackend`; the final files and the transcript are
 //! snapshotted (ids are the script's own; no timestamps are printed).
 
-use lc_agent::Attachments;
-use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{
+    Attachments, HumanNode, Message, RunnableNetwork, ScriptedChatModel, ToolCall, Turn,
+};
 use lc_agent_filesystem::{FilesystemModifier, LocalShellBackend};
 use serde_json::json;
 

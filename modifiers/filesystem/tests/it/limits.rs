@@ -4,8 +4,7 @@
 //! edit leaves the file as it was (also through a running network, where
 //! edits are recorded for rewinds).
 
-use lc_agent::Attachments;
-use lc_agent::{HumanNode, Message, RunnableNetwork, ScriptedChatModel, Turn};
+use lc_agent::{Attachments, HumanNode, Message, RunnableNetwork, ScriptedChatModel, Turn};
 use lc_agent_filesystem::{
     Backend, CompositeBackend, FileLimits, FilesystemBackend, FilesystemModifier, InMemoryStore,
     StateBackend, StoreBackend,

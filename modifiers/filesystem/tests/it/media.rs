@@ -5,12 +5,13 @@
 //! there, image bytes are refused when stored); a model that cannot read
 //! images gets the description and a note instead of a failed run.
 
-use lc_agent::Attachments;
 use std::io::Cursor;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use lc_agent::{ContentPart, HumanNode, OpenAiChatModel, RunnableNetwork, ToolOutput, ToolStatus};
+use lc_agent::{
+    Attachments, ContentPart, HumanNode, OpenAiChatModel, RunnableNetwork, ToolOutput, ToolStatus,
+};
 use lc_agent_filesystem::{
     run_tool, Backend, CompositeBackend, FilesystemBackend, FilesystemModifier, InMemoryStore,
     LocalShellBackend, StateBackend, StoreBackend,

@@ -2,12 +2,11 @@
 //! eviction of large tool results (threshold, ids, exclusions, paging,
 //! save/load, write failures).
 
-use lc_agent::Attachments;
 use std::sync::Arc;
 
 use lc_agent::{
-    ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError, NodeRef,
-    RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
+    Attachments, ChatModel, ChatRequest, ChatResponse, FnTool, HumanNode, Message, ModelError,
+    NodeRef, RunnableNetwork, ScriptedChatModel, ToolOutput, Turn,
 };
 use lc_agent_filesystem::evict::file_name_for;
 use lc_agent_filesystem::{

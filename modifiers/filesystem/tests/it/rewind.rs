@@ -4,12 +4,13 @@
 //! reported, not overwritten; a fork of an in-graph session has the files
 //! of its node.
 
-use lc_agent::Attachments;
-use lc_agent::TimeTravelExt;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use lc_agent::{HumanNode, NodeId, RunnableNetwork, ScriptedChatModel, ToolCall, Turn};
+use lc_agent::{
+    Attachments, HumanNode, NodeId, RunnableNetwork, ScriptedChatModel, TimeTravelExt, ToolCall,
+    Turn,
+};
 use lc_agent_filesystem::{rewind_files, FilesystemBackend, FilesystemModifier, StateBackend};
 use serde_json::json;
 

@@ -20,6 +20,7 @@ mod modes;
 mod openai_history;
 mod openai_retries;
 mod openai_sdk_history;
+mod openai_tool_history;
 mod openai_truth;
 mod ownership;
 mod permissions;

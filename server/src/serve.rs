@@ -184,6 +184,8 @@ pub async fn serve(
             );
         }
     }
+    // Out of the run queue's consumer group: it lists live servers only.
+    state.runs.leave().await;
     Ok(())
 }
 

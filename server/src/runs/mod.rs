@@ -27,7 +27,8 @@
 //! record.rs   Run, RunStatus
 //! store.rs    RunStore (records, events, queue), RunError, Delivery
 //! local.rs    LocalRuns: one process (with the JSON list): memory + files, restart recovery
-//! redis.rs    RedisRuns: a deployment on Redis: hashes, capped event streams, a Stream queue
+//! redis/      RedisRuns: a deployment on Redis: hashes, capped event streams (mod.rs),
+//!             the Stream queue and its consumer group (queue.rs), replies (reply.rs)
 //! service.rs  Runs: the service (store, hub, settings, what runs here, event wake-ups)
 //! submit.rs   Input, Target, Runs::submit (and resume), Runs::cancel, retries of a request,
 //!             Refused (409 naming the session's run, 429)

@@ -200,6 +200,20 @@ pub trait RunStore: Send + Sync + 'static {
     async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()>;
     /// Done with a delivery (the run ended, or waits).
     async fn ack(&self, delivery: &Delivery) -> RunResult<()>;
+    /// `consumer` (this server, stopping) leaves the queue: what it still
+    /// holds is queued again, then it is forgotten. False when it could
+    /// not give everything back (it stays; its leases expire).
+    async fn leave(&self, consumer: &str) -> RunResult<bool> {
+        let _ = consumer;
+        Ok(true)
+    }
+    /// Forgets the queue's consumers other than `consumer` that hold
+    /// nothing and were silent for longer than `dead_after` (servers that
+    /// died); returns how many.
+    async fn prune(&self, consumer: &str, dead_after: Duration) -> RunResult<usize> {
+        let _ = (consumer, dead_after);
+        Ok(0)
+    }
 }
 
 impl From<RunError> for ApiError {

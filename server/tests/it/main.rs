@@ -24,6 +24,7 @@ mod openai_tool_history;
 mod openai_truth;
 mod ownership;
 mod permissions;
+mod redis_consumers;
 mod redis_outage;
 mod runs;
 mod runs_redis;

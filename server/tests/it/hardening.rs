@@ -337,13 +337,14 @@ async fn a_stalled_body_is_cut() {
 }
 
 #[tokio::test]
-async fn connections_are_capped() {
+async fn a_full_server_closes_an_idle_connection_for_a_new_one_and_429s_when_all_are_busy() {
     let server = start_with(|dir| {
         ServerConfig::new(Arc::new(ScriptedChatModel::new([Turn::text("ok")])))
             .sessions(ListConfig::json(dir.join("sessions")))
             .max_connections(8)
     })
     .await;
+    // Eight connections that sent half their headers: idle, no request yet.
     let mut held = Vec::new();
     for _ in 0..8 {
         let mut s = TcpStream::connect(addr(&server.url)).await.unwrap();
@@ -351,23 +352,54 @@ async fn connections_are_capped() {
             .await
             .unwrap();
         held.push(s);
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // A new client is served: the oldest idle connection made room.
+    let r = client()
+        .get(format!("{}/v1/models", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(2), held[0].read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Eight connections busy with a request (a body still coming): a new
+    // one gets 429 with Retry-After.
+    let mut busy = Vec::new();
+    for _ in 0..8 {
+        let mut s = TcpStream::connect(addr(&server.url)).await.unwrap();
+        let head = format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+            addr(&server.url)
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        busy.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let (status, head, body) = raw(
         &server.url,
         "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     )
     .await;
-    assert_eq!(status, 503, "{head}");
-    assert_eq!(error_of(&body).1, 503);
-    drop(held);
+    assert_eq!(status, 429, "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 1"),
+        "{head}"
+    );
+    assert_eq!(error_of(&body).1, 429);
+    drop(busy);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = client()
         .get(format!("{}/v1/models", server.url))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200, "a freed slot serves again");
+    assert_eq!(r.status(), 200, "a freed place serves again");
     server.stop().await;
 }
 

@@ -12,6 +12,7 @@ mod disk_full;
 mod doors;
 mod endpoints;
 mod events;
+mod fair;
 mod hardening;
 mod hooks;
 mod images;

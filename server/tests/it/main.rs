@@ -27,6 +27,7 @@ mod ownership;
 mod permissions;
 mod redis_consumers;
 mod redis_outage;
+mod redis_takeover;
 mod runs;
 mod runs_redis;
 mod sandbox;

@@ -35,11 +35,12 @@ use async_trait::async_trait;
 use lc_agent::{ListError, RedisConnector};
 use uuid::Uuid;
 
-use super::event::{NumberedEvent, RunEvent};
+use super::event::NumberedEvent;
 use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
-use reply::{entries, field, store, text};
+use reply::{store, text};
 
+mod events;
 mod queue;
 mod reply;
 
@@ -685,89 +686,15 @@ impl RunStore for RedisRuns {
     }
 
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        let key = self.events_key(id);
-        let mut lines = Vec::with_capacity(events.len());
-        for e in events {
-            lines.push((
-                format!("0-{}", e.seq),
-                e.event.name(),
-                serde_json::to_string(&e.event.data())
-                    .map_err(|e| RunError::store("write a run's events", e))?,
-            ));
-        }
-        self.redis
-            .run("append the run's events", |mut conn| {
-                let mut p = ::redis::pipe();
-                for (seq, name, data) in &lines {
-                    p.cmd("XADD")
-                        .arg(&key)
-                        .arg("MAXLEN")
-                        .arg("~")
-                        .arg(EVENTS_CAP)
-                        .arg(seq)
-                        .arg("event")
-                        .arg(name)
-                        .arg("data")
-                        .arg(data)
-                        .ignore();
-                }
-                async move { p.query_async::<()>(&mut conn).await }
-            })
-            .await
-            .map_err(store)
+        self.add_events(id, events).await
     }
 
     async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<NumberedEvent>> {
-        let key = self.events_key(id);
-        let reply: Value = self
-            .redis
-            .run("read the run's events", |mut conn| {
-                let c = cmd("XRANGE")
-                    .arg(&key)
-                    .arg(format!("0-{}", after.saturating_add(1)))
-                    .arg("+")
-                    .arg("COUNT")
-                    .arg(max.max(1))
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(entries(reply)
-            .into_iter()
-            .filter_map(|(id, fields)| {
-                let seq = id.strip_prefix("0-")?.parse().ok()?;
-                let data = serde_json::from_str(field(&fields, "data")?).ok()?;
-                let event = RunEvent::from_parts(field(&fields, "event")?, data).ok()?;
-                Some(NumberedEvent { seq, event })
-            })
-            .take(max)
-            .collect())
+        self.read_events(id, after, max).await
     }
 
     async fn last_seq(&self, id: Uuid) -> RunResult<u64> {
-        let key = self.events_key(id);
-        let reply: Value = self
-            .redis
-            .run("read the run's last event", |mut conn| {
-                let c = cmd("XREVRANGE")
-                    .arg(&key)
-                    .arg("+")
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(1)
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(entries(reply)
-            .first()
-            .and_then(|(id, _)| id.strip_prefix("0-")?.parse().ok())
-            .unwrap_or(0))
+        self.last_event(id).await
     }
 
     async fn remember(
@@ -831,6 +758,15 @@ impl RunStore for RedisRuns {
 
     async fn ack(&self, delivery: &Delivery) -> RunResult<()> {
         self.done_with(delivery).await
+    }
+
+    async fn append_held(
+        &self,
+        consumer: &str,
+        delivery: &Delivery,
+        events: &[NumberedEvent],
+    ) -> RunResult<()> {
+        self.add_held_events(consumer, delivery, events).await
     }
 
     async fn leave(&self, consumer: &str) -> RunResult<bool> {

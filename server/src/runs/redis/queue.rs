@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::reply::{entries, field, items, store, text};
 use super::RedisRuns;
-use crate::runs::store::{Delivery, RunResult};
+use crate::runs::store::{Delivery, RunError, RunResult};
 
 impl RedisRuns {
     /// The consumer group's `lag`: entries of the queue no server has
@@ -142,20 +142,24 @@ impl RedisRuns {
 
     pub(super) async fn extend(&self, consumer: &str, delivery: &Delivery) -> RunResult<()> {
         let (queue, group) = (self.queue_key(), self.group());
-        self.redis
+        let held: i64 = self
+            .redis
             .run("renew the run's lease", |mut conn| {
-                let c = cmd("XCLAIM")
+                let c = cmd("EVAL")
+                    .arg(RENEW_HELD)
+                    .arg(1)
                     .arg(&queue)
                     .arg(&group)
                     .arg(consumer)
-                    .arg(0)
                     .arg(&delivery.tag)
-                    .arg("JUSTID")
                     .clone();
-                async move { c.query_async::<Value>(&mut conn).await }
+                async move { c.query_async::<i64>(&mut conn).await }
             })
             .await
             .map_err(store)?;
+        if held == 0 {
+            return Err(RunError::Lost(delivery.run));
+        }
         Ok(())
     }
 
@@ -325,3 +329,23 @@ if #held > 0 then return 0 end
 redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
 return 1
 ";
+
+/// The head of the scripts that act only for the holder of a queue entry
+/// (KEYS[1]: the queue; ARGV: the group, the consumer, the entry): stops
+/// with 0 unless the consumer holds the entry.
+macro_rules! held_head {
+    () => {
+        r"
+local held = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if #held == 0 or held[1][2] ~= ARGV[2] then return 0 end
+"
+    };
+}
+pub(super) use held_head;
+
+/// Renews a lease (`XCLAIM ... JUSTID`: idle time back to 0) only for the
+/// consumer that holds the entry: 1, else 0 (another server took it over).
+const RENEW_HELD: &str = concat!(
+    held_head!(),
+    "redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')\nreturn 1\n"
+);

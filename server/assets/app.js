@@ -1191,7 +1191,9 @@ function applyTheme(redraw) {
   const dark = currentTheme() === "dark";
   $("theme").setAttribute("aria-pressed", dark ? "true" : "false");
   if (window.mermaid) {
-    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", flowchart: { htmlLabels: false }, themeVariables: { fontSize: "13px" } });
+    // The view bounds the graph (300 nodes, more on "show earlier"):
+    // Mermaid's own caps (50,000 characters, 500 edges) would refuse it.
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", maxTextSize: 5000000, maxEdges: 50000, flowchart: { htmlLabels: false }, themeVariables: { fontSize: "13px" } });
   }
   if (redraw && state.view && state.view.graph) {
     renderGraph($("graph"), state.view.graph, false);

@@ -1,7 +1,8 @@
 //! Light and dark: the page follows the system's `prefers-color-scheme`
 //! until its ◐ toggle chooses (kept across reloads, over the system's
 //! choice). Screenshots at 1400 and 390 px, light and dark, go to
-//! `<target>/tmp/web-theme-*.png`.
+//! `<target>/tmp/web-theme-*.png`. A long session's graph panel draws its
+//! latest 300 nodes (no Mermaid size error) and "Show earlier" draws more.
 
 use std::time::Duration;
 
@@ -149,6 +150,77 @@ async fn the_page_follows_the_system_until_its_toggle_chooses() {
         .unwrap();
     assert_eq!(look(&c).await, (LIGHT.to_string(), "false".to_string()));
     shot(&c, "390-light").await;
+    let _ = c.close().await;
+    drop(driver);
+    server.stop().await;
+}
+
+/// How many node boxes the side panel's graph draws.
+async fn graph_boxes(c: &Client) -> u64 {
+    c.execute(
+        "return document.querySelectorAll('#graph svg g.node').length",
+        vec![],
+    )
+    .await
+    .unwrap()
+    .as_u64()
+    .unwrap_or(0)
+}
+
+#[needs(chromium)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_sessions_graph_draws_its_latest_nodes_and_shows_earlier_ones_on_demand() {
+    let server = start(ScriptedChatModel::new([Turn::text("ok")])).await;
+    let session = new_session(&server.url, ALICE).await;
+    let lists = lc_agent::ListConfig::json(server.dir.path().join("sessions"))
+        .open()
+        .unwrap();
+    let list = lists.user("alice").unwrap();
+    let net = list.load(session.parse().unwrap()).await.unwrap();
+    {
+        let _s = net.enter();
+        for i in 0..1_000 {
+            lc_agent::HumanNode::new(format!("question {i}"));
+            lc_agent::ChatNode::new().set_output(lc_agent::Message::ai(format!("answer {i}")));
+        }
+    }
+    list.save(&net).await.unwrap();
+
+    let (driver, driver_url) = chromedriver::start().await;
+    let profile = tempfile::tempdir().unwrap();
+    let c = crate::browser(&driver_url, profile.path(), (1400, 900)).await;
+    c.goto(&format!("{}/?token={ALICE}&session={session}", server.url))
+        .await
+        .unwrap();
+    let mut boxes = 0;
+    for _ in 0..300 {
+        boxes = graph_boxes(&c).await;
+        if boxes > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(boxes, 300, "the latest 300 nodes");
+    let graph = c
+        .find(Locator::Css("#graph"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!graph.contains("Maximum text size"), "{graph}");
+    let earlier = c.find(Locator::Css("#graph-earlier")).await.unwrap();
+    assert!(earlier.text().await.unwrap().contains("more nodes"));
+    earlier.click().await.unwrap();
+    for _ in 0..300 {
+        boxes = graph_boxes(&c).await;
+        if boxes == 600 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(boxes, 600, "twice as many after \"Show earlier\"");
+    shot(&c, "1400-long-graph").await;
     let _ = c.close().await;
     drop(driver);
     server.stop().await;

@@ -432,8 +432,8 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
         .unwrap();
     assert_eq!(r.status(), 200);
     eprintln!("the first turn, before the flood: {:?}", warm.elapsed());
-    // 1,200 connections from 127.0.0.2 that never send a byte (more than
-    // the 1,024 the server serves at once), held open.
+    // 1,200 connections from 127.0.0.2 that never send a byte, held open
+    // (idle connections hold no request slot).
     let flood = tokio::spawn({
         let url = url.clone();
         async move {
@@ -474,7 +474,7 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
     let slowest = took.iter().max().copied().unwrap_or_default();
     assert!(slowest < Duration::from_secs(2), "chat turns took {took:?}");
     // The silent ones are all closed by the server within its silent
-    // timeout (the ones over the per-address cap at once).
+    // timeout.
     let t = Instant::now();
     for s in &mut held {
         let mut buf = [0u8; 512];

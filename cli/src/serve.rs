@@ -6,6 +6,8 @@
 //!                [--agent FILE] [--sessions DIR | --redis URL] [--cors ORIGIN]... [--body-limit BYTES]
 //!                [--timeout SECS] [--mcp FILE.json] [--record FILE.jsonl | --replay FILE.jsonl]
 //!                [--allow-host HOST]... [--max-connections N] [--header-timeout SECS]
+//!                [--max-requests N] [--max-client-requests N] [--body-timeout SECS]
+//!                [--trusted-proxy CIDR]...
 //!                [--session-ttl 30d] [--keep-snapshots N] [--session-cache N] [--log-format text|json]
 //!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
 //!                [--run-retention SECS] [--grace SECS] [--mode MODE] [--allow-bypass]
@@ -117,13 +119,28 @@ pub(crate) struct ServeArgs {
     /// answered otherwise.
     #[arg(long, value_name = "HOST")]
     pub(crate) allow_host: Vec<String>,
-    /// Connections served at once (one more gets 503).
-    #[arg(long, default_value_t = 1024)]
+    /// Connections open at once: a new one takes the place of the oldest
+    /// idle one of the address with the most idle ones; when every
+    /// connection is busy with a request, 429.
+    #[arg(long, default_value_t = 4096)]
     pub(crate) max_connections: usize,
-    /// Connections one client address may hold at once (one more is
-    /// refused while other clients are served).
-    #[arg(long, value_name = "N", default_value_t = 128)]
-    pub(crate) max_client_connections: usize,
+    /// Requests served at once, in all (the last 32 free slots go to
+    /// clients holding none).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub(crate) max_requests: usize,
+    /// Requests one client — a user (its token), else an address — may
+    /// have served at once; more wait up to 10 s for a slot, then 429 with
+    /// Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub(crate) max_client_requests: usize,
+    /// Seconds a request's whole body may take to arrive (then 408).
+    #[arg(long, value_name = "SECS", default_value_t = 15)]
+    pub(crate) body_timeout: u64,
+    /// Trust the proxies of this network (e.g. 10.0.0.0/8, or one address):
+    /// their `Forwarded` / `X-Forwarded-For` name the client, so users
+    /// behind one proxy get request slots of their own.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub(crate) trusted_proxy: Vec<ipnet::IpNet>,
     /// The most bytes one file of a session's own files may hold (a call
     /// that would write more is undone and told so).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
@@ -201,7 +218,9 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
         .body_limit(args.body_limit)
         .request_timeout(Duration::from_secs(args.timeout))
         .max_connections(args.max_connections)
-        .max_client_connections(args.max_client_connections)
+        .max_requests(args.max_requests)
+        .max_client_requests(args.max_client_requests)
+        .body_timeout(Duration::from_secs(args.body_timeout.max(1)))
         .max_file_bytes(args.max_file_bytes)
         .max_session_files_bytes(args.max_session_files_bytes)
         .file_limits(
@@ -222,6 +241,9 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
             keep: Duration::from_secs(args.run_retention),
             store_patience: seconds("--store-patience", args.store_patience)?,
         });
+    for net in &args.trusted_proxy {
+        config = config.trusted_proxy(*net);
+    }
     if let Some(age) = args.store.session_ttl {
         config = config.retention(age);
     }
@@ -353,4 +375,14 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
     served.map_err(|e| CliError::failed(e.to_string()))?;
     eprintln!("stopped");
     Ok(())
+}
+
+/// `--trusted-proxy`: a network (`10.0.0.0/8`) or one address.
+fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
+    if let Ok(net) = text.parse::<ipnet::IpNet>() {
+        return Ok(net);
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|_| format!("`{text}` is neither a network (10.0.0.0/8) nor an address"))
 }

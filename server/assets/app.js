@@ -22,6 +22,7 @@ const state = {
   expanded: new Set(),// sub-network node ids open in the full graph
   notes: [],          // what the last run said (stopped, errors): kept past a refresh
   zoom: { scale: 1, x: 0, y: 0 },
+  graphNodes: 0,      // graph nodes asked of the view (0: the server's default); "show earlier" doubles it
 };
 const PAGE = 30;
 // Messages per page of the session view (the server's page size).
@@ -648,6 +649,7 @@ async function newSession() {
 async function openSession(id, push) {
   if (state.running && id !== state.session) { status("A run is going on: stop it or wait before switching sessions."); return; }
   if (id !== state.session) state.notes = [];
+  if (id !== state.session) state.graphNodes = 0;
   state.session = id;
   state.expanded.clear();
   $("notice").hidden = true;
@@ -680,6 +682,7 @@ function closeSession(notice) {
   renderTodos([]);
   renderFiles({});
   $("graph").replaceChildren();
+  $("graph-earlier").hidden = true;
   if (notice) { $("notice").textContent = notice; $("notice").hidden = false; }
   loadSessions();
 }
@@ -688,7 +691,7 @@ async function refresh() {
   if (!state.session) return;
   const id = state.session;
   try {
-    const s = await api("GET", "/api/sessions/" + id);
+    const s = await api("GET", "/api/sessions/" + id + (state.graphNodes ? "?graph=" + state.graphNodes : ""));
     if (state.session !== id) return;
     state.view = s;
     $("session-name").textContent = s.name || s.id;
@@ -702,10 +705,26 @@ async function refresh() {
     renderInputRequests(s.pending_input || []);
     await renderGraph($("graph"), s.graph, false);
     if (!$("graph-view").hidden) await renderGraph($("graph-full"), s.graph, true);
+    showGraphEarlier(s);
   } catch (e) {
     if (e.status === 404 || e.status === 403) closeSession(e.message);
     else status(e.message);
   }
+}
+
+// The view's graph is its latest nodes (300 unless asked): a long
+// session's stays drawable; "show earlier" asks for twice as many.
+function showGraphEarlier(s) {
+  const shown = (s.graph && s.graph.nodes.length) || 0;
+  const more = (s.graph_total || 0) - shown;
+  $("graph-earlier").hidden = !(more > 0);
+  $("graph-earlier").textContent = "Show earlier (" + more + " more nodes)";
+}
+
+async function graphEarlier() {
+  const shown = (state.view && state.view.graph && state.view.graph.nodes.length) || 300;
+  state.graphNodes = Math.min(5000, shown * 2);
+  await refresh();
 }
 
 // The view is a page of the latest messages: earlier ones come on demand.
@@ -1154,6 +1173,39 @@ async function decide(nodeId, decision, extra) {
   await run("/api/sessions/" + state.session + "/approvals", { decisions: [Object.assign({ node_id: nodeId, decision }, extra || {})] });
 }
 
+// -------------------------------------------------------------------- theme
+
+// Dark or light: the page's own choice (the header's ◐, kept in
+// localStorage), else the system's (prefers-color-scheme). The stylesheet
+// reads `data-theme` on <html>; without it, the system's choice applies.
+function currentTheme() {
+  const chosen = localStorage.getItem("lc-agent-theme");
+  if (chosen === "dark" || chosen === "light") return chosen;
+  return window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+}
+
+function applyTheme(redraw) {
+  const chosen = localStorage.getItem("lc-agent-theme");
+  if (chosen === "dark" || chosen === "light") document.documentElement.dataset.theme = chosen;
+  else delete document.documentElement.dataset.theme;
+  const dark = currentTheme() === "dark";
+  $("theme").setAttribute("aria-pressed", dark ? "true" : "false");
+  if (window.mermaid) {
+    // The view bounds the graph (300 nodes, more on "show earlier"):
+    // Mermaid's own caps (50,000 characters, 500 edges) would refuse it.
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", maxTextSize: 5000000, maxEdges: 50000, flowchart: { htmlLabels: false }, themeVariables: { fontSize: "13px" } });
+  }
+  if (redraw && state.view && state.view.graph) {
+    renderGraph($("graph"), state.view.graph, false);
+    if (!$("graph-view").hidden) renderGraph($("graph-full"), state.view.graph, true);
+  }
+}
+
+function toggleTheme() {
+  localStorage.setItem("lc-agent-theme", currentTheme() === "dark" ? "light" : "dark");
+  applyTheme(true);
+}
+
 // -------------------------------------------------------------------- graph
 
 function mermaidText(text) {
@@ -1188,10 +1240,17 @@ function graphSource(graph, full, ids) {
   };
   walk(graph, "n", 0);
   lines.push(...edges);
-  lines.push("  classDef ran fill:#e6f4ea,stroke:#2f8f46,color:#123");
-  lines.push("  classDef failed fill:#fde8e8,stroke:#b42318,color:#5a0d0d");
-  lines.push("  classDef held fill:#fff4d6,stroke:#b7791f,color:#4a3300");
-  lines.push("  classDef pending fill:#f1f1f4,stroke:#888,stroke-dasharray:4 3,color:#333");
+  if (currentTheme() === "dark") {
+    lines.push("  classDef ran fill:#173124,stroke:#3fb950,color:#d2f4dc");
+    lines.push("  classDef failed fill:#3b1d1d,stroke:#ff7b72,color:#ffd8d3");
+    lines.push("  classDef held fill:#3a2f12,stroke:#d29922,color:#f8e3a1");
+    lines.push("  classDef pending fill:#1f252d,stroke:#8b949e,stroke-dasharray:4 3,color:#c9d1d9");
+  } else {
+    lines.push("  classDef ran fill:#e6f4ea,stroke:#2f8f46,color:#123");
+    lines.push("  classDef failed fill:#fde8e8,stroke:#b42318,color:#5a0d0d");
+    lines.push("  classDef held fill:#fff4d6,stroke:#b7791f,color:#4a3300");
+    lines.push("  classDef pending fill:#f1f1f4,stroke:#888,stroke-dasharray:4 3,color:#333");
+  }
   if (off.length) {
     lines.push("  classDef off opacity:0.45,stroke-dasharray:5 4");
     lines.push("  class " + off.join(",") + " off");
@@ -1607,7 +1666,10 @@ async function send(event) {
     loadSessions();
     refresh();
   });
-  if (window.mermaid) window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", flowchart: { htmlLabels: false }, themeVariables: { fontSize: "13px" } });
+  applyTheme();
+  $("theme").addEventListener("click", toggleTheme);
+  // The system's choice changing (no choice of the page's own): follow it.
+  window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => applyTheme(true));
   if (narrow()) { setDrawer("sidebar", false); setDrawer("panel", false); }
   $("composer").addEventListener("submit", send);
   $("input").addEventListener("keydown", (e) => {
@@ -1643,6 +1705,7 @@ async function send(event) {
   $("toggle-sessions").addEventListener("click", () => setDrawer("sidebar", !drawerOpen("sidebar")));
   $("toggle-panel").addEventListener("click", () => setDrawer("panel", !drawerOpen("panel")));
   $("open-graph").addEventListener("click", openGraph);
+  $("graph-earlier").addEventListener("click", graphEarlier);
   $("graph-close").addEventListener("click", closeGraph);
   $("graph-view").addEventListener("keydown", (e) => { if (e.key === "Escape") closeGraph(); });
   $("zoom-in").addEventListener("click", () => zoom(1.25));

@@ -29,7 +29,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use tower_http::timeout::TimeoutLayer;
+
+use crate::slots::Slots;
 
 use crate::access::{self, SESSION_HEADER};
 use crate::error::{self, ApiError};
@@ -92,11 +94,18 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .fallback(|| async { ApiError::NotFound("no such endpoint".to_string()) })
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(RequestBodyLimitLayer::new(config.body_limit))
+        .layer(middleware::from_fn_with_state(
+            Slots::new(
+                config.slots.clone(),
+                config.tokens.clone(),
+                config.body_limit,
+            ),
+            crate::slots::admit,
+        ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
         ))
-        .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
         .layer(middleware::from_fn_with_state(guard, guard::check))
         .route_layer(middleware::from_fn(crate::metrics::track));
     if !config.cors_origins.is_empty() {

@@ -10,6 +10,8 @@
 //!    .tokens(Tokens::parse("alice:t1,bob:t2"))          bearer token -> user
 //!    .body_limit(..) .request_timeout(..) .cors_origin(..) .allow_host(..)
 //!    .header_timeout(..) .body_timeout(..) .max_connections(..)   slow clients
+//!    .max_requests(..) .max_client_requests(..) .request_reserve(..) .queue_wait(..)
+//!    .trusted_proxy(..)                                  fair request slots (slots.rs)
 //!    .retention(..) .snapshot_turns(..) .session_cache(..)        the session lists
 //!    .default_mode(..) .allow_bypass(..)                 permission modes (modes.rs)
 //! ```
@@ -137,9 +139,10 @@ pub struct ServerConfig {
     pub(crate) cors_origins: Vec<String>,
     pub(crate) allow_hosts: Vec<String>,
     pub(crate) header_timeout: Duration,
-    pub(crate) body_timeout: Duration,
     pub(crate) max_connections: usize,
-    pub(crate) max_client_connections: usize,
+    /// Request slots per client, the reserve, the body timeout, the
+    /// trusted proxies (`slots.rs`).
+    pub(crate) slots: SlotSettings,
     pub(crate) silent_timeout: Duration,
     pub(crate) max_file_bytes: u64,
     pub(crate) max_session_files_bytes: u64,
@@ -174,9 +177,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("cors_origins", &self.cors_origins)
             .field("allow_hosts", &self.allow_hosts)
             .field("header_timeout", &self.header_timeout)
-            .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
-            .field("max_client_connections", &self.max_client_connections)
+            .field("slots", &self.slots)
             .field("silent_timeout", &self.silent_timeout)
             .field("max_file_bytes", &self.max_file_bytes)
             .field("max_session_files_bytes", &self.max_session_files_bytes)
@@ -193,8 +195,10 @@ impl ServerConfig {
     /// session), sessions in the default JSON list, no tokens, a 2 MiB body
     /// limit, a 300 s request timeout, no CORS, 10 s to send a request's
     /// headers (and to start the next one on a kept-alive connection),
-    /// 30 s between pieces of a body, 1024 connections at once (128 per
-    /// client address; one that sends nothing for 5 s is closed), 8 MiB
+    /// 15 s for a whole body, 4096 connections open (one that sends
+    /// nothing for 5 s is closed; idle ones make room for new ones), 512
+    /// requests served at once (64 per client, 32 kept for clients holding
+    /// none; 10 s of waiting for a slot, then 429), 8 MiB
     /// per file and 32 MiB in all in a session's own files, sessions
     /// kept forever, and a cache of 64 parsed sessions.
     pub fn new(model: Arc<dyn ChatModel>) -> Self {
@@ -211,9 +215,8 @@ impl ServerConfig {
             cors_origins: Vec::new(),
             allow_hosts: Vec::new(),
             header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-            max_connections: 1024,
-            max_client_connections: 128,
+            max_connections: 4096,
+            slots: SlotSettings::default(),
             silent_timeout: Duration::from_secs(5),
             max_file_bytes: 8 << 20,
             max_session_files_bytes: 32 << 20,
@@ -403,28 +406,61 @@ impl ServerConfig {
         self
     }
 
-    /// How long a request body may pause between two pieces (then 408 and
-    /// the connection is closed).
+    /// How long a request's whole body may take to arrive (then 408); it
+    /// holds no request slot meanwhile.
     #[must_use]
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
-        self.body_timeout = timeout;
+        self.slots.body_timeout = timeout;
         self
     }
 
-    /// How many connections are served at once; one more is answered 503
-    /// and closed.
+    /// How many connections may be open at once. At the cap a new one
+    /// takes the place of the oldest idle connection (silent, or between
+    /// requests) of the address holding the most idle ones; when every
+    /// connection is busy with a request it gets 429 and is closed.
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
     }
 
-    /// How many connections one client address may hold at once; one
-    /// more is refused (503 when it can be written at once) and closed,
-    /// while other clients keep being served.
+    /// How many requests are served at once, in all (`slots.rs`).
     #[must_use]
-    pub fn max_client_connections(mut self, max: usize) -> Self {
-        self.max_client_connections = max.max(1);
+    pub fn max_requests(mut self, max: usize) -> Self {
+        self.slots.max_requests = max.max(1);
+        self
+    }
+
+    /// How many requests one client — a user (its token), or an address
+    /// when a request carries no known token — may have served at once;
+    /// more wait for a slot (then 429 with `Retry-After`).
+    #[must_use]
+    pub fn max_client_requests(mut self, max: usize) -> Self {
+        self.slots.max_client_requests = max.max(1);
+        self
+    }
+
+    /// How many of the last free request slots are kept for clients that
+    /// hold none, so a new client is served during another's burst.
+    #[must_use]
+    pub fn request_reserve(mut self, reserve: usize) -> Self {
+        self.slots.reserve = reserve;
+        self
+    }
+
+    /// How long a request waits for a slot before its 429.
+    #[must_use]
+    pub fn queue_wait(mut self, wait: Duration) -> Self {
+        self.slots.queue_wait = wait;
+        self
+    }
+
+    /// Trusts the proxies of `net`: a request from one of them is counted
+    /// for the client its `Forwarded` (or `X-Forwarded-For`) header names
+    /// (the first address from the right that is no trusted proxy).
+    #[must_use]
+    pub fn trusted_proxy(mut self, net: ipnet::IpNet) -> Self {
+        self.slots.trusted_proxies.push(net);
         self
     }
 
@@ -521,6 +557,39 @@ impl Default for RunSettings {
             lease: Duration::from_secs(15),
             keep: Duration::from_secs(3600),
             store_patience: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How request slots are shared (`slots.rs`: per client, with a reserve for clients holding none).
+#[derive(Debug, Clone)]
+pub(crate) struct SlotSettings {
+    /// Requests served at once, in all.
+    pub(crate) max_requests: usize,
+    /// Requests one client (a user, or an address without a known token)
+    /// may have served at once.
+    pub(crate) max_client_requests: usize,
+    /// The last free slots, kept for clients that hold none.
+    pub(crate) reserve: usize,
+    /// How long a request waits for a slot before its 429.
+    pub(crate) queue_wait: Duration,
+    /// How long a request's whole body may take to arrive (then 408).
+    pub(crate) body_timeout: Duration,
+    /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client.
+    pub(crate) trusted_proxies: Vec<ipnet::IpNet>,
+}
+
+impl Default for SlotSettings {
+    /// 512 requests at once, 64 per client, 32 kept for clients holding
+    /// none, 10 s of waiting for a slot, 15 s for a body, no trusted proxy.
+    fn default() -> Self {
+        Self {
+            max_requests: 512,
+            max_client_requests: 64,
+            reserve: 32,
+            queue_wait: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(15),
+            trusted_proxies: Vec::new(),
         }
     }
 }

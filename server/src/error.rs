@@ -381,6 +381,9 @@ pub(crate) fn default_message(status: StatusCode, method: &axum::http::Method) -
         413 => "the request body is larger than the server's --body-limit".to_string(),
         414 => "the URL is too long".to_string(),
         431 => "the request headers are too large".to_string(),
+        429 => "the server is busy (every connection is serving a request); try again after \
+                the time in Retry-After"
+            .to_string(),
         503 => "the server is busy (too many connections); try again shortly".to_string(),
         _ => status
             .canonical_reason()

@@ -49,8 +49,11 @@
 //! body.rs       OptionalJson: a JSON body that may be left out (400 / 422 otherwise)
 //! handlers/     the HTTP handlers, one file per API, side by side (handlers/mod.rs lists them)
 //! app.rs        the router and its layers
-//! connections.rs Clients: open connections per client address (capped), refusals logged
-//!               at a bounded rate
+//! connections.rs Connections: the open connections (capped), the idle ones closed to make
+//!               room (oldest of the most crowded address), refusals logged at a bounded rate
+//! client_addr.rs the client's address: the peer, or what a --trusted-proxy says it forwarded for
+//! slots.rs      request slots per client (user or address) with a reserve, 429 + Retry-After
+//!               past a bounded wait; a body must arrive whole within body_timeout (408)
 //! serve.rs      check_bind, serve: connection limits, silent/header/idle timeouts, graceful
 //!               shutdown
 //! ```
@@ -63,13 +66,14 @@
 //!  6  app.rs
 //!  5  handlers/*            (sse.rs, refusal.rs, graph.rs: helpers of the handlers beside them)
 //!  4  auth.rs  guard.rs  access.rs  body.rs      (request plumbing; auth ─▶ access, state)
+//!     slots.rs              (uses config.rs, connections.rs, client_addr.rs, error.rs)
 //!  3  state.rs              (AppState: config + hub + runs)
 //!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ desk,
 //!                           store ◀ local, redis ◀ service ◀ input, worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
 //!  1  hub.rs                (SessionHub; uses caps.rs)
 //!     modes.rs              (uses config.rs, error.rs)
-//!  0  caps.rs  config.rs  connections.rs  error.rs  logging.rs  metrics.rs  usage.rs
+//!  0  caps.rs  config.rs  connections.rs  client_addr.rs  error.rs  logging.rs  metrics.rs  usage.rs
 //!                           (no crate imports at all)
 //! ```
 //!
@@ -91,6 +95,7 @@ mod app;
 mod auth;
 mod body;
 mod caps;
+mod client_addr;
 mod config;
 mod connections;
 mod error;
@@ -102,6 +107,7 @@ mod metrics;
 mod modes;
 mod runs;
 mod serve;
+mod slots;
 mod state;
 mod usage;
 

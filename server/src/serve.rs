@@ -4,14 +4,14 @@
 //! ```text
 //!  check_bind(addr, tokens)   a non-loopback address needs tokens
 //!  serve(listener, state, shutdown)
-//!    accept ─▶ over max_client_connections from this address? ─▶ 503 if it can be written
-//!              at once, and close (refusals logged once a second at most, with a count)
-//!           ─▶ over max_connections? ─▶ 503 (JSON) and close
-//!           ─▶ nothing sent within silent_timeout? ─▶ closed (a silent connection holds
-//!              its slots no longer than that)
+//!    accept ─▶ max_connections open? the oldest idle connection of the address with the
+//!              most idle ones is closed for it (connections.rs); none idle ─▶ 429 (JSON,
+//!              Retry-After) and close (refusals logged once a second at most, with a count)
+//!           ─▶ nothing sent within silent_timeout? ─▶ closed (an idle connection holds no
+//!              request slot; slots.rs gives those per client, with a reserve)
 //!           ─▶ HTTP/1 or HTTP/2; headers must arrive within header_timeout (a kept-alive
 //!              connection may idle that long before its next request), then closed;
-//!              a body may pause body_timeout between pieces
+//!              a body must arrive whole within body_timeout (408)
 //!    ... shutdown fires ─▶ no new connections, no more runs taken from the queue;
 //!       running requests and runs finish
 //!    ─▶ after the grace period: runs still going are handed back (queued again, for another
@@ -31,14 +31,13 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use lc_agent_deepagent::bind_allowed;
 
 use crate::app::app;
 use crate::config::Tokens;
-use crate::connections::Clients;
+use crate::connections::Connections;
 use crate::error::{default_message, ApiError};
 use crate::state::AppState;
 
@@ -72,7 +71,7 @@ pub fn check_bind(addr: SocketAddr, tokens: &Tokens) -> Result<(), ServeError> {
     Ok(())
 }
 
-/// How long a refused connection's 503 may take to write.
+/// How long a refused connection's 429 may take to write.
 const REFUSE_WRITE: Duration = Duration::from_secs(2);
 
 /// Serves on `listener` until `shutdown` completes, then stops accepting,
@@ -100,8 +99,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(config.header_timeout))
         .keep_alive_timeout(config.header_timeout);
-    let slots = Arc::new(Semaphore::new(config.max_connections));
-    let clients = Clients::new(config.max_client_connections);
+    let connections = Connections::new(config.max_connections);
     let silent = config.silent_timeout;
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -118,35 +116,39 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(client) = clients.enter(remote.ip()) else {
-            // One address over its share: no task, no wait for it.
-            clients.refused(remote, "too many from one client address");
-            refuse_now(&stream);
-            continue;
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            clients.refused(remote, "too many connections");
+        let Some(conn) = connections.enter(remote.ip()) else {
+            // Every open connection is busy with a request: no task, no
+            // wait for this one.
+            connections.refused(remote, "every connection is busy");
             tokio::spawn(refuse(stream));
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            router
-                .clone()
-                .map_request(move |mut request: axum::http::Request<Incoming>| {
-                    request.extensions_mut().insert(ConnectInfo(remote));
-                    request.map(Body::new)
-                });
+        let service = router.clone().map_request({
+            let conn = conn.clone();
+            move |mut request: axum::http::Request<Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(remote));
+                request.extensions_mut().insert(conn.clone());
+                request.map(Body::new)
+            }
+        });
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             // The header timeout starts at the first byte: a connection
-            // that sends nothing at all is closed here.
+            // that sends nothing at all is closed here, or sooner when a
+            // new connection needs its place.
             let mut first = [0u8; 1];
-            match tokio::time::timeout(silent, stream.peek(&mut first)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => {
-                    tracing::debug!(%remote, "a connection sent nothing: closed");
+            tokio::select! {
+                sent = tokio::time::timeout(silent, stream.peek(&mut first)) => match sent {
+                    Ok(Ok(n)) if n > 0 => {}
+                    _ => {
+                        tracing::debug!(%remote, "a connection sent nothing: closed");
+                        return;
+                    }
+                },
+                () = conn.evicted() => {
+                    tracing::debug!(%remote, "a silent connection closed to make room");
                     return;
                 }
             }
@@ -156,10 +158,17 @@ pub async fn serve(
                     TowerToHyperService::new(service),
                 )
                 .into_owned();
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!(%remote, error = %e, "connection ended with an error");
+            tokio::select! {
+                served = watcher.watch(connection) => {
+                    if let Err(e) = served {
+                        tracing::debug!(%remote, error = %e, "connection ended with an error");
+                    }
+                }
+                () = conn.evicted() => {
+                    tracing::debug!(%remote, "an idle connection closed to make room");
+                }
             }
-            drop((slot, client));
+            drop(conn);
         });
     }
     drop(listener);
@@ -184,28 +193,24 @@ pub async fn serve(
             );
         }
     }
+    // Out of the run queue's consumer group: it lists live servers only.
+    state.runs.leave().await;
     Ok(())
 }
 
-/// The 503 a refused connection gets.
+/// The 429 a refused connection gets.
 fn refusal() -> String {
-    let status = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    let status = axum::http::StatusCode::TOO_MANY_REQUESTS;
     let body = ApiError::Status(status, default_message(status, &axum::http::Method::GET))
         .body()
         .to_string();
     format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
 }
 
-/// Answers a connection with a 503 if the socket takes it at once, and
-/// closes it (dropping the stream): nothing waits on such a client.
-fn refuse_now(stream: &tokio::net::TcpStream) {
-    let _ = stream.try_write(refusal().as_bytes());
-}
-
-/// Answers a connection over the limit with a 503 and closes it.
+/// Answers a connection over the limit with a 429 and closes it.
 async fn refuse(mut stream: tokio::net::TcpStream) {
     let answer = refusal();
     let _ = tokio::time::timeout(REFUSE_WRITE, async {

@@ -2,9 +2,15 @@
 //! user message's image parts), and a stateless history — the whole
 //! conversation a plain SDK loop sends each turn — as a new session's
 //! first nodes (questions to run, answers given), so the model reads it
-//! in order and answers its last message.
+//! in order and answers its last message. An assistant message's
+//! `tool_calls` and the client's `tool` messages answering them become the
+//! tool calls and tool results the model reads (a `tool` message answering
+//! no call of the assistant message before it is OpenAI's 400).
 
-use lc_agent::{ChatNode, ContentPart, HumanNode, Message, RunnableNetwork, SystemNode};
+use lc_agent::{
+    ChatNode, ContentPart, HumanNode, Message, NodeRef, RunnableNetwork, SystemNode, ToolCall,
+    ToolNode,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -16,6 +22,37 @@ pub(crate) struct InMessage {
     pub(crate) role: String,
     #[serde(default)]
     pub(crate) content: Option<Value>,
+    /// An assistant message's tool calls.
+    #[serde(default)]
+    pub(crate) tool_calls: Option<Vec<InToolCall>>,
+    /// The call a `tool` message answers.
+    #[serde(default)]
+    pub(crate) tool_call_id: Option<String>,
+}
+
+/// One tool call of an assistant message, as OpenAI writes it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct InToolCall {
+    id: String,
+    function: InFunction,
+}
+
+/// The function a tool call names.
+#[derive(Debug, Deserialize)]
+struct InFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+impl InToolCall {
+    fn to_call(&self) -> ToolCall {
+        ToolCall {
+            id: self.id.clone(),
+            name: self.function.name.clone(),
+            arguments: self.function.arguments.clone(),
+        }
+    }
 }
 
 impl InMessage {
@@ -74,9 +111,92 @@ pub(crate) fn image_url(part: &Value) -> Option<(&str, Option<String>)> {
     Some((url, detail))
 }
 
-/// The request's messages as a new session's first nodes.
+/// OpenAI's checks of a history, before anything runs: a user message
+/// has content; a `tool` message names (`tool_call_id`) a call of the
+/// assistant message before it, answered once; every call of an assistant
+/// message is answered before the next message that is no tool result.
+pub(crate) fn check_messages(messages: &[InMessage]) -> Result<(), ApiError> {
+    let invalid = |param: String, code: &'static str, message: String| ApiError::Invalid {
+        param,
+        code,
+        message,
+    };
+    // The calls of the latest assistant message still waiting for their
+    // result, and where that message is.
+    let mut open: Vec<&str> = Vec::new();
+    let mut asked_at = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if m.role != "tool" && !open.is_empty() {
+            return Err(invalid(
+                format!("messages[{asked_at}].tool_calls"),
+                "invalid_value",
+                format!(
+                    "an assistant message with `tool_calls` must be followed by `tool` messages \
+                     answering each `tool_call_id`; these have none: {}",
+                    open.join(", ")
+                ),
+            ));
+        }
+        match m.role.as_str() {
+            "user" if matches!(m.content, None | Some(Value::Null)) => {
+                return Err(invalid(
+                    format!("messages[{i}].content"),
+                    "invalid_value",
+                    "a user message needs `content`: a string or a list of parts".into(),
+                ));
+            }
+            "assistant" => {
+                open = m
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .map(|c| c.id.as_str())
+                    .collect();
+                asked_at = i;
+            }
+            "tool" => {
+                let param = format!("messages[{i}].tool_call_id");
+                let Some(id) = m.tool_call_id.as_deref() else {
+                    return Err(invalid(
+                        param,
+                        "missing_required_parameter",
+                        format!("`messages[{i}]` is a `tool` message without `tool_call_id`"),
+                    ));
+                };
+                let Some(at) = open.iter().position(|c| *c == id) else {
+                    return Err(invalid(
+                        param,
+                        "invalid_value",
+                        format!(
+                            "`messages[{i}].tool_call_id` is `{id}`, which answers no tool call: \
+                             a `tool` message must follow an assistant message with `tool_calls` \
+                             and answer one of its calls, once"
+                        ),
+                    ));
+                };
+                open.remove(at);
+            }
+            "function" => {
+                return Err(invalid(
+                    format!("messages[{i}].role"),
+                    "invalid_value",
+                    "`function` messages are the legacy form: send `tool` messages with a \
+                     `tool_call_id` instead"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The request's messages as a new session's first nodes ([`check_messages`]
+/// passed): an assistant message's tool calls and the `tool` messages
+/// answering them are the tool calls and tool results of the conversation.
 pub(crate) fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Result<(), ApiError> {
     let _scope = net.enter();
+    let mut calls: Vec<ToolCall> = Vec::new();
     for m in messages {
         let text = m.text()?;
         match m.role.as_str() {
@@ -87,10 +207,31 @@ pub(crate) fn add_messages(net: &RunnableNetwork, messages: &[InMessage]) -> Res
                 let (text, parts) = m.text_and_parts()?;
                 HumanNode::with_parts(text, parts);
             }
-            "assistant" => ChatNode::new().set_output(Message::ai(text)),
-            // The agent runs its tools itself; a client's tool messages
-            // have nothing to answer here.
-            "tool" | "function" => {}
+            "assistant" => {
+                calls = m
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .map(InToolCall::to_call)
+                    .collect();
+                ChatNode::new().set_output(Message::ai_with_tools(text, calls.clone()));
+            }
+            "tool" => {
+                let id = m.tool_call_id.clone().unwrap_or_default();
+                let Some(call) = calls.iter().find(|c| c.id == id).cloned() else {
+                    return Err(ApiError::BadRequest(format!(
+                        "a `tool` message answers no tool call (`{id}`)"
+                    )));
+                };
+                let name = call.name.clone();
+                NodeRef::create(ToolNode { tool_call: call }).set_output(Message::Tool {
+                    content: text,
+                    tool_call_id: id,
+                    name: Some(name),
+                    status: lc_agent::ToolStatus::Ok,
+                    parts: Vec::new(),
+                });
+            }
             other => {
                 return Err(ApiError::BadRequest(format!(
                     "unknown message role `{other}`"

@@ -61,7 +61,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::history::{add_messages, image_url, InMessage};
+use super::history::{add_messages, check_messages, image_url, InMessage};
 use crate::access::{RUN_HEADER, SESSION_HEADER};
 use crate::auth::User;
 use crate::error::ApiError;
@@ -347,15 +347,7 @@ pub(crate) async fn completions(
     let Some(last) = body.messages.last() else {
         return Err(ApiError::BadRequest("`messages` is empty".to_string()).into());
     };
-    if last.role == "user" && matches!(last.content, None | Some(Value::Null)) {
-        let i = body.messages.len() - 1;
-        return Err(ApiError::Invalid {
-            param: format!("messages[{i}].content"),
-            code: "invalid_value",
-            message: "a user message needs `content`: a string or a list of parts".into(),
-        }
-        .into());
-    }
+    check_messages(&body.messages)?;
     if last.role != "user" {
         return Err(ApiError::BadRequest(format!(
             "the last message must be the user's, got `{}`",

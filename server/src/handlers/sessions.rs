@@ -180,7 +180,16 @@ fn view_with(net: &RunnableNetwork, prices: &lc_agent::Prices) -> Value {
         .iter()
         .filter(|node| !off.contains(&node.id()))
         .filter_map(|node| {
-            let output = node.output()?;
+            // A question its run has not reached yet (the run saves it
+            // before it starts; a page reloaded meanwhile shows it).
+            let output = node.output().or_else(|| {
+                node.downcast::<lc_agent::HumanNode>().map(|h| {
+                    std::sync::Arc::new(lc_agent::Message::Human {
+                        content: h.text.clone(),
+                        parts: h.parts.clone(),
+                    })
+                })
+            })?;
             let mut m = serde_json::to_value(&*output).ok()?;
             m["node_id"] = json!(node.id());
             m["kind"] = json!(node.kind());
@@ -255,7 +264,18 @@ pub(crate) struct ShowQuery {
     /// per-file cap), whatever its size.
     #[serde(default)]
     file: Option<String>,
+    /// The most graph nodes in the view, the latest (default
+    /// [`GRAPH_NODES`], at most [`MAX_GRAPH_NODES`]): the page's "show
+    /// earlier" asks for more.
+    #[serde(default)]
+    graph: Option<usize>,
 }
+
+/// Graph nodes in a view (the latest), unless `?graph=` says.
+const GRAPH_NODES: usize = 300;
+
+/// The most graph nodes one view carries.
+const MAX_GRAPH_NODES: usize = 5_000;
 
 /// Messages in one page of the view (the latest, unless `offset` says).
 const PAGE: usize = 200;
@@ -268,12 +288,30 @@ const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// with their size only (`?file=` fetches one).
 const MAX_VIEW_FILE_BYTES: usize = 1024 * 1024;
 
+/// Bounds a view's graph to its latest `limit` nodes (`graph_total` says
+/// how many there are; a parent outside them is left to the reader):
+/// a long session's graph stays drawable and its view small. The
+/// `mermaid` text of a graph cut so is left out (`null`).
+fn bound_graph(shown: &mut Value, limit: usize) {
+    let limit = limit.clamp(1, MAX_GRAPH_NODES);
+    let Some(Value::Array(nodes)) = shown.pointer_mut("/graph/nodes") else {
+        return;
+    };
+    let total = nodes.len();
+    if total > limit {
+        nodes.drain(..total - limit);
+        shown["mermaid"] = Value::Null;
+    }
+    shown["graph_total"] = json!(total);
+}
+
 /// Bounds a view: one page of messages (`messages_total`,
 /// `messages_offset` say where it is), each message's long texts clipped
 /// (`clipped: true`), file texts within [`MAX_VIEW_FILE_BYTES`] (the
 /// others `content: null`, `omitted: true`, with their `bytes`), and the
 /// file `wanted` whole.
 fn bound_view(shown: &mut Value, query: &ShowQuery, wanted: Option<&Value>) {
+    bound_graph(shown, query.graph.unwrap_or(GRAPH_NODES));
     if let Some(Value::Array(messages)) = shown.get_mut("messages") {
         let total = messages.len();
         let limit = query.limit.unwrap_or(PAGE).clamp(1, PAGE);

@@ -4,6 +4,8 @@
 //! ```text
 //!  reclaim (a lease left to expire: XAUTOCLAIM, every half lease) or claim (XREADGROUP)
 //!     ─▶ Runs::execute (worker.rs) in a task of its own
+//!  with each reclaim: remove the consumers of dead servers (nothing held, two leases silent)
+//!  at the end of a shutdown: Runs::leave (service.rs) gives back what is held, XGROUP DELCONSUMER
 //! ```
 
 use std::sync::atomic::Ordering;
@@ -23,7 +25,8 @@ impl Runs {
             self.started.store(false, Ordering::SeqCst);
             return;
         };
-        handle.spawn(dispatch(Arc::downgrade(self)));
+        let task = handle.spawn(dispatch(Arc::downgrade(self)));
+        *self.dispatcher.lock() = Some(task);
     }
 }
 
@@ -55,6 +58,11 @@ async fn dispatch(state: Weak<Runs>) {
                     delivery = d;
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot look for abandoned runs"),
+            }
+            // Servers that died leave consumers behind: gone after two
+            // leases of silence with nothing held.
+            if let Err(e) = runs.store.prune(&runs.consumer, lease * 2).await {
+                tracing::debug!(error = %e, "cannot remove stopped servers from the run queue");
             }
         }
         let store = runs.store.clone();

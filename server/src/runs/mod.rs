@@ -27,11 +27,14 @@
 //! record.rs   Run, RunStatus
 //! store.rs    RunStore (records, events, queue), RunError, Delivery
 //! local.rs    LocalRuns: one process (with the JSON list): memory + files, restart recovery
-//! redis.rs    RedisRuns: a deployment on Redis: hashes, capped event streams, a Stream queue
+//! redis/      RedisRuns: a deployment on Redis: hashes, capped event streams (mod.rs),
+//!             the Stream queue and its consumer group (queue.rs), events.rs, replies (reply.rs)
 //! service.rs  Runs: the service (store, hub, settings, what runs here, event wake-ups)
 //! submit.rs   Input, Target, Runs::submit (and resume), Runs::cancel, retries of a request,
 //!             Refused (409 naming the session's run, 429)
-//! worker.rs   Runs::execute: one run: checkpoints, events, cancel, wall-clock limit, hand back
+//! worker.rs   Runs::execute: one run: checkpoints, events, cancel, wall-clock limit, hand back;
+//!             its events and lease only while it holds the run (else another server took it over)
+//! takeover.rs a run taken over whose end was written but not its record: settled from its end
 //! patience.rs a store that cannot be reached, waited out (saves, events, the record; 30 s)
 //! dispatch.rs Runs::start: the dispatcher taking runs from the queue
 //! stream.rs   Runs::events: a run's events as they come, until it ends or waits
@@ -69,6 +72,7 @@ mod service;
 mod store;
 mod stream;
 mod submit;
+mod takeover;
 mod worker;
 
 use std::sync::Arc;

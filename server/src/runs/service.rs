@@ -41,6 +41,8 @@ pub struct Runs {
     /// Rung when the shutdown's grace period is over: hand runs back.
     pub(crate) hand_back: Arc<Notify>,
     pub(crate) handing_back: AtomicBool,
+    /// The dispatcher's task (`dispatch.rs`), awaited when leaving.
+    pub(crate) dispatcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Runs {
@@ -79,12 +81,18 @@ impl Runs {
             draining: AtomicBool::new(false),
             hand_back: Arc::new(Notify::new()),
             handing_back: AtomicBool::new(false),
+            dispatcher: Mutex::new(None),
         }
     }
 
     /// The store.
     pub fn store(&self) -> &Arc<dyn RunStore> {
         &self.store
+    }
+
+    /// This server's name in the run queue's consumer group.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
     }
 
     /// How many runs execute in this process now.
@@ -133,5 +141,34 @@ impl Runs {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         count
+    }
+
+    /// This server leaves the deployment's run queue (the end of a
+    /// shutdown): once its dispatcher stopped and no run executes here,
+    /// what it still holds is queued again and its consumer is deleted,
+    /// so the group lists only live servers.
+    pub async fn leave(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        let dispatcher = self.dispatcher.lock().take();
+        if let Some(mut task) = dispatcher {
+            // It stops at its next turn: a queue read blocks at most 1 s.
+            if tokio::time::timeout(Duration::from_secs(3), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+            }
+        }
+        if self.executing() > 0 {
+            tracing::warn!(running = self.executing(), "runs still going at shutdown: this server stays in the run queue until their leases expire");
+            return;
+        }
+        match self.store.leave(&self.consumer).await {
+            Ok(true) => tracing::info!(server = %self.consumer, "left the run queue"),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot leave the run queue (the other servers remove this one later)")
+            }
+        }
     }
 }

@@ -39,6 +39,11 @@ pub enum RunError {
     /// [`Run::prepared`](super::Run::prepared)).
     #[error("run {0} is not prepared yet")]
     NotPrepared(Uuid),
+    /// Another server took the run over: this one could not reach the
+    /// store for longer than the lease, and stops it without a word (the
+    /// other writes its events and its end).
+    #[error("run {0} was taken over by another server")]
+    Lost(Uuid),
     /// The store cannot be reached or read.
     #[error("run store: cannot {what}")]
     Store {
@@ -196,10 +201,37 @@ pub trait RunStore: Send + Sync + 'static {
     async fn claim(&self, consumer: &str, wait: Duration) -> RunResult<Option<Delivery>>;
     /// Takes a run whose server has not renewed its lease for `idle`.
     async fn reclaim(&self, consumer: &str, idle: Duration) -> RunResult<Option<Delivery>>;
-    /// Renews the lease on a delivery.
+    /// Renews the lease on a delivery; [`RunError::Lost`] when another
+    /// server holds it now.
     async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()>;
+    /// Appends events of a run `consumer` executes with `delivery`, only
+    /// while it holds the delivery ([`RunError::Lost`] once another server
+    /// took it over); events already there (a retry) are left as they are.
+    async fn append_held(
+        &self,
+        consumer: &str,
+        delivery: &Delivery,
+        events: &[NumberedEvent],
+    ) -> RunResult<()> {
+        let _ = consumer;
+        self.append(delivery.run, events).await
+    }
     /// Done with a delivery (the run ended, or waits).
     async fn ack(&self, delivery: &Delivery) -> RunResult<()>;
+    /// `consumer` (this server, stopping) leaves the queue: what it still
+    /// holds is queued again, then it is forgotten. False when it could
+    /// not give everything back (it stays; its leases expire).
+    async fn leave(&self, consumer: &str) -> RunResult<bool> {
+        let _ = consumer;
+        Ok(true)
+    }
+    /// Forgets the queue's consumers other than `consumer` that hold
+    /// nothing and were silent for longer than `dead_after` (servers that
+    /// died); returns how many.
+    async fn prune(&self, consumer: &str, dead_after: Duration) -> RunResult<usize> {
+        let _ = (consumer, dead_after);
+        Ok(0)
+    }
 }
 
 impl From<RunError> for ApiError {
@@ -210,6 +242,9 @@ impl From<RunError> for ApiError {
             e @ RunError::Store { .. } => ApiError::internal("the run store failed", e),
             RunError::NotPrepared(id) => {
                 ApiError::Conflict(format!("run {id} is not prepared yet"))
+            }
+            RunError::Lost(id) => {
+                ApiError::Conflict(format!("run {id} was taken over by another server"))
             }
         }
     }

@@ -34,6 +34,7 @@ use super::pending::PendingCall;
 use super::record::{Run, RunStatus};
 use super::service::{Local, Runs};
 use super::store::{Delivery, RunError};
+use super::takeover::{Held, Taken};
 use crate::error::{ApiError, RunFailure};
 use crate::hub::Claim;
 
@@ -58,13 +59,15 @@ impl Publisher {
     /// (what the response needs is the text, the end and the answer).
     fn start(
         runs: &Arc<Runs>,
-        run: Uuid,
+        held: &Held,
         net: Option<RunnableNetwork>,
         last: u64,
         bare: bool,
     ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
         let runs = runs.clone();
+        let held = held.clone();
+        let run = held.delivery.run;
         // What the session had used when the run started: `run_finished`
         // says what the run used.
         let usage_before = net.as_ref().map(UsageExt::usage);
@@ -123,17 +126,39 @@ impl Publisher {
                     seq += 1;
                     events.push(NumberedEvent { seq, event });
                 }
+                if held.taken.is_set() {
+                    // Another server runs it now: its events are that one's.
+                    continue;
+                }
                 // A store that cannot be reached is waited out: a
-                // follower must find every event, the last one above all.
+                // follower must find every event, the end above all (it
+                // is waited for longer: the run is over, only its end
+                // must reach the store).
+                let end = events.iter().any(|e| e.event.is_end());
+                let patience = if end {
+                    (runs.settings.store_patience * 4).max(END_PATIENCE)
+                } else {
+                    runs.settings.store_patience
+                };
                 let appended = super::patience::patiently(
-                    runs.settings.store_patience,
+                    patience,
                     "a run's events",
                     super::patience::store_unreachable,
-                    || runs.store.append(run, &events),
+                    || {
+                        runs.store
+                            .append_held(&runs.consumer, &held.delivery, &events)
+                    },
                 )
                 .await;
-                if let Err(e) = appended {
-                    tracing::error!(run = %run, error = %lc_agent::error_chain(&e), "a run's events could not be stored");
+                match appended {
+                    Ok(()) => {}
+                    Err(RunError::Lost(_)) => {
+                        tracing::warn!(run = %run, "another server took this run over (the store was out of reach longer than the lease): stopped here");
+                        held.taken.set();
+                    }
+                    Err(e) => {
+                        tracing::error!(run = %run, error = %lc_agent::error_chain(&e), "a run's events could not be stored");
+                    }
                 }
                 runs.wake(run);
             }
@@ -167,11 +192,21 @@ enum Ending {
     Cancelled,
     TimedOut(Duration),
     HandedBack,
+    /// Another server took the run over (`Taken`).
+    TakenOver,
 }
+
+/// How long a run's end event is waited out for a store that cannot be
+/// reached at least: the run is over, and its end must not be lost (a
+/// follower waits for it).
+const END_PATIENCE: Duration = Duration::from_secs(300);
 
 impl Runs {
     /// Executes the run of `delivery` (see the [module docs](self)).
     pub(crate) async fn execute(self: Arc<Self>, delivery: Delivery) {
+        if super::takeover::settle_ended(&self, &delivery).await {
+            return;
+        }
         let Some(run) = take(&self, &delivery).await else {
             let _ = self.store.ack(&delivery).await;
             return;
@@ -201,6 +236,7 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
         tracing::error!(run = %id, error = %e, "cannot write a run's record");
     }
     let cancel = Arc::new(Notify::new());
+    let taken = Arc::new(Taken::default());
     runs.local.lock().insert(
         id,
         Local {
@@ -211,7 +247,12 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
     // server, and an answer to a request for input given on another,
     // reach this one here.
     let lease = {
-        let (state, delivery, cancel) = (state.clone(), delivery.clone(), cancel.clone());
+        let (state, delivery, cancel, taken) = (
+            state.clone(),
+            delivery.clone(),
+            cancel.clone(),
+            taken.clone(),
+        );
         tokio::spawn(async move {
             let every = (state.settings.lease / 3).max(Duration::from_millis(50));
             let poll = every.min(Duration::from_millis(500));
@@ -221,8 +262,16 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
                 since_renew += poll;
                 if since_renew >= every {
                     since_renew = Duration::ZERO;
-                    if let Err(e) = state.store.renew(&state.consumer, &delivery).await {
-                        tracing::warn!(run = %delivery.run, error = %e, "cannot renew a run's lease");
+                    match state.store.renew(&state.consumer, &delivery).await {
+                        Ok(()) => {}
+                        Err(RunError::Lost(_)) => {
+                            tracing::warn!(run = %delivery.run, "another server took this run over (its lease was not renewed in time): stopped here");
+                            taken.set();
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(run = %delivery.run, error = %e, "cannot renew a run's lease")
+                        }
                     }
                 }
                 if let Ok(true) = state.store.cancel_requested(delivery.run).await {
@@ -235,9 +284,19 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
             }
         })
     };
-    let handed_back = run_session(&state, &mut run, &cancel).await;
+    let held = Held {
+        delivery: delivery.clone(),
+        taken: taken.clone(),
+    };
+    let handed_back = run_session(&state, &mut run, &cancel, &held).await;
     lease.abort();
     runs.local.lock().remove(&id);
+    if taken.is_set() {
+        // Another server runs it now (from its last checkpoint): its end,
+        // its record and its queue entry are that server's to write.
+        runs.wake(id);
+        return;
+    }
     if handed_back {
         if let Err(e) = runs.store.put(&run).await {
             tracing::error!(run = %id, error = %e, "cannot write a handed-back run");
@@ -374,13 +433,13 @@ pub(crate) const NOT_SAVED: &str =
 
 /// Runs the session of `run` to its end, updating `run`; whether it was
 /// handed back instead (then `run` is queued again).
-async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> bool {
+async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, held: &Held) -> bool {
     let last = state.store.last_seq(run.id).await.unwrap_or(0);
     let opened = open(state, run).await;
     let (net, list, claim) = match opened {
         Ok(parts) => parts,
         Err(e) => {
-            let publisher = Publisher::start(state, run.id, None, last, run.ephemeral);
+            let publisher = Publisher::start(state, held, None, last, run.ephemeral);
             let failure = RunFailure::from(&e);
             let message = failure.message.clone();
             publisher.send(RunEvent::Error(RunErrorEvent {
@@ -395,7 +454,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
         }
     };
     run.prices = crate::usage::own_prices(&net);
-    let publisher = Publisher::start(state, run.id, Some(net.clone()), last, run.ephemeral);
+    let publisher = Publisher::start(state, held, Some(net.clone()), last, run.ephemeral);
     {
         let tx = publisher.tx.clone();
         net.on_event(move |e| {
@@ -444,7 +503,16 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>) -> 
                 notified.await;
             }
         } => Ending::HandedBack,
+        () = held.taken.wait() => Ending::TakenOver,
     };
+    if matches!(ending, Ending::TakenOver) {
+        // Nothing more of it is written here: not a save (the other
+        // server goes on from the last checkpoint), not an event.
+        state.close_desk(run.session, run.id).await;
+        drop(claim);
+        publisher.close().await;
+        return false;
+    }
     state.close_desk(run.session, run.id).await;
     let used = net.usage().since(&usage_before);
     run.usage.merge(&used);

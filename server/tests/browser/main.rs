@@ -1,6 +1,7 @@
 //! The web page in a real browser (headless Chromium through chromedriver,
 //! `lc_agent_test_support::chromedriver`): the page itself (`web_page`) and
-//! what a hostile page cannot do to it (`web_security`).
+//! what a hostile page cannot do to it (`web_security`), light and dark
+//! (`web_theme`).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 use fantoccini::{Client, ClientBuilder};
@@ -8,10 +9,21 @@ use serde_json::json;
 
 mod web_page;
 mod web_security;
+mod web_theme;
 
 /// A headless Chromium of `(w, h)` (a phone emulated below 500 px wide)
 /// with its profile in `profile`, through the chromedriver at `driver`.
-pub(crate) async fn browser(driver: &str, profile: &std::path::Path, (w, h): (u32, u32)) -> Client {
+pub(crate) async fn browser(driver: &str, profile: &std::path::Path, size: (u32, u32)) -> Client {
+    browser_with(driver, profile, size, &[]).await
+}
+
+/// [`browser`] with more command-line switches (`--blink-settings=...`).
+pub(crate) async fn browser_with(
+    driver: &str,
+    profile: &std::path::Path,
+    (w, h): (u32, u32),
+    more: &[&str],
+) -> Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut caps = serde_json::Map::new();
     let mut options = json!({
@@ -24,6 +36,9 @@ pub(crate) async fn browser(driver: &str, profile: &std::path::Path, (w, h): (u3
                 format!("--user-data-dir={}", profile.display()),
             ],
     });
+    if let Some(args) = options["args"].as_array_mut() {
+        args.extend(more.iter().map(|a| json!(a)));
+    }
     if w < 500 {
         // Headless windows are at least 500 px wide: a phone is emulated.
         options["mobileEmulation"] = json!({

@@ -337,13 +337,14 @@ async fn a_stalled_body_is_cut() {
 }
 
 #[tokio::test]
-async fn connections_are_capped() {
+async fn a_full_server_closes_an_idle_connection_for_a_new_one_and_429s_when_all_are_busy() {
     let server = start_with(|dir| {
         ServerConfig::new(Arc::new(ScriptedChatModel::new([Turn::text("ok")])))
             .sessions(ListConfig::json(dir.join("sessions")))
             .max_connections(8)
     })
     .await;
+    // Eight connections that sent half their headers: idle, no request yet.
     let mut held = Vec::new();
     for _ in 0..8 {
         let mut s = TcpStream::connect(addr(&server.url)).await.unwrap();
@@ -351,23 +352,54 @@ async fn connections_are_capped() {
             .await
             .unwrap();
         held.push(s);
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // A new client is served: the oldest idle connection made room.
+    let r = client()
+        .get(format!("{}/v1/models", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(2), held[0].read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Eight connections busy with a request (a body still coming): a new
+    // one gets 429 with Retry-After.
+    let mut busy = Vec::new();
+    for _ in 0..8 {
+        let mut s = TcpStream::connect(addr(&server.url)).await.unwrap();
+        let head = format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+            addr(&server.url)
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        busy.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let (status, head, body) = raw(
         &server.url,
         "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     )
     .await;
-    assert_eq!(status, 503, "{head}");
-    assert_eq!(error_of(&body).1, 503);
-    drop(held);
+    assert_eq!(status, 429, "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 1"),
+        "{head}"
+    );
+    assert_eq!(error_of(&body).1, 429);
+    drop(busy);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = client()
         .get(format!("{}/v1/models", server.url))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200, "a freed slot serves again");
+    assert_eq!(r.status(), 200, "a freed place serves again");
     server.stop().await;
 }
 
@@ -400,8 +432,8 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
         .unwrap();
     assert_eq!(r.status(), 200);
     eprintln!("the first turn, before the flood: {:?}", warm.elapsed());
-    // 1,200 connections from 127.0.0.2 that never send a byte (more than
-    // the 1,024 the server serves at once), held open.
+    // 1,200 connections from 127.0.0.2 that never send a byte, held open
+    // (idle connections hold no request slot).
     let flood = tokio::spawn({
         let url = url.clone();
         async move {
@@ -442,7 +474,7 @@ async fn silent_connections_from_one_client_cannot_lock_others_out() {
     let slowest = took.iter().max().copied().unwrap_or_default();
     assert!(slowest < Duration::from_secs(2), "chat turns took {took:?}");
     // The silent ones are all closed by the server within its silent
-    // timeout (the ones over the per-address cap at once).
+    // timeout.
     let t = Instant::now();
     for s in &mut held {
         let mut buf = [0u8; 512];

@@ -70,3 +70,109 @@ async fn a_three_second_redis_restart_fails_no_run() {
     let _ = a.stop().await;
     let _ = b.stop().await;
 }
+
+/// The long outage: Redis stops for 60 s — twice the default store
+/// patience (30 s) — while runs stream on two servers. Every run ends
+/// `done` or `failed`, and its event stream (read again once Redis is
+/// back, as a follower that reconnects after the end does) ends with
+/// exactly one end event matching that status (`done`, or `error`): none silent, none
+/// duplicated by a takeover. About 70 s: the one long test of the suite.
+#[needs(redis)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sixty_second_redis_outage_ends_every_run_exactly_once() {
+    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let url = redis.url();
+    let model = scripted(vec![
+        Turn::text("answer").delayed(Duration::from_millis(1_500))
+    ])
+    .cycled();
+    let on_redis =
+        |dir: &std::path::Path| config(model.clone(), dir).sessions(ListConfig::redis(&url));
+    let a = start_with(on_redis).await;
+    let b = start_with(on_redis).await;
+    let mut runs = Vec::new();
+    for i in 0..RUNS {
+        let base = if i % 2 == 0 { &a.url } else { &b.url };
+        let session = new_session(base, ALICE).await;
+        let r = post(
+            &format!("{base}/api/sessions/{session}/runs"),
+            ALICE,
+            json!({"content": format!("task {i}"), "background": true}),
+        )
+        .await;
+        assert_eq!(r.status(), 202);
+        let run: Value = r.json().await.unwrap();
+        runs.push(run["id"].as_str().unwrap().to_string());
+    }
+    // Followers stream every run's events through the outage.
+    let followers: Vec<_> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let base = if i % 2 == 0 {
+                b.url.clone()
+            } else {
+                a.url.clone()
+            };
+            let run = run.clone();
+            tokio::spawn(async move {
+                let r = client()
+                    .get(format!("{base}/api/runs/{run}/events"))
+                    .bearer_auth(ALICE)
+                    .timeout(Duration::from_secs(120))
+                    .send()
+                    .await;
+                match r {
+                    Ok(r) => r.text().await.unwrap_or_default(),
+                    Err(_) => String::new(),
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    redis.stop();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    redis.restart();
+
+    let mut tally = std::collections::BTreeMap::<String, usize>::new();
+    for run in &runs {
+        // Over within the patience after Redis is back.
+        let mut record = Value::Null;
+        for _ in 0..400 {
+            record = get_json(&format!("{}/api/runs/{run}", a.url), ALICE).await;
+            if matches!(record["status"].as_str(), Some("done" | "failed")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let status = record["status"].as_str().unwrap_or_default().to_string();
+        assert!(matches!(status.as_str(), "done" | "failed"), "{record}");
+        // A follower reconnecting after the end gets the whole stream.
+        let events = get(&format!("{}/api/runs/{run}/events", b.url), ALICE)
+            .await
+            .text()
+            .await
+            .unwrap();
+        let names: Vec<String> = sse_events(&events).into_iter().map(|(n, _)| n).collect();
+        let ends: Vec<&String> = names
+            .iter()
+            .filter(|n| matches!(n.as_str(), "done" | "error"))
+            .collect();
+        assert_eq!(ends.len(), 1, "run {run} ({status}): {names:?}");
+        let want = if status == "done" { "done" } else { "error" };
+        assert_eq!(names.last().map(String::as_str), Some(want), "{names:?}");
+        *tally.entry(status).or_default() += 1;
+    }
+    // What the followers saw through the outage: never two ends.
+    for f in followers {
+        let body = f.await.unwrap();
+        let ends = sse_events(&body)
+            .into_iter()
+            .filter(|(n, _)| matches!(n.as_str(), "done" | "error"))
+            .count();
+        assert!(ends <= 1, "{body}");
+    }
+    eprintln!("after a 60 s outage: {tally:?}");
+    let _ = a.stop().await;
+    let _ = b.stop().await;
+}

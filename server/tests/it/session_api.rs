@@ -410,3 +410,88 @@ async fn the_page_has_a_favicon_and_its_libraries_with_licenses() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_being_answered_shows_in_the_view_while_its_run_goes_on() {
+    // What a page reloaded mid-run reads: the question is there at once.
+    let server = start(scripted(vec![
+        Turn::text("the answer").delayed(Duration::from_millis(2_000))
+    ]))
+    .await;
+    let session = new_session(&server.url, ALICE).await;
+    let r = post(
+        &format!("{}/api/sessions/{session}/runs", server.url),
+        ALICE,
+        json!({"content": "THE QUESTION", "background": true}),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let run = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_status(&server.url, &run, "running", 300).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let view = get_json(&format!("{}/api/sessions/{session}", server.url), ALICE).await;
+    let said: Vec<&str> = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "human")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(said, ["THE QUESTION"], "{view}");
+    let done = wait_status(&server.url, &run, "done", 300).await;
+    assert_eq!(done["answer"], "the answer");
+    let view = get_json(&format!("{}/api/sessions/{session}", server.url), ALICE).await;
+    let humans = view["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "human")
+        .count();
+    assert_eq!(humans, 1, "once, after the run too: {view}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_sessions_view_carries_its_latest_graph_nodes_and_more_on_demand() {
+    let server = start(scripted(vec![Turn::text("ok")])).await;
+    let session = new_session(&server.url, ALICE).await;
+    // 1,200 turns written straight to the store (what a long session is).
+    let lists = lc_agent::ListConfig::json(server.dir.path().join("sessions"))
+        .open()
+        .unwrap();
+    let list = lists.user("alice").unwrap();
+    let net = list.load(session.parse().unwrap()).await.unwrap();
+    {
+        let _s = net.enter();
+        for i in 0..600 {
+            lc_agent::HumanNode::new(format!("question {i}"));
+            lc_agent::ChatNode::new().set_output(lc_agent::Message::ai(format!("answer {i}")));
+        }
+    }
+    list.save(&net).await.unwrap();
+    let total = net.nodes().len();
+    let url = format!("{}/api/sessions/{session}", server.url);
+    let view = get_json(&url, ALICE).await;
+    assert_eq!(view["graph_total"], total);
+    let nodes = view["graph"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 300, "the latest 300");
+    assert_eq!(nodes.last().unwrap()["excerpt"], "answer 599");
+    assert!(view["mermaid"].is_null(), "no unbounded text beside it");
+    let bytes = serde_json::to_vec(&view).unwrap().len();
+    assert!(bytes < 200_000, "the view is {bytes} bytes");
+    // "Show earlier": twice as many.
+    let more = get_json(&format!("{url}?graph=600"), ALICE).await;
+    assert_eq!(more["graph"]["nodes"].as_array().unwrap().len(), 600);
+    // A short session: all of it, and its mermaid text.
+    let short = new_session(&server.url, ALICE).await;
+    let view = get_json(&format!("{}/api/sessions/{short}", server.url), ALICE).await;
+    assert_eq!(
+        view["graph_total"],
+        view["graph"]["nodes"].as_array().unwrap().len()
+    );
+    assert!(view["mermaid"].is_string());
+    server.stop().await;
+}

@@ -35,9 +35,14 @@ use async_trait::async_trait;
 use lc_agent::{ListError, RedisConnector};
 use uuid::Uuid;
 
-use super::event::{NumberedEvent, RunEvent};
+use super::event::NumberedEvent;
 use super::record::{Run, RunStatus};
 use super::store::{Delivery, RunError, RunResult, RunStore};
+use reply::{store, text};
+
+mod events;
+mod queue;
+mod reply;
 
 /// How long a run's listed requests for input and answers are kept at
 /// most (the holder takes them off sooner; this outlives any run limit).
@@ -53,53 +58,6 @@ pub struct RedisRuns {
     /// A connection of its own for the blocking queue read.
     blocking: RedisConnector,
     prefix: String,
-}
-
-fn store(e: ListError) -> RunError {
-    RunError::store("reach Redis", e)
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Int(i) => Some(i.to_string()),
-        Value::VerbatimString { text, .. } => Some(text.clone()),
-        _ => None,
-    }
-}
-
-fn items(v: Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) | Value::Set(a) => a,
-        Value::Map(m) => m.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-        Value::Nil => Vec::new(),
-        other => vec![other],
-    }
-}
-
-/// `[[id, [field, value, ...]], ...]` of a stream reply.
-fn entries(v: Value) -> Vec<(String, Vec<(String, String)>)> {
-    items(v)
-        .into_iter()
-        .filter_map(|entry| {
-            let mut parts = items(entry).into_iter();
-            let id = text(&parts.next()?)?;
-            let fields = items(parts.next().unwrap_or(Value::Nil));
-            let pairs = fields
-                .chunks(2)
-                .filter_map(|kv| Some((text(kv.first()?)?, text(kv.get(1)?)?)))
-                .collect();
-            Some((id, pairs))
-        })
-        .collect()
-}
-
-fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    fields
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
 }
 
 const TRANSITION: &str = r"
@@ -728,89 +686,15 @@ impl RunStore for RedisRuns {
     }
 
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        let key = self.events_key(id);
-        let mut lines = Vec::with_capacity(events.len());
-        for e in events {
-            lines.push((
-                format!("0-{}", e.seq),
-                e.event.name(),
-                serde_json::to_string(&e.event.data())
-                    .map_err(|e| RunError::store("write a run's events", e))?,
-            ));
-        }
-        self.redis
-            .run("append the run's events", |mut conn| {
-                let mut p = ::redis::pipe();
-                for (seq, name, data) in &lines {
-                    p.cmd("XADD")
-                        .arg(&key)
-                        .arg("MAXLEN")
-                        .arg("~")
-                        .arg(EVENTS_CAP)
-                        .arg(seq)
-                        .arg("event")
-                        .arg(name)
-                        .arg("data")
-                        .arg(data)
-                        .ignore();
-                }
-                async move { p.query_async::<()>(&mut conn).await }
-            })
-            .await
-            .map_err(store)
+        self.add_events(id, events).await
     }
 
     async fn events(&self, id: Uuid, after: u64, max: usize) -> RunResult<Vec<NumberedEvent>> {
-        let key = self.events_key(id);
-        let reply: Value = self
-            .redis
-            .run("read the run's events", |mut conn| {
-                let c = cmd("XRANGE")
-                    .arg(&key)
-                    .arg(format!("0-{}", after.saturating_add(1)))
-                    .arg("+")
-                    .arg("COUNT")
-                    .arg(max.max(1))
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(entries(reply)
-            .into_iter()
-            .filter_map(|(id, fields)| {
-                let seq = id.strip_prefix("0-")?.parse().ok()?;
-                let data = serde_json::from_str(field(&fields, "data")?).ok()?;
-                let event = RunEvent::from_parts(field(&fields, "event")?, data).ok()?;
-                Some(NumberedEvent { seq, event })
-            })
-            .take(max)
-            .collect())
+        self.read_events(id, after, max).await
     }
 
     async fn last_seq(&self, id: Uuid) -> RunResult<u64> {
-        let key = self.events_key(id);
-        let reply: Value = self
-            .redis
-            .run("read the run's last event", |mut conn| {
-                let c = cmd("XREVRANGE")
-                    .arg(&key)
-                    .arg("+")
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(1)
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(entries(reply)
-            .first()
-            .and_then(|(id, _)| id.strip_prefix("0-")?.parse().ok())
-            .unwrap_or(0))
+        self.last_event(id).await
     }
 
     async fn remember(
@@ -852,159 +736,44 @@ impl RunStore for RedisRuns {
             .map_err(store)
     }
 
-    /// The consumer group's `lag`: entries of the queue no server has
-    /// read yet (`XINFO GROUPS`, Redis 7).
     async fn queue_depth(&self) -> RunResult<Option<u64>> {
-        let (queue, group) = (self.queue_key(), self.group());
-        let reply = self
-            .redis
-            .run("read the queue's depth", |mut conn| {
-                let c = cmd("XINFO").arg("GROUPS").arg(&queue).clone();
-                async move { c.query_async::<Value>(&mut conn).await }
-            })
-            .await;
-        let Ok(reply) = reply else {
-            // No queue yet: nothing waits.
-            return Ok(Some(0));
-        };
-        for info in items(reply) {
-            let fields: Vec<Value> = items(info);
-            let pairs: Vec<(String, String)> = fields
-                .chunks(2)
-                .filter_map(|kv| Some((text(kv.first()?)?, text(kv.get(1)?)?)))
-                .collect();
-            if field(&pairs, "name") == Some(group.as_str()) {
-                return Ok(field(&pairs, "lag").and_then(|l| l.parse().ok()));
-            }
-        }
-        Ok(Some(0))
+        self.lag().await
     }
 
     async fn enqueue(&self, id: Uuid) -> RunResult<()> {
-        let queue = self.queue_key();
-        let id = id.to_string();
-        self.redis
-            .run("queue the run", |mut conn| {
-                let c = cmd("XADD").arg(&queue).arg("*").arg("run").arg(&id).clone();
-                async move { c.query_async::<Value>(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(())
+        self.push(id).await
     }
 
     async fn claim(&self, consumer: &str, wait: Duration) -> RunResult<Option<Delivery>> {
-        let (queue, group) = (self.queue_key(), self.group());
-        let block = wait.as_millis().clamp(1, 2000) as u64;
-        let read = || {
-            self.blocking.run("take a queued run", |mut conn| {
-                let c = cmd("XREADGROUP")
-                    .arg("GROUP")
-                    .arg(&group)
-                    .arg(consumer)
-                    .arg("COUNT")
-                    .arg(1)
-                    .arg("BLOCK")
-                    .arg(block)
-                    .arg("STREAMS")
-                    .arg(&queue)
-                    .arg(">")
-                    .clone();
-                async move { c.query_async::<Value>(&mut conn).await }
-            })
-        };
-        let reply = match read().await {
-            Ok(reply) => reply,
-            Err(e) if e.to_string().contains("NOGROUP") => {
-                self.ensure_group().await?;
-                read().await.map_err(store)?
-            }
-            Err(e) => return Err(store(e)),
-        };
-        // [[queue, [[id, [run, <id>]]]]]
-        let streams = items(reply);
-        for stream in streams {
-            let mut parts = items(stream).into_iter();
-            let _name = parts.next();
-            for (tag, fields) in entries(parts.next().unwrap_or(Value::Nil)) {
-                if let Some(run) = field(&fields, "run").and_then(|r| r.parse().ok()) {
-                    return Ok(Some(Delivery { run, tag }));
-                }
-            }
-        }
-        Ok(None)
+        self.take(consumer, wait).await
     }
 
     async fn reclaim(&self, consumer: &str, idle: Duration) -> RunResult<Option<Delivery>> {
-        let (queue, group) = (self.queue_key(), self.group());
-        let ms = idle.as_millis() as u64;
-        let reply: Value = match self
-            .redis
-            .run("take over a run", |mut conn| {
-                let c = cmd("XAUTOCLAIM")
-                    .arg(&queue)
-                    .arg(&group)
-                    .arg(consumer)
-                    .arg(ms)
-                    .arg("0-0")
-                    .arg("COUNT")
-                    .arg(1)
-                    .clone();
-                async move { c.query_async(&mut conn).await }
-            })
-            .await
-        {
-            Ok(reply) => reply,
-            Err(e) if e.to_string().contains("NOGROUP") => {
-                self.ensure_group().await?;
-                return Ok(None);
-            }
-            Err(e) => return Err(store(e)),
-        };
-        // [next, [[id, [run, <id>]]], [deleted ids]]
-        let mut parts = items(reply).into_iter();
-        let _next = parts.next();
-        for (tag, fields) in entries(parts.next().unwrap_or(Value::Nil)) {
-            if let Some(run) = field(&fields, "run").and_then(|r| r.parse().ok()) {
-                return Ok(Some(Delivery { run, tag }));
-            }
-        }
-        Ok(None)
+        self.take_over(consumer, idle).await
     }
 
     async fn renew(&self, consumer: &str, delivery: &Delivery) -> RunResult<()> {
-        let (queue, group) = (self.queue_key(), self.group());
-        self.redis
-            .run("renew the run's lease", |mut conn| {
-                let c = cmd("XCLAIM")
-                    .arg(&queue)
-                    .arg(&group)
-                    .arg(consumer)
-                    .arg(0)
-                    .arg(&delivery.tag)
-                    .arg("JUSTID")
-                    .clone();
-                async move { c.query_async::<Value>(&mut conn).await }
-            })
-            .await
-            .map_err(store)?;
-        Ok(())
+        self.extend(consumer, delivery).await
     }
 
     async fn ack(&self, delivery: &Delivery) -> RunResult<()> {
-        let (queue, group) = (self.queue_key(), self.group());
-        self.redis
-            .run("acknowledge the run", |mut conn| {
-                let mut p = ::redis::pipe();
-                p.cmd("XACK")
-                    .arg(&queue)
-                    .arg(&group)
-                    .arg(&delivery.tag)
-                    .ignore();
-                p.cmd("XDEL").arg(&queue).arg(&delivery.tag).ignore();
-                async move { p.query_async::<()>(&mut conn).await }
-            })
-            .await
-            .map_err(store)
+        self.done_with(delivery).await
+    }
+
+    async fn append_held(
+        &self,
+        consumer: &str,
+        delivery: &Delivery,
+        events: &[NumberedEvent],
+    ) -> RunResult<()> {
+        self.add_held_events(consumer, delivery, events).await
+    }
+
+    async fn leave(&self, consumer: &str) -> RunResult<bool> {
+        self.leave_group(consumer).await
+    }
+
+    async fn prune(&self, consumer: &str, dead_after: Duration) -> RunResult<usize> {
+        self.prune_group(consumer, dead_after).await
     }
 }

@@ -11,6 +11,7 @@
 //! - `save_load_10k` / `value_save_load_10k`: a 10,000-node session (1 KB a
 //!   node) saved and loaded, beside serde_json's `Value` round trip of the
 //!   same document;
+//! - `load_10k`: loading it alone (the yardstick of a fork);
 //! - `fork_10k_at_half`: a fork at the middle of that session.
 //!
 //! Run: `cargo bench --bench instructions` (needs Valgrind and
@@ -94,6 +95,12 @@ fn save_load_10k(saved: String) -> String {
 
 #[library_benchmark]
 #[bench::ten_thousand_nodes(setup = saved_10k)]
+fn load_10k(saved: String) -> RunnableNetwork {
+    black_box(RunnableNetwork::from_json(black_box(&saved)).expect("load"))
+}
+
+#[library_benchmark]
+#[bench::ten_thousand_nodes(setup = saved_10k)]
 fn value_save_load_10k(saved: String) -> String {
     let value: serde_json::Value = serde_json::from_str(black_box(&saved)).expect("parse");
     black_box(serde_json::to_string(&value).expect("write"))
@@ -115,7 +122,7 @@ library_benchmark_group!(name = turns, benchmarks = [chat_turn, agent_tool_turns
 
 library_benchmark_group!(
     name = saving,
-    benchmarks = [save_load_10k, value_save_load_10k, fork_10k_at_half]
+    benchmarks = [save_load_10k, load_10k, value_save_load_10k, fork_10k_at_half]
 );
 
 main!(library_benchmark_groups = turns, saving);

@@ -21,6 +21,7 @@ mod hooks;
 mod lc_agent_import;
 mod mcp;
 mod mcp_oauth;
+mod mcp_sandbox;
 mod modes;
 mod permissions;
 mod project_memory;

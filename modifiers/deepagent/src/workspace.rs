@@ -232,6 +232,26 @@ impl Workspace {
         })
     }
 
+    /// The sandbox every other process the agent starts runs in (MCP
+    /// stdio servers), and its root: the shell's profile — the
+    /// directory's sandbox mode there (also without a shell); for the
+    /// session's files, `read-only` in `here`. An error when the sandbox
+    /// cannot be made here (the shell's own error).
+    pub fn process_sandbox(&self, here: &Path) -> Result<(Sandbox, PathBuf), WorkspaceError> {
+        let (root, mode) = match self {
+            Self::Session => (here, SandboxMode::ReadOnly),
+            Self::Directory { root, sandbox, .. } => (root.as_path(), *sandbox),
+        };
+        let failed = |source| WorkspaceError {
+            root: root.to_path_buf(),
+            source,
+        };
+        let root = std::fs::canonicalize(root).map_err(failed)?;
+        let sandbox = Sandbox::open(SandboxPolicy::new(mode))
+            .map_err(|e| failed(std::io::Error::other(e)))?;
+        Ok((sandbox, root))
+    }
+
     /// The backend of a directory, on its own, for serving the tools
     /// outside a session (`None` for the session's files, which need one).
     pub fn open_directory(&self) -> Result<Option<Arc<dyn Backend>>, WorkspaceError> {

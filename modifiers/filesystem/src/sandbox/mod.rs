@@ -13,8 +13,11 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
-//!    └─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
-//!                                 else RLIMIT_NPROC
+//!    ├─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
+//!    │                            else RLIMIT_NPROC
+//!    └─ Sandbox::program (program.rs): a long-lived program (an MCP stdio
+//!                          server) in the same profile: `cd CWD && exec PROGRAM ARGS`,
+//!                          its own directory readable, the same clean environment
 //! ```
 //!
 //! **One profile, two mechanisms** (`auto.rs` chooses). Under both,
@@ -79,6 +82,7 @@ mod landlock;
 mod limits;
 mod mount_points;
 mod policy;
+mod program;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -92,6 +96,7 @@ pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
 pub use policy::{SandboxMode, SandboxPolicy};
+pub use program::{KeepAlive, SandboxedProgram};
 
 /// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
 const MECHANISM_VARIABLE: &str = "LC_AGENT_SANDBOX_MECHANISM";

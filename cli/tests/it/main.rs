@@ -13,6 +13,7 @@ mod acp;
 mod attach;
 mod blueprint;
 mod chat_commands;
+mod command_rules;
 mod console;
 mod exec;
 mod file_limits;

@@ -200,4 +200,27 @@ mod tests {
         );
         assert_eq!(check(&[], "echo x | sh"), Verdict::Allow);
     }
+
+    /// `[[permissions]]` entries: a `command` entry is a command rule,
+    /// saved back after the path rules; a bad one says what is wrong.
+    #[test]
+    fn blueprint_entries_hold_command_rules() {
+        use super::super::Permissions;
+        let text = r#"[{"command": "git push*", "mode": "deny"},
+                       {"operations": ["write"], "paths": ["secrets/**"], "mode": "deny"}]"#;
+        let rules: Permissions = serde_json::from_str(text).unwrap();
+        assert!(matches!(
+            rules.check_command("ls && git push"),
+            Verdict::Deny(_)
+        ));
+        assert_eq!(
+            serde_json::to_string(&rules).unwrap(),
+            r#"[{"operations":["write"],"paths":["secrets/**"],"mode":"deny"},{"command":"git push*","mode":"deny"}]"#
+        );
+        let again: Permissions =
+            serde_json::from_str(&serde_json::to_string(&rules).unwrap()).unwrap();
+        assert_eq!(again, rules);
+        let bad = serde_json::from_str::<Permissions>(r#"[{"command": "x", "mode": "maybe"}]"#);
+        assert!(bad.unwrap_err().to_string().contains("maybe"));
+    }
 }

@@ -368,7 +368,7 @@ fn shell(
         };
         match flags.strip_prefix('-') {
             // `--rcfile FILE`; other long options (`--norc`) stand alone.
-            Some(long) if matches!(long, "rcfile" | "init-file") => i += 1,
+            Some("rcfile" | "init-file") => i += 1,
             Some(_) => {}
             None => {
                 command_string |= flags.contains('c');

@@ -24,7 +24,8 @@
 //! the command holds no capability (started by root too), runs with
 //! `no_new_privs`, and under the seccomp filter of `seccomp.rs` (sockets
 //! without the network, `io_uring`, `setsid`, mounts, `chroot`,
-//! namespaces, `ptrace`, `bpf`, modules, keyrings, device nodes, …); it
+//! namespaces, `ptrace`, `bpf`, modules, keyrings, device nodes,
+//! set-user-ID and set-group-ID bits, …); it
 //! writes only the root and a private temporary directory, reads the
 //! system and the root, and cannot write the policy's protected paths
 //! (`.git`, `.lc-agent`) **even before they exist** (creating them is a

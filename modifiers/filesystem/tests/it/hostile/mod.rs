@@ -7,6 +7,11 @@
 //! effect is checked on the host after the command; every escape of every
 //! pass is reported at once.
 //!
+//! The cases: `escapes.rs` (the first round: what issue 47 found) and
+//! `more.rs` (obfuscation, `/proc`, nested namespaces, links, `.git`
+//! through `git`, planted configuration, set-user-ID files, sockets,
+//! kernel interfaces, daemons); this file is the harness.
+//!
 //! `LC_AGENT_HOSTILE_VERBOSE=1` prints every command and its output.
 //!
 //! What a mechanism is documented not to stop (Landlock shows every

@@ -28,11 +28,11 @@ use std::sync::Arc;
 use clap::Args;
 use lc_agent::{Attachments, ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
-use lc_agent_deepagent::mcp::{Elicitation, McpConfig, McpTools};
+use lc_agent_deepagent::mcp::{Elicitation, McpConfig, McpSandbox, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};
 use lc_agent_deepagent::{
     summarizer_of, write_title, AgentContext, AgentSpec, Blueprint, CompactError, Compaction,
-    Overrides, Setting,
+    Overrides, Setting, Workspace,
 };
 use lc_agent_filesystem::{Backend, BackendSource, TOOL_NAMES};
 use serde_json::Value;
@@ -739,20 +739,36 @@ pub(crate) async fn connect_mcp(spec: &AgentSpec, asks: bool) -> CliResult<McpCo
     let config = spec
         .mcp_config()
         .map_err(|e| CliError::usage(e.to_string()))?;
-    connect(config, asks).await
+    connect(config, &spec.backend, asks).await
 }
 
 /// Connected MCP servers, and their requests for input when a person
 /// answers them.
 pub(crate) type McpConnected = (Option<McpTools>, Option<mpsc::Receiver<Elicitation>>);
 
-/// The MCP servers of `config`, connected (see [`connect_mcp`]).
-pub(crate) async fn connect(config: McpConfig, asks: bool) -> CliResult<McpConnected> {
+/// The MCP servers of `config`, connected (see [`connect_mcp`]); their
+/// stdio programs run in `workspace`'s sandbox profile (the shell's),
+/// unless an entry says `"sandbox": "full"`.
+pub(crate) async fn connect(
+    config: McpConfig,
+    workspace: &Workspace,
+    asks: bool,
+) -> CliResult<McpConnected> {
     if config.is_empty() {
         return Ok((None, None));
     }
     let mut tools = McpTools::new(config)
         .reserve_names(TOOL_NAMES.iter().copied().chain(["task", "write_todos"]));
+    let here = std::env::current_dir().map_err(|e| CliError::failed(e.to_string()))?;
+    match workspace.process_sandbox(&here) {
+        Ok((sandbox, root)) => tools = tools.sandboxed(McpSandbox::new(sandbox, root)),
+        // Only an entry marked `"sandbox": "full"` can start: the others
+        // say why they cannot.
+        Err(e) => {
+            tracing::debug!("no sandbox for MCP servers: {e}");
+            tools = tools.sandboxed(McpSandbox::unavailable(e.to_string()));
+        }
+    }
     let mut elicitations = None;
     if asks {
         let (with, receiver) = tools.with_elicitation();

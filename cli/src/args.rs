@@ -314,6 +314,18 @@ pub(crate) struct WorkspaceArgs {
     /// forces one.
     #[arg(long, value_name = "MODE", requires = "shell")]
     pub(crate) sandbox: Option<SandboxMode>,
+    /// Another directory the sandbox lets commands and MCP stdio servers
+    /// read (a toolchain: `--sandbox-read ~/.cargo --sandbox-read
+    /// ~/.rustup`); repeatable.
+    #[arg(long, value_name = "DIR", requires = "root")]
+    pub(crate) sandbox_read: Vec<PathBuf>,
+    /// Another directory they may write (a cache); repeatable.
+    #[arg(long, value_name = "DIR", requires = "root")]
+    pub(crate) sandbox_write: Vec<PathBuf>,
+    /// An environment variable they get, by name (`--sandbox-env
+    /// CARGO_HOME`); otherwise only PATH, HOME (the root) and LANG.
+    #[arg(long, value_name = "NAME", requires = "root")]
+    pub(crate) sandbox_env: Vec<String>,
     /// Path rules: --allow, --deny, --ask.
     #[command(flatten)]
     pub(crate) permissions: crate::permissions::PermissionArgs,
@@ -327,7 +339,14 @@ impl WorkspaceArgs {
             if self.shell && mode == SandboxMode::Full {
                 warn_unconfined();
             }
-            Workspace::directory(root).shell(self.shell).sandbox(mode)
+            Workspace::directory(root)
+                .shell(self.shell)
+                .sandbox(mode)
+                .sandbox_extras(
+                    self.sandbox_read.iter().cloned(),
+                    self.sandbox_write.iter().cloned(),
+                    self.sandbox_env.iter().cloned(),
+                )
         })
     }
 }

@@ -1,10 +1,15 @@
-//! `--allow`, `--deny`, `--ask`: path rules from the command line (see
-//! `lc_agent_filesystem::Permissions` for what a rule means).
+//! `--allow`, `--deny`, `--ask`: path rules from the command line, and
+//! `--allow-cmd`, `--deny-cmd`, `--ask-cmd`: command rules (see
+//! `lc_agent_filesystem::Permissions` and `CommandRule` for what a rule
+//! means).
 //!
 //! ```text
 //!  --deny 'write,edit:secrets/**'   OPS:GLOBS (OPS: read write edit delete execute ls glob grep, or *)
 //!  --deny 'secrets/**'              GLOBS alone: every operation
 //!  --ask 'execute:**'               every command waits for approval
+//!  --ask-cmd 'git push*'            a line running `git push` anywhere in it
+//!                                   (`git status && git push`, `sh -c '…'`) asks;
+//!                                   a line the parser cannot read asks too
 //! ```
 //!
 //! Rules are checked in the order the flags are given (first match wins),
@@ -17,7 +22,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::Args;
-use lc_agent_filesystem::{PermissionRule, Permissions, RuleMode};
+use lc_agent_filesystem::{CommandRule, PermissionRule, Permissions, RuleMode};
 
 use crate::error::{CliError, CliResult};
 
@@ -54,6 +59,21 @@ pub(crate) struct PermissionArgs {
     /// (`lc-agent tool`, `lc-agent mcp`) the call is refused.
     #[arg(long, value_name = "OPS:GLOBS", value_parser = numbered)]
     ask: Vec<Numbered>,
+    /// Allow commands matching a pattern (`git push --dry-run*`), before
+    /// later command rules. Patterns are globs over the whole command
+    /// (`*` is any text), matched on every command of a compound line.
+    #[arg(long, value_name = "PATTERN", value_parser = numbered)]
+    allow_cmd: Vec<Numbered>,
+    /// Deny commands matching a pattern, in every mode (`git push*`):
+    /// also inside `&&`, `;`, pipes, `$(…)`, `sh -c '…'` and `eval`.
+    #[arg(long, value_name = "PATTERN", value_parser = numbered)]
+    deny_cmd: Vec<Numbered>,
+    /// Ask for approval before commands matching a pattern (`rm -rf*`);
+    /// with any command rule, a line the parser cannot read fully
+    /// (`… | base64 -d | sh`) asks too. Where nobody can approve
+    /// (`lc-agent tool`, `lc-agent mcp`) the call is refused.
+    #[arg(long, value_name = "PATTERN", value_parser = numbered)]
+    ask_cmd: Vec<Numbered>,
 }
 
 impl PermissionArgs {
@@ -73,6 +93,22 @@ impl PermissionArgs {
             .map(|(_, mode, value)| PermissionRule::parse(mode, value))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| CliError::usage(e.to_string()))?;
-        Permissions::new(rules).map_err(|e| CliError::usage(e.to_string()))
+        let mut commands: Vec<(usize, RuleMode, &str)> = Vec::new();
+        for (mode, values) in [
+            (RuleMode::Allow, &self.allow_cmd),
+            (RuleMode::Deny, &self.deny_cmd),
+            (RuleMode::Ask, &self.ask_cmd),
+        ] {
+            commands.extend(values.iter().map(|Numbered(i, v)| (*i, mode, v.as_str())));
+        }
+        commands.sort_by_key(|(i, _, _)| *i);
+        let commands = commands
+            .into_iter()
+            .map(|(_, mode, value)| CommandRule::parse(mode, value))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        Permissions::new(rules)
+            .and_then(|p| p.with_commands(commands))
+            .map_err(|e| CliError::usage(e.to_string()))
     }
 }

@@ -343,10 +343,17 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
                 .map_err(|e| CliError::usage(format!("--mcp: {}", error_chain(&e))))?,
         );
     }
+    // MCP stdio servers run in the sandbox profile of the server's
+    // workspace (the shell's), else its blueprint's.
+    let mcp_workspace = args
+        .workspace
+        .workspace()
+        .or_else(|| spec.as_ref().map(|s| s.backend.clone()))
+        .unwrap_or_default();
     let mut config = config(&args, spec)?;
     // Each session gets connections of its own, so a server's request for
     // input reaches the person of the session that asked (the page, the API).
-    let (mcp, _) = connect(mcp_config, false).await?;
+    let (mcp, _) = connect(mcp_config, &mcp_workspace, false).await?;
     let mcp = mcp.map(McpSessions::from_tools);
     if let Some((tools, _)) = &mcp {
         config = config.modifier_shared(Arc::new(tools.clone()));

@@ -169,8 +169,11 @@ fn run_with_mcp_servers_from_a_desktop_style_file() {
     std::fs::write(
         &mcp_json,
         json!({"mcpServers": {
+            // It serves a directory outside the agent's root and runs its
+            // own shell there: unconfined, by name.
             "files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
-                      "args": ["mcp", "--root", served.path(), "--shell"]},
+                      "args": ["mcp", "--root", served.path(), "--shell"],
+                      "sandbox": "full"},
             "gone": {"command": "/nonexistent/mcp-server"}
         }})
         .to_string(),

@@ -32,6 +32,8 @@ impl Setup {
         let mcp = json!({"mcpServers": {"files": {
             "command": env!("CARGO_BIN_EXE_lc-agent"),
             "args": ["mcp", "--root", root.join("served")],
+            // It serves a directory outside the agent's root.
+            "sandbox": "full",
         }}});
         std::fs::write(root.join("mcp.json"), mcp.to_string()).unwrap();
         Self { dir }

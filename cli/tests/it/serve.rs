@@ -227,7 +227,7 @@ async fn serve_offers_the_tools_of_mcp_servers() {
     std::fs::write(
         &mcp_json,
         json!({"mcpServers": {"files": {"command": env!("CARGO_BIN_EXE_lc-agent"),
-            "args": ["mcp", "--root", served.path()]}}})
+            "args": ["mcp", "--root", served.path()], "sandbox": "full"}}})
         .to_string(),
     )
     .unwrap();

@@ -21,6 +21,11 @@
 //! # the sandbox commands run in: "read-only", "workspace-write" (default)
 //! # or "full" (unconfined, on purpose):
 //! # backend = { kind = "directory", root = "./repo", shell = true, sandbox = "read-only" }
+//! # a toolchain under the home directory readable, its variables passed
+//! # (the user's own blueprint or flags only; a stored session's are dropped):
+//! # backend = { kind = "directory", root = "./repo", shell = true,
+//! #             sandbox_read = ["/home/me/.cargo", "/home/me/.rustup"],
+//! #             sandbox_env = ["CARGO_HOME", "RUSTUP_HOME"] }
 //! # commands run without asking (only where a person is not needed):
 //! # backend = { kind = "directory", root = "./repo", shell = true, execute_approval = false }
 //! ```
@@ -73,6 +78,17 @@ pub enum Workspace {
         /// `workspace-write`).
         #[serde(default, skip_serializing_if = "is_default_sandbox")]
         sandbox: SandboxMode,
+        /// More directories the sandbox lets commands (and MCP stdio
+        /// servers) read, e.g. a toolchain's home (`~/.cargo`, `~/.rustup`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sandbox_read: Vec<PathBuf>,
+        /// More directories they may write (read-only in `read-only` mode).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sandbox_write: Vec<PathBuf>,
+        /// Environment variables of this process they get, by name
+        /// (`CARGO_HOME`); otherwise only `PATH`, `HOME` and `LANG`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sandbox_env: Vec<String>,
     },
 }
 
@@ -112,7 +128,60 @@ impl Workspace {
             shell: false,
             execute_approval: true,
             sandbox: SandboxMode::default(),
+            sandbox_read: Vec::new(),
+            sandbox_write: Vec::new(),
+            sandbox_env: Vec::new(),
         }
+    }
+
+    /// With a directory: what the sandbox adds for commands and MCP stdio
+    /// servers — directories they may read, directories they may write,
+    /// variables they get by name (the user's own invocation only: a
+    /// stored session's are dropped, see `narrowed`).
+    #[must_use]
+    pub fn sandbox_extras(
+        mut self,
+        read: impl IntoIterator<Item = PathBuf>,
+        write: impl IntoIterator<Item = PathBuf>,
+        env: impl IntoIterator<Item = String>,
+    ) -> Self {
+        if let Self::Directory {
+            sandbox_read,
+            sandbox_write,
+            sandbox_env,
+            ..
+        } = &mut self
+        {
+            sandbox_read.extend(read);
+            sandbox_write.extend(write);
+            sandbox_env.extend(env);
+        }
+        self
+    }
+
+    /// The sandbox policy of `mode` with this workspace's extras (absolute
+    /// directories: a relative one is taken from the current directory).
+    fn policy(&self, mode: SandboxMode) -> SandboxPolicy {
+        let mut policy = SandboxPolicy::new(mode);
+        if let Self::Directory {
+            sandbox_read,
+            sandbox_write,
+            sandbox_env,
+            ..
+        } = self
+        {
+            let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            for dir in sandbox_read {
+                policy = policy.readable(absolute(dir));
+            }
+            for dir in sandbox_write {
+                policy = policy.writable(absolute(dir));
+            }
+            for name in sandbox_env {
+                policy = policy.pass_env(name.clone());
+            }
+        }
+        policy
     }
 
     /// With a directory: whether the model may run commands there (each
@@ -174,11 +243,17 @@ impl Workspace {
                 shell,
                 execute_approval,
                 sandbox,
+                sandbox_read,
+                sandbox_write,
+                sandbox_env,
             } => Self::Directory {
                 root: root.join(user),
                 shell: *shell,
                 execute_approval: *execute_approval,
                 sandbox: *sandbox,
+                sandbox_read: sandbox_read.clone(),
+                sandbox_write: sandbox_write.clone(),
+                sandbox_env: sandbox_env.clone(),
             },
         }
     }
@@ -193,6 +268,9 @@ impl Workspace {
                 shell,
                 execute_approval,
                 sandbox,
+                sandbox_read,
+                sandbox_write,
+                sandbox_env,
             } => {
                 let absolute = std::fs::canonicalize(&root)
                     .map_err(|source| WorkspaceError { root, source })?;
@@ -201,6 +279,9 @@ impl Workspace {
                     shell,
                     execute_approval,
                     sandbox,
+                    sandbox_read,
+                    sandbox_write,
+                    sandbox_env,
                 })
             }
         }
@@ -222,7 +303,7 @@ impl Workspace {
                 ..
             } => {
                 let fs = FilesystemBackend::new(root).map_err(failed(root))?;
-                let sandbox = Sandbox::open(SandboxPolicy::new(*sandbox))
+                let sandbox = Sandbox::open(self.policy(*sandbox))
                     .map_err(|e| failed(root)(std::io::Error::other(e)))?;
                 LocalShellBackend::sandboxed(fs, sandbox).into()
             }
@@ -230,6 +311,26 @@ impl Workspace {
                 root, shell: false, ..
             } => FilesystemBackend::new(root).map_err(failed(root))?.into(),
         })
+    }
+
+    /// The sandbox every other process the agent starts runs in (MCP
+    /// stdio servers), and its root: the shell's profile — the
+    /// directory's sandbox mode there (also without a shell); for the
+    /// session's files, `read-only` in `here`. An error when the sandbox
+    /// cannot be made here (the shell's own error).
+    pub fn process_sandbox(&self, here: &Path) -> Result<(Sandbox, PathBuf), WorkspaceError> {
+        let (root, mode) = match self {
+            Self::Session => (here, SandboxMode::ReadOnly),
+            Self::Directory { root, sandbox, .. } => (root.as_path(), *sandbox),
+        };
+        let failed = |source| WorkspaceError {
+            root: root.to_path_buf(),
+            source,
+        };
+        let root = std::fs::canonicalize(root).map_err(failed)?;
+        let sandbox =
+            Sandbox::open(self.policy(mode)).map_err(|e| failed(std::io::Error::other(e)))?;
+        Ok((sandbox, root))
     }
 
     /// The backend of a directory, on its own, for serving the tools
@@ -264,12 +365,22 @@ impl Workspace {
             root,
             shell,
             sandbox,
+            sandbox_read,
+            sandbox_write,
+            sandbox_env,
             ..
         } = self
         else {
             return (self.clone(), Vec::new());
         };
         let mut said = Vec::new();
+        if !(sandbox_read.is_empty() && sandbox_write.is_empty() && sandbox_env.is_empty()) {
+            said.push(
+                "the session's extra sandbox directories and variables are off: only your own \
+                 command line adds them (--sandbox-read, --sandbox-write, --sandbox-env)"
+                    .to_string(),
+            );
+        }
         let outside = within.is_some_and(|within| {
             let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
             !canonical(root).starts_with(canonical(within))
@@ -365,6 +476,30 @@ mod tests {
         assert_eq!(
             json(&read),
             r#"{"kind":"directory","root":"/w","shell":true,"sandbox":"read-only"}"#
+        );
+    }
+
+    /// A stored session's extra sandbox directories and variables are
+    /// dropped, and said; they round-trip in a blueprint.
+    #[test]
+    fn a_stored_sessions_sandbox_extras_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::directory(dir.path()).shell(true).sandbox_extras(
+            [PathBuf::from("/home/me/.cargo")],
+            [PathBuf::from("/var/cache/x")],
+            ["CARGO_HOME".to_string()],
+        );
+        let text = serde_json::to_string(&ws).unwrap();
+        assert!(
+            text.contains(r#""sandbox_read":["/home/me/.cargo"]"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Workspace>(&text).unwrap(), ws);
+        let (narrowed, said) = ws.narrowed(None);
+        assert_eq!(narrowed, Workspace::directory(dir.path()));
+        assert!(
+            said.iter().any(|s| s.contains("extra sandbox directories")),
+            "{said:?}"
         );
     }
 

@@ -268,11 +268,12 @@ pub use media::image_part;
 pub use modifier::FilesystemModifier;
 pub use paging::{MAX_LINE_CHARS, READ_SCAN_BUDGET};
 pub use permissions::{
-    Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict, PROTECTED_PATHS,
+    CommandRule, Operation, PermissionError, PermissionRule, Permissions, RuleMode, Verdict,
+    PROTECTED_PATHS,
 };
 pub use sandbox::{
-    Bubblewrap, Landlock, Prepared, Sandbox, SandboxError, SandboxMechanism, SandboxMode,
-    SandboxPolicy,
+    Bubblewrap, KeepAlive, Landlock, Prepared, Sandbox, SandboxError, SandboxMechanism,
+    SandboxMode, SandboxPolicy, SandboxedProgram,
 };
 pub use shell::LocalShellBackend;
 pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};

@@ -146,7 +146,7 @@ fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
 
 /// The environment commands get: `PATH`, `HOME` = the root, `LANG`, and
 /// the variables passed through by name.
-fn command_env(root: &Path, sandbox: Option<&Sandbox>) -> Vec<(OsString, OsString)> {
+pub(crate) fn command_env(root: &Path, sandbox: Option<&Sandbox>) -> Vec<(OsString, OsString)> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
     let mut env: Vec<(OsString, OsString)> = vec![
         ("PATH".into(), path),

@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use indexmap::IndexMap;
+use lc_agent_filesystem::SandboxMode;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The default time a tool call may take, in seconds.
 #[cfg(feature = "mcp")]
@@ -62,9 +63,25 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Extra environment variables for it (values may be `${NAME}` references).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Environment variables for it (values may be `${NAME}` references);
+    /// a list of names (`["GITHUB_TOKEN"]`) passes those variables of
+    /// this process by name (`{"GITHUB_TOKEN": "${GITHUB_TOKEN}"}`).
+    /// Unless `sandbox` is `full`, the program gets only these besides
+    /// `PATH`, `HOME` and `LANG`.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "env_map"
+    )]
     pub env: BTreeMap<String, String>,
+    /// How a stdio server is confined. Absent (or `workspace-write`): in
+    /// the agent's own sandbox profile, as the shell's commands are
+    /// (the workspace's root and the program's own directory, no
+    /// network unless the profile allows it, a scrubbed environment);
+    /// `read-only`: that profile, read-only; `full`: unconfined, with
+    /// this process's whole environment — the user's choice, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
     /// The working directory of the spawned program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -316,6 +333,9 @@ impl McpServerConfig {
             (Some(c), None) if c.trim().is_empty() => return Err(invalid("`command` is empty")),
             _ => {}
         }
+        if self.sandbox.is_some() && self.url.is_some() {
+            return Err(invalid("`sandbox` is for servers started with `command`"));
+        }
         if let Some(t) = self.timeout
             && !(t.is_finite() && t > 0.0)
         {
@@ -409,6 +429,26 @@ impl McpServerConfig {
     }
 }
 
+/// `env` as a map of values, or a list of names passed by reference.
+fn env_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Env {
+        Map(BTreeMap<String, String>),
+        Names(Vec<String>),
+    }
+    Ok(match Env::deserialize(d)? {
+        Env::Map(map) => map,
+        Env::Names(names) => names
+            .into_iter()
+            .map(|name| {
+                let reference = format!("${{{name}}}");
+                (name, reference)
+            })
+            .collect(),
+    })
+}
+
 static REFERENCE: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}").ok());
 
@@ -451,6 +491,21 @@ mod tests {
         assert_eq!(config.mcp_servers["b"].call_timeout().as_secs_f64(), 2.5);
         let again = serde_json::to_string(&config).unwrap();
         assert_eq!(McpConfig::from_json(&again).unwrap(), config);
+    }
+
+    #[test]
+    fn env_is_a_map_or_names_and_sandbox_is_for_stdio() {
+        let text = r#"{"mcpServers": {
+            "a": {"command": "srv", "env": ["GITHUB_TOKEN"], "sandbox": "full"}}}"#;
+        let config = McpConfig::from_json(text).unwrap();
+        let a = &config.mcp_servers["a"];
+        assert_eq!(a.env["GITHUB_TOKEN"], "${GITHUB_TOKEN}");
+        assert_eq!(a.sandbox, Some(SandboxMode::Full));
+        let http = r#"{"mcpServers": {"w": {"url": "http://h/mcp", "sandbox": "full"}}}"#;
+        assert_eq!(
+            McpConfig::from_json(http).unwrap_err().to_string(),
+            "MCP server `w`: `sandbox` is for servers started with `command`"
+        );
     }
 
     #[test]

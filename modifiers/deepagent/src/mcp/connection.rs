@@ -31,7 +31,10 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use lc_agent_filesystem::KeepAlive;
+
 use super::config::{McpEndpoint, McpServerConfig};
+use super::confine::{stdio_process, McpSandbox};
 use super::elicitation::{Elicitation, ElicitationAnswer};
 use super::error::McpError;
 use super::oauth;
@@ -233,6 +236,10 @@ pub(crate) struct ServerConnection {
     asking: Arc<Mutex<AskClock>>,
     /// Calls under way.
     in_flight: Arc<AtomicUsize>,
+    /// The sandbox profile a stdio server runs in (none: unconfined).
+    sandbox: Mutex<Option<Arc<McpSandbox>>>,
+    /// What the running stdio server's sandbox needs while it lives.
+    keep: Mutex<Option<KeepAlive>>,
 }
 
 impl std::fmt::Debug for ServerConnection {
@@ -257,7 +264,15 @@ impl ServerConnection {
             session: Mutex::new(None),
             asking: Arc::default(),
             in_flight: Arc::default(),
+            sandbox: Mutex::new(None),
+            keep: Mutex::new(None),
         }
+    }
+
+    /// Runs a stdio server in `sandbox` from the next connection on
+    /// (see `confine.rs`).
+    pub(crate) fn set_sandbox(&self, sandbox: Arc<McpSandbox>) {
+        *self.sandbox.lock() = Some(sandbox);
     }
 
     /// Sends the server's requests for input to `sender`, and declares
@@ -272,6 +287,7 @@ impl ServerConnection {
         let own = Self::new(self.name.to_string(), self.config.clone());
         Self {
             tokens: self.tokens.clone(),
+            sandbox: Mutex::new(self.sandbox.lock().clone()),
             ..own
         }
     }
@@ -370,11 +386,19 @@ impl ServerConnection {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(&command);
-                cmd.args(&args).envs(&env);
-                if let Some(cwd) = &cwd {
-                    cmd.current_dir(cwd);
-                }
+                let sandbox = self.sandbox.lock().clone();
+                let (cmd, keep) = stdio_process(
+                    &server,
+                    sandbox.as_deref(),
+                    self.config.sandbox,
+                    &command,
+                    &args,
+                    &env,
+                    cwd.as_deref(),
+                )?;
+                // The previous process's (if any) goes: it was killed with
+                // its connection.
+                *self.keep.lock() = keep;
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()

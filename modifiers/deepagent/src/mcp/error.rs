@@ -25,6 +25,19 @@ pub enum McpError {
         #[source]
         source: std::io::Error,
     },
+    /// The server's program cannot be confined in the agent's sandbox.
+    #[error(
+        "MCP server `{server}`: cannot start `{command}` in the sandbox: {reason}; or mark \
+         the server `\"sandbox\": \"full\"` in its configuration to run it unconfined"
+    )]
+    Sandbox {
+        /// The server.
+        server: String,
+        /// The program.
+        command: String,
+        /// Why.
+        reason: String,
+    },
     /// The MCP handshake failed (the program exited, the URL did not answer...).
     #[error("MCP server `{server}`: cannot connect{stderr}")]
     Connect {

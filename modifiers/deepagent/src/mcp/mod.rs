@@ -20,6 +20,8 @@
 //! plain data, always built), and with the `mcp` feature: `connection.rs`
 //! (`ServerConnection`, one server: connect, list, call, reconnect),
 //! `tool.rs` ([`McpTool`]), `tools.rs` ([`McpTools`], the modifier),
+//! `confine.rs` ([`McpSandbox`]: stdio servers in the agent's sandbox
+//! profile with a scrubbed environment, unless marked `"sandbox": "full"`),
 //! `content.rs` ([`describe_result`], results as text), `server.rs`
 //! ([`FileToolServer`]), `resources.rs` (the workspace files as its
 //! resources, subscriptions, its log messages), `oauth.rs` (OAuth for
@@ -32,6 +34,8 @@
 //! `error.rs` ([`McpError`]).
 
 mod config;
+#[cfg(feature = "mcp")]
+mod confine;
 #[cfg(feature = "mcp")]
 mod connection;
 #[cfg(feature = "mcp")]
@@ -57,6 +61,8 @@ mod tools;
 pub use config::{
     ConfigError, McpConfig, McpEndpoint, McpOAuthConfig, McpServerConfig, OAuthSettings,
 };
+#[cfg(feature = "mcp")]
+pub use confine::McpSandbox;
 #[cfg(feature = "mcp")]
 pub use content::describe_result;
 pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationField, FieldKind};

@@ -17,6 +17,7 @@ use lc_agent::{NetworkModifier, RunnableNetwork, Tool};
 use tokio::sync::mpsc;
 
 use super::config::McpConfig;
+use super::confine::McpSandbox;
 use super::connection::ServerConnection;
 use super::elicitation::Elicitation;
 use super::error::McpError;
@@ -56,6 +57,18 @@ impl McpTools {
                 .collect(),
             reserved: Arc::new(HashSet::new()),
         }
+    }
+
+    /// Runs the stdio servers in `sandbox` (the agent's own profile,
+    /// the shell's), with a scrubbed environment, except those whose
+    /// entry says `"sandbox": "full"`. Without it they run unconfined,
+    /// as this process. Call it before connecting.
+    pub fn sandboxed(self, sandbox: McpSandbox) -> Self {
+        let sandbox = Arc::new(sandbox);
+        for server in self.servers.iter() {
+            server.set_sandbox(sandbox.clone());
+        }
+        self
     }
 
     /// Names other tools of the network use: an MCP tool of such a name is

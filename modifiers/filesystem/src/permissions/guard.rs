@@ -313,6 +313,24 @@ impl Backend for Guarded {
 
     async fn execute(&self, command: &str, timeout_secs: u64) -> FsResult<ExecuteResponse> {
         self.target(&[Operation::Execute], "/").await?;
+        match self.rules.check_command(command) {
+            Verdict::Allow => {}
+            Verdict::Ask(_) if self.approved_upstream => {}
+            Verdict::Deny(rule) => {
+                return Err(FsError::Refused(format!(
+                    "Permission denied by {rule}: cannot run `{}`",
+                    command.trim()
+                )))
+            }
+            Verdict::Ask(rule) => {
+                return Err(FsError::Refused(format!(
+                    "Approval needed: {rule} asks a person before `{}` runs, and nobody can \
+                     approve here. Run it in an agent session (chat or run), where the call \
+                     waits for approval, or change the rule",
+                    command.trim()
+                )))
+            }
+        }
         self.inner.execute(command, timeout_secs).await
     }
 }

@@ -43,6 +43,11 @@
 //!   (`.envrc`, `.vscode/tasks.json`, ...) asks — also when they do not
 //!   exist yet — as an implicit last rule: a rule of the caller's that
 //!   matches first widens it; [`Permissions::without_protection`] drops it.
+//! - **Command rules** (`command.rs`, [`CommandRule`]): `allow`, `ask` or
+//!   `deny` for the commands `execute` runs, matched on every simple
+//!   command of a compound line (`git status && git push`, `$(…)`, `sh -c`,
+//!   `eval`; `command_line.rs` reads them with `brush-parser`); a line the
+//!   parser cannot read fully (`… | base64 -d | sh`) asks.
 //! - **No rules and no protection** means no wrapper.
 //!
 //! Flag syntax (`--allow`, `--deny`, `--ask` of the CLI; [`PermissionRule::parse`]):
@@ -51,10 +56,15 @@
 //! 'write,edit:secrets/**'`; a value without `:` is globs for every
 //! operation (`--deny 'secrets/**'`).
 
+mod command;
+mod command_line;
 mod guard;
 mod protected;
 
+pub use command::CommandRule;
 pub use protected::PROTECTED_PATHS;
+
+use command::CompiledCommand;
 
 use std::sync::Arc;
 
@@ -389,6 +399,8 @@ impl Verdict {
 #[derive(Debug, Clone)]
 pub struct Permissions {
     rules: Arc<Vec<(PermissionRule, Compiled)>>,
+    /// The command rules, in order.
+    commands: Arc<Vec<(CommandRule, CompiledCommand)>>,
     /// Whether the protected paths ask after the rules.
     protect: bool,
 }
@@ -398,6 +410,7 @@ impl Default for Permissions {
     fn default() -> Self {
         Self {
             rules: Arc::default(),
+            commands: Arc::default(),
             protect: true,
         }
     }
@@ -405,7 +418,9 @@ impl Default for Permissions {
 
 impl PartialEq for Permissions {
     fn eq(&self, other: &Self) -> bool {
-        self.protect == other.protect && self.rules().eq(other.rules())
+        self.protect == other.protect
+            && self.rules().eq(other.rules())
+            && self.commands().eq(other.commands())
     }
 }
 
@@ -430,8 +445,56 @@ impl Permissions {
         }
         Ok(Self {
             rules: Arc::new(compiled),
+            commands: Arc::default(),
             protect: true,
         })
+    }
+
+    /// These rules, then the command rules `rules` (in order; see
+    /// [`CommandRule`]).
+    ///
+    /// ```
+    /// use lc_agent_filesystem::{CommandRule, Permissions, RuleMode, Verdict};
+    ///
+    /// let rules = Permissions::default()
+    ///     .with_commands([CommandRule::parse(RuleMode::Ask, "git push*").unwrap()])
+    ///     .unwrap();
+    /// assert!(matches!(rules.check_command("git status && git push"), Verdict::Ask(_)));
+    /// assert_eq!(rules.check_command("git status"), Verdict::Allow);
+    /// ```
+    pub fn with_commands(
+        &self,
+        rules: impl IntoIterator<Item = CommandRule>,
+    ) -> Result<Self, PermissionError> {
+        let mut all = self.commands.as_ref().clone();
+        for rule in rules {
+            let compiled = CompiledCommand::new(&rule).map_err(|e| {
+                PermissionError(format!(
+                    "command rule {} ({}): {}",
+                    all.len() + 1,
+                    rule.describe(),
+                    e.0
+                ))
+            })?;
+            all.push((rule, compiled));
+        }
+        Ok(Self {
+            rules: self.rules.clone(),
+            commands: Arc::new(all),
+            protect: self.protect,
+        })
+    }
+
+    /// The command rules, in order.
+    pub fn commands(&self) -> impl Iterator<Item = &CommandRule> + '_ {
+        self.commands.iter().map(|(rule, _)| rule)
+    }
+
+    /// What the command rules say about the command line `line` (every
+    /// simple command of it; a part that cannot be read asks). Without
+    /// command rules: [`Verdict::Allow`].
+    pub fn check_command(&self, line: &str) -> Verdict {
+        command::check(&self.commands, line)
     }
 
     /// The same rules without the protected paths (bypass mode: nothing
@@ -440,6 +503,7 @@ impl Permissions {
     pub fn without_protection(&self) -> Permissions {
         Self {
             rules: self.rules.clone(),
+            commands: self.commands.clone(),
             protect: false,
         }
     }
@@ -452,7 +516,7 @@ impl Permissions {
     /// Whether nothing is checked: no rule and no protection (no wrapper
     /// is needed).
     pub fn checks_nothing(&self) -> bool {
-        self.rules.is_empty() && !self.protect
+        self.rules.is_empty() && self.commands.is_empty() && !self.protect
     }
 
     /// These rules, then those of `more` that are not among them (a
@@ -464,8 +528,15 @@ impl Permissions {
                 all.push((rule.clone(), compiled.clone()));
             }
         }
+        let mut commands = self.commands.as_ref().clone();
+        for (rule, compiled) in more.commands.iter() {
+            if !commands.iter().any(|(r, _)| r == rule) {
+                commands.push((rule.clone(), compiled.clone()));
+            }
+        }
         Self {
             rules: Arc::new(all),
+            commands: Arc::new(commands),
             protect: self.protect || more.protect,
         }
     }
@@ -475,10 +546,10 @@ impl Permissions {
         self.rules.iter().map(|(rule, _)| rule)
     }
 
-    /// Whether there is no rule (the protected paths may still ask, see
-    /// [`Permissions::checks_nothing`]).
+    /// Whether there is no rule, of paths or commands (the protected
+    /// paths may still ask, see [`Permissions::checks_nothing`]).
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.rules.is_empty() && self.commands.is_empty()
     }
 
     /// The verdict of the first rule matching `op` on `path` (a virtual
@@ -554,6 +625,9 @@ impl Permissions {
         for op in ops {
             verdict = verdict.stricter(self.check_through(backend, *op, &target).await);
         }
+        if tool == "execute" {
+            verdict = verdict.stricter(self.check_command(arg("command")));
+        }
         verdict
     }
 
@@ -577,15 +651,43 @@ impl Permissions {
     }
 }
 
+/// One `[[permissions]]` entry as saved: a path rule or a command rule.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry {
+    /// `command = "…"`, `mode`.
+    Command(CommandRule),
+    /// `operations`, `paths`, `mode`.
+    Path(PermissionRule),
+}
+
 impl Serialize for Permissions {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.rules())
+        s.collect_seq(
+            self.rules()
+                .cloned()
+                .map(Entry::Path)
+                .chain(self.commands().cloned().map(Entry::Command)),
+        )
     }
 }
 
 impl<'de> Deserialize<'de> for Permissions {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let rules = Vec::<PermissionRule>::deserialize(d)?;
-        Permissions::new(rules).map_err(serde::de::Error::custom)
+        let entries = Vec::<Value>::deserialize(d)?;
+        let mut paths = Vec::new();
+        let mut commands = Vec::new();
+        for entry in entries {
+            // A command rule is the entry with `command`; the other
+            // entries are path rules (whose errors say what is wrong).
+            if entry.get("command").is_some() {
+                commands.push(CommandRule::deserialize(entry).map_err(serde::de::Error::custom)?);
+            } else {
+                paths.push(PermissionRule::deserialize(entry).map_err(serde::de::Error::custom)?);
+            }
+        }
+        Permissions::new(paths)
+            .and_then(|p| p.with_commands(commands))
+            .map_err(serde::de::Error::custom)
     }
 }

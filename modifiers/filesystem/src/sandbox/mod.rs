@@ -13,15 +13,19 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
-//!    └─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
-//!                                 else RLIMIT_NPROC
+//!    ├─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
+//!    │                            else RLIMIT_NPROC
+//!    └─ Sandbox::program (program.rs): a long-lived program (an MCP stdio
+//!                          server) in the same profile: `cd CWD && exec PROGRAM ARGS`,
+//!                          its own directory readable, the same clean environment
 //! ```
 //!
 //! **One profile, two mechanisms** (`auto.rs` chooses). Under both,
 //! the command holds no capability (started by root too), runs with
 //! `no_new_privs`, and under the seccomp filter of `seccomp.rs` (sockets
 //! without the network, `io_uring`, `setsid`, mounts, `chroot`,
-//! namespaces, `ptrace`, `bpf`, modules, keyrings, device nodes, …); it
+//! namespaces, `ptrace`, `bpf`, modules, keyrings, device nodes,
+//! set-user-ID and set-group-ID bits, …); it
 //! writes only the root and a private temporary directory, reads the
 //! system and the root, and cannot write the policy's protected paths
 //! (`.git`, `.lc-agent`) **even before they exist** (creating them is a
@@ -79,6 +83,7 @@ mod landlock;
 mod limits;
 mod mount_points;
 mod policy;
+mod program;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -92,6 +97,7 @@ pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
 pub use policy::{SandboxMode, SandboxPolicy};
+pub use program::{KeepAlive, SandboxedProgram};
 
 /// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
 const MECHANISM_VARIABLE: &str = "LC_AGENT_SANDBOX_MECHANISM";

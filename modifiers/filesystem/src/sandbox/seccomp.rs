@@ -20,9 +20,15 @@
 //!   `perf_event_open`, keyrings, `userfaultfd`, swap, reboot, and
 //!   `mknod`/`mknodat` of a character or block device;
 //!   all with `EPERM`.
-//! - `clone3` with `ENOSYS`: its flags are in memory seccomp cannot read,
-//!   and `ENOSYS` makes the C library fall back to `clone`, whose flags
-//!   it can. On x86-64, the x32 system calls (numbers with bit 30 set,
+//! - a set-user-ID or set-group-ID bit on a file (`chmod`, `fchmod`,
+//!   `fchmodat`, `fchmodat2`, and the mode of `open`/`openat`/`creat`/
+//!   `mknod` creating one), with `EPERM`: a command started by root
+//!   writes the root's files as root, so `cp /bin/sh x; chmod u+s x`
+//!   would leave a set-user-ID-root shell on the host.
+//! - `clone3` and `openat2` with `ENOSYS`: their flags (and `openat2`'s
+//!   mode) are in memory seccomp cannot read, and `ENOSYS` makes the C
+//!   library (and programs) fall back to `clone` and `openat`, whose
+//!   arguments it can. On x86-64, the x32 system calls (numbers with bit 30 set,
 //!   which would skip the list) also get `ENOSYS`.
 //!
 //! [`Landlock`]: super::Landlock
@@ -113,6 +119,21 @@ fn device_modes(index: u8) -> Result<Vec<SeccompRule>, String> {
         .collect()
 }
 
+/// Rules matching a `mode` argument (at `index`) with the set-user-ID
+/// or set-group-ID bit.
+fn privileged_modes(index: u8) -> Result<Vec<SeccompRule>, String> {
+    [libc::S_ISUID, libc::S_ISGID]
+        .into_iter()
+        .map(|bit| {
+            let bit = u64::from(bit);
+            rule(vec![condition(index, SeccompCmpOp::MaskedEq(bit), bit)?])
+        })
+        .collect()
+}
+
+/// `fchmodat2` (Linux 6.6), by number: not every C library names it.
+const SYS_FCHMODAT2: i64 = 452;
+
 /// The filter, compiled for this machine's architecture: the `clone3`
 /// (and x32) prologue, then the list.
 pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
@@ -142,9 +163,24 @@ pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_clone, clone);
+    // (system call, index of its mode argument): devices and privileged
+    // bits refused.
     #[cfg(target_arch = "x86_64")]
-    rules.insert(libc::SYS_mknod, device_modes(1)?);
-    rules.insert(libc::SYS_mknodat, device_modes(2)?);
+    {
+        let mut mknod = device_modes(1)?;
+        mknod.extend(privileged_modes(1)?);
+        rules.insert(libc::SYS_mknod, mknod);
+        rules.insert(libc::SYS_chmod, privileged_modes(1)?);
+        rules.insert(libc::SYS_open, privileged_modes(2)?);
+        rules.insert(libc::SYS_creat, privileged_modes(1)?);
+    }
+    let mut mknodat = device_modes(2)?;
+    mknodat.extend(privileged_modes(2)?);
+    rules.insert(libc::SYS_mknodat, mknodat);
+    rules.insert(libc::SYS_fchmod, privileged_modes(1)?);
+    rules.insert(libc::SYS_fchmodat, privileged_modes(2)?);
+    rules.insert(SYS_FCHMODAT2, privileged_modes(2)?);
+    rules.insert(libc::SYS_openat, privileged_modes(3)?);
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let filter = SeccompFilter::new(
         rules,
@@ -201,14 +237,16 @@ fn instruction(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
     sock_filter { code, jt, jf, k }
 }
 
-/// `clone3` (and, on x86-64, x32 calls) → `ENOSYS`; anything else goes
+/// `clone3`, `openat2` (and, on x86-64, x32 calls) → `ENOSYS`; anything else goes
 /// on to the list (whose first step refuses another architecture).
 fn prologue() -> Result<BpfProgram, String> {
     let mut after_arch = vec![instruction(LOAD_WORD, 0, 0, NR)];
     #[cfg(target_arch = "x86_64")]
-    after_arch.push(instruction(JUMP_GE, 1, 0, 0x4000_0000));
+    after_arch.push(instruction(JUMP_GE, 2, 0, 0x4000_0000));
     #[allow(clippy::cast_sign_loss)]
-    after_arch.push(instruction(JUMP_EQ, 0, 1, libc::SYS_clone3 as u32));
+    after_arch.push(instruction(JUMP_EQ, 1, 0, libc::SYS_clone3 as u32));
+    #[allow(clippy::cast_sign_loss)]
+    after_arch.push(instruction(JUMP_EQ, 0, 1, libc::SYS_openat2 as u32));
     after_arch.push(instruction(RETURN, 0, 0, RET_ENOSYS));
     let skip = u8::try_from(after_arch.len()).map_err(|e| e.to_string())?;
     let mut program = vec![

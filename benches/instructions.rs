@@ -122,7 +122,12 @@ library_benchmark_group!(name = turns, benchmarks = [chat_turn, agent_tool_turns
 
 library_benchmark_group!(
     name = saving,
-    benchmarks = [save_load_10k, load_10k, value_save_load_10k, fork_10k_at_half]
+    benchmarks = [
+        save_load_10k,
+        load_10k,
+        value_save_load_10k,
+        fork_10k_at_half
+    ]
 );
 
 main!(library_benchmark_groups = turns, saving);

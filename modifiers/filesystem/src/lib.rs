@@ -179,7 +179,9 @@
 //! - `sandbox/`: [`Sandbox`], [`SandboxPolicy`], [`SandboxMode`], the
 //!   [`SandboxMechanism`] trait, [`Landlock`] (+ `seccomp.rs`), [`Bubblewrap`]
 //!   and the per-command choice between them (`auto.rs`); `limits.rs`, the
-//!   per-command pids cgroup (v1 or v2).
+//!   per-command pids cgroup (v1 or v2); `env.rs`, the clean environment a
+//!   sandboxed process gets; `program.rs`, [`SandboxedProgram`] (an MCP
+//!   stdio server under the shell's profile).
 //! - `branch_diff.rs`: [`diff_branches`], where two sessions' branches part
 //!   and what each holds after (tools called, files changed, tokens).
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.

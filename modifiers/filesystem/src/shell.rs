@@ -1,6 +1,5 @@
 //! [`LocalShellBackend`]: a [`FilesystemBackend`] that also runs commands.
 
-use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
@@ -19,9 +18,6 @@ use super::wrap::Wrap;
 
 /// Bytes of command output kept.
 pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
-
-/// The `PATH` commands get when the process has none.
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Files on disk (as [`FilesystemBackend`], virtual mode) plus `execute`:
 /// `sh -c <command>` with the root as working directory.
@@ -144,34 +140,13 @@ fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
     (kept, total)
 }
 
-/// The environment commands get: `PATH`, `HOME` = the root, `LANG`, and
-/// the variables passed through by name.
-pub(crate) fn command_env(root: &Path, sandbox: Option<&Sandbox>) -> Vec<(OsString, OsString)> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
-    let mut env: Vec<(OsString, OsString)> = vec![
-        ("PATH".into(), path),
-        ("HOME".into(), root.into()),
-        ("LANG".into(), "C.UTF-8".into()),
-    ];
-    for name in sandbox
-        .map(|s| s.policy().env_passthrough.as_slice())
-        .unwrap_or_default()
-    {
-        if let Some(value) = std::env::var_os(name) {
-            env.retain(|(n, _)| n != name.as_str());
-            env.push((name.into(), value));
-        }
-    }
-    env
-}
-
 async fn run(
     root: &Path,
     sandbox: Option<&Sandbox>,
     command: &str,
     timeout: Duration,
 ) -> io::Result<ExecuteResponse> {
-    let env = command_env(root, sandbox);
+    let env = crate::sandbox::env::command_env(root, sandbox);
     let mut keep = Vec::new();
     let mut cmd = match sandbox.and_then(|s| s.mechanism().map(|m| (s, m))) {
         Some((sandbox, mechanism)) => {

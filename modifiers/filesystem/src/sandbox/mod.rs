@@ -79,6 +79,7 @@
 
 mod auto;
 mod bubblewrap;
+pub(crate) mod env;
 mod landlock;
 mod limits;
 mod mount_points;

@@ -182,7 +182,7 @@ impl Sandbox {
         root: &Path,
         program: &SandboxedProgram,
     ) -> Result<(Command, KeepAlive), SandboxError> {
-        let mut env = crate::shell::command_env(root, Some(self));
+        let mut env = super::env::command_env(root, Some(self));
         for (name, value) in &program.env {
             env.retain(|(n, _)| n != name);
             env.push((name.clone(), value.clone()));

@@ -247,7 +247,8 @@ mod tests {
         // Full: a's oldest idle one makes room.
         let c = connections.enter(b).unwrap();
         assert!(a1.busy().is_none(), "closed to make room");
-        assert!(a2.busy().is_some());
+        let a2_busy = a2.busy();
+        assert!(a2_busy.is_some(), "the newer idle one stays");
         drop(a1);
         // Full again, and every connection busy: refused.
         let _c_busy = c.busy().unwrap();

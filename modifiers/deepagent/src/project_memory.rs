@@ -151,7 +151,7 @@ struct Read {
 /// docs of `project_memory.rs`).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent_deepagent::ProjectMemory;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

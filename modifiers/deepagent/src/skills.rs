@@ -241,7 +241,7 @@ pub(crate) fn skills_section(skills: &[Skill]) -> Option<String> {
 /// module docs of `skills.rs`).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent_filesystem::{Backend, StateBackend};
 /// use lc_agent_deepagent::SkillsModifier;
 ///

@@ -259,7 +259,7 @@ pub async fn compact(network: &RunnableNetwork) -> std::result::Result<Compactio
 /// (see the module docs of `summarization.rs`).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, SummaryNode};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, SummaryNode};
 /// use lc_agent_deepagent::{SummarizationConfig, SummarizationModifier};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -131,7 +131,7 @@ fn shown(text: &str) -> String {
 /// first answer (nothing asked).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent::{HumanNode, ModelRoutes, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent_deepagent::{write_title, TITLE_STEP};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

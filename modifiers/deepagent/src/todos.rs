@@ -136,7 +136,7 @@ impl TypedTool for WriteTodos {
 /// prompt (with the current list, when there is one).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 /// use lc_agent_deepagent::{todos_of, TodoListModifier, TodoStatus};
 /// use serde_json::json;
 ///

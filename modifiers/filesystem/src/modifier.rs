@@ -15,7 +15,7 @@ use super::tools::{self, FILE_TOOL_NAMES, LINE_TOOL_NAMES};
 /// Gives a network's chat nodes the file tools over a backend.
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
 /// use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 /// use serde_json::json;
 ///

@@ -29,6 +29,7 @@ pub(super) const MCP_MODIFIER_ID: &str = "mcp";
 /// MCP servers' tools for a network (see the [module docs](super)).
 ///
 /// ```no_run
+/// use lc_agent::Attachments;
 /// use lc_agent_deepagent::mcp::{McpConfig, McpTools};
 ///
 /// # async fn demo(net: lc_agent::RunnableNetwork) -> Result<(), Box<dyn std::error::Error>> {

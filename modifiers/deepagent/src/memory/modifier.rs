@@ -68,7 +68,7 @@ what still matters from the previous summary. Answer with the summary only.";
 /// Long-term memory for a network (see the [module docs](super)).
 ///
 /// ```
-/// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
+/// use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent_deepagent::memory::{MemoryEntry, MemoryKind, MemoryModifier, MemoryStore};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

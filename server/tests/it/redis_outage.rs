@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use lc_agent::{ListConfig, Turn};
+use lc_agent::{ListConfig, ScriptedChatModel, Turn};
+use lc_agent_server::RunEvent;
 use lc_agent_test_support::needs;
 use lc_agent_test_support::server::*;
 use lc_agent_test_support::RedisServer;
@@ -14,17 +15,22 @@ use serde_json::{json, Value};
 
 const RUNS: usize = 10;
 
-#[needs(redis)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_three_second_redis_restart_fails_no_run() {
-    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+/// Redis (append-only, fsync always) and two servers on it sharing one
+/// scripted model that counts its calls (each answer takes 1.5 s), with
+/// `RUNS` background runs posted to them in turn.
+async fn runs_on_two_servers() -> (
+    RedisServer,
+    ScriptedChatModel,
+    TestServer,
+    TestServer,
+    Vec<String>,
+) {
+    let redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let url = redis.url();
-    // One model for both servers: it counts every call.
     let model = scripted(vec![
         Turn::text("answer").delayed(Duration::from_millis(1_500))
     ])
     .cycled();
-    let calls = model.clone();
     let on_redis =
         |dir: &std::path::Path| config(model.clone(), dir).sessions(ListConfig::redis(&url));
     let a = start_with(on_redis).await;
@@ -43,6 +49,24 @@ async fn a_three_second_redis_restart_fails_no_run() {
         let run: Value = r.json().await.unwrap();
         runs.push(run["id"].as_str().unwrap().to_string());
     }
+    (redis, model, a, b, runs)
+}
+
+/// How many events of an SSE stream end the run (the server's own rule,
+/// `RunEvent::is_end`).
+fn end_events(stream: &str) -> usize {
+    sse_events(stream)
+        .into_iter()
+        .filter(|(name, data)| {
+            RunEvent::from_parts(name, data.clone()).is_ok_and(|event| event.is_end())
+        })
+        .count()
+}
+
+#[needs(redis)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_second_redis_restart_fails_no_run() {
+    let (mut redis, calls, a, b, runs) = runs_on_two_servers().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     redis.stop();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -57,11 +81,7 @@ async fn a_three_second_redis_restart_fails_no_run() {
             .await
             .unwrap();
         let names: Vec<String> = sse_events(&events).into_iter().map(|(n, _)| n).collect();
-        let ends = names
-            .iter()
-            .filter(|n| matches!(n.as_str(), "done" | "run_failed" | "cancelled"))
-            .count();
-        assert_eq!(ends, 1, "run {run}: {names:?}");
+        assert_eq!(end_events(&events), 1, "run {run}: {names:?}");
         assert_eq!(names.last().map(String::as_str), Some("done"), "{names:?}");
     }
     // Nothing ran twice: no run failed and was taken over from its last
@@ -80,30 +100,7 @@ async fn a_three_second_redis_restart_fails_no_run() {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sixty_second_redis_outage_ends_every_run_exactly_once() {
-    let mut redis = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let url = redis.url();
-    let model = scripted(vec![
-        Turn::text("answer").delayed(Duration::from_millis(1_500))
-    ])
-    .cycled();
-    let on_redis =
-        |dir: &std::path::Path| config(model.clone(), dir).sessions(ListConfig::redis(&url));
-    let a = start_with(on_redis).await;
-    let b = start_with(on_redis).await;
-    let mut runs = Vec::new();
-    for i in 0..RUNS {
-        let base = if i % 2 == 0 { &a.url } else { &b.url };
-        let session = new_session(base, ALICE).await;
-        let r = post(
-            &format!("{base}/api/sessions/{session}/runs"),
-            ALICE,
-            json!({"content": format!("task {i}"), "background": true}),
-        )
-        .await;
-        assert_eq!(r.status(), 202);
-        let run: Value = r.json().await.unwrap();
-        runs.push(run["id"].as_str().unwrap().to_string());
-    }
+    let (mut redis, _calls, a, b, runs) = runs_on_two_servers().await;
     // Followers stream every run's events through the outage.
     let followers: Vec<_> = runs
         .iter()
@@ -154,11 +151,7 @@ async fn a_sixty_second_redis_outage_ends_every_run_exactly_once() {
             .await
             .unwrap();
         let names: Vec<String> = sse_events(&events).into_iter().map(|(n, _)| n).collect();
-        let ends: Vec<&String> = names
-            .iter()
-            .filter(|n| matches!(n.as_str(), "done" | "error"))
-            .collect();
-        assert_eq!(ends.len(), 1, "run {run} ({status}): {names:?}");
+        assert_eq!(end_events(&events), 1, "run {run} ({status}): {names:?}");
         let want = if status == "done" { "done" } else { "error" };
         assert_eq!(names.last().map(String::as_str), Some(want), "{names:?}");
         *tally.entry(status).or_default() += 1;
@@ -166,11 +159,7 @@ async fn a_sixty_second_redis_outage_ends_every_run_exactly_once() {
     // What the followers saw through the outage: never two ends.
     for f in followers {
         let body = f.await.unwrap();
-        let ends = sse_events(&body)
-            .into_iter()
-            .filter(|(n, _)| matches!(n.as_str(), "done" | "error"))
-            .count();
-        assert!(ends <= 1, "{body}");
+        assert!(end_events(&body) <= 1, "{body}");
     }
     eprintln!("after a 60 s outage: {tally:?}");
     let _ = a.stop().await;

@@ -45,25 +45,22 @@
 //! path, `crate::network::RunnableNetwork`, not by these re-exports).
 //!
 //! **A ground floor.** `network/` (the graph, saving, the invoke entry),
-//! `node/`, `run/` (invoke's passes, the modifier hooks), `tool.rs`, the
-//! model trait and `event.rs` know each other by design. Each feature
-//! stands on them and is never stood on: its methods on a network are one
-//! extension trait in the feature's own file (`ModelRoutes` in
+//! `node/` (the node, the table of kinds, the generic node), `run/`
+//! (invoke's passes, the modifier hooks, the tracer table), `tool.rs`, the
+//! model trait and `event.rs` know each other by design. Everything else
+//! stands on them and is never stood on: the built-in node kinds
+//! (`nodes/`), the default loops (`loops/`) and the spans (`telemetry/`)
+//! add their rows to the floor's tables (a link-time table, `linkme`)
+//! instead of being named by it; each feature's methods on a network are
+//! one extension trait in the feature's own file (`ModelRoutes` in
 //! routing.rs, `UsageExt` in usage.rs, ...; all in [`prelude`]), and the
 //! runtime state it needs is an extension attached by type
 //! ([`Attachments::set_extension`]).
 //!
-//! Declared cycle: node::*, network::*, run, run::invoke, run::modifier, run::hold, tool, model, event
+//! Declared cycle: node::*, network::*, run, run::invoke, run::modifier, run::hold, run::tracer, tool, model, event
 //!
-//! Cycle debt: call_limits, clear_results, fallback, kinds, nodes::*, output_schema, prices,
-//!   routing, run::chat_loop, run::tool_loop, telemetry, tool_retry, usage
-//!
-//! (`.ci/module-cycles` reads both lines: any other cycle among the
-//! modules fails CI, and so does a module that joins this one. The debt
-//! is what still ties the built-in node kinds and the features they call
-//! back into the floor: the saved format reads and `fork` rewrites the
-//! built-in kinds by type, the default loops make chat and tool nodes,
-//! and the invoke span reads usage and routes.) A module's long description lives on its main
+//! (`.ci/module-cycles` reads that line: any other cycle among the modules
+//! fails CI, and so does a module that joins this one.) A module's long description lives on its main
 //! type (`NetworkList`, `OpenAiChatModel`, `ScopeGuard`, ...). The public
 //! modules are [`prelude`] (the types and traits most programs name) and
 //! [`tool_args`]: the functions that read a tool's arguments and word
@@ -80,7 +77,6 @@
 //!     journal.rs      incremental saves: the changes since the last save as one journal
 //!                     record, and a snapshot plus its journal assembled into one document
 //!     base.rs         SaveBase: what a store holds of a network as of its last save (NodeMark per node)
-//!     lc_agent.rs     Saving::from_lc_agent: networks saved by NVIDIA's LC Agent, converted
 //!   builder.rs        NetworkBuilder
 //!   graph.rs          storage: nodes, edges, pending set, topological order, queries
 //!   edit.rs           adding, rewiring and removing nodes
@@ -96,19 +92,25 @@
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
 //!   id_hash.rs        IdMap / IdSet: per-pass maps hashing node ids by their own random bits
+//!   kinds.rs          the table of kinds: create a node by kind name, load one; the
+//!                     built-in kinds add their rows, register_node_kind adds yours
+//!   generic.rs        GenericNode: a kind this program does not know, kept as saved
 //! nodes/              the built-in kinds: human, system, chat, tool, network
 //!                     (NetworkInput: conversation, isolated, routed), summary
-//!                     (insert_summary), generic
-//! kinds.rs            the kind registry: create a node by kind name, load one
+//!                     (insert_summary)
 //! run/                running a network
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
-//!   modifier.rs       NetworkModifier and how a hook runs
+//!   modifier.rs       NetworkModifier, Hooks, how a hook runs; the default modifiers' table
 //!   hold.rs           held nodes: work that waits to be released (approvals), and
 //!                     sub-network nodes that wait on held work inside (settle)
-//!   chat_loop.rs      ChatLoop: a human leaf gets the default node
-//!   tool_loop.rs      ToolLoop: tool calls become tool nodes, then the next chat
-//! output_schema.rs    typed answers: OutputSchema (checked with jsonschema), a step's schema,
-//!                     invoke_typed, the forced tool for providers without response_format
+//!   tracer.rs         the spans of a run and its nodes, through a table telemetry fills
+//! loops/              the default modifiers: ChatLoop (chat.rs: a human leaf gets the
+//!                     default node), ToolLoop (tool.rs: tool calls become tool nodes,
+//!                     then the next chat)
+//! output_schema.rs    OutputSchema: a final answer's JSON Schema (checked with
+//!                     jsonschema), the forced tool for providers without response_format
+//! typed_answers.rs    OutputSchemaExt: a step's schema, invoke_typed, rejected answers
+//! lc_agent_import.rs  LcAgentImport: networks saved by NVIDIA's LC Agent, converted
 //! routing.rs          model routing: step -> model name, in the metadata
 //! clear_results.rs   old tool results left out of a request (evicted, or past a budget)
 //! call_limits.rs     call limits per tool and per model in one invoke (metadata call_limits)
@@ -119,8 +121,8 @@
 //!                     (a request sends systems + latest summary + what follows its cut)
 //! message.rs          Message, ToolCall
 //! content.rs          ContentPart, ImagePart: images (and text) after a message's text
-//! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool,
-//!                     running one tool call
+//! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool
+//! tool_call.rs        running one tool call (lookup, arguments, retry, timeout)
 //! tool_args.rs        reading a tool's arguments: the one wording of argument errors
 //! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)
 //! model/              ChatModel, ChatRequest/ChatResponse, the registry
@@ -169,9 +171,11 @@
 //! usage.rs            UsageTotals: token usage added up per call, run, session (metadata
 //!                     "usage", kept as it runs), sub-agent (counts in its parents), range;
 //!                     UsageEstimator (when a server reports none)
-//! prices.rs           Prices: USD per million tokens by model (built in, prices.toml, blueprint)
-//! telemetry.rs        OpenTelemetry GenAI spans of a run (invoke_agent, chat {model},
-//!                     execute_tool {name}, summarize), made with the feature `otel`
+//! prices.rs           Prices: USD per million tokens by model (built in, prices.toml, blueprint);
+//!                     UsageTotals::priced
+//! telemetry/          OpenTelemetry GenAI spans (feature `otel`): mod.rs (chat {model},
+//!                     summarize, content capture), spans.rs (their shared parts), run.rs
+//!                     (invoke_agent and execute_tool: the floor's tracer row)
 //! otel.rs             (feature `otel`) their OTLP exporter, from OTEL_EXPORTER_OTLP_ENDPOINT
 //! error.rs            NetworkError, ModelError, ToolError, CassetteError
 //! ```
@@ -246,8 +250,9 @@ mod event;
 mod fallback;
 mod files;
 mod history;
-mod kinds;
+mod lc_agent_import;
 mod list;
+mod loops;
 mod message;
 mod model;
 mod network;
@@ -262,8 +267,10 @@ mod run;
 pub mod telemetry;
 mod tool;
 pub mod tool_args;
+mod tool_call;
 mod tool_executor;
 mod tool_retry;
+mod typed_answers;
 mod usage;
 
 /// The README's examples run as doctests.
@@ -275,7 +282,7 @@ pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, To
 pub use event::NetworkEvent;
 pub use files::{now_rfc3339, FileData, Files};
 pub use history::{History, SummaryInfo};
-pub use kinds::register_node_kind;
+pub use lc_agent_import::LcAgentImport;
 #[cfg(feature = "redis")]
 pub use list::{
     redis::{Migration, RedisConnection, RedisConnector, RedisConnectorBuilder},
@@ -286,6 +293,7 @@ pub use list::{
     JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, RetentionList,
     SessionCache, SessionId, SessionInfo, CREATED_AT_KEY, UPDATED_AT_KEY,
 };
+pub use loops::{ChatLoop, ToolLoop};
 pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};
 #[cfg(feature = "anthropic")]
 pub use model::anthropic::{AnthropicChatModel, AnthropicChatModelBuilder};
@@ -303,17 +311,19 @@ pub use model::{
 pub use network::format::journal::REVISION_KEY;
 pub use network::format::FORMAT;
 pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
+pub use node::register_node_kind;
 pub(crate) use node::IdSet;
-pub use node::{fields_of, AsAny, NodeContext, NodeId, NodeLogic, NodeRef};
+pub use node::{fields_of, AsAny, GenericNode, NodeContext, NodeId, NodeLogic, NodeRef};
 pub use nodes::{
-    ChatNode, GenericNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
+    ChatNode, HumanNode, NetworkInput, NetworkNode, SummaryNode, SystemNode, ToolNode,
 };
-pub use output_schema::{InvalidSchema, OutputSchema, MAX_ANSWERS};
+pub use output_schema::{InvalidSchema, OutputSchema};
 pub use prices::{Cost, Price, Prices, PricesError};
 pub use routing::CHAT_STEP;
-pub use run::{ChatLoop, InvokeOutcome, NetworkModifier, ToolLoop, HELD_INSIDE};
+pub use run::{Hooks, InvokeOutcome, NetworkModifier, HELD_INSIDE};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
+pub use typed_answers::MAX_ANSWERS;
 pub use usage::{
     TokenCounts, UsageEstimator, UsageExt, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,
     USAGE_KEY,
@@ -329,9 +339,9 @@ pub use network::format::Saving;
 pub use network::runtime::{Attachments, Events};
 pub use network::snapshots::SnapshotsExt;
 pub use nodes::summary::SummaryExt;
-pub use output_schema::OutputSchemaExt;
 pub use routing::ModelRoutes;
 pub use tool_retry::ToolRetryExt;
+pub use typed_answers::OutputSchemaExt;
 
 /// Everything a program building and running networks usually names, in
 /// one import: the network and node types and every extension trait of
@@ -347,8 +357,8 @@ pub use tool_retry::ToolRetryExt;
 pub mod prelude {
     pub use crate::{
         Attachments, CallLimitsExt, ChatNode, ClearResultsExt, Events, FallbackExt, HumanNode,
-        Message, ModelRoutes, NetworkModifier, NodeRef, OutputSchemaExt, RunnableNetwork, Saving,
-        SnapshotsExt, SummaryExt, SystemNode, TimeTravelExt, Tool, ToolNode, ToolRetryExt,
-        UsageExt,
+        LcAgentImport, Message, ModelRoutes, NetworkModifier, NodeRef, OutputSchemaExt,
+        RunnableNetwork, Saving, SnapshotsExt, SummaryExt, SystemNode, TimeTravelExt, Tool,
+        ToolNode, ToolRetryExt, UsageExt,
     };
 }

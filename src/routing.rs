@@ -1,30 +1,24 @@
 //! Model routing: which model each step of an agent uses.
 //!
-//! (The full description is on the [`MODEL_ROUTES_KEY`] docs.)
+//! ```text
+//!  metadata["model_routes"] = {"chat": "big", "summary": "small", "subagent:researcher": "fast"}
+//!  chat node (step "summary") ─▶ its own chat_model_name?
+//!                              ─▶ the route for its step (this network, then the outer ones)
+//!                              ─▶ the network's chat model (this, then the outer ones)
+//! ```
+//!
+//! Routes live in the network's metadata, so they are saved with the
+//! session and a loaded session routes the same way. A chat node without a
+//! step is step [`CHAT_STEP`]. The model a node used is recorded in its
+//! metadata as `chat_model_name`.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use crate::model::ToolChoice;
+use crate::network::builder::MODEL_ROUTES_KEY;
 use crate::network::RunnableNetwork;
-
-/// Model routing: which model each step of an agent uses.
-///
-/// ```text
-///  metadata["model_routes"] = {"chat": "big", "summary": "small", "subagent:researcher": "fast"}
-///  chat node (step "summary") ─▶ its own chat_model_name?
-///                              ─▶ the route for its step (this network, then the outer ones)
-///                              ─▶ the network's chat model (this, then the outer ones)
-/// ```
-///
-/// Routes live in the network's metadata, so they are saved with the
-/// session and a loaded session routes the same way. A chat node without a
-/// step is step [`CHAT_STEP`]. The model a node used is recorded in its
-/// metadata as `chat_model_name`.
-///
-/// The network metadata key holding the step → model-name map.
-pub(crate) const MODEL_ROUTES_KEY: &str = "model_routes";
 
 /// The step of a chat node that names none.
 pub const CHAT_STEP: &str = "chat";

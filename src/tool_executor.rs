@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::message::{ToolCall, ToolStatus};
 use crate::network::RunnableNetwork;
-use crate::tool::{run_tool_call, Tool, ToolContext};
+use crate::tool::{Tool, ToolContext};
+use crate::tool_call::run_tool_call;
 
 /// The OpenAI tool definitions (`{"type": "function", "function": {...}}`)
 /// of `tools`, in their order.

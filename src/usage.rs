@@ -290,32 +290,6 @@ impl UsageTotals {
         });
         totals
     }
-
-    /// These totals as JSON with their cost: `cost_usd` in all and by model
-    /// (absent for a model without a price, and in all when no model has
-    /// one), and `unpriced_models` when some have none.
-    pub fn priced(&self, prices: &crate::Prices) -> Value {
-        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let cost = prices.cost(self);
-        if let Some(map) = value.as_object_mut() {
-            if let Some(usd) = cost.usd {
-                map.insert("cost_usd".into(), usd.into());
-            }
-            if !cost.unpriced.is_empty() {
-                map.insert("unpriced_models".into(), cost.unpriced.clone().into());
-            }
-            if let Some(Value::Object(models)) = map.get_mut("by_model") {
-                for (model, counts) in models.iter_mut() {
-                    if let (Some(c), Some(price)) = (counts.as_object_mut(), prices.of(model))
-                        && let Some(n) = self.by_model.get(model)
-                    {
-                        c.insert("cost_usd".into(), price.cost(n).into());
-                    }
-                }
-            }
-        }
-        value
-    }
 }
 
 fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {

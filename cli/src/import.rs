@@ -12,7 +12,7 @@
 //! a network saved by NVIDIA LC Agent (`JsonNetworkList` writes one file
 //! per network, `RedisNetworkList` a hash `lc_agent:user:<name>:entries`
 //! of network id -> JSON) and converted by
-//! [`Saving::from_lc_agent`]: its notes (what could not be carried
+//! [`LcAgentImport::from_lc_agent`]: its notes (what could not be carried
 //! over) are printed under the `imported` line. A session whose id is in
 //! the list already is refused, never overwritten; the sources are only
 //! read. Every source is tried; the command fails when one was not
@@ -21,7 +21,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lc_agent::{ListError, NetworkList, RunnableNetwork, Saving};
+use lc_agent::{LcAgentImport, ListError, NetworkList, RunnableNetwork, Saving};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

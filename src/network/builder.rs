@@ -19,6 +19,10 @@ use crate::network::runtime::Attachments;
 use crate::run::NetworkModifier;
 use crate::tool::Tool;
 
+/// The network metadata key of the step → model-name map
+/// ([`NetworkBuilder::route_model`] writes it; routing.rs reads it).
+pub(crate) const MODEL_ROUTES_KEY: &str = "model_routes";
+
 /// Configures a [`RunnableNetwork`].
 ///
 /// The chat loop (a human leaf gets the `default_node`) and the tool loop
@@ -70,7 +74,7 @@ impl NetworkBuilder {
     pub fn route_model(mut self, step: impl Into<String>, model: impl Into<String>) -> Self {
         let routes = self
             .metadata
-            .entry(crate::routing::MODEL_ROUTES_KEY)
+            .entry(MODEL_ROUTES_KEY)
             .or_insert_with(|| Value::Object(Map::new()));
         if !routes.is_object() {
             *routes = Value::Object(Map::new());
@@ -160,7 +164,7 @@ impl NetworkBuilder {
     pub fn build(mut self) -> RunnableNetwork {
         let mut seen: HashSet<String> = HashSet::new();
         if self.default_modifiers {
-            seen.extend(crate::run::DEFAULT_MODIFIER_IDS.map(String::from));
+            seen.extend(crate::run::default_modifier_ids().map(String::from));
         }
         self.modifiers.retain(|m| {
             let fresh = seen.insert(m.id().to_string());

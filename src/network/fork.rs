@@ -36,8 +36,8 @@ use super::{Graph, RunnableNetwork};
 use crate::error::{NetworkError, Result};
 use crate::files::{FileData, Files};
 use crate::message::Message;
+use crate::node::kinds::{self, TypedFields};
 use crate::node::{NodeId, NodeLogic, NodeRef};
-use crate::nodes::{ChatNode, HumanNode, SystemNode, ToolNode};
 
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
@@ -148,24 +148,37 @@ impl TimeTravelExt for RunnableNetwork {
         let old = self.node(node).ok_or(NetworkError::UnknownNode(node))?;
         let text = text.into();
         let parents = old.parents();
-        if old.kind() == HumanNode::KIND {
-            let new = NodeRef::detached(HumanNode {
-                text,
-                parts: Vec::new(),
-            });
+        if old.kind() == kinds::HUMAN {
+            let new = NodeRef::detached_shared(built(
+                kinds::HUMAN,
+                TypedFields {
+                    text: Some(text),
+                    ..TypedFields::default()
+                },
+            )?);
             self.add_node_with_parents(&new, &parents)?;
             return Ok(new);
         }
-        let Some(tool) = old.downcast::<ToolNode>() else {
+        let call = match old.kind() {
+            kinds::TOOL => old.logic().save()?.remove("tool_call"),
+            _ => None,
+        };
+        let Some(call) = call else {
             return Err(NetworkError::NotEditable {
                 node,
                 kind: old.kind().to_string(),
             });
         };
-        let call = tool.tool_call.clone();
+        let call: crate::message::ToolCall = serde_json::from_value(call)?;
         let output = Message::tool(text, call.id.clone());
         let new = NodeRef::from_parts(
-            Arc::new(ToolNode { tool_call: call }),
+            built(
+                kinds::TOOL,
+                TypedFields {
+                    tool_call: Some(call),
+                    ..TypedFields::default()
+                },
+            )?,
             uuid::Uuid::new_v4(),
             old.name(),
             true,
@@ -216,14 +229,8 @@ fn ancestors(g: &Graph, node: NodeId) -> HashSet<NodeId> {
 /// holds a whole network) are copied through their saved fields.
 fn copy_node(n: &NodeRef) -> Result<NodeRef> {
     let st = n.saved_fields();
-    let shared = [
-        HumanNode::KIND,
-        SystemNode::KIND,
-        ChatNode::KIND,
-        ToolNode::KIND,
-    ]
-    .contains(&n.kind());
-    let logic = match crate::kinds::loader(n.kind()) {
+    let shared = kinds::is_immutable(n.kind());
+    let logic = match kinds::loader(n.kind()) {
         Some(load) if !shared => load(n.logic().save()?)?,
         // Kinds without a loader are kept as read (generic nodes).
         _ => n.0.logic.clone(),
@@ -240,9 +247,15 @@ fn copy_node(n: &NodeRef) -> Result<NodeRef> {
 
 /// A fresh logic of the same kind and fields as `n`'s (not invoked).
 fn fresh_logic(n: &NodeRef) -> Result<Arc<dyn NodeLogic>> {
-    let load = crate::kinds::loader(n.kind())
+    let load = kinds::loader(n.kind())
         .ok_or_else(|| NetworkError::Format(format!("unknown node kind `{}`", n.kind())))?;
     load(n.logic().save()?)
+}
+
+/// A built-in kind from typed fields.
+fn built(kind: &str, mut fields: TypedFields) -> Result<Arc<dyn NodeLogic>> {
+    kinds::typed(kind, &mut fields)
+        .ok_or_else(|| NetworkError::Format(format!("`{kind}` cannot be built from these fields")))
 }
 
 /// Takes back the in-graph file changes a node recorded, newest first.

@@ -16,7 +16,7 @@
 //! guard), `snapshots.rs` (file contents kept for rewinds), `ops.rs` (`>>`), `mermaid.rs` (drawing). This file holds the
 //! type itself, its identity, metadata and files.
 
-mod builder;
+pub(crate) mod builder;
 mod conversation;
 mod edit;
 pub(crate) mod fork;
@@ -194,7 +194,7 @@ impl RunnableNetwork {
     /// graph stays valid and saveable. One `invoke` runs at a time per
     /// network; a second waits for the first.
     pub async fn invoke(&self) -> Result<Message> {
-        let span = crate::telemetry::agent_span(self);
+        let span = crate::run::tracer::agent_span(self);
         crate::run::invoke::invoke_traced(self, &span)
             .instrument(span.clone())
             .await

@@ -155,7 +155,7 @@ impl SnapshotsExt for RunnableNetwork {
         let humans: Vec<usize> = nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| n.kind() == crate::nodes::HumanNode::KIND)
+            .filter(|(_, n)| n.kind() == crate::node::kinds::HUMAN)
             .map(|(i, _)| i)
             .collect();
         let start = match humans.len().checked_sub(turns) {

@@ -6,7 +6,9 @@
 //! outputs, metadata — lives in the handle. Once a node has been invoked
 //! its outputs are never recomputed.
 
+mod generic;
 mod id_hash;
+pub(crate) mod kinds;
 mod state;
 
 use std::sync::Arc;
@@ -19,7 +21,9 @@ use crate::history::History;
 use crate::message::Message;
 use crate::network::RunnableNetwork;
 
+pub use generic::GenericNode;
 pub(crate) use id_hash::{IdMap, IdSet};
+pub use kinds::register_node_kind;
 pub(crate) use state::{NodeCell, SavedFields};
 
 /// A node's id: a random (v4) UUID.

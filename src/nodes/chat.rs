@@ -12,10 +12,11 @@ use crate::message::Message;
 use crate::model::{ChatRequest, StreamDelta, ToolChoice};
 use crate::network::runtime::Attachments;
 use crate::network::runtime::Events;
+use crate::node::kinds::{self, BuiltInKind, TypedFields, BUILT_IN_KINDS};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
-use crate::output_schema::OutputSchemaExt;
-use crate::output_schema::{self, OutputSchema};
+use crate::output_schema::OutputSchema;
 use crate::routing::ModelRoutes;
+use crate::typed_answers::{self, OutputSchemaExt};
 use crate::usage::UsageExt;
 
 /// Calls a chat model with the conversation so far (kind `chat`).
@@ -73,7 +74,7 @@ pub struct ChatNode {
 
 impl ChatNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "chat";
+    pub const KIND: &'static str = kinds::CHAT;
 
     /// What the human turn added by
     /// [`RunnableNetwork::continue_cut_off`](crate::RunnableNetwork::continue_cut_off)
@@ -279,16 +280,16 @@ impl NodeLogic for ChatNode {
             match schema.check(&response.content) {
                 Ok(value) => {
                     ctx.node
-                        .set_metadata(output_schema::STRUCTURED_OUTPUT_KEY, value);
+                        .set_metadata(typed_answers::STRUCTURED_OUTPUT_KEY, value);
                     release(&response.content);
                     break response;
                 }
                 Err(errors) => {
                     record(net, &ctx.node, name, &request, &response);
-                    rejected.push(output_schema::rejected(&response.content, &errors));
+                    rejected.push(typed_answers::rejected(&response.content, &errors));
                     ctx.node
-                        .set_metadata(output_schema::REJECTED_KEY, json!(rejected));
-                    if rejected.len() >= output_schema::MAX_ANSWERS {
+                        .set_metadata(typed_answers::REJECTED_KEY, json!(rejected));
+                    if rejected.len() >= typed_answers::MAX_ANSWERS {
                         return Err(NetworkError::SchemaMismatch {
                             attempts: rejected.len(),
                             errors,
@@ -296,7 +297,7 @@ impl NodeLogic for ChatNode {
                     }
                     tracing::info!(node = %node_id, ?errors, "the answer does not fit the output schema; asking again");
                     request.history =
-                        output_schema::retry_history(&request, schema, &response.content, &errors);
+                        typed_answers::retry_history(&request, schema, &response.content, &errors);
                 }
             }
         };
@@ -426,3 +427,26 @@ fn leave_out_tool_images(request: &mut crate::model::ChatRequest, model: &str) -
     request.history = crate::History::from_messages(messages.collect::<Vec<_>>());
     true
 }
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static CHAT_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::CHAT,
+    load: kinds::serde_load::<ChatNode>,
+    typed: Some(|f: &mut TypedFields| match f {
+        TypedFields {
+            text: None,
+            tool_call: None,
+            ..
+        } => Some(std::sync::Arc::new(ChatNode {
+            chat_model_name: f.chat_model_name.take().flatten(),
+            // A chat node with a step, a tool choice or an output schema
+            // has a key the typed reader does not know, so it loads
+            // through `load`.
+            step: None,
+            tool_choice: None,
+            output_schema: None,
+        })),
+        _ => None,
+    }),
+    immutable: true,
+};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::message::{ContentPart, Message};
+use crate::node::kinds::{self, BuiltInKind, TypedFields, BUILT_IN_KINDS};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
 /// A user's message (kind `human`).
@@ -20,7 +21,7 @@ pub struct HumanNode {
 
 impl HumanNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "human";
+    pub const KIND: &'static str = kinds::HUMAN;
 
     /// A human node, attached to the active network as a child of its
     /// current leaf (see [`crate::RunnableNetwork::enter`]).
@@ -71,7 +72,7 @@ pub struct SystemNode {
 
 impl SystemNode {
     /// The kind name (`__node_type__`).
-    pub(crate) const KIND: &'static str = "system";
+    pub(crate) const KIND: &'static str = kinds::SYSTEM;
 
     /// A system node, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
@@ -95,3 +96,41 @@ impl NodeLogic for SystemNode {
         fields_of(self)
     }
 }
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static HUMAN_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::HUMAN,
+    load: kinds::serde_load::<HumanNode>,
+    typed: Some(|f: &mut TypedFields| match f {
+        TypedFields {
+            text: Some(_),
+            tool_call: None,
+            chat_model_name: None,
+        } => f.text.take().map(|text| {
+            std::sync::Arc::new(HumanNode {
+                text,
+                parts: Vec::new(),
+            }) as std::sync::Arc<dyn NodeLogic>
+        }),
+        _ => None,
+    }),
+    immutable: true,
+};
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static SYSTEM_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::SYSTEM,
+    load: kinds::serde_load::<SystemNode>,
+    typed: Some(|f: &mut TypedFields| match f {
+        TypedFields {
+            text: Some(_),
+            tool_call: None,
+            chat_model_name: None,
+        } => f
+            .text
+            .take()
+            .map(|text| std::sync::Arc::new(SystemNode { text }) as std::sync::Arc<dyn NodeLogic>),
+        _ => None,
+    }),
+    immutable: true,
+};

@@ -1,14 +1,12 @@
 //! The built-in node kinds.
 
 mod chat;
-mod generic;
 mod message;
 mod network;
 pub(crate) mod summary;
 mod tool;
 
 pub use chat::ChatNode;
-pub use generic::GenericNode;
 pub use message::{HumanNode, SystemNode};
 pub use network::{NetworkInput, NetworkNode};
 pub use summary::SummaryNode;

@@ -9,6 +9,7 @@ use crate::message::Message;
 use crate::network::format::Saving;
 use crate::network::runtime::Attachments;
 use crate::network::RunnableNetwork;
+use crate::node::kinds::{self, BuiltInKind, BUILT_IN_KINDS};
 use crate::node::{NodeContext, NodeLogic, NodeRef};
 
 /// What a sub-network sees of the outer network, and where its answer
@@ -70,7 +71,7 @@ pub struct NetworkNode {
 
 impl NetworkNode {
     /// The kind name (`__node_type__`).
-    pub(crate) const KIND: &'static str = "network";
+    pub(crate) const KIND: &'static str = kinds::NETWORK;
 
     /// A sub-network node around `inner`, attached to the active network.
     #[allow(clippy::new_ret_no_self)]
@@ -152,4 +153,23 @@ impl NodeLogic for NetworkNode {
         }
         Ok(map)
     }
+}
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static NETWORK_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::NETWORK,
+    load: load_network_node,
+    typed: None,
+    immutable: false,
+};
+
+/// A `network` node from its saved fields: the inner document under
+/// `"network"`, the input under its own keys.
+fn load_network_node(mut fields: Map<String, Value>) -> Result<std::sync::Arc<dyn NodeLogic>> {
+    let inner = fields
+        .remove("network")
+        .ok_or_else(|| NetworkError::Format("a `network` node has no `network` field".into()))?;
+    let inner = RunnableNetwork::from_value(inner)?;
+    let input = NetworkInput::from_fields(&fields);
+    Ok(std::sync::Arc::new(NetworkNode::with_input(inner, input)))
 }

@@ -20,6 +20,7 @@ use crate::event::NetworkEvent;
 use crate::message::Message;
 use crate::network::runtime::Events;
 use crate::network::RunnableNetwork;
+use crate::node::kinds::{self, BuiltInKind, BUILT_IN_KINDS};
 use crate::node::{fields_of, NodeContext, NodeLogic, NodeRef};
 
 /// A summary of the conversation before it (kind `summary`); its output is
@@ -34,7 +35,7 @@ pub struct SummaryNode {
 
 impl SummaryNode {
     /// The kind name (`__node_type__`).
-    pub const KIND: &'static str = "summary";
+    pub const KIND: &'static str = kinds::SUMMARY;
 }
 
 #[async_trait]
@@ -242,3 +243,11 @@ mod tests {
         assert_eq!(texts, ["S", "next"]);
     }
 }
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static SUMMARY_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::SUMMARY,
+    load: kinds::serde_load::<SummaryNode>,
+    typed: None,
+    immutable: false,
+};

@@ -9,8 +9,10 @@ use crate::error::Result;
 use crate::event::NetworkEvent;
 use crate::message::{Message, ToolCall};
 use crate::network::runtime::Attachments;
+use crate::node::kinds::{self, BuiltInKind, TypedFields, BUILT_IN_KINDS};
 use crate::node::{fields_of, NodeContext, NodeLogic};
-use crate::tool::{run_tool_call, ToolContext};
+use crate::tool::ToolContext;
+use crate::tool_call::run_tool_call;
 
 /// Runs one tool call of an AI message (kind `tool`).
 ///
@@ -26,7 +28,7 @@ pub struct ToolNode {
 
 impl ToolNode {
     /// The kind name (`__node_type__`).
-    pub(crate) const KIND: &'static str = "tool";
+    pub(crate) const KIND: &'static str = kinds::TOOL;
 }
 
 #[async_trait]
@@ -84,3 +86,20 @@ impl NodeLogic for ToolNode {
         fields_of(self)
     }
 }
+
+#[linkme::distributed_slice(BUILT_IN_KINDS)]
+static TOOL_KIND: BuiltInKind = BuiltInKind {
+    name: kinds::TOOL,
+    load: kinds::serde_load::<ToolNode>,
+    typed: Some(|f: &mut TypedFields| match f {
+        TypedFields {
+            text: None,
+            tool_call: Some(_),
+            chat_model_name: None,
+        } => f.tool_call.take().map(|tool_call| {
+            std::sync::Arc::new(ToolNode { tool_call }) as std::sync::Arc<dyn NodeLogic>
+        }),
+        _ => None,
+    }),
+    immutable: true,
+};

@@ -14,7 +14,6 @@ use crate::network::runtime::Attachments;
 use crate::network::runtime::Events;
 use crate::network::RunnableNetwork;
 use crate::node::{NodeContext, NodeId, NodeRef};
-use crate::usage::UsageExt;
 
 type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 
@@ -22,7 +21,7 @@ type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 /// per run (see [`super::has_hook`]).
 struct NodeHooks {
     pre: Vec<Arc<dyn NetworkModifier>>,
-    /// With whether each is the default tool loop (called directly).
+    /// With whether each is called directly (`on_post_invoke_now`).
     post: Vec<(Arc<dyn NetworkModifier>, bool)>,
 }
 
@@ -33,8 +32,8 @@ pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -
         .lock()
         .iter_mut()
         .for_each(|calls| calls.clear());
-    // The run's usage for its span: only when someone records it.
-    let usage_before = (!span.is_disabled()).then(|| net.usage());
+    // What the run's span needs from its start: only when someone records it.
+    let begun = super::tracer::begin_agent(span, net);
     let clock = Instant::now();
     net.emit(&NetworkEvent::InvokeStarted);
     let modifiers = net.modifiers();
@@ -58,10 +57,7 @@ pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -
             }
         }
     }
-    if !span.is_disabled() {
-        crate::telemetry::finish_agent(span, usage_before, net, result.as_ref().err());
-        crate::telemetry::end_run(net);
-    }
+    super::tracer::finish_agent(span, begun, net, result.as_ref().err());
     let elapsed = clock.elapsed();
     net.emit_with(|| NetworkEvent::InvokeFinished {
         outcome: outcome_of(net, &result),
@@ -76,8 +72,8 @@ async fn run_passes(net: &RunnableNetwork, modifiers: &Modifiers) -> Result<Mess
         post: with_hook(modifiers, NodeHook::PostInvoke)
             .into_iter()
             .map(|m| {
-                let tool_loop = super::is_tool_loop(m.as_ref());
-                (m, tool_loop)
+                let now = m.hooks().post_invoke_now;
+                (m, now)
             })
             .collect(),
     };
@@ -166,12 +162,12 @@ async fn run_node(
         input: input.clone(),
     };
     let logic = node.0.logic.clone();
-    let span = crate::telemetry::node_span(net, node);
+    let span = super::tracer::node_span(net, node);
     let result = if span.is_disabled() {
         logic.invoke(ctx).await
     } else {
         let result = logic.invoke(ctx).instrument(span.clone()).await;
-        crate::telemetry::finish_node(&span, result.as_ref());
+        super::tracer::finish_node(&span, result.as_ref());
         result
     };
     drop(span);
@@ -208,13 +204,10 @@ async fn run_node(
     });
     net.mark_pending_done(node);
     net.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
-    for (m, tool_loop) in &hooks.post {
-        if *tool_loop {
-            // Only a chat node's answer grows the graph: no future
-            // to box, no hook at all after other nodes.
-            if node.logic().is_model_turn() {
-                super::hook_sync(m, || super::ToolLoop::grow(net, node))?;
-            }
+    for (m, now) in &hooks.post {
+        if *now {
+            // A hook that never waits: no future to box.
+            super::hook_sync(m, || m.on_post_invoke_now(net, node))?;
             continue;
         }
         hook(m, m.on_post_invoke(net, node)).await?;

@@ -30,6 +30,48 @@ pub enum InvokeOutcome {
     Held(Vec<crate::node::NodeId>),
 }
 
+/// Which per-node hooks a modifier implements (see
+/// [`NetworkModifier::hooks`]). A run calls only these: a hook call boxes
+/// a future and scopes a task-local, for every node of a run.
+///
+/// ```
+/// use lc_agent::Hooks;
+/// // A modifier that only looks at requests.
+/// let hooks = Hooks { pre_invoke: false, post_invoke: false, ..Hooks::ALL };
+/// assert!(hooks.chat_request);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hooks {
+    /// [`NetworkModifier::on_pre_invoke`].
+    pub pre_invoke: bool,
+    /// [`NetworkModifier::on_post_invoke`].
+    pub post_invoke: bool,
+    /// [`NetworkModifier::on_post_invoke_now`], called instead of
+    /// `on_post_invoke` (which is then not called).
+    pub post_invoke_now: bool,
+    /// [`NetworkModifier::on_chat_request`].
+    pub chat_request: bool,
+}
+
+impl Hooks {
+    /// Every hook (the default): a modifier need not say which it has.
+    pub const ALL: Hooks = Hooks {
+        pre_invoke: true,
+        post_invoke: true,
+        post_invoke_now: false,
+        chat_request: true,
+    };
+
+    /// No per-node hook (`on_begin_invoke`, `on_end_invoke` and
+    /// `on_node_added` are always called).
+    pub const NONE: Hooks = Hooks {
+        pre_invoke: false,
+        post_invoke: false,
+        post_invoke_now: false,
+        chat_request: false,
+    };
+}
+
 /// Hooks into a network's run.
 ///
 /// ```
@@ -72,6 +114,20 @@ pub trait NetworkModifier: Send + Sync + 'static {
     /// After a node ran; nodes added here run in the next pass.
     async fn on_post_invoke(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
         Ok(())
+    }
+
+    /// After a node ran, for a hook that never waits: called directly (no
+    /// future, no task-local scope) instead of `on_post_invoke` when
+    /// [`NetworkModifier::hooks`] says `post_invoke_now`. The default tool
+    /// loop grows the graph this way.
+    fn on_post_invoke_now(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
+        Ok(())
+    }
+
+    /// The per-node hooks this modifier implements (default
+    /// [`Hooks::ALL`]); a run skips the others.
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
     }
 
     /// Once at the end, also when a node failed.
@@ -120,6 +176,21 @@ pub trait NetworkModifier: Send + Sync + 'static {
     }
 }
 
+/// A modifier every network starts with (unless the builder leaves them
+/// out): each adds its row from its own file.
+pub(crate) struct DefaultModifier {
+    /// Its id.
+    pub(crate) id: &'static str,
+    /// Where it goes among the defaults (lower first).
+    pub(crate) order: u8,
+    /// A new one.
+    pub(crate) make: fn() -> Arc<dyn NetworkModifier>,
+}
+
+/// The default modifiers (the chat loop and the tool loop).
+#[linkme::distributed_slice]
+pub(crate) static DEFAULT_MODIFIERS: [DefaultModifier];
+
 tokio::task_local! {
     // The modifier itself (a reference count, no allocation per hook); its
     // id is copied only when a hook adds a node.
@@ -147,8 +218,8 @@ pub(crate) async fn hook(
         .map_err(|e| named(modifier, e))
 }
 
-/// [`hook`] for a hook that does not wait (no future to box): the
-/// default tool loop's, which a run calls directly.
+/// [`hook`] for a hook that does not wait (no future to box):
+/// [`NetworkModifier::on_post_invoke_now`].
 pub(crate) fn hook_sync(
     modifier: &Arc<dyn NetworkModifier>,
     f: impl FnOnce() -> Result<()>,

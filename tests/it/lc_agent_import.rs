@@ -1,12 +1,12 @@
 //! Networks saved by NVIDIA's LC Agent (`tests/fixtures/lc_agent/`, written
 //! by `make.py` after LC Agent's serialization code), read with
-//! `Saving::from_lc_agent`: every built-in class mapped, unknown
+//! `LcAgentImport::from_lc_agent`: every built-in class mapped, unknown
 //! ones kept, the notes, the round trip, and a resumed run.
 
 use std::path::PathBuf;
 
 use lc_agent::{
-    Attachments, GenericNode, HumanNode, Message, NetworkNode, RunnableNetwork, Saving,
+    Attachments, GenericNode, HumanNode, LcAgentImport, Message, NetworkNode, RunnableNetwork,
     ScriptedChatModel, ToolStatus,
 };
 use serde_json::Value;

@@ -5,7 +5,6 @@
 pub(crate) mod base;
 mod document;
 pub(crate) mod journal;
-mod lc_agent;
 mod read;
 mod write;
 
@@ -139,28 +138,6 @@ pub trait Saving: Sized {
 
     /// Loads a network saved with [`Saving::save_to_file`].
     fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<Self>;
-
-    /// Reads a network saved by NVIDIA's LC Agent (the pydantic JSON its
-    /// `JsonNetworkList` and `RedisNetworkList` write) and returns it with
-    /// notes naming what could not be carried over (one line each). Node
-    /// classes map to this crate's kinds; classes it does not know become
-    /// generic nodes that keep their fields; ids are kept. The input is
-    /// only read.
-    ///
-    /// ```
-    /// # use lc_agent::{RunnableNetwork, Saving};
-    /// let saved = serde_json::json!({
-    ///     "nodes": [{"__node_type__": "RunnableHumanNode", "human_message": "hi",
-    ///                "outputs": {"type": "human", "content": "hi"}, "metadata": {}}],
-    ///     "__connections__": {"0": []},
-    ///     "metadata": {"uuid": "5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11"}});
-    /// let (net, notes) = RunnableNetwork::from_lc_agent(&saved)?;
-    /// assert_eq!((net.id().to_string().as_str(), net.len()),
-    ///            ("5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11", 1));
-    /// assert!(notes.is_empty());
-    /// # Ok::<(), lc_agent::NetworkError>(())
-    /// ```
-    fn from_lc_agent(saved: &Value) -> Result<(Self, Vec<String>)>;
 }
 
 impl Saving for RunnableNetwork {
@@ -185,10 +162,6 @@ impl Saving for RunnableNetwork {
 
     fn load_from_file(path: impl AsRef<std::path::Path>) -> Result<RunnableNetwork> {
         RunnableNetwork::from_json(&std::fs::read_to_string(path)?)
-    }
-
-    fn from_lc_agent(saved: &Value) -> Result<(RunnableNetwork, Vec<String>)> {
-        lc_agent::from_lc_agent(saved)
     }
 }
 

@@ -20,8 +20,9 @@ use crate::files::Files;
 use crate::message::Message;
 use crate::network::snapshots::FileSnapshots;
 use crate::network::{Graph, RunnableNetwork};
+use crate::node::kinds::{self, TypedFields};
+use crate::node::GenericNode;
 use crate::node::{NodeId, NodeLogic, NodeRef};
-use crate::nodes::{ChatNode, GenericNode, HumanNode, SystemNode, ToolNode};
 
 /// A whole saved network, as the loader reads it.
 type SavedNetwork = SavedDocument<Files, SavedNodes, IndexMap<String, Vec<usize>>, FileSnapshots>;
@@ -72,9 +73,8 @@ struct BuiltinFields {
     invoked: Option<bool>,
     outputs: Option<Option<Message>>,
     metadata: Option<Map<String, Value>>,
-    text: Option<String>,
-    tool_call: Option<crate::message::ToolCall>,
-    chat_model_name: Option<Option<String>>,
+    /// `text`, `tool_call`, `chat_model_name`.
+    typed: TypedFields,
     /// Keys no built-in kind has (they send the node down the general path).
     other: Map<String, Value>,
 }
@@ -150,7 +150,7 @@ impl<'de> serde::de::Visitor<'de> for NodeSeed {
             Some(NODE_TYPE_KEY) => {
                 let kind: Value = map.next_value()?;
                 match kind {
-                    Value::String(k) if is_typed_kind(&k) => Ok(k),
+                    Value::String(k) if kinds::is_typed(&k) => Ok(k),
                     other => Err((NODE_TYPE_KEY.to_string(), other)),
                 }
             }
@@ -184,12 +184,13 @@ impl<'de> serde::de::Visitor<'de> for NodeSeed {
                 BuiltinKey::Metadata => {
                     f.metadata = Some(map.next_value().map_err(at("metadata"))?);
                 }
-                BuiltinKey::Text => f.text = Some(map.next_value().map_err(at("text"))?),
+                BuiltinKey::Text => f.typed.text = Some(map.next_value().map_err(at("text"))?),
                 BuiltinKey::ToolCall => {
-                    f.tool_call = Some(map.next_value().map_err(at("tool_call"))?);
+                    f.typed.tool_call = Some(map.next_value().map_err(at("tool_call"))?);
                 }
                 BuiltinKey::ChatModelName => {
-                    f.chat_model_name = Some(map.next_value().map_err(at("chat_model_name"))?);
+                    f.typed.chat_model_name =
+                        Some(map.next_value().map_err(at("chat_model_name"))?);
                 }
                 BuiltinKey::Other(key) => {
                     let value = map.next_value()?;
@@ -211,36 +212,10 @@ impl BuiltinFields {
             && self.name.is_some()
             && self.invoked.is_some()
             && self.metadata.is_some();
-        let logic: Option<Arc<dyn NodeLogic>> = match (
-            complete,
-            kind.as_str(),
-            self.text.is_some(),
-            self.tool_call.is_some(),
-            self.chat_model_name.is_some(),
-        ) {
-            (true, HumanNode::KIND, true, false, false) => self.text.take().map(|text| {
-                Arc::new(HumanNode {
-                    text,
-                    parts: Vec::new(),
-                }) as Arc<dyn NodeLogic>
-            }),
-            (true, SystemNode::KIND, true, false, false) => self
-                .text
-                .take()
-                .map(|text| Arc::new(SystemNode { text }) as Arc<dyn NodeLogic>),
-            (true, ToolNode::KIND, false, true, false) => self
-                .tool_call
-                .take()
-                .map(|tool_call| Arc::new(ToolNode { tool_call }) as Arc<dyn NodeLogic>),
-            (true, ChatNode::KIND, false, false, _) => Some(Arc::new(ChatNode {
-                chat_model_name: self.chat_model_name.take().flatten(),
-                // A chat node with a step, a tool choice or an output schema has a key this
-                // reader does not know, so it loads through the registry.
-                step: None,
-                tool_choice: None,
-                output_schema: None,
-            })),
-            _ => None,
+        let logic = if complete {
+            kinds::typed(&kind, &mut self.typed)
+        } else {
+            None
         };
         match (logic, id) {
             (Some(logic), Some(id)) => Ok(NodeRef::from_parts(
@@ -272,14 +247,15 @@ impl BuiltinFields {
             self.outputs.map(serde_json::to_value).transpose()?,
         );
         put("metadata", self.metadata.map(Value::Object));
-        put("text", self.text.map(Value::String));
+        put("text", self.typed.text.map(Value::String));
         put(
             "tool_call",
-            self.tool_call.map(serde_json::to_value).transpose()?,
+            self.typed.tool_call.map(serde_json::to_value).transpose()?,
         );
         put(
             "chat_model_name",
-            self.chat_model_name
+            self.typed
+                .chat_model_name
                 .map(|n| n.map_or(Value::Null, Value::String)),
         );
         raw.extend(self.other);
@@ -309,7 +285,7 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
     };
-    let loader = crate::kinds::loader(&kind);
+    let loader = kinds::loader(&kind);
     let (logic, outputs): (Arc<dyn NodeLogic>, Option<Message>) = match loader {
         Some(loader) => {
             let outputs = match raw.remove("outputs") {
@@ -339,18 +315,6 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
         outputs.map(Arc::new),
         metadata,
     ))
-}
-
-/// Kinds the reader builds straight from their typed fields (a `network`
-/// node nests a whole document and goes through its loader).
-fn is_typed_kind(kind: &str) -> bool {
-    [
-        HumanNode::KIND,
-        SystemNode::KIND,
-        ChatNode::KIND,
-        ToolNode::KIND,
-    ]
-    .contains(&kind)
 }
 
 /// Reads a network from saved JSON text.

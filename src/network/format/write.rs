@@ -18,8 +18,8 @@ use crate::error::Result;
 use crate::files::Files;
 use crate::network::snapshots::FileSnapshots;
 use crate::network::{Graph, RunnableNetwork};
+use crate::node::GenericNode;
 use crate::node::{NodeRef, SavedFields};
-use crate::nodes::GenericNode;
 
 pub(super) struct NetworkView<'a> {
     pub(super) graph: &'a Graph,

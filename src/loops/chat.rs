@@ -6,10 +6,10 @@
 
 use async_trait::async_trait;
 
-use super::NetworkModifier;
 use crate::error::Result;
 use crate::network::RunnableNetwork;
 use crate::nodes::HumanNode;
+use crate::run::{DefaultModifier, Hooks, NetworkModifier, DEFAULT_MODIFIERS};
 
 /// After a human leaf with no children, adds the network's `default_node`
 /// (a kind name, e.g. `"chat"`), so invoking a network that ends with a
@@ -32,8 +32,11 @@ impl NetworkModifier for ChatLoop {
         -100
     }
 
-    // Known to a run, which skips the hooks this modifier leaves as
-    // no-ops (`has_hook`).
+    // Only on_begin_invoke: a run skips the rest.
+    fn hooks(&self) -> Hooks {
+        Hooks::NONE
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
@@ -48,7 +51,14 @@ impl NetworkModifier for ChatLoop {
         if leaf.downcast::<HumanNode>().is_none() {
             return Ok(());
         }
-        let node = crate::kinds::create_node(&kind)?;
+        let node = crate::node::kinds::create_node(&kind)?;
         network.add_node_with_parents(&node, &[leaf.id()])
     }
 }
+
+#[linkme::distributed_slice(DEFAULT_MODIFIERS)]
+static CHAT_LOOP: DefaultModifier = DefaultModifier {
+    id: ChatLoop::ID,
+    order: 0,
+    make: || std::sync::Arc::new(ChatLoop),
+};

@@ -38,10 +38,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::FORMAT;
 use crate::error::{NetworkError, Result};
 use crate::message::{Message, ToolCall, ToolStatus};
 use crate::network::format::Saving;
+use crate::network::format::FORMAT;
 use crate::network::RunnableNetwork;
 use crate::nodes::{ChatNode, HumanNode, NetworkNode, SystemNode, ToolNode};
 use crate::usage::TOKEN_USAGE_KEY;
@@ -72,7 +72,39 @@ const MODEL_CLASSES: [&str; 5] = [
 ];
 
 /// See [`Saving::from_lc_agent`](crate::Saving::from_lc_agent).
-pub(crate) fn from_lc_agent(saved: &Value) -> Result<(RunnableNetwork, Vec<String>)> {
+/// Reading networks saved by NVIDIA's LC Agent (an extension of
+/// [`RunnableNetwork`]; in [`crate::prelude`]).
+pub trait LcAgentImport: Sized {
+    /// Reads a network saved by NVIDIA's LC Agent (the pydantic JSON its
+    /// `JsonNetworkList` and `RedisNetworkList` write) and returns it with
+    /// notes naming what could not be carried over (one line each). Node
+    /// classes map to this crate's kinds; classes it does not know become
+    /// generic nodes that keep their fields; ids are kept. The input is
+    /// only read.
+    ///
+    /// ```
+    /// # use lc_agent::{LcAgentImport, RunnableNetwork};
+    /// let saved = serde_json::json!({
+    ///     "nodes": [{"__node_type__": "RunnableHumanNode", "human_message": "hi",
+    ///                "outputs": {"type": "human", "content": "hi"}, "metadata": {}}],
+    ///     "__connections__": {"0": []},
+    ///     "metadata": {"uuid": "5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11"}});
+    /// let (net, notes) = RunnableNetwork::from_lc_agent(&saved)?;
+    /// assert_eq!((net.id().to_string().as_str(), net.len()),
+    ///            ("5b0fa4a5-4c1e-4d59-9d3e-5d6f1b4e0a11", 1));
+    /// assert!(notes.is_empty());
+    /// # Ok::<(), lc_agent::NetworkError>(())
+    /// ```
+    fn from_lc_agent(saved: &Value) -> Result<(Self, Vec<String>)>;
+}
+
+impl LcAgentImport for RunnableNetwork {
+    fn from_lc_agent(saved: &Value) -> Result<(RunnableNetwork, Vec<String>)> {
+        from_lc_agent(saved)
+    }
+}
+
+fn from_lc_agent(saved: &Value) -> Result<(RunnableNetwork, Vec<String>)> {
     let Some(saved) = saved.as_object() else {
         return Err(NetworkError::Format(
             "an LC Agent network is a JSON object".into(),

@@ -8,11 +8,11 @@
 
 use async_trait::async_trait;
 
-use super::NetworkModifier;
 use crate::error::Result;
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
 use crate::nodes::{ChatNode, ToolNode};
+use crate::run::{DefaultModifier, Hooks, NetworkModifier, DEFAULT_MODIFIERS};
 
 /// After a chat node whose answer calls tools and that has no children,
 /// adds one tool node per call (they run concurrently), then the next chat
@@ -36,21 +36,28 @@ impl NetworkModifier for ToolLoop {
         -100
     }
 
-    // Known to a run, which skips the hooks this modifier leaves as
-    // no-ops (`has_hook`).
+    // Only the post-invoke hook, which never waits: a run calls it
+    // directly and skips the rest.
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            post_invoke_now: true,
+            ..Hooks::NONE
+        }
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
     async fn on_post_invoke(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
-        Self::grow(network, node)
+        self.on_post_invoke_now(network, node)
     }
-}
 
-impl ToolLoop {
-    /// The hook itself: it never waits, so a run calls it directly (see
-    /// `invoke.rs`), within the modifier's scope.
-    pub(crate) fn grow(network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+    fn on_post_invoke_now(&self, network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        // Only a chat node's answer grows the graph.
+        if !node.logic().is_model_turn() {
+            return Ok(());
+        }
         let Some(chat) = node.downcast::<ChatNode>() else {
             return Ok(());
         };
@@ -83,3 +90,10 @@ impl ToolLoop {
         Ok(())
     }
 }
+
+#[linkme::distributed_slice(DEFAULT_MODIFIERS)]
+static TOOL_LOOP: DefaultModifier = DefaultModifier {
+    id: ToolLoop::ID,
+    order: 1,
+    make: || std::sync::Arc::new(ToolLoop),
+};

@@ -10,6 +10,7 @@
 //!
 //! - `anthropic` — `AnthropicChatModel` against a mock Messages API server.
 //! - `checkpoint_input_saved` — the checkpoint saves a run's input first.
+//! - `compat` — sessions written by every earlier version of the format load.
 //! - `conformance` — the `NetworkList` conformance suite (not tests by
 //!   itself: `list_json` and `list_redis` run it).
 //! - `fork` — time travel: forks, branches, edits and rewinds.
@@ -36,6 +37,7 @@
 
 mod anthropic;
 mod checkpoint_input_saved;
+mod compat;
 mod conformance;
 mod fork;
 mod graph;

@@ -83,6 +83,7 @@ pub(crate) mod env;
 mod landlock;
 mod limits;
 mod mount_points;
+mod network;
 mod policy;
 mod program;
 mod seccomp;
@@ -97,6 +98,7 @@ use auto::Auto;
 pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
+pub use network::{run_helper_if_asked, DomainPattern, SandboxNetwork};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use program::{KeepAlive, SandboxedProgram};
 

@@ -222,6 +222,17 @@ impl Bubblewrap {
                 arg(&mut args, &[&"--ro-bind", &path, &path]);
             }
         }
+        // Deny rules: an empty read-only directory over a directory, the
+        // empty `/dev/null` over anything else.
+        for path in policy.hidden.iter().filter(|p| p.starts_with(root)) {
+            match path.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => {
+                    arg(&mut args, &[&"--tmpfs", path, &"--remount-ro", path]);
+                }
+                Ok(_) => arg(&mut args, &[&"--ro-bind", &"/dev/null", path]),
+                Err(_) => {}
+            }
+        }
         Self::confinement_args(&mut args, features);
         // With an allow-list: the helper (this program) listens on the
         // sandbox's own loopback and hands connections to the proxy.

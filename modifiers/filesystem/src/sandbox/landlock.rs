@@ -101,7 +101,7 @@ impl Key {
             .chain(policy.writable.iter().map(PathBuf::as_path))
             .map(|p| (p.as_os_str().to_owned(), identity(p)))
             .collect();
-        if policy.mode == SandboxMode::WorkspaceWrite {
+        if policy.mode == SandboxMode::WorkspaceWrite || !policy.hidden.is_empty() {
             for dir in around(policy, root).dirs {
                 let mut entries: Vec<(OsString, Option<(u64, u64)>)> = std::fs::read_dir(&dir)
                     .into_iter()
@@ -192,7 +192,13 @@ struct Around {
 /// real path of one that is a link) and the directories on their way.
 fn around(policy: &SandboxPolicy, root: &Path) -> Around {
     let mut found = Around::default();
-    for protected in policy.protected_paths(root) {
+    // Hidden paths (deny rules) that exist: kept from writes and reads.
+    let hidden = policy
+        .hidden
+        .iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .map(|p| Protected::Existing(p.clone()));
+    for protected in policy.protected_paths(root).into_iter().chain(hidden) {
         let paths = match protected {
             Protected::Existing(real) => {
                 // The path as named, when it is a link to `real`.
@@ -285,7 +291,30 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
     for dir in policy.writable.iter().filter(|d| d.is_absolute()) {
         rules.push((dir.clone(), if writable { write } else { read }));
     }
-    rules.push((root.to_path_buf(), read));
+    let hidden: Vec<&PathBuf> = policy
+        .hidden
+        .iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    if hidden.is_empty() {
+        rules.push((root.to_path_buf(), read));
+    } else {
+        // Reads granted per entry beside the hidden paths.
+        let around = around(policy, root);
+        for dir in &around.dirs {
+            rules.push((dir.clone(), AccessFs::ReadDir.into()));
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let link = entry.file_type().map_or(true, |t| t.is_symlink());
+                if !link && !hidden.contains(&&path) && !around.dirs.contains(&path) {
+                    rules.push((path, read));
+                }
+            }
+        }
+    }
     if writable {
         let around = around(policy, root);
         if around.protected.is_empty() {

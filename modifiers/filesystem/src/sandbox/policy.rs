@@ -84,6 +84,9 @@ pub struct SandboxPolicy {
     pub(crate) writable: Vec<PathBuf>,
     pub(crate) readable: Vec<PathBuf>,
     pub(crate) read_only: Vec<PathBuf>,
+    /// Paths in the root commands can neither read nor write (absolute:
+    /// the deny rules of `denied.rs`, for one command).
+    pub(crate) hidden: Vec<PathBuf>,
     pub(crate) max_processes: u32,
     pub(crate) env_passthrough: Vec<String>,
 }
@@ -105,6 +108,7 @@ impl SandboxPolicy {
             writable: Vec::new(),
             readable: Vec::new(),
             read_only: DEFAULT_READ_ONLY.iter().map(PathBuf::from).collect(),
+            hidden: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
             env_passthrough: Vec::new(),
         }
@@ -202,6 +206,29 @@ impl SandboxPolicy {
     pub fn pass_env(mut self, name: impl Into<String>) -> Self {
         self.env_passthrough.push(name.into());
         self
+    }
+}
+
+impl SandboxPolicy {
+    /// This policy with the deny rules of the running call applied in
+    /// `root` (see `denied.rs`): hidden paths, and read-only ones (a
+    /// missing hidden one is kept from being created).
+    pub(crate) fn with_denials(&self, root: &Path) -> Option<Self> {
+        let denials = super::denied::current();
+        if denials.is_empty() {
+            return None;
+        }
+        let (hidden, read_only) = super::denied::expand(root, &denials);
+        let mut policy = self.clone();
+        for path in hidden {
+            if path.symlink_metadata().is_ok() {
+                policy.hidden.push(path);
+            } else {
+                policy.read_only.push(path);
+            }
+        }
+        policy.read_only.extend(read_only);
+        Some(policy)
     }
 }
 

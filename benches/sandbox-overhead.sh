@@ -27,11 +27,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/.git"
 echo "== $(uname -r), $(nproc) cores, $(bwrap --version), user $(id -un)"
 echo "== one-shot: lc-agent tool execute true"
-args='{"command":"true"}'
-hyperfine -N --warmup 5 --min-runs 30 --export-markdown "$work/one-shot.md" \
+# hyperfine -N splits words itself: the JSON is one quoted word.
+args="'{\"command\":\"true\"}'"
+hyperfine -N --warmup ${WARMUP:-5} --min-runs ${RUNS:-30} --export-markdown "$work/one-shot.md" \
   -n unconfined "$bin tool execute $args --root $work --shell --sandbox full" \
   -n landlock "env LC_AGENT_SANDBOX_MECHANISM=landlock $bin tool execute $args --root $work --shell" \
   -n bubblewrap "env LC_AGENT_SANDBOX_MECHANISM=bubblewrap $bin tool execute $args --root $work --shell" \
+  -n bubblewrap-allow-list "env LC_AGENT_SANDBOX_MECHANISM=bubblewrap $bin tool execute $args --root $work --shell --sandbox-allow-domain crates.io" \
   2>/dev/null
 cat "$work/one-shot.md"
 echo "== per command inside one process (100 commands, 3 rounds)"

@@ -100,6 +100,58 @@ pub enum Workspace {
     },
 }
 
+/// A blueprint's `[sandbox]` table: the policy of commands and MCP stdio
+/// servers (`read`, `write`, `env`, `network`, `domains`), folded into a
+/// directory `backend` when the blueprint is read (the older
+/// `backend.sandbox_read`/`sandbox_write`/`sandbox_env`/`sandbox_network`/
+/// `sandbox_domains` keys still work, deprecated). A stored session's is
+/// dropped like those keys (see `narrowed`).
+///
+/// ```toml
+/// [sandbox]
+/// read = ["/home/me/.rustup", "/home/me/.cargo/bin"]
+/// write = ["/home/me/.cargo/registry"]
+/// env = ["CARGO_HOME", "RUSTUP_HOME"]
+/// network = "allow"           # off (default), on, allow
+/// domains = ["crates.io", "index.crates.io", "static.crates.io"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxTable {
+    /// Directories they may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Directories they may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<PathBuf>,
+    /// Variables of this process they get, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Their network (absent: `off`, or `allow` with domains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxNetwork>,
+    /// Domains they may reach through the proxy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<DomainPattern>,
+}
+
+impl SandboxTable {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Workspace {
+    /// This workspace with a `[sandbox]` table folded in (a directory's;
+    /// the session's files have no sandbox of their own). An error when
+    /// its domains come with a network that ignores them.
+    pub fn with_sandbox_table(self, table: &SandboxTable) -> Result<Self, String> {
+        self.sandbox_extras(table.read.clone(), table.write.clone(), table.env.clone())
+            .sandbox_network(table.network, table.domains.clone())
+    }
+}
+
 fn is_default_network(network: &SandboxNetwork) -> bool {
     *network == SandboxNetwork::default()
 }
@@ -607,6 +659,34 @@ mod tests {
         assert!(Workspace::directory(dir.path())
             .sandbox_network(Some(SandboxNetwork::Off), ["crates.io".parse().unwrap()])
             .is_err());
+    }
+
+    /// `[sandbox]` folds into a directory backend, as the older
+    /// `backend.sandbox_*` keys do.
+    #[test]
+    fn a_sandbox_table_folds_into_the_backend() {
+        let spec = crate::AgentSpec::from_toml(
+            "backend = { kind = \"directory\", root = \"/r\", shell = true, \
+             sandbox_env = [\"A\"] }\n[sandbox]\nread = [\"/x\"]\nenv = [\"B\"]\n\
+             domains = [\"crates.io\"]\n",
+        )
+        .unwrap();
+        let want = Workspace::directory("/r")
+            .shell(true)
+            .sandbox_extras(
+                [PathBuf::from("/x")],
+                [],
+                ["A".to_string(), "B".to_string()],
+            )
+            .sandbox_network(Some(SandboxNetwork::Allow), ["crates.io".parse().unwrap()])
+            .unwrap();
+        assert_eq!(spec.backend, want);
+        assert!(spec.sandbox.is_empty());
+        let bad = crate::AgentSpec::from_toml(
+            "backend = { kind = \"directory\", root = \"/r\" }\n[sandbox]\nnetwork = \"on\"\n\
+             domains = [\"crates.io\"]\n",
+        );
+        assert!(bad.is_err());
     }
 
     #[test]

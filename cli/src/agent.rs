@@ -118,7 +118,7 @@ impl AgentArgs {
             within: std::env::current_dir().ok(),
             ..Overrides::default()
         };
-        if let Some(workspace) = self.workspace.workspace() {
+        if let Some(workspace) = self.workspace.workspace()? {
             let workspace = workspace
                 .absolute()
                 .map_err(|e| CliError::usage(e.to_string()))?;

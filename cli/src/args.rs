@@ -22,7 +22,7 @@ use lc_agent::{ChatModel, ListConfig, Provider, ScriptedChatModel, ToolCall, Tur
 use lc_agent::{ListError, Lists, NetworkList, SessionId};
 use lc_agent::{Match, RecordingChatModel, ReplayChatModel};
 use lc_agent_deepagent::{AgentSpec, ModelSpec, Workspace, MAIN_MODEL};
-use lc_agent_filesystem::{FileLimits, SandboxMode};
+use lc_agent_filesystem::{DomainPattern, FileLimits, SandboxMode, SandboxNetwork};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -326,28 +326,47 @@ pub(crate) struct WorkspaceArgs {
     /// CARGO_HOME`); otherwise only PATH, HOME (the root) and LANG.
     #[arg(long, value_name = "NAME", requires = "root")]
     pub(crate) sandbox_env: Vec<String>,
+    /// The network commands and MCP stdio servers get: `off` (default: none
+    /// at all), `on` (the host's), or `allow` (only the domains of
+    /// --sandbox-allow-domain, HTTP and HTTPS through lc-agent's proxy on
+    /// loopback; raw IP addresses and other names refused).
+    #[arg(long, value_name = "off|on|allow", requires = "root")]
+    pub(crate) sandbox_network: Option<SandboxNetwork>,
+    /// A domain they may reach through the proxy (`crates.io`, or
+    /// `*.crates.io` for its subdomains); repeatable; implies
+    /// --sandbox-network allow.
+    #[arg(long, value_name = "DOMAIN", requires = "root")]
+    pub(crate) sandbox_allow_domain: Vec<DomainPattern>,
     /// Path rules: --allow, --deny, --ask.
     #[command(flatten)]
     pub(crate) permissions: crate::permissions::PermissionArgs,
 }
 
 impl WorkspaceArgs {
-    /// The workspace the flags name, if they name one.
-    pub(crate) fn workspace(&self) -> Option<Workspace> {
-        self.root.as_ref().map(|root| {
-            let mode = self.sandbox.unwrap_or_default();
-            if self.shell && mode == SandboxMode::Full {
-                warn_unconfined();
-            }
-            Workspace::directory(root)
-                .shell(self.shell)
-                .sandbox(mode)
-                .sandbox_extras(
-                    self.sandbox_read.iter().cloned(),
-                    self.sandbox_write.iter().cloned(),
-                    self.sandbox_env.iter().cloned(),
-                )
-        })
+    /// The workspace the flags name, if they name one (an error when
+    /// allowed domains come with a network that ignores them).
+    pub(crate) fn workspace(&self) -> CliResult<Option<Workspace>> {
+        let Some(root) = &self.root else {
+            return Ok(None);
+        };
+        let mode = self.sandbox.unwrap_or_default();
+        if self.shell && mode == SandboxMode::Full {
+            warn_unconfined();
+        }
+        Workspace::directory(root)
+            .shell(self.shell)
+            .sandbox(mode)
+            .sandbox_extras(
+                self.sandbox_read.iter().cloned(),
+                self.sandbox_write.iter().cloned(),
+                self.sandbox_env.iter().cloned(),
+            )
+            .sandbox_network(
+                self.sandbox_network,
+                self.sandbox_allow_domain.iter().cloned(),
+            )
+            .map(Some)
+            .map_err(CliError::usage)
     }
 }
 

@@ -159,6 +159,9 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Started as a sandbox's network helper (a domain allow-list under
+    // bubblewrap): serve as one and exit.
+    lc_agent_filesystem::run_helper_if_asked();
     // For the tests: the checkout this binary was built from (a target
     // directory shared by several checkouts may hold another's binary).
     if std::env::var_os(BUILT_FROM_VAR).is_some() {

@@ -253,7 +253,7 @@ fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConf
     for host in &args.allow_host {
         config = config.allow_host(host.clone());
     }
-    if let Some(workspace) = args.workspace.workspace() {
+    if let Some(workspace) = args.workspace.workspace()? {
         config = config.workspace(workspace);
     }
     config = config.permissions(args.workspace.permissions.rules()?);
@@ -347,7 +347,7 @@ pub(crate) async fn run(args: ServeArgs) -> CliResult {
     // workspace (the shell's), else its blueprint's.
     let mcp_workspace = args
         .workspace
-        .workspace()
+        .workspace()?
         .or_else(|| spec.as_ref().map(|s| s.backend.clone()))
         .unwrap_or_default();
     let mut config = config(&args, spec)?;

@@ -59,17 +59,18 @@ pub(crate) struct ToolArgs {
 }
 
 /// The workspace of the flags (the caller runs the call: nobody to ask).
-fn workspace(args: &ToolArgs) -> Option<Workspace> {
-    args.workspace
-        .workspace()
-        .map(|w| w.execute_approval(false))
+fn workspace(args: &ToolArgs) -> CliResult<Option<Workspace>> {
+    Ok(args
+        .workspace
+        .workspace()?
+        .map(|w| w.execute_approval(false)))
 }
 
 /// The deep agent's tools as OpenAI definitions, one JSON array.
 fn list(args: &ToolArgs) -> CliResult {
     // Listing needs the agent's tools only: its model is never asked.
     let mut agent = DeepAgent::builder().model(ScriptedChatModel::new(Vec::<Turn>::new()));
-    if let Some(workspace) = workspace(args) {
+    if let Some(workspace) = workspace(args)? {
         agent = agent
             .workspace(&workspace)
             .map_err(|e| CliError::usage(e.to_string()))?;
@@ -121,7 +122,7 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
     if let Some(state) = &args.state {
         return run_on_state(state, call_of, &rules, limits).await;
     }
-    let Some(workspace) = workspace(&args) else {
+    let Some(workspace) = workspace(&args)? else {
         return Err(CliError::usage("give --root DIR or --state FILE.json"));
     };
     let backend = workspace

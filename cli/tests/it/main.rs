@@ -34,6 +34,8 @@ mod run;
 mod runs;
 mod runs_acceptance;
 mod sandbox;
+mod sandbox_deny;
+mod sandbox_network;
 mod sandbox_policy;
 mod serve;
 mod serve_logs;

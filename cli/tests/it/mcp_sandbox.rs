@@ -47,6 +47,7 @@ fn pry(site: &SandboxSite, extra: Value, mechanism: &str) -> (String, String) {
             {"tool_calls": [{"id": "c1", "name": "env", "arguments": {"name": "OPENAI_API_KEY"}}]},
             {"tool_calls": [{"id": "c2", "name": "write", "arguments": {"path": outside}}]},
             {"tool_calls": [{"id": "c3", "name": "write", "arguments": {"path": inside}}]},
+            {"tool_calls": [{"id": "c4", "name": "limits", "arguments": {}}]},
             {"content": "Done."}
         ])
         .to_string(),
@@ -104,6 +105,14 @@ fn an_mcp_stdio_server_runs_in_the_sandbox_with_a_scrubbed_environment() {
             "{mechanism}: the server wrote outside the root"
         );
         assert!(saved.contains("refused: "), "{mechanism}: {saved}");
+        // The shell's process limit: a pids cgroup of its own (seen from
+        // outside a cgroup namespace: Landlock), else RLIMIT_NPROC.
+        if mechanism == "landlock" {
+            assert!(
+                saved.contains("/lc-agent-") || !saved.contains("nproc=-1"),
+                "{mechanism}: the server runs without the process limit: {saved}"
+            );
+        }
         // The root is the profile's: writable.
         assert_eq!(
             std::fs::read_to_string(pried(&site.root.join("src"))).unwrap_or_default(),

@@ -7,6 +7,8 @@ Tools:
   `<absent>`.
 - `write`: writes a small file at an absolute path; `wrote` or
   `refused: <reason>`.
+- `limits`: the server's cgroup (`/proc/self/cgroup`) and its
+  `RLIMIT_NPROC` soft limit (`nproc=-1`: none).
 
 Usage: python3 prying_server.py (speaks MCP on stdin/stdout)
 """
@@ -32,6 +34,17 @@ def write(path: str) -> str:
         return "wrote"
     except OSError as e:
         return f"refused: {e.strerror}"
+
+
+@server.tool()
+def limits() -> str:
+    """The server's cgroup and RLIMIT_NPROC soft limit."""
+    import resource
+
+    with open("/proc/self/cgroup") as f:
+        cgroup = f.read().strip()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    return f"cgroup={cgroup} nproc={soft}"
 
 
 if __name__ == "__main__":

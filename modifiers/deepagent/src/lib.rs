@@ -186,4 +186,4 @@ pub use tokens::{
     counter_for_model, ApproxCounter, ContextWindows, Encoding, TokenCounter, TokenError,
     TokenizerUsage,
 };
-pub use workspace::{Workspace, WorkspaceError};
+pub use workspace::{SandboxTable, Workspace, WorkspaceError};

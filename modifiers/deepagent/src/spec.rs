@@ -328,6 +328,9 @@ pub struct AgentSpec {
     /// `interrupt_on.execute` entry replaces that rule).
     #[serde(default)]
     pub backend: Workspace,
+    /// `[sandbox]`: folded into `backend` when read (see [`SandboxTable`](crate::SandboxTable)).
+    #[serde(default, skip_serializing_if = "crate::SandboxTable::is_empty")]
+    pub sandbox: crate::SandboxTable,
     /// Named sub-agents (the general-purpose one is always there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subagents: Vec<SubAgentSpec>,
@@ -456,12 +459,22 @@ pub enum SpecError {
 impl AgentSpec {
     /// Reads a blueprint from TOML.
     pub fn from_toml(text: &str) -> Result<Self, SpecError> {
-        Ok(toml::from_str(text)?)
+        toml::from_str::<Self>(text)?.folded()
     }
 
     /// Reads a blueprint from JSON.
     pub fn from_json(text: &str) -> Result<Self, SpecError> {
-        Ok(serde_json::from_str(text)?)
+        serde_json::from_str::<Self>(text)?.folded()
+    }
+
+    /// `[sandbox]` folded into `backend`.
+    fn folded(mut self) -> Result<Self, SpecError> {
+        let table = std::mem::take(&mut self.sandbox);
+        self.backend = self
+            .backend
+            .with_sandbox_table(&table)
+            .map_err(|e| SpecError::Invalid(format!("[sandbox]: {e}")))?;
+        Ok(self)
     }
 
     /// Reads a blueprint file: TOML unless its name ends in `.json`.
@@ -481,7 +494,11 @@ impl AgentSpec {
     /// The blueprint stored in a session, if any.
     pub fn from_network(network: &RunnableNetwork) -> Option<Result<Self, SpecError>> {
         let value = network.metadata_value(AGENT_SPEC_KEY)?;
-        Some(serde_json::from_value(value).map_err(SpecError::from))
+        Some(
+            serde_json::from_value::<Self>(value)
+                .map_err(SpecError::from)
+                .and_then(Self::folded),
+        )
     }
 
     /// Stores the blueprint in the session's metadata (saved with it).

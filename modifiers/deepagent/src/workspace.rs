@@ -50,8 +50,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::decisions::Decisions;
 use lc_agent_filesystem::{
-    Backend, BackendSource, FilesystemBackend, LocalShellBackend, Sandbox, SandboxMode,
-    SandboxPolicy, StateBackend,
+    Backend, BackendSource, DomainPattern, FilesystemBackend, LocalShellBackend, Sandbox,
+    SandboxMode, SandboxNetwork, SandboxPolicy, StateBackend,
 };
 
 /// Where the file tools work (see the module docs of `workspace.rs`).
@@ -89,7 +89,71 @@ pub enum Workspace {
         /// (`CARGO_HOME`); otherwise only `PATH`, `HOME` and `LANG`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         sandbox_env: Vec<String>,
+        /// The network they get: `off` (default), `on`, or `allow` (only
+        /// `sandbox_domains`, through lc-agent's proxy).
+        #[serde(default, skip_serializing_if = "is_default_network")]
+        sandbox_network: SandboxNetwork,
+        /// The domains they may reach with `sandbox_network = "allow"`
+        /// (`crates.io`, `*.example.com`); giving some implies `allow`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sandbox_domains: Vec<DomainPattern>,
     },
+}
+
+/// A blueprint's `[sandbox]` table: the policy of commands and MCP stdio
+/// servers (`read`, `write`, `env`, `network`, `domains`), folded into a
+/// directory `backend` when the blueprint is read (the older
+/// `backend.sandbox_read`/`sandbox_write`/`sandbox_env`/`sandbox_network`/
+/// `sandbox_domains` keys still work, deprecated). A stored session's is
+/// dropped like those keys (see `narrowed`).
+///
+/// ```toml
+/// [sandbox]
+/// read = ["/home/me/.rustup", "/home/me/.cargo/bin"]
+/// write = ["/home/me/.cargo/registry"]
+/// env = ["CARGO_HOME", "RUSTUP_HOME"]
+/// network = "allow"           # off (default), on, allow
+/// domains = ["crates.io", "index.crates.io", "static.crates.io"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxTable {
+    /// Directories they may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<PathBuf>,
+    /// Directories they may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<PathBuf>,
+    /// Variables of this process they get, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Their network (absent: `off`, or `allow` with domains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxNetwork>,
+    /// Domains they may reach through the proxy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<DomainPattern>,
+}
+
+impl SandboxTable {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Workspace {
+    /// This workspace with a `[sandbox]` table folded in (a directory's;
+    /// the session's files have no sandbox of their own). An error when
+    /// its domains come with a network that ignores them.
+    pub fn with_sandbox_table(self, table: &SandboxTable) -> Result<Self, String> {
+        self.sandbox_extras(table.read.clone(), table.write.clone(), table.env.clone())
+            .sandbox_network(table.network, table.domains.clone())
+    }
+}
+
+fn is_default_network(network: &SandboxNetwork) -> bool {
+    *network == SandboxNetwork::default()
 }
 
 fn is_default_sandbox(mode: &SandboxMode) -> bool {
@@ -131,7 +195,41 @@ impl Workspace {
             sandbox_read: Vec::new(),
             sandbox_write: Vec::new(),
             sandbox_env: Vec::new(),
+            sandbox_network: SandboxNetwork::Off,
+            sandbox_domains: Vec::new(),
         }
+    }
+
+    /// With a directory: the network commands and MCP stdio servers get
+    /// (`network`; `None` keeps the current one) and domains they may
+    /// reach through the proxy (some domains with no network given mean
+    /// [`SandboxNetwork::Allow`]). An error when domains come with `off`
+    /// or `on`, which would ignore them.
+    pub fn sandbox_network(
+        mut self,
+        network: Option<SandboxNetwork>,
+        domains: impl IntoIterator<Item = DomainPattern>,
+    ) -> Result<Self, String> {
+        if let Self::Directory {
+            sandbox_network,
+            sandbox_domains,
+            ..
+        } = &mut self
+        {
+            sandbox_domains.extend(domains);
+            *sandbox_network = match network {
+                Some(network) => network,
+                None if !sandbox_domains.is_empty() => SandboxNetwork::Allow,
+                None => *sandbox_network,
+            };
+            if !sandbox_domains.is_empty() && *sandbox_network != SandboxNetwork::Allow {
+                return Err(format!(
+                    "allowed domains need the network `allow` (it is `{sandbox_network}`): \
+                     drop --sandbox-network or give --sandbox-network allow"
+                ));
+            }
+        }
+        Ok(self)
     }
 
     /// With a directory: what the sandbox adds for commands and MCP stdio
@@ -167,9 +265,15 @@ impl Workspace {
             sandbox_read,
             sandbox_write,
             sandbox_env,
+            sandbox_network,
+            sandbox_domains,
             ..
         } = self
         {
+            policy = policy.network_mode(*sandbox_network);
+            for domain in sandbox_domains {
+                policy = policy.allow_domain(domain.clone());
+            }
             let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
             for dir in sandbox_read {
                 policy = policy.readable(absolute(dir));
@@ -246,6 +350,8 @@ impl Workspace {
                 sandbox_read,
                 sandbox_write,
                 sandbox_env,
+                sandbox_network,
+                sandbox_domains,
             } => Self::Directory {
                 root: root.join(user),
                 shell: *shell,
@@ -254,6 +360,8 @@ impl Workspace {
                 sandbox_read: sandbox_read.clone(),
                 sandbox_write: sandbox_write.clone(),
                 sandbox_env: sandbox_env.clone(),
+                sandbox_network: *sandbox_network,
+                sandbox_domains: sandbox_domains.clone(),
             },
         }
     }
@@ -271,6 +379,8 @@ impl Workspace {
                 sandbox_read,
                 sandbox_write,
                 sandbox_env,
+                sandbox_network,
+                sandbox_domains,
             } => {
                 let absolute = std::fs::canonicalize(&root)
                     .map_err(|source| WorkspaceError { root, source })?;
@@ -282,6 +392,8 @@ impl Workspace {
                     sandbox_read,
                     sandbox_write,
                     sandbox_env,
+                    sandbox_network,
+                    sandbox_domains,
                 })
             }
         }
@@ -368,12 +480,26 @@ impl Workspace {
             sandbox_read,
             sandbox_write,
             sandbox_env,
+            sandbox_network,
+            sandbox_domains,
             ..
         } = self
         else {
             return (self.clone(), Vec::new());
         };
         let mut said = Vec::new();
+        if *sandbox_network != SandboxNetwork::Off || !sandbox_domains.is_empty() {
+            let domains: Vec<String> = sandbox_domains.iter().map(ToString::to_string).collect();
+            said.push(format!(
+                "the session's sandbox network ({sandbox_network}{}) is off: only your own \
+                 command line turns it on (--sandbox-network, --sandbox-allow-domain)",
+                if domains.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", domains.join(", "))
+                }
+            ));
+        }
         if !(sandbox_read.is_empty() && sandbox_write.is_empty() && sandbox_env.is_empty()) {
             said.push(
                 "the session's extra sandbox directories and variables are off: only your own \
@@ -501,6 +627,66 @@ mod tests {
             said.iter().any(|s| s.contains("extra sandbox directories")),
             "{said:?}"
         );
+    }
+
+    /// A stored session's network (on, or an allow-list) is turned off,
+    /// and said; it round-trips in a blueprint; domains with `off` are an
+    /// error.
+    #[test]
+    fn a_stored_sessions_network_is_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::directory(dir.path())
+            .shell(true)
+            .sandbox_network(None, ["crates.io".parse().unwrap()])
+            .unwrap();
+        let text = serde_json::to_string(&ws).unwrap();
+        assert!(
+            text.contains(r#""sandbox_network":"allow","sandbox_domains":["crates.io"]"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Workspace>(&text).unwrap(), ws);
+        let (narrowed, said) = ws.narrowed(None);
+        assert_eq!(narrowed, Workspace::directory(dir.path()));
+        assert!(
+            said.iter()
+                .any(|s| s.contains("sandbox network (allow: crates.io) is off")),
+            "{said:?}"
+        );
+        let on = Workspace::directory(dir.path())
+            .sandbox_network(Some(SandboxNetwork::On), [])
+            .unwrap();
+        assert_eq!(on.narrowed(None).0, Workspace::directory(dir.path()));
+        assert!(Workspace::directory(dir.path())
+            .sandbox_network(Some(SandboxNetwork::Off), ["crates.io".parse().unwrap()])
+            .is_err());
+    }
+
+    /// `[sandbox]` folds into a directory backend, as the older
+    /// `backend.sandbox_*` keys do.
+    #[test]
+    fn a_sandbox_table_folds_into_the_backend() {
+        let spec = crate::AgentSpec::from_toml(
+            "backend = { kind = \"directory\", root = \"/r\", shell = true, \
+             sandbox_env = [\"A\"] }\n[sandbox]\nread = [\"/x\"]\nenv = [\"B\"]\n\
+             domains = [\"crates.io\"]\n",
+        )
+        .unwrap();
+        let want = Workspace::directory("/r")
+            .shell(true)
+            .sandbox_extras(
+                [PathBuf::from("/x")],
+                [],
+                ["A".to_string(), "B".to_string()],
+            )
+            .sandbox_network(Some(SandboxNetwork::Allow), ["crates.io".parse().unwrap()])
+            .unwrap();
+        assert_eq!(spec.backend, want);
+        assert!(spec.sandbox.is_empty());
+        let bad = crate::AgentSpec::from_toml(
+            "backend = { kind = \"directory\", root = \"/r\" }\n[sandbox]\nnetwork = \"on\"\n\
+             domains = [\"crates.io\"]\n",
+        );
+        assert!(bad.is_err());
     }
 
     #[test]

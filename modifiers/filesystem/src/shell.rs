@@ -150,8 +150,10 @@ async fn run(
     let mut keep = Vec::new();
     let mut cmd = match sandbox.and_then(|s| s.mechanism().map(|m| (s, m))) {
         Some((sandbox, mechanism)) => {
+            let denied = sandbox.policy().with_denials(root);
+            let policy = denied.as_ref().unwrap_or(sandbox.policy());
             let (cmd, kept) = mechanism
-                .prepare(sandbox.policy(), root, &env, command)
+                .prepare(policy, root, &env, command)
                 .map_err(io::Error::other)?
                 .into_parts();
             keep = kept;

@@ -68,6 +68,7 @@ fn present(name: &str) -> bool {
     match name {
         "redis" => on_path("redis-server") && on_path("redis-cli"),
         "tmux" => on_path("tmux"),
+        "curl" => on_path("curl"),
         "bwrap" => {
             on_path("bwrap")
                 && Command::new("bwrap")

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Operation, Permissions, Verdict};
+use super::{Operation, Permissions, RuleMode, Verdict};
 use crate::backend::{
     Backend, BackendFactory, BackendSource, ExecuteResponse, FileDownloadResponse, FileMatches,
     FileUploadResponse, Fingerprint, GrepQuery, LsEntry, ReadPage, Recorded,
@@ -15,6 +15,7 @@ use crate::error::{shown, FileOpError, FsError, FsResult};
 use crate::glob::GlobPattern;
 use crate::line_edit::LineEdit;
 use crate::path;
+use crate::sandbox::denied::{with_denials, Denial};
 
 /// `backend` behind the rules (a factory stays a factory).
 pub(super) fn wrap(
@@ -331,7 +332,23 @@ impl Backend for Guarded {
                 )))
             }
         }
-        self.inner.execute(command, timeout_secs).await
+        // Deny rules reach the shell's sandbox too (`sandbox/denied.rs`).
+        let denials =
+            self.rules
+                .rules()
+                .filter(|rule| rule.mode == RuleMode::Deny)
+                .filter_map(|rule| {
+                    let hide = rule.operations.contains(&Operation::Read);
+                    let writes = rule.operations.iter().any(|op| {
+                        matches!(op, Operation::Write | Operation::Edit | Operation::Delete)
+                    });
+                    (hide || writes).then(|| Denial {
+                        globs: rule.paths.clone(),
+                        hide,
+                    })
+                })
+                .collect();
+        with_denials(denials, self.inner.execute(command, timeout_secs)).await
     }
 }
 

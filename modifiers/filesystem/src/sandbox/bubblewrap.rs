@@ -8,8 +8,10 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use super::mount_points::MountPoints;
+use super::network::{helper_program, proxy_env, Proxy, HELPER_PORT};
 use super::policy::Protected;
-use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
+use super::seccomp::Sockets;
+use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy};
 
 /// Runs commands in bubblewrap (`bwrap` on the `PATH`): new user, PID,
 /// network (unless allowed), IPC, UTS and cgroup namespaces, no nested
@@ -44,6 +46,9 @@ static CHECKED: OnceLock<Result<Features, String>> = OnceLock::new();
 /// The compiled filter's bytes, without and with the network.
 static FILTERS: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
 
+/// Where the network helper (this program) is bound inside the sandbox.
+const HELPER_PATH: &str = "/run/lc-agent/helper";
+
 /// The id a command started by root runs as inside (`nobody`).
 const UNPRIVILEGED_ID: &str = "65534";
 
@@ -72,8 +77,8 @@ fn filter_pipe(network: bool) -> Result<OwnedFd, String> {
     let filters = FILTERS
         .get_or_init(|| {
             Ok([
-                seccomp::to_bytes(&seccomp::filter(false)?),
-                seccomp::to_bytes(&seccomp::filter(true)?),
+                seccomp::to_bytes(&seccomp::filter(Sockets::None)?),
+                seccomp::to_bytes(&seccomp::filter(Sockets::Inet)?),
             ])
         })
         .as_ref()
@@ -91,11 +96,16 @@ fn filter_pipe(network: bool) -> Result<OwnedFd, String> {
     std::fs::File::from(write)
         .write_all(bytes)
         .map_err(|e| format!("seccomp: {e}"))?;
-    // Above the standard streams, whatever this process has open.
+    above_standard_streams(&read).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// A copy of `fd` numbered above the standard streams, whatever this
+/// process has open (close on exec here).
+fn above_standard_streams(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     // SAFETY: fcntl duplicates a descriptor we own.
-    let high = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
     if high < 0 {
-        return Err(format!("seccomp: {}", std::io::Error::last_os_error()));
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: fcntl returned a new descriptor, ours alone.
     Ok(unsafe { OwnedFd::from_raw_fd(high) })
@@ -212,28 +222,73 @@ impl Bubblewrap {
                 arg(&mut args, &[&"--ro-bind", &path, &path]);
             }
         }
+        // Deny rules: an empty read-only directory over a directory, the
+        // empty `/dev/null` over anything else.
+        for path in policy.hidden.iter().filter(|p| p.starts_with(root)) {
+            match path.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => {
+                    arg(&mut args, &[&"--tmpfs", path, &"--remount-ro", path]);
+                }
+                Ok(_) => arg(&mut args, &[&"--ro-bind", &"/dev/null", path]),
+                Err(_) => {}
+            }
+        }
         Self::confinement_args(&mut args, features);
-        if policy.network {
-            arg(&mut args, &[&"--share-net"]);
+        // With an allow-list: the helper (this program) listens on the
+        // sandbox's own loopback and hands connections to the proxy.
+        let mut helper = None;
+        match policy.network {
+            SandboxNetwork::Off => {}
+            SandboxNetwork::On => arg(&mut args, &[&"--share-net"]),
+            SandboxNetwork::Allow => {
+                let program = helper_program().ok_or(
+                    "a domain allow-list under bubblewrap needs this program to serve as the \
+                     sandbox's network helper (call \
+                     lc_agent_filesystem::run_helper_if_asked() first in main), or \
+                     LC_AGENT_SANDBOX_MECHANISM=landlock",
+                )?;
+                let proxy = Proxy::for_domains(&policy.domains)?;
+                let channel = above_standard_streams(&proxy.channel()?)
+                    .map_err(|e| format!("the sandbox's proxy: {e}"))?;
+                arg(&mut args, &[&"--ro-bind", &program, &HELPER_PATH]);
+                for (name, value) in proxy_env(HELPER_PORT) {
+                    arg(&mut args, &[&"--setenv", &name, &value]);
+                }
+                helper = Some((proxy, channel));
+            }
         }
         for (name, value) in env {
             arg(&mut args, &[&"--setenv", name, value]);
         }
         arg(&mut args, &[&"--setenv", &"TMPDIR", &"/tmp"]);
-        let filter = filter_pipe(policy.network)?;
+        let filter = filter_pipe(policy.network != SandboxNetwork::Off)?;
         let fd = filter.as_raw_fd();
         arg(&mut args, &[&"--seccomp", &fd.to_string()]);
-        arg(&mut args, &[&"--chdir", &root, &"sh", &"-c", &command]);
+        arg(&mut args, &[&"--chdir", &root]);
+        let channel_fd = helper.as_ref().map(|(_, channel)| channel.as_raw_fd());
+        if let Some(channel_fd) = channel_fd {
+            arg(
+                &mut args,
+                &[
+                    &HELPER_PATH,
+                    &"__lc-agent-sandbox-helper",
+                    &channel_fd.to_string(),
+                ],
+            );
+        }
+        arg(&mut args, &[&"sh", &"-c", &command]);
         let mut cmd = Command::new("bwrap");
         cmd.args(&args).env_clear();
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
         let inherit = move || -> std::io::Result<()> {
-            // SAFETY: fcntl on a descriptor open in this (forked) process;
-            // only the command's `bwrap` inherits the filter.
-            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
-                return Err(std::io::Error::last_os_error());
+            for fd in std::iter::once(fd).chain(channel_fd) {
+                // SAFETY: fcntl on a descriptor open in this (forked)
+                // process; only the command's `bwrap` inherits it.
+                if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         };
@@ -241,7 +296,11 @@ impl Bubblewrap {
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, inherit);
         }
-        Ok(Prepared::new(cmd).keep(filter).keep(mount_points))
+        let prepared = Prepared::new(cmd).keep(filter).keep(mount_points);
+        Ok(match helper {
+            Some(helper) => prepared.keep(helper),
+            None => prepared,
+        })
     }
 
     /// Whether a confined `true` runs with `features` (stderr if not).

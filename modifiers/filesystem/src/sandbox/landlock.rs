@@ -12,14 +12,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ::landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
 use seccompiler::BpfProgram;
 
+use super::network::{proxy_env, Proxy};
 use super::policy::Protected;
-use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxPolicy};
+use super::seccomp::Sockets;
+use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy};
 
 /// Confines `sh -c` itself: Landlock (ABI 6 or later: filesystem, TCP
 /// bind/connect, signal and abstract-socket scopes) allows reading the
@@ -66,6 +68,9 @@ struct Built {
     key: Key,
     ruleset: OwnedFd,
     filter: BpfProgram,
+    /// With a domain allow-list: its proxy (the only TCP port commands
+    /// may connect to).
+    proxy: Option<Arc<Proxy>>,
     tmp: TempDir,
     /// Commands' temporary directories made so far (names them).
     commands: AtomicU64,
@@ -96,7 +101,7 @@ impl Key {
             .chain(policy.writable.iter().map(PathBuf::as_path))
             .map(|p| (p.as_os_str().to_owned(), identity(p)))
             .collect();
-        if policy.mode == SandboxMode::WorkspaceWrite {
+        if policy.mode == SandboxMode::WorkspaceWrite || !policy.hidden.is_empty() {
             for dir in around(policy, root).dirs {
                 let mut entries: Vec<(OsString, Option<(u64, u64)>)> = std::fs::read_dir(&dir)
                     .into_iter()
@@ -187,7 +192,13 @@ struct Around {
 /// real path of one that is a link) and the directories on their way.
 fn around(policy: &SandboxPolicy, root: &Path) -> Around {
     let mut found = Around::default();
-    for protected in policy.protected_paths(root) {
+    // Hidden paths (deny rules) that exist: kept from writes and reads.
+    let hidden = policy
+        .hidden
+        .iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .map(|p| Protected::Existing(p.clone()));
+    for protected in policy.protected_paths(root).into_iter().chain(hidden) {
         let paths = match protected {
             Protected::Existing(real) => {
                 // The path as named, when it is a link to `real`.
@@ -280,7 +291,30 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
     for dir in policy.writable.iter().filter(|d| d.is_absolute()) {
         rules.push((dir.clone(), if writable { write } else { read }));
     }
-    rules.push((root.to_path_buf(), read));
+    let hidden: Vec<&PathBuf> = policy
+        .hidden
+        .iter()
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    if hidden.is_empty() {
+        rules.push((root.to_path_buf(), read));
+    } else {
+        // Reads granted per entry beside the hidden paths.
+        let around = around(policy, root);
+        for dir in &around.dirs {
+            rules.push((dir.clone(), AccessFs::ReadDir.into()));
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let link = entry.file_type().map_or(true, |t| t.is_symlink());
+                if !link && !hidden.contains(&&path) && !around.dirs.contains(&path) {
+                    rules.push((path, read));
+                }
+            }
+        }
+    }
     if writable {
         let around = around(policy, root);
         if around.protected.is_empty() {
@@ -294,7 +328,12 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
 
 /// The ruleset for `policy`, as the descriptor `landlock_restrict_self`
 /// takes.
-fn ruleset(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Result<OwnedFd, String> {
+fn ruleset(
+    policy: &SandboxPolicy,
+    root: &Path,
+    tmp: &Path,
+    proxy: Option<&Proxy>,
+) -> Result<OwnedFd, String> {
     let failed = |e: ::landlock::RulesetError| format!("Landlock: {e}");
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -302,12 +341,17 @@ fn ruleset(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Result<OwnedFd, S
         .map_err(failed)?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(failed)?;
-    if !policy.network {
+    if policy.network != SandboxNetwork::On {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(failed)?;
     }
     let mut created = ruleset.create().map_err(failed)?;
+    if let Some(proxy) = proxy {
+        created = created
+            .add_rule(NetPort::new(proxy.port(), AccessNet::ConnectTcp))
+            .map_err(failed)?;
+    }
     for (path, access) in rules(policy, root, tmp) {
         // A path that does not exist here is skipped.
         let Ok(meta) = std::fs::metadata(&path) else {
@@ -397,9 +441,18 @@ impl Landlock {
         // root entries keep their own copy alive until they end.
         built.retain(|b| !(b.key.policy == key.policy && b.key.root == key.root));
         let tmp = TempDir::new().map_err(|e| format!("no temporary directory: {e}"))?;
+        let (proxy, sockets) = match policy.network {
+            SandboxNetwork::Off => (None, Sockets::None),
+            SandboxNetwork::On => (None, Sockets::Inet),
+            SandboxNetwork::Allow => (
+                Some(Proxy::for_domains(&policy.domains)?),
+                Sockets::InetStream,
+            ),
+        };
         let new = Arc::new(Built {
-            ruleset: ruleset(policy, root, &tmp.0)?,
-            filter: seccomp::filter(policy.network)?,
+            ruleset: ruleset(policy, root, &tmp.0, proxy.as_deref())?,
+            filter: seccomp::filter(sockets)?,
+            proxy,
             key,
             tmp,
             commands: AtomicU64::new(0),
@@ -434,6 +487,9 @@ impl Landlock {
             .env_clear()
             .envs(env.iter().map(|(n, v)| (n, v)))
             .env("TMPDIR", &tmp.0);
+        if let Some(proxy) = &built.proxy {
+            cmd.envs(proxy_env(proxy.port()));
+        }
         let shared = built.clone();
         let confine = move || -> io::Result<()> {
             if root_user {

@@ -13,8 +13,12 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
+//!    ├─ network/: off | on | allow — a domain allow-list's egress proxy
+//!    │            (proxy.rs) and bubblewrap's in-sandbox helper (helper.rs)
+//!    ├─ denied.rs: the running call's path `deny` rules, as hidden and
+//!    │             read-only paths of one command's policy
 //!    ├─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
-//!    │                            else RLIMIT_NPROC
+//!    │                            else RLIMIT_NPROC (MCP servers too)
 //!    └─ Sandbox::program (program.rs): a long-lived program (an MCP stdio
 //!                          server) in the same profile: `cd CWD && exec PROGRAM ARGS`,
 //!                          its own directory readable, the same clean environment
@@ -79,10 +83,12 @@
 
 mod auto;
 mod bubblewrap;
+pub(crate) mod denied;
 pub(crate) mod env;
 mod landlock;
 mod limits;
 mod mount_points;
+mod network;
 mod policy;
 mod program;
 mod seccomp;
@@ -97,6 +103,7 @@ use auto::Auto;
 pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
+pub use network::{run_helper_if_asked, DomainPattern, SandboxNetwork};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use program::{KeepAlive, SandboxedProgram};
 

@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::network::{DomainPattern, SandboxNetwork};
+
 /// How far commands are confined (serde and CLI names `read-only`,
 /// `workspace-write`, `full`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -77,10 +79,14 @@ pub(crate) const DEFAULT_MAX_PROCESSES: u32 = 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     pub(crate) mode: SandboxMode,
-    pub(crate) network: bool,
+    pub(crate) network: SandboxNetwork,
+    pub(crate) domains: Vec<DomainPattern>,
     pub(crate) writable: Vec<PathBuf>,
     pub(crate) readable: Vec<PathBuf>,
     pub(crate) read_only: Vec<PathBuf>,
+    /// Paths in the root commands can neither read nor write (absolute:
+    /// the deny rules of `denied.rs`, for one command).
+    pub(crate) hidden: Vec<PathBuf>,
     pub(crate) max_processes: u32,
     pub(crate) env_passthrough: Vec<String>,
 }
@@ -97,10 +103,12 @@ impl SandboxPolicy {
     pub fn new(mode: SandboxMode) -> Self {
         Self {
             mode,
-            network: false,
+            network: SandboxNetwork::Off,
+            domains: Vec::new(),
             writable: Vec::new(),
             readable: Vec::new(),
             read_only: DEFAULT_READ_ONLY.iter().map(PathBuf::from).collect(),
+            hidden: Vec::new(),
             max_processes: DEFAULT_MAX_PROCESSES,
             env_passthrough: Vec::new(),
         }
@@ -112,11 +120,46 @@ impl SandboxPolicy {
     }
 
     /// Whether commands reach the network (default: no network at all,
-    /// not even the host's loopback).
+    /// not even the host's loopback): `true` is [`SandboxNetwork::On`],
+    /// `false` [`SandboxNetwork::Off`].
     #[must_use]
-    pub fn network(mut self, on: bool) -> Self {
-        self.network = on;
+    pub fn network(self, on: bool) -> Self {
+        self.network_mode(if on {
+            SandboxNetwork::On
+        } else {
+            SandboxNetwork::Off
+        })
+    }
+
+    /// The network commands get: off, on, or only the allowed domains
+    /// through lc-agent's proxy ([`SandboxNetwork::Allow`], with
+    /// [`allow_domain`](Self::allow_domain)).
+    #[must_use]
+    pub fn network_mode(mut self, network: SandboxNetwork) -> Self {
+        self.network = network;
         self
+    }
+
+    /// A domain commands may reach through the proxy (`crates.io`, or
+    /// `*.example.com` for its subdomains); turns the network to
+    /// [`SandboxNetwork::Allow`].
+    #[must_use]
+    pub fn allow_domain(mut self, domain: DomainPattern) -> Self {
+        self.network = SandboxNetwork::Allow;
+        if !self.domains.contains(&domain) {
+            self.domains.push(domain);
+        }
+        self
+    }
+
+    /// The network commands get.
+    pub fn network_setting(&self) -> SandboxNetwork {
+        self.network
+    }
+
+    /// The domains allowed through the proxy (with [`SandboxNetwork::Allow`]).
+    pub fn allowed_domains(&self) -> &[DomainPattern] {
+        &self.domains
     }
 
     /// Another directory commands may write (absolute; ignored when
@@ -163,6 +206,29 @@ impl SandboxPolicy {
     pub fn pass_env(mut self, name: impl Into<String>) -> Self {
         self.env_passthrough.push(name.into());
         self
+    }
+}
+
+impl SandboxPolicy {
+    /// This policy with the deny rules of the running call applied in
+    /// `root` (see `denied.rs`): hidden paths, and read-only ones (a
+    /// missing hidden one is kept from being created).
+    pub(crate) fn with_denials(&self, root: &Path) -> Option<Self> {
+        let denials = super::denied::current();
+        if denials.is_empty() {
+            return None;
+        }
+        let (hidden, read_only) = super::denied::expand(root, &denials);
+        let mut policy = self.clone();
+        for path in hidden {
+            if path.symlink_metadata().is_ok() {
+                policy.hidden.push(path);
+            } else {
+                policy.read_only.push(path);
+            }
+        }
+        policy.read_only.extend(read_only);
+        Some(policy)
     }
 }
 

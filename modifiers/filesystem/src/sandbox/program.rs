@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Prepared, Sandbox, SandboxError, SandboxMode};
+use super::{Prepared, ProcessLimit, Sandbox, SandboxError, SandboxMode};
 
 /// A program to start in a [`Sandbox`]: what to run, where, with which
 /// environment, and which directories of its own it reads.
@@ -40,6 +40,16 @@ impl std::fmt::Debug for KeepAlive {
         f.debug_struct("KeepAlive")
             .field("kept", &self._kept.len())
             .finish()
+    }
+}
+
+/// A long-lived program's process limit: its cgroup (and what is left
+/// in it) removed when the program's [`KeepAlive`] is dropped.
+struct LimitKept(ProcessLimit);
+
+impl Drop for LimitKept {
+    fn drop(&mut self) {
+        self.0.remove();
     }
 }
 
@@ -216,8 +226,16 @@ impl Sandbox {
                 mode: policy.mode(),
                 reason,
             })?;
-        let (mut cmd, keep) = prepared.split();
+        let (mut cmd, mut keep) = prepared.split();
         cmd.current_dir(root);
+        // The shell's process limit, for as long as the program runs.
+        let limit = ProcessLimit::new(policy.max_processes);
+        // SAFETY: the closure only calls write(2) on a descriptor opened
+        // before the fork, or setrlimit(2): both async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, limit.applier());
+        }
+        keep._kept.push(Box::new(LimitKept(limit)));
         Ok((cmd, keep))
     }
 }

@@ -6,7 +6,9 @@
 //! - `socket`: every family without the network; with it, all but
 //!   `AF_INET`/`AF_INET6` (Landlock restricts TCP only, and cannot stop a
 //!   connection to a Unix socket of the host: a Docker or D-Bus socket);
-//!   `socketpair` stays (local pairs reach nothing).
+//!   with a domain allow-list under Landlock, TCP ones only (Landlock's
+//!   port rule then leaves only the proxy); `socketpair` stays (local
+//!   pairs reach nothing).
 //! - `io_uring_*` (it opens sockets and files past seccomp);
 //! - `ioctl` `TIOCSTI`/`TIOCLINUX` (typing into a terminal);
 //! - `setsid`/`setpgid` (so the command's process group, killed at the
@@ -134,18 +136,49 @@ fn privileged_modes(index: u8) -> Result<Vec<SeccompRule>, String> {
 /// `fchmodat2` (Linux 6.6), by number: not every C library names it.
 const SYS_FCHMODAT2: i64 = 452;
 
+/// The sockets a command may open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sockets {
+    /// None (no network).
+    None,
+    /// `AF_INET` and `AF_INET6` (the network on, or a namespace of its own).
+    Inet,
+    /// `AF_INET` and `AF_INET6` TCP only (Landlock's TCP rules then
+    /// decide where they connect: the domain allow-list's proxy).
+    InetStream,
+}
+
+/// The socket type bits of `socket(2)`'s second argument (without
+/// `SOCK_NONBLOCK`/`SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
 /// The filter, compiled for this machine's architecture: the `clone3`
 /// (and x32) prologue, then the list.
-pub(crate) fn filter(network: bool) -> Result<BpfProgram, String> {
+pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         REFUSED.iter().map(|call| (*call, Vec::new())).collect();
-    let socket = if network {
-        vec![rule(vec![
+    let other_family = || -> Result<SeccompRule, String> {
+        rule(vec![
             condition(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
             condition(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
-        ])?]
-    } else {
-        Vec::new()
+        ])
+    };
+    let socket = match sockets {
+        Sockets::None => Vec::new(),
+        Sockets::Inet => vec![other_family()?],
+        Sockets::InetStream => vec![
+            other_family()?,
+            rule(vec![condition(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                libc::SOCK_DGRAM as u64,
+            )?])?,
+            rule(vec![condition(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                libc::SOCK_RAW as u64,
+            )?])?,
+        ],
     };
     rules.insert(libc::SYS_socket, socket);
     let mut ioctl = Vec::new();
@@ -261,7 +294,11 @@ fn prologue() -> Result<BpfProgram, String> {
 mod tests {
     #[test]
     fn the_filter_compiles_with_and_without_the_network() {
-        for network in [false, true] {
+        for network in [
+            super::Sockets::None,
+            super::Sockets::Inet,
+            super::Sockets::InetStream,
+        ] {
             let program = super::filter(network);
             assert!(program.as_ref().is_ok_and(|p| !p.is_empty()), "{program:?}");
             let bytes = super::to_bytes(program.as_deref().unwrap_or_default());

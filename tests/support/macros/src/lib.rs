@@ -35,6 +35,7 @@ const MISSING: &str = env!("LC_AGENT_TEST_MISSING");
 /// |---|---|---|
 /// | `redis` | `redis-server` and `redis-cli` | `apt-get install redis-server redis-tools` |
 /// | `tmux` | `tmux` | `apt-get install tmux` |
+/// | `curl` | `curl` | `apt-get install curl` |
 /// | `bwrap` | `bwrap` (bubblewrap) able to make a sandbox | `apt-get install bubblewrap` |
 /// | `chromium` | `chromium` and `chromedriver` | `apt-get install chromium chromium-driver` |
 /// | `python` | `python3` | `apt-get install python3` |

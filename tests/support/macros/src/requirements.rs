@@ -27,6 +27,11 @@ const REQUIREMENTS: &[Requirement] = &[
         install: "apt-get install tmux",
     },
     Requirement {
+        name: "curl",
+        what: "curl",
+        install: "apt-get install curl",
+    },
+    Requirement {
         name: "bwrap",
         what: "bubblewrap (`bwrap`) able to make a sandbox here",
         install: "apt-get install bubblewrap",

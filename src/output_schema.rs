@@ -156,7 +156,7 @@ impl OutputSchema {
     /// What `validator` finds wrong with `value`, each with its place.
     fn errors_of(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
         validator
-            .iter_errors(&value)
+            .iter_errors(value)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 if at.is_empty() {

@@ -53,6 +53,17 @@ pub enum NetworkError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The model went round in circles: the same call again, two calls
+    /// alternating, calls that all failed, or empty answers, turn after
+    /// turn. It was told once and kept on, so the run stopped before
+    /// asking again (the graph stays valid; the next `invoke` may go on).
+    #[error("the model is stuck: {what}, {turns} turns in a row without progress; it was told once to change course and did not, so the run stopped (the session is kept: rephrase the request, or use a larger model)")]
+    Stuck {
+        /// What repeated, in words (`` `read_file` with the same arguments ``).
+        what: String,
+        /// How many turns in a row made no progress.
+        turns: usize,
+    },
     /// The run reached its step limit (model turns in one `invoke`).
     #[error("step limit reached: {limit} model turns in one invoke; the network is left valid and can be saved or invoked again")]
     StepLimit {
@@ -275,7 +286,7 @@ fn overflow_text(tokens: Option<usize>, window: Option<usize>) -> String {
     };
     format!(
         "the request does not fit the model's context window{size} \
-         (shorten the conversation, turn summaries on, or use a model with a larger window)"
+         (compact the conversation or start a new one, or use a model with a larger window)"
     )
 }
 

@@ -107,11 +107,34 @@ impl OutputSchema {
     pub fn check(&self, answer: &str) -> std::result::Result<Value, Vec<String>> {
         let validator = jsonschema::validator_for(&self.schema)
             .map_err(|e| vec![format!("the output schema is not a JSON Schema: {e}")])?;
-        let text = unfenced(answer.trim());
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| vec![format!("the answer is not JSON: {e}")])?;
-        let errors: Vec<String> = validator
-            .iter_errors(&value)
+        // The answer as sent, else the JSON it carries: inside a code
+        // fence, or between text before and after it. The first reading
+        // that validates wins; else the first that parses says what is
+        // wrong.
+        let mut first: Option<Vec<String>> = None;
+        let mut not_json = None;
+        for text in readings(answer) {
+            let value: Value = match serde_json::from_str(text) {
+                Ok(value) => value,
+                Err(e) => {
+                    not_json.get_or_insert_with(|| format!("the answer is not JSON: {e}"));
+                    continue;
+                }
+            };
+            match Self::errors_of(&validator, &value) {
+                errors if errors.is_empty() => return Ok(value),
+                errors => {
+                    first.get_or_insert(errors);
+                }
+            }
+        }
+        Err(first.unwrap_or_else(|| vec![not_json.unwrap_or_else(|| "the answer is empty".into())]))
+    }
+
+    /// What `validator` finds wrong with `value`, each with its place.
+    fn errors_of(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+        validator
+            .iter_errors(value)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 if at.is_empty() {
@@ -120,12 +143,7 @@ impl OutputSchema {
                     format!("at {at}: {e}")
                 }
             })
-            .collect();
-        if errors.is_empty() {
-            Ok(value)
-        } else {
-            Err(errors)
-        }
+            .collect()
     }
 
     /// The system-prompt section that says what the final answer must be
@@ -216,6 +234,35 @@ fn unfenced(text: &str) -> &str {
         .trim()
 }
 
+/// The readings of an answer that may be JSON, in order: the whole text,
+/// the inside of a fence around it, the inside of the first fence in it,
+/// and the span from the first `{` (or `[`) to the last `}` (or `]`).
+fn readings(answer: &str) -> Vec<&str> {
+    let whole = answer.trim();
+    let mut out = vec![whole, unfenced(whole)];
+    if let Some((_, after)) = whole.split_once("```")
+        && let Some((inside, _)) = after.split_once("```")
+    {
+        let inside = inside.split_once('\n').map_or(inside, |(info, body)| {
+            if info.trim().chars().all(|c| c.is_ascii_alphanumeric()) {
+                body
+            } else {
+                inside
+            }
+        });
+        out.push(inside.trim());
+    }
+    for (open, close) in [('{', '}'), ('[', ']')] {
+        if let (Some(a), Some(b)) = (whole.find(open), whole.rfind(close))
+            && a < b
+        {
+            out.push(&whole[a..=b]);
+        }
+    }
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{unfenced, wire_name};
@@ -224,6 +271,9 @@ mod tests {
     fn a_fenced_answer_is_read_inside_its_fence() {
         assert_eq!(unfenced("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
         assert_eq!(unfenced("{\"a\": 1}"), "{\"a\": 1}");
+        let around = "Here it is:\n```json\n{\"a\": 1}\n```\nHope it helps.";
+        assert!(super::readings(around).contains(&"{\"a\": 1}"));
+        assert!(super::readings("The answer is {\"a\": 1}.").contains(&"{\"a\": 1}"));
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub(crate) const STRUCTURED_OUTPUT_KEY: &str = "structured_output";
 /// The node metadata key of the rejected answers (`[{answer, errors}]`).
 pub(crate) const REJECTED_KEY: &str = "schema_rejected";
 
+/// The chat node metadata key holding the model's own text of an answer
+/// that was delivered unwrapped (its fence or surrounding words left out).
+pub(crate) const RAW_ANSWER_KEY: &str = "raw_answer";
+
 /// The network metadata key of the step → schema map.
 const ROUTES_KEY: &str = "output_schemas";
 

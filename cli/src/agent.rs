@@ -652,6 +652,10 @@ impl Agent {
             || nodes
                 .iter()
                 .any(|n| n.kind() == ChatNode::KIND && n.is_invoked())
+            // Answers the output schema refused: the model did answer.
+            || nodes
+                .iter()
+                .any(|n| n.metadata_value("schema_rejected").is_some())
             || nodes.iter().any(|n| {
                 !n.is_invoked()
                     && n.metadata_value("error").is_none()
@@ -716,6 +720,15 @@ pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::TITLE_KEY;
 /// failed (the model, a tool) without the node's id.
 pub(crate) fn in_user_terms(error: &NetworkError) -> String {
     match error {
+        // A stuck model is not a failed call: it says so itself.
+        NetworkError::NodeFailed { source, .. }
+            if matches!(
+                source.downcast_ref::<NetworkError>(),
+                Some(NetworkError::Stuck { .. })
+            ) =>
+        {
+            source.to_string()
+        }
         NetworkError::NodeFailed { kind, message, .. } => {
             let what = match kind.as_str() {
                 "chat" => "the model call failed",

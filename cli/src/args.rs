@@ -224,7 +224,23 @@ impl ModelArgs {
         match (&self.script, &self.model) {
             (Some(_), _) => "scripted".to_string(),
             (None, Some(name)) => name.clone(),
-            (None, None) => self.provider(None).default_model(),
+            (None, None) => {
+                let provider = self.provider(None);
+                // No name given, a server of one's own: the model it lists,
+                // the one the requests name (asked once per process).
+                let named =
+                    std::env::var(provider.row().model_env).is_ok_and(|v| !v.trim().is_empty());
+                let own_server =
+                    std::env::var(provider.row().base_url_env).is_ok_and(|v| !v.trim().is_empty());
+                if provider == Provider::OpenAi
+                    && !named
+                    && own_server
+                    && let Ok(model) = lc_agent::OpenAiChatModel::builder().build()
+                {
+                    return model.model_name().to_string();
+                }
+                provider.default_model()
+            }
         }
     }
 }

@@ -344,7 +344,7 @@ async fn compact(agent: &Agent) {
 pub(crate) fn tokens(agent: &Agent) -> String {
     let mut stats = TurnStats::default();
     for (model, counts) in &agent.net.usage().by_model {
-        stats.add_counts(model, counts, agent.screen.prices());
+        stats.add_counts(model, counts, &agent.screen.prices());
     }
     // How full the context is: the latest call's prompt.
     stats.last_prompt = agent

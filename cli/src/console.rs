@@ -400,7 +400,6 @@ struct Inner {
     look: Look,
     net: RunnableNetwork,
     state: Mutex<State>,
-    prices: Prices,
     /// The main model's context window, when known.
     window: Mutex<Option<usize>>,
     /// What a cut-off answer's warning says to do.
@@ -460,9 +459,10 @@ impl Screen {
         self.inner.window.lock().ok().and_then(|w| *w)
     }
 
-    /// The price table.
-    pub(crate) fn prices(&self) -> &Prices {
-        &self.inner.prices
+    /// The session's prices (its blueprint's over the price file over
+    /// the built-ins), read now.
+    pub(crate) fn prices(&self) -> Prices {
+        lc_agent_deepagent::session_prices(&self.inner.net)
     }
 
     /// A turn begins (the footer counts from here).
@@ -583,7 +583,11 @@ impl Screen {
                     .filter(|n| n.kind() == lc_agent::ChatNode::KIND)
                     .and_then(usage_of)
                 {
-                    s.turn.add(&model, usage, &inner.prices);
+                    s.turn.add(
+                        &model,
+                        usage,
+                        &lc_agent_deepagent::session_prices(&inner.net),
+                    );
                 }
                 s.waiting_since = Some(Instant::now());
             }
@@ -772,7 +776,6 @@ pub(crate) fn show_progress_with(net: &RunnableNetwork, look: Look) -> Screen {
             look,
             net: net.clone(),
             state: Mutex::new(State::default()),
-            prices: Prices::load(),
             window: Mutex::new(None),
             continue_hint: Mutex::new(String::new()),
         }),

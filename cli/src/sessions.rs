@@ -348,8 +348,8 @@ fn print_page(
         "{:<36}  {:<19}  {:>5}  {:>9}  {:>4}  {:>9}  {:>9}  {memory_head}NAME",
         "ID", "UPDATED (UTC)", "NODES", "BYTES", "REV", "TOKENS", "COST"
     )?;
-    let prices = Prices::load();
     for (i, s) in sessions.iter().enumerate() {
+        let prices = lc_agent_deepagent::session_prices_in(&s.metadata);
         let (tokens, cost) = usage_columns(&s.metadata, &prices);
         let mem = match memory {
             None => String::new(),
@@ -409,12 +409,7 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
     if totals.is_empty() {
         return Ok(());
     }
-    let mut prices = Prices::load();
-    if let Some(Ok(spec)) = lc_agent_deepagent::AgentSpec::from_network(net)
-        && let Some(own) = &spec.prices
-    {
-        prices.extend(own);
-    }
+    let prices = lc_agent_deepagent::session_prices(net);
     let line = |counts: &lc_agent::TokenCounts, cost: Option<f64>| {
         let mut parts = vec![
             format!("{} in", thousands(counts.prompt_tokens)),

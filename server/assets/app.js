@@ -301,9 +301,12 @@ function dataUrl(file) {
   });
 }
 
-function attachNote(text) {
+// The note under the message box: a refusal (red), or with `ok` only
+// good news (an image made smaller to fit, green).
+function attachNote(text, ok) {
   $("attach-note").textContent = text || "";
   $("attach-note").hidden = !text;
+  $("attach-note").classList.toggle("ok", !!(text && ok));
 }
 
 // A picture larger than the server takes, made smaller here: at most
@@ -340,6 +343,7 @@ async function smaller(file) {
 // them (type, size, how many), each refusal said in plain words.
 async function attachFiles(files) {
   const notes = [];
+  let shrunk = 0;
   let small = null;
   for (const file of files) {
     const name = file.name || "The pasted image";
@@ -349,6 +353,7 @@ async function attachFiles(files) {
       try {
         state.attached.push({ name: file.name || "pasted image", url: await dataUrl(small.blob) });
         notes.push(name + " was " + megabytes(file.size) + ": made smaller to fit (" + small.width + "×" + small.height + ", " + megabytes(small.blob.size) + ").");
+        shrunk += 1;
       } catch (_) { notes.push(name + " could not be read."); }
     } else if (file.size > IMAGE_CAP) {
       // Just over the limit, the sizes in MB read the same: say the bytes.
@@ -365,7 +370,8 @@ async function attachFiles(files) {
       catch (_) { notes.push(name + " could not be read."); }
     }
   }
-  attachNote(notes.join(" "));
+  // Only "made smaller" notes: good news; any refusal among them: a warning.
+  attachNote(notes.join(" "), shrunk === notes.length);
   renderAttachments();
 }
 
@@ -501,7 +507,7 @@ function editMessage(d, m) {
     });
   };
   showImages();
-  const row = el("div", "msg-actions");
+  const row = el("div", "msg-actions edit-actions");
   row.append(
     button("Send", "small primary send-edit", () => {
       const t = area.value.trim();
@@ -1671,6 +1677,13 @@ async function send(event) {
   // The system's choice changing (no choice of the page's own): follow it.
   window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => applyTheme(true));
   if (narrow()) { setDrawer("sidebar", false); setDrawer("panel", false); }
+  // The message box's hint: whole where it fits in two lines, short on a
+  // phone (the whole hint stays its tooltip).
+  const phone = window.matchMedia("(max-width: 600px)");
+  const hint = () => { $("input").placeholder = phone.matches ? "Message the agent" : $("input").title; };
+  $("input").title = $("input").placeholder;
+  hint();
+  phone.addEventListener("change", hint);
   $("composer").addEventListener("submit", send);
   $("input").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("composer").requestSubmit(); }

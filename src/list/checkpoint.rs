@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::error::{NetworkError, Result};
-use crate::list::{ListError, NetworkList};
+use crate::list::NetworkList;
 use crate::network::RunnableNetwork;
 use crate::node::NodeRef;
 use crate::run::{InvokeOutcome, NetworkModifier};
@@ -181,19 +181,7 @@ impl CheckpointModifier {
         // Sibling nodes (the tool calls of one turn) finish concurrently:
         // one save at a time keeps revisions in order.
         let _one_at_a_time = self.gate.lock().await;
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(100);
-        let saved = loop {
-            match self.list.save(network).await {
-                Err(e @ ListError::Unavailable { .. }) if started.elapsed() < self.patience => {
-                    tracing::warn!(id = %network.id(), when, error = %e, "the session store cannot be reached; trying again");
-                    tokio::time::sleep(pause.min(self.patience.saturating_sub(started.elapsed())))
-                        .await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
-                }
-                other => break other,
-            }
-        };
+        let saved = super::save_patiently(self.list.as_ref(), network, self.patience, when).await;
         match saved {
             Ok(info) => {
                 self.saves.fetch_add(1, Ordering::SeqCst);

@@ -6,6 +6,7 @@ mod cache;
 mod checkpoint;
 mod config;
 pub(crate) mod json;
+mod patient;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 mod retention;
@@ -24,6 +25,7 @@ pub use cache::{CachedNetworkList, SessionCache};
 pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
+pub use patient::save_patiently;
 #[cfg(feature = "redis")]
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
 pub use retention::RetentionList;

@@ -184,7 +184,7 @@ impl NodeLogic for ChatNode {
             // checked (a client must not read a rejected answer's text
             // joined to the next one's); tool calls as they come.
             let held_text = output_schema.is_some();
-            let response = loop {
+            let mut response = loop {
                 let (model_name, model) = &models[answering];
                 // A tool's image (read_file on a picture) becomes a note
                 // for a model that cannot read it; a person's image is an
@@ -279,6 +279,16 @@ impl NodeLogic for ChatNode {
             };
             match schema.check(&response.content) {
                 Ok(value) => {
+                    // Delivered as the JSON value: a fenced or surrounded
+                    // answer is unwrapped (the model's own text is kept).
+                    let is_json =
+                        serde_json::from_str::<serde_json::Value>(response.content.trim()).is_ok();
+                    if !is_json {
+                        let json = value.to_string();
+                        ctx.node
+                            .set_metadata(typed_answers::RAW_ANSWER_KEY, json!(response.content));
+                        response.content = json;
+                    }
                     ctx.node
                         .set_metadata(typed_answers::STRUCTURED_OUTPUT_KEY, value);
                     release(&response.content);

@@ -234,6 +234,7 @@ fn named(modifier: &Arc<dyn NetworkModifier>, e: NetworkError) -> NetworkError {
     match e {
         e @ (NetworkError::StepLimit { .. }
         | NetworkError::CallLimit { .. }
+        | NetworkError::Stuck { .. }
         | NetworkError::Modifier { .. }
         | NetworkError::Model(crate::ModelError::ContextOverflow { .. })) => e,
         other => NetworkError::Modifier {

@@ -24,6 +24,7 @@
 //! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers.
 //! - `network_input` — a sub-network's input from its parents.
 //! - `openai` — `OpenAiChatModel` against a mock server replaying quirks.
+//! - `patient_save` — `save_patiently`: a save that landed before an outage.
 //! - `persist` — the saved format and its round trip.
 //! - `properties` — property tests of save/load.
 //! - `routing` — model routing by step.
@@ -51,6 +52,7 @@ mod list_json;
 mod list_redis;
 mod network_input;
 mod openai;
+mod patient_save;
 mod persist;
 mod properties;
 mod routing;

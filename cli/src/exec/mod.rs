@@ -113,6 +113,12 @@ fn prompt(arg: Option<&str>, resuming: bool) -> CliResult<Option<String>> {
     let stdin = std::io::stdin();
     let from_stdin = match arg {
         Some("-") => true,
+        // An empty (or blank) prompt is no prompt, not a message to send.
+        Some(text) if text.trim().is_empty() => {
+            return Err(CliError::usage(
+                "exec: the prompt is empty (give the message to send, or `-` to read it on stdin)",
+            ));
+        }
         Some(text) => return Ok(Some(text.to_string())),
         None => !stdin.is_terminal(),
     };
@@ -326,7 +332,7 @@ async fn run_until_answered(
             }
         };
         let reply = invoked.map_err(|e| {
-            output_schema::mismatch(&e)
+            output_schema::mismatch(&e, net)
                 .unwrap_or_else(|| CliError::failed(in_user_terms(&e)))
                 .caused_by(e)
         })?;

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use lc_agent::{NetworkError, OutputSchema};
+use lc_agent::{NetworkError, OutputSchema, RunnableNetwork};
 
 use crate::error::{CliError, CliResult, Kind};
 
@@ -32,19 +32,55 @@ pub(crate) fn read(path: &Path) -> CliResult<OutputSchema> {
 }
 
 /// `error` as exec says it when it is an answer that never fit the
-/// schema (exit code 4); `None` for any other error.
-pub(crate) fn mismatch(error: &NetworkError) -> Option<CliError> {
-    let NetworkError::NodeFailed { source, .. } = error else {
+/// schema (exit code 4), with the rejected answers (kept on the chat node
+/// of `net`, so in the saved session); `None` for any other error.
+pub(crate) fn mismatch(error: &NetworkError, net: &RunnableNetwork) -> Option<CliError> {
+    let NetworkError::NodeFailed { node, source, .. } = error else {
         return None;
     };
     match source.downcast_ref::<NetworkError>()? {
-        NetworkError::SchemaMismatch { attempts, errors } => Some(CliError::new(
-            Kind::SchemaMismatch,
-            format!(
-                "the answer is not valid against --output-schema after {attempts} answers: {}",
-                errors.join("; ")
-            ),
-        )),
+        NetworkError::SchemaMismatch { attempts, errors } => {
+            let answers: Vec<String> = net
+                .node(*node)
+                .and_then(|n| n.metadata_value(REJECTED_KEY))
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let answer = r["answer"].as_str().unwrap_or_default();
+                    format!("{}. {}", i + 1, shortened(answer))
+                })
+                .collect();
+            let listed = if answers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the rejected answers (kept in the session, node metadata `{REJECTED_KEY}`): {}",
+                    answers.join(" ")
+                )
+            };
+            Some(CliError::new(
+                Kind::SchemaMismatch,
+                format!(
+                    "the answer is not valid against --output-schema after {attempts} answers: {}{listed}",
+                    errors.join("; ")
+                ),
+            ))
+        }
         _ => None,
+    }
+}
+
+/// The node metadata key of the rejected answers (the core's).
+const REJECTED_KEY: &str = "schema_rejected";
+
+/// An answer on one line, at most 200 characters.
+fn shortened(answer: &str) -> String {
+    let line = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > 200 {
+        format!("{}…", line.chars().take(200).collect::<String>())
+    } else {
+        line
     }
 }

@@ -512,3 +512,52 @@ fn model_timeout_bounds_a_request_to_a_silent_server() {
     );
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
+
+/// Issue 49 item 4: one price source everywhere. A blueprint's
+/// `[prices]` (and no price file) prices the session at every door of
+/// the CLI: `/tokens` in chat, `sessions list`'s COST and `sessions show`
+/// — all the same amount (1,200 in and 34 out at $1,000 and $2,000 per
+/// million tokens: $1.2680).
+#[test]
+fn a_blueprints_prices_are_the_prices_at_every_door() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.toml");
+    std::fs::write(
+        &agent,
+        "[prices.models.\"test-model\"]\ninput = 1000.0\noutput = 2000.0\n",
+    )
+    .unwrap();
+    let server = ModelServer::start(vec![Reply::answer("Hello there.", "stop")]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["chat", "--agent", agent.to_str().unwrap()],
+        "Hi!\n/tokens\n/exit\n",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tokens = stdout
+        .lines()
+        .find(|l| l.contains("session: 1,200 in"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(tokens.contains("$1.2680"), "/tokens: {tokens}");
+
+    let sessions = |args: &[&str]| {
+        let out = Command::new(common::own_binary(dir.path()))
+            .args(["sessions", "--sessions"])
+            .arg(dir.path().join("sessions"))
+            .args(args)
+            .env("LC_AGENT_HOME", dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let list = sessions(&["list"]);
+    let row = list.lines().nth(1).unwrap_or_else(|| panic!("{list}"));
+    assert!(row.contains("$1.2680"), "sessions list: {list}");
+    let id = row.split_whitespace().next().unwrap().to_string();
+    let show = sessions(&["show", &id]);
+    let usage = show.lines().find(|l| l.starts_with("usage")).expect(&show);
+    assert!(usage.contains("$1.2680"), "sessions show: {show}");
+}

@@ -688,3 +688,104 @@ fn real_llama_exec_output_schema_prints_json_that_fits() {
         "a whole number, at least 0: {answer}"
     );
 }
+
+/// Issue 49 item 3: a fenced or surrounded answer that validates is
+/// delivered as the JSON value (stdout parses as JSON; so does the
+/// `agent_message`), the model's own text kept on the node; after the
+/// last rejected answer the session is kept and the error lists them.
+#[test]
+fn a_fenced_or_surrounded_answer_is_delivered_as_the_json_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema_file(dir.path());
+    let fenced = "```json\n{\"city\": \"Lyon\", \"people\": 520000}\n```";
+    let surrounded = "Here it is: {\"city\": \"Lyon\", \"people\": 520000}. Anything else?";
+    for answer in [fenced, surrounded] {
+        let out = exec(
+            dir.path(),
+            &["How big is Lyon?", "--output-schema", &schema],
+            json!([{ "content": answer }]),
+            &[],
+            "",
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let value: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", out.stdout));
+        assert_eq!(value, json!({"city": "Lyon", "people": 520000}));
+
+        let out = exec(
+            dir.path(),
+            &["How big is Lyon?", "--json", "--output-schema", &schema],
+            json!([{ "content": answer }]),
+            &[],
+            "",
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let events = events(&out);
+        let message = events
+            .iter()
+            .find(|e| e["item"]["type"] == "agent_message")
+            .expect("an agent_message");
+        let text: Value = serde_json::from_str(message["item"]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["people"], 520000);
+        let id = thread_id(&events);
+        let saved = common::saved_document(&dir.path().join("sessions"), &id);
+        assert!(saved.contains("raw_answer"), "the model's own text kept");
+    }
+
+    // Three answers refused: the session is kept, the error lists them.
+    let out = exec(
+        dir.path(),
+        &["How big is Lyon?", "--json", "--output-schema", &schema],
+        json!([
+            {"content": "no idea"},
+            {"content": "{\"city\": \"Lyon\"}"},
+            {"content": "still {\"city\": 3}"}
+        ]),
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let events = events(&out);
+    let message = events.last().unwrap()["message"].as_str().unwrap();
+    for answer in [
+        "1. no idea",
+        "2. {\"city\": \"Lyon\"}",
+        "3. still {\"city\": 3}",
+    ] {
+        assert!(message.contains(answer), "{answer} in {message}");
+    }
+    let id = thread_id(&events);
+    let saved = common::saved_document(&dir.path().join("sessions"), &id);
+    assert!(saved.contains("schema_rejected"), "{saved}");
+    assert!(
+        !stderr(&out).contains("no session saved"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 49 item 5: `exec ""` is bad usage (exit 2), not a prompt sent
+/// to the model; no session is made.
+#[test]
+fn an_empty_prompt_is_bad_usage_not_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    for prompt in ["", "   "] {
+        let out = exec(
+            dir.path(),
+            &[prompt],
+            json!([{"content": "never"}]),
+            &[],
+            "",
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the prompt is empty"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(
+        !dir.path().join("sessions").exists()
+            || common::saved_documents(&dir.path().join("sessions")).is_empty()
+    );
+}

@@ -485,6 +485,8 @@ impl DeepAgentBuilder {
         if self.lean.is_some() {
             net.add_modifier(crate::lean::LeanPrompt)?;
         }
+        // Always there: a model going round in circles is told, then stopped.
+        net.add_modifier(crate::stuck::StuckDetector)?;
         for modifier in &self.modifiers {
             net.add_modifier_shared(modifier.clone())?;
         }

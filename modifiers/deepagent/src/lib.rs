@@ -29,6 +29,14 @@
 //!   (under [`LEAN_BELOW`] tokens): short instructions and tool
 //!   descriptions, no `glob`, `delete`, `write_todos` or `task`
 //!   ([`DeepAgentBuilder::context_window`], [`DeepAgentBuilder::lean_notice`]).
+//! - `window_fit.rs`: fitting a small window the way its server counts (the
+//!   estimate calibrated by each answer's `usage.prompt_tokens`, a bounded
+//!   `max_tokens`); the summaries use it.
+//! - `prices.rs`: one price source for every door ([`session_prices`]):
+//!   the blueprint's `[prices]` over the price file over the built-ins.
+//! - `stuck.rs`: stuck detection ([`StuckDetector`]): the same call again,
+//!   two calls alternating, failed calls or empty answers turn after turn;
+//!   the model is told once, then the run stops (`NetworkError::Stuck`).
 //! - `spec.rs`: [`AgentSpec`], the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
 //!   re-attaches it to a loaded session.
@@ -137,11 +145,13 @@ pub mod mcp;
 pub mod memory;
 mod modes;
 mod permissions;
+mod prices;
 mod project_memory;
 mod resilience;
 mod sampling;
 mod skills;
 mod spec;
+mod stuck;
 mod subagent_limits;
 mod subagents;
 mod summarization;
@@ -149,6 +159,7 @@ mod supervisor;
 mod titles;
 mod todos;
 mod tokens;
+mod window_fit;
 mod workspace;
 
 pub use approvals::{decide, pending_approvals, ApprovalError, ApprovalModifier, PendingApproval};
@@ -164,6 +175,7 @@ pub use modes::{
     permission_mode, set_permission_mode, PermissionMode, UnknownMode, BYPASS_WARNING, MODE_KEY,
 };
 pub use permissions::PathRulesModifier;
+pub use prices::{session_prices, session_prices_in};
 pub use project_memory::{ProjectMemory, ProjectMemorySpec};
 pub use resilience::{CallLimitsSpec, ClearToolResultsSpec, ResilienceSpec, ToolRetrySpec};
 pub use sampling::{sampling_of, set_sampling, SAMPLING_KEY};
@@ -172,6 +184,7 @@ pub use spec::{
     AgentSpec, EmbedderSpec, MemorySpec, ModelSpec, SkillsSpec, SpecError, SubAgentSpec,
     AGENT_SPEC_KEY,
 };
+pub use stuck::{StuckDetector, STOP_AFTER, STUCK_ID, STUCK_WARNING, WARN_AFTER};
 pub use subagents::{SubAgent, SubAgentModifier, TASK};
 pub use summarization::{
     compact, summarizer_of, CompactError, Compaction, SummarizationConfig, SummarizationModifier,

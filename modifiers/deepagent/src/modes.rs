@@ -390,7 +390,15 @@ impl TypedTool for ExitPlanMode {
         args: Self::Args<'_>,
         ctx: &ToolContext,
     ) -> std::result::Result<ToolOutput, ToolError> {
-        let next = match args.mode.as_deref() {
+        // `mode` is the user's choice, made by editing the held call; a
+        // `mode` the model wrote itself is not taken.
+        let edited = ctx
+            .network
+            .node(ctx.node_id)
+            .and_then(|n| n.metadata_value(crate::approvals::APPROVAL_KEY))
+            .is_some_and(|r| r["status"] == "edited");
+        let asked = if edited { args.mode.as_deref() } else { None };
+        let next = match asked {
             None => PermissionMode::Default,
             Some(name) => name
                 .parse::<PermissionMode>()

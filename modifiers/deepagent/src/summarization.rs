@@ -58,6 +58,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::tokens::{counter_for_model, ContextWindows, TokenCounter};
+use crate::window_fit::{answer_room, BytesBound, Calibration, Overhead, SMALL_WINDOW};
 use lc_agent_filesystem::{BackendSource, StateBackend};
 
 /// The model-routing step of summary requests.
@@ -290,6 +291,9 @@ pub struct SummarizationModifier {
     /// and tool specs), seen in `on_chat_request`: the next request's
     /// estimate adds their tokens.
     overhead: Arc<Mutex<Overhead>>,
+    /// The estimate's correction by the server's own counts
+    /// (`window_fit.rs`).
+    calibration: Arc<Mutex<Calibration>>,
 }
 
 impl std::fmt::Debug for SummarizationModifier {
@@ -317,6 +321,7 @@ impl SummarizationModifier {
             backend: StateBackend::factory().into(),
             counter: None,
             overhead: Arc::new(Mutex::new(Overhead::default())),
+            calibration: Arc::new(Mutex::new(Calibration::default())),
         }
     }
 
@@ -415,7 +420,8 @@ impl SummarizationModifier {
         let bound = if self.counter.is_some() || self.config.approximate_tokens {
             None
         } else {
-            Some(BytesBound.count_request(&request) + self.overhead_tokens(&BytesBound))
+            let bytes = BytesBound.count_request(&request) + self.overhead_tokens(&BytesBound);
+            Some(self.calibration.lock().scale(bytes))
         };
         let turns_due = config
             .every_human_turns
@@ -427,12 +433,16 @@ impl SummarizationModifier {
             return (None, bound);
         }
         let counter = self.counter_loaded(model).await;
-        let tokens = counter.count_request(&request) + self.overhead_tokens(&*counter);
+        let tokens = self
+            .calibration
+            .lock()
+            .scale(counter.count_request(&request) + self.overhead_tokens(&*counter));
         let trigger = if config.trigger_tokens.is_some_and(|limit| tokens >= limit) {
             Some(Trigger::Tokens)
-        } else if config
-            .trigger_fraction
-            .is_some_and(|f| tokens as f64 >= f * window as f64)
+        } else if config.trigger_fraction.is_some()
+            && self
+                .token_limit(window)
+                .is_some_and(|limit| tokens >= limit)
         {
             Some(Trigger::Fraction)
         } else if turns_due {
@@ -723,20 +733,53 @@ impl NetworkModifier for SummarizationModifier {
         if !known {
             return Ok(());
         }
+        // A small window: a bounded answer (the server's default is the
+        // rest of the window), and every request counted, so that the
+        // server's count calibrates the estimate.
+        let room = answer_room(window);
+        if let Some(room) = room
+            && request.sampling.max_tokens.is_none()
+        {
+            request.sampling.max_tokens = u32::try_from(room).ok();
+        }
         // Under the byte bound's window, no tokenizer is needed to know
         // that the request fits.
         let exact = self.counter.is_some() || self.config.approximate_tokens;
-        if !exact && BytesBound.count_request(request) <= window {
+        if !exact && window >= SMALL_WINDOW && BytesBound.count_request(request) <= window {
             return Ok(());
         }
         let counter = self.counter_loaded(&model).await;
-        let tokens = counter.count_request(request);
+        let estimate = counter.count_request(request);
+        let tokens = {
+            let mut calibration = self.calibration.lock();
+            calibration.sent(node.id(), estimate);
+            calibration.scale(estimate)
+        };
         if tokens > window {
             return Err(lc_agent::ModelError::ContextOverflow {
                 tokens: Some(tokens),
                 window: Some(window),
             }
             .into());
+        }
+        Ok(())
+    }
+
+    /// The server's count of a request this modifier estimated
+    /// calibrates the next estimates (`window_fit.rs`).
+    async fn on_post_invoke(&self, _network: &RunnableNetwork, node: &NodeRef) -> Result<()> {
+        if node.downcast::<ChatNode>().is_none() {
+            return Ok(());
+        }
+        let usage = node
+            .metadata_value(lc_agent::TOKEN_USAGE_KEY)
+            .and_then(|v| serde_json::from_value::<lc_agent::Usage>(v).ok());
+        match usage {
+            Some(usage) if !usage.estimated => self
+                .calibration
+                .lock()
+                .observed(node.id(), usage.prompt_tokens),
+            _ => {}
         }
         Ok(())
     }
@@ -778,47 +821,6 @@ impl NetworkModifier for SummarizationModifier {
         meta.insert("history_file".into(), json!(path));
         network.insert_summary(node, text, kept, meta)?;
         Ok(())
-    }
-}
-
-/// A request's parts beyond its messages: system sections and tool specs.
-#[derive(Debug, Default)]
-struct Overhead {
-    system: Vec<String>,
-    tools: Vec<lc_agent::ToolSpec>,
-}
-
-impl Overhead {
-    /// Their tokens, by `counter`.
-    fn tokens(&self, counter: &dyn TokenCounter) -> usize {
-        let sections: usize = self
-            .system
-            .iter()
-            .map(|s| counter.count(s) + crate::tokens::MESSAGE_OVERHEAD)
-            .sum();
-        if self.tools.is_empty() {
-            return sections;
-        }
-        let tools = counter.count_request(&ChatRequest {
-            tools: self.tools.clone(),
-            ..ChatRequest::default()
-        });
-        sections + tools
-    }
-}
-
-/// An upper bound on a byte-level tokenizer's count, with no vocabulary to
-/// load: every token stands for at least one byte of UTF-8.
-#[derive(Debug, Clone, Copy)]
-struct BytesBound;
-
-impl TokenCounter for BytesBound {
-    fn name(&self) -> &'static str {
-        "bytes"
-    }
-
-    fn count(&self, text: &str) -> usize {
-        text.len()
     }
 }
 

@@ -34,11 +34,6 @@ where
     }
 }
 
-/// Whether a session-store error is one to wait out.
-pub(crate) fn list_unavailable(e: &lc_agent::ListError) -> bool {
-    matches!(e, lc_agent::ListError::Unavailable { .. })
-}
-
 /// Whether a run-store error is one to wait out.
 pub(crate) fn store_unreachable(e: &super::store::RunError) -> bool {
     matches!(e, super::store::RunError::Store { .. })

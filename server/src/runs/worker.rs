@@ -522,11 +522,11 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, hel
     if !matches!(ending, Ending::Finished(_)) {
         // The invoke was cut short: its last checkpoint may be older than
         // what ran; save what stands.
-        let saved = super::patience::patiently(
+        let saved = lc_agent::save_patiently(
+            list.as_ref(),
+            &net,
             state.settings.store_patience,
             "the run's last save",
-            super::patience::list_unavailable,
-            || list.save(&net),
         )
         .await;
         if let Err(e) = saved {

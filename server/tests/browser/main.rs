@@ -1,13 +1,14 @@
 //! The web page in a real browser (headless Chromium through chromedriver,
 //! `lc_agent_test_support::chromedriver`): the page itself (`web_page`) and
 //! what a hostile page cannot do to it (`web_security`), light and dark
-//! (`web_theme`).
+//! (`web_theme`), and its small polish by computed styles (`web_polish`).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 use fantoccini::{Client, ClientBuilder};
 use serde_json::json;
 
 mod web_page;
+mod web_polish;
 mod web_security;
 mod web_theme;
 

@@ -336,3 +336,41 @@ async fn line_tools_are_offered_when_turned_on_and_are_edits() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), after, "{mode:?}");
     }
 }
+
+/// Issue 49 item 5: `exit_plan_mode`'s `mode` is the user's choice: a
+/// `mode` the model writes into its own call is not taken (approved, the
+/// session goes to `default`); the user editing the call to say
+/// `accept-edits` is.
+#[tokio::test]
+async fn the_models_own_mode_in_exit_plan_mode_is_not_taken_the_users_edit_is() {
+    for (edit, want) in [
+        (false, PermissionMode::Default),
+        (true, PermissionMode::AcceptEdits),
+    ] {
+        let model = ScriptedChatModel::new([
+            Turn::call(
+                "p",
+                "exit_plan_mode",
+                json!({"plan": "write /out.md", "mode": "accept-edits"}),
+            ),
+            Turn::text("Done."),
+        ]);
+        let net = DeepAgent::builder()
+            .model(model)
+            .permission_mode(PermissionMode::Plan)
+            .build()
+            .unwrap();
+        ask(&net, "Plan it.");
+        net.invoke().await.unwrap();
+        let pending = pending_approvals(&net);
+        assert_eq!(pending.len(), 1);
+        let decision = if edit {
+            Decision::Edit(json!({"plan": "write /out.md", "mode": "accept-edits"}))
+        } else {
+            Decision::Approve
+        };
+        decide(&net, pending[0].node_id, decision).unwrap();
+        net.invoke().await.unwrap();
+        assert_eq!(permission_mode(&net), want, "edited by the user: {edit}");
+    }
+}

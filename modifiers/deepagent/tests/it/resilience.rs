@@ -155,8 +155,15 @@ async fn fallback_retry_and_a_tool_limit_in_one_run() {
 
 #[tokio::test]
 async fn a_model_past_its_limit_ends_the_run_with_a_clear_error() {
+    // Each turn a new file (progress: the stuck detector has nothing to say).
     let turns: Vec<Turn> = (0..6)
-        .map(|i| Turn::call(&format!("c{i}"), "missing_tool", json!({})))
+        .map(|i| {
+            Turn::call(
+                &format!("c{i}"),
+                "write_file",
+                json!({"file_path": format!("/f{i}.md"), "content": "x"}),
+            )
+        })
         .collect();
     let net = agent(turns, Arc::new(AtomicUsize::new(0)));
     let error = net.invoke().await.unwrap_err();

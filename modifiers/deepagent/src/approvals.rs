@@ -48,8 +48,9 @@ use crate::decisions::{Decision, DecisionKind, Decisions};
 use crate::delegation;
 use crate::modes;
 
-/// The tool node metadata key recording an approval and its decision.
-pub(crate) const APPROVAL_KEY: &str = "approval";
+/// The tool node metadata key recording an approval and its decision
+/// (defined where `exit_plan_mode` reads it, below this module).
+pub(crate) use crate::modes::APPROVAL_KEY;
 
 /// The tool node metadata key where a hook records its decision (see
 /// `hooks/mod.rs`).

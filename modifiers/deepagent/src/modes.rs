@@ -58,6 +58,11 @@ use crate::delegation;
 /// The session metadata key holding the permission mode.
 pub const MODE_KEY: &str = "permission_mode";
 
+/// The tool node metadata key recording an approval and its decision
+/// (`approvals.rs` writes it; `exit_plan_mode` reads whether the user
+/// edited its call).
+pub(crate) const APPROVAL_KEY: &str = "approval";
+
 /// The tool the model calls in plan mode to ask the user to approve its plan.
 pub(crate) const EXIT_PLAN_MODE: &str = "exit_plan_mode";
 
@@ -395,7 +400,7 @@ impl TypedTool for ExitPlanMode {
         let edited = ctx
             .network
             .node(ctx.node_id)
-            .and_then(|n| n.metadata_value(crate::approvals::APPROVAL_KEY))
+            .and_then(|n| n.metadata_value(APPROVAL_KEY))
             .is_some_and(|r| r["status"] == "edited");
         let asked = if edited { args.mode.as_deref() } else { None };
         let next = match asked {

@@ -42,7 +42,7 @@ use tokio::sync::mpsc;
 use crate::approve::{ask, Policy};
 use crate::args::{find_session, ModelArgs, StoreArgs, WorkspaceArgs};
 use crate::console::{show_progress_with, Look, Screen};
-use crate::error::{CliError, CliResult, Kind};
+use crate::error::{in_user_terms, CliError, CliResult, Kind};
 use crate::input::Input;
 use crate::interrupt::Interrupt;
 use lc_agent::error_chain;
@@ -715,33 +715,6 @@ static LEAN_SAID: AtomicBool = AtomicBool::new(false);
 /// Where a session's title is kept in its metadata (also its name, which
 /// `sessions list` and the web page show).
 pub(crate) const TITLE_KEY: &str = lc_agent_deepagent::TITLE_KEY;
-
-/// A run's failure in the user's terms: a node's failure says what
-/// failed (the model, a tool) without the node's id.
-pub(crate) fn in_user_terms(error: &NetworkError) -> String {
-    match error {
-        // A stuck model is not a failed call: it says so itself.
-        NetworkError::NodeFailed { source, .. }
-            if matches!(
-                source.downcast_ref::<NetworkError>(),
-                Some(NetworkError::Stuck { .. })
-            ) =>
-        {
-            source.to_string()
-        }
-        NetworkError::NodeFailed { kind, message, .. } => {
-            let what = match kind.as_str() {
-                "chat" => "the model call failed",
-                "tool" => "a tool call failed",
-                "network" => "a sub-agent failed",
-                "summary" => "the summary failed",
-                other => return format!("the {other} step failed: {message}"),
-            };
-            format!("{what}: {message}")
-        }
-        other => other.to_string(),
-    }
-}
 
 /// The MCP servers of a blueprint, connected (an unreachable one is a
 /// warning); `None` when there are none. Their tools are named

@@ -186,3 +186,30 @@ mod tests {
         assert!(!in_cli_terms("set OPENAI_API_KEY or call `.api_key(..)` (a local server needs only a base URL: set OPENAI_BASE_URL or call `.base_url(..)`)").contains("call `"));
     }
 }
+
+/// A run's failure in the user's terms: a node's failure says what
+/// failed (the model, a tool) without the node's id.
+pub(crate) fn in_user_terms(error: &lc_agent::NetworkError) -> String {
+    match error {
+        // A stuck model is not a failed call: it says so itself.
+        lc_agent::NetworkError::NodeFailed { source, .. }
+            if matches!(
+                source.downcast_ref::<lc_agent::NetworkError>(),
+                Some(lc_agent::NetworkError::Stuck { .. })
+            ) =>
+        {
+            source.to_string()
+        }
+        lc_agent::NetworkError::NodeFailed { kind, message, .. } => {
+            let what = match kind.as_str() {
+                "chat" => "the model call failed",
+                "tool" => "a tool call failed",
+                "network" => "a sub-agent failed",
+                "summary" => "the summary failed",
+                other => return format!("the {other} step failed: {message}"),
+            };
+            format!("{what}: {message}")
+        }
+        other => other.to_string(),
+    }
+}

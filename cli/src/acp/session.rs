@@ -35,7 +35,8 @@ use lc_agent_server::{NodeInfo, PendingCall, RunEvent};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::updates::{self, Updates};
-use crate::agent::{in_user_terms, Agent};
+use crate::agent::Agent;
+use crate::error::in_user_terms;
 
 /// The permission options offered for a call.
 const ALLOW_ONCE: &str = "allow_once";

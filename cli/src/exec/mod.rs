@@ -49,9 +49,10 @@ use lc_agent_server::{PendingCall, RunDone, RunErrorEvent, RunEvent, RunFailure,
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::agent::{in_user_terms, Agent, AgentArgs};
+use crate::agent::{Agent, AgentArgs};
 use crate::args::find_session;
 use crate::console::{out, Look};
+use crate::error::in_user_terms;
 use crate::error::{CliError, CliResult, Kind};
 use crate::interrupt::Interrupt;
 use events::{ApprovalStatus, ExecEvent, ExecStream, FORMAT};

@@ -106,12 +106,14 @@ fn answer(stream: TcpStream, port: u16) {
 /// fetches each of `urls` in turn, then answers.
 fn agent(extra: &str, urls: &[String]) -> RunnableNetwork {
     let spec = AgentSpec::from_toml(&format!("[models.main]\nmodel = \"m\"\n{extra}")).unwrap();
-    let mut turns: Vec<Turn> = urls
+    // All the fetches in one turn, as a model reading a list would ask
+    // (one refused fetch per turn, three in a row, is what the stuck
+    // detector stops).
+    let calls = urls
         .iter()
         .enumerate()
-        .map(|(i, url)| Turn::call(&format!("f{i}"), "fetch_url", json!({"url": url})))
-        .collect();
-    turns.push(Turn::text("Read them."));
+        .map(|(i, url)| lc_agent::ToolCall::new(format!("f{i}"), "fetch_url", json!({"url": url})));
+    let turns = vec![Turn::tool_calls(calls), Turn::text("Read them.")];
     let model = ScriptedChatModel::new(turns);
     let resolve = move |_: &str, _: &ModelSpec| -> Result<Arc<dyn ChatModel>, SpecError> {
         Ok(Arc::new(model.clone()))

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use lc_agent::{Attachments, ChatNode, ContentPart, HumanNode, NetworkError, RunnableNetwork};
+use lc_agent::{Attachments, ChatNode, ContentPart, HumanNode, RunnableNetwork};
 use lc_agent::{CheckpointModifier, CheckpointPolicy, NetworkList};
 use lc_agent_deepagent::mcp::{Elicitation, McpConfig, McpSandbox, McpTools};
 use lc_agent_deepagent::memory::{MemoryModifier, USER_KEY};

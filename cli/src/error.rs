@@ -173,20 +173,6 @@ pub(crate) fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool 
     false
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn library_calls_become_flags() {
-        let text = in_cli_terms(
-            "no model name for http://x/v1: set OPENAI_MODEL to a model that server serves, or call `.model(..)`",
-        );
-        assert!(text.ends_with("or pass --model NAME"), "{text}");
-        assert!(!in_cli_terms("set OPENAI_API_KEY or call `.api_key(..)` (a local server needs only a base URL: set OPENAI_BASE_URL or call `.base_url(..)`)").contains("call `"));
-    }
-}
-
 /// A run's failure in the user's terms: a node's failure says what
 /// failed (the model, a tool) without the node's id.
 pub(crate) fn in_user_terms(error: &lc_agent::NetworkError) -> String {
@@ -211,5 +197,19 @@ pub(crate) fn in_user_terms(error: &lc_agent::NetworkError) -> String {
             format!("{what}: {message}")
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_calls_become_flags() {
+        let text = in_cli_terms(
+            "no model name for http://x/v1: set OPENAI_MODEL to a model that server serves, or call `.model(..)`",
+        );
+        assert!(text.ends_with("or pass --model NAME"), "{text}");
+        assert!(!in_cli_terms("set OPENAI_API_KEY or call `.api_key(..)` (a local server needs only a base URL: set OPENAI_BASE_URL or call `.base_url(..)`)").contains("call `"));
     }
 }

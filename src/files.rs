@@ -56,7 +56,7 @@ thread_local! {
 /// `t` as RFC 3339 with microseconds, exactly as chrono writes it
 /// (`to_rfc3339_opts(SecondsFormat::Micros, true)`), which formats only the
 /// first time of each second on a thread.
-fn rfc3339_micros(t: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn rfc3339_micros(t: chrono::DateTime<chrono::Utc>) -> String {
     let micros = t.timestamp_subsec_micros();
     if micros >= 1_000_000 {
         // A leap second: chrono's own way.

@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::model::{ChatRequest, ChatResponse, Usage};
 use crate::network::runtime::Attachments;
 use crate::network::RunnableNetwork;
+use crate::node::metadata::Entry;
 use crate::nodes::NetworkNode;
 
 /// The network metadata key holding its [`UsageTotals`].
@@ -276,7 +277,7 @@ impl UsageTotals {
         let to = to.and_then(parse_time);
         let mut totals = UsageTotals::default();
         walk(net, &mut |model, usage, started| {
-            let Some(at) = started.and_then(parse_time) else {
+            let Some(at) = started else {
                 // A call with no time counts only when the range is open.
                 if from.is_none() && to.is_none() {
                     totals.add(model, usage);
@@ -300,34 +301,26 @@ fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// Calls `f(model, usage, started_at)` for every node with a
 /// `token_usage`, inner networks included.
-fn walk(net: &RunnableNetwork, f: &mut dyn FnMut(&str, &Usage, Option<&str>)) {
+fn walk(
+    net: &RunnableNetwork,
+    f: &mut dyn FnMut(&str, &Usage, Option<chrono::DateTime<chrono::Utc>>),
+) {
     for node in net.nodes() {
         if let Some(inner) = node.downcast::<NetworkNode>() {
             walk(inner.network(), f);
         }
-        let meta = node.metadata();
-        let Some(usage) = meta
-            .get(TOKEN_USAGE_KEY)
-            .and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok())
-        else {
-            continue;
-        };
-        let model = model_of(&meta);
-        let started = meta
-            .get("timings")
-            .and_then(|t| t.get("started_at"))
-            .and_then(Value::as_str);
-        f(model, &usage, started);
+        node.with_metadata(|meta| {
+            let Some(usage) = meta.get(TOKEN_USAGE_KEY).and_then(Entry::usage) else {
+                return;
+            };
+            let model = meta
+                .get_str(RESPONSE_MODEL_KEY)
+                .or_else(|| meta.get_str("chat_model_name"))
+                .unwrap_or("unknown");
+            let started = meta.get("timings").and_then(Entry::started_at);
+            f(model, &usage, started);
+        });
     }
-}
-
-/// The model a node's usage is counted under: the name the server
-/// answered with, else the registered name the node asked for.
-pub(crate) fn model_of(meta: &serde_json::Map<String, Value>) -> &str {
-    meta.get(RESPONSE_MODEL_KEY)
-        .and_then(Value::as_str)
-        .or_else(|| meta.get("chat_model_name").and_then(Value::as_str))
-        .unwrap_or("unknown")
 }
 
 /// Estimates a call's usage when the server reported none.
@@ -381,34 +374,6 @@ impl UsageEstimator for ApproxUsage {
             ..Usage::default()
         }
     }
-}
-
-/// `usage` as JSON, exactly as serde writes it (the fields in order, the
-/// optional ones left out when zero or false), built in one map of the
-/// right size: every chat call records one.
-pub(crate) fn usage_json(usage: &Usage) -> Value {
-    let optional = [
-        ("cache_read_tokens", usage.cache_read_tokens),
-        ("cache_write_tokens", usage.cache_write_tokens),
-        ("reasoning_tokens", usage.reasoning_tokens),
-    ];
-    let extra = optional.iter().filter(|(_, n)| *n != 0).count() + usize::from(usage.estimated);
-    let mut map = serde_json::Map::with_capacity(3 + extra);
-    map.insert("prompt_tokens".into(), Value::from(usage.prompt_tokens));
-    map.insert(
-        "completion_tokens".into(),
-        Value::from(usage.completion_tokens),
-    );
-    map.insert("total_tokens".into(), Value::from(usage.total_tokens));
-    for (name, n) in optional {
-        if n != 0 {
-            map.insert(name.into(), Value::from(n));
-        }
-    }
-    if usage.estimated {
-        map.insert("estimated".into(), Value::Bool(true));
-    }
-    Value::Object(map)
 }
 
 /// How many schemas' counts are kept (see [`schema_tokens`]).
@@ -592,38 +557,6 @@ mod tests {
         let text = value.to_string();
         assert_eq!(json_tokens(&value), text.chars().count().div_ceil(4) as u64);
         assert_eq!(json_tokens(&serde_json::json!({})), 1);
-    }
-
-    #[test]
-    fn usage_json_is_what_serde_writes() {
-        let full = Usage {
-            prompt_tokens: 10,
-            completion_tokens: 5,
-            total_tokens: 15,
-            cache_read_tokens: 3,
-            cache_write_tokens: 2,
-            reasoning_tokens: 1,
-            estimated: true,
-        };
-        let cases = [
-            Usage::default(),
-            full,
-            Usage {
-                estimated: false,
-                cache_write_tokens: 0,
-                ..full
-            },
-            Usage {
-                cache_read_tokens: 0,
-                reasoning_tokens: 0,
-                ..full
-            },
-        ];
-        for usage in cases {
-            let ours = usage_json(&usage);
-            assert_eq!(ours, serde_json::to_value(usage).unwrap());
-            assert_eq!(ours.to_string(), serde_json::to_string(&usage).unwrap());
-        }
     }
 
     #[test]

@@ -183,7 +183,10 @@ impl TimeTravelExt for RunnableNetwork {
             old.name(),
             true,
             Some(Arc::new(output)),
-            serde_json::Map::from_iter([("edited_from".to_string(), json!(node.to_string()))]),
+            crate::node::metadata::Metadata::from(serde_json::Map::from_iter([(
+                "edited_from".to_string(),
+                json!(node.to_string()),
+            )])),
         );
         self.add_node_with_parents(&new, &parents)?;
         if let Some(next) = self.children(node).into_iter().next() {

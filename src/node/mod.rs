@@ -9,6 +9,7 @@
 mod generic;
 mod id_hash;
 pub(crate) mod kinds;
+pub(crate) mod metadata;
 mod state;
 
 use std::sync::Arc;
@@ -167,7 +168,14 @@ impl NodeRef {
 
     pub(crate) fn detached_shared(logic: Arc<dyn NodeLogic>) -> Self {
         let name = logic.kind().to_string();
-        Self::from_parts(logic, uuid::Uuid::new_v4(), name, false, None, Map::new())
+        Self::from_parts(
+            logic,
+            uuid::Uuid::new_v4(),
+            name,
+            false,
+            None,
+            metadata::Metadata::default(),
+        )
     }
 
     /// A node of this kind, attached to the active network (see
@@ -239,7 +247,8 @@ impl NodeRef {
 
     /// Sets one metadata value.
     pub fn set_metadata(&self, key: impl Into<String>, value: Value) {
-        self.edit_metadata(|m| m.insert(key.into(), value));
+        let key = metadata::key_owned(key.into());
+        self.edit_metadata(|m| m.insert(key, value));
     }
 
     /// The network this node belongs to, if any.

@@ -17,6 +17,8 @@ use parking_lot::{Mutex, MutexGuard};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::metadata::Metadata;
+
 use super::{NodeId, NodeLogic, NodeRef};
 use crate::history::History;
 use crate::message::Message;
@@ -28,7 +30,7 @@ pub(crate) struct NodeState {
     parents: Vec<NodeId>,
     invoked: bool,
     outputs: Option<Arc<Message>>,
-    metadata: Map<String, Value>,
+    metadata: Metadata,
     /// The conversation up to and including this node's output (a cache).
     history: Option<History>,
     network: Weak<NetworkInner>,
@@ -74,7 +76,7 @@ impl SavedFields<'_> {
         &self.0.outputs
     }
 
-    pub(crate) fn metadata(&self) -> &Map<String, Value> {
+    pub(crate) fn metadata(&self) -> &Metadata {
         &self.0.metadata
     }
 
@@ -102,7 +104,7 @@ impl NodeRef {
         name: String,
         invoked: bool,
         outputs: Option<Arc<Message>>,
-        metadata: Map<String, Value>,
+        metadata: Metadata,
     ) -> NodeRef {
         NodeRef(Arc::new(NodeCell {
             id,
@@ -194,15 +196,24 @@ impl NodeRef {
     }
 
     pub(crate) fn metadata_now(&self) -> Map<String, Value> {
-        self.state().metadata.clone()
+        self.state().metadata.to_map()
     }
 
     pub(crate) fn metadata_get(&self, key: &str) -> Option<Value> {
-        self.state().metadata.get(key).cloned()
+        self.state()
+            .metadata
+            .get(key)
+            .map(super::metadata::Entry::to_value)
+    }
+
+    /// `f` over the metadata, under the node's lock (no copy). `f` must
+    /// not lock this node again.
+    pub(crate) fn with_metadata<R>(&self, f: impl FnOnce(&Metadata) -> R) -> R {
+        f(&self.state().metadata)
     }
 
     /// Changes the metadata in place.
-    pub(crate) fn edit_metadata<R>(&self, edit: impl FnOnce(&mut Map<String, Value>) -> R) -> R {
+    pub(crate) fn edit_metadata<R>(&self, edit: impl FnOnce(&mut Metadata) -> R) -> R {
         let mut st = self.state();
         st.saved = None;
         self.changed(&mut st);
@@ -218,7 +229,7 @@ impl NodeRef {
         &self,
         message: Arc<Message>,
         history: Option<History>,
-        metadata: impl FnOnce(&mut Map<String, Value>),
+        metadata: impl FnOnce(&mut Metadata),
     ) {
         let mut st = self.state();
         st.outputs = Some(message);
@@ -282,7 +293,7 @@ impl NodeRef {
         self.changed(&mut st);
         if let Some(by) = added_by {
             st.metadata
-                .insert("added_by".into(), Value::String(by.to_string()));
+                .insert("added_by", Value::String(by.to_string()));
             st.saved = None;
         }
         Ok(st.invoked)

@@ -386,19 +386,17 @@ fn record(
     node.edit_metadata(|m| {
         // What this call records, and the timings the run adds after it:
         // room for them at once (no growing the map on the way).
-        if m.is_empty() {
-            *m = serde_json::Map::with_capacity(5);
-        }
-        m.insert("chat_model_name".into(), json!(name));
+        m.reserve(5);
+        m.insert("chat_model_name", json!(name));
         if let Some(model) = response_model {
-            m.insert(crate::usage::RESPONSE_MODEL_KEY.into(), json!(model));
+            m.insert(crate::usage::RESPONSE_MODEL_KEY, json!(model));
         }
         m.insert(
-            crate::usage::TOKEN_USAGE_KEY.into(),
-            crate::usage::usage_json(&usage),
+            crate::usage::TOKEN_USAGE_KEY,
+            crate::node::metadata::Entry::Usage(usage),
         );
         if let Some(reason) = &response.finish_reason {
-            m.insert("finish_reason".into(), json!(reason));
+            m.insert("finish_reason", json!(reason));
         }
     });
 }

@@ -35,7 +35,7 @@ impl NodeRef {
 
     /// Lets a held node run at the next `invoke`.
     pub fn release(&self) {
-        self.edit_metadata(|m| m.shift_remove(HELD_KEY));
+        self.edit_metadata(|m| m.remove(HELD_KEY));
     }
 
     /// Why the node is held, if it is.

@@ -154,7 +154,7 @@ async fn run_node(
         hook(m, m.on_pre_invoke(net, node)).await?;
     }
     let input = net.input_of(node);
-    let started_at = crate::files::now_rfc3339();
+    let started_at = chrono::Utc::now();
     let clock = Instant::now();
     let ctx = NodeContext {
         network: net.clone(),
@@ -196,10 +196,13 @@ async fn run_node(
     let elapsed_us = u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX);
     let history = crate::node::speak(&*logic, input, message.clone());
     node.record_output(message.clone(), Some(history), |m| {
-        m.shift_remove("error");
+        m.remove("error");
         m.insert(
-            "timings".into(),
-            json!({"started_at": started_at, "elapsed_us": elapsed_us}),
+            "timings",
+            crate::node::metadata::Entry::Timings(crate::node::metadata::Timings {
+                started_at,
+                elapsed_us,
+            }),
         );
     });
     net.mark_pending_done(node);

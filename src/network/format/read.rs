@@ -72,7 +72,7 @@ struct BuiltinFields {
     name: Option<String>,
     invoked: Option<bool>,
     outputs: Option<Option<Message>>,
-    metadata: Option<Map<String, Value>>,
+    metadata: Option<crate::node::metadata::Metadata>,
     /// `text`, `tool_call`, `chat_model_name`.
     typed: TypedFields,
     /// Keys no built-in kind has (they send the node down the general path).
@@ -246,7 +246,7 @@ impl BuiltinFields {
             "outputs",
             self.outputs.map(serde_json::to_value).transpose()?,
         );
-        put("metadata", self.metadata.map(Value::Object));
+        put("metadata", self.metadata.map(|m| Value::Object(m.to_map())));
         put("text", self.typed.text.map(Value::String));
         put(
             "tool_call",
@@ -313,7 +313,7 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
         name,
         invoked,
         outputs.map(Arc::new),
-        metadata,
+        crate::node::metadata::Metadata::from(metadata),
     ))
 }
 

@@ -133,7 +133,7 @@ impl Serialize for NodeView<'_> {
                 raw.insert("name".into(), Value::String(st.name().to_string()));
             }
             if raw.contains_key("metadata") {
-                raw.insert("metadata".into(), Value::Object(st.metadata().clone()));
+                raw.insert("metadata".into(), Value::Object(st.metadata().to_map()));
             }
             return raw.serialize(s);
         }

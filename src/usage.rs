@@ -226,7 +226,11 @@ impl UsageTotals {
     /// Counts one call of `model`.
     pub fn add(&mut self, model: &str, usage: &Usage) {
         self.all += usage;
-        *self.by_model.entry(model.to_string()).or_default() += usage;
+        // The model is usually counted already: no key to allocate.
+        match self.by_model.get_mut(model) {
+            Some(counts) => *counts += usage,
+            None => *self.by_model.entry(model.to_string()).or_default() += usage,
+        }
     }
 
     /// Adds `other`'s counts to these.

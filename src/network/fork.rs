@@ -180,7 +180,7 @@ impl TimeTravelExt for RunnableNetwork {
                 },
             )?,
             uuid::Uuid::new_v4(),
-            old.name(),
+            Some(old.name()),
             true,
             Some(Arc::new(output)),
             crate::node::metadata::Metadata::from(serde_json::Map::from_iter([(
@@ -241,7 +241,7 @@ fn copy_node(n: &NodeRef) -> Result<NodeRef> {
     Ok(NodeRef::from_parts(
         logic,
         n.id(),
-        st.name().to_string(),
+        Some(st.name().to_string()),
         st.invoked(),
         st.outputs().clone(),
         st.metadata().clone(),

@@ -24,7 +24,7 @@ use crate::node::{NodeId, NodeRef};
 
 /// The hasher of the graph's own maps: fast, and seeded per process, so
 /// ids read from a saved file cannot be chosen to collide (the per-pass
-/// maps of a run use `IdMap`, keyed by the ids already in the graph).
+/// maps of a run use `SmallIdMap`, keyed by the ids already in the graph).
 type Seeded = foldhash::fast::RandomState;
 
 pub(crate) struct Graph {
@@ -359,7 +359,10 @@ impl RunnableNetwork {
 /// Kahn's algorithm over `ids` only (edges to nodes outside are ignored);
 /// ties keep the order of `ids`.
 pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
-    let index: crate::node::IdMap<usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut index = crate::node::SmallIdMap::with_capacity(ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        index.insert(*id, i);
+    }
     let mut indegree = vec![0usize; ids.len()];
     for (i, id) in ids.iter().enumerate() {
         let Some(n) = g.nodes.get(id) else { continue };

@@ -23,7 +23,7 @@ use crate::message::Message;
 use crate::network::RunnableNetwork;
 
 pub use generic::GenericNode;
-pub(crate) use id_hash::{IdMap, IdSet};
+pub(crate) use id_hash::{IdSet, SmallIdMap};
 pub use kinds::register_node_kind;
 pub(crate) use state::{NodeCell, SavedFields};
 
@@ -167,11 +167,10 @@ impl NodeRef {
     }
 
     pub(crate) fn detached_shared(logic: Arc<dyn NodeLogic>) -> Self {
-        let name = logic.kind().to_string();
         Self::from_parts(
             logic,
             uuid::Uuid::new_v4(),
-            name,
+            None,
             false,
             None,
             metadata::Metadata::default(),

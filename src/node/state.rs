@@ -26,7 +26,9 @@ use crate::network::NetworkInner;
 
 /// The mutable state of one node.
 pub(crate) struct NodeState {
-    name: String,
+    /// The display name; `None` while it is the kind's name (no copy of
+    /// the kind per node).
+    name: Option<String>,
     parents: Vec<NodeId>,
     invoked: bool,
     outputs: Option<Arc<Message>>,
@@ -61,11 +63,11 @@ pub(crate) struct NodeCell {
 
 /// Read access to a node's saved fields under its lock, and the one
 /// writable field saving needs: the cached JSON.
-pub(crate) struct SavedFields<'a>(MutexGuard<'a, NodeState>);
+pub(crate) struct SavedFields<'a>(MutexGuard<'a, NodeState>, &'a str);
 
 impl SavedFields<'_> {
     pub(crate) fn name(&self) -> &str {
-        &self.0.name
+        self.0.name.as_deref().unwrap_or(self.1)
     }
 
     pub(crate) fn invoked(&self) -> bool {
@@ -97,20 +99,20 @@ impl SavedFields<'_> {
 }
 
 impl NodeRef {
-    /// A detached node with this id and state (a fresh or a loaded node).
+    /// A detached node with this id and state (a fresh or a loaded node;
+    /// `name` `None` or the kind's own is the kind's name).
     pub(crate) fn from_parts(
         logic: Arc<dyn NodeLogic>,
         id: NodeId,
-        name: String,
+        name: Option<String>,
         invoked: bool,
         outputs: Option<Arc<Message>>,
         metadata: Metadata,
     ) -> NodeRef {
         NodeRef(Arc::new(NodeCell {
             id,
-            logic,
             state: Mutex::new(NodeState {
-                name,
+                name: name.filter(|name| name != logic.kind()),
                 parents: Vec::new(),
                 invoked,
                 outputs,
@@ -121,6 +123,7 @@ impl NodeRef {
                 saved: None,
                 version: next_version(),
             }),
+            logic,
         }))
     }
 
@@ -139,16 +142,19 @@ impl NodeRef {
 
     /// The saved fields, locked for one consistent read.
     pub(crate) fn saved_fields(&self) -> SavedFields<'_> {
-        SavedFields(self.state())
+        SavedFields(self.state(), self.0.logic.kind())
     }
 
     pub(crate) fn name_now(&self) -> String {
-        self.state().name.clone()
+        match &self.state().name {
+            Some(name) => name.clone(),
+            None => self.0.logic.kind().to_string(),
+        }
     }
 
     pub(crate) fn rename(&self, name: String) {
         let mut st = self.state();
-        st.name = name;
+        st.name = Some(name);
         st.saved = None;
         self.changed(&mut st);
     }
@@ -313,7 +319,7 @@ impl NodeRef {
 
     pub(crate) fn debug_fields(&self, f: &mut std::fmt::DebugStruct<'_, '_>) {
         let st = self.state();
-        f.field("name", &st.name)
+        f.field("name", &st.name.as_deref().unwrap_or(self.0.logic.kind()))
             .field("parents", &st.parents)
             .field("invoked", &st.invoked)
             .field("outputs", &st.outputs);

@@ -238,8 +238,7 @@ fn outcome_of(network: &RunnableNetwork, result: &Result<Message>) -> InvokeOutc
 /// latest wave of its parents within `order` (`seq_of` gives a node's
 /// sequence number, for parents outside it).
 fn waves(order: &[NodeRef], seq_of: impl Fn(NodeId) -> Option<u64>) -> Vec<Vec<NodeRef>> {
-    let mut level: crate::node::IdMap<usize> =
-        crate::node::IdMap::with_capacity_and_hasher(order.len(), Default::default());
+    let mut level = crate::node::SmallIdMap::with_capacity(order.len());
     let mut out: Vec<Vec<NodeRef>> = Vec::new();
     // A parent that ran (or was given its output) before every pending
     // node was added stands above all of them. One added later may stand

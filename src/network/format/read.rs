@@ -221,7 +221,7 @@ impl BuiltinFields {
             (Some(logic), Some(id)) => Ok(NodeRef::from_parts(
                 logic,
                 id,
-                self.name.unwrap_or_default(),
+                self.name,
                 self.invoked.unwrap_or(false),
                 self.outputs.flatten().map(Arc::new),
                 self.metadata.unwrap_or_default(),
@@ -275,11 +275,7 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
         .and_then(Value::as_str)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| bad("missing or invalid `id`"))?;
-    let name = raw
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or(&kind)
-        .to_string();
+    let name = raw.get("name").and_then(Value::as_str).map(str::to_string);
     let invoked = raw.get("invoked").and_then(Value::as_bool).unwrap_or(false);
     let metadata = match raw.get("metadata") {
         Some(Value::Object(m)) => m.clone(),

@@ -28,6 +28,7 @@ use lc_agent::prelude::*;
 use lc_agent::ScriptedChatModel;
 use support::{agent, big_network, runtime};
 
+#[path = "../support/mod.rs"]
 mod support;
 
 /// A session of `turns` answered turns, built as the README's tour builds

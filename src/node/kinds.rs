@@ -166,6 +166,11 @@ pub(crate) fn is_immutable(kind: &str) -> bool {
 /// A fresh, detached node of a registered kind built from no fields (what
 /// the chat loop adds as the `default_node`).
 pub(crate) fn create_node(kind: &str) -> Result<NodeRef> {
+    // A built-in kind from empty typed fields, as the reader builds it:
+    // no registry lock and no trip through serde.
+    if let Some(logic) = typed(kind, &mut TypedFields::default()) {
+        return Ok(NodeRef::detached_shared(logic));
+    }
     let loader =
         loader(kind).ok_or_else(|| NetworkError::Format(format!("unknown node kind `{kind}`")))?;
     Ok(NodeRef::detached_shared(loader(Map::new())?))

@@ -363,6 +363,16 @@ pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
     for (i, id) in ids.iter().enumerate() {
         index.insert(*id, i);
     }
+    // Usually every node came after its parents (a node joins below nodes
+    // already there): then `ids` is the order, and ties keep it.
+    let nodes: Vec<&NodeRef> = ids.iter().filter_map(|id| g.nodes.get(id)).collect();
+    let in_order = nodes.len() == ids.len()
+        && nodes.iter().enumerate().all(|(i, n)| {
+            n.with_parent_ids(|ps| ps.iter().all(|p| index.get(p).is_none_or(|&pi| pi < i)))
+        });
+    if in_order {
+        return nodes.into_iter().cloned().collect();
+    }
     let mut indegree = vec![0usize; ids.len()];
     for (i, id) in ids.iter().enumerate() {
         let Some(n) = g.nodes.get(id) else { continue };

@@ -305,10 +305,10 @@ fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// Calls `f(model, usage, started_at)` for every node with a
 /// `token_usage`, inner networks included.
-fn walk(
-    net: &RunnableNetwork,
-    f: &mut dyn FnMut(&str, &Usage, Option<chrono::DateTime<chrono::Utc>>),
-) {
+/// When a call started (from its node's timings).
+type Started = Option<chrono::DateTime<chrono::Utc>>;
+
+fn walk(net: &RunnableNetwork, f: &mut dyn FnMut(&str, &Usage, Started)) {
     for node in net.nodes() {
         if let Some(inner) = node.downcast::<NetworkNode>() {
             walk(inner.network(), f);

@@ -229,18 +229,186 @@ impl<'de> Deserialize<'de> for Metadata {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
                 while let Some(key) = map.next_key::<KeyText<'de>>()? {
                     let key = key_of(&key.0);
-                    let value: Value = map.next_value()?;
+                    // The library's own values are read typed when their
+                    // JSON is exactly what the typed value writes.
+                    let value = match key.as_ref() {
+                        "timings" => map.next_value::<Fields<'de>>()?.timings(),
+                        "token_usage" => map.next_value::<Fields<'de>>()?.usage(),
+                        _ => Entry::Json(map.next_value()?),
+                    };
                     // A key given twice keeps its first place and its last
                     // value, as a JSON object reads.
                     match out.iter_mut().find(|(k, _): &&mut (Key, Entry)| *k == key) {
-                        Some((_, old)) => *old = Entry::Json(value),
-                        None => out.push((key, Entry::Json(value))),
+                        Some((_, old)) => *old = value,
+                        None => out.push((key, value)),
                     }
                 }
                 Ok(Metadata(out))
             }
         }
         d.deserialize_map(Entries)
+    }
+}
+
+/// A value read as the fields of an object, in order, with no map built
+/// (any other JSON value as it is).
+enum Fields<'de> {
+    Object(Vec<(Cow<'de, str>, Value)>),
+    Other(Value),
+}
+
+impl Fields<'_> {
+    /// The value as an object (for a value that is not typed after all).
+    fn into_value(self) -> Value {
+        match self {
+            Fields::Object(fields) => Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k.into_owned(), v))
+                    .collect(),
+            ),
+            Fields::Other(v) => v,
+        }
+    }
+
+    /// Typed timings when the object is exactly `{"started_at": <the time
+    /// as the library writes it>, "elapsed_us": n}`.
+    fn timings(self) -> Entry {
+        if let Fields::Object(fields) = &self
+            && let [(k1, Value::String(at)), (k2, elapsed)] = fields.as_slice()
+            && k1 == "started_at"
+            && k2 == "elapsed_us"
+            && let Some(elapsed_us) = elapsed.as_u64()
+            && let Ok(started) = chrono::DateTime::parse_from_rfc3339(at)
+        {
+            let started_at = started.with_timezone(&chrono::Utc);
+            if crate::files::rfc3339_micros(started_at) == *at {
+                return Entry::Timings(Timings {
+                    started_at,
+                    elapsed_us,
+                });
+            }
+        }
+        Entry::Json(self.into_value())
+    }
+
+    /// Typed usage when the object holds exactly the keys, in the order,
+    /// that the usage writes (counts as whole numbers, `estimated` only
+    /// when true).
+    fn usage(self) -> Entry {
+        const OPTIONAL: [&str; 3] = [
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ];
+        let Fields::Object(fields) = &self else {
+            return Entry::Json(self.into_value());
+        };
+        let mut usage = Usage::default();
+        let mut expected = ["prompt_tokens", "completion_tokens", "total_tokens"].into_iter();
+        let mut optional = OPTIONAL.iter().enumerate();
+        let mut fits = fields.len() >= 3;
+        for (i, (key, value)) in fields.iter().enumerate() {
+            if !fits {
+                break;
+            }
+            if i < 3 {
+                fits = expected.next() == Some(key.as_ref());
+                let n = value.as_u64();
+                fits &= n.is_some();
+                let n = n.unwrap_or(0);
+                match i {
+                    0 => usage.prompt_tokens = n,
+                    1 => usage.completion_tokens = n,
+                    _ => usage.total_tokens = n,
+                }
+                continue;
+            }
+            if key == "estimated" {
+                // Written only when true, and last.
+                fits = value == &Value::Bool(true) && i == fields.len() - 1;
+                usage.estimated = true;
+                continue;
+            }
+            // An optional count: in its order, and written only when not 0.
+            fits = match optional.find(|(_, name)| **name == key.as_ref()) {
+                Some((slot, _)) => match value.as_u64() {
+                    Some(n) if n != 0 => {
+                        match slot {
+                            0 => usage.cache_read_tokens = n,
+                            1 => usage.cache_write_tokens = n,
+                            _ => usage.reasoning_tokens = n,
+                        }
+                        true
+                    }
+                    _ => false,
+                },
+                None => false,
+            };
+        }
+        if fits {
+            Entry::Usage(usage)
+        } else {
+            Entry::Json(self.into_value())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(key) = map.next_key::<KeyText<'de>>()? {
+                    let value: Value = map.next_value()?;
+                    fields.push((key.0, value));
+                }
+                // A key given twice reads as a JSON object does.
+                let mut seen = fields.iter().map(|(k, _)| k.as_ref()).collect::<Vec<_>>();
+                seen.sort_unstable();
+                if seen.windows(2).any(|w| w[0] == w[1]) {
+                    return Ok(Fields::Other(Fields::Object(fields).into_value()));
+                }
+                Ok(Fields::Object(fields))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Fields<'de>, A::Error> {
+                Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Fields::Other)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::String(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Fields<'de>, E> {
+                Ok(Fields::Other(Value::Null))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -328,6 +496,49 @@ mod tests {
             serde_json::from_str::<Map<String, Value>>(&serde_json::to_string(&m).unwrap())
                 .unwrap()
         );
+    }
+
+    #[test]
+    fn the_librarys_values_read_typed_only_when_they_save_back_the_same() {
+        let typed = [
+            r#"{"timings":{"started_at":"2026-11-21T10:00:00.123456Z","elapsed_us":7}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"cache_read_tokens":4,"reasoning_tokens":5,"estimated":true}}"#,
+        ];
+        for text in typed {
+            let m: Metadata = serde_json::from_str(text).unwrap();
+            assert!(!matches!(m.0[0].1, Entry::Json(_)), "{text}");
+            assert_eq!(serde_json::to_string(&m).unwrap(), text);
+        }
+        let as_json = [
+            // Another time format, key order, extra key, a zero written,
+            // `estimated: false` written, a fraction, a negative, not an
+            // object, a key twice.
+            r#"{"timings":{"started_at":"2026-11-21T10:00:00Z","elapsed_us":7}}"#,
+            r#"{"timings":{"elapsed_us":7,"started_at":"2026-11-21T10:00:00.123456Z"}}"#,
+            r#"{"timings":{"started_at":"2026-11-21T10:00:00.123456Z","elapsed_us":7,"x":1}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"cache_read_tokens":0}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"estimated":false}}"#,
+            r#"{"token_usage":{"prompt_tokens":1.5,"completion_tokens":2,"total_tokens":3}}"#,
+            r#"{"token_usage":{"prompt_tokens":-1,"completion_tokens":2,"total_tokens":3}}"#,
+            r#"{"token_usage":{"completion_tokens":2,"prompt_tokens":1,"total_tokens":3}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"reasoning_tokens":5,"cache_read_tokens":4}}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"estimated":true,"reasoning_tokens":5}}"#,
+            r#"{"token_usage":[1,2,{"a":null}]}"#,
+            r#"{"timings":null}"#,
+            r#"{"token_usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"total_tokens":4}}"#,
+        ];
+        for text in as_json {
+            let m: Metadata = serde_json::from_str(text).unwrap();
+            assert!(matches!(m.0[0].1, Entry::Json(_)), "{text}");
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(Value::Object(m.to_map()), value, "{text}");
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                value.to_string(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

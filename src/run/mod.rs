@@ -39,9 +39,17 @@ pub(crate) fn default_modifier_ids() -> impl Iterator<Item = &'static str> {
 /// The modifiers every network starts with (unless the builder leaves
 /// them out), in their order.
 pub(crate) fn default_modifiers() -> Vec<Arc<dyn NetworkModifier>> {
-    let mut rows: Vec<&DefaultModifier> = DEFAULT_MODIFIERS.iter().collect();
-    rows.sort_by_key(|m| m.order);
-    rows.into_iter().map(|m| (m.make)()).collect()
+    // The table's order, sorted once per process.
+    static ORDER: std::sync::OnceLock<Vec<&'static DefaultModifier>> = std::sync::OnceLock::new();
+    ORDER
+        .get_or_init(|| {
+            let mut rows: Vec<&DefaultModifier> = DEFAULT_MODIFIERS.iter().collect();
+            rows.sort_by_key(|m| m.order);
+            rows
+        })
+        .iter()
+        .map(|m| (m.make)())
+        .collect()
 }
 
 /// A hook a run calls per node (or per model call of a chat node).

@@ -320,6 +320,14 @@ async fn background(
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The server's warnings and errors on stderr (a 500's cause is in its
+    // log only); `RUST_LOG` chooses others.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     let secs: f64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

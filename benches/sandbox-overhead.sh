@@ -6,7 +6,15 @@
 #      (hyperfine, warm-up 5, at least 30 runs each);
 #   2. per command inside one long process: the `execute_once` example runs
 #      `true` 100 more times with the sandbox already open and prints the
-#      mean per command (3 rounds each).
+#      mean per command (3 rounds each);
+#   3. the floors: what the kernel and bubblewrap cost with nothing of
+#      lc-agent around them (`sh -c true`; a bare `bwrap` with the same
+#      namespaces, with `/proc` and `/dev`, and with every mount lc-agent
+#      makes; `unshare` of the same namespaces).
+#
+# The one-shot runs remember the mechanisms' self-checks across processes
+# (`$LC_AGENT_HOME/cache`, a temporary home here): the warm-up runs fill
+# it, as a user's first command does. `RECHECK=1` checks in every process.
 #
 # Targets: one-shot at most 10 ms over unconfined; per command at most 3 ms over.
 # Needs: hyperfine (`apt-get install -y hyperfine`), bubblewrap, Landlock ABI 6.
@@ -24,7 +32,10 @@ bin="$target/release/lc-agent"
 once="$target/release/examples/execute_once"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/.git"
+mkdir -p "$work/.git" "$work/home"
+export LC_AGENT_HOME="$work/home"
+[[ -n "${RECHECK:-}" ]] && export LC_AGENT_SANDBOX_RECHECK=1
+echo "== load: $(uptime)"
 echo "== $(uname -r), $(nproc) cores, $(bwrap --version), user $(id -un)"
 echo "== one-shot: lc-agent tool execute true"
 # hyperfine -N splits words itself: the JSON is one quoted word.
@@ -46,3 +57,17 @@ for mechanism in full landlock bubblewrap; do
       sed "s/^/$mechanism: /"
   done
 done
+echo "== floors (no lc-agent)"
+ro=(--ro-bind /usr /usr --ro-bind /etc /etc --symlink usr/bin /bin --symlink usr/lib /lib
+    --symlink usr/lib64 /lib64)
+hyperfine -N --warmup ${WARMUP:-5} --min-runs ${RUNS:-30} --export-markdown "$work/floors.md" \
+  -n 'sh -c true' "sh -c true" \
+  -n 'unshare -Upfnimu --map-root-user' "unshare -Upfnimu --map-root-user --fork true" \
+  -n 'bwrap, binds only' "bwrap ${ro[*]} sh -c true" \
+  -n 'bwrap --unshare-all' "bwrap ${ro[*]} --unshare-all --unshare-user sh -c true" \
+  -n 'bwrap --unshare-all --proc --dev --tmpfs' \
+     "bwrap ${ro[*]} --unshare-all --unshare-user --proc /proc --dev /dev --tmpfs /tmp sh -c true" \
+  -n 'bwrap, as lc-agent calls it (no seccomp)' \
+     "bwrap ${ro[*]} --ro-bind /opt /opt --ro-bind /dev/null /etc/shadow --ro-bind /dev/null /etc/gshadow --proc /proc --dev /dev --tmpfs /tmp --bind $work $work --ro-bind $work/.git $work/.git --unshare-all --unshare-user --cap-drop ALL --die-with-parent --new-session --clearenv --disable-userns --chdir $work sh -c true" \
+  2>/dev/null
+cat "$work/floors.md"

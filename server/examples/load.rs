@@ -60,15 +60,20 @@ async fn load(label: &str, url: &str, body: Value, clients: usize, secs: f64) {
         let (http, url, body) = (http.clone(), url.to_string(), body.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            let mut failures = 0usize;
+            let mut failures = Vec::new();
             while Instant::now() < deadline {
                 let t = Instant::now();
                 match http.post(&url).json(&body).send().await {
-                    Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
-                        latencies.push(t.elapsed());
+                    Ok(r) if r.status().is_success() => match r.bytes().await {
+                        Ok(_) => latencies.push(t.elapsed()),
+                        Err(e) => failures.push(format!("the answer's body: {}", chain(&e))),
+                    },
+                    Ok(r) => {
+                        let status = r.status();
+                        let body = r.text().await.unwrap_or_default();
+                        failures.push(format!("{status}: {body}"));
                     }
-                    _ => failures += 1,
+                    Err(e) => failures.push(chain(&e)),
                 }
             }
             (latencies, failures)
@@ -76,12 +81,14 @@ async fn load(label: &str, url: &str, body: Value, clients: usize, secs: f64) {
     }
     let started = Instant::now();
     let mut all = Vec::new();
-    let mut failures = 0;
+    let mut failed = Vec::new();
     for t in tasks {
         let (l, f) = t.await.expect("client task");
         all.extend(l);
-        failures += f;
+        failed.extend(f);
     }
+    let failures = failed.len();
+    report_failures(label, &failed);
     let elapsed = started.elapsed().as_secs_f64();
     all.sort();
     println!(
@@ -91,6 +98,28 @@ async fn load(label: &str, url: &str, body: Value, clients: usize, secs: f64) {
         percentile(&all, 0.99).as_secs_f64() * 1000.0,
         all.len(),
     );
+}
+
+/// An error and its causes, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// Prints what failed (the first five, and how many of each kind): a
+/// failure under load is a finding, not a figure.
+fn report_failures(label: &str, failed: &[String]) {
+    for what in failed.iter().take(5) {
+        eprintln!("  {label}: failed: {what}");
+    }
+    if failed.len() > 5 {
+        eprintln!("  {label}: ... and {} more", failed.len() - 5);
+    }
 }
 
 /// The median of `turns`' latencies in `range` (1-based turn numbers).
@@ -208,7 +237,7 @@ async fn background(
     for sid in sessions {
         let (http, base) = (http.clone(), base.to_string());
         tasks.push(tokio::spawn(async move {
-            let (mut total, mut queue, mut failures) = (Vec::new(), Vec::new(), 0usize);
+            let (mut total, mut queue, mut failures) = (Vec::new(), Vec::new(), Vec::new());
             while Instant::now() < deadline {
                 let t = Instant::now();
                 let posted = http
@@ -216,13 +245,25 @@ async fn background(
                     .json(&json!({"content": "hello", "background": true}))
                     .send()
                     .await;
-                let Ok(posted) = posted else {
-                    failures += 1;
-                    continue;
+                let posted = match posted {
+                    Ok(posted) if posted.status() == 202 => posted,
+                    Ok(posted) => {
+                        let status = posted.status();
+                        let body = posted.text().await.unwrap_or_default();
+                        failures.push(format!("posting a run: {status}: {body}"));
+                        continue;
+                    }
+                    Err(e) => {
+                        failures.push(format!("posting a run: {}", chain(&e)));
+                        continue;
+                    }
                 };
-                let Ok(run) = posted.json::<Value>().await else {
-                    failures += 1;
-                    continue;
+                let run = match posted.json::<Value>().await {
+                    Ok(run) => run,
+                    Err(e) => {
+                        failures.push(format!("the posted run: {}", chain(&e)));
+                        continue;
+                    }
                 };
                 let id = run["id"].as_str().unwrap_or_default().to_string();
                 let events = match http
@@ -230,13 +271,17 @@ async fn background(
                     .send()
                     .await
                 {
-                    Ok(r) => r.bytes().await.is_ok(),
-                    Err(_) => false,
+                    Ok(r) if r.status() == 200 => match r.text().await {
+                        Ok(text) if text.contains("event: done") => Ok(()),
+                        Ok(text) => Err(format!("run {id}'s events end without done: {text}")),
+                        Err(e) => Err(format!("run {id}'s events: {}", chain(&e))),
+                    },
+                    Ok(r) => Err(format!("run {id}'s events: {}", r.status())),
+                    Err(e) => Err(format!("run {id}'s events: {}", chain(&e))),
                 };
-                if events {
-                    total.push(t.elapsed());
-                } else {
-                    failures += 1;
+                match events {
+                    Ok(()) => total.push(t.elapsed()),
+                    Err(what) => failures.push(what),
                 }
                 if let Ok(r) = http.get(format!("{base}/api/runs/{id}")).send().await
                     && let Ok(run) = r.json::<Value>().await
@@ -248,13 +293,15 @@ async fn background(
             (total, queue, failures)
         }));
     }
-    let (mut total, mut queue, mut failures) = (Vec::new(), Vec::new(), 0);
+    let (mut total, mut queue, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for t in tasks {
         let (a, b, f) = t.await?;
         total.extend(a);
         queue.extend(b);
-        failures += f;
+        failed.extend(f);
     }
+    let failures = failed.len();
+    report_failures("background runs", &failed);
     let elapsed = started.elapsed().as_secs_f64();
     total.sort();
     queue.sort();
@@ -273,6 +320,14 @@ async fn background(
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The server's warnings and errors on stderr (a 500's cause is in its
+    // log only); `RUST_LOG` chooses others.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     let secs: f64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

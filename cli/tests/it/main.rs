@@ -21,6 +21,7 @@ mod file_memory;
 mod hooks;
 mod lc_agent_import;
 mod mcp;
+mod mcp_hostile;
 mod mcp_oauth;
 mod mcp_sandbox;
 mod modes;

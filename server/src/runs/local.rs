@@ -33,6 +33,8 @@ use super::store::{Delivery, RunError, RunResult, RunStore};
 pub(crate) struct LocalRuns {
     dir: Option<PathBuf>,
     inner: Mutex<Inner>,
+    /// Held while a record is written (see `write`).
+    writing: Mutex<()>,
     queued: Notify,
 }
 
@@ -57,6 +59,7 @@ impl LocalRuns {
         Self {
             dir: None,
             inner: Mutex::new(Inner::default()),
+            writing: Mutex::new(()),
             queued: Notify::new(),
         }
     }
@@ -115,12 +118,23 @@ impl LocalRuns {
         Ok(Self {
             dir: Some(dir),
             inner: Mutex::new(inner),
+            writing: Mutex::new(()),
             queued: Notify::new(),
         })
     }
 
+    /// Writes `run`'s record: the one in memory now, when there is one.
+    ///
+    /// One write at a time: two writes of one run (the submit marking it
+    /// prepared while the worker marks it running) once shared a
+    /// temporary file, so one renamed it away under the other, which then
+    /// failed (`No such file or directory`: the 500 under load), or left
+    /// the older record on disk. Now each write writes the newest record.
     fn write(&self, run: &Run) -> RunResult<()> {
         let Some(dir) = &self.dir else { return Ok(()) };
+        let _one_at_a_time = self.writing.lock();
+        let newest = self.inner.lock().runs.get(&run.id).cloned();
+        let run = newest.as_ref().unwrap_or(run);
         let path = dir.join(format!("{}.json", run.id));
         let tmp = dir.join(format!("{}.tmp.json", run.id));
         let bytes =

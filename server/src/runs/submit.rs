@@ -419,8 +419,17 @@ impl Runs {
         // The key with this very body.
         let keyed_body = key.map(|key| format!("key-body:{}", fingerprint(key, body)));
         if key.is_none() && retry == 0 {
-            // A first try: the same body sent again later is a new request.
+            // A first try: the same body sent again later is a new request,
+            // and so is one sent at the same moment (16 clients posting the
+            // same "hello"): a first try never joins a run. The slot becomes
+            // this request's, for its own retries; when a concurrent first
+            // try took it between the two calls, it is taken over once.
             self.store.forget(user, &slot).await?;
+            if self.store.remember(user, &slot, id, ttl).await?.is_some() {
+                self.store.forget(user, &slot).await?;
+                let _ = self.store.remember(user, &slot, id, ttl).await?;
+            }
+            return Ok(None);
         }
         let Some(earlier) = self.store.remember(user, &slot, id, ttl).await? else {
             if let Some(keyed_body) = &keyed_body {

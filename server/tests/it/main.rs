@@ -15,6 +15,7 @@ mod events;
 mod fair;
 mod hardening;
 mod hooks;
+mod hostile_doors;
 mod images;
 mod mcp_input;
 mod modes;

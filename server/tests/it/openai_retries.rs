@@ -212,3 +212,34 @@ async fn a_timeout_without_a_key_says_a_plain_resend_is_a_new_run_and_it_is() {
     assert_eq!(calls.calls(), 2);
     let _ = server.stop().await;
 }
+
+/// Clients sending the same body at the same moment (the load example's
+/// 16 clients posting "hello", two tabs, two scripts) are not retries of
+/// each other: without a retry marker or a key, each first try starts its
+/// own run and gets its own answer, never another request's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_tries_of_the_same_body_are_never_joined() {
+    let model = scripted(vec![
+        Turn::text("own answer").delayed(Duration::from_millis(50))
+    ])
+    .cycled();
+    let calls = model.clone();
+    let server = start_with(|dir| config(model, dir)).await;
+    let body = json!({"messages": [{"role": "user", "content": "hello"}]});
+    let mut tries = Vec::new();
+    for _ in 0..32 {
+        let (url, body) = (server.url.clone(), body.clone());
+        tries.push(tokio::spawn(async move {
+            let r = post(&format!("{url}/v1/chat/completions"), ALICE, body).await;
+            assert_eq!(r.status(), 200);
+            r.headers()["x-lc-agent-run"].to_str().unwrap().to_string()
+        }));
+    }
+    let mut runs = std::collections::BTreeSet::new();
+    for t in tries {
+        runs.insert(t.await.unwrap());
+    }
+    assert_eq!(runs.len(), 32, "one run per request");
+    assert_eq!(calls.calls(), 32, "one model call per request");
+    let _ = server.stop().await;
+}

@@ -16,8 +16,6 @@ use serde_json::{json, Value};
 
 /// The runs of the 3 s restart (the 30 streaming runs).
 const RUNS: usize = 30;
-/// The runs of the 60 s outage (each one waits out the whole outage).
-const LONG_RUNS: usize = 10;
 
 /// Redis (append-only, fsync always) and two servers on it sharing one
 /// scripted model that counts its calls (each answer takes 1.5 s), with
@@ -140,7 +138,7 @@ async fn a_three_second_redis_restart_fails_no_run() {
 }
 
 /// The long outage: Redis stops for 60 s — twice the default store
-/// patience (30 s) — while runs stream on two servers. Every run ends
+/// patience (30 s) — while the 30 runs stream on two servers. Every run ends
 /// `done` or `failed`, and its event stream (read again once Redis is
 /// back, as a follower that reconnects after the end does) ends with
 /// exactly one end event matching that status (`done`, or `error`): none silent, none
@@ -148,7 +146,7 @@ async fn a_three_second_redis_restart_fails_no_run() {
 #[needs(redis)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sixty_second_redis_outage_ends_every_run_exactly_once() {
-    let (mut redis, _calls, a, b, runs) = runs_on_two_servers(LONG_RUNS).await;
+    let (mut redis, _calls, a, b, runs) = runs_on_two_servers(RUNS).await;
     // Followers stream every run's events through the outage.
     let followers = follow(&runs, &a, &b);
     tokio::time::sleep(Duration::from_millis(500)).await;

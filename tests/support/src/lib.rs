@@ -96,6 +96,7 @@
 pub use lc_agent_test_macros::needs;
 
 pub mod chromedriver;
+pub mod hostile;
 pub mod litellm;
 pub mod llama;
 pub mod loopback;

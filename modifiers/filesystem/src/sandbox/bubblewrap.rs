@@ -11,7 +11,9 @@ use super::mount_points::MountPoints;
 use super::network::{helper_program, proxy_env, Proxy, HELPER_PORT};
 use super::policy::Protected;
 use super::seccomp::Sockets;
-use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy};
+use super::{
+    probe_cache, seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy,
+};
 
 /// Runs commands in bubblewrap (`bwrap` on the `PATH`): new user, PID,
 /// network (unless allowed), IPC, UTS and cgroup namespaces, no nested
@@ -329,25 +331,44 @@ impl Bubblewrap {
         }
     }
 
-    /// The features of the installed `bwrap`, checked once per process.
+    /// The features of the installed `bwrap`, checked once per process
+    /// (and a success remembered across processes, `probe_cache.rs`).
     fn features() -> Result<Features, String> {
         CHECKED
             .get_or_init(|| {
                 let all = Features {
                     disable_userns: true,
                 };
-                match Self::try_features(all) {
+                let older = Features {
+                    disable_userns: false,
+                };
+                let program = probe_cache::program_identity("bwrap");
+                let key = |features: Features| {
+                    program.as_ref().map(|program| {
+                        probe_cache::key(
+                            "bubblewrap",
+                            &format!("{program}\ndisable-userns {}", features.disable_userns),
+                        )
+                    })
+                };
+                for features in [all, older] {
+                    if key(features).is_some_and(|k| probe_cache::passed("bubblewrap", &k)) {
+                        return Ok(features);
+                    }
+                }
+                let found = match Self::try_features(all) {
                     Ok(()) => Ok(all),
                     // Before bubblewrap 0.8: the seccomp filter refuses
                     // new namespaces all the same.
                     Err(e) if e.contains("disable-userns") => {
-                        let older = Features {
-                            disable_userns: false,
-                        };
                         Self::try_features(older).map(|()| older)
                     }
                     Err(e) => Err(e),
+                };
+                if let Some(k) = found.as_ref().ok().and_then(|f| key(*f)) {
+                    probe_cache::remember("bubblewrap", &k);
                 }
+                found
             })
             .clone()
     }

@@ -21,7 +21,9 @@ use seccompiler::BpfProgram;
 use super::network::{proxy_env, Proxy};
 use super::policy::Protected;
 use super::seccomp::Sockets;
-use super::{seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy};
+use super::{
+    probe_cache, seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy,
+};
 
 /// Confines `sh -c` itself: Landlock (ABI 6 or later: filesystem, TCP
 /// bind/connect, signal and abstract-socket scopes) allows reading the
@@ -264,6 +266,13 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
     );
     // `/etc` entry by entry, without the password hashes.
     rules.push(("/etc".into(), AccessFs::ReadDir.into()));
+    let system_target = |target: &Path| {
+        ["/etc", "/usr", "/proc", "/run"]
+            .iter()
+            .any(|dir| target.starts_with(dir))
+    };
+    // Where `/etc`'s own entries (those that are no links) really are.
+    let etc_is_system = std::fs::canonicalize("/etc").is_ok_and(|etc| system_target(&etc));
     if let Ok(entries) = std::fs::read_dir("/etc") {
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -272,12 +281,15 @@ fn rules(policy: &SandboxPolicy, root: &Path, tmp: &Path) -> Vec<(PathBuf, BitFl
                 name.as_ref(),
                 "shadow" | "gshadow" | "shadow-" | "gshadow-" | "sudoers" | "sudoers.d"
             );
-            // A link's target takes the grant: only system ones.
-            let system = std::fs::canonicalize(entry.path()).is_ok_and(|target| {
-                ["/etc", "/usr", "/proc", "/run"]
-                    .iter()
-                    .any(|dir| target.starts_with(dir))
-            });
+            // A link's target takes the grant: only system ones (an
+            // entry that is no link is `/etc`'s own, resolved without
+            // reading each of its path's links).
+            let link = entry.file_type().map_or(true, |t| t.is_symlink());
+            let system = if link {
+                std::fs::canonicalize(entry.path()).is_ok_and(|target| system_target(&target))
+            } else {
+                etc_is_system
+            };
             if !hidden && system {
                 rules.push((entry.path(), read));
             }
@@ -531,6 +543,11 @@ impl SandboxMechanism for Landlock {
     fn check(&self) -> Result<(), String> {
         CHECKED
             .get_or_init(|| {
+                // Remembered across processes (`probe_cache.rs`).
+                let key = probe_cache::key("landlock", "abi 6");
+                if probe_cache::passed("landlock", &key) {
+                    return Ok(());
+                }
                 let policy = SandboxPolicy::new(SandboxMode::ReadOnly);
                 let root = std::env::temp_dir();
                 let prepared = Self::default()
@@ -545,7 +562,10 @@ impl SandboxMechanism for Landlock {
                     .stderr(Stdio::null())
                     .status()
                 {
-                    Ok(status) if status.success() => Ok(()),
+                    Ok(status) if status.success() => {
+                        probe_cache::remember("landlock", &key);
+                        Ok(())
+                    }
                     Ok(status) => Err(format!("a confined `sh` failed here ({status})")),
                     Err(e) => Err(format!("a confined `sh` could not start here ({e})")),
                 }

@@ -122,7 +122,8 @@ impl ProcessLimit {
     pub(crate) fn new(max: u32) -> Self {
         let kind = LimitKind::here();
         let cgroup = match kind {
-            LimitKind::CgroupV2(parent) | LimitKind::CgroupV1(parent) => cgroup(parent, max),
+            LimitKind::CgroupV2(parent) => cgroup(parent, max, "cgroup.procs"),
+            LimitKind::CgroupV1(parent) => cgroup(parent, max, "tasks"),
             LimitKind::Rlimit => None,
         };
         let rlimit = if cgroup.is_some() {
@@ -192,14 +193,24 @@ impl ProcessLimit {
     }
 }
 
-/// A cgroup allowing `max` processes under `parent`, with its
-/// `cgroup.procs` open for writing.
-fn cgroup(parent: &Path, max: u32) -> Option<(PathBuf, File)> {
+/// A cgroup allowing `max` processes under `parent`, with the file a
+/// process joins it by open for writing: under v1 `tasks`, under v2
+/// `cgroup.procs`.
+///
+/// Why `tasks` under v1: the command's process joins between fork and
+/// exec, when it has one thread, so moving that thread moves the whole
+/// process (every process it starts is born in the cgroup). Writing a
+/// process to `cgroup.procs` takes the kernel's global threadgroup lock
+/// for writing, which waits for an RCU grace period (about 12 ms per
+/// command here, most of what a one-shot confined `true` cost); moving
+/// the calling thread itself does not take it. Under v2 a domain cgroup
+/// takes processes only.
+fn cgroup(parent: &Path, max: u32, join_file: &str) -> Option<(PathBuf, File)> {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let dir = parent.join(format!("lc-agent-{}-{n}", std::process::id()));
     std::fs::create_dir(&dir).ok()?;
     let made = std::fs::write(dir.join("pids.max"), max.to_string())
-        .and_then(|()| File::options().write(true).open(dir.join("cgroup.procs")));
+        .and_then(|()| File::options().write(true).open(dir.join(join_file)));
     match made {
         Ok(procs) => Some((dir, procs)),
         Err(_) => {
@@ -221,8 +232,9 @@ fn running_processes() -> u64 {
     }
 }
 
-/// Moves the calling process into the cgroup whose `cgroup.procs` is `fd`.
-/// Only calls `write(2)`: safe between fork and exec.
+/// Moves the calling process (single-threaded: between fork and exec)
+/// into the cgroup whose `cgroup.procs` or `tasks` is `fd` (`0` names
+/// the caller in both). Only calls `write(2)`: safe between fork and exec.
 fn join(fd: RawFd) -> std::io::Result<()> {
     // SAFETY: writes one byte from a static buffer to a descriptor we own.
     if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1 {

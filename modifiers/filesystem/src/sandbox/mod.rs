@@ -17,6 +17,7 @@
 //!    │            (proxy.rs) and bubblewrap's in-sandbox helper (helper.rs)
 //!    ├─ denied.rs: the running call's path `deny` rules, as hidden and
 //!    │             read-only paths of one command's policy
+//!    ├─ probe_cache.rs: a mechanism's self-check remembered across processes
 //!    ├─ ProcessLimit (limits.rs): a pids cgroup per command (v2, else v1),
 //!    │                            else RLIMIT_NPROC (MCP servers too)
 //!    └─ Sandbox::program (program.rs): a long-lived program (an MCP stdio
@@ -61,7 +62,10 @@
 //!
 //! **Never silently unconfined.** [`Sandbox::open`] with a mode that needs
 //! a sandbox checks its mechanism once per process (a confined `true`;
-//! the result is cached) and fails with [`SandboxError`] when neither
+//! the result is cached, and a success remembered across processes in
+//! `$LC_AGENT_HOME/cache` keyed by the kernel, the user, the namespaces
+//! and the `bwrap` binary: `probe_cache.rs`, which says why that cannot
+//! weaken the sandbox) and fails with [`SandboxError`] when neither
 //! Landlock nor bubblewrap can make a sandbox here; only [`SandboxMode::Full`], asked for by name,
 //! runs commands as the user, and its first command's output says so.
 //!
@@ -90,6 +94,7 @@ mod limits;
 mod mount_points;
 mod network;
 mod policy;
+mod probe_cache;
 mod program;
 mod seccomp;
 

@@ -1,0 +1,67 @@
+//! The shared hostile table (`lc_agent_test_support::hostile`) through
+//! `lc-agent mcp --shell`, driven by the official MCP Python SDK over
+//! stdio (`tests/python/hostile_shell.py`): every case's command as one
+//! `execute` call, each effect checked on the host. 0 escapes.
+
+use std::path::{Path, PathBuf};
+
+use lc_agent_test_support::hostile::{all_escapes, cases, HostileSite};
+use lc_agent_test_support::{needs, python};
+use serde_json::{json, Value};
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hostile_shell.py")
+}
+
+#[needs(python_mcp, bwrap)]
+#[test]
+fn the_hostile_table_escapes_through_mcp_shell() {
+    let site = HostileSite::new(Path::new(env!("CARGO_TARGET_TMPDIR")), "", "mcp --shell");
+    let mut commands: Vec<String> = cases()
+        .iter()
+        .enumerate()
+        .map(|(n, case)| site.command(n, case))
+        .collect();
+    // The shell ran at all: a plain command works in the root.
+    commands.push("echo mine > mine.txt && cat mine.txt".to_string());
+    let file = site.root.parent().unwrap().join("hostile-commands.json");
+    std::fs::write(&file, json!(commands).to_string()).unwrap();
+    let seen: Value = python::run_json(
+        &script(),
+        &[
+            Path::new(env!("CARGO_BIN_EXE_lc-agent")),
+            site.root.as_path(),
+            file.as_path(),
+        ],
+    );
+    assert!(
+        seen["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("execute")),
+        "{seen}"
+    );
+    let mut outputs: Vec<String> = seen["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    let mine = outputs.pop().unwrap();
+    assert!(mine.starts_with("mine\n"), "{mine}");
+    assert_eq!(
+        std::fs::read_to_string(site.root.join("mine.txt")).unwrap(),
+        "mine\n"
+    );
+    let escapes = all_escapes(&site, "lc-agent mcp --shell", &outputs);
+    eprintln!(
+        "{} hostile cases through lc-agent mcp --shell",
+        outputs.len()
+    );
+    assert!(
+        escapes.is_empty(),
+        "{} escape(s):\n{}",
+        escapes.len(),
+        escapes.join("\n")
+    );
+}

@@ -91,7 +91,10 @@
 //!   mermaid.rs        to_mermaid
 //! node/               NodeRef, NodeLogic, NodeContext
 //!   state.rs          a node's state, private behind methods (record_output)
-//!   id_hash.rs        IdMap / IdSet: per-pass maps hashing node ids by their own random bits
+//!   metadata.rs       a node's metadata: ordered keys, timings and token usage typed,
+//!                     saved exactly as their JSON
+//!   id_hash.rs        IdSet / SmallIdMap: per-pass id maps (a short list, else hashed
+//!                     by the ids' own random bits)
 //!   kinds.rs          the table of kinds: create a node by kind name, load one; the
 //!                     built-in kinds add their rows, register_node_kind adds yours
 //!   generic.rs        GenericNode: a kind this program does not know, kept as saved

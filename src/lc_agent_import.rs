@@ -71,7 +71,6 @@ const MODEL_CLASSES: [&str; 5] = [
     "FromRunnableNode",
 ];
 
-/// See [`Saving::from_lc_agent`](crate::Saving::from_lc_agent).
 /// Reading networks saved by NVIDIA's LC Agent (an extension of
 /// [`RunnableNetwork`]; in [`crate::prelude`]).
 pub trait LcAgentImport: Sized {

@@ -73,7 +73,7 @@ use crate::error::ToolError;
 
 /// Reads the arguments of `tool` into its typed `Args`. `null` reads as
 /// `{}`; any other value that is not an object is refused with
-/// [`not_an_object`]'s wording.
+/// `not_an_object`'s wording.
 pub fn parse<'a, T: Deserialize<'a>>(tool: &str, args: &'a Value) -> Result<T, ToolError> {
     let value = match args {
         Value::Object(_) | Value::Null => args,

@@ -124,7 +124,7 @@ impl Tokens {
     }
 }
 
-/// Everything a server needs (see the [module docs](self)).
+/// Everything a server needs (see the module's documentation).
 #[derive(Clone)]
 pub struct ServerConfig {
     pub(crate) model: Arc<dyn ChatModel>,

@@ -60,7 +60,7 @@ pub enum LoggingError {
 }
 
 /// Installs the process's subscriber: stderr, `format`, filtered by
-/// `RUST_LOG` (else [`DEFAULT_FILTER`]).
+/// `RUST_LOG` (else `DEFAULT_FILTER`).
 pub fn init_logging(format: LogFormat) -> Result<(), LoggingError> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(text) if !text.trim().is_empty() => {

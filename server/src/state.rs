@@ -17,7 +17,7 @@ use crate::config::ServerConfig;
 use crate::hub::SessionHub;
 use crate::runs::{open_store, Runs};
 
-/// The state every request shares (see the [module docs](self)).
+/// The state every request shares (see the module's documentation).
 pub struct AppState {
     pub(crate) config: Arc<ServerConfig>,
     pub(crate) hub: Arc<SessionHub>,

@@ -122,7 +122,7 @@ impl CheckpointModifier {
     }
 
     /// Waits out a store that cannot be reached (a Redis restart, a
-    /// failover): a save that fails with [`ListError::Unavailable`] is
+    /// failover): a save that fails with [`ListError::Unavailable`](crate::ListError::Unavailable) is
     /// tried again, with backoff (0.1 s doubling to 2 s), until `patience`
     /// has passed; then it fails as any save does. Default: no retry.
     #[must_use]

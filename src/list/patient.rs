@@ -22,7 +22,7 @@ use crate::network::format::journal::REVISION_KEY;
 use crate::network::RunnableNetwork;
 
 /// Saves `network` into `list`, waiting out an unreachable store for up to
-/// `patience` (see the [module docs](self)); `what` names the save in the
+/// `patience` (see the module's documentation); `what` names the save in the
 /// log. With a zero patience, one plain [`NetworkList::save`].
 pub async fn save_patiently(
     list: &dyn NetworkList,

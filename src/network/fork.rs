@@ -84,15 +84,15 @@ pub trait TimeTravelExt {
     /// a new node beside `node` (same parents) with `text`; below a tool
     /// result, a new node of the kind that read the old one (the next
     /// chat turn) follows it. The old branch stays; the new node is the
-    /// current leaf; the next [`invoke`](Self::invoke) runs only the new
+    /// current leaf; the next [`invoke`](crate::RunnableNetwork::invoke) runs only the new
     /// nodes — everything above `node` keeps its cached outputs. Returns
     /// the new node.
     fn edit_at(&self, node: NodeId, text: impl Into<String>) -> Result<NodeRef>;
 
     /// Rewinds the conversation: the next node added without parents
     /// (the next human message) attaches under `node`, or becomes a new
-    /// root with `None`; [`current_leaf`](Self::current_leaf) and
-    /// [`history`](Self::history) read from there until then. Nothing is
+    /// root with `None`; [`current_leaf`](crate::RunnableNetwork::current_leaf) and
+    /// [`history`](crate::RunnableNetwork::history) read from there until then. Nothing is
     /// removed; the branch below `node` stays. Kept in the metadata, so it
     /// is saved with the network.
     fn rewind_to(&self, node: Option<NodeId>) -> Result<()>;

@@ -190,7 +190,7 @@ impl RunnableNetwork {
     ///
     /// A failing node records `metadata["error"]`, stays pending (the next
     /// `invoke` retries it) and its error is returned. More model turns than
-    /// the step limit give [`NetworkError::StepLimit`]. In every case the
+    /// the step limit give [`NetworkError::StepLimit`](crate::NetworkError::StepLimit). In every case the
     /// graph stays valid and saveable. One `invoke` runs at a time per
     /// network; a second waits for the first.
     pub async fn invoke(&self) -> Result<Message> {

@@ -169,7 +169,7 @@ pub trait NetworkModifier: Send + Sync + 'static {
 
     /// This modifier as [`Any`](std::any::Any), so that code which knows
     /// its type can reach it on a network
-    /// ([`Attachments::modifier_as`]). `None` (the default) keeps it
+    /// ([`Attachments::modifier_as`](crate::Attachments::modifier_as)). `None` (the default) keeps it
     /// opaque.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None

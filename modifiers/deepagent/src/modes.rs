@@ -93,8 +93,8 @@ const EDIT_TOOLS: &[&str] = &[
 pub const BYPASS_WARNING: &str = "bypass mode: no tool call asks for approval (path deny rules \
      still apply); every write and command runs as the model asks";
 
-/// How much a session's agent may do without asking (see the [module
-/// docs](self)).
+/// How much a session's agent may do without asking (see the module's
+/// documentation).
 ///
 /// ```
 /// use lc_agent::RunnableNetwork;

@@ -241,8 +241,8 @@ impl TokenCounter for TiktokenCounter {
 
     /// Linear in the text: tiktoken's merges are quadratic in the length
     /// of one word, so a long text is counted in pieces cut before a
-    /// whitespace (once a piece holds [`PIECE`] bytes) and inside a run
-    /// of [`RUN`] bytes without any (a base64 blob, a minified line),
+    /// whitespace (once a piece holds `PIECE` bytes) and inside a run
+    /// of `RUN` bytes without any (a base64 blob, a minified line),
     /// where no real token is that long. Short texts count exactly.
     fn count(&self, text: &str) -> usize {
         if text.len() <= PIECE {

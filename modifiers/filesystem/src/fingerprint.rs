@@ -5,7 +5,7 @@
 
 use sha2::{Digest, Sha256};
 
-/// What [`Backend::fingerprint`] says about a file.
+/// What [`Backend::fingerprint`](crate::Backend::fingerprint) says about a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
     /// The SHA-256 of its bytes, lowercase hex.

@@ -196,7 +196,7 @@ fn in_object<R>(
 /// them) back as they were when `after` ran, through `backend` (the
 /// session's workspace). A file changed outside the agent since is
 /// reported, not overwritten. The conversation is not touched (see
-/// [`TimeTravelExt::rewind_to`]).
+/// [`TimeTravelExt::rewind_to`](lc_agent::TimeTravelExt::rewind_to)).
 ///
 /// ```
 /// use lc_agent::{RunnableNetwork, Tool, ToolContext};

@@ -58,7 +58,7 @@ use super::pending::PendingCall;
 use super::record::RunStatus;
 use crate::error::RunFailure;
 
-/// Everything a run emits (see the [module docs](self)).
+/// Everything a run emits (see the module's documentation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
 #[non_exhaustive]

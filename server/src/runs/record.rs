@@ -86,7 +86,7 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
-/// One run of a session (see the [module docs](super)).
+/// One run of a session (see the module's documentation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// The run's id.

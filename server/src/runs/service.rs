@@ -23,7 +23,7 @@ pub(crate) struct Local {
     pub(crate) cancel: Arc<Notify>,
 }
 
-/// The runs of a server (see the [module docs](self)).
+/// The runs of a server (see the module's documentation).
 pub struct Runs {
     pub(crate) hub: Arc<SessionHub>,
     pub(crate) store: Arc<dyn RunStore>,

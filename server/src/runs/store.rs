@@ -77,7 +77,7 @@ pub struct Delivery {
     pub tag: String,
 }
 
-/// Run records, events and the queue (see the [module docs](self)).
+/// Run records, events and the queue (see the module's documentation).
 ///
 /// Only the server that claimed a run writes its record ([`put`](Self::put))
 /// and its events; others change a record only through

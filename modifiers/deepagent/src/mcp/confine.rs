@@ -19,7 +19,7 @@ use lc_agent_filesystem::{KeepAlive, Sandbox, SandboxMode, SandboxedProgram};
 use super::error::McpError;
 
 /// The sandbox MCP stdio servers run in, and the root it confines them to
-/// (see the [module docs](self)).
+/// (see the module's documentation).
 ///
 /// ```
 /// use lc_agent_deepagent::mcp::McpSandbox;

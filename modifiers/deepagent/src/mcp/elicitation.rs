@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 /// A server's request for input, waiting for the person's answer (see the
-/// [module docs](self)). Dropped unanswered, it is declined.
+/// module's documentation). Dropped unanswered, it is declined.
 #[derive(Debug)]
 pub struct Elicitation {
     server: String,

@@ -189,7 +189,7 @@ fn redirect_uri(port: u16) -> String {
 
 /// A login in progress (`lc-agent mcp login NAME`): the URL a person opens,
 /// and the loopback listener that receives the authorization server's
-/// redirect (see the [module docs](self)).
+/// redirect (see the module's documentation).
 pub struct McpLogin {
     server: String,
     session: AuthorizationSession,

@@ -35,7 +35,7 @@ use super::elicitation::Elicitation;
 use super::tools::{McpTools, MCP_MODIFIER_ID};
 
 /// MCP servers' tools, a connection of its own per session (see the
-/// [module docs](self)).
+/// module's documentation).
 ///
 /// ```no_run
 /// use lc_agent_deepagent::mcp::{McpConfig, McpSessions};

@@ -51,7 +51,7 @@ const INPUT_TTL_SECS: u64 = 86_400;
 /// The longest event stream kept per run (older events are trimmed).
 pub(crate) const EVENTS_CAP: usize = 10_000;
 
-/// Runs in Redis (see the [module docs](self)).
+/// Runs in Redis (see the module's documentation).
 #[derive(Debug, Clone)]
 pub struct RedisRuns {
     redis: RedisConnector,

@@ -66,17 +66,9 @@ impl Entry {
     pub(crate) fn to_value(&self) -> Value {
         match self {
             Entry::Json(v) => v.clone(),
-            // A plain struct of numbers: it always serializes.
-            Entry::Usage(u) => serde_json::to_value(u).unwrap_or(Value::Null),
-            Entry::Timings(t) => {
-                let mut map = Map::with_capacity(2);
-                map.insert(
-                    "started_at".into(),
-                    Value::String(crate::files::rfc3339_micros(t.started_at)),
-                );
-                map.insert("elapsed_us".into(), Value::from(t.elapsed_us));
-                Value::Object(map)
-            }
+            // Written as it saves (see `Serialize`); numbers and a time:
+            // it always serializes.
+            typed => serde_json::to_value(typed).unwrap_or(Value::Null),
         }
     }
 
@@ -181,19 +173,12 @@ impl Metadata {
     }
 }
 
-/// A key, borrowed from the known ones when it is one of them.
-pub(crate) fn key_of(key: &str) -> Key {
+/// A key, borrowed from the known ones when it is one of them, else
+/// owned (an owned key is kept as it is, not copied).
+pub(crate) fn key_of(key: Cow<'_, str>) -> Key {
     match KNOWN_KEYS.iter().find(|k| **k == key) {
         Some(known) => Cow::Borrowed(known),
-        None => Cow::Owned(key.to_string()),
-    }
-}
-
-/// [`key_of`] for an owned key, kept as it is when it is not a known one.
-pub(crate) fn key_owned(key: String) -> Key {
-    match KNOWN_KEYS.iter().find(|k| **k == key) {
-        Some(known) => Cow::Borrowed(known),
-        None => Cow::Owned(key),
+        None => Cow::Owned(key.into_owned()),
     }
 }
 
@@ -201,7 +186,7 @@ impl From<Map<String, Value>> for Metadata {
     fn from(map: Map<String, Value>) -> Self {
         Metadata(
             map.into_iter()
-                .map(|(k, v)| (key_owned(k), Entry::Json(v)))
+                .map(|(k, v)| (key_of(Cow::Owned(k)), Entry::Json(v)))
                 .collect(),
         )
     }
@@ -228,7 +213,7 @@ impl<'de> Deserialize<'de> for Metadata {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
                 while let Some(key) = map.next_key::<KeyText<'de>>()? {
-                    let key = key_of(&key.0);
+                    let key = key_of(key.0);
                     // The library's own values are read typed when their
                     // JSON is exactly what the typed value writes.
                     let value = match key.as_ref() {
@@ -369,9 +354,10 @@ impl<'de> Deserialize<'de> for Fields<'de> {
                     fields.push((key.0, value));
                 }
                 // A key given twice reads as a JSON object does.
-                let mut seen = fields.iter().map(|(k, _)| k.as_ref()).collect::<Vec<_>>();
-                seen.sort_unstable();
-                if seen.windows(2).any(|w| w[0] == w[1]) {
+                let twice = |(i, (key, _)): (usize, &(Cow<'_, str>, Value))| {
+                    fields[..i].iter().any(|(earlier, _)| earlier == key)
+                };
+                if fields.iter().enumerate().any(twice) {
                     return Ok(Fields::Other(Fields::Object(fields).into_value()));
                 }
                 Ok(Fields::Object(fields))

@@ -246,7 +246,7 @@ impl NodeRef {
 
     /// Sets one metadata value.
     pub fn set_metadata(&self, key: impl Into<String>, value: Value) {
-        let key = metadata::key_owned(key.into());
+        let key = metadata::key_of(std::borrow::Cow::Owned(key.into()));
         self.edit_metadata(|m| m.insert(key, value));
     }
 

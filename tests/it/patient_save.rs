@@ -77,8 +77,10 @@ fn lists(dir: &std::path::Path, lost: usize) -> Arc<LostReplies> {
     })
 }
 
-#[tokio::test]
-async fn a_save_that_landed_before_its_reply_was_lost_is_not_a_conflict_with_itself() {
+/// A network saved once, then given a node; the store's next reply (to
+/// the save of that change) will be lost.
+async fn saved_then_changed_with_a_reply_to_lose(
+) -> (tempfile::TempDir, Arc<LostReplies>, RunnableNetwork) {
     let dir = tempfile::tempdir().unwrap();
     let list = lists(dir.path(), 0);
     let net = RunnableNetwork::builder().name("outage").build();
@@ -88,6 +90,12 @@ async fn a_save_that_landed_before_its_reply_was_lost_is_not_a_conflict_with_its
         HumanNode::new("hello");
     }
     list.lost.store(1, Ordering::SeqCst);
+    (dir, list, net)
+}
+
+#[tokio::test]
+async fn a_save_that_landed_before_its_reply_was_lost_is_not_a_conflict_with_itself() {
+    let (_dir, list, net) = saved_then_changed_with_a_reply_to_lose().await;
     // A plain retry meets its own write as a newer revision.
     let plain = {
         let again = list.save(&net).await;
@@ -107,15 +115,7 @@ async fn a_save_that_landed_before_its_reply_was_lost_is_not_a_conflict_with_its
     );
 
     // The patient save knows its own write.
-    let dir = tempfile::tempdir().unwrap();
-    let list = lists(dir.path(), 0);
-    let net = RunnableNetwork::builder().name("outage").build();
-    list.save(&net).await.unwrap();
-    {
-        let _s = net.enter();
-        HumanNode::new("hello");
-    }
-    list.lost.store(1, Ordering::SeqCst);
+    let (_dir, list, net) = saved_then_changed_with_a_reply_to_lose().await;
     let info = save_patiently(list.as_ref(), &net, Duration::from_secs(5), "test")
         .await
         .unwrap();

@@ -40,17 +40,16 @@ pub(crate) enum Counted {
 /// Counts one call of `name` in `calls` (one kind's counts of the
 /// current run, looked up by name: no key is built per call) unless that
 /// makes more than `limit`; `Err(limit)` then (the call is not counted).
-fn add(calls: &mut HashMap<String, usize>, name: &str, limit: Option<usize>) -> Result<(), usize> {
-    let over = |count: usize| limit.filter(|limit| count >= *limit);
+fn add(calls: &mut HashMap<String, usize>, name: &str, limit: usize) -> Result<(), usize> {
     match calls.get_mut(name) {
         Some(count) => {
-            if let Some(limit) = over(*count) {
+            if *count >= limit {
                 return Err(limit);
             }
             *count += 1;
         }
         None => {
-            if let Some(limit) = over(0) {
+            if limit == 0 {
                 return Err(limit);
             }
             calls.insert(name.to_string(), 1);
@@ -143,6 +142,11 @@ pub(crate) fn count_call(net: &RunnableNetwork, what: Counted, name: &str) -> Re
             .as_u64()
             .and_then(|limit| usize::try_from(limit).ok())
     });
+    // Only limited calls are counted: a limit set while a run goes on
+    // counts from then.
+    let Some(limit) = limit else {
+        return Ok(());
+    };
     add(&mut net.0.run_calls.lock()[what.index()], name, limit)
 }
 

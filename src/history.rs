@@ -296,7 +296,7 @@ impl History {
     /// first up to the newest, memoized per cell under `key`: walks back
     /// to the newest memoized cell only.
     fn running_sum(&self, key: &'static str, count: &dyn Fn(&Message) -> u64) -> u64 {
-        let mut pending: Vec<&Cell> = Vec::new();
+        let mut pending: smallvec::SmallVec<[&Cell; 4]> = smallvec::SmallVec::new();
         let mut sum = 0;
         let mut cur = self.head.as_deref();
         while let Some(cell) = cur {

@@ -273,6 +273,7 @@ pub mod tool_args;
 mod tool_call;
 mod tool_executor;
 mod tool_retry;
+mod tool_specs;
 mod typed_answers;
 mod usage;
 
@@ -327,6 +328,7 @@ pub use routing::CHAT_STEP;
 pub use run::{Hooks, InvokeOutcome, NetworkModifier, HELD_INSIDE};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
+pub use tool_specs::ToolSpecs;
 pub use typed_answers::MAX_ANSWERS;
 pub use usage::{
     TokenCounts, UsageEstimator, UsageExt, UsageTotals, RESPONSE_MODEL_KEY, TOKEN_USAGE_KEY,

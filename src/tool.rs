@@ -172,6 +172,14 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether [`Tool::spec`] stays the same for the life of this tool
+    /// object. A network then reads it once and shares it with every turn
+    /// while its tools stay the same (default `false`: read every turn,
+    /// for a tool whose description or schema follows some state).
+    fn fixed_spec(&self) -> bool {
+        false
+    }
+
     /// The spec the model sees.
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -284,6 +292,12 @@ pub trait TypedTool: Send + Sync {
         None
     }
 
+    /// Whether the name, description and parameters stay the same for the
+    /// life of this tool object ([`Tool::fixed_spec`]; default `false`).
+    fn fixed_spec(&self) -> bool {
+        false
+    }
+
     /// Runs one call with its arguments read. `Err` is an error result the
     /// model reads.
     fn call(
@@ -309,6 +323,10 @@ impl<T: TypedTool> Tool for T {
 
     fn timeout(&self) -> Option<std::time::Duration> {
         TypedTool::timeout(self)
+    }
+
+    fn fixed_spec(&self) -> bool {
+        TypedTool::fixed_spec(self)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -386,6 +404,9 @@ impl Tool for FnTool {
     }
     fn spec(&self) -> ToolSpec {
         self.spec.clone()
+    }
+    fn fixed_spec(&self) -> bool {
+        true
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         (self.func)(args, ctx.clone()).await

@@ -32,26 +32,31 @@ impl NetworkModifier for ChatLoop {
         -100
     }
 
-    // Only on_begin_invoke: a run skips the rest.
+    // Only the start of a run, which never waits: a run skips the rest.
     fn hooks(&self) -> Hooks {
-        Hooks::NONE
+        Hooks {
+            begin_invoke: false,
+            begin_invoke_now: true,
+            end_invoke: false,
+            ..Hooks::NONE
+        }
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
-    async fn on_begin_invoke(&self, network: &RunnableNetwork) -> Result<()> {
-        let Some(kind) = network.default_node() else {
-            return Ok(());
-        };
+    fn on_begin_invoke_now(&self, network: &RunnableNetwork) -> Result<()> {
         let Some(leaf) = network.current_leaf() else {
             return Ok(());
         };
         if leaf.downcast::<HumanNode>().is_none() {
             return Ok(());
         }
-        let node = crate::node::kinds::create_node(&kind)?;
+        let Some(node) = network.new_default_node() else {
+            return Ok(());
+        };
+        let node = node?;
         network.add_node_with_parents(&node, &[leaf.id()])
     }
 }

@@ -41,6 +41,8 @@ impl NetworkModifier for ToolLoop {
     fn hooks(&self) -> Hooks {
         Hooks {
             post_invoke_now: true,
+            begin_invoke: false,
+            end_invoke: false,
             ..Hooks::NONE
         }
     }

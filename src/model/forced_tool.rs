@@ -33,7 +33,7 @@ fn forced(request: &ChatRequest, by_name: bool) -> Cow<'_, ChatRequest> {
         return Cow::Borrowed(request);
     };
     let mut forced = request.clone();
-    forced.tools.push(ToolSpec {
+    forced.tools.to_mut().push(ToolSpec {
         name: schema.name().to_string(),
         description: "Give your final answer: call this with it as the arguments.".to_string(),
         parameters: schema.tool_parameters(),

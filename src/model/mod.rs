@@ -32,7 +32,6 @@ use crate::error::ModelError;
 use crate::history::History;
 use crate::message::{Message, ToolCall};
 use crate::node::NodeId;
-use crate::tool::ToolSpec;
 
 /// What a chat node asks a model.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +42,7 @@ pub struct ChatRequest {
     /// conversation's own system messages.
     pub system: Vec<String>,
     /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    pub tools: crate::tool_specs::ToolSpecs,
     /// The chat node making the request, when there is one.
     pub node_id: Option<NodeId>,
     /// Whether and which tool the model must call; `None` leaves it to
@@ -148,6 +147,11 @@ impl ChatResponse {
     /// The answer as an AI message.
     pub fn to_message(&self) -> Message {
         Message::ai_with_tools(self.content.clone(), self.tool_calls.clone())
+    }
+
+    /// The answer as an AI message, without copying its text and calls.
+    pub(crate) fn into_message(self) -> Message {
+        Message::ai_with_tools(self.content, self.tool_calls)
     }
 }
 

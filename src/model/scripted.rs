@@ -143,10 +143,12 @@ impl ScriptedChatModel {
         } else {
             n
         };
-        self.turns.get(index).ok_or(ModelError::ScriptExhausted {
-            name: self.name.clone(),
-            played: self.turns.len(),
-        })
+        self.turns
+            .get(index)
+            .ok_or_else(|| ModelError::ScriptExhausted {
+                name: self.name.clone(),
+                played: self.turns.len(),
+            })
     }
 }
 

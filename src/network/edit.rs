@@ -123,7 +123,7 @@ impl RunnableNetwork {
                     }
                     let mut seen = HashSet::new();
                     next.retain(|p| seen.insert(*p));
-                    *list = next;
+                    *list = smallvec::SmallVec::from_vec(next);
                 });
                 for p in &parents {
                     g.link_once(*c, *p);

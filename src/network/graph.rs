@@ -27,6 +27,12 @@ use crate::node::{NodeId, NodeRef};
 /// maps of a run use `SmallIdMap`, keyed by the ids already in the graph).
 type Seeded = foldhash::fast::RandomState;
 
+/// A node's children, in the order they were connected.
+type Children = smallvec::SmallVec<[NodeId; 1]>;
+
+/// Nodes in an order, the few of a run's pass kept inline.
+pub(crate) type Ordered = smallvec::SmallVec<[NodeRef; 4]>;
+
 pub(crate) struct Graph {
     pub(crate) id: uuid::Uuid,
     pub(crate) name: String,
@@ -34,7 +40,8 @@ pub(crate) struct Graph {
     pub(crate) default_node: Option<String>,
     pub(crate) chat_model_name: Option<String>,
     nodes: IndexMap<NodeId, NodeRef, Seeded>,
-    children: HashMap<NodeId, Vec<NodeId>, Seeded>,
+    /// Most nodes have one child (a chain): kept inline.
+    children: HashMap<NodeId, Children, Seeded>,
     /// Nodes not yet invoked, by the sequence number they were added with
     /// (so a pass finds them without scanning the whole graph).
     pending: BTreeMap<u64, NodeId>,
@@ -85,7 +92,7 @@ impl Graph {
     }
 
     pub(super) fn children_of(&self, id: NodeId) -> &[NodeId] {
-        self.children.get(&id).map_or(&[], Vec::as_slice)
+        self.children.get(&id).map_or(&[], Children::as_slice)
     }
 
     pub(super) fn current_leaf(&self) -> Option<&NodeRef> {
@@ -153,7 +160,7 @@ impl Graph {
     ) -> std::result::Result<(), Arc<NetworkInner>> {
         let id = node.id();
         let seq = self.next_seq;
-        let invoked = node.bind(network, parents.to_vec(), seq, added_by)?;
+        let invoked = node.bind(network, parents, seq, added_by)?;
         self.next_seq += 1;
         if !invoked {
             self.pending.insert(seq, id);
@@ -170,7 +177,7 @@ impl Graph {
     /// their (now dangling) parent id for the caller to rewire.
     pub(super) fn take(&mut self, node: &NodeRef) -> Vec<NodeId> {
         let id = node.id();
-        let children = self.children.remove(&id).unwrap_or_default();
+        let children = self.children.remove(&id).unwrap_or_default().into_vec();
         self.unlink(id, &node.parents());
         self.nested.remove(&id);
         if self.nodes.shift_remove(&id).is_some() {
@@ -204,7 +211,8 @@ impl Graph {
         // cache (one still to run, which forgets below it when it runs)
         // nothing is read before then, so a long chain of pending nodes
         // costs nothing here.
-        let mut stack: Vec<NodeId> = self.children_of(node.id()).to_vec();
+        let mut stack: smallvec::SmallVec<[NodeId; 4]> =
+            smallvec::SmallVec::from_slice(self.children_of(node.id()));
         while let Some(id) = stack.pop() {
             if let Some(n) = self.nodes.get(&id)
                 && n.has_cached_history()
@@ -292,7 +300,7 @@ impl RunnableNetwork {
     pub fn topological_order(&self) -> Vec<NodeRef> {
         let g = self.0.graph.lock();
         let ids: Vec<NodeId> = g.nodes.keys().copied().collect();
-        topological(&g, &ids)
+        topological(&g, &ids).into_vec()
     }
 
     /// See [`Events::additions`](crate::Events::additions).
@@ -318,6 +326,11 @@ impl RunnableNetwork {
 
     /// Nodes that have not run yet, parents before children.
     pub fn pending(&self) -> Vec<NodeRef> {
+        self.pending_in_order().into_vec()
+    }
+
+    /// [`pending`](Self::pending), the few of a run's pass kept inline.
+    pub(crate) fn pending_in_order(&self) -> Ordered {
         let g = self.0.graph.lock();
         if g.pending.len() <= 1 {
             // The usual case between turns: nothing to order.
@@ -327,7 +340,7 @@ impl RunnableNetwork {
                 .filter_map(|id| g.nodes.get(id).cloned())
                 .collect();
         }
-        let ids: Vec<NodeId> = g.pending.values().copied().collect();
+        let ids: smallvec::SmallVec<[NodeId; 4]> = g.pending.values().copied().collect();
         topological(&g, &ids)
     }
 
@@ -340,13 +353,13 @@ impl RunnableNetwork {
             .collect()
     }
 
-    /// Nodes that have not run yet, in no particular order (cheaper than
-    /// [`pending`](Self::pending) when the order does not matter).
-    pub(crate) fn pending_unordered(&self) -> Vec<NodeRef> {
+    /// The sub-network nodes that have not run yet, in no particular order
+    /// (nothing to copy in a network without sub-networks).
+    pub(crate) fn pending_nested(&self) -> Vec<NodeRef> {
         let g = self.0.graph.lock();
-        g.pending
-            .values()
-            .filter_map(|id| g.nodes.get(id).cloned())
+        g.nested()
+            .filter(|n| g.pending.contains_key(&n.seq()))
+            .cloned()
             .collect()
     }
 
@@ -358,14 +371,15 @@ impl RunnableNetwork {
 
 /// Kahn's algorithm over `ids` only (edges to nodes outside are ignored);
 /// ties keep the order of `ids`.
-pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
+pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Ordered {
     let mut index = crate::node::SmallIdMap::with_capacity(ids.len());
     for (i, id) in ids.iter().enumerate() {
         index.insert(*id, i);
     }
     // Usually every node came after its parents (a node joins below nodes
     // already there): then `ids` is the order, and ties keep it.
-    let nodes: Vec<&NodeRef> = ids.iter().filter_map(|id| g.nodes.get(id)).collect();
+    let nodes: smallvec::SmallVec<[&NodeRef; 4]> =
+        ids.iter().filter_map(|id| g.nodes.get(id)).collect();
     let in_order = nodes.len() == ids.len()
         && nodes.iter().enumerate().all(|(i, n)| {
             n.with_parent_ids(|ps| ps.iter().all(|p| index.get(p).is_none_or(|&pi| pi < i)))
@@ -384,7 +398,7 @@ pub(super) fn topological(g: &Graph, ids: &[NodeId]) -> Vec<NodeRef> {
         .filter(|(_, d)| **d == 0)
         .map(|(i, _)| std::cmp::Reverse(i))
         .collect();
-    let mut out = Vec::with_capacity(ids.len());
+    let mut out = Ordered::with_capacity(ids.len());
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         let id = ids[i];
         if let Some(n) = g.nodes.get(&id) {

@@ -41,7 +41,7 @@ use crate::files::Files;
 use crate::message::Message;
 
 pub use builder::NetworkBuilder;
-pub(crate) use graph::Graph;
+pub(crate) use graph::{Graph, Ordered};
 pub(crate) use runtime::Runtime;
 pub use scope::ScopeGuard;
 
@@ -111,6 +111,8 @@ pub(crate) struct NetworkInner {
     /// Calls per tool (`[0]`) and per model (`[1]`) in the current
     /// `invoke`, by name (runtime only; see `call_limits.rs`).
     pub(crate) run_calls: Mutex<[std::collections::HashMap<String, usize>; 2]>,
+    /// The tool specs of the last chat request, while its tools stay.
+    pub(crate) tool_specs: crate::tool_specs::SpecMemory,
 }
 
 impl NetworkInner {
@@ -167,6 +169,7 @@ impl RunnableNetwork {
             snapshots_gen: AtomicU64::new(0),
             upgraded: AtomicBool::new(false),
             run_calls: Mutex::new(Default::default()),
+            tool_specs: Default::default(),
         }))
     }
 
@@ -244,6 +247,21 @@ impl RunnableNetwork {
     /// The node kind the chat loop adds after a human leaf.
     pub(crate) fn default_node(&self) -> Option<String> {
         self.0.graph.lock().default_node.clone()
+    }
+
+    /// A new, detached node of the default kind, if there is one.
+    pub(crate) fn new_default_node(&self) -> Option<Result<crate::node::NodeRef>> {
+        {
+            let g = self.0.graph.lock();
+            let kind = g.default_node.as_deref()?;
+            // A built-in kind is made in place: no copy of its name (and
+            // nothing of the network is touched while the lock is held).
+            if let Some(node) = crate::node::kinds::create_built_in(kind) {
+                return Some(Ok(node));
+            }
+        }
+        let kind = self.default_node()?;
+        Some(crate::node::kinds::create_node(&kind))
     }
 
     /// Sets the default node kind.

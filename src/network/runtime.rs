@@ -302,6 +302,12 @@ impl Events for RunnableNetwork {
 }
 
 impl RunnableNetwork {
+    /// The specs of [`Attachments::tools`], shared with the last request
+    /// while the tools stay the same (see `crate::tool_specs`).
+    pub(crate) fn tool_specs(&self) -> crate::tool_specs::ToolSpecs {
+        self.0.tool_specs.specs_of(self.tools())
+    }
+
     /// Drops every runtime attachment (modifiers, tools, models, event
     /// callbacks, the step limit, the outer network) here and in every
     /// sub-network, and attaches the chat and tool loops again: the

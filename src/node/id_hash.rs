@@ -47,7 +47,7 @@ const SMALL: usize = 16;
 /// hash map beyond that — no table to allocate on every turn.
 pub(crate) enum SmallIdMap<V> {
     /// Up to `SMALL` entries.
-    List(Vec<(NodeId, V)>),
+    List(smallvec::SmallVec<[(NodeId, V); 4]>),
     /// More.
     Hashed(IdMap<V>),
 }
@@ -56,7 +56,7 @@ impl<V> SmallIdMap<V> {
     /// Room for `n` entries.
     pub(crate) fn with_capacity(n: usize) -> Self {
         if n <= SMALL {
-            SmallIdMap::List(Vec::with_capacity(n))
+            SmallIdMap::List(smallvec::SmallVec::with_capacity(n))
         } else {
             SmallIdMap::Hashed(IdMap::with_capacity_and_hasher(n, Default::default()))
         }

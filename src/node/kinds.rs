@@ -163,13 +163,18 @@ pub(crate) fn is_immutable(kind: &str) -> bool {
     built_in(kind).is_some_and(|k| k.immutable)
 }
 
+/// A new node of a built-in kind from empty typed fields, as the reader
+/// builds it: no registry lock and no trip through serde. `None` for a
+/// kind the typed reader does not make.
+pub(crate) fn create_built_in(kind: &str) -> Option<NodeRef> {
+    typed(kind, &mut TypedFields::default()).map(NodeRef::detached_shared)
+}
+
 /// A fresh, detached node of a registered kind built from no fields (what
 /// the chat loop adds as the `default_node`).
 pub(crate) fn create_node(kind: &str) -> Result<NodeRef> {
-    // A built-in kind from empty typed fields, as the reader builds it:
-    // no registry lock and no trip through serde.
-    if let Some(logic) = typed(kind, &mut TypedFields::default()) {
-        return Ok(NodeRef::detached_shared(logic));
+    if let Some(node) = create_built_in(kind) {
+        return Ok(node);
     }
     let loader =
         loader(kind).ok_or_else(|| NetworkError::Format(format!("unknown node kind `{kind}`")))?;

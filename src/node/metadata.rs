@@ -59,6 +59,9 @@ pub(crate) enum Entry {
     Usage(Usage),
     /// A run's timings.
     Timings(Timings),
+    /// A string shared with its writer (`added_by`: the modifier's id,
+    /// one copy for every node it adds).
+    Text(std::sync::Arc<str>),
 }
 
 impl Entry {
@@ -66,6 +69,7 @@ impl Entry {
     pub(crate) fn to_value(&self) -> Value {
         match self {
             Entry::Json(v) => v.clone(),
+            Entry::Text(s) => Value::String(s.to_string()),
             // Written as it saves (see `Serialize`); numbers and a time:
             // it always serializes.
             typed => serde_json::to_value(typed).unwrap_or(Value::Null),
@@ -76,6 +80,7 @@ impl Entry {
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Entry::Json(v) => v.as_str(),
+            Entry::Text(s) => Some(s),
             _ => None,
         }
     }
@@ -85,7 +90,7 @@ impl Entry {
         match self {
             Entry::Usage(u) => Some(*u),
             Entry::Json(v) => Usage::deserialize(v).ok(),
-            Entry::Timings(_) => None,
+            Entry::Timings(_) | Entry::Text(_) => None,
         }
     }
 
@@ -98,7 +103,7 @@ impl Entry {
                 .and_then(Value::as_str)
                 .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
                 .map(|t| t.with_timezone(&chrono::Utc)),
-            Entry::Usage(_) => None,
+            Entry::Usage(_) | Entry::Text(_) => None,
         }
     }
 }
@@ -114,6 +119,7 @@ impl Serialize for Entry {
         match self {
             Entry::Json(v) => v.serialize(s),
             Entry::Usage(u) => u.serialize(s),
+            Entry::Text(t) => t.serialize(s),
             Entry::Timings(t) => {
                 let mut map = s.serialize_map(Some(2))?;
                 map.serialize_entry("started_at", &crate::files::rfc3339_micros(t.started_at))?;

@@ -29,7 +29,8 @@ pub(crate) struct NodeState {
     /// The display name; `None` while it is the kind's name (no copy of
     /// the kind per node).
     name: Option<String>,
-    parents: Vec<NodeId>,
+    /// Most nodes have one parent: kept inline.
+    parents: smallvec::SmallVec<[NodeId; 1]>,
     invoked: bool,
     outputs: Option<Arc<Message>>,
     metadata: Metadata,
@@ -113,7 +114,7 @@ impl NodeRef {
             id,
             state: Mutex::new(NodeState {
                 name: name.filter(|name| name != logic.kind()),
-                parents: Vec::new(),
+                parents: smallvec::SmallVec::new(),
                 invoked,
                 outputs,
                 metadata,
@@ -160,7 +161,7 @@ impl NodeRef {
     }
 
     pub(crate) fn parent_ids(&self) -> Vec<NodeId> {
-        self.state().parents.clone()
+        self.state().parents.to_vec()
     }
 
     /// `f` over the parent ids, under the node's lock (no copy). `f` must
@@ -179,11 +180,11 @@ impl NodeRef {
     pub(crate) fn replace_parents(&self, parents: Vec<NodeId>) -> Vec<NodeId> {
         let mut st = self.state();
         self.changed(&mut st);
-        std::mem::replace(&mut st.parents, parents)
+        std::mem::replace(&mut st.parents, smallvec::SmallVec::from_vec(parents)).into_vec()
     }
 
     /// Rewrites the parent list in place.
-    pub(crate) fn edit_parents(&self, edit: impl FnOnce(&mut Vec<NodeId>)) {
+    pub(crate) fn edit_parents(&self, edit: impl FnOnce(&mut smallvec::SmallVec<[NodeId; 1]>)) {
         let mut st = self.state();
         self.changed(&mut st);
         edit(&mut st.parents);
@@ -284,7 +285,7 @@ impl NodeRef {
     pub(crate) fn bind(
         &self,
         network: &Arc<NetworkInner>,
-        parents: Vec<NodeId>,
+        parents: &[NodeId],
         seq: u64,
         added_by: Option<Arc<str>>,
     ) -> Result<bool, Arc<NetworkInner>> {
@@ -293,13 +294,20 @@ impl NodeRef {
             return Err(owner);
         }
         st.network = Arc::downgrade(network);
-        st.parents = parents;
+        st.parents = smallvec::SmallVec::from_slice(parents);
         st.history = None;
         st.seq = seq;
         self.changed(&mut st);
+        // Room for what its run records (the timings; a model turn's
+        // model, usage and finish reason): no growing the list on the way.
+        // A node that ran (loaded, copied by a fork) records nothing more.
+        if !st.invoked {
+            st.metadata
+                .reserve(if self.0.logic.is_model_turn() { 6 } else { 2 });
+        }
         if let Some(by) = added_by {
             st.metadata
-                .insert("added_by", Value::String(by.to_string()));
+                .insert("added_by", crate::node::metadata::Entry::Text(by));
             st.saved = None;
         }
         Ok(st.invoked)

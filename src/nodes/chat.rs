@@ -129,19 +129,16 @@ impl NodeLogic for ChatNode {
             .or_else(|| net.model_for_step(step))
             .ok_or(NetworkError::NoChatModel)?;
         // The step's model, then its fallback chain (`fallback.rs`).
-        let mut chain = vec![name.clone()];
+        let model_named = |name: String| match net.model(&name) {
+            Some(model) => Ok((name, model)),
+            None => Err(NetworkError::UnknownModel(name)),
+        };
+        let mut models: smallvec::SmallVec<[_; 1]> = smallvec::smallvec![model_named(name)?];
         for fallback in net.model_fallbacks_for_step(step) {
-            if !chain.contains(&fallback) {
-                chain.push(fallback);
+            if !models.iter().any(|(name, _)| *name == fallback) {
+                models.push(model_named(fallback)?);
             }
         }
-        let models = chain
-            .into_iter()
-            .map(|name| match net.model(&name) {
-                Some(model) => Ok((name, model)),
-                None => Err(NetworkError::UnknownModel(name)),
-            })
-            .collect::<Result<Vec<_>>>()?;
         let mut answering = 0;
         let mut failed: Vec<(String, String)> = Vec::new();
         let node_id = ctx.node.id();
@@ -152,7 +149,7 @@ impl NodeLogic for ChatNode {
         let mut request = ChatRequest {
             history: ctx.input,
             system: Vec::new(),
-            tools: net.tools().iter().map(|t| t.spec()).collect(),
+            tools: net.tool_specs(),
             node_id: Some(node_id),
             tool_choice: self
                 .tool_choice
@@ -295,7 +292,7 @@ impl NodeLogic for ChatNode {
                     break response;
                 }
                 Err(errors) => {
-                    record(net, &ctx.node, name, &request, &response);
+                    record(net, &ctx.node, name.clone(), &request, &mut response);
                     rejected.push(typed_answers::rejected(&response.content, &errors));
                     ctx.node
                         .set_metadata(typed_answers::REJECTED_KEY, json!(rejected));
@@ -311,26 +308,32 @@ impl NodeLogic for ChatNode {
                 }
             }
         };
-        let name = &models[answering].0;
-        record(net, &ctx.node, name, &request, &response);
-        if response.is_cut_off() {
+        let mut response = response;
+        let cut_off = response.is_cut_off();
+        let empty = response.is_empty();
+        let (name, _) = models.swap_remove(answering);
+        // The name moves into the node's metadata; a copy only to warn.
+        let warned_name = (cut_off || empty).then(|| name.clone());
+        let name_for_warning = warned_name.as_deref().unwrap_or_default();
+        record(net, &ctx.node, name, &request, &mut response);
+        if cut_off {
             tracing::warn!(
                 node = %node_id,
-                model = %name,
+                model = %name_for_warning,
                 "the answer was cut off: the model reached its output limit"
             );
             ctx.node.set_metadata("cut_off", json!(true));
             net.emit(&NetworkEvent::AnswerCutOff { node_id });
         }
-        if response.is_empty() {
+        if empty {
             // Not an error (the network stays valid and the run goes on),
             // but never silent: some servers drop a streamed tool call
             // and answer with nothing.
-            tracing::warn!(node = %node_id, model = %name, "the model answered with no text and no tool calls");
+            tracing::warn!(node = %node_id, model = %name_for_warning, "the model answered with no text and no tool calls");
             ctx.node.set_metadata("empty_answer", json!(true));
             net.emit(&NetworkEvent::EmptyAnswer { node_id });
         }
-        Ok(response.to_message())
+        Ok(response.into_message())
     }
 
     fn save(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
@@ -365,38 +368,44 @@ impl crate::RunnableNetwork {
 }
 
 /// The model, the usage (reported, else estimated) and the finish reason
-/// go to the node; the usage counts in the network's totals.
+/// go to the node; the usage counts in the network's totals. The
+/// response's model and finish reason move into the node's metadata
+/// (read what you need of them first).
 fn record(
     net: &crate::RunnableNetwork,
     node: &NodeRef,
-    name: &str,
+    name: String,
     request: &ChatRequest,
-    response: &crate::model::ChatResponse,
+    response: &mut crate::model::ChatResponse,
 ) {
     let usage = match response.usage {
         Some(usage) => usage,
         None => net.usage_estimator().estimate(request, response),
     };
-    let response_model = response.model.as_deref().filter(|m| !m.is_empty());
+    crate::telemetry::record_chat(&tracing::Span::current(), request, response, &usage);
+    let response_model = response.model.take().filter(|m| !m.is_empty());
     // Before the node carries its usage: a network without totals yet
     // counts its nodes' usage first, this call's then.
-    net.record_usage(response_model.unwrap_or(name), &usage);
-    crate::telemetry::record_chat(&tracing::Span::current(), request, response, &usage);
+    net.record_usage(response_model.as_deref().unwrap_or(&name), &usage);
+    let finish_reason = response.finish_reason.take();
     // One edit of the node (one lock, one version) for what a call records.
     node.edit_metadata(|m| {
         // What this call records, and the timings the run adds after it:
         // room for them at once (no growing the map on the way).
         m.reserve(5);
-        m.insert("chat_model_name", json!(name));
+        m.insert("chat_model_name", serde_json::Value::String(name));
         if let Some(model) = response_model {
-            m.insert(crate::usage::RESPONSE_MODEL_KEY, json!(model));
+            m.insert(
+                crate::usage::RESPONSE_MODEL_KEY,
+                serde_json::Value::String(model),
+            );
         }
         m.insert(
             crate::usage::TOKEN_USAGE_KEY,
             crate::node::metadata::Entry::Usage(usage),
         );
-        if let Some(reason) = &response.finish_reason {
-            m.insert("finish_reason", json!(reason));
+        if let Some(reason) = finish_reason {
+            m.insert("finish_reason", serde_json::Value::String(reason));
         }
     });
 }

@@ -16,7 +16,7 @@
 //! outer `invoke` releases it ([`settle`]) and runs it again: its inner
 //! network runs only what it had not run.
 
-use crate::network::RunnableNetwork;
+use crate::network::{Ordered, RunnableNetwork};
 use crate::node::NodeRef;
 
 /// The node metadata key that holds a node back (its value says why).
@@ -48,7 +48,7 @@ impl NodeRef {
 /// Releases the sub-network nodes held for [`HELD_INSIDE`] whose inner
 /// networks can go on (something released inside, at any depth).
 pub(crate) fn settle(network: &RunnableNetwork) {
-    for node in network.pending_unordered() {
+    for node in network.pending_nested() {
         let Some(sub) = node.logic().inner_network() else {
             continue;
         };
@@ -56,7 +56,7 @@ pub(crate) fn settle(network: &RunnableNetwork) {
             continue;
         }
         settle(sub);
-        if !ready(sub.pending()).is_empty() {
+        if !ready(sub.pending_in_order()).is_empty() {
             node.release();
         }
     }
@@ -64,18 +64,16 @@ pub(crate) fn settle(network: &RunnableNetwork) {
 
 /// The nodes of a pending order that may run: not held, and below no held
 /// node of the order.
-pub(crate) fn ready(order: Vec<NodeRef>) -> Vec<NodeRef> {
+pub(crate) fn ready(mut order: Ordered) -> Ordered {
     let mut blocked = crate::node::IdSet::default();
+    order.retain(|n| {
+        let waits = n.held().is_some()
+            || (!blocked.is_empty()
+                && n.with_parent_ids(|ps| ps.iter().any(|p| blocked.contains(p))));
+        if waits {
+            blocked.insert(n.id());
+        }
+        !waits
+    });
     order
-        .into_iter()
-        .filter(|n| {
-            let waits = n.held().is_some()
-                || (!blocked.is_empty()
-                    && n.with_parent_ids(|ps| ps.iter().any(|p| blocked.contains(p))));
-            if waits {
-                blocked.insert(n.id());
-            }
-            !waits
-        })
-        .collect()
 }

@@ -20,9 +20,9 @@ type Modifiers = Arc<[Arc<dyn NetworkModifier>]>;
 /// The modifiers of one run that have each per-node hook, sorted out once
 /// per run (see [`super::has_hook`]).
 struct NodeHooks {
-    pre: Vec<Arc<dyn NetworkModifier>>,
+    pre: smallvec::SmallVec<[Arc<dyn NetworkModifier>; 2]>,
     /// With whether each is called directly (`on_post_invoke_now`).
-    post: Vec<(Arc<dyn NetworkModifier>, bool)>,
+    post: smallvec::SmallVec<[(Arc<dyn NetworkModifier>, bool); 2]>,
 }
 
 pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -> Result<Message> {
@@ -42,13 +42,22 @@ pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -
         // on now (a nested call was decided), run again.
         super::hold::settle(net);
         for m in modifiers.iter() {
-            hook(m, m.on_begin_invoke(net)).await?;
+            let hooks = m.hooks();
+            if hooks.begin_invoke_now {
+                // A hook that never waits: no future to box.
+                super::hook_sync(m, || m.on_begin_invoke_now(net))?;
+            } else if hooks.begin_invoke {
+                hook(m, m.on_begin_invoke(net)).await?;
+            }
         }
         run_passes(net, &modifiers).await
     }
     .await;
     let outcome = outcome_of(net, &result);
     for m in modifiers.iter() {
+        if !m.hooks().end_invoke {
+            continue;
+        }
         if let Err(e) = hook(m, m.on_end_invoke(net, &outcome)).await {
             if result.is_ok() {
                 result = Err(e);
@@ -68,9 +77,8 @@ pub(crate) async fn invoke_traced(net: &RunnableNetwork, span: &tracing::Span) -
 
 async fn run_passes(net: &RunnableNetwork, modifiers: &Modifiers) -> Result<Message> {
     let hooks = NodeHooks {
-        pre: with_hook(modifiers, NodeHook::PreInvoke),
+        pre: with_hook(modifiers, NodeHook::PreInvoke).collect(),
         post: with_hook(modifiers, NodeHook::PostInvoke)
-            .into_iter()
             .map(|m| {
                 let now = m.hooks().post_invoke_now;
                 (m, now)
@@ -81,27 +89,27 @@ async fn run_passes(net: &RunnableNetwork, modifiers: &Modifiers) -> Result<Mess
     let mut turns = 0usize;
     let mut last: Option<Arc<Message>> = None;
     loop {
-        let order = super::hold::ready(net.pending());
+        let order = super::hold::ready(net.pending_in_order());
         if order.is_empty() {
             break;
         }
         // Nodes that held themselves this pass, and the nodes below
         // them: later waves of the pass leave them for a later invoke.
         let mut waiting = crate::node::IdSet::default();
-        for wave in waves(&order, |id| net.node(id).map(|n| n.seq())) {
-            let wave: Vec<NodeRef> = if waiting.is_empty() {
-                wave
-            } else {
-                wave.into_iter()
-                    .filter(|n| {
-                        let waits = n.parent_ids().iter().any(|p| waiting.contains(p));
-                        if waits {
-                            waiting.insert(n.id());
-                        }
-                        !waits
-                    })
-                    .collect()
-            };
+        let staged = waves(order, |id| net.node(id).map(|n| n.seq()));
+        for wave in staged.chunk_by(|a, b| a.0 == b.0) {
+            let wave: smallvec::SmallVec<[&NodeRef; 4]> = wave
+                .iter()
+                .map(|(_, n)| n)
+                .filter(|n| {
+                    let waits = !waiting.is_empty()
+                        && n.with_parent_ids(|ps| ps.iter().any(|p| waiting.contains(p)));
+                    if waits {
+                        waiting.insert(n.id());
+                    }
+                    !waits
+                })
+                .collect();
             let model_turns = wave.iter().filter(|n| n.logic().is_model_turn()).count();
             if let Some(limit) = limit
                 && turns + model_turns > limit
@@ -236,10 +244,15 @@ fn outcome_of(network: &RunnableNetwork, result: &Result<Message>) -> InvokeOutc
 
 /// Splits a topological order into waves: a node's wave is one past the
 /// latest wave of its parents within `order` (`seq_of` gives a node's
-/// sequence number, for parents outside it).
-fn waves(order: &[NodeRef], seq_of: impl Fn(NodeId) -> Option<u64>) -> Vec<Vec<NodeRef>> {
+/// sequence number, for parents outside it). The nodes with their wave,
+/// sorted by wave (ties keep the order): one list, however many waves.
+fn waves(
+    order: crate::network::Ordered,
+    seq_of: impl Fn(NodeId) -> Option<u64>,
+) -> smallvec::SmallVec<[(usize, NodeRef); 4]> {
     let mut level = crate::node::SmallIdMap::with_capacity(order.len());
-    let mut out: Vec<Vec<NodeRef>> = Vec::new();
+    let mut out = smallvec::SmallVec::<[(usize, NodeRef); 4]>::with_capacity(order.len());
+    let mut waves = 0;
     // A parent that ran (or was given its output) before every pending
     // node was added stands above all of them. One added later may stand
     // below a pending node — a transcript whose answers were given with
@@ -252,17 +265,17 @@ fn waves(order: &[NodeRef], seq_of: impl Fn(NodeId) -> Option<u64>) -> Vec<Vec<N
                 .iter()
                 .map(|p| match level.get(p) {
                     Some(l) => l + 1,
-                    None if seq_of(*p).is_some_and(|s| s > oldest) => out.len(),
+                    None if seq_of(*p).is_some_and(|s| s > oldest) => waves,
                     None => 0,
                 })
                 .max()
                 .unwrap_or(0)
         });
         level.insert(node.id(), l);
-        if out.len() <= l {
-            out.resize_with(l + 1, Vec::new);
-        }
-        out[l].push(node.clone());
+        waves = waves.max(l + 1);
+        out.push((l, node));
     }
+    // Stable: within a wave, the topological order.
+    out.sort_by_key(|(l, _)| *l);
     out
 }

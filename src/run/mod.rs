@@ -78,10 +78,9 @@ pub(crate) fn has_hook(modifier: &dyn NetworkModifier, hook: NodeHook) -> bool {
 pub(crate) fn with_hook(
     modifiers: &[Arc<dyn NetworkModifier>],
     hook: NodeHook,
-) -> Vec<Arc<dyn NetworkModifier>> {
+) -> impl Iterator<Item = Arc<dyn NetworkModifier>> + '_ {
     modifiers
         .iter()
-        .filter(|m| has_hook(m.as_ref(), hook))
+        .filter(move |m| has_hook(m.as_ref(), hook))
         .cloned()
-        .collect()
 }

@@ -30,9 +30,9 @@ pub enum InvokeOutcome {
     Held(Vec<crate::node::NodeId>),
 }
 
-/// Which per-node hooks a modifier implements (see
-/// [`NetworkModifier::hooks`]). A run calls only these: a hook call boxes
-/// a future and scopes a task-local, for every node of a run.
+/// Which hooks a modifier implements (see [`NetworkModifier::hooks`]). A
+/// run calls only these: a hook call boxes a future and scopes a
+/// task-local, for every node of a run (and once at its start and end).
 ///
 /// ```
 /// use lc_agent::Hooks;
@@ -51,6 +51,13 @@ pub struct Hooks {
     pub post_invoke_now: bool,
     /// [`NetworkModifier::on_chat_request`].
     pub chat_request: bool,
+    /// [`NetworkModifier::on_begin_invoke`] (once per run).
+    pub begin_invoke: bool,
+    /// [`NetworkModifier::on_begin_invoke_now`], called instead of
+    /// `on_begin_invoke` (which is then not called).
+    pub begin_invoke_now: bool,
+    /// [`NetworkModifier::on_end_invoke`] (once per run).
+    pub end_invoke: bool,
 }
 
 impl Hooks {
@@ -60,15 +67,21 @@ impl Hooks {
         post_invoke: true,
         post_invoke_now: false,
         chat_request: true,
+        begin_invoke: true,
+        begin_invoke_now: false,
+        end_invoke: true,
     };
 
-    /// No per-node hook (`on_begin_invoke`, `on_end_invoke` and
-    /// `on_node_added` are always called).
+    /// No per-node hook; `on_begin_invoke` and `on_end_invoke` are still
+    /// called (and `on_node_added` always is).
     pub const NONE: Hooks = Hooks {
         pre_invoke: false,
         post_invoke: false,
         post_invoke_now: false,
         chat_request: false,
+        begin_invoke: true,
+        begin_invoke_now: false,
+        end_invoke: true,
     };
 }
 
@@ -106,6 +119,14 @@ pub trait NetworkModifier: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Once, before anything runs, for a hook that never waits: called
+    /// directly (no future to box) instead of `on_begin_invoke` when
+    /// [`NetworkModifier::hooks`] says `begin_invoke_now`. The default
+    /// chat loop adds its chat node this way.
+    fn on_begin_invoke_now(&self, _network: &RunnableNetwork) -> Result<()> {
+        Ok(())
+    }
+
     /// Before a node runs.
     async fn on_pre_invoke(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
         Ok(())
@@ -124,8 +145,8 @@ pub trait NetworkModifier: Send + Sync + 'static {
         Ok(())
     }
 
-    /// The per-node hooks this modifier implements (default
-    /// [`Hooks::ALL`]); a run skips the others.
+    /// The hooks this modifier implements (default [`Hooks::ALL`]); a run
+    /// skips the others.
     fn hooks(&self) -> Hooks {
         Hooks::ALL
     }
@@ -197,9 +218,25 @@ tokio::task_local! {
     static CURRENT_MODIFIER: Arc<dyn NetworkModifier>;
 }
 
-/// The id of the modifier whose hook is running in this task, if any.
+/// The id of the modifier whose hook is running in this task, if any
+/// (one shared copy per id: every node a modifier adds records it).
 pub(crate) fn current_modifier() -> Option<Arc<str>> {
-    CURRENT_MODIFIER.try_with(|m| Arc::from(m.id())).ok()
+    CURRENT_MODIFIER.try_with(|m| interned(m.id())).ok()
+}
+
+/// One shared copy of a modifier id. The ids of a process are few (the
+/// modifiers it builds); past 256 distinct ones a copy is made each time.
+fn interned(id: &str) -> Arc<str> {
+    static IDS: parking_lot::Mutex<Vec<Arc<str>>> = parking_lot::Mutex::new(Vec::new());
+    let mut ids = IDS.lock();
+    if let Some(known) = ids.iter().find(|known| ***known == *id) {
+        return known.clone();
+    }
+    let id: Arc<str> = Arc::from(id);
+    if ids.len() < 256 {
+        ids.push(id.clone());
+    }
+    id
 }
 
 /// Runs one modifier hook with the modifier recorded as the author of any

@@ -172,7 +172,7 @@ async fn the_request_maps_system_tools_tool_calls_and_results() {
         Message::tool_error("Error: invalid arguments", "call:odd id"),
     ]));
     request.system = vec!["Use the tools.".into()];
-    request.tools = vec![weather_tool(), clock_tool()];
+    request.tools = vec![weather_tool(), clock_tool()].into();
 
     model.complete(&request).await.unwrap();
 
@@ -225,7 +225,7 @@ async fn tool_choices_map_to_the_apis_words() {
     ];
     for (n, (choice, wire)) in choices.into_iter().enumerate() {
         let mut request = ask("time?");
-        request.tools = vec![clock_tool()];
+        request.tools = vec![clock_tool()].into();
         request.tool_choice = Some(choice);
         model.complete(&request).await.unwrap();
         assert_eq!(server.body(n)["tool_choice"], wire);

@@ -16,6 +16,7 @@
 //! - `fork` — time travel: forks, branches, edits and rewinds.
 //! - `graph` — building graphs: the scope guard, `>>`, removal, queries.
 //! - `held_inside` — a sub-network holding held work holds the outer run.
+//! - `hooks_and_specs` — the start and end hooks a run calls; shared tool specs.
 //! - `incremental` — incremental saves: journal records, torn tails, old files.
 //! - `invoke` — invocation: passes, modifiers, failures, the step limit.
 //! - `lc_agent_import` — networks saved by NVIDIA's LC Agent, imported.
@@ -43,6 +44,7 @@ mod conformance;
 mod fork;
 mod graph;
 mod held_inside;
+mod hooks_and_specs;
 mod images;
 mod incremental;
 mod invoke;

@@ -177,7 +177,8 @@ async fn request_maps_every_message_kind_and_tools() {
             description: "Current time in time zone `tz`.".into(),
             parameters: json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
         },
-    ];
+    ]
+    .into();
 
     model.complete(&request).await.unwrap();
 
@@ -231,7 +232,7 @@ async fn several_tool_calls_in_one_turn() {
     let server = openai_server(vec![Reply::json(completion(message, "tool_calls"))]).await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Paris and Rome, and the time?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
 
     let answer = model.complete(&request).await.unwrap();
 
@@ -462,7 +463,7 @@ async fn streaming_assembles_split_tool_calls() {
     let server = openai_server(vec![Reply::sse(&split_tool_call_stream())]).await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Paris and the time?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
 
     let (answer, deltas) = stream_collect(&model, &request).await;
     let answer = answer.unwrap();
@@ -979,7 +980,7 @@ async fn a_name_and_id_repeated_in_every_chunk_count_once() {
     .await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Paris?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
 
     let (answer, deltas) = stream_collect(&model, &request).await;
 
@@ -1009,7 +1010,7 @@ async fn the_tool_choice_goes_with_the_tools() {
     let model = server.model().build().unwrap();
     let with = |choice: Option<lc_agent::ToolChoice>| {
         let mut request = ask("hi");
-        request.tools = vec![weather_tool()];
+        request.tools = vec![weather_tool()].into();
         request.tool_choice = choice;
         request
     };
@@ -1111,7 +1112,7 @@ async fn a_server_that_will_not_stream_with_tools_is_asked_unstreamed_from_then_
     .await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Oslo?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
 
     let (answer, deltas) = stream_collect(&model, &request).await;
     let answer = answer.unwrap();
@@ -1151,7 +1152,7 @@ async fn a_bare_500_on_a_streamed_forced_tool_is_asked_unstreamed() {
     .await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Oslo?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
     request.tool_choice = Some(lc_agent::ToolChoice::Tool("get_weather".into()));
 
     let (answer, deltas) = stream_collect(&model, &request).await;
@@ -1172,7 +1173,7 @@ async fn a_bare_500_on_a_streamed_forced_tool_is_asked_unstreamed() {
     let server = openai_server(vec![Reply::raw(500, ""), Reply::raw(500, "")]).await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather in Oslo?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
     let (answer, _) = stream_collect(&model, &request).await;
     assert!(answer.is_err(), "{answer:?}");
     for i in 0..server.requests() {
@@ -1258,7 +1259,7 @@ async fn an_empty_stream_with_auto_tools_is_remembered() {
     .await;
     let model = server.model().build().unwrap();
     let mut request = ask("Weather?");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
 
     assert_eq!(
         stream_collect(&model, &request).await.0.unwrap().content,
@@ -1493,7 +1494,7 @@ async fn a_501_web_page_is_a_short_clear_error() {
     .await;
     let model = server.model().max_retries(0).build().unwrap();
     let mut request = ask("hi");
-    request.tools = vec![weather_tool()];
+    request.tools = vec![weather_tool()].into();
     let (result, _) = stream_collect(&model, &request).await;
     let error = result.unwrap_err();
     let text = error.to_string();

@@ -292,7 +292,7 @@ async fn a_server_that_fails_tool_choice_required_gets_the_schema_tool_by_name()
         .unwrap();
     let with_a_tool = |text: &str| {
         let mut request = with_schema(text);
-        request.tools.push(lc_agent::ToolSpec {
+        request.tools.to_mut().push(lc_agent::ToolSpec {
             name: "lookup".into(),
             description: "Looks a city up.".into(),
             parameters: json!({"type": "object", "properties": {}}),

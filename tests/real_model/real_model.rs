@@ -142,7 +142,8 @@ async fn auto_tool_choice_is_answered_though_the_server_will_not_stream_it() {
         name: "lookup".into(),
         description: "Looks up a word in the dictionary.".into(),
         parameters: json!({"type": "object", "properties": {"word": {"type": "string"}}}),
-    }];
+    }]
+    .into();
 
     for _ in 0..2 {
         let mut deltas = 0;

@@ -83,8 +83,9 @@ fn strip_descriptions(schema: &mut Value) {
 pub(crate) fn make_lean(request: &mut ChatRequest) {
     request
         .tools
+        .to_mut()
         .retain(|t| !LEFT_OUT.contains(&t.name.as_str()));
-    for tool in &mut request.tools {
+    for tool in request.tools.to_mut() {
         if let Some(text) = short_description(&tool.name) {
             tool.description = text.to_string();
             strip_descriptions(&mut tool.parameters);
@@ -151,7 +152,8 @@ mod tests {
         let mut request = ChatRequest {
             tools: ["ls", "read_file", "glob", "write_todos", "task", "mcp_time"]
                 .map(tool)
-                .into(),
+                .into_iter()
+                .collect(),
             system: vec![
                 "## Filesystem\n\nlong".to_string(),
                 "## Planning with `write_todos`\n\nlong".to_string(),

@@ -78,7 +78,7 @@ impl Calibration {
 #[derive(Debug, Default)]
 pub(crate) struct Overhead {
     pub(crate) system: Vec<String>,
-    pub(crate) tools: Vec<lc_agent::ToolSpec>,
+    pub(crate) tools: lc_agent::ToolSpecs,
 }
 
 impl Overhead {

@@ -71,7 +71,7 @@ impl RecordedRequest {
                 .into_iter()
                 .map(|m| m.into_owned())
                 .collect(),
-            tools: request.tools.clone(),
+            tools: request.tools.to_vec(),
             tool_choice: request.tool_choice.clone(),
         }
     }

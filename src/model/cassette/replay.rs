@@ -420,7 +420,8 @@ mod tests {
                 name: "ls".into(),
                 description: tool_description.into(),
                 parameters: json!({}),
-            }],
+            }]
+            .into(),
             tool_choice: Some(ToolChoice::Auto),
             ..ChatRequest::new(crate::History::from_messages([
                 Message::system(system),

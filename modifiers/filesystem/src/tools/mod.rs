@@ -69,6 +69,12 @@ macro_rules! file_tool {
                     .clone()
             }
 
+            // A constant description and the parameters above: a network
+            // reads them once, not every turn.
+            fn fixed_spec(&self) -> bool {
+                true
+            }
+
             async fn call(
                 &self,
                 args: Self::Args<'_>,

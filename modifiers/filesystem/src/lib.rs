@@ -274,8 +274,9 @@ pub use permissions::{
     PROTECTED_PATHS,
 };
 pub use sandbox::{
-    run_helper_if_asked, Bubblewrap, DomainPattern, KeepAlive, Landlock, Prepared, Sandbox,
-    SandboxError, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy, SandboxedProgram,
+    run_helper_if_asked, Bubblewrap, DomainPattern, KeepAlive, KeptSandboxes, Landlock, Prepared,
+    Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy,
+    SandboxedProgram,
 };
 pub use shell::LocalShellBackend;
 pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};

@@ -89,6 +89,8 @@ mod auto;
 mod bubblewrap;
 pub(crate) mod denied;
 pub(crate) mod env;
+mod fd_passing;
+mod kept;
 mod landlock;
 mod limits;
 mod mount_points;
@@ -106,6 +108,7 @@ use std::sync::Arc;
 
 use auto::Auto;
 pub use bubblewrap::Bubblewrap;
+pub use kept::KeptSandboxes;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
 pub use network::{run_helper_if_asked, DomainPattern, SandboxNetwork};
@@ -150,6 +153,15 @@ pub trait SandboxMechanism: Send + Sync + Debug {
         env: &[(OsString, OsString)],
         command: &str,
     ) -> Result<Prepared, String>;
+
+    /// Sandboxes kept across the commands of one [`Sandbox`], when this
+    /// mechanism keeps them (bubblewrap with a spawner program: see
+    /// [`KeptSandboxes`]); `None`, the default, runs every command through
+    /// [`SandboxMechanism::prepare`]. [`Sandbox::with_mechanism`] calls it
+    /// once.
+    fn kept_sandboxes(&self) -> Option<KeptSandboxes> {
+        None
+    }
 }
 
 /// A command a [`SandboxMechanism`] made ready: the process to spawn and
@@ -195,6 +207,9 @@ impl Debug for Prepared {
 pub struct Sandbox {
     policy: SandboxPolicy,
     mechanism: Option<Arc<dyn SandboxMechanism>>,
+    /// The mechanism's kept sandboxes, shared by this sandbox's clones and
+    /// ended with the last of them.
+    kept: Option<Arc<KeptSandboxes>>,
 }
 
 impl Sandbox {
@@ -237,6 +252,7 @@ impl Sandbox {
             return Ok(Self {
                 policy,
                 mechanism: None,
+                kept: None,
             });
         }
         mechanism.check().map_err(|reason| SandboxError {
@@ -245,6 +261,7 @@ impl Sandbox {
         })?;
         Ok(Self {
             policy,
+            kept: mechanism.kept_sandboxes().map(Arc::new),
             mechanism: Some(mechanism),
         })
     }
@@ -266,5 +283,10 @@ impl Sandbox {
 
     pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {
         self.mechanism.as_ref()
+    }
+
+    /// The kept sandboxes commands run in, when the mechanism keeps them.
+    pub(crate) fn kept(&self) -> Option<&KeptSandboxes> {
+        self.kept.as_deref()
     }
 }

@@ -25,7 +25,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use helper::run_helper_if_asked;
-pub(crate) use helper::{helper_program, HELPER_PORT};
+pub(crate) use helper::{helper_program, serve_connections, HELPER_PORT};
 pub(crate) use proxy::Proxy;
 
 /// The network a sandboxed command gets (serde and CLI names `off`, `on`,

@@ -52,9 +52,15 @@ pub(super) struct Features {
 /// The self-check's result, once per process.
 static CHECKED: OnceLock<Result<Features, String>> = OnceLock::new();
 
-/// The compiled filters' bytes: a command's without and with the
-/// network, then a kept sandbox's spawner's (`kept/`) without and with.
-static FILTERS: OnceLock<Result<[Vec<u8>; 4], String>> = OnceLock::new();
+/// The compiled filters' bytes, each compiled when first needed: a
+/// command's without and with the network, then a kept sandbox's
+/// spawner's (`kept/`) without and with.
+static FILTERS: [OnceLock<Result<Vec<u8>, String>>; 4] = [
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+];
 
 /// Where the network helper (this program) is bound inside the sandbox.
 pub(super) const HELPER_PATH: &str = "/run/lc-agent/helper";
@@ -85,18 +91,23 @@ fn arg(args: &mut Vec<OsString>, items: &[&dyn AsRef<std::ffi::OsStr>]) {
 /// kept sandbox's spawner's), in a pipe whose read end (close on exec in
 /// this process) the command's `bwrap` gets.
 pub(super) fn filter_pipe(network: bool, spawner: bool) -> Result<OwnedFd, String> {
-    let filters = FILTERS
+    let index = usize::from(network) + 2 * usize::from(spawner);
+    let bytes = FILTERS[index]
         .get_or_init(|| {
-            Ok([
-                seccomp::to_bytes(&seccomp::filter(Sockets::None)?),
-                seccomp::to_bytes(&seccomp::filter(Sockets::Inet)?),
-                seccomp::to_bytes(&seccomp::spawner_filter(Sockets::None)?),
-                seccomp::to_bytes(&seccomp::spawner_filter(Sockets::Inet)?),
-            ])
+            let sockets = if network {
+                Sockets::Inet
+            } else {
+                Sockets::None
+            };
+            let program = if spawner {
+                seccomp::spawner_filter(sockets)?
+            } else {
+                seccomp::filter(sockets)?
+            };
+            Ok(seccomp::to_bytes(&program))
         })
         .as_ref()
         .map_err(|e| format!("seccomp: {e}"))?;
-    let bytes = &filters[usize::from(network) + 2 * usize::from(spawner)];
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

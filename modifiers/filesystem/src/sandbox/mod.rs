@@ -13,6 +13,10 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
+//!    ├─ kept/: in a long process, bubblewrap sandboxes kept across
+//!    │         commands (one per policy, a spawner inside starts each
+//!    │         command; its security review is in its docs)
+//!    ├─ fd_passing.rs: descriptors over Unix sockets (SCM_RIGHTS, rustix)
 //!    ├─ network/: off | on | allow — a domain allow-list's egress proxy
 //!    │            (proxy.rs) and bubblewrap's in-sandbox helper (helper.rs)
 //!    ├─ denied.rs: the running call's path `deny` rules, as hidden and
@@ -39,11 +43,16 @@
 //! [`Bubblewrap`] (`bwrap`) is the default wherever it can make a
 //! sandbox, in every mode: mount namespaces give exactly the read set,
 //! protected paths bound back read-only (a missing one over an empty
-//! directory made for the command, `mount_points.rs`), a private `/tmp`;
+//! directory made for the command, `mount_points.rs`), a private `/tmp`
+//! and `/dev/shm`, the sandbox's own `/` and `/dev` read-only;
 //! a network namespace removes the network; a PID namespace ends every
 //! process with the sandbox and hides the host's processes; a user
 //! namespace with no nested ones (started by root, the command is
-//! `nobody` inside). [`Landlock`] confines `sh` itself between fork and
+//! `nobody` inside). In a long process (the agent, the server, `mcp
+//! --shell`) one sandbox per policy is kept across commands, a spawner
+//! inside starting each command in it (`kept/`: a command then costs a
+//! `fork` and an `exec`, not a whole `bwrap`; nothing of one command
+//! reaches the next). [`Landlock`] confines `sh` itself between fork and
 //! exec (Landlock ABI 6: filesystem, TCP bind/connect, signal and
 //! abstract-socket scopes, plus the filter), with no namespaces: the
 //! fallback where bubblewrap is missing or user namespaces are refused

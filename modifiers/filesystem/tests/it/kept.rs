@@ -213,3 +213,39 @@ async fn parallel_commands_get_sandboxes_of_their_own() {
     };
     assert_ne!(ns(&a), ns(&b), "two commands in one sandbox at once");
 }
+
+/// A spawner that never serves (here `/bin/false`, which exits at once)
+/// only costs the kept sandbox: commands then get a `bwrap` each, as
+/// confined as ever, never run any other way.
+#[needs(bwrap)]
+#[tokio::test]
+async fn a_spawner_that_does_not_serve_leaves_commands_confined() {
+    let site = site();
+    let sandbox = Sandbox::with_mechanism(
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite),
+        std::sync::Arc::new(Bubblewrap::keeping("/bin/false")),
+    )
+    .unwrap();
+    let shell = LocalShellBackend::sandboxed(FilesystemBackend::new(&site.root).unwrap(), sandbox);
+    let started = Instant::now();
+    for _ in 0..2 {
+        let out = exec(
+            &shell,
+            &format!("{NAMESPACE}; touch /etc/x 2>&1; touch .git/y 2>&1; echo ran > ran.txt"),
+            10,
+        )
+        .await;
+        assert!(out.starts_with("pid:["), "{out}");
+        assert!(out.matches("Read-only file system").count() == 2, "{out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(site.root.join("ran.txt")).unwrap(),
+        "ran\n"
+    );
+    // Seen at once, not at the start's timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

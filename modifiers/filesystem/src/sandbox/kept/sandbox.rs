@@ -130,9 +130,12 @@ impl Kept {
         let network = policy.network != SandboxNetwork::Off;
         let spawner_filter = filter_pipe(network, true)?;
         let command_filter = filter_pipe(network, false)?;
-        let (ours, theirs) = super::super::fd_passing::socket_pair(rustix::net::SocketType::STREAM)
+        let (ours, first) = super::super::fd_passing::socket_pair(rustix::net::SocketType::STREAM)
             .map_err(|e| format!("no socket pair: {e}"))?;
-        let theirs = above_standard_streams(&theirs).map_err(|e| e.to_string())?;
+        // The spawner's end, numbered above the standard streams; the
+        // first copy closed now (EOF must come when the spawner's is gone).
+        let theirs = above_standard_streams(&first).map_err(|e| e.to_string())?;
+        drop(first);
         let mut inherit = vec![
             spawner_filter.as_raw_fd(),
             theirs.as_raw_fd(),

@@ -74,6 +74,12 @@ fn the_table_through_mcp_shell(site: &HostileSite, door: &str, base: Option<&Nob
         std::fs::read_to_string(site.root.join("mine.txt")).unwrap(),
         "mine\n"
     );
+    if base.is_some() {
+        // The server really ran as `nobody`: what its commands write is nobody's.
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(site.root.join("mine.txt")).unwrap().uid();
+        assert_eq!(owner, lc_agent_test_support::unprivileged::NOBODY);
+    }
     let escapes = all_escapes(site, door, &outputs);
     eprintln!("{} hostile cases through {door}", outputs.len());
     assert!(

@@ -271,15 +271,15 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() {
-            if let Some(value) = std::str::from_utf8(&bytes[i + 1..i + 4])
-                .ok()
-                .and_then(|o| u8::from_str_radix(o, 8).ok())
-            {
-                out.push(value);
-                i += 4;
-                continue;
-            }
+        let octal = (bytes[i] == b'\\')
+            .then(|| bytes.get(i + 1..i + 4))
+            .flatten()
+            .and_then(|o| std::str::from_utf8(o).ok())
+            .and_then(|o| u8::from_str_radix(o, 8).ok());
+        if let Some(value) = octal {
+            out.push(value);
+            i += 4;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;

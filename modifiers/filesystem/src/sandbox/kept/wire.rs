@@ -82,7 +82,7 @@ impl Request {
             Some(rlimit.to_str()?.parse().ok()?)
         };
         let rest: Vec<OsString> = fields.collect();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return None;
         }
         let env = rest

@@ -249,3 +249,32 @@ async fn a_spawner_that_does_not_serve_leaves_commands_confined() {
         started.elapsed()
     );
 }
+
+/// With a domain allow-list the spawner is also the network helper: in a
+/// kept sandbox the proxy answers on the sandbox's loopback, command after
+/// command, and refuses a name not on the list.
+#[needs(bwrap)]
+#[tokio::test]
+async fn a_kept_sandbox_with_an_allow_list_reaches_only_the_proxy() {
+    let site = site();
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite)
+        .allow_domain("allowed.test".parse().unwrap());
+    let sandbox =
+        Sandbox::with_mechanism(policy, std::sync::Arc::new(Bubblewrap::keeping(spawner())))
+            .unwrap();
+    let shell = LocalShellBackend::sandboxed(FilesystemBackend::new(&site.root).unwrap(), sandbox);
+    let ns = exec(&shell, NAMESPACE, 10).await;
+    let curl = "echo proxy=$HTTP_PROXY; curl -sS --max-time 5 -o /dev/null -w 'status=%{http_code}' \
+                http://other.test/ 2>&1; echo; curl -sS --max-time 5 --noproxy '*' http://1.1.1.1/ 2>&1 | head -c 60";
+    for _ in 0..2 {
+        let out = exec(&shell, curl, 20).await;
+        assert!(out.contains("proxy=http://127.0.0.1:3128"), "{out}");
+        assert!(out.contains("status=403"), "{out}");
+        assert!(!out.contains("<html"), "a raw address answered: {out}");
+    }
+    assert_eq!(
+        exec(&shell, NAMESPACE, 10).await,
+        ns,
+        "the sandbox was not kept"
+    );
+}

@@ -1,6 +1,6 @@
 //! [`LocalShellBackend`]: a [`FilesystemBackend`] that also runs commands.
 
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
@@ -13,11 +13,9 @@ use async_trait::async_trait;
 use super::backend::{Backend, ExecuteResponse};
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
+use super::sandbox::drain::{drain, OUTPUT_CAP_BYTES};
 use super::sandbox::{ProcessLimit, Sandbox, SandboxMode};
 use super::wrap::Wrap;
-
-/// Bytes of command output kept.
-pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
 
 /// Files on disk (as [`FilesystemBackend`], virtual mode) plus `execute`:
 /// `sh -c <command>` with the root as working directory.
@@ -116,28 +114,6 @@ impl Drop for Group {
     fn drop(&mut self) {
         kill_group(self.0);
     }
-}
-
-/// Reads a pipe to its end, keeping the first [`OUTPUT_CAP_BYTES`] bytes;
-/// returns them and the total.
-pub(crate) fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
-    let mut file = std::fs::File::from(fd);
-    let mut kept = Vec::new();
-    let mut total = 0u64;
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                total += n as u64;
-                let room = OUTPUT_CAP_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    (kept, total)
 }
 
 async fn run(

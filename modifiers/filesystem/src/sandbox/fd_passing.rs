@@ -1,7 +1,7 @@
 //! Descriptors passed over Unix sockets (`SCM_RIGHTS`, through `rustix`):
 //! the allow-list's network helper hands accepted connections to the
 //! proxy (`network/helper.rs`), lc-agent hands a command's output pipe
-//! to the spawner of a kept bubblewrap sandbox (`kept/`).
+//! to the spawner of a kept bubblewrap sandbox (`bubblewrap/kept/`).
 //!
 //! Every descriptor received is close-on-exec (`MSG_CMSG_CLOEXEC`): a
 //! program the receiver starts never inherits one it was not given on

@@ -177,7 +177,7 @@ impl ProcessLimit {
             .unwrap_or(0)
     }
 
-    /// A kept sandbox's cgroup (`kept/`): the limit counted over what
+    /// A kept sandbox's cgroup (`bubblewrap/kept/`): the limit counted over what
     /// already runs in it (bubblewrap and the spawner), so each command
     /// still gets its `max` processes.
     pub(crate) fn above_current(&self) -> std::io::Result<()> {

@@ -13,7 +13,7 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
-//!    ├─ kept/: in a long process, bubblewrap sandboxes kept across
+//!    ├─ bubblewrap/kept/: in a long process, bubblewrap sandboxes kept across
 //!    │         commands (one per policy, a spawner inside starts each
 //!    │         command; its security review is in its docs)
 //!    ├─ fd_passing.rs: descriptors over Unix sockets (SCM_RIGHTS, rustix)
@@ -50,7 +50,7 @@
 //! namespace with no nested ones (started by root, the command is
 //! `nobody` inside). In a long process (the agent, the server, `mcp
 //! --shell`) one sandbox per policy is kept across commands, a spawner
-//! inside starting each command in it (`kept/`: a command then costs a
+//! inside starting each command in it (`bubblewrap/kept/`: a command then costs a
 //! `fork` and an `exec`, not a whole `bwrap`; nothing of one command
 //! reaches the next). [`Landlock`] confines `sh` itself between fork and
 //! exec (Landlock ABI 6: filesystem, TCP bind/connect, signal and
@@ -97,9 +97,9 @@
 mod auto;
 mod bubblewrap;
 pub(crate) mod denied;
+pub(crate) mod drain;
 pub(crate) mod env;
 mod fd_passing;
-mod kept;
 mod landlock;
 mod limits;
 mod mount_points;
@@ -107,6 +107,7 @@ mod network;
 mod policy;
 mod probe_cache;
 mod program;
+mod roles;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -116,13 +117,14 @@ use std::process::Command;
 use std::sync::Arc;
 
 use auto::Auto;
+pub use bubblewrap::kept::KeptSandboxes;
 pub use bubblewrap::Bubblewrap;
-pub use kept::KeptSandboxes;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
-pub use network::{run_helper_if_asked, DomainPattern, SandboxNetwork};
+pub use network::{DomainPattern, SandboxNetwork};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use program::{KeepAlive, SandboxedProgram};
+pub use roles::run_helper_if_asked;
 
 /// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
 const MECHANISM_VARIABLE: &str = "LC_AGENT_SANDBOX_MECHANISM";

@@ -13,7 +13,7 @@
 //! - `ioctl` `TIOCSTI`/`TIOCLINUX` (typing into a terminal);
 //! - `setsid`/`setpgid` (so the command's process group, killed at the
 //!   timeout, holds all of its processes); the spawner of a kept
-//!   bubblewrap sandbox (`kept/`) gets the same filter but `setpgid`
+//!   bubblewrap sandbox (`bubblewrap/kept/`) gets the same filter but `setpgid`
 //!   (it puts each command in a process group of its own), and each
 //!   command it starts adds the whole filter on top before it runs;
 //! - `mq_open` (POSIX message queues outlive their process in an IPC
@@ -165,7 +165,7 @@ pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, String> {
     filter_for(sockets, false)
 }
 
-/// The filter of a kept sandbox's spawner (`kept/`): [`filter`] but
+/// The filter of a kept sandbox's spawner (`bubblewrap/kept/`): [`filter`] but
 /// `setpgid`, so it can give each command a process group of its own
 /// (the command then adds [`filter`] itself before it runs).
 pub(crate) fn spawner_filter(sockets: Sockets) -> Result<BpfProgram, String> {

@@ -1,7 +1,3 @@
-//! [`run_helper_if_asked`] serves the two roles this program plays inside
-//! a bubblewrap sandbox: a kept sandbox's spawner (`kept/spawner.rs`), and
-//! this helper.
-//!
 //! The helper a bubblewrap sandbox with a domain allow-list runs first:
 //! this program again (`PROGRAM __lc-agent-sandbox-helper FD COMMAND…`),
 //! inside the sandbox's own network namespace (loopback only). It listens
@@ -26,10 +22,8 @@ use super::super::fd_passing;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::super::kept::SPAWNER_ARGUMENT;
-
 /// The first argument that makes this program the helper.
-const HELPER_ARGUMENT: &str = "__lc-agent-sandbox-helper";
+pub(crate) const HELPER_ARGUMENT: &str = "__lc-agent-sandbox-helper";
 
 /// The port the helper listens on inside the sandbox.
 pub(crate) const HELPER_PORT: u16 = 3128;
@@ -47,30 +41,23 @@ pub(crate) fn helper_program() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// Call first thing in `main` of a program that runs commands in a
-/// bubblewrap sandbox with a domain allow-list: when this process was
-/// started as the sandbox's network helper, it serves as one and exits
-/// with the command's status (never returns); otherwise it returns at
-/// once and lets the bubblewrap mechanism start this program as the
-/// helper.
-pub fn run_helper_if_asked() {
-    let mut args = std::env::args_os();
-    let first = args.nth(1);
-    if first.as_deref() == Some(SPAWNER_ARGUMENT.as_ref()) {
-        std::process::exit(super::super::kept::spawner_main(args.collect()));
-    }
-    if first.as_deref() != Some(HELPER_ARGUMENT.as_ref()) {
-        READY.store(true, Ordering::Relaxed);
-        return;
-    }
-    let code = match helper(args.collect()) {
+/// From now on this program serves as the helper when a sandbox needs one
+/// (called by [`run_helper_if_asked`](crate::run_helper_if_asked) when it
+/// returns).
+pub(crate) fn mark_ready() {
+    READY.store(true, Ordering::Relaxed);
+}
+
+/// The helper's `main`: its arguments after [`HELPER_ARGUMENT`]; the
+/// command's exit code.
+pub(crate) fn helper_main(args: Vec<OsString>) -> i32 {
+    match helper(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lc-agent sandbox helper: {e}");
             125
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 /// The helper's arguments: `FD COMMAND ARGS…`.

@@ -23,7 +23,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::UnixStream;
 
-use super::super::fd_passing;
+use super::super::super::fd_passing;
 
 /// What a spawner says first.
 pub(super) const READY: &[u8; 8] = b"LCSPAWN1";

@@ -96,7 +96,7 @@ fn serve(args: &[OsString]) -> Result<(), String> {
     let control = inherited(args.first())?;
     let filter = Arc::new(read_filter(inherited(args.get(1))?)?);
     if let Some(channel) = args.get(2) {
-        super::super::network::serve_connections(inherited(Some(channel))?)?;
+        super::super::super::network::serve_connections(inherited(Some(channel))?)?;
     }
     // SAFETY: prctl with integer arguments.
     unsafe {

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+pub(crate) mod kept;
+
 use super::mount_points::MountPoints;
 use super::network::{helper_program, proxy_env, Proxy, HELPER_PORT};
 use super::policy::Protected;
@@ -54,7 +56,7 @@ static CHECKED: OnceLock<Result<Features, String>> = OnceLock::new();
 
 /// The compiled filters' bytes, each compiled when first needed: a
 /// command's without and with the network, then a kept sandbox's
-/// spawner's (`kept/`) without and with.
+/// spawner's (`bubblewrap/kept/`) without and with.
 static FILTERS: [OnceLock<Result<Vec<u8>, String>>; 4] = [
     OnceLock::new(),
     OnceLock::new(),

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::super::bubblewrap::{
+use super::super::super::{ProcessLimit, SandboxNetwork, SandboxPolicy};
+use super::super::{
     above_standard_streams, bwrap_command, filter_pipe, Bubblewrap, Frame, HELPER_PATH,
 };
-use super::super::{ProcessLimit, SandboxNetwork, SandboxPolicy};
 use super::spawner::SPAWNER_ARGUMENT;
 use super::wire::READY;
 
@@ -45,7 +45,7 @@ pub(super) struct Kept {
     pub(super) socket: Mutex<UnixStream>,
     pub(super) limit: ProcessLimit,
     _frame_keep: (
-        super::super::mount_points::MountPoints,
+        super::super::super::mount_points::MountPoints,
         Option<Box<dyn Send + Sync>>,
     ),
 }
@@ -130,8 +130,9 @@ impl Kept {
         let network = policy.network != SandboxNetwork::Off;
         let spawner_filter = filter_pipe(network, true)?;
         let command_filter = filter_pipe(network, false)?;
-        let (ours, first) = super::super::fd_passing::socket_pair(rustix::net::SocketType::STREAM)
-            .map_err(|e| format!("no socket pair: {e}"))?;
+        let (ours, first) =
+            super::super::super::fd_passing::socket_pair(rustix::net::SocketType::STREAM)
+                .map_err(|e| format!("no socket pair: {e}"))?;
         // The spawner's end, numbered above the standard streams; the
         // first copy closed now (EOF must come when the spawner's is gone).
         let theirs = above_standard_streams(&first).map_err(|e| e.to_string())?;

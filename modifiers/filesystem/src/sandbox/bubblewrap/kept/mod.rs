@@ -16,12 +16,12 @@
 //!  command at a time per sandbox (parallel calls get sandboxes of their own)
 //! ```
 //!
-//! **When.** [`KeptSandboxes`] belong to one [`Sandbox`](super::Sandbox)
+//! **When.** [`KeptSandboxes`] belong to one [`Sandbox`](crate::Sandbox)
 //! (and its clones), made when its mechanism is bubblewrap and a spawner
 //! program is known: this program, when it calls
-//! [`run_helper_if_asked`](super::run_helper_if_asked) first in `main`
+//! [`run_helper_if_asked`](crate::run_helper_if_asked) first in `main`
 //! (the `lc-agent` binary), or the one given to [`Bubblewrap::keeping`]
-//! (super::Bubblewrap::keeping). With this program, a sandbox's *first*
+//! (crate::Bubblewrap::keeping). With this program, a sandbox's *first*
 //! command runs as before (its own `bwrap`, nothing more: a one-shot
 //! `lc-agent tool execute` costs what it did) and the second starts the
 //! kept sandbox. `LC_AGENT_SANDBOX_KEEP=0` turns keeping off,
@@ -118,13 +118,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::network::{proxy_env, HELPER_PORT};
-use super::{ProcessLimit, SandboxNetwork, SandboxPolicy};
+use super::super::network::{proxy_env, HELPER_PORT};
+use super::super::{ProcessLimit, SandboxNetwork, SandboxPolicy};
 use sandbox::Kept;
 pub(crate) use spawner::{main as spawner_main, SPAWNER_ARGUMENT};
 use wire::{receive_done, Request, CLEAN};
 
-/// Idle sandboxes kept at most (per [`Sandbox`](super::Sandbox)).
+/// Idle sandboxes kept at most (per [`Sandbox`](crate::Sandbox)).
 const MAX_IDLE: usize = 4;
 
 /// The environment variable that turns keeping off (`0`) or on from the
@@ -134,9 +134,9 @@ const KEEP_VARIABLE: &str = "LC_AGENT_SANDBOX_KEEP";
 /// How long a command's output may go on after its spawner said it is done.
 const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
-/// The kept bubblewrap sandboxes of one [`Sandbox`](super::Sandbox): see
+/// The kept bubblewrap sandboxes of one [`Sandbox`](crate::Sandbox): see
 /// the module docs of `sandbox::kept`. Made by
-/// [`SandboxMechanism::kept_sandboxes`](super::SandboxMechanism::kept_sandboxes).
+/// [`SandboxMechanism::kept_sandboxes`](crate::SandboxMechanism::kept_sandboxes).
 pub struct KeptSandboxes {
     spawner: PathBuf,
     /// Commands before the first that uses a kept sandbox.
@@ -182,7 +182,7 @@ impl Drop for Lease {
 
 impl KeptSandboxes {
     /// Sandboxes started with `spawner` (a program that calls
-    /// [`run_helper_if_asked`](super::run_helper_if_asked) first), used
+    /// [`run_helper_if_asked`](crate::run_helper_if_asked) first), used
     /// from the first command when `from_first`, else from the second.
     /// `LC_AGENT_SANDBOX_KEEP=0` makes none, `=1` uses them from the first.
     pub(crate) fn new(spawner: PathBuf, from_first: bool) -> Option<Self> {
@@ -283,7 +283,7 @@ impl KeptSandboxes {
         };
         let refused_before = kept.limit.refused();
         let (reader, writer) = pipe()?;
-        let reading = tokio::task::spawn_blocking(move || crate::shell::drain(reader));
+        let reading = tokio::task::spawn_blocking(move || super::super::drain::drain(reader));
         let talking = {
             let kept = kept.clone();
             tokio::task::spawn_blocking(move || {

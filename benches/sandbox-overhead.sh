@@ -6,7 +6,11 @@
 #      (hyperfine, warm-up 5, at least 30 runs each);
 #   2. per command inside one long process: the `execute_once` example runs
 #      `true` 100 more times with the sandbox already open and prints the
-#      mean per command (3 rounds each);
+#      mean per command (5 rounds, the variants alternating within each
+#      round): unconfined, Landlock, bubblewrap with a `bwrap` per command
+#      (`LC_AGENT_SANDBOX_KEEP=0`: before kept sandboxes) and bubblewrap
+#      kept across commands (`LC_AGENT_SANDBOX_KEEP=1`: kept from the
+#      first, untimed, command; lc-agent keeps it from the second);
 #   3. the floors: what the kernel and bubblewrap cost with nothing of
 #      lc-agent around them (`sh -c true`; a bare `bwrap` with the same
 #      namespaces, with `/proc` and `/dev`, and with every mount lc-agent
@@ -47,14 +51,15 @@ hyperfine -N --warmup ${WARMUP:-5} --min-runs ${RUNS:-30} --export-markdown "$wo
   -n bubblewrap-allow-list "env LC_AGENT_SANDBOX_MECHANISM=bubblewrap $bin tool execute $args --root $work --shell --sandbox-allow-domain crates.io" \
   2>/dev/null
 cat "$work/one-shot.md"
-echo "== per command inside one process (100 commands, 3 rounds)"
+echo "== per command inside one process (100 commands, ${ROUNDS:-5} rounds, alternating)"
 cd "$work"
-for mechanism in full landlock bubblewrap; do
-  mode=workspace-write
-  [[ $mechanism == full ]] && mode=full
-  for _ in 1 2 3; do
-    LC_AGENT_SANDBOX_MECHANISM=${mechanism/full/auto} "$once" "$mode" true 100 2>&1 >/dev/null |
-      sed "s/^/$mechanism: /"
+for _ in $(seq "${ROUNDS:-5}"); do
+  for variant in full landlock bubblewrap-per-command bubblewrap-kept; do
+    mode=workspace-write mechanism=${variant%%-*} keep=1
+    [[ $variant == full ]] && mode=full mechanism=auto
+    [[ $variant == bubblewrap-per-command ]] && keep=0
+    LC_AGENT_SANDBOX_MECHANISM=$mechanism LC_AGENT_SANDBOX_KEEP=$keep "$once" "$mode" true 100 \
+      2>&1 >/dev/null | sed "s/^/$variant: /"
   done
 done
 echo "== floors (no lc-agent)"
@@ -68,6 +73,6 @@ hyperfine -N --warmup ${WARMUP:-5} --min-runs ${RUNS:-30} --export-markdown "$wo
   -n 'bwrap --unshare-all --proc --dev --tmpfs' \
      "bwrap ${ro[*]} --unshare-all --unshare-user --proc /proc --dev /dev --tmpfs /tmp sh -c true" \
   -n 'bwrap, as lc-agent calls it (no seccomp)' \
-     "bwrap ${ro[*]} --ro-bind /opt /opt --ro-bind /dev/null /etc/shadow --ro-bind /dev/null /etc/gshadow --proc /proc --dev /dev --tmpfs /tmp --bind $work $work --ro-bind $work/.git $work/.git --unshare-all --unshare-user --cap-drop ALL --die-with-parent --new-session --clearenv --disable-userns --chdir $work sh -c true" \
+     "bwrap ${ro[*]} --ro-bind /opt /opt --ro-bind /dev/null /etc/shadow --ro-bind /dev/null /etc/gshadow --proc /proc --dev /dev --tmpfs /dev/shm --tmpfs /tmp --bind $work $work --ro-bind $work/.git $work/.git --remount-ro /dev --remount-ro / --unshare-all --unshare-user --cap-drop ALL --die-with-parent --new-session --clearenv --disable-userns --chdir $work sh -c true" \
   2>/dev/null
 cat "$work/floors.md"

@@ -13,7 +13,10 @@
 //!
 //! With a third argument N, the command runs N more times in the same
 //! process and the mean time per command is printed on stderr: what a
-//! command costs inside a long process (the sandbox already open).
+//! command costs inside a long process (the sandbox already open; under
+//! bubblewrap, kept across commands from the second one on, as in
+//! `lc-agent`: `LC_AGENT_SANDBOX_KEEP=1` keeps it from the first, `=0`
+//! gives every command a `bwrap` of its own).
 //!
 //! Needs: Linux with bubblewrap or Landlock (ABI 6). Offline. The
 //! workspace is the current directory.
@@ -29,6 +32,9 @@ use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // As `lc-agent` does: this program can serve as a kept bubblewrap
+    // sandbox's spawner, so a long process keeps its sandbox.
+    lc_agent_filesystem::run_helper_if_asked();
     let mut args = std::env::args().skip(1);
     let (Some(mode), Some(command)) = (args.next(), args.next()) else {
         return Err("usage: execute_once MODE COMMAND".into());

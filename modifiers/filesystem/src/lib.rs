@@ -181,7 +181,11 @@
 //!   and the per-command choice between them (`auto.rs`); `limits.rs`, the
 //!   per-command pids cgroup (v1 or v2); `env.rs`, the clean environment a
 //!   sandboxed process gets; `program.rs`, [`SandboxedProgram`] (an MCP
-//!   stdio server under the shell's profile).
+//!   stdio server under the shell's profile); `bubblewrap/kept/`,
+//!   [`KeptSandboxes`] (a bubblewrap sandbox kept across commands, a
+//!   spawner inside); `roles.rs`, [`run_helper_if_asked`] (this program as
+//!   a sandbox's spawner or network helper); `fd_passing.rs` (SCM_RIGHTS);
+//!   `drain.rs` (a command's output, capped).
 //! - `branch_diff.rs`: [`diff_branches`], where two sessions' branches part
 //!   and what each holds after (tools called, files changed, tokens).
 //! - `composite.rs`: [`CompositeBackend`], routes paths by prefix.
@@ -274,8 +278,9 @@ pub use permissions::{
     PROTECTED_PATHS,
 };
 pub use sandbox::{
-    run_helper_if_asked, Bubblewrap, DomainPattern, KeepAlive, Landlock, Prepared, Sandbox,
-    SandboxError, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy, SandboxedProgram,
+    run_helper_if_asked, Bubblewrap, DomainPattern, KeepAlive, KeptSandboxes, Landlock, Prepared,
+    Sandbox, SandboxError, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy,
+    SandboxedProgram,
 };
 pub use shell::LocalShellBackend;
 pub use snapshots::{rewind_files, FileRewind, SNAPSHOT_CAP_BYTES};

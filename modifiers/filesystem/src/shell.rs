@@ -1,6 +1,6 @@
 //! [`LocalShellBackend`]: a [`FilesystemBackend`] that also runs commands.
 
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
@@ -13,11 +13,9 @@ use async_trait::async_trait;
 use super::backend::{Backend, ExecuteResponse};
 use super::disk::FilesystemBackend;
 use super::error::{FsError, FsResult};
+use super::sandbox::drain::{drain, OUTPUT_CAP_BYTES};
 use super::sandbox::{ProcessLimit, Sandbox, SandboxMode};
 use super::wrap::Wrap;
-
-/// Bytes of command output kept.
-pub(crate) const OUTPUT_CAP_BYTES: usize = 100_000;
 
 /// Files on disk (as [`FilesystemBackend`], virtual mode) plus `execute`:
 /// `sh -c <command>` with the root as working directory.
@@ -118,28 +116,6 @@ impl Drop for Group {
     }
 }
 
-/// Reads a pipe to its end, keeping the first [`OUTPUT_CAP_BYTES`] bytes;
-/// returns them and the total.
-fn drain(fd: OwnedFd) -> (Vec<u8>, u64) {
-    let mut file = std::fs::File::from(fd);
-    let mut kept = Vec::new();
-    let mut total = 0u64;
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                total += n as u64;
-                let room = OUTPUT_CAP_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    (kept, total)
-}
-
 async fn run(
     root: &Path,
     sandbox: Option<&Sandbox>,
@@ -147,6 +123,20 @@ async fn run(
     timeout: Duration,
 ) -> io::Result<ExecuteResponse> {
     let env = crate::sandbox::env::command_env(root, sandbox);
+    if let Some((sandbox, kept)) = sandbox.and_then(|s| s.kept().map(|k| (s, k))) {
+        let denied = sandbox.policy().with_denials(root);
+        let policy = denied.as_ref().unwrap_or(sandbox.policy());
+        if let Some(ran) = kept.run(policy, root, &env, command, timeout).await {
+            let ran = ran?;
+            return Ok(ExecuteResponse {
+                output: String::from_utf8_lossy(&ran.output).into_owned(),
+                exit_code: ran.exit_code,
+                truncated_bytes: (ran.total > OUTPUT_CAP_BYTES as u64).then_some(ran.total),
+                timed_out: ran.timed_out,
+                note: ran.note,
+            });
+        }
+    }
     let mut keep = Vec::new();
     let mut cmd = match sandbox.and_then(|s| s.mechanism().map(|m| (s, m))) {
         Some((sandbox, mechanism)) => {

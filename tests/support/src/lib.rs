@@ -76,6 +76,9 @@
 //!   address read from its first line, its logs kept.
 //! - `trust.rs` — [`trust::sandbox_site`], [`trust::gate_hooks`]: the
 //!   sandbox suites' site and the hook settings the entry points share.
+//! - `unprivileged.rs` — [`unprivileged::NobodyBase`],
+//!   [`unprivileged::rerun_as_nobody`]: a door run as `nobody` when the
+//!   tests run as root.
 //! - `poll.rs` — [`poll::until`], [`poll::run_status`]: one poller (every
 //!   50 ms, a bounded number of tries, the last thing seen in the failure).
 //! - `sse.rs` — [`sse::events`], [`sse::Reader`], [`sse::read`]: one
@@ -115,6 +118,7 @@ pub mod sse;
 mod stable;
 mod tls;
 pub mod trust;
+pub mod unprivileged;
 
 pub use litellm::LiteLlm;
 pub use llama::LlamaServer;

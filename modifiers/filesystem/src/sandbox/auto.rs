@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::{Bubblewrap, Landlock, Prepared, SandboxMechanism, SandboxPolicy};
+use super::{Bubblewrap, KeptSandboxes, Landlock, Prepared, SandboxMechanism, SandboxPolicy};
 
 /// Bubblewrap wherever it can make a sandbox, in every mode; Landlock +
 /// seccomp (Linux 6.12 or later) where it cannot (bubblewrap missing, or
@@ -57,5 +57,9 @@ impl SandboxMechanism for Auto {
         command: &str,
     ) -> Result<Prepared, String> {
         self.choose().prepare(policy, root, env, command)
+    }
+
+    fn kept_sandboxes(&self) -> Option<KeptSandboxes> {
+        self.choose().kept_sandboxes()
     }
 }

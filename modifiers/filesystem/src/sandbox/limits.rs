@@ -153,12 +153,55 @@ impl ProcessLimit {
     /// The line the command's output ends with when a fork was refused at
     /// the limit (a cgroup counts them); `None` otherwise.
     pub(crate) fn note(&self) -> Option<String> {
-        let (dir, _) = self.cgroup.as_ref()?;
-        let events = std::fs::read_to_string(dir.join("pids.events")).ok()?;
-        let refused: u64 = events
-            .lines()
-            .find_map(|l| l.strip_prefix("max "))
-            .and_then(|n| n.trim().parse().ok())?;
+        self.note_since(0)
+    }
+
+    /// Whether the bound is a cgroup (else `RLIMIT_NPROC`).
+    pub(crate) fn is_cgroup(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
+    /// The forks refused at the limit so far (a cgroup's count; 0 otherwise).
+    pub(crate) fn refused(&self) -> u64 {
+        let Some((dir, _)) = self.cgroup.as_ref() else {
+            return 0;
+        };
+        std::fs::read_to_string(dir.join("pids.events"))
+            .ok()
+            .and_then(|events| {
+                events
+                    .lines()
+                    .find_map(|l| l.strip_prefix("max "))
+                    .and_then(|n| n.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// A kept sandbox's cgroup (`bubblewrap/kept/`): the limit counted over what
+    /// already runs in it (bubblewrap and the spawner), so each command
+    /// still gets its `max` processes.
+    pub(crate) fn above_current(&self) -> std::io::Result<()> {
+        let Some((dir, _)) = self.cgroup.as_ref() else {
+            return Ok(());
+        };
+        let current: u64 = std::fs::read_to_string(dir.join("pids.current"))?
+            .trim()
+            .parse()
+            .map_err(std::io::Error::other)?;
+        std::fs::write(
+            dir.join("pids.max"),
+            (current + u64::from(self.max)).to_string(),
+        )
+    }
+
+    /// The `RLIMIT_NPROC` a command started now gets for `max` processes.
+    pub(crate) fn rlimit_now(max: u32) -> u64 {
+        running_processes() + u64::from(max)
+    }
+
+    /// [`ProcessLimit::note`] counting only the forks refused after `before`.
+    pub(crate) fn note_since(&self, before: u64) -> Option<String> {
+        let refused = self.refused().saturating_sub(before);
         (refused > 0).then(|| {
             format!(
                 "[sandbox: the command reached its limit of {} processes ({}); {refused} \

@@ -13,6 +13,10 @@
 //!    │                                    ├─ Landlock (landlock.rs): in `sh` itself
 //!    │                                    └─ Bubblewrap (bubblewrap.rs, mount_points.rs): `bwrap … sh -c`
 //!    │                                       both: seccomp.rs's filter, no capabilities
+//!    ├─ bubblewrap/kept/: in a long process, bubblewrap sandboxes kept across
+//!    │         commands (one per policy, a spawner inside starts each
+//!    │         command; its security review is in its docs)
+//!    ├─ fd_passing.rs: descriptors over Unix sockets (SCM_RIGHTS, rustix)
 //!    ├─ network/: off | on | allow — a domain allow-list's egress proxy
 //!    │            (proxy.rs) and bubblewrap's in-sandbox helper (helper.rs)
 //!    ├─ denied.rs: the running call's path `deny` rules, as hidden and
@@ -39,11 +43,16 @@
 //! [`Bubblewrap`] (`bwrap`) is the default wherever it can make a
 //! sandbox, in every mode: mount namespaces give exactly the read set,
 //! protected paths bound back read-only (a missing one over an empty
-//! directory made for the command, `mount_points.rs`), a private `/tmp`;
+//! directory made for the command, `mount_points.rs`), a private `/tmp`
+//! and `/dev/shm`, the sandbox's own `/` and `/dev` read-only;
 //! a network namespace removes the network; a PID namespace ends every
 //! process with the sandbox and hides the host's processes; a user
 //! namespace with no nested ones (started by root, the command is
-//! `nobody` inside). [`Landlock`] confines `sh` itself between fork and
+//! `nobody` inside). In a long process (the agent, the server, `mcp
+//! --shell`) one sandbox per policy is kept across commands, a spawner
+//! inside starting each command in it (`bubblewrap/kept/`: a command then costs a
+//! `fork` and an `exec`, not a whole `bwrap`; nothing of one command
+//! reaches the next). [`Landlock`] confines `sh` itself between fork and
 //! exec (Landlock ABI 6: filesystem, TCP bind/connect, signal and
 //! abstract-socket scopes, plus the filter), with no namespaces: the
 //! fallback where bubblewrap is missing or user namespaces are refused
@@ -88,7 +97,9 @@
 mod auto;
 mod bubblewrap;
 pub(crate) mod denied;
+pub(crate) mod drain;
 pub(crate) mod env;
+mod fd_passing;
 mod landlock;
 mod limits;
 mod mount_points;
@@ -96,6 +107,7 @@ mod network;
 mod policy;
 mod probe_cache;
 mod program;
+mod roles;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -105,12 +117,14 @@ use std::process::Command;
 use std::sync::Arc;
 
 use auto::Auto;
+pub use bubblewrap::kept::KeptSandboxes;
 pub use bubblewrap::Bubblewrap;
 pub use landlock::Landlock;
 pub(crate) use limits::{LimitKind, ProcessLimit};
-pub use network::{run_helper_if_asked, DomainPattern, SandboxNetwork};
+pub use network::{DomainPattern, SandboxNetwork};
 pub use policy::{SandboxMode, SandboxPolicy};
 pub use program::{KeepAlive, SandboxedProgram};
+pub use roles::run_helper_if_asked;
 
 /// The environment variable that chooses the mechanism [`Sandbox::open`] uses.
 const MECHANISM_VARIABLE: &str = "LC_AGENT_SANDBOX_MECHANISM";
@@ -150,6 +164,15 @@ pub trait SandboxMechanism: Send + Sync + Debug {
         env: &[(OsString, OsString)],
         command: &str,
     ) -> Result<Prepared, String>;
+
+    /// Sandboxes kept across the commands of one [`Sandbox`], when this
+    /// mechanism keeps them (bubblewrap with a spawner program: see
+    /// [`KeptSandboxes`]); `None`, the default, runs every command through
+    /// [`SandboxMechanism::prepare`]. [`Sandbox::with_mechanism`] calls it
+    /// once.
+    fn kept_sandboxes(&self) -> Option<KeptSandboxes> {
+        None
+    }
 }
 
 /// A command a [`SandboxMechanism`] made ready: the process to spawn and
@@ -195,6 +218,9 @@ impl Debug for Prepared {
 pub struct Sandbox {
     policy: SandboxPolicy,
     mechanism: Option<Arc<dyn SandboxMechanism>>,
+    /// The mechanism's kept sandboxes, shared by this sandbox's clones and
+    /// ended with the last of them.
+    kept: Option<Arc<KeptSandboxes>>,
 }
 
 impl Sandbox {
@@ -237,6 +263,7 @@ impl Sandbox {
             return Ok(Self {
                 policy,
                 mechanism: None,
+                kept: None,
             });
         }
         mechanism.check().map_err(|reason| SandboxError {
@@ -245,6 +272,7 @@ impl Sandbox {
         })?;
         Ok(Self {
             policy,
+            kept: mechanism.kept_sandboxes().map(Arc::new),
             mechanism: Some(mechanism),
         })
     }
@@ -266,5 +294,10 @@ impl Sandbox {
 
     pub(crate) fn mechanism(&self) -> Option<&Arc<dyn SandboxMechanism>> {
         self.mechanism.as_ref()
+    }
+
+    /// The kept sandboxes commands run in, when the mechanism keeps them.
+    pub(crate) fn kept(&self) -> Option<&KeptSandboxes> {
+        self.kept.as_deref()
     }
 }

@@ -12,7 +12,13 @@
 //! - `io_uring_*` (it opens sockets and files past seccomp);
 //! - `ioctl` `TIOCSTI`/`TIOCLINUX` (typing into a terminal);
 //! - `setsid`/`setpgid` (so the command's process group, killed at the
-//!   timeout, holds all of its processes);
+//!   timeout, holds all of its processes); the spawner of a kept
+//!   bubblewrap sandbox (`bubblewrap/kept/`) gets the same filter but `setpgid`
+//!   (it puts each command in a process group of its own), and each
+//!   command it starts adds the whole filter on top before it runs;
+//! - `mq_open` (POSIX message queues outlive their process in an IPC
+//!   namespace: under Landlock the host's, in a kept sandbox the next
+//!   command's; nothing lists them to clean up);
 //! - what root (or a process with capabilities in a namespace of its own)
 //!   could use to leave the sandbox or reach the kernel: mounts (`mount`,
 //!   `umount2`, `pivot_root`, the new mount API: `fsopen`, `fsmount`,
@@ -84,6 +90,7 @@ const REFUSED: &[i64] = &[
     libc::SYS_reboot,
     libc::SYS_quotactl,
     libc::SYS_acct,
+    libc::SYS_mq_open,
 ];
 
 /// The `clone` flags that make a namespace (`CLONE_NEWTIME` is only
@@ -155,8 +162,22 @@ const SOCK_TYPE_MASK: u64 = 0xf;
 /// The filter, compiled for this machine's architecture: the `clone3`
 /// (and x32) prologue, then the list.
 pub(crate) fn filter(sockets: Sockets) -> Result<BpfProgram, String> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
-        REFUSED.iter().map(|call| (*call, Vec::new())).collect();
+    filter_for(sockets, false)
+}
+
+/// The filter of a kept sandbox's spawner (`bubblewrap/kept/`): [`filter`] but
+/// `setpgid`, so it can give each command a process group of its own
+/// (the command then adds [`filter`] itself before it runs).
+pub(crate) fn spawner_filter(sockets: Sockets) -> Result<BpfProgram, String> {
+    filter_for(sockets, true)
+}
+
+fn filter_for(sockets: Sockets, spawner: bool) -> Result<BpfProgram, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = REFUSED
+        .iter()
+        .filter(|call| !(spawner && **call == libc::SYS_setpgid))
+        .map(|call| (*call, Vec::new()))
+        .collect();
     let other_family = || -> Result<SeccompRule, String> {
         rule(vec![
             condition(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,

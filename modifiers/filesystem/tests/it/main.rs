@@ -17,6 +17,8 @@
 //! - `golden` — the golden table against every backend.
 //! - `hostile` — the hostile suite: every escape attempt under each sandbox mechanism, as root
 //!   and as an unprivileged user, each effect checked on the host.
+//! - `kept` — kept bubblewrap sandboxes: reuse, nothing of one command reaches the next, a
+//!   killed spawner, parallel commands.
 //! - `kill_writes` — no torn files when a writer is killed mid-write.
 //! - `limits` — the size limits of reads and writes on every backend, exact messages.
 //! - `lines` — the line tools on every backend: exact answers, bytes left, bounded memory.
@@ -46,6 +48,7 @@ mod execute;
 mod first_match;
 mod golden;
 mod hostile;
+mod kept;
 mod kill_writes;
 mod limits;
 mod lines;

@@ -16,12 +16,14 @@
 //! mechanism says so and the Landlock one (a TCP port rule) still works.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use super::super::fd_passing;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The first argument that makes this program the helper.
-const HELPER_ARGUMENT: &str = "__lc-agent-sandbox-helper";
+pub(crate) const HELPER_ARGUMENT: &str = "__lc-agent-sandbox-helper";
 
 /// The port the helper listens on inside the sandbox.
 pub(crate) const HELPER_PORT: u16 = 3128;
@@ -39,26 +41,23 @@ pub(crate) fn helper_program() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// Call first thing in `main` of a program that runs commands in a
-/// bubblewrap sandbox with a domain allow-list: when this process was
-/// started as the sandbox's network helper, it serves as one and exits
-/// with the command's status (never returns); otherwise it returns at
-/// once and lets the bubblewrap mechanism start this program as the
-/// helper.
-pub fn run_helper_if_asked() {
-    let mut args = std::env::args_os();
-    if args.nth(1).as_deref() != Some(HELPER_ARGUMENT.as_ref()) {
-        READY.store(true, Ordering::Relaxed);
-        return;
-    }
-    let code = match helper(args.collect()) {
+/// From now on this program serves as the helper when a sandbox needs one
+/// (called by [`run_helper_if_asked`](crate::run_helper_if_asked) when it
+/// returns).
+pub(crate) fn mark_ready() {
+    READY.store(true, Ordering::Relaxed);
+}
+
+/// The helper's `main`: its arguments after [`HELPER_ARGUMENT`]; the
+/// command's exit code.
+pub(crate) fn helper_main(args: Vec<OsString>) -> i32 {
+    match helper(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lc-agent sandbox helper: {e}");
             125
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 /// The helper's arguments: `FD COMMAND ARGS…`.
@@ -81,15 +80,7 @@ fn helper(args: Vec<OsString>) -> Result<i32, String> {
     // SAFETY: the descriptor is open (fcntl succeeded) and was passed for
     // this process alone.
     let channel = unsafe { OwnedFd::from_raw_fd(fd) };
-    let listener = std::net::TcpListener::bind(("127.0.0.1", HELPER_PORT))
-        .map_err(|e| format!("cannot listen on 127.0.0.1:{HELPER_PORT}: {e}"))?;
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            if send_fd(&channel, stream.as_raw_fd()).is_err() {
-                break;
-            }
-        }
-    });
+    serve_connections(channel)?;
     let status = std::process::Command::new(program)
         .args(rest)
         .status()
@@ -100,66 +91,31 @@ fn helper(args: Vec<OsString>) -> Result<i32, String> {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
-/// A pair of connected `SOCK_SEQPACKET` Unix sockets (close on exec).
-pub(crate) fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0; 2];
-    // SAFETY: socketpair writes two descriptors into the array.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(format!(
-            "the sandbox's proxy: no socket pair: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: socketpair succeeded: both descriptors are open and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+/// Listens on the sandbox's `127.0.0.1:3128` and, on a thread of its own,
+/// passes every connection accepted over `channel` to the proxy outside
+/// (the helper's work, also done by a kept sandbox's spawner).
+pub(crate) fn serve_connections(channel: OwnedFd) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", HELPER_PORT))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{HELPER_PORT}: {e}"))?;
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            if send_fd(&channel, stream.as_fd()).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
 }
 
-/// Room for one descriptor's control message.
-const CONTROL_LEN: usize = 64;
+/// A pair of connected `SOCK_SEQPACKET` Unix sockets (close on exec).
+pub(crate) fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    fd_passing::socket_pair(rustix::net::SocketType::SEQPACKET)
+        .map_err(|e| format!("the sandbox's proxy: no socket pair: {e}"))
+}
 
 /// Sends `fd` (and one byte) over `channel`.
-fn send_fd(channel: &OwnedFd, fd: RawFd) -> std::io::Result<()> {
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut control = [0u8; CONTROL_LEN];
-    // SAFETY: an all-zero msghdr is valid; the pointers set below live
-    // until sendmsg returns.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE computes a size.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as _;
-    // SAFETY: the control buffer holds one header and one descriptor
-    // (CMSG_SPACE of it is at most CONTROL_LEN).
-    unsafe {
-        let header = libc::CMSG_FIRSTHDR(&msg);
-        (*header).cmsg_level = libc::SOL_SOCKET;
-        (*header).cmsg_type = libc::SCM_RIGHTS;
-        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
-    }
-    loop {
-        // SAFETY: msg points at live buffers.
-        if unsafe { libc::sendmsg(channel.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) } >= 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+fn send_fd(channel: &OwnedFd, fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    fd_passing::send(channel, &[0], &[fd]).map(|_| ())
 }
 
 /// The next descriptor passed over `channel` (close on exec); `None` when
@@ -167,41 +123,14 @@ fn send_fd(channel: &OwnedFd, fd: RawFd) -> std::io::Result<()> {
 pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
     loop {
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let mut control = [0u8; CONTROL_LEN];
-        // SAFETY: an all-zero msghdr is valid; the pointers set below
-        // live until recvmsg returns.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = CONTROL_LEN as _;
-        // SAFETY: msg points at live buffers.
-        let n = unsafe { libc::recvmsg(channel.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
+        let mut fds = Vec::new();
+        match fd_passing::receive(channel, &mut byte, &mut fds) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {
+                if let Some(fd) = fds.into_iter().next() {
+                    return Some(fd);
+                }
             }
-            return None;
-        }
-        if n == 0 {
-            return None;
-        }
-        // SAFETY: the kernel filled msg's control buffer; the header
-        // walk stays within msg_controllen.
-        unsafe {
-            let header = libc::CMSG_FIRSTHDR(&msg);
-            if header.is_null()
-                || (*header).cmsg_level != libc::SOL_SOCKET
-                || (*header).cmsg_type != libc::SCM_RIGHTS
-            {
-                continue;
-            }
-            let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<RawFd>());
-            return Some(OwnedFd::from_raw_fd(fd));
         }
     }
 }

@@ -24,8 +24,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use helper::run_helper_if_asked;
-pub(crate) use helper::{helper_program, HELPER_PORT};
+pub(crate) use helper::{
+    helper_main, helper_program, mark_ready, serve_connections, HELPER_ARGUMENT, HELPER_PORT,
+};
 pub(crate) use proxy::Proxy;
 
 /// The network a sandboxed command gets (serde and CLI names `off`, `on`,

@@ -1,7 +1,8 @@
 //! The hostile suite: one table of commands an attacker (a model, a
 //! cloned repository's scripts) would run to leave the sandbox, each run
 //! in a fresh workspace in `workspace-write` mode under **each mechanism**
-//! (Landlock, bubblewrap), **as this process's user and, when that is
+//! (Landlock, bubblewrap, and bubblewrap kept across commands — there each
+//! case runs as the second command of its sandbox), **as this process's user and, when that is
 //! root, again as an unprivileged user** (the test binary itself, run
 //! through `setpriv` as `nobody` with a workspace that user owns). Every
 //! effect is checked on the host after the command; every escape of every
@@ -185,6 +186,7 @@ async fn run_cases(
     base: &Path,
     label: &str,
     mechanism: Arc<dyn SandboxMechanism>,
+    kept: bool,
 ) -> (Vec<String>, Vec<String>) {
     let (mut escapes, mut known) = (Vec::new(), Vec::new());
     for (i, case) in cases().iter().enumerate() {
@@ -229,6 +231,11 @@ async fn run_cases(
         .unwrap();
         let shell =
             LocalShellBackend::sandboxed(FilesystemBackend::new(&ctx.root).unwrap(), sandbox);
+        if kept {
+            // The case then runs in a sandbox that served a command before.
+            let warm = run_tool(&shell, "execute", &json!({"command": "true"})).await;
+            assert_eq!(warm.unwrap().content, "Exit code: 0", "[{label}]");
+        }
         let command = (case.command)(&ctx);
         let out = run_tool(
             &shell,
@@ -238,6 +245,8 @@ async fn run_cases(
         .await
         .unwrap()
         .content;
+        // A kept sandbox ends with its shell (its mount points with it).
+        drop(shell);
         if std::env::var_os("LC_AGENT_HOSTILE_VERBOSE").is_some() {
             eprintln!(
                 "[{label}] {}\n  $ {command}\n  {}",
@@ -281,23 +290,30 @@ async fn hostile_commands_escape_no_mechanism_as_this_user() {
     let base = std::env::var_os(BASE_VARIABLE)
         .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
     let user = if euid() == 0 { "root" } else { "user" };
-    let mechanisms: [Arc<dyn SandboxMechanism>; 2] = [
-        Arc::new(Landlock::default()),
-        Arc::new(Bubblewrap::default()),
+    let mechanisms: [(Arc<dyn SandboxMechanism>, bool); 3] = [
+        (Arc::new(Landlock::default()), false),
+        (Arc::new(Bubblewrap::default()), false),
+        (Arc::new(Bubblewrap::keeping(super::kept::spawner())), true),
     ];
     let (mut escapes, mut known) = (Vec::new(), Vec::new());
-    for mechanism in mechanisms {
-        let label = format!("{}/{user}", mechanism.name());
+    for (mechanism, kept) in mechanisms {
+        let kind = if kept {
+            "bubblewrap-kept"
+        } else {
+            mechanism.name()
+        };
+        let label = format!("{kind}/{user}");
         if let Err(e) = mechanism.check() {
             escapes.push(format!("[{label}] cannot make a sandbox: {e}"));
             continue;
         }
-        let (e, k) = run_cases(&base, &label, mechanism).await;
+        let (e, k) = run_cases(&base, &label, mechanism, kept).await;
         escapes.extend(e);
         known.extend(k);
     }
     eprintln!(
-        "{} cases x 2 mechanisms as {user}; known (documented) leaks: {known:#?}",
+        "{} cases x 3 (Landlock, bubblewrap, bubblewrap kept) as {user}; known (documented) \
+         leaks: {known:#?}",
         cases().len()
     );
     assert!(
@@ -327,9 +343,11 @@ fn hostile_commands_escape_no_mechanism_as_an_unprivileged_user() {
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let binary = base.path().join("it");
     std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+    let spawner = base.path().join("lc-agent-sandbox-helper");
+    std::fs::copy(super::kept::spawner(), &spawner).unwrap();
     let work = base.path().join("work");
     std::fs::create_dir(&work).unwrap();
-    for path in [&work, &binary] {
+    for path in [&work, &binary, &spawner] {
         chown(path, Some(65534), Some(65534)).unwrap();
     }
     let output = Command::new("setpriv")
@@ -342,6 +360,7 @@ fn hostile_commands_escape_no_mechanism_as_an_unprivileged_user() {
             "--test-threads=1",
         ])
         .env(BASE_VARIABLE, &work)
+        .env("LC_AGENT_TEST_SPAWNER", &spawner)
         .env("HOME", &work)
         .env_remove("CARGO_TARGET_TMPDIR")
         .current_dir(&work)

@@ -2,17 +2,20 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+
+pub(crate) mod kept;
 
 use super::mount_points::MountPoints;
 use super::network::{helper_program, proxy_env, Proxy, HELPER_PORT};
 use super::policy::Protected;
 use super::seccomp::Sockets;
 use super::{
-    probe_cache, seccomp, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork, SandboxPolicy,
+    probe_cache, seccomp, KeptSandboxes, Prepared, SandboxMechanism, SandboxMode, SandboxNetwork,
+    SandboxPolicy,
 };
 
 /// Runs commands in bubblewrap (`bwrap` on the `PATH`): new user, PID,
@@ -30,14 +33,20 @@ use super::{
 /// namespace, which is still root outside: it writes the root's files as
 /// root did, but holds no capability and is not uid 0 to the programs it
 /// runs. Started by another user, it runs as that user.
+///
+/// In a long process, commands run in a sandbox kept across them (see
+/// [`KeptSandboxes`]) when a spawner program is known: this program, when
+/// it calls [`run_helper_if_asked`](super::run_helper_if_asked) first in
+/// `main`, or the one given to [`Bubblewrap::keeping`].
 #[derive(Debug, Clone, Default)]
 pub struct Bubblewrap {
-    _private: (),
+    /// The spawner program of kept sandboxes, when given.
+    spawner: Option<std::path::PathBuf>,
 }
 
 /// What the installed `bwrap` can do, found by the self-check.
 #[derive(Debug, Clone, Copy)]
-struct Features {
+pub(super) struct Features {
     /// `--disable-userns` (bubblewrap 0.8).
     disable_userns: bool,
 }
@@ -45,11 +54,18 @@ struct Features {
 /// The self-check's result, once per process.
 static CHECKED: OnceLock<Result<Features, String>> = OnceLock::new();
 
-/// The compiled filter's bytes, without and with the network.
-static FILTERS: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
+/// The compiled filters' bytes, each compiled when first needed: a
+/// command's without and with the network, then a kept sandbox's
+/// spawner's (`bubblewrap/kept/`) without and with.
+static FILTERS: [OnceLock<Result<Vec<u8>, String>>; 4] = [
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+];
 
 /// Where the network helper (this program) is bound inside the sandbox.
-const HELPER_PATH: &str = "/run/lc-agent/helper";
+pub(super) const HELPER_PATH: &str = "/run/lc-agent/helper";
 
 /// The id a command started by root runs as inside (`nobody`).
 const UNPRIVILEGED_ID: &str = "65534";
@@ -73,19 +89,27 @@ fn arg(args: &mut Vec<OsString>, items: &[&dyn AsRef<std::ffi::OsStr>]) {
     args.extend(items.iter().map(|item| item.as_ref().to_os_string()));
 }
 
-/// The seccomp program for `network`, in a pipe whose read end (close on
-/// exec in this process) the command's `bwrap` gets.
-fn filter_pipe(network: bool) -> Result<OwnedFd, String> {
-    let filters = FILTERS
+/// The seccomp program for `network` (a command's, or with `spawner` a
+/// kept sandbox's spawner's), in a pipe whose read end (close on exec in
+/// this process) the command's `bwrap` gets.
+pub(super) fn filter_pipe(network: bool, spawner: bool) -> Result<OwnedFd, String> {
+    let index = usize::from(network) + 2 * usize::from(spawner);
+    let bytes = FILTERS[index]
         .get_or_init(|| {
-            Ok([
-                seccomp::to_bytes(&seccomp::filter(Sockets::None)?),
-                seccomp::to_bytes(&seccomp::filter(Sockets::Inet)?),
-            ])
+            let sockets = if network {
+                Sockets::Inet
+            } else {
+                Sockets::None
+            };
+            let program = if spawner {
+                seccomp::spawner_filter(sockets)?
+            } else {
+                seccomp::filter(sockets)?
+            };
+            Ok(seccomp::to_bytes(&program))
         })
         .as_ref()
         .map_err(|e| format!("seccomp: {e}"))?;
-    let bytes = &filters[usize::from(network)];
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -103,7 +127,7 @@ fn filter_pipe(network: bool) -> Result<OwnedFd, String> {
 
 /// A copy of `fd` numbered above the standard streams, whatever this
 /// process has open (close on exec here).
-fn above_standard_streams(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
+pub(super) fn above_standard_streams(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     // SAFETY: fcntl duplicates a descriptor we own.
     let high = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
     if high < 0 {
@@ -111,6 +135,41 @@ fn above_standard_streams(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     }
     // SAFETY: fcntl returned a new descriptor, ours alone.
     Ok(unsafe { OwnedFd::from_raw_fd(high) })
+}
+
+/// `bwrap`'s command line but its end (see [`Bubblewrap::frame`]), and
+/// what must live as long as the sandbox.
+pub(super) struct Frame {
+    pub(super) args: Vec<OsString>,
+    pub(super) mount_points: MountPoints,
+    /// With a domain allow-list: the proxy, and the channel (numbered
+    /// above the standard streams) the helper inside hands connections over.
+    pub(super) helper: Option<(std::sync::Arc<Proxy>, OwnedFd)>,
+}
+
+/// `bwrap ARGS` with only `PATH` of this process's environment; the
+/// descriptors `inherit` (close on exec here) are left open for it.
+pub(super) fn bwrap_command(args: &[OsString], inherit: Vec<RawFd>) -> Command {
+    let mut cmd = Command::new("bwrap");
+    cmd.args(args).env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    let inherit = move || -> std::io::Result<()> {
+        for fd in &inherit {
+            // SAFETY: fcntl on a descriptor open in this (forked)
+            // process; only the command's `bwrap` inherits it.
+            if unsafe { libc::fcntl(*fd, libc::F_SETFD, 0) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the closure only calls fcntl(2), async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, inherit);
+    }
+    cmd
 }
 
 impl Bubblewrap {
@@ -135,7 +194,16 @@ impl Bubblewrap {
         }
         arg(
             args,
-            &[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"],
+            &[
+                &"--proc",
+                &"/proc",
+                &"--dev",
+                &"/dev",
+                &"--tmpfs",
+                &"/dev/shm",
+                &"--tmpfs",
+                &"/tmp",
+            ],
         );
     }
 
@@ -165,14 +233,20 @@ impl Bubblewrap {
         }
     }
 
-    /// `bwrap … sh -c command` with `features`.
-    fn command(
+    /// Everything of `bwrap`'s command line but the seccomp filter, the
+    /// working directory and the program: the mounts (with the mount
+    /// points of missing protected paths), the namespaces, the user, the
+    /// network (with an allow-list, its proxy and the channel the helper
+    /// hands connections over), and `env`. `program`, when given, is bound
+    /// at `HELPER_PATH` (a kept sandbox's spawner, which is also the
+    /// helper); else this program is, with an allow-list.
+    pub(super) fn frame(
         features: Features,
         policy: &SandboxPolicy,
         root: &Path,
         env: &[(OsString, OsString)],
-        command: &str,
-    ) -> Result<Prepared, String> {
+        program: Option<&Path>,
+    ) -> Result<Frame, String> {
         if policy.mode == SandboxMode::Full {
             return Err("full mode runs without a sandbox".to_string());
         }
@@ -239,11 +313,15 @@ impl Bubblewrap {
         // With an allow-list: the helper (this program) listens on the
         // sandbox's own loopback and hands connections to the proxy.
         let mut helper = None;
+        if let Some(program) = program {
+            arg(&mut args, &[&"--ro-bind", &program, &HELPER_PATH]);
+        }
         match policy.network {
             SandboxNetwork::Off => {}
             SandboxNetwork::On => arg(&mut args, &[&"--share-net"]),
             SandboxNetwork::Allow => {
-                let program = helper_program().ok_or(
+                let own = program.map(Path::to_path_buf).or_else(helper_program);
+                let own = own.ok_or(
                     "a domain allow-list under bubblewrap needs this program to serve as the \
                      sandbox's network helper (call \
                      lc_agent_filesystem::run_helper_if_asked() first in main), or \
@@ -252,7 +330,9 @@ impl Bubblewrap {
                 let proxy = Proxy::for_domains(&policy.domains)?;
                 let channel = above_standard_streams(&proxy.channel()?)
                     .map_err(|e| format!("the sandbox's proxy: {e}"))?;
-                arg(&mut args, &[&"--ro-bind", &program, &HELPER_PATH]);
+                if program.is_none() {
+                    arg(&mut args, &[&"--ro-bind", &own, &HELPER_PATH]);
+                }
                 for (name, value) in proxy_env(HELPER_PORT) {
                     arg(&mut args, &[&"--setenv", &name, &value]);
                 }
@@ -263,7 +343,35 @@ impl Bubblewrap {
             arg(&mut args, &[&"--setenv", name, value]);
         }
         arg(&mut args, &[&"--setenv", &"TMPDIR", &"/tmp"]);
-        let filter = filter_pipe(policy.network != SandboxNetwork::Off)?;
+        // The sandbox's own directories (`/`, `/dev`, the parents of the
+        // mounts) read-only: only `/tmp`, `/dev/shm` and what the policy
+        // makes writable take writes (a kept sandbox's commands cannot
+        // leave a `/bin` of their own for the next one).
+        arg(
+            &mut args,
+            &[&"--remount-ro", &"/dev", &"--remount-ro", &"/"],
+        );
+        Ok(Frame {
+            args,
+            mount_points,
+            helper,
+        })
+    }
+
+    /// `bwrap … sh -c command` with `features`.
+    fn command(
+        features: Features,
+        policy: &SandboxPolicy,
+        root: &Path,
+        env: &[(OsString, OsString)],
+        command: &str,
+    ) -> Result<Prepared, String> {
+        let Frame {
+            mut args,
+            mount_points,
+            helper,
+        } = Self::frame(features, policy, root, env, None)?;
+        let filter = filter_pipe(policy.network != SandboxNetwork::Off, false)?;
         let fd = filter.as_raw_fd();
         arg(&mut args, &[&"--seccomp", &fd.to_string()]);
         arg(&mut args, &[&"--chdir", &root]);
@@ -279,25 +387,7 @@ impl Bubblewrap {
             );
         }
         arg(&mut args, &[&"sh", &"-c", &command]);
-        let mut cmd = Command::new("bwrap");
-        cmd.args(&args).env_clear();
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-        let inherit = move || -> std::io::Result<()> {
-            for fd in std::iter::once(fd).chain(channel_fd) {
-                // SAFETY: fcntl on a descriptor open in this (forked)
-                // process; only the command's `bwrap` inherits it.
-                if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        };
-        // SAFETY: the closure only calls fcntl(2), async-signal-safe.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, inherit);
-        }
+        let cmd = bwrap_command(&args, std::iter::once(fd).chain(channel_fd).collect());
         let prepared = Prepared::new(cmd).keep(filter).keep(mount_points);
         Ok(match helper {
             Some(helper) => prepared.keep(helper),
@@ -333,7 +423,7 @@ impl Bubblewrap {
 
     /// The features of the installed `bwrap`, checked once per process
     /// (and a success remembered across processes, `probe_cache.rs`).
-    fn features() -> Result<Features, String> {
+    pub(super) fn features() -> Result<Features, String> {
         CHECKED
             .get_or_init(|| {
                 let all = Features {
@@ -374,9 +464,29 @@ impl Bubblewrap {
     }
 }
 
+impl Bubblewrap {
+    /// Bubblewrap that runs **every** command (the first too) in a sandbox
+    /// kept across commands, with `spawner` as the program inside: a
+    /// program whose `main` calls
+    /// [`run_helper_if_asked`](super::run_helper_if_asked) first (the
+    /// `lc-agent` binary, or `lc-agent-sandbox-helper` of this crate).
+    pub fn keeping(spawner: impl Into<std::path::PathBuf>) -> Self {
+        Self {
+            spawner: Some(spawner.into()),
+        }
+    }
+}
+
 impl SandboxMechanism for Bubblewrap {
     fn name(&self) -> &str {
         "bubblewrap"
+    }
+
+    fn kept_sandboxes(&self) -> Option<KeptSandboxes> {
+        match &self.spawner {
+            Some(spawner) => KeptSandboxes::new(spawner.clone(), true),
+            None => KeptSandboxes::new(helper_program()?, false),
+        }
     }
 
     fn check(&self) -> Result<(), String> {

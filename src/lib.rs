@@ -46,7 +46,8 @@
 //!
 //! **A ground floor.** `network/` (the graph, saving, the invoke entry),
 //! `node/` (the node, the table of kinds, the generic node), `run/`
-//! (invoke's passes, the modifier hooks, the tracer table), `tool.rs`, the
+//! (invoke's passes, the modifier hooks, the tracer table), `tool.rs` (with
+//! `tool_specs.rs`, the tools a request offers), the
 //! model trait and `event.rs` know each other by design. Everything else
 //! stands on them and is never stood on: the built-in node kinds
 //! (`nodes/`), the default loops (`loops/`) and the spans (`telemetry/`)
@@ -57,7 +58,7 @@
 //! runtime state it needs is an extension attached by type
 //! ([`Attachments::set_extension`]).
 //!
-//! Declared cycle: node::*, network::*, run, run::invoke, run::modifier, run::hold, run::tracer, tool, model, event
+//! Declared cycle: node::*, network::*, run, run::invoke, run::modifier, run::hold, run::tracer, tool, tool_specs, model, event
 //!
 //! (`.ci/module-cycles` reads that line: any other cycle among the modules
 //! fails CI, and so does a module that joins this one.) A module's long description lives on its main
@@ -125,6 +126,7 @@
 //! message.rs          Message, ToolCall
 //! content.rs          ContentPart, ImagePart: images (and text) after a message's text
 //! tool.rs             Tool, TypedTool (typed arguments, blanket Tool impl), FnTool
+//! tool_specs.rs       ToolSpecs: a request's tools, shared across turns while fixed
 //! tool_call.rs        running one tool call (lookup, arguments, retry, timeout)
 //! tool_args.rs        reading a tool's arguments: the one wording of argument errors
 //! tool_executor.rs    openai_tools (OpenAI definitions), ToolExecutor (a batch of calls, no graph)

@@ -30,7 +30,11 @@ pub(crate) async fn fork(
 ) -> Result<(), Error> {
     let id = find_session(list, id).await?;
     let net = list.load(id).await?;
-    let node = find_node(&net, at)?;
+    let Some(node) = find_target(&net, at)? else {
+        return Err(
+            "a fork needs a node: give an id (sessions show --ids lists them) or turn:N".into(),
+        );
+    };
     let fork = net.fork_at(node)?;
     list.save(&fork).await?;
     writeln!(
@@ -97,6 +101,69 @@ fn side(
     writeln!(out, "{mark} files changed: {}", none(&side.files_changed))?;
     writeln!(out, "{mark} tokens: {}", side.tokens)?;
     Ok(())
+}
+
+/// Where `--at` / `--to` points: `start` (before the first message,
+/// `None`), `turn:N` (the last node of your N-th message's turn on the
+/// current branch), or a node by id or unique prefix.
+pub(crate) fn find_target(net: &RunnableNetwork, at: &str) -> Result<Option<NodeId>, Error> {
+    let at = at.trim();
+    if at.eq_ignore_ascii_case("start") || at == "turn:0" {
+        return Ok(None);
+    }
+    if let Some(n) = at.strip_prefix("turn:") {
+        let n: usize = n.parse().map_err(|_| {
+            format!(
+                "`{at}`: a turn is turn:N with N a number (turn:1 is your first message's turn)"
+            )
+        })?;
+        return turn_end(net, n).map(Some);
+    }
+    find_node(net, at).map(Some)
+}
+
+/// The nodes from the root to the current leaf, in the order they were
+/// added.
+pub(crate) fn current_branch(net: &RunnableNetwork) -> Vec<NodeRef> {
+    let mut above = std::collections::HashSet::new();
+    let mut stack: Vec<NodeId> = net.current_leaf().map(|n| n.id()).into_iter().collect();
+    while let Some(id) = stack.pop() {
+        if above.insert(id) {
+            stack.extend(net.parents(id).iter().map(NodeRef::id));
+        }
+    }
+    net.nodes()
+        .into_iter()
+        .filter(|n| above.contains(&n.id()))
+        .collect()
+}
+
+/// The last node of turn `n` (1-based) on the current branch: the node
+/// the next message was sent below, or the current leaf for the last.
+fn turn_end(net: &RunnableNetwork, n: usize) -> Result<NodeId, Error> {
+    let branch = current_branch(net);
+    let humans: Vec<&NodeRef> = branch
+        .iter()
+        .filter(|node| node.kind() == lc_agent::HumanNode::KIND)
+        .collect();
+    if n == 0 || n > humans.len() {
+        return Err(format!(
+            "turn:{n}: the current branch has {} turn(s) (turn:1 to turn:{0}, or start)",
+            humans.len()
+        )
+        .into());
+    }
+    match humans.get(n) {
+        Some(next) => next
+            .parents()
+            .first()
+            .copied()
+            .ok_or_else(|| format!("turn:{n}: the next message has no parent").into()),
+        None => net
+            .current_leaf()
+            .map(|l| l.id())
+            .ok_or_else(|| "the session has no nodes".into()),
+    }
 }
 
 /// A node by id or unique prefix.

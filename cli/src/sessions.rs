@@ -7,6 +7,7 @@
 //! lc-agent sessions prune [--older-than AGE] [--keep N] [--dry-run]
 //! lc-agent sessions export <ID> [--pretty]
 //! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B>   (fork.rs)
+//! lc-agent sessions rewind <ID> --to <NODE> [--files|--conversation|--both] | --redo   (session_rewind.rs)
 //! lc-agent sessions import <FILE|DIR>... | --from-redis URL [--keys PATTERN]   (import.rs)
 //! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
@@ -117,6 +118,37 @@ pub(crate) enum SessionsCommand {
         /// The node to fork at (an id or a unique prefix).
         #[arg(long, value_name = "NODE")]
         at: String,
+    },
+    /// Puts a session's files and/or conversation back as they were at a
+    /// node (what the shell changed too, where the workspace was
+    /// recorded); `--redo` takes the last rewind back.
+    Rewind {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Where to: a node id (or unique prefix), turn:N (the end of your
+        /// N-th message's turn), or start.
+        #[arg(
+            long,
+            value_name = "NODE",
+            required_unless_present = "redo",
+            conflicts_with = "redo"
+        )]
+        to: Option<String>,
+        /// The files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both", "redo"])]
+        files: bool,
+        /// The conversation only.
+        #[arg(long, conflicts_with_all = ["both", "redo"])]
+        conversation: bool,
+        /// Both (the default).
+        #[arg(long, conflicts_with = "redo")]
+        both: bool,
+        /// Take the last rewind back (until the next turn).
+        #[arg(long)]
+        redo: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Compares two sessions from where their branches part.
     Diff {
@@ -245,6 +277,7 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         SessionsCommand::Rm { id } => {
             let id = find_session(list, &id).await?;
             if list.delete(id).await? {
+                forget_workspace_records(id);
                 writeln!(out, "deleted {id}")?;
             } else {
                 return Err(ListError::NotFound { id }.into());
@@ -259,6 +292,24 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Fork { id, at } => crate::fork::fork(list, &id, &at, out).await?,
+        SessionsCommand::Rewind {
+            id,
+            to,
+            files,
+            conversation,
+            both: _,
+            redo,
+            json,
+        } => {
+            let what = if files {
+                lc_agent_filesystem::RewindWhat::Files
+            } else if conversation {
+                lc_agent_filesystem::RewindWhat::Conversation
+            } else {
+                lc_agent_filesystem::RewindWhat::Both
+            };
+            crate::session_rewind::rewind(list, &id, to.as_deref(), what, redo, json, out).await?
+        }
         SessionsCommand::Diff { a, b } => crate::fork::diff(list, &a, &b, out).await?,
         SessionsCommand::Import {
             sources,
@@ -281,6 +332,15 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Frees the workspace records only a deleted session used (see
+/// `lc_agent_filesystem::HistoryStore`); a failure is a warning, the
+/// session is gone either way.
+fn forget_workspace_records(id: lc_agent::SessionId) {
+    if let Err(e) = lc_agent_filesystem::HistoryStore::for_user().forget(&id.to_string()) {
+        eprintln!("warning: the workspace records of {id} were not freed: {e}");
+    }
 }
 
 /// Deletes (or with `dry_run` lists) the list user's sessions older than
@@ -317,6 +377,7 @@ async fn prune(
             writeln!(out, "would delete {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         } else if list.delete(s.id).await? {
+            forget_workspace_records(s.id);
             writeln!(out, "deleted {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         }

@@ -162,31 +162,42 @@ pub async fn redo(
     Ok(report)
 }
 
-/// The tree recorded at `to` or the nearest node above it (the newest
-/// such ancestor); `None` for the first record of the session.
+/// The tree recorded at `to`: on `to` or the nearest node above it (the
+/// newest such ancestor); above every record (the system prompt, say),
+/// the first record below it (the workspace as the next turn began);
+/// for `None`, the session's first record.
 fn recorded_at(net: &RunnableNetwork, to: Option<NodeId>) -> Option<String> {
     let nodes = net.nodes();
     let tree_of = |n: &lc_agent::NodeRef| {
         n.metadata_value(WORKSPACE_TREE)
             .and_then(|v| v.as_str().map(str::to_string))
     };
-    match to {
-        None => nodes.iter().find_map(tree_of),
-        Some(to) => {
-            let mut above = HashSet::new();
-            let mut stack = vec![to];
-            while let Some(id) = stack.pop() {
-                if above.insert(id) {
-                    stack.extend(net.parents(id).iter().map(|n| n.id()));
-                }
+    let Some(to) = to else {
+        return nodes.iter().find_map(tree_of);
+    };
+    let reach = |next: &dyn Fn(NodeId) -> Vec<NodeId>| {
+        let mut seen = HashSet::new();
+        let mut stack = vec![to];
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                stack.extend(next(id));
             }
-            nodes
-                .iter()
-                .rev()
-                .filter(|n| above.contains(&n.id()))
-                .find_map(tree_of)
         }
-    }
+        seen
+    };
+    let above = reach(&|id| net.parents(id).iter().map(|n| n.id()).collect());
+    let found = nodes
+        .iter()
+        .rev()
+        .filter(|n| above.contains(&n.id()))
+        .find_map(tree_of);
+    found.or_else(|| {
+        let below = reach(&|id| net.children(id).iter().map(|n| n.id()).collect());
+        nodes
+            .iter()
+            .filter(|n| below.contains(&n.id()))
+            .find_map(tree_of)
+    })
 }
 
 impl WorkspaceHistory {

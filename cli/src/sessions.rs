@@ -467,7 +467,11 @@ fn usage_columns(
 /// The `usage` lines of `sessions show`: totals, then one line per model.
 fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     let totals = net.usage();
-    if totals.is_empty() {
+    let inherited = net
+        .metadata_value(lc_agent::INHERITED_USAGE_KEY)
+        .and_then(|v| serde_json::from_value::<UsageTotals>(v).ok())
+        .filter(|t| !t.is_empty());
+    if totals.is_empty() && inherited.is_none() {
         return Ok(());
     }
     let prices = lc_agent_deepagent::session_prices(net);
@@ -495,6 +499,23 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
     for (model, counts) in &totals.by_model {
         let cost = prices.of(model).map(|p| p.cost(counts));
         writeln!(out, "  {model}: {}", line(counts, cost))?;
+    }
+    // A fork: what its copied nodes cost, counted in the session it came
+    // from (not in the line above).
+    if let Some(inherited) = inherited {
+        let cost = prices.cost(&inherited);
+        let from = net
+            .metadata_value("forked_from")
+            .and_then(|f| f.get("session")?.as_str().map(str::to_string))
+            .unwrap_or_else(|| "-".into());
+        writeln!(
+            out,
+            "inherited {} (from {from}, counted there)",
+            line(
+                &inherited.all,
+                cost.usd.filter(|_| cost.unpriced.is_empty())
+            )
+        )?;
     }
     Ok(())
 }

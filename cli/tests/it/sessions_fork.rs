@@ -71,6 +71,21 @@ fn fork_diff_and_import_a_saved_session() {
     let shown = ok(sessions(dir.path(), &["show", &fork_id]));
     assert!(shown.contains("First."), "{shown}");
     assert!(!shown.contains("Second."), "{shown}");
+    // Usage belongs to nodes: the fork made no call of its own; the one
+    // above the fork point is shown apart, counted in the origin.
+    let line = |text: &str, start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` line: {text}"))
+            .to_string()
+    };
+    assert!(line(&shown, "usage ").contains(" 0 call(s)"), "{shown}");
+    let inherited = line(&shown, "inherited ");
+    assert!(inherited.contains(" 1 call(s)"), "{shown}");
+    assert!(inherited.contains(&format!("from {id}")), "{shown}");
+    let origin = ok(sessions(dir.path(), &["show", &id]));
+    assert!(line(&origin, "usage ").contains(" 2 call(s)"), "{origin}");
+    assert!(!origin.contains("inherited"), "{origin}");
     let fork_json: serde_json::Value =
         serde_json::from_str(&ok(sessions(dir.path(), &["export", &fork_id]))).unwrap();
     assert_eq!(fork_json["metadata"]["forked_from"]["session"], id.as_str());

@@ -7,8 +7,9 @@
 //!                                  side's messages, tool calls, files changed, tokens
 //! ```
 //!
-//! `<NODE>` is a node id or a unique prefix of one (`sessions export`
-//! shows them). Two sessions part after the last node of their current
+//! `<NODE>` is a node id or a unique prefix of one, the graph's label
+//! `nN`, or `turn:N` (the last node of your N-th message's turn on the
+//! current branch); `sessions show --ids` lists them. Two sessions part after the last node of their current
 //! branches (root to current leaf) with the same id: a fork and its
 //! origin share the nodes above the fork.
 
@@ -166,9 +167,70 @@ fn turn_end(net: &RunnableNetwork, n: usize) -> Result<NodeId, Error> {
     }
 }
 
-/// A node by id or unique prefix.
+/// `sessions show --ids`: the nodes of the current branch, a line each,
+/// with what `--at` / `--to` accept: the id (its first 8 characters are
+/// enough while unique), the graph's label (`n12`, as `--mermaid` draws
+/// it) and, on the last node of each turn, `turn:N`.
+pub(crate) fn show_ids(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
+    let index: std::collections::HashMap<NodeId, usize> = net
+        .nodes()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id(), i))
+        .collect();
+    let branch = current_branch(net);
+    let mut ends = std::collections::HashMap::new();
+    for n in 1.. {
+        match turn_end(net, n) {
+            Ok(id) => {
+                ends.insert(id, n);
+            }
+            Err(_) => break,
+        }
+    }
+    writeln!(
+        out,
+        "nodes on the current branch (sessions fork --at / rewind --to take the id, its label or turn:N):"
+    )?;
+    for node in &branch {
+        let id = node.id().to_string();
+        let label = index
+            .get(&node.id())
+            .map_or(String::new(), |i| format!("n{i}"));
+        let what = match node.output() {
+            Some(m) => {
+                let text = m.text().replace('\n', " ");
+                format!("[{}] {}", m.role(), crate::console::cut(&text, 60))
+            }
+            None => format!("({})", node.kind()),
+        };
+        let turn = ends
+            .get(&node.id())
+            .map_or(String::new(), |n| format!("  <- turn:{n}"));
+        writeln!(out, "  {id}  {label:<4} {what}{turn}")?;
+    }
+    Ok(())
+}
+
+/// A node by id, unique prefix, or the graph's label `nN` (the N-th node
+/// added, as `sessions show --mermaid` and `--ids` name it).
 fn find_node(net: &RunnableNetwork, prefix: &str) -> Result<NodeId, Error> {
     let prefix = prefix.trim().to_ascii_lowercase();
+    // Ids are hex: `n` never starts one.
+    if let Some(i) = prefix
+        .strip_prefix('n')
+        .and_then(|i| i.parse::<usize>().ok())
+    {
+        let nodes = net.nodes();
+        return nodes.get(i).map(NodeRef::id).ok_or_else(|| {
+            format!(
+                "session {} has no node n{i} (its labels go from n0 to n{})",
+                net.id(),
+                nodes.len().saturating_sub(1)
+            )
+            .into()
+        });
+    }
     let found: Vec<NodeId> = net
         .nodes()
         .iter()

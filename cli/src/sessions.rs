@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! lc-agent sessions [--user NAME] [--sessions DIR | --redis URL [--prefix P]] list [--offset N] [--limit N] [--memory]
-//! lc-agent sessions show <ID> [--mermaid]
+//! lc-agent sessions show <ID> [--mermaid] [--ids]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions prune [--older-than AGE] [--keep N] [--dry-run]
 //! lc-agent sessions export <ID> [--pretty]
@@ -97,6 +97,10 @@ pub(crate) enum SessionsCommand {
         /// Print the graph as a Mermaid flowchart too.
         #[arg(long)]
         mermaid: bool,
+        /// List the current branch's nodes with the ids (and turn:N) that
+        /// `sessions fork --at` and `sessions rewind --to` take.
+        #[arg(long)]
+        ids: bool,
     },
     /// Deletes a session.
     Rm {
@@ -260,10 +264,14 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
             prune(list, older_than, keep, dry_run, out).await?;
         }
-        SessionsCommand::Show { id, mermaid } => {
+        SessionsCommand::Show { id, mermaid, ids } => {
             let id = find_session(list, &id).await?;
             let net = list.load(id).await?;
             show(out, &net)?;
+            if ids {
+                writeln!(out)?;
+                crate::fork::show_ids(out, &net)?;
+            }
             if let Some(redis) = &redis
                 && let Some(bytes) = redis.memory_usage(id).await?
             {

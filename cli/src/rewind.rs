@@ -106,13 +106,7 @@ fn turns(agent: &Agent) -> Vec<Turn> {
         let Some(turn) = turns.last_mut() else {
             continue;
         };
-        if let Some(Value::Array(changes)) = node.metadata_value("file_changes") {
-            for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
-                if !turn.files.iter().any(|f| f == path) {
-                    turn.files.push(path.to_string());
-                }
-            }
-        }
+        changed_files(&node, &mut turn.files);
         if node
             .downcast::<ToolNode>()
             .is_some_and(|t| t.tool_call.name == "execute")
@@ -121,6 +115,23 @@ fn turns(agent: &Agent) -> Vec<Turn> {
         }
     }
     turns
+}
+
+/// Adds the paths `node`'s file tools changed to `files` (once each),
+/// and those of the nodes inside a sub-agent.
+fn changed_files(node: &NodeRef, files: &mut Vec<String>) {
+    if let Some(Value::Array(changes)) = node.metadata_value("file_changes") {
+        for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
+            if !files.iter().any(|f| f == path) {
+                files.push(path.to_string());
+            }
+        }
+    }
+    if let Some(inner) = node.downcast::<lc_agent::NetworkNode>() {
+        for n in inner.network().nodes() {
+            changed_files(&n, files);
+        }
+    }
 }
 
 /// `/rewind [N [WHAT]]`.

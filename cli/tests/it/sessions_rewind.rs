@@ -133,6 +133,7 @@ fn a_headless_rewind_puts_back_what_the_tools_and_the_shell_did_and_redo_returns
     )))
     .unwrap();
     assert_eq!(report["source"], "workspace", "{report}");
+    let turn2_end = report["node"].as_str().unwrap().to_string();
     let turn2 = on_disk(&root);
     assert_eq!(turn2["/a.txt"], "a2");
     assert_eq!(turn2["/t.txt"], "t2\n");
@@ -160,6 +161,60 @@ fn a_headless_rewind_puts_back_what_the_tools_and_the_shell_did_and_redo_returns
     // ...and the conversation went back too: the session's current branch is empty.
     let shown = ok(sessions(base.path(), &["show", &id]));
     assert!(!shown.contains("[human] one"), "{shown}");
+
+    // `exec resume --rewind-to`: back to turn 2's end (conversation and
+    // files; by id: the current branch is empty after the rewind to start),
+    // a `rewind` item in the JSON stream, then the turn runs from there.
+    let script_path = base.path().join("script-exec.json");
+    std::fs::write(&script_path, json!([{"content": "Resumed."}]).to_string()).unwrap();
+    let out = binary()
+        .current_dir(&root)
+        .args([
+            "exec",
+            "resume",
+            &id,
+            "Go on.",
+            "--json",
+            "--shell",
+            "--yes",
+            "--rewind-to",
+            &turn2_end,
+        ])
+        .arg("--root")
+        .arg(&root)
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(base.path().join("sessions"))
+        .env("LC_AGENT_HOME", base.path().join("home"))
+        .env_remove("LC_AGENT_SANDBOX_MECHANISM")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = ok(out);
+    let rewind: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["item"]["type"] == "rewind")
+        .unwrap_or_else(|| panic!("no rewind item: {stdout}"));
+    assert_eq!(rewind["type"], "item.completed", "{rewind}");
+    assert_eq!(rewind["item"]["source"], "workspace", "{rewind}");
+    assert_eq!(rewind["item"]["what"], "both", "{rewind}");
+    assert_eq!(
+        rewind["item"]["files"]["changed_outside"],
+        json!(["/s.txt"]),
+        "{rewind}"
+    );
+    assert!(stdout.contains("Resumed."), "{stdout}");
+    let now = on_disk(&root);
+    assert_eq!(now["/t.txt"], "t2\n");
+    assert_eq!(now["/a.txt"], "a2");
+    assert_eq!(now["/s.txt"], "the user's s");
+    let shown = ok(sessions(base.path(), &["show", &id]));
+    assert!(
+        shown.contains("[human] two") && !shown.contains("[human] three"),
+        "{shown}"
+    );
 
     // An unknown turn is a clear error.
     let bad = sessions(base.path(), &["rewind", &id, "--to", "turn:9"]);

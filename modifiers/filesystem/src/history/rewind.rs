@@ -217,7 +217,7 @@ impl WorkspaceHistory {
         let me = self.clone();
         let sid = session.id().to_string();
         let target = self.inner.store.tree(target)?.0;
-        let (report, before, after, depth) = tokio::task::spawn_blocking(move || {
+        let (report, before, after, depth, kept) = tokio::task::spawn_blocking(move || {
             me.restore_blocking(&sid, head.as_deref(), &outside, &target)
         })
         .await
@@ -226,9 +226,16 @@ impl WorkspaceHistory {
         set_meta(session, |m| {
             m.insert("head".into(), json!(after));
             m.insert("depth".into(), json!(depth));
-            if let Some(Value::Object(o)) = m.get_mut("outside") {
+            let outside = m
+                .entry("outside".to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(o) = outside {
                 for p in &restored {
                     o.remove(p);
+                }
+                // Left as the user has them: theirs at the next rewind too.
+                for (p, h) in kept {
+                    o.insert(p, h);
                 }
             }
         });
@@ -241,7 +248,7 @@ impl WorkspaceHistory {
         head: Option<&str>,
         outside: &Map<String, Value>,
         target: &Tree,
-    ) -> Result<(FileRewind, String, String, u32), HistoryError> {
+    ) -> Result<(FileRewind, String, String, u32, Vec<(String, Value)>), HistoryError> {
         // The workspace now, recorded: the redo point.
         let now = self.record_blocking(head, session)?.0;
         let inner = &*self.inner;
@@ -260,6 +267,7 @@ impl WorkspaceHistory {
         // Removals first: a directory made by a later turn may stand where
         // a file goes back.
         let mut writes = Vec::new();
+        let mut kept = Vec::new();
         for path in paths {
             let (want, have) = (target.get(path), current.get(path));
             if want == have {
@@ -270,6 +278,7 @@ impl WorkspaceHistory {
                 .is_some_and(|h| *h == json!(have.and_then(|e| e.h.clone())));
             if have != last.get(path) || by_user {
                 report.changed_outside.push(path.clone());
+                kept.push((path.clone(), json!(have.and_then(|e| e.h.clone()))));
                 continue;
             }
             match want {
@@ -321,7 +330,7 @@ impl WorkspaceHistory {
             }
         }
         state.last = Some((after.clone(), Arc::new(result), depth));
-        Ok((report, now.tree, after, depth))
+        Ok((report, now.tree, after, depth, kept))
     }
 }
 

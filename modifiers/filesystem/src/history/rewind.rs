@@ -217,7 +217,13 @@ impl WorkspaceHistory {
         let me = self.clone();
         let sid = session.id().to_string();
         let target = self.inner.store.tree(target)?.0;
-        let (report, before, after, depth, kept) = tokio::task::spawn_blocking(move || {
+        let Restored {
+            report,
+            before,
+            after,
+            depth,
+            kept,
+        } = tokio::task::spawn_blocking(move || {
             me.restore_blocking(&sid, head.as_deref(), &outside, &target)
         })
         .await
@@ -248,7 +254,7 @@ impl WorkspaceHistory {
         head: Option<&str>,
         outside: &Map<String, Value>,
         target: &Tree,
-    ) -> Result<(FileRewind, String, String, u32, Vec<(String, Value)>), HistoryError> {
+    ) -> Result<Restored, HistoryError> {
         // The workspace now, recorded: the redo point.
         let now = self.record_blocking(head, session)?.0;
         let inner = &*self.inner;
@@ -330,8 +336,25 @@ impl WorkspaceHistory {
             }
         }
         state.last = Some((after.clone(), Arc::new(result), depth));
-        Ok((report, now.tree, after, depth, kept))
+        Ok(Restored {
+            report,
+            before: now.tree,
+            after,
+            depth,
+            kept,
+        })
     }
+}
+
+/// What a restore did: the report, the trees before and after (and the
+/// latter's depth), and the files left as the user has them, with their
+/// hashes.
+struct Restored {
+    report: FileRewind,
+    before: String,
+    after: String,
+    depth: u32,
+    kept: Vec<(String, Value)>,
 }
 
 /// `/a/b.txt` as a path relative to the root, refused when it is not a

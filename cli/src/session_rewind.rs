@@ -152,3 +152,12 @@ pub(crate) fn files_lines(out: &mut dyn Write, files: &FileRewind) -> std::io::R
     }
     Ok(())
 }
+
+/// Frees the workspace records only a deleted session used (see
+/// `lc_agent_filesystem::HistoryStore`); a failure is a warning, the
+/// session is gone either way.
+pub(crate) fn forget_workspace_records(id: lc_agent::SessionId) {
+    if let Err(e) = lc_agent_filesystem::HistoryStore::for_user().forget(&id.to_string()) {
+        eprintln!("warning: the workspace records of {id} were not freed: {e}");
+    }
+}

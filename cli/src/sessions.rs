@@ -285,7 +285,7 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         SessionsCommand::Rm { id } => {
             let id = find_session(list, &id).await?;
             if list.delete(id).await? {
-                forget_workspace_records(id);
+                crate::session_rewind::forget_workspace_records(id);
                 writeln!(out, "deleted {id}")?;
             } else {
                 return Err(ListError::NotFound { id }.into());
@@ -342,15 +342,6 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
     Ok(())
 }
 
-/// Frees the workspace records only a deleted session used (see
-/// `lc_agent_filesystem::HistoryStore`); a failure is a warning, the
-/// session is gone either way.
-fn forget_workspace_records(id: lc_agent::SessionId) {
-    if let Err(e) = lc_agent_filesystem::HistoryStore::for_user().forget(&id.to_string()) {
-        eprintln!("warning: the workspace records of {id} were not freed: {e}");
-    }
-}
-
 /// Deletes (or with `dry_run` lists) the list user's sessions older than
 /// `older_than` and those past the `keep` most recently saved.
 async fn prune(
@@ -385,7 +376,7 @@ async fn prune(
             writeln!(out, "would delete {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         } else if list.delete(s.id).await? {
-            forget_workspace_records(s.id);
+            crate::session_rewind::forget_workspace_records(s.id);
             writeln!(out, "deleted {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         }

@@ -23,6 +23,10 @@
 //!  NetworkNode, MultiAgentNetworkNode         network (inner network converted)
 //!  RunnableSystemAppend in a node's `inputs`  a system node, parent of that node
 //!  any other class                            generic (every field kept; cannot run)
+//!  ... not answered yet                       generic, marked run with no output and
+//!                                             `metadata.skipped` (a later turn goes on
+//!                                             without it); with a `human_message`
+//!                                             field: human
 //! ```
 //!
 //! Ids are kept (the network's and each node's `metadata.uuid`), so
@@ -35,6 +39,14 @@
 //! also reaches the nodes after that node (the same text is added once).
 
 use std::collections::{HashMap, HashSet};
+
+/// A node's metadata: why an imported node is not run (a pending node of
+/// a class only LC Agent can run, kept as data).
+pub(crate) const SKIPPED_KEY: &str = "skipped";
+
+/// How the notes and [`SKIPPED_KEY`] say a pending node is skipped.
+const SKIPPED_REASON: &str =
+    "not answered, so kept as data and skipped by the run (the conversation goes on without it)";
 
 use serde_json::{json, Map, Value};
 
@@ -410,12 +422,32 @@ impl Import {
                 extra.remove("chat_model_name");
                 (ChatNode::KIND, output)
             }
+            // An unknown class that carries a human message (a subclass
+            // of RunnableHumanNode, say), not answered: the human message.
+            _ if output.is_none() && text_of(node.get("human_message")).is_some() => {
+                let text = text_of(node.get("human_message")).unwrap_or_default();
+                self.note(
+                    &here,
+                    "a class lc-agent does not know, holding a human message: imported as that human message (the class in metadata.lc_agent)",
+                );
+                extra.remove("human_message");
+                fields.insert("text".into(), Value::String(text.clone()));
+                (HumanNode::KIND, Some(Message::human(text)))
+            }
             _ => {
+                let pending = output.is_none();
+                let skipped = if pending {
+                    format!("; {SKIPPED_REASON}")
+                } else {
+                    String::new()
+                };
                 if MODEL_CLASSES.contains(&class.as_str()) {
                     self.note(
                         &here,
-                        "not answered yet, and only LC Agent can run it: kept as a generic node",
+                        format_args!("not answered yet, and only LC Agent can run it: kept as a generic node{skipped}"),
                     );
+                } else if pending {
+                    self.note(&here, format_args!("a class lc-agent does not know: kept as a generic node with its fields{skipped}"));
                 } else {
                     self.note(&here, "a class lc-agent does not know: kept as a generic node with its fields (it cannot run)");
                 }
@@ -430,7 +462,16 @@ impl Import {
                 }
                 let kind: &str = &class;
                 let kind = kind.to_string();
-                return self.push(nodes, parents, kind, id, name, output, meta, kept, fields);
+                if pending {
+                    // Kept as data and never run: a pending node of a class
+                    // nobody here can run would stop every later turn.
+                    meta.insert(SKIPPED_KEY.into(), Value::String(SKIPPED_REASON.into()));
+                }
+                self.push(nodes, parents, kind, id, name, output, meta, kept, fields)?;
+                if pending && let Some(Value::Object(last)) = nodes.out.last_mut() {
+                    last.insert("invoked".into(), Value::Bool(true));
+                }
+                return Ok(());
             }
         };
         extra.remove("chat_model_name");

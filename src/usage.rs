@@ -309,7 +309,24 @@ fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 type Started = Option<chrono::DateTime<chrono::Utc>>;
 
 fn walk(net: &RunnableNetwork, f: &mut dyn FnMut(&str, &Usage, Started)) {
-    for node in net.nodes() {
+    // A fork's copied nodes are its origin's calls: counted there, once.
+    let inherited = crate::network::fork::inherited_nodes(net);
+    let nodes = net.nodes();
+    walk_nodes(nodes.iter().filter(|n| !inherited.contains(&n.id())), f);
+}
+
+/// The calls of these nodes (and of the networks inside them).
+pub(crate) fn totals_of<'a>(nodes: impl Iterator<Item = &'a crate::node::NodeRef>) -> UsageTotals {
+    let mut totals = UsageTotals::default();
+    walk_nodes(nodes, &mut |model, usage, _| totals.add(model, usage));
+    totals
+}
+
+fn walk_nodes<'a>(
+    nodes: impl Iterator<Item = &'a crate::node::NodeRef>,
+    f: &mut dyn FnMut(&str, &Usage, Started),
+) {
+    for node in nodes {
         if let Some(inner) = node.downcast::<NetworkNode>() {
             walk(inner.network(), f);
         }

@@ -228,6 +228,9 @@ pub(crate) struct Agent {
     pub(crate) backend: Arc<dyn Backend>,
     /// The workspace's directory (`None`: the session's own files).
     pub(crate) backend_root: Option<PathBuf>,
+    /// The directory workspace's turn records (what `/rewind` and `/redo`
+    /// restore the shell's changes from).
+    pub(crate) history: Option<lc_agent_filesystem::WorkspaceHistory>,
     /// The first turn was answered: a model may title the session.
     title_due: AtomicBool,
 }
@@ -428,6 +431,7 @@ impl Agent {
             fresh,
             backend,
             backend_root: blueprint.spec.backend.root().map(|r| r.to_path_buf()),
+            history: builder.workspace_history().cloned(),
             title_due: AtomicBool::new(false),
         })
     }

@@ -47,6 +47,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "go back to before one of your messages: the conversation, the files, or both",
     ),
     (
+        "/redo",
+        "take back the last /rewind or /undo (the conversation and the files), until your next message",
+    ),
+    (
         "/undo",
         "take back your last message and the files its turn changed (/rewind of the last turn)",
     ),
@@ -174,6 +178,10 @@ pub(crate) async fn run(agent: &Agent, line: &str, input: &mut dyn Input) -> Act
         }
         "/rewind" => {
             crate::rewind::rewind(agent, &rest, input).await;
+            Action::Stay
+        }
+        "/redo" => {
+            crate::rewind::redo(agent).await;
             Action::Stay
         }
         "/continue" => match agent.net.continue_cut_off() {

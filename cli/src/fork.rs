@@ -7,8 +7,9 @@
 //!                                  side's messages, tool calls, files changed, tokens
 //! ```
 //!
-//! `<NODE>` is a node id or a unique prefix of one (`sessions export`
-//! shows them). Two sessions part after the last node of their current
+//! `<NODE>` is a node id or a unique prefix of one, the graph's label
+//! `nN`, or `turn:N` (the last node of your N-th message's turn on the
+//! current branch); `sessions show --ids` lists them. Two sessions part after the last node of their current
 //! branches (root to current leaf) with the same id: a fork and its
 //! origin share the nodes above the fork.
 
@@ -30,7 +31,11 @@ pub(crate) async fn fork(
 ) -> Result<(), Error> {
     let id = find_session(list, id).await?;
     let net = list.load(id).await?;
-    let node = find_node(&net, at)?;
+    let Some(node) = find_target(&net, at)? else {
+        return Err(
+            "a fork needs a node: give an id (sessions show --ids lists them) or turn:N".into(),
+        );
+    };
     let fork = net.fork_at(node)?;
     list.save(&fork).await?;
     writeln!(
@@ -99,9 +104,133 @@ fn side(
     Ok(())
 }
 
-/// A node by id or unique prefix.
+/// Where `--at` / `--to` points: `start` (before the first message,
+/// `None`), `turn:N` (the last node of your N-th message's turn on the
+/// current branch), or a node by id or unique prefix.
+pub(crate) fn find_target(net: &RunnableNetwork, at: &str) -> Result<Option<NodeId>, Error> {
+    let at = at.trim();
+    if at.eq_ignore_ascii_case("start") || at == "turn:0" {
+        return Ok(None);
+    }
+    if let Some(n) = at.strip_prefix("turn:") {
+        let n: usize = n.parse().map_err(|_| {
+            format!(
+                "`{at}`: a turn is turn:N with N a number (turn:1 is your first message's turn)"
+            )
+        })?;
+        return turn_end(net, n).map(Some);
+    }
+    find_node(net, at).map(Some)
+}
+
+/// The nodes from the root to the current leaf, in the order they were
+/// added.
+pub(crate) fn current_branch(net: &RunnableNetwork) -> Vec<NodeRef> {
+    let mut above = std::collections::HashSet::new();
+    let mut stack: Vec<NodeId> = net.current_leaf().map(|n| n.id()).into_iter().collect();
+    while let Some(id) = stack.pop() {
+        if above.insert(id) {
+            stack.extend(net.parents(id).iter().map(NodeRef::id));
+        }
+    }
+    net.nodes()
+        .into_iter()
+        .filter(|n| above.contains(&n.id()))
+        .collect()
+}
+
+/// The last node of turn `n` (1-based) on the current branch: the node
+/// the next message was sent below, or the current leaf for the last.
+fn turn_end(net: &RunnableNetwork, n: usize) -> Result<NodeId, Error> {
+    let branch = current_branch(net);
+    let humans: Vec<&NodeRef> = branch
+        .iter()
+        .filter(|node| node.kind() == lc_agent::HumanNode::KIND)
+        .collect();
+    if n == 0 || n > humans.len() {
+        return Err(format!(
+            "turn:{n}: the current branch has {} turn(s) (turn:1 to turn:{0}, or start)",
+            humans.len()
+        )
+        .into());
+    }
+    match humans.get(n) {
+        Some(next) => next
+            .parents()
+            .first()
+            .copied()
+            .ok_or_else(|| format!("turn:{n}: the next message has no parent").into()),
+        None => net
+            .current_leaf()
+            .map(|l| l.id())
+            .ok_or_else(|| "the session has no nodes".into()),
+    }
+}
+
+/// `sessions show --ids`: the nodes of the current branch, a line each,
+/// with what `--at` / `--to` accept: the id (its first 8 characters are
+/// enough while unique), the graph's label (`n12`, as `--mermaid` draws
+/// it) and, on the last node of each turn, `turn:N`.
+pub(crate) fn show_ids(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
+    let index: std::collections::HashMap<NodeId, usize> = net
+        .nodes()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id(), i))
+        .collect();
+    let branch = current_branch(net);
+    let mut ends = std::collections::HashMap::new();
+    for n in 1.. {
+        match turn_end(net, n) {
+            Ok(id) => {
+                ends.insert(id, n);
+            }
+            Err(_) => break,
+        }
+    }
+    writeln!(
+        out,
+        "nodes on the current branch (sessions fork --at / rewind --to take the id, its label or turn:N):"
+    )?;
+    for node in &branch {
+        let id = node.id().to_string();
+        let label = index
+            .get(&node.id())
+            .map_or(String::new(), |i| format!("n{i}"));
+        let what = match node.output() {
+            Some(m) => {
+                let text = m.text().replace('\n', " ");
+                format!("[{}] {}", m.role(), crate::console::cut(&text, 60))
+            }
+            None => format!("({})", node.kind()),
+        };
+        let turn = ends
+            .get(&node.id())
+            .map_or(String::new(), |n| format!("  <- turn:{n}"));
+        writeln!(out, "  {id}  {label:<4} {what}{turn}")?;
+    }
+    Ok(())
+}
+
+/// A node by id, unique prefix, or the graph's label `nN` (the N-th node
+/// added, as `sessions show --mermaid` and `--ids` name it).
 fn find_node(net: &RunnableNetwork, prefix: &str) -> Result<NodeId, Error> {
     let prefix = prefix.trim().to_ascii_lowercase();
+    // Ids are hex: `n` never starts one.
+    if let Some(i) = prefix
+        .strip_prefix('n')
+        .and_then(|i| i.parse::<usize>().ok())
+    {
+        let nodes = net.nodes();
+        return nodes.get(i).map(NodeRef::id).ok_or_else(|| {
+            format!(
+                "session {} has no node n{i} (its labels go from n0 to n{})",
+                net.id(),
+                nodes.len().saturating_sub(1)
+            )
+            .into()
+        });
+    }
     let found: Vec<NodeId> = net
         .nodes()
         .iter()

@@ -68,6 +68,7 @@
 //!                and permission requests, updates.rs RunEvent -> session/update, client_fs.rs
 //!                the file backend the editor serves)
 //! fork.rs        sessions fork / diff: branches of saved sessions
+//! session_rewind.rs sessions rewind --to NODE | --redo: rewind without a chat
 //! import.rs      sessions import: exported sessions and LC Agent's saved networks (files, Redis)
 //! ```
 //!
@@ -105,6 +106,7 @@ mod rewind;
 mod run;
 mod runs;
 mod serve;
+mod session_rewind;
 mod sessions;
 mod tool;
 mod trust;

@@ -21,14 +21,17 @@
 //! were when the answer before it ended); on a terminal the message comes
 //! back into the prompt to edit or send again. `/undo` restores the files
 //! too (as Codex's `/undo` does): a turn taken back leaves no writes
-//! behind unless someone changed them meanwhile, which it reports. What
-//! `execute` changed is not recorded, so it is not restored (the listing
-//! says a turn ran commands).
+//! behind unless someone changed them meanwhile, which it reports. In a
+//! directory workspace the files come back from the turn records
+//! (`lc_agent_filesystem::WorkspaceHistory`), so what `execute` changed
+//! is restored too; `/redo` takes the last rewind back until the next
+//! message. Sessions without records (the session's own files) restore
+//! what the file tools recorded.
 
 use std::collections::HashSet;
 
-use lc_agent::{HumanNode, NodeId, NodeRef, TimeTravelExt, ToolNode};
-use lc_agent_filesystem::FileRewind;
+use lc_agent::{HumanNode, NodeId, NodeRef, ToolNode};
+use lc_agent_filesystem::{FileRewind, RewindWhat};
 use serde_json::Value;
 
 use crate::agent::Agent;
@@ -103,13 +106,7 @@ fn turns(agent: &Agent) -> Vec<Turn> {
         let Some(turn) = turns.last_mut() else {
             continue;
         };
-        if let Some(Value::Array(changes)) = node.metadata_value("file_changes") {
-            for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
-                if !turn.files.iter().any(|f| f == path) {
-                    turn.files.push(path.to_string());
-                }
-            }
-        }
+        changed_files(&node, &mut turn.files);
         if node
             .downcast::<ToolNode>()
             .is_some_and(|t| t.tool_call.name == "execute")
@@ -118,6 +115,23 @@ fn turns(agent: &Agent) -> Vec<Turn> {
         }
     }
     turns
+}
+
+/// Adds the paths `node`'s file tools changed to `files` (once each),
+/// and those of the nodes inside a sub-agent.
+fn changed_files(node: &NodeRef, files: &mut Vec<String>) {
+    if let Some(Value::Array(changes)) = node.metadata_value("file_changes") {
+        for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
+            if !files.iter().any(|f| f == path) {
+                files.push(path.to_string());
+            }
+        }
+    }
+    if let Some(inner) = node.downcast::<lc_agent::NetworkNode>() {
+        for n in inner.network().nodes() {
+            changed_files(&n, files);
+        }
+    }
 }
 
 /// `/rewind [N [WHAT]]`.
@@ -225,23 +239,33 @@ async fn apply(agent: &Agent, turns: &[Turn], index: usize, what: What, input: &
         return;
     };
     let before = turn.before();
-    if what != What::Conversation {
-        match lc_agent_filesystem::rewind_files(&agent.net, &*agent.backend, before).await {
-            Ok(report) => say_files(&report),
-            Err(e) => {
-                eprintln!(
-                    "error: the files could not be rewound: {}; the conversation is unchanged",
-                    crate::error::in_cli_terms(&e.to_string())
-                );
-                return;
-            }
-        }
-    }
-    if what != What::Files {
-        if let Err(e) = agent.net.rewind_to(before) {
-            eprintln!("error: {e}");
+    let kind = match what {
+        What::Both => RewindWhat::Both,
+        What::Conversation => RewindWhat::Conversation,
+        What::Files => RewindWhat::Files,
+    };
+    let report = lc_agent_filesystem::rewind(
+        &agent.net,
+        agent.history.as_ref(),
+        &*agent.backend,
+        before,
+        kind,
+    )
+    .await;
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!(
+                "error: the rewind did not happen: {}; the conversation is unchanged",
+                crate::error::in_cli_terms(&e.to_string())
+            );
             return;
         }
+    };
+    if let Some(files) = &report.files {
+        say_files(files);
+    }
+    if what != What::Files {
         out(&format!(
             "conversation: back to before “{}”; your next message goes there \
              (what followed stays in the session's graph)\n",
@@ -249,8 +273,33 @@ async fn apply(agent: &Agent, turns: &[Turn], index: usize, what: What, input: &
         ));
         input.prefill(&turn.text());
     }
-    if what != What::Conversation && turns.iter().skip(index).any(|t| t.ran_commands) {
+    if what != What::Conversation
+        && report.source == Some("file_tools")
+        && turns.iter().skip(index).any(|t| t.ran_commands)
+    {
         out("note: what `execute` commands changed is not recorded, so it is not restored\n");
+    }
+    out("/redo takes this rewind back\n");
+    if let Err(e) = agent.save().await {
+        eprintln!("error: {}", e.message);
+    }
+}
+
+/// `/redo`: the last rewind taken back.
+pub(crate) async fn redo(agent: &Agent) {
+    match lc_agent_filesystem::redo(&agent.net, agent.history.as_ref()).await {
+        Ok(report) => {
+            if let Some(files) = &report.files {
+                say_files(files);
+            }
+            if report.what != RewindWhat::Files {
+                out("conversation: back where it was before the rewind\n");
+            }
+        }
+        Err(e) => {
+            out(&format!("{e}\n"));
+            return;
+        }
     }
     if let Err(e) = agent.save().await {
         eprintln!("error: {}", e.message);
@@ -275,6 +324,12 @@ fn say_files(report: &FileRewind) {
         out(&format!(
             "files whose earlier content was not kept (too large, or not text), left as they are: {}\n",
             report.not_kept.join(", ")
+        ));
+    }
+    if !report.failed.is_empty() {
+        out(&format!(
+            "files that could not be put back: {}\n",
+            report.failed.join(", ")
         ));
     }
 }

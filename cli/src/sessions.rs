@@ -2,11 +2,12 @@
 //!
 //! ```text
 //! lc-agent sessions [--user NAME] [--sessions DIR | --redis URL [--prefix P]] list [--offset N] [--limit N] [--memory]
-//! lc-agent sessions show <ID> [--mermaid]
+//! lc-agent sessions show <ID> [--mermaid] [--ids]
 //! lc-agent sessions rm <ID>
 //! lc-agent sessions prune [--older-than AGE] [--keep N] [--dry-run]
 //! lc-agent sessions export <ID> [--pretty]
 //! lc-agent sessions fork <ID> --at <NODE> | diff <A> <B>   (fork.rs)
+//! lc-agent sessions rewind <ID> --to <NODE> [--files|--conversation|--both] | --redo   (session_rewind.rs)
 //! lc-agent sessions import <FILE|DIR>... | --from-redis URL [--keys PATTERN]   (import.rs)
 //! lc-agent sessions --redis URL [--prefix P] migrate
 //! ```
@@ -96,6 +97,10 @@ pub(crate) enum SessionsCommand {
         /// Print the graph as a Mermaid flowchart too.
         #[arg(long)]
         mermaid: bool,
+        /// List the current branch's nodes with the ids (and turn:N) that
+        /// `sessions fork --at` and `sessions rewind --to` take.
+        #[arg(long)]
+        ids: bool,
     },
     /// Deletes a session.
     Rm {
@@ -117,6 +122,37 @@ pub(crate) enum SessionsCommand {
         /// The node to fork at (an id or a unique prefix).
         #[arg(long, value_name = "NODE")]
         at: String,
+    },
+    /// Puts a session's files and/or conversation back as they were at a
+    /// node (what the shell changed too, where the workspace was
+    /// recorded); `--redo` takes the last rewind back.
+    Rewind {
+        /// Session id (or a unique prefix).
+        id: String,
+        /// Where to: a node id (or unique prefix), turn:N (the end of your
+        /// N-th message's turn), or start.
+        #[arg(
+            long,
+            value_name = "NODE",
+            required_unless_present = "redo",
+            conflicts_with = "redo"
+        )]
+        to: Option<String>,
+        /// The files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both", "redo"])]
+        files: bool,
+        /// The conversation only.
+        #[arg(long, conflicts_with_all = ["both", "redo"])]
+        conversation: bool,
+        /// Both (the default).
+        #[arg(long, conflicts_with = "redo")]
+        both: bool,
+        /// Take the last rewind back (until the next turn).
+        #[arg(long)]
+        redo: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Compares two sessions from where their branches part.
     Diff {
@@ -228,10 +264,14 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
             prune(list, older_than, keep, dry_run, out).await?;
         }
-        SessionsCommand::Show { id, mermaid } => {
+        SessionsCommand::Show { id, mermaid, ids } => {
             let id = find_session(list, &id).await?;
             let net = list.load(id).await?;
             show(out, &net)?;
+            if ids {
+                writeln!(out)?;
+                crate::fork::show_ids(out, &net)?;
+            }
             if let Some(redis) = &redis
                 && let Some(bytes) = redis.memory_usage(id).await?
             {
@@ -245,6 +285,7 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
         SessionsCommand::Rm { id } => {
             let id = find_session(list, &id).await?;
             if list.delete(id).await? {
+                crate::session_rewind::forget_workspace_records(id);
                 writeln!(out, "deleted {id}")?;
             } else {
                 return Err(ListError::NotFound { id }.into());
@@ -259,6 +300,24 @@ async fn print(args: SessionsArgs, out: &mut dyn Write) -> Result<(), Error> {
             }
         }
         SessionsCommand::Fork { id, at } => crate::fork::fork(list, &id, &at, out).await?,
+        SessionsCommand::Rewind {
+            id,
+            to,
+            files,
+            conversation,
+            both: _,
+            redo,
+            json,
+        } => {
+            let what = if files {
+                lc_agent_filesystem::RewindWhat::Files
+            } else if conversation {
+                lc_agent_filesystem::RewindWhat::Conversation
+            } else {
+                lc_agent_filesystem::RewindWhat::Both
+            };
+            crate::session_rewind::rewind(list, &id, to.as_deref(), what, redo, json, out).await?
+        }
         SessionsCommand::Diff { a, b } => crate::fork::diff(list, &a, &b, out).await?,
         SessionsCommand::Import {
             sources,
@@ -317,6 +376,7 @@ async fn prune(
             writeln!(out, "would delete {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         } else if list.delete(s.id).await? {
+            crate::session_rewind::forget_workspace_records(s.id);
             writeln!(out, "deleted {} ({updated}, {why}) {}", s.id, s.name)?;
             gone += 1;
         }
@@ -406,7 +466,11 @@ fn usage_columns(
 /// The `usage` lines of `sessions show`: totals, then one line per model.
 fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     let totals = net.usage();
-    if totals.is_empty() {
+    let inherited = net
+        .metadata_value(lc_agent::INHERITED_USAGE_KEY)
+        .and_then(|v| serde_json::from_value::<UsageTotals>(v).ok())
+        .filter(|t| !t.is_empty());
+    if totals.is_empty() && inherited.is_none() {
         return Ok(());
     }
     let prices = lc_agent_deepagent::session_prices(net);
@@ -434,6 +498,23 @@ fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()>
     for (model, counts) in &totals.by_model {
         let cost = prices.of(model).map(|p| p.cost(counts));
         writeln!(out, "  {model}: {}", line(counts, cost))?;
+    }
+    // A fork: what its copied nodes cost, counted in the session it came
+    // from (not in the line above).
+    if let Some(inherited) = inherited {
+        let cost = prices.cost(&inherited);
+        let from = net
+            .metadata_value("forked_from")
+            .and_then(|f| f.get("session")?.as_str().map(str::to_string))
+            .unwrap_or_else(|| "-".into());
+        writeln!(
+            out,
+            "inherited {} (from {from}, counted there)",
+            line(
+                &inherited.all,
+                cost.usd.filter(|_| cost.unpriced.is_empty())
+            )
+        )?;
     }
     Ok(())
 }

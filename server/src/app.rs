@@ -78,6 +78,7 @@ pub(crate) fn app(state: Arc<AppState>, local: Option<SocketAddr>) -> Router {
         .route("/api/sessions/:id/stop", post(sessions::stop))
         .route("/api/sessions/:id/fork", post(branches::fork))
         .route("/api/sessions/:id/rewind", post(branches::rewind))
+        .route("/api/sessions/:id/redo", post(branches::redo))
         .route("/api/sessions/:id/diff/:other", get(branches::diff))
         .route("/api/sessions/:id/messages", post(sessions::message))
         .route("/api/sessions/:id/approvals", post(sessions::approvals))

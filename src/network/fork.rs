@@ -22,6 +22,10 @@
 //! first. Changes to a disk workspace are not the graph's: a fork shares
 //! the workspace as it is (rewinding it is the file tools' job).
 //!
+//! **Usage.** A fork's `usage` counts its new nodes' calls only; what
+//! its copied nodes cost is the origin's, kept apart under
+//! [`INHERITED_USAGE_KEY`] (so a sum over sessions counts each call once).
+//!
 //! **Rewind.** `rewind_to` is kept in the metadata (`rewound_to`), so a
 //! rewound session saved and loaded elsewhere continues from the same
 //! place; the first node attached afterwards clears it.
@@ -41,6 +45,28 @@ use crate::node::{NodeId, NodeLogic, NodeRef};
 
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
+
+/// A fork's metadata: the usage of the nodes it copied from its origin
+/// ([`UsageTotals`](crate::UsageTotals)), counted in the origin and
+/// shown apart; the fork's own `usage` counts only its new nodes.
+pub const INHERITED_USAGE_KEY: &str = "usage_inherited";
+
+/// The nodes a fork copied from its origin (the node it was forked at
+/// and its ancestors): their calls count in the origin, not here. Empty
+/// for a network that is not a fork.
+pub(crate) fn inherited_nodes(net: &RunnableNetwork) -> HashSet<NodeId> {
+    let Some(at) = net
+        .metadata_value("forked_from")
+        .and_then(|f| f.get("node")?.as_str()?.parse::<NodeId>().ok())
+    else {
+        return HashSet::new();
+    };
+    let g = net.0.graph.lock();
+    if g.get(at).is_err() {
+        return HashSet::new();
+    }
+    ancestors(&g, at)
+}
 
 /// Time travel on a network: a fork at a node, a branch beside it, an
 /// edit of a human message and a rewind.
@@ -109,6 +135,20 @@ impl TimeTravelExt for RunnableNetwork {
         }
         let mut metadata = g.metadata.clone();
         metadata.shift_remove(REWOUND_TO);
+        // Usage belongs to nodes: the copied nodes' calls are the
+        // origin's (shown apart as inherited), the fork's own start at none.
+        let inherited =
+            crate::usage::totals_of(g.nodes().values().filter(|n| keep.contains(&n.id())));
+        if metadata.shift_remove(crate::usage::USAGE_KEY).is_some() {
+            metadata.insert(
+                crate::usage::USAGE_KEY.into(),
+                serde_json::to_value(crate::usage::UsageTotals::default())?,
+            );
+        }
+        metadata.shift_remove(INHERITED_USAGE_KEY);
+        if !inherited.is_empty() {
+            metadata.insert(INHERITED_USAGE_KEY.into(), serde_json::to_value(inherited)?);
+        }
         metadata.insert(
             "forked_from".into(),
             json!({"session": g.id.to_string(), "node": node.to_string()}),

@@ -227,3 +227,60 @@ async fn an_imported_network_runs_on() {
     assert_eq!(sent.last().unwrap(), &&Message::human("And Lyon?"));
     assert!(sent.iter().any(|m| m.text() == "Anything else?"));
 }
+
+/// A pending node of a class only LC Agent can run never kills the
+/// session: it is kept as data, marked run with no output, and the next
+/// turn goes on without it; the notes say so in one line.
+#[tokio::test]
+async fn an_unknown_pending_node_is_skipped_and_the_session_runs_on() {
+    use lc_agent::ModelRoutes;
+    let (net, notes) = RunnableNetwork::from_lc_agent(&fixture("0002_Multi_agent.json")).unwrap();
+    let supervisor = net.nodes()[4].clone();
+    assert_eq!(supervisor.kind(), "RunnableSupervisorNode");
+    assert!(supervisor.is_invoked() && supervisor.output().is_none());
+    assert!(supervisor.metadata()["skipped"]
+        .as_str()
+        .is_some_and(|s| s.contains("skipped by the run")));
+    let line = notes
+        .iter()
+        .find(|n| n.contains("RunnableSupervisorNode"))
+        .unwrap();
+    assert!(line.contains("skipped by the run"), "{line}");
+    assert!(!line.contains('\n'));
+    let model = net.chat_model_name().unwrap_or_else(|| "m".into());
+    net.set_chat_model_name(Some(model.clone()));
+    net.register_model(model, ScriptedChatModel::new(["Still here."]));
+    {
+        let _scope = net.enter();
+        HumanNode::new("Go on");
+    }
+    let answer = net.invoke().await.unwrap();
+    assert_eq!(answer.text(), "Still here.");
+    // Saved and loaded, it stays skipped and the fields are kept.
+    let json = net.to_json().unwrap();
+    let loaded = RunnableNetwork::from_json(&json).unwrap();
+    assert!(loaded.nodes()[4].is_invoked());
+    assert_eq!(loaded.to_json().unwrap(), json);
+}
+
+/// An unknown class holding a human message, not answered: the human
+/// message it holds.
+#[test]
+fn an_unknown_human_ish_node_becomes_the_human_message() {
+    let saved = serde_json::json!({
+        "nodes": [{"__node_type__": "MyHumanNode", "human_message": "Hello there",
+                   "outputs": null, "metadata": {}}],
+        "__connections__": {},
+    });
+    let (net, notes) = RunnableNetwork::from_lc_agent(&saved).unwrap();
+    let node = net.nodes()[0].clone();
+    assert_eq!(node.kind(), "human");
+    assert_eq!(node.output().unwrap().text(), "Hello there");
+    assert_eq!(node.metadata()["lc_agent"]["node_type"], "MyHumanNode");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("MyHumanNode") && n.contains("imported as that human message")),
+        "{notes:?}"
+    );
+}

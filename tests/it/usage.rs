@@ -212,3 +212,60 @@ fn prices_extend_from_toml_and_unknown_models_have_no_cost() {
     assert_eq!(prices.of("openai/gpt-4o-2024-08-06").unwrap().input, 2.5);
     assert_eq!(prices.of("gpt-4o-mini").unwrap().input, 0.15);
 }
+
+/// Usage belongs to nodes: a fork's own usage is its new nodes' calls;
+/// the copied nodes' calls are shown apart as inherited; a sum over the
+/// origin and the fork (kept totals or added up from the nodes, over any
+/// time range) counts each call once.
+#[tokio::test]
+async fn a_fork_counts_its_own_calls_and_shows_the_inherited_apart() {
+    use lc_agent::{TimeTravelExt, INHERITED_USAGE_KEY};
+    let model = ScriptedChatModel::new(["one", "two", "three"]).with_usage(usage(100, 10));
+    let net = net_with(model);
+    for text in ["first", "second"] {
+        human(&net, text);
+        net.invoke().await.unwrap();
+    }
+    assert_eq!(net.usage().all.calls, 2);
+    let first_answer = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.output().is_some_and(|m| m.text() == "one"))
+        .unwrap();
+    let fork = net.fork_at(first_answer.id()).unwrap();
+    assert_eq!(fork.usage().all.calls, 0, "nothing ran in the fork yet");
+    let inherited: UsageTotals =
+        serde_json::from_value(fork.metadata_value(INHERITED_USAGE_KEY).unwrap()).unwrap();
+    assert_eq!(inherited.all.calls, 1, "the one call above the fork point");
+    assert_eq!(inherited.all.total_tokens, 110);
+    // Added up from the nodes, the copied ones count in the origin only.
+    assert_eq!(UsageTotals::of_nodes(&fork).all.calls, 0);
+    assert_eq!(UsageTotals::between(&fork, None, None).all.calls, 0);
+
+    // A turn in the fork is the fork's own.
+    let model = ScriptedChatModel::new(["fork answer"]).with_usage(usage(50, 5));
+    lc_agent::Attachments::register_model(&fork, "m", model);
+    human(&fork, "in the fork");
+    fork.invoke().await.unwrap();
+    assert_eq!(fork.usage().all.calls, 1);
+    assert_eq!(fork.usage().all.total_tokens, 55);
+    assert_eq!(UsageTotals::of_nodes(&fork).all.calls, 1);
+    // Origin + fork: every call once (2 + 1), kept totals and node sums alike.
+    let mut sum = net.usage();
+    sum.merge(&fork.usage());
+    assert_eq!(sum.all.calls, 3);
+    let mut from_nodes = UsageTotals::of_nodes(&net);
+    from_nodes.merge(&UsageTotals::of_nodes(&fork));
+    assert_eq!(from_nodes.all.calls, 3);
+    // Saved and loaded, the same.
+    let loaded = RunnableNetwork::from_json(&fork.to_json().unwrap()).unwrap();
+    assert_eq!(loaded.usage().all.calls, 1);
+    assert_eq!(UsageTotals::of_nodes(&loaded).all.calls, 1);
+    // A fork of the fork inherits the fork's copied and own calls above it.
+    let leaf = fork.current_leaf().unwrap();
+    let again = fork.fork_at(leaf.id()).unwrap();
+    let inherited: UsageTotals =
+        serde_json::from_value(again.metadata_value(INHERITED_USAGE_KEY).unwrap()).unwrap();
+    assert_eq!(inherited.all.calls, 2);
+    assert_eq!(again.usage().all.calls, 0);
+}

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //!  exec itself            ─▶ thread.started {thread_id, format[, forked_from]}, turn.started
+//!  resume --rewind-to     ─▶ item.completed rewind {node, what, files, source}
 //!  RunEvent::ToolCallStarted ─▶ item.started   command_execution (`execute`) | tool_call
 //!  RunEvent::NodeFinished  chat ─▶ item.completed agent_message {text}
 //!                          tool ─▶ item.completed command_execution | tool_call {result, status}
@@ -172,6 +173,12 @@ pub(crate) enum Details {
         outcome: String,
         message: String,
     },
+    /// `exec resume --rewind-to`: the session went back to a node before
+    /// the turn (what `sessions rewind --json` prints).
+    Rewind {
+        #[serde(flatten)]
+        report: lc_agent_filesystem::RewindReport,
+    },
     /// Something went wrong that did not end the turn by itself.
     Error { message: String },
     /// Something the user should know that the run did on its own (a
@@ -228,6 +235,23 @@ impl ExecStream {
     }
 
     /// A `warning` item (with `--json`; the line was said on stderr).
+    /// A rewind done before the turn (an item of the stream; a line on
+    /// stderr without `--json`).
+    pub(crate) fn rewound(&mut self, report: lc_agent_filesystem::RewindReport) {
+        if self.json {
+            let item = self.item(Details::Rewind { report });
+            self.write(&ExecEvent::ItemCompleted { item });
+        } else {
+            let files = report.files.as_ref().map_or(0, |f| f.restored.len());
+            eprintln!(
+                "rewound to {} ({files} file(s) restored)",
+                report
+                    .node
+                    .map_or_else(|| "the start".to_string(), |n| n.to_string())
+            );
+        }
+    }
+
     pub(crate) fn warning(&mut self, message: String) {
         if self.json {
             let item = self.item(Details::Warning { message });
@@ -518,7 +542,7 @@ fn progress_line(event: &ExecEvent) -> Option<String> {
             ..
         } => Some(format!("hook {event}: {outcome} {message}")),
         Details::Error { message } => Some(format!("warning: {message}")),
-        Details::AgentMessage { .. } | Details::Warning { .. } => None,
+        Details::AgentMessage { .. } | Details::Warning { .. } | Details::Rewind { .. } => None,
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! lc-agent exec [PROMPT | -] [--json] [--output-schema FILE] [run's agent flags]
-//! lc-agent exec resume SESSION [PROMPT | -] [--fork] [--json] ...
+//! lc-agent exec resume SESSION [PROMPT | -] [--fork] [--rewind-to NODE] [--json] ...
 //! ```
 //!
 //! The prompt is the argument, or stdin when it is `-` or absent and stdin
@@ -86,6 +86,11 @@ pub(crate) struct ExecArgs {
     /// current leaf), leaving the original as it was.
     #[arg(long)]
     fork: bool,
+    /// With `resume`: first rewind the session to this node (an id or
+    /// unique prefix, nN, turn:N or start), the conversation and the files
+    /// (what the shell changed too); a `rewind` item says what came back.
+    #[arg(long, value_name = "NODE")]
+    rewind_to: Option<String>,
     /// The agent, its model and where the session goes (as `run`).
     #[command(flatten)]
     agent: AgentArgs,
@@ -162,6 +167,11 @@ pub(crate) async fn run(args: ExecArgs) -> CliResult {
         .as_deref()
         .map(output_schema::read)
         .transpose()?;
+    if args.rewind_to.is_some() && resume.is_none() {
+        return Err(CliError::usage(
+            "--rewind-to rewinds a saved session: exec resume SESSION --rewind-to NODE",
+        ));
+    }
     let prompt = prompt(prompt_arg, resume.is_some())?;
     let (resume, forked_from) = match (resume, args.fork) {
         (Some(session), true) => {
@@ -183,6 +193,21 @@ pub(crate) async fn run(args: ExecArgs) -> CliResult {
     }));
     for warning in crate::trust::take_notices() {
         feed.send(Fed::Warning(warning));
+    }
+    if let Some(to) = &args.rewind_to {
+        let node = crate::fork::find_target(&agent.net, to)
+            .map_err(|e| CliError::usage(format!("--rewind-to: {e}")))?;
+        let report = lc_agent_filesystem::rewind(
+            &agent.net,
+            agent.history.as_ref(),
+            &*agent.backend,
+            node,
+            lc_agent_filesystem::RewindWhat::Both,
+        )
+        .await
+        .map_err(|e| CliError::failed(format!("the rewind did not happen: {e}")))?;
+        agent.save().await?;
+        feed.send(Fed::Rewound(report));
     }
     let interrupt = Interrupt::watch();
     let outcome = drive(&agent, &feed, prompt, schema.as_ref(), &interrupt).await;
@@ -389,6 +414,8 @@ enum Fed {
     Decided(NodeId, ApprovalStatus),
     /// A warning said on stderr, as an item of the stream too.
     Warning(String),
+    /// A rewind done before the turn.
+    Rewound(lc_agent_filesystem::RewindReport),
     /// Everything before was written.
     Flush(oneshot::Sender<()>),
 }
@@ -424,6 +451,7 @@ impl Feed {
                     Fed::Exec(event) => stream.emit(event),
                     Fed::Decided(node_id, status) => stream.decided(node_id, status),
                     Fed::Warning(message) => stream.warning(message),
+                    Fed::Rewound(report) => stream.rewound(report),
                     Fed::Flush(done) => {
                         let _ = done.send(());
                         break;

@@ -43,6 +43,7 @@ mod serve_logs;
 mod session_bounds;
 mod sessions_fork;
 mod sessions_prune;
+mod sessions_rewind;
 mod small_window;
 mod subagent_approvals;
 mod tool;

@@ -61,6 +61,36 @@ fn fork_diff_and_import_a_saved_session() {
         .unwrap()
         .to_string();
 
+    // `show --ids` names the nodes the way `fork --at` takes them: the
+    // first answer ends turn 1; its label and turn:1 fork there too.
+    let ids = ok(sessions(dir.path(), &["show", &id, "--ids"]));
+    let turn1 = ids
+        .lines()
+        .find(|l| l.ends_with("<- turn:1"))
+        .unwrap_or_else(|| panic!("{ids}"));
+    assert!(turn1.contains(&first) && turn1.contains("First."), "{ids}");
+    assert!(
+        ids.lines()
+            .any(|l| l.ends_with("<- turn:2") && l.contains("Second.")),
+        "{ids}"
+    );
+    let label = turn1.split_whitespace().nth(1).unwrap().to_string();
+    assert!(label.starts_with('n'), "{ids}");
+    for at in [label.as_str(), "turn:1"] {
+        let forked = ok(sessions(dir.path(), &["fork", &id, "--at", at]));
+        assert!(
+            forked.contains(&format!("at node {first} ")),
+            "{at}: {forked}"
+        );
+    }
+    let bad = sessions(dir.path(), &["fork", &id, "--at", "turn:3"]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("the current branch has 2 turn(s)"),
+        "{}",
+        text(&bad.stderr)
+    );
+
     // Fork at the first answer: a new session with that conversation.
     let forked = ok(sessions(dir.path(), &["fork", &id, "--at", &first[..8]]));
     let fork_id = forked
@@ -71,6 +101,21 @@ fn fork_diff_and_import_a_saved_session() {
     let shown = ok(sessions(dir.path(), &["show", &fork_id]));
     assert!(shown.contains("First."), "{shown}");
     assert!(!shown.contains("Second."), "{shown}");
+    // Usage belongs to nodes: the fork made no call of its own; the one
+    // above the fork point is shown apart, counted in the origin.
+    let line = |text: &str, start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` line: {text}"))
+            .to_string()
+    };
+    assert!(line(&shown, "usage ").contains(" 0 call(s)"), "{shown}");
+    let inherited = line(&shown, "inherited ");
+    assert!(inherited.contains(" 1 call(s)"), "{shown}");
+    assert!(inherited.contains(&format!("from {id}")), "{shown}");
+    let origin = ok(sessions(dir.path(), &["show", &id]));
+    assert!(line(&origin, "usage ").contains(" 2 call(s)"), "{origin}");
+    assert!(!origin.contains("inherited"), "{origin}");
     let fork_json: serde_json::Value =
         serde_json::from_str(&ok(sessions(dir.path(), &["export", &fork_id]))).unwrap();
     assert_eq!(fork_json["metadata"]["forked_from"]["session"], id.as_str());

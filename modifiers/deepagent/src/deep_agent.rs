@@ -90,6 +90,8 @@ pub struct DeepAgentBuilder {
     line_tools: bool,
     /// The file tools' size limits.
     file_limits: FileLimits,
+    /// A directory workspace's turn records (rewind anything).
+    history: Option<lc_agent_filesystem::WorkspaceHistory>,
 }
 
 // Shared between tasks and threads: a promise the compiler keeps.
@@ -174,6 +176,9 @@ impl DeepAgentBuilder {
     pub fn workspace(mut self, workspace: &Workspace) -> std::result::Result<Self, WorkspaceError> {
         self.backend = Some(workspace.open()?);
         self.execute_rule = workspace.execute_decisions();
+        self.history = workspace
+            .root()
+            .map(lc_agent_filesystem::WorkspaceHistory::new);
         Ok(self)
     }
 
@@ -357,6 +362,13 @@ impl DeepAgentBuilder {
             .collect()
     }
 
+    /// The turn records of a directory workspace (set by
+    /// [`workspace`](Self::workspace)): what rewinds and redo use to put
+    /// back what the tools and the shell changed.
+    pub fn workspace_history(&self) -> Option<&lc_agent_filesystem::WorkspaceHistory> {
+        self.history.as_ref()
+    }
+
     /// The backend the file tools use on `net` (the session's own files
     /// unless [`backend`](Self::backend) named another).
     /// Path rules apply (an `ask` is refused there: nobody approves).
@@ -457,6 +469,9 @@ impl DeepAgentBuilder {
                 .line_tools(self.line_tools)
                 .limits(self.file_limits),
         )?;
+        if let Some(history) = &self.history {
+            net.add_modifier(history.clone())?;
+        }
         net.add_modifier(TodoListModifier::new())?;
         net.add_modifier(self.subagents.clone())?;
         // Always there: the mode may hold `exit_plan_mode` or let calls through.

@@ -5,13 +5,13 @@
 
 use std::collections::HashSet;
 
-use lc_agent::{NodeId, NodeRef, RunnableNetwork, TOKEN_USAGE_KEY};
+use lc_agent::{NetworkNode, NodeId, NodeRef, RunnableNetwork, TOKEN_USAGE_KEY};
 use serde_json::Value;
 
 /// Two sessions' current branches compared from where they part.
 #[derive(Debug)]
 pub struct BranchDiff {
-    /// How many nodes both branches share from their root.
+    /// How many nodes both branches hold.
     pub shared: usize,
     /// The last node both share, if any.
     pub last_shared: Option<NodeId>,
@@ -24,7 +24,8 @@ pub struct BranchDiff {
 /// One branch's nodes after the shared ones, with their totals.
 #[derive(Debug)]
 pub struct BranchSide {
-    /// The nodes, oldest first.
+    /// The nodes, oldest first (a sub-agent is one node; what it did
+    /// inside counts in the totals below).
     pub nodes: Vec<NodeRef>,
     /// The tools their messages called, in order.
     pub tool_calls: Vec<String>,
@@ -34,40 +35,58 @@ pub struct BranchSide {
     pub tokens: u64,
 }
 
-/// Compares the current branches of `a` and `b`.
+/// Compares the current branches of `a` and `b`: every node above each
+/// current leaf (all parents: a turn's parallel tool calls too), split
+/// into those both hold and those after.
 pub fn diff_branches(a: &RunnableNetwork, b: &RunnableNetwork) -> BranchDiff {
-    let (mut path_a, mut path_b) = (branch(a), branch(b));
-    let shared = path_a
+    let (path_a, path_b) = (branch(a), branch(b));
+    let ids_a: HashSet<NodeId> = path_a.iter().map(NodeRef::id).collect();
+    let ids_b: HashSet<NodeId> = path_b.iter().map(NodeRef::id).collect();
+    let shared = path_a.iter().filter(|n| ids_b.contains(&n.id())).count();
+    let last_shared = path_a
         .iter()
-        .zip(&path_b)
-        .take_while(|(x, y)| x.id() == y.id())
-        .count();
-    let last_shared = shared
-        .checked_sub(1)
-        .and_then(|i| path_a.get(i))
+        .rev()
+        .find(|n| ids_b.contains(&n.id()))
         .map(NodeRef::id);
+    let only = |path: Vec<NodeRef>, other: &HashSet<NodeId>| -> Vec<NodeRef> {
+        path.into_iter()
+            .filter(|n| !other.contains(&n.id()))
+            .collect()
+    };
     BranchDiff {
         shared,
         last_shared,
-        a: BranchSide::of(path_a.split_off(shared)),
-        b: BranchSide::of(path_b.split_off(shared)),
+        a: BranchSide::of(only(path_a, &ids_b)),
+        b: BranchSide::of(only(path_b, &ids_a)),
     }
 }
 
-/// The nodes from a root to the current leaf (first parents).
+/// The current leaf and every node above it (all parents), in the order
+/// they were added.
 fn branch(net: &RunnableNetwork) -> Vec<NodeRef> {
-    let mut path = Vec::new();
-    let mut seen = HashSet::new();
-    let mut at = net.current_leaf();
-    while let Some(node) = at {
-        if !seen.insert(node.id()) {
-            break;
+    let mut above = HashSet::new();
+    let mut stack: Vec<NodeId> = net.current_leaf().map(|n| n.id()).into_iter().collect();
+    while let Some(id) = stack.pop() {
+        if above.insert(id)
+            && let Some(node) = net.node(id)
+        {
+            stack.extend(node.parents());
         }
-        at = node.parents().first().and_then(|p| net.node(*p));
-        path.push(node);
     }
-    path.reverse();
-    path
+    net.nodes()
+        .into_iter()
+        .filter(|n| above.contains(&n.id()))
+        .collect()
+}
+
+/// `node` and, for a sub-network (a sub-agent), every node inside it.
+fn with_inner(node: &NodeRef, f: &mut dyn FnMut(&NodeRef)) {
+    f(node);
+    if let Some(inner) = node.downcast::<NetworkNode>() {
+        for n in inner.network().nodes() {
+            with_inner(&n, f);
+        }
+    }
 }
 
 impl BranchSide {
@@ -76,22 +95,24 @@ impl BranchSide {
         let mut files_changed: Vec<String> = Vec::new();
         let mut tokens = 0u64;
         for node in &nodes {
-            if let Some(message) = node.output() {
-                tool_calls.extend(message.tool_calls().iter().map(|c| c.name.clone()));
-            }
-            let meta = node.metadata();
-            if let Some(Value::Array(changes)) = meta.get("file_changes") {
-                for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
-                    if !files_changed.iter().any(|f| f == path) {
-                        files_changed.push(path.to_string());
+            with_inner(node, &mut |node| {
+                if let Some(message) = node.output() {
+                    tool_calls.extend(message.tool_calls().iter().map(|c| c.name.clone()));
+                }
+                let meta = node.metadata();
+                if let Some(Value::Array(changes)) = meta.get("file_changes") {
+                    for path in changes.iter().filter_map(|c| c.get("path")?.as_str()) {
+                        if !files_changed.iter().any(|f| f == path) {
+                            files_changed.push(path.to_string());
+                        }
                     }
                 }
-            }
-            tokens += meta
-                .get(TOKEN_USAGE_KEY)
-                .and_then(|u| u.get("total_tokens"))
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
+                tokens += meta
+                    .get(TOKEN_USAGE_KEY)
+                    .and_then(|u| u.get("total_tokens"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+            });
         }
         BranchSide {
             nodes,

@@ -235,6 +235,7 @@ mod fingerprint;
 mod gitignore;
 mod glob;
 mod grep;
+mod history;
 mod limited;
 mod limits;
 mod line_edit;
@@ -268,6 +269,10 @@ pub use error::{FileOpError, FsError};
 pub use fingerprint::Fingerprint;
 pub use glob::GlobPattern;
 pub use grep::GREP_LINE_LIMIT;
+pub use history::{
+    redo, rewind, HistoryError, HistoryStore, RewindReport, RewindWhat, TurnRecord,
+    WorkspaceHistory, DEFAULT_FILE_CAP, IGNORE_FILE, WORKSPACE_HISTORY, WORKSPACE_TREE,
+};
 pub use limits::FileLimits;
 pub use line_edit::LineEdit;
 pub use media::image_part;

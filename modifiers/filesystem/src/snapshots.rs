@@ -71,6 +71,9 @@ pub struct FileRewind {
     /// Files whose earlier content was not kept (over the cap, or not
     /// text): left as they are.
     pub not_kept: Vec<String>,
+    /// Files that could not be put back (`path: why`): left as they are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
 }
 
 /// Runs a call that deletes what is at `dir` (a folder and everything in

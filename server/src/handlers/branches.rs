@@ -3,7 +3,10 @@
 //! ```text
 //! POST /api/sessions/{id}/fork     {"node": ID}                      201 the new session's id
 //! POST /api/sessions/{id}/rewind   {"node": ID|null, "what": "conversation"|"files"|"both"}
-//!                                  the files restored and those changed outside (kept)
+//!                                  the files restored and those changed outside (kept);
+//!                                  in a directory workspace from the turn records (the
+//!                                  shell's changes too)
+//! POST /api/sessions/{id}/redo     the last rewind taken back (until the next turn)
 //! GET  /api/sessions/{a}/diff/{b}  from where the current branches part: per side the
 //!                                  messages, tool calls, files changed and tokens
 //! ```
@@ -28,6 +31,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use lc_agent::{HumanNode, NodeId, NodeRef, RunnableNetwork, TimeTravelExt};
 use lc_agent_filesystem::BranchSide;
+use lc_agent_filesystem::RewindWhat;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -63,26 +67,13 @@ pub(crate) async fn fork(
     ))
 }
 
-/// What a rewind restores.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum What {
-    /// The conversation only.
-    Conversation,
-    /// The files only.
-    Files,
-    #[default]
-    /// Both.
-    Both,
-}
-
 /// `POST /api/sessions/{id}/rewind` body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RewindTo {
     node: Option<NodeId>,
     #[serde(default)]
-    what: What,
+    what: RewindWhat,
 }
 
 pub(crate) async fn rewind(
@@ -101,23 +92,47 @@ pub(crate) async fn rewind(
             "session {id} has no node {node}"
         )));
     }
-    let mut files = Value::Null;
-    if body.what != What::Conversation {
-        let (agent, _) = state.hub.agent_for(&user, Some(&net)).await?;
-        let backend = agent.backend_for(&net);
-        let report = lc_agent_filesystem::rewind_files(&net, &*backend, body.node)
-            .await
-            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-        files = serde_json::to_value(report).unwrap_or_default();
-    }
-    if body.what != What::Files {
-        net.rewind_to(body.node)
-            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    }
+    let (agent, _) = state.hub.agent_for(&user, Some(&net)).await?;
+    let backend = agent.backend_for(&net);
+    let report = lc_agent_filesystem::rewind(
+        &net,
+        agent.workspace_history(),
+        &*backend,
+        body.node,
+        body.what,
+    )
+    .await
+    .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let saved = list.save(&net).await?;
-    Ok(Json(
-        json!({"id": id, "node": body.node, "files": files, "revision": saved.revision}),
-    ))
+    Ok(Json(json!({
+        "id": id,
+        "node": body.node,
+        "files": report.files.map_or(Value::Null, |f| serde_json::to_value(f).unwrap_or_default()),
+        "source": report.source,
+        "revision": saved.revision,
+    })))
+}
+
+pub(crate) async fn redo(
+    State(state): State<Arc<AppState>>,
+    User(user): User,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, ApiError> {
+    let list = state.hub.list(&user)?;
+    let _claim = state.hub.claim_owned(id, &list).await?;
+    let net = state.hub.load(&list, id).await?;
+    let (agent, _) = state.hub.agent_for(&user, Some(&net)).await?;
+    let report = lc_agent_filesystem::redo(&net, agent.workspace_history())
+        .await
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let saved = list.save(&net).await?;
+    Ok(Json(json!({
+        "id": id,
+        "what": report.what,
+        "node": report.node,
+        "files": report.files.map_or(Value::Null, |f| serde_json::to_value(f).unwrap_or_default()),
+        "revision": saved.revision,
+    })))
 }
 
 pub(crate) async fn diff(

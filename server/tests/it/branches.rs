@@ -61,6 +61,16 @@ async fn fork_rewind_and_diff_a_session() {
         texts.contains(&"one") && !texts.contains(&"two"),
         "{forked}"
     );
+    // Usage belongs to nodes: the fork's own is none yet, the origin's
+    // first call shown apart; the origin keeps its two.
+    assert_eq!(forked["usage"]["calls"], 0, "{forked}");
+    assert_eq!(forked["usage_inherited"]["calls"], 1, "{forked}");
+    assert_eq!(get_json(&session, ALICE).await["usage"]["calls"], 2);
+    let usage = get_json(&format!("{base}/api/usage"), ALICE).await;
+    assert_eq!(
+        usage["calls"], 2,
+        "each call once over the sessions: {usage}"
+    );
 
     // Diff: the origin has the second turn after the shared part.
     let diff = get_json(&format!("{session}/diff/{fork}"), ALICE).await;

@@ -32,6 +32,8 @@
 //! - `security` — the security corpus of the confined backend.
 //! - `store_cas` — store writes are compare-and-set.
 //! - `unreadable` — folders the process cannot read are named by `ls`, `glob`, `grep`.
+//! - `workspace_history` — rewind anything: turn records of a disk workspace (the shell's
+//!   changes too), redo, a user's changes kept, the size cap, pruning.
 //! - `wrappers` — every `Backend` call through a wrapper (limits, guard, composite, `Wrap`)
 //!   reaches the inner backend or is the wrapper's own rule.
 
@@ -62,4 +64,5 @@ mod sandbox;
 mod security;
 mod store_cas;
 mod unreadable;
+mod workspace_history;
 mod wrappers;

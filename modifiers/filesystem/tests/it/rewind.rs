@@ -369,3 +369,36 @@ async fn a_same_size_change_in_the_same_second_is_seen() {
         "USER! one"
     );
 }
+
+/// A diff walks the whole turn: parallel tool calls (both files, every
+/// node), not only first parents.
+#[tokio::test]
+async fn a_diff_counts_every_node_and_file_of_a_turn_with_parallel_calls() {
+    let script = vec![
+        Turn::text("one"),
+        Turn::tool_calls([write("1", "/a.txt", "a"), write("2", "/b.txt", "b")]),
+        Turn::text("two"),
+    ];
+    let net = agent(ScriptedChatModel::new(script), StateBackend::factory());
+    for text in ["first", "second"] {
+        {
+            let _scope = net.enter();
+            HumanNode::new(text);
+        }
+        net.invoke().await.unwrap();
+    }
+    let one = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.output().is_some_and(|m| m.text() == "one"))
+        .unwrap();
+    let fork = net.fork_at(one.id()).unwrap();
+    let diff = lc_agent_filesystem::diff_branches(&net, &fork);
+    assert_eq!(diff.last_shared, Some(one.id()));
+    assert_eq!(diff.shared, fork.len());
+    // second, the call, two tool results, the answer.
+    assert_eq!(diff.a.nodes.len(), 5, "{:?}", diff.a.nodes);
+    assert_eq!(diff.a.files_changed, ["/a.txt", "/b.txt"]);
+    assert_eq!(diff.a.tool_calls, ["write_file", "write_file"]);
+    assert!(diff.b.nodes.is_empty());
+}

@@ -342,7 +342,7 @@ pub use usage::{
 pub use call_limits::CallLimitsExt;
 pub use clear_results::ClearResultsExt;
 pub use fallback::FallbackExt;
-pub use network::fork::{TimeTravelExt, INHERITED_USAGE_KEY};
+pub use network::fork::TimeTravelExt;
 pub use network::format::Saving;
 pub use network::runtime::{Attachments, Events};
 pub use network::snapshots::SnapshotsExt;

@@ -474,6 +474,11 @@ pub trait UsageExt {
     /// nodes ([`UsageTotals::of_nodes`]).
     fn usage(&self) -> UsageTotals;
 
+    /// For a fork: the usage of the nodes it copied from its origin,
+    /// counted there and not in [`usage`](UsageExt::usage) (empty for a
+    /// network that is not a fork).
+    fn inherited_usage(&self) -> UsageTotals;
+
     /// Counts one model call of `model` in this network's
     /// `metadata["usage"]` and in every network it runs inside (a
     /// sub-agent's calls are its parent's too). A network whose metadata
@@ -497,6 +502,15 @@ impl UsageExt for RunnableNetwork {
         self.metadata_value(USAGE_KEY)
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_else(|| UsageTotals::of_nodes(self))
+    }
+
+    fn inherited_usage(&self) -> UsageTotals {
+        let inherited = crate::network::fork::inherited_nodes(self);
+        if inherited.is_empty() {
+            return UsageTotals::default();
+        }
+        let nodes = self.nodes();
+        totals_of(nodes.iter().filter(|n| inherited.contains(&n.id())))
     }
 
     fn record_usage(&self, model: &str, usage: &Usage) {

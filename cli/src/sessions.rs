@@ -466,10 +466,7 @@ fn usage_columns(
 /// The `usage` lines of `sessions show`: totals, then one line per model.
 fn show_usage(out: &mut dyn Write, net: &RunnableNetwork) -> std::io::Result<()> {
     let totals = net.usage();
-    let inherited = net
-        .metadata_value(lc_agent::INHERITED_USAGE_KEY)
-        .and_then(|v| serde_json::from_value::<UsageTotals>(v).ok())
-        .filter(|t| !t.is_empty());
+    let inherited = Some(net.inherited_usage()).filter(|t| !t.is_empty());
     if totals.is_empty() && inherited.is_none() {
         return Ok(());
     }

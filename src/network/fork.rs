@@ -22,9 +22,11 @@
 //! first. Changes to a disk workspace are not the graph's: a fork shares
 //! the workspace as it is (rewinding it is the file tools' job).
 //!
-//! **Usage.** A fork's `usage` counts its new nodes' calls only; what
-//! its copied nodes cost is the origin's, kept apart under
-//! [`INHERITED_USAGE_KEY`] (so a sum over sessions counts each call once).
+//! **Usage.** A fork's `usage` counts its new nodes' calls only: the
+//! fork drops the origin's totals, and the usage feature, counting a
+//! network's nodes, leaves out the copied ones ([`inherited_nodes`]):
+//! their calls are the origin's (`UsageExt::inherited_usage` shows
+//! them apart), so a sum over sessions counts each call once.
 //!
 //! **Rewind.** `rewind_to` is kept in the metadata (`rewound_to`), so a
 //! rewound session saved and loaded elsewhere continues from the same
@@ -45,11 +47,6 @@ use crate::node::{NodeId, NodeLogic, NodeRef};
 
 /// The session's metadata: where the next node attaches after a rewind.
 pub(crate) const REWOUND_TO: &str = "rewound_to";
-
-/// A fork's metadata: the usage of the nodes it copied from its origin
-/// ([`UsageTotals`](crate::UsageTotals)), counted in the origin and
-/// shown apart; the fork's own `usage` counts only its new nodes.
-pub const INHERITED_USAGE_KEY: &str = "usage_inherited";
 
 /// The nodes a fork copied from its origin (the node it was forked at
 /// and its ancestors): their calls count in the origin, not here. Empty
@@ -136,19 +133,11 @@ impl TimeTravelExt for RunnableNetwork {
         let mut metadata = g.metadata.clone();
         metadata.shift_remove(REWOUND_TO);
         // Usage belongs to nodes: the copied nodes' calls are the
-        // origin's (shown apart as inherited), the fork's own start at none.
-        let inherited =
-            crate::usage::totals_of(g.nodes().values().filter(|n| keep.contains(&n.id())));
-        if metadata.shift_remove(crate::usage::USAGE_KEY).is_some() {
-            metadata.insert(
-                crate::usage::USAGE_KEY.into(),
-                serde_json::to_value(crate::usage::UsageTotals::default())?,
-            );
-        }
-        metadata.shift_remove(INHERITED_USAGE_KEY);
-        if !inherited.is_empty() {
-            metadata.insert(INHERITED_USAGE_KEY.into(), serde_json::to_value(inherited)?);
-        }
+        // origin's. The origin's totals stay there; the fork's own are
+        // counted from its nodes when first read, the copied ones left out
+        // (see `inherited_nodes`). The key is the usage feature's
+        // `USAGE_KEY`, named here so the floor does not stand on it.
+        metadata.shift_remove("usage");
         metadata.insert(
             "forked_from".into(),
             json!({"session": g.id.to_string(), "node": node.to_string()}),

@@ -219,7 +219,7 @@ fn prices_extend_from_toml_and_unknown_models_have_no_cost() {
 /// time range) counts each call once.
 #[tokio::test]
 async fn a_fork_counts_its_own_calls_and_shows_the_inherited_apart() {
-    use lc_agent::{TimeTravelExt, INHERITED_USAGE_KEY};
+    use lc_agent::TimeTravelExt;
     let model = ScriptedChatModel::new(["one", "two", "three"]).with_usage(usage(100, 10));
     let net = net_with(model);
     for text in ["first", "second"] {
@@ -234,8 +234,7 @@ async fn a_fork_counts_its_own_calls_and_shows_the_inherited_apart() {
         .unwrap();
     let fork = net.fork_at(first_answer.id()).unwrap();
     assert_eq!(fork.usage().all.calls, 0, "nothing ran in the fork yet");
-    let inherited: UsageTotals =
-        serde_json::from_value(fork.metadata_value(INHERITED_USAGE_KEY).unwrap()).unwrap();
+    let inherited = fork.inherited_usage();
     assert_eq!(inherited.all.calls, 1, "the one call above the fork point");
     assert_eq!(inherited.all.total_tokens, 110);
     // Added up from the nodes, the copied ones count in the origin only.
@@ -261,11 +260,11 @@ async fn a_fork_counts_its_own_calls_and_shows_the_inherited_apart() {
     let loaded = RunnableNetwork::from_json(&fork.to_json().unwrap()).unwrap();
     assert_eq!(loaded.usage().all.calls, 1);
     assert_eq!(UsageTotals::of_nodes(&loaded).all.calls, 1);
+    assert_eq!(loaded.inherited_usage().all.calls, 1);
     // A fork of the fork inherits the fork's copied and own calls above it.
     let leaf = fork.current_leaf().unwrap();
     let again = fork.fork_at(leaf.id()).unwrap();
-    let inherited: UsageTotals =
-        serde_json::from_value(again.metadata_value(INHERITED_USAGE_KEY).unwrap()).unwrap();
+    let inherited = again.inherited_usage();
     assert_eq!(inherited.all.calls, 2);
     assert_eq!(again.usage().all.calls, 0);
 }

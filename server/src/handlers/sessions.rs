@@ -170,10 +170,8 @@ pub(crate) fn view(net: &RunnableNetwork) -> Value {
     // The session's totals (sub-agents included), priced.
     shown["usage"] = net.usage().priced(&prices);
     // A fork: its copied nodes' usage, counted in its origin (not above).
-    if let Some(inherited) = net
-        .metadata_value(lc_agent::INHERITED_USAGE_KEY)
-        .and_then(|v| serde_json::from_value::<lc_agent::UsageTotals>(v).ok())
-    {
+    let inherited = net.inherited_usage();
+    if !inherited.is_empty() {
         shown["usage_inherited"] = inherited.priced(&prices);
     }
     shown["mode"] = json!(permission_mode(net));

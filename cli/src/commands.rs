@@ -48,7 +48,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/redo",
-        "take back the last /rewind or /undo (the conversation and the files), until your next message",
+        "take back the last /rewind or /undo, until your next message",
     ),
     (
         "/undo",

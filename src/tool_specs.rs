@@ -18,7 +18,7 @@ use crate::tool::{Tool, ToolSpec};
 
 /// The tools a chat request offers, in order: shared (a copy is a
 /// reference count) and copied on the first change
-/// ([`ToolSpecs::to_mut`]).
+/// ([`ToolSpecs::to_mut`], [`ToolSpecs::retain`]).
 /// Reads as a slice of [`ToolSpec`].
 ///
 /// ```
@@ -32,7 +32,7 @@ use crate::tool::{Tool, ToolSpec};
 /// };
 /// let offered = ToolSpecs::from(vec![spec("ls"), spec("grep")]);
 /// let mut narrowed = offered.clone();
-/// narrowed.to_mut().retain(|t| t.name != "grep");
+/// narrowed.retain(|t| t.name != "grep");
 /// assert_eq!(offered.len(), 2); // the original is untouched
 /// assert_eq!(narrowed[0].name, "ls");
 /// ```
@@ -43,6 +43,15 @@ impl ToolSpecs {
     /// The list to change in place (copied first when it is shared).
     pub fn to_mut(&mut self) -> &mut Vec<ToolSpec> {
         Arc::make_mut(&mut self.0)
+    }
+
+    /// Keeps the tools `keep` accepts; the shared list is copied only when
+    /// one is left out.
+    pub fn retain(&mut self, mut keep: impl FnMut(&ToolSpec) -> bool) {
+        if self.0.iter().all(&mut keep) {
+            return;
+        }
+        self.to_mut().retain(keep);
     }
 }
 

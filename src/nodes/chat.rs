@@ -176,7 +176,7 @@ impl NodeLogic for ChatNode {
         // does not walk the whole conversation for it.
         let has_images = |request: &ChatRequest| request.messages().iter().any(|m| m.has_images());
         let mut rejected = Vec::new();
-        let response = loop {
+        let mut response = loop {
             // With an output schema, answer text is reported once it is
             // checked (a client must not read a rejected answer's text
             // joined to the next one's); tool calls as they come.
@@ -308,7 +308,6 @@ impl NodeLogic for ChatNode {
                 }
             }
         };
-        let mut response = response;
         let cut_off = response.is_cut_off();
         let empty = response.is_empty();
         let (name, _) = models.swap_remove(answering);
@@ -389,10 +388,9 @@ fn record(
     net.record_usage(response_model.as_deref().unwrap_or(&name), &usage);
     let finish_reason = response.finish_reason.take();
     // One edit of the node (one lock, one version) for what a call records.
+    // Room for it was made when the node joined its network
+    // (`NodeRef::bind`).
     node.edit_metadata(|m| {
-        // What this call records, and the timings the run adds after it:
-        // room for them at once (no growing the map on the way).
-        m.reserve(5);
         m.insert("chat_model_name", serde_json::Value::String(name));
         if let Some(model) = response_model {
             m.insert(

@@ -83,7 +83,6 @@ fn strip_descriptions(schema: &mut Value) {
 pub(crate) fn make_lean(request: &mut ChatRequest) {
     request
         .tools
-        .to_mut()
         .retain(|t| !LEFT_OUT.contains(&t.name.as_str()));
     for tool in request.tools.to_mut() {
         if let Some(text) = short_description(&tool.name) {

@@ -437,10 +437,7 @@ impl NetworkModifier for SubAgentModifier {
         request: &mut ChatRequest,
     ) -> Result<()> {
         let limits = Limits::of(network);
-        // The shared list is copied only when a tool is left out.
-        if request.tools.iter().any(|t| !limits.allows(&t.name)) {
-            request.tools.to_mut().retain(|t| limits.allows(&t.name));
-        }
+        request.tools.retain(|t| limits.allows(&t.name));
         if !limits.allows(TASK) {
             return Ok(());
         }

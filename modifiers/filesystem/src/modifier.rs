@@ -178,11 +178,9 @@ impl NetworkModifier for FilesystemModifier {
         request: &mut ChatRequest,
     ) -> lc_agent::Result<()> {
         let backend = self.backend.resolve(network);
-        // The shared list is copied only when a tool is left out.
-        let offered = |t: &lc_agent::ToolSpec| tools::is_offered(&t.name, backend.as_ref());
-        if !request.tools.iter().all(offered) {
-            request.tools.to_mut().retain(offered);
-        }
+        request
+            .tools
+            .retain(|t| tools::is_offered(&t.name, backend.as_ref()));
         let with_execute =
             tools::is_offered(<tools::Execute as tools::FileTool>::NAME, backend.as_ref());
         request.system.push(prompt::system_section(with_execute));

@@ -10,7 +10,7 @@
 //! ```
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -36,19 +36,43 @@ use crate::tool::{Tool, ToolSpec};
 /// assert_eq!(offered.len(), 2); // the original is untouched
 /// assert_eq!(narrowed[0].name, "ls");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolSpecs(Arc<Vec<ToolSpec>>);
+#[derive(Debug, Clone, Default)]
+pub struct ToolSpecs(Arc<Shared>);
+
+/// The list, and what was counted of it once (a turn that offers the same
+/// tools as the turn before counts nothing again).
+#[derive(Debug, Clone, Default)]
+struct Shared {
+    specs: Vec<ToolSpec>,
+    /// The estimate of the list's prompt tokens (`crate::usage`'s).
+    approx_tokens: OnceLock<u64>,
+}
+
+impl PartialEq for ToolSpecs {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.specs == other.0.specs
+    }
+}
 
 impl ToolSpecs {
     /// The list to change in place (copied first when it is shared).
     pub fn to_mut(&mut self) -> &mut Vec<ToolSpec> {
-        Arc::make_mut(&mut self.0)
+        let shared = Arc::make_mut(&mut self.0);
+        // What was counted of the list no longer holds.
+        shared.approx_tokens = OnceLock::new();
+        &mut shared.specs
+    }
+
+    /// The estimated prompt tokens of the list, counted by `count` the
+    /// first time and kept with the shared list after.
+    pub(crate) fn approx_tokens(&self, count: impl FnOnce(&[ToolSpec]) -> u64) -> u64 {
+        *self.0.approx_tokens.get_or_init(|| count(&self.0.specs))
     }
 
     /// Keeps the tools `keep` accepts; the shared list is copied only when
     /// one is left out.
     pub fn retain(&mut self, mut keep: impl FnMut(&ToolSpec) -> bool) {
-        if self.0.iter().all(&mut keep) {
+        if self.0.specs.iter().all(&mut keep) {
             return;
         }
         self.to_mut().retain(keep);
@@ -59,13 +83,16 @@ impl Deref for ToolSpecs {
     type Target = [ToolSpec];
 
     fn deref(&self) -> &[ToolSpec] {
-        &self.0
+        &self.0.specs
     }
 }
 
 impl From<Vec<ToolSpec>> for ToolSpecs {
     fn from(specs: Vec<ToolSpec>) -> Self {
-        ToolSpecs(Arc::new(specs))
+        ToolSpecs(Arc::new(Shared {
+            specs,
+            approx_tokens: OnceLock::new(),
+        }))
     }
 }
 
@@ -80,13 +107,13 @@ impl<'a> IntoIterator for &'a ToolSpecs {
     type IntoIter = std::slice::Iter<'a, ToolSpec>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.0.specs.iter()
     }
 }
 
 impl Serialize for ToolSpecs {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        self.0.specs.serialize(s)
     }
 }
 
@@ -123,5 +150,40 @@ impl SpecMemory {
             .all(|t| t.fixed_spec())
             .then(|| (tools, specs.clone()));
         specs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn the_count_is_kept_with_the_list_and_dropped_when_it_changes() {
+        let specs = ToolSpecs::from(vec![spec("ls"), spec("grep")]);
+        let counted = std::cell::Cell::new(0);
+        let count = |tools: &[ToolSpec]| {
+            counted.set(counted.get() + 1);
+            tools.len() as u64
+        };
+        assert_eq!(specs.approx_tokens(count), 2);
+        // A copy shares the list, and what was counted of it.
+        let copy = specs.clone();
+        assert_eq!(copy.approx_tokens(count), 2);
+        assert_eq!(counted.get(), 1);
+        // A changed copy counts again; the original keeps its count.
+        let mut narrowed = specs.clone();
+        narrowed.retain(|t| t.name != "grep");
+        assert_eq!(narrowed.approx_tokens(count), 1);
+        assert_eq!(counted.get(), 2);
+        assert_eq!(specs.approx_tokens(count), 2);
+        assert_eq!(counted.get(), 2);
     }
 }

@@ -376,11 +376,13 @@ impl UsageEstimator for ApproxUsage {
         let prompt = request
             .history
             .count_sent(&request.system, "lc-agent/approx", &message)
-            + request
-                .tools
-                .iter()
-                .map(|t| count(&t.name) + count(&t.description) + schema_tokens(&t.parameters))
-                .sum::<u64>();
+            // Counted once per tool list: the next turn offers the same.
+            + request.tools.approx_tokens(|tools| {
+                tools
+                    .iter()
+                    .map(|t| count(&t.name) + count(&t.description) + schema_tokens(&t.parameters))
+                    .sum::<u64>()
+            });
         let completion = count(&response.content)
             + response
                 .tool_calls
@@ -521,21 +523,23 @@ impl UsageExt for RunnableNetwork {
             // The saved totals grow in place (a call per chat node: no
             // copy, parse or re-serialization of the totals).
             let added = current.with_metadata_mut(|metadata| {
-                let Some(saved) = metadata.get_mut(USAGE_KEY) else {
+                let Some(saved) = crate::network::json_get_mut(metadata, USAGE_KEY) else {
                     return false;
                 };
                 call.add_to(saved);
                 if let Some(map) = saved.as_object_mut() {
-                    match map.get_mut("by_model") {
-                        Some(Value::Object(models)) => match models.get_mut(model) {
-                            Some(counts) => call.add_to(counts),
-                            None => {
-                                models.insert(
-                                    model.to_string(),
-                                    serde_json::to_value(call).unwrap_or(Value::Null),
-                                );
+                    match crate::network::json_get_mut(map, "by_model") {
+                        Some(Value::Object(models)) => {
+                            match crate::network::json_get_mut(models, model) {
+                                Some(counts) => call.add_to(counts),
+                                None => {
+                                    models.insert(
+                                        model.to_string(),
+                                        serde_json::to_value(call).unwrap_or(Value::Null),
+                                    );
+                                }
                             }
-                        },
+                        }
                         // Not counts by model: left as it is.
                         Some(_) => {}
                         None => {

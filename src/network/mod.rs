@@ -227,7 +227,7 @@ impl RunnableNetwork {
 
     /// One metadata value.
     pub fn metadata_value(&self, key: &str) -> Option<Value> {
-        self.0.graph.lock().metadata.get(key).cloned()
+        json_get(&self.0.graph.lock().metadata, key).cloned()
     }
 
     /// Sets one metadata value.
@@ -330,5 +330,33 @@ impl std::fmt::Debug for RunnableNetwork {
             .field("nodes", &g.nodes().len())
             .field("pending", &g.pending_len())
             .finish_non_exhaustive()
+    }
+}
+
+/// How many keys a JSON map may hold for [`json_get`] to compare them
+/// rather than hash the one asked for.
+const FEW_KEYS: usize = 8;
+
+/// `map[key]`: in a map of a few keys (a network's metadata, a usage
+/// total) found by comparing keys, which costs less than hashing `key`.
+pub(crate) fn json_get<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= FEW_KEYS {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
+/// [`json_get`], for changing the value in place.
+pub(crate) fn json_get_mut<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Value> {
+    if map.len() <= FEW_KEYS {
+        map.iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        map.get_mut(key)
     }
 }

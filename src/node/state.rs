@@ -128,6 +128,12 @@ impl NodeRef {
         }))
     }
 
+    /// Keeps `json` as the node's saved form (what a save would write of
+    /// it now: a node just read from that text).
+    pub(crate) fn keep_saved_json(&self, json: Box<RawValue>) {
+        self.state().saved = Some(json);
+    }
+
     fn state(&self) -> MutexGuard<'_, NodeState> {
         self.0.state.lock()
     }

@@ -19,7 +19,7 @@
 
 use std::path::PathBuf;
 
-use lc_agent::{GenericNode, NetworkNode, RunnableNetwork};
+use lc_agent::{GenericNode, NetworkNode, RunnableNetwork, Saving};
 use serde_json::Value;
 
 fn path(name: &str) -> PathBuf {
@@ -88,5 +88,45 @@ fn todays_file_resaves_byte_for_byte() {
     let text = read("lc-agent-1_current.json");
     let net = RunnableNetwork::from_json(&text).unwrap();
     check_representative(&net);
+    assert_eq!(net.to_json().unwrap(), text);
+    // Written afresh (no node's loaded text kept): the same bytes.
+    let fresh = serde_json::to_string(&net.to_value().unwrap()).unwrap();
+    assert_eq!(fresh, text, "today's writer no longer writes today's file");
+}
+
+/// A node read from compact text keeps it as its saved form: the save
+/// after a load copies it, an edit drops it, and text written any other
+/// way (spaced, indented) is written afresh.
+#[test]
+fn loaded_text_is_kept_until_a_node_changes() {
+    let text = read("lc-agent-1_current.json");
+
+    // An edit: that node is written afresh, the others as they were.
+    let net = RunnableNetwork::from_json(&text).unwrap();
+    let human = net.nodes()[1].clone();
+    human.set_name("asked");
+    let saved = net.to_json().unwrap();
+    let old: Value = serde_json::from_str(&text).unwrap();
+    let new: Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(new["nodes"][1]["name"], "asked");
+    assert_eq!(old["nodes"][0], new["nodes"][0]);
+    assert_eq!(old["nodes"][2], new["nodes"][2]);
+    let again = RunnableNetwork::from_json(&saved).unwrap();
+    assert_eq!(again.nodes()[1].name(), "asked");
+
+    // A node written with spaces is not kept: the save is today's form.
+    let first = text.find("{\"__node_type__\":\"").unwrap();
+    let mut spaced = text.clone();
+    spaced.replace_range(first..first + 18, "{ \"__node_type__\": \"");
+    assert_ne!(spaced, text);
+    let net = RunnableNetwork::from_json(&spaced).unwrap();
+    assert_eq!(net.to_json().unwrap(), text);
+
+    // Indented: every node written afresh.
+    let pretty = RunnableNetwork::from_json(&text)
+        .unwrap()
+        .to_json_pretty()
+        .unwrap();
+    let net = RunnableNetwork::from_json(&pretty).unwrap();
     assert_eq!(net.to_json().unwrap(), text);
 }

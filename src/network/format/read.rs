@@ -1,7 +1,8 @@
-//! Reading the saved format in one pass over the text.
+//! Reading the saved format in one pass over the text (compact text: each
+//! node's text found first, then read, and kept as its saved form).
 //!
 //! ```text
-//!  SavedDocument<Files, SavedNodes, connections, FileSnapshots>
+//!  SavedDocument<Files, SavedNodes | TextNodes, connections, FileSnapshots>
 //!    nodes: NodeSeed per node ─▶ built-in kind as its first key?
 //!             yes ─▶ BuiltinFields, typed, no intermediate JSON
 //!             no  ─▶ a JSON object ─▶ load_node ─▶ crate::kinds loader
@@ -47,7 +48,10 @@ impl<'de> Deserialize<'de> for SavedNodes {
                 mut seq: A,
             ) -> std::result::Result<SavedNodes, A::Error> {
                 let mut nodes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(node) = seq.next_element_seed(NodeSeed { index: nodes.len() })? {
+                while let Some(node) = seq.next_element_seed(NodeSeed {
+                    index: nodes.len(),
+                    direct: None,
+                })? {
                     nodes.push(node);
                 }
                 Ok(SavedNodes(nodes))
@@ -61,8 +65,11 @@ impl<'de> Deserialize<'de> for SavedNodes {
 /// `lc-agent` writes it) is read straight into its typed fields; anything
 /// else (other kinds, other key orders) is read as a JSON object and goes
 /// through the registry.
-struct NodeSeed {
+struct NodeSeed<'a> {
     index: usize,
+    /// Set when the node was read straight into its typed fields (a
+    /// built-in kind, every field known): its text is then all it holds.
+    direct: Option<&'a std::cell::Cell<bool>>,
 }
 
 /// The fields of a built-in node, as they are read.
@@ -121,7 +128,7 @@ impl<'de> Deserialize<'de> for BuiltinKey {
     }
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed {
+impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed<'_> {
     type Value = Result<NodeRef>;
 
     fn deserialize<D: serde::Deserializer<'de>>(
@@ -132,7 +139,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed {
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for NodeSeed {
+impl<'de> serde::de::Visitor<'de> for NodeSeed<'_> {
     type Value = Result<NodeRef>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -198,14 +205,23 @@ impl<'de> serde::de::Visitor<'de> for NodeSeed {
                 }
             }
         }
-        Ok(f.into_loaded(index, kind))
+        let (node, direct) = match f.into_loaded(index, kind) {
+            Ok((node, direct)) => (Ok(node), direct),
+            Err(e) => (Err(e), false),
+        };
+        if let Some(cell) = self.direct {
+            cell.set(direct);
+        }
+        Ok(node)
     }
 }
 
 impl BuiltinFields {
     /// Builds the node; a combination the built-in kinds do not have (or an
     /// unknown key) goes through the registry like any other node.
-    fn into_loaded(mut self, index: usize, kind: String) -> Result<NodeRef> {
+    /// With whether it was built from the typed fields (`false`: through
+    /// the registry).
+    fn into_loaded(mut self, index: usize, kind: String) -> Result<(NodeRef, bool)> {
         let id = self.id.as_deref().and_then(|s| s.parse::<NodeId>().ok());
         let complete = self.other.is_empty()
             && id.is_some()
@@ -218,15 +234,18 @@ impl BuiltinFields {
             None
         };
         match (logic, id) {
-            (Some(logic), Some(id)) => Ok(NodeRef::from_parts(
-                logic,
-                id,
-                self.name,
-                self.invoked.unwrap_or(false),
-                self.outputs.flatten().map(Arc::new),
-                self.metadata.unwrap_or_default(),
+            (Some(logic), Some(id)) => Ok((
+                NodeRef::from_parts(
+                    logic,
+                    id,
+                    self.name,
+                    self.invoked.unwrap_or(false),
+                    self.outputs.flatten().map(Arc::new),
+                    self.metadata.unwrap_or_default(),
+                ),
+                true,
             )),
-            _ => load_node(index, self.into_raw(kind)?),
+            _ => Ok((load_node(index, self.into_raw(kind)?)?, false)),
         }
     }
 
@@ -315,7 +334,87 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
 
 /// Reads a network from saved JSON text.
 pub(super) fn network_from_str(json: &str) -> Result<RunnableNetwork> {
+    if json.starts_with("{\"") {
+        // Compact text (as `to_json` writes it): each node's text is read
+        // once more into the node and kept as its saved form.
+        let saved: TextNetwork<'_> = serde_json::from_str(json)?;
+        let SavedDocument {
+            format,
+            id,
+            name,
+            metadata,
+            default_node,
+            chat_model_name,
+            files,
+            file_snapshots,
+            nodes,
+            connections,
+        } = saved;
+        return RunnableNetwork::from_saved(SavedDocument {
+            format,
+            id,
+            name,
+            metadata,
+            default_node,
+            chat_model_name,
+            files,
+            file_snapshots,
+            nodes: SavedNodes(nodes.0),
+            connections,
+        });
+    }
     RunnableNetwork::from_saved(serde_json::from_str(json)?)
+}
+
+/// A whole saved network read from compact text.
+type TextNetwork<'a> =
+    SavedDocument<Files, TextNodes<'a>, IndexMap<String, Vec<usize>>, FileSnapshots>;
+
+/// The saved nodes of compact text: each read from its own text, which an
+/// invoked node read straight into its typed fields keeps as its saved
+/// form (see [`node_from_text`]).
+#[derive(Default)]
+struct TextNodes<'a>(Vec<Result<NodeRef>>, std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextNodes<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let texts: Vec<&'de serde_json::value::RawValue> = Deserialize::deserialize(d)?;
+        Ok(TextNodes(
+            texts
+                .into_iter()
+                .enumerate()
+                .map(|(index, text)| node_from_text(index, text))
+                .collect(),
+            std::marker::PhantomData,
+        ))
+    }
+}
+
+/// Reads one node from its saved text. An invoked node of a built-in kind
+/// whose every field was known, written compact (its first key and value
+/// with no space, as `to_json` writes them), keeps the text as its saved
+/// form: a save after a load copies it instead of writing the node again
+/// (a file the writer wrote re-saves byte for byte; any change to a saved
+/// field drops the copy, as it does after a save).
+fn node_from_text(index: usize, text: &serde_json::value::RawValue) -> Result<NodeRef> {
+    let direct = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_str(text.get());
+    let node = serde::de::DeserializeSeed::deserialize(
+        NodeSeed {
+            index,
+            direct: Some(&direct),
+        },
+        &mut de,
+    )??;
+    if direct.get()
+        && node.is_invoked()
+        && text
+            .get()
+            .starts_with(concat!("{\"", "__node_type__", "\":\""))
+    {
+        node.keep_saved_json(text.to_owned());
+    }
+    Ok(node)
 }
 
 /// Reads a network from a saved JSON value.

@@ -350,7 +350,7 @@ pub(super) fn network_from_str(json: &str) -> Result<RunnableNetwork> {
             nodes,
             connections,
         } = saved;
-        return RunnableNetwork::from_saved(SavedDocument {
+        let net = RunnableNetwork::from_saved(SavedDocument {
             format,
             id,
             name,
@@ -361,7 +361,12 @@ pub(super) fn network_from_str(json: &str) -> Result<RunnableNetwork> {
             file_snapshots,
             nodes: SavedNodes(nodes.0),
             connections,
-        });
+        })?;
+        // The next save is about as long: its buffer's first size.
+        net.0
+            .saved_len
+            .store(json.len(), std::sync::atomic::Ordering::Relaxed);
+        return Ok(net);
     }
     RunnableNetwork::from_saved(serde_json::from_str(json)?)
 }

@@ -22,7 +22,8 @@
 //! - `lc_agent_import` — networks saved by NVIDIA's LC Agent, imported.
 //! - `list_cache_retention` — `Lists`' session cache and retention.
 //! - `list_json` — `JsonNetworkList`, across processes and kill -9.
-//! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers.
+//! - `list_redis` — `RedisNetworkList` on plain, TLS and Cluster servers
+//!   (`list_redis_connections`: restarts, outages, URLs, Cluster, TLS).
 //! - `network_input` — a sub-network's input from its parents.
 //! - `openai` — `OpenAiChatModel` against a mock server replaying quirks.
 //! - `patient_save` — `save_patiently`: a save that landed before an outage.
@@ -52,6 +53,7 @@ mod lc_agent_import;
 mod list_cache_retention;
 mod list_json;
 mod list_redis;
+mod list_redis_connections;
 mod network_input;
 mod openai;
 mod patient_save;

@@ -49,6 +49,7 @@ mod hooks_and_specs;
 mod images;
 mod incremental;
 mod invoke;
+mod invoke_tools;
 mod lc_agent_import;
 mod list_cache_retention;
 mod list_json;

@@ -221,8 +221,10 @@ pub(crate) struct Agent {
     /// Which calls are approved without asking.
     pub(crate) policy: Mutex<Policy>,
     /// Made by this process (not resumed): not kept when the model never
-    /// answered.
+    /// answered (unless its id was given out: [`Agent::keep_always`]).
     fresh: bool,
+    /// Its id was given out: kept however its turn ends.
+    given_out: bool,
     /// The session's workspace, as its file tools see it (what `/rewind`
     /// restores files in).
     pub(crate) backend: Arc<dyn Backend>,
@@ -429,6 +431,7 @@ impl Agent {
                 ..Policy::default()
             }),
             fresh,
+            given_out: false,
             backend,
             backend_root: blueprint.spec.backend.root().map(|r| r.to_path_buf()),
             history: builder.workspace_history().cloned(),
@@ -647,12 +650,19 @@ impl Agent {
             .map_err(|e| CliError::failed(format!("the session could not be saved: {e}")))
     }
 
+    /// The session is kept however its turn ends: its id was given out
+    /// (exec's `thread.started`), so `exec resume ID` must find it.
+    pub(crate) fn keep_always(&mut self) {
+        self.given_out = true;
+    }
+
     /// Whether the session is kept: resumed, the model answered in it, or
     /// a run was stopped on its way (Ctrl-C, a call waiting for approval:
     /// pending nodes that did not fail), which `chat --session` finishes.
     fn worth_keeping(&self) -> bool {
         let nodes = self.net.nodes();
         !self.fresh
+            || self.given_out
             || nodes
                 .iter()
                 .any(|n| n.kind() == ChatNode::KIND && n.is_invoked())

@@ -317,8 +317,9 @@ pub(crate) struct WorkspaceArgs {
     /// session's own files.
     #[arg(long, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
-    /// Offer `execute` in --root too (each call asks for approval).
-    #[arg(long, requires = "root")]
+    /// Offer `execute` in --root too (each call asks for approval); needs
+    /// --root (`acp`: the editor's folder when --root is not given).
+    #[arg(long)]
     pub(crate) shell: bool,
     /// With --shell: the sandbox commands run in — `workspace-write`
     /// (default: write only --root, not its .git or .lc-agent, even
@@ -363,6 +364,11 @@ impl WorkspaceArgs {
     /// allowed domains come with a network that ignores them).
     pub(crate) fn workspace(&self) -> CliResult<Option<Workspace>> {
         let Some(root) = &self.root else {
+            if self.shell {
+                return Err(CliError::usage(
+                    "--shell needs --root DIR: the directory commands run in",
+                ));
+            }
             return Ok(None);
         };
         let mode = self.sandbox.unwrap_or_default();

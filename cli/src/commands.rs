@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use lc_agent::{Attachments, ChatNode, ListQuery, ModelRoutes, OpenAiChatModel, UsageExt};
+use lc_agent::{Attachments, ChatNode, ListQuery, ModelRoutes, UsageExt};
 use lc_agent_deepagent::{todos_of, TodoStatus};
 
 use crate::agent::Agent;
@@ -24,7 +24,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
     (
         "/model",
-        "the model; `/model NAME` switches to NAME (OpenAI-compatible server)",
+        "the model; `/model NAME` switches to NAME (the session's provider)",
     ),
     (
         "/tokens",
@@ -298,9 +298,24 @@ fn model(agent: &Agent, name: &str) -> Action {
         out("a scripted model (--script) has no other models\n");
         return Action::Stay;
     }
-    match OpenAiChatModel::builder().model(name.to_string()).build() {
+    // The session's provider (and its server), as `--provider` and the
+    // blueprint chose them; another model's window is its own.
+    let main = lc_agent_deepagent::AgentSpec::from_network(&agent.net)
+        .and_then(Result::ok)
+        .and_then(|spec| spec.models.get(lc_agent_deepagent::MAIN_MODEL).cloned());
+    let spec = lc_agent_deepagent::ModelSpec {
+        model: name.to_string(),
+        provider: Some(
+            main.as_ref()
+                .and_then(|m| m.provider)
+                .unwrap_or_else(lc_agent::Provider::from_env),
+        ),
+        context_window: None,
+        ..main.unwrap_or_default()
+    };
+    match spec.open() {
         Ok(model) => {
-            agent.net.register_model(name, model);
+            agent.net.register_model_shared(name, model);
             agent.net.set_chat_model_name(Some(name.to_string()));
             out(&format!("model: {name} (was {current})\n"));
         }

@@ -11,7 +11,11 @@
 //!                [--session-ttl 30d] [--keep-snapshots N] [--session-cache N] [--log-format text|json]
 //!                [--max-runs N] [--max-user-runs N] [--run-limit SECS] [--run-lease SECS]
 //!                [--run-retention SECS] [--grace SECS] [--mode MODE] [--allow-bypass]
+//!                [--skills DIR] [--memory] [--line-tools] [--fetch-url HOST]...
 //! ```
+//!
+//! `--skills`, `--memory`, `--line-tools` and `--fetch-url` are `run`'s:
+//! they join the blueprint of new sessions (over `--agent`'s).
 //!
 //! `--mode` is the permission mode of new sessions; a client may change a
 //! session's (`PATCH /api/sessions/{id} {"mode"}`, the page's switcher),
@@ -89,6 +93,20 @@ pub(crate) struct ServeArgs {
     /// The blueprint of new sessions' agents (TOML, or JSON by its extension).
     #[arg(long, value_name = "FILE")]
     pub(crate) agent: Option<PathBuf>,
+    /// Skills: folders with a SKILL.md in this directory (mounted at /skills).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skills: Option<PathBuf>,
+    /// Long-term memory across each user's sessions.
+    #[arg(long)]
+    pub(crate) memory: bool,
+    /// Also offer the line tools (insert_lines, replace_lines, delete_lines;
+    /// they cost prompt tokens).
+    #[arg(long)]
+    pub(crate) line_tools: bool,
+    /// Gives the agents the `fetch_url` tool for this host (repeatable;
+    /// `*.domain` for its subdomains, `*` for any public host).
+    #[arg(long = "fetch-url", value_name = "HOST")]
+    pub(crate) fetch_url: Vec<String>,
     /// The permission mode of new sessions: `plan`, `default`,
     /// `accept-edits` or `bypass` (a client may change a session's with
     /// `PATCH /api/sessions/{id} {"mode"}` or the page).
@@ -198,7 +216,39 @@ pub(crate) struct ServeArgs {
     pub(crate) hooks: crate::hooks::HookArgs,
 }
 
-fn config(args: &ServeArgs, mut spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
+/// The blueprint of new sessions: `--agent`'s with `--skills`,
+/// `--memory`, `--line-tools` and `--fetch-url` on top (as `run` folds
+/// them); `None` when neither says anything.
+fn with_flags(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<Option<AgentSpec>> {
+    let skills_dir = match &args.skills {
+        Some(dir) => Some(
+            std::fs::canonicalize(dir)
+                .ok()
+                .filter(|d| d.is_dir())
+                .ok_or_else(|| {
+                    CliError::usage(format!("--skills {}: not a directory", dir.display()))
+                })?,
+        ),
+        None => None,
+    };
+    if skills_dir.is_none() && !args.memory && !args.line_tools && args.fetch_url.is_empty() {
+        return Ok(spec);
+    }
+    let overrides = lc_agent_deepagent::Overrides {
+        skills_dir,
+        memory: args.memory,
+        line_tools: args.line_tools,
+        fetch_url: args.fetch_url.clone(),
+        ..lc_agent_deepagent::Overrides::default()
+    };
+    let resolved =
+        lc_agent_deepagent::Blueprint::resolve(None, Some(&spec.unwrap_or_default()), &overrides)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(Some(resolved.spec))
+}
+
+fn config(args: &ServeArgs, spec: Option<AgentSpec>) -> CliResult<ServerConfig> {
+    let mut spec = with_flags(args, spec)?;
     let usage = |e: &dyn std::fmt::Display| CliError::usage(e.to_string());
     let tokens = Tokens::from_env().map_err(|e| usage(&e))?;
     check_bind(args.addr, &tokens).map_err(|e| usage(&e))?;

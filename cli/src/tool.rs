@@ -1,5 +1,6 @@
-//! `lc-agent tool`: runs one file-tool call from a shell, or lists the
-//! deep agent's tools as OpenAI definitions (`--list [--root DIR [--shell]]`).
+//! `lc-agent tool`: runs one file-tool call from a shell (the line tools
+//! too), or lists the deep agent's tools as OpenAI definitions (`--list
+//! [--root DIR [--shell]] [--line-tools]`).
 //!
 //! The call meets the same checks as the agent's: the `PreToolUse` hooks
 //! (the user's and the project's settings, `--settings FILE`; `--no-hooks`
@@ -18,8 +19,8 @@ use lc_agent::{
     Turn,
 };
 use lc_agent_deepagent::{DeepAgent, HooksModifier, Workspace};
-use lc_agent_filesystem::TOOL_NAMES;
 use lc_agent_filesystem::{run_tool, Backend, FileLimits, StateBackend};
+use lc_agent_filesystem::{LINE_TOOL_NAMES, TOOL_NAMES};
 
 use crate::args::{FileLimitArgs, WorkspaceArgs};
 use crate::console::outln;
@@ -36,7 +37,12 @@ pub(crate) struct ToolArgs {
     /// OpenAI tool definitions (JSON) instead of running a call.
     #[arg(long, conflicts_with = "state")]
     list: bool,
-    /// Tool name: ls, read_file, write_file, edit_file, glob, grep, delete, execute.
+    /// With --list: the line tools too (insert_lines, replace_lines,
+    /// delete_lines), as the agent offers them with --line-tools.
+    #[arg(long, requires = "list")]
+    line_tools: bool,
+    /// Tool name: ls, read_file, write_file, edit_file, glob, grep, delete,
+    /// execute, or a line tool (insert_lines, replace_lines, delete_lines).
     #[arg(required_unless_present = "list")]
     name: Option<String>,
     /// Arguments as a JSON object.
@@ -75,7 +81,9 @@ fn list(args: &ToolArgs) -> CliResult {
             .workspace(&workspace)
             .map_err(|e| CliError::usage(e.to_string()))?;
     }
-    agent = agent.permissions(args.workspace.permissions.rules()?);
+    agent = agent
+        .permissions(args.workspace.permissions.rules()?)
+        .line_tools(args.line_tools);
     let net = agent.build().map_err(|e| CliError::usage(e.to_string()))?;
     let text = serde_json::to_string_pretty(&openai_tools(&agent.offered_tools(&net)))
         .map_err(|e| CliError::failed(e.to_string()))?;
@@ -91,11 +99,12 @@ pub(crate) async fn run(args: ToolArgs) -> CliResult {
     let Some(name) = args.name.clone() else {
         return Err(CliError::usage("give a tool name, or --list"));
     };
-    if !TOOL_NAMES.contains(&name.as_str()) {
+    if !TOOL_NAMES.contains(&name.as_str()) && !LINE_TOOL_NAMES.contains(&name.as_str()) {
         return Err(CliError::usage(format!(
-            "unknown tool `{}` (tools: {})",
+            "unknown tool `{}` (tools: {}, {})",
             name,
-            TOOL_NAMES.join(", ")
+            TOOL_NAMES.join(", "),
+            LINE_TOOL_NAMES.join(", ")
         )));
     }
     let call_args: serde_json::Value = match serde_json::from_str(&args.args) {

@@ -11,6 +11,9 @@
 //!  lc_agent_approval_pauses_total                           counter   a run stopped to wait for decisions
 //!  lc_agent_model_call_duration_seconds{model}              histogram every chat call of a run, sub-agents' too
 //!  lc_agent_tokens_total{model, kind}                       counter   kind: prompt | completion | cached | reasoning
+//!  lc_agent_cost_usd{model}                                 gauge     USD spent (a running sum) at the session's prices
+//!                                                                     (its blueprint's [prices] over prices.toml over
+//!                                                                     the built-ins); a model without a price: absent
 //!  lc_agent_tool_calls_total{tool, status}                  counter   status: ok | error; a call held for
 //!                                                                     approval counts when it runs
 //!  lc_agent_active_runs                                     gauge     runs going on in this process
@@ -90,15 +93,17 @@ impl ActiveRun {
     }
 
     /// The run stopped with `status` (`done`, `waiting`, `failed`,
-    /// `cancelled`) having used `usage` (since it went on) and run `ran`
-    /// (the nodes that ran in it: see [`ran_in_run`]): counts its model
-    /// calls, tokens and tool calls, and the run itself once, when it
-    /// ends (a pause for decisions is counted apart).
+    /// `cancelled`) having used `usage` (since it went on, priced by
+    /// `prices`, the session's) and run `ran` (the nodes that ran in it:
+    /// see [`ran_in_run`]): counts its model calls, tokens, cost and tool
+    /// calls, and the run itself once, when it ends (a pause for
+    /// decisions is counted apart).
     pub(crate) fn finish(
         self,
         ran: &[NodeRef],
         status: &'static str,
         usage: &lc_agent::UsageTotals,
+        prices: &lc_agent::Prices,
     ) {
         if status == "waiting" {
             metrics::counter!("lc_agent_approval_pauses_total").increment(1);
@@ -108,6 +113,12 @@ impl ActiveRun {
                 .record(self.0.elapsed().as_secs_f64());
         }
         for (model, counts) in &usage.by_model {
+            if let Some(price) = prices.of(model) {
+                // A running sum of dollars: the `metrics` facade's
+                // counters count whole numbers, so a gauge keeps it.
+                metrics::gauge!("lc_agent_cost_usd", "model" => model.clone())
+                    .increment(price.cost(counts));
+            }
             for (kind, n) in [
                 ("prompt", counts.prompt_tokens),
                 ("completion", counts.completion_tokens),

@@ -2,7 +2,9 @@
 //! scrape after a run shows the requests, the run, its model calls (a
 //! sub-agent's too), tokens by model and tool calls by tool and status; a
 //! run that waits for an approval is counted once, its approved call
-//! counts, and the queue's depth is a gauge (issue 31 item 13).
+//! counts, and the queue's depth is a gauge (issue 31 item 13); a
+//! blueprint's prices are the cost at every door, the metrics' included
+//! (issue 49 item 4).
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 use lc_agent::{ScriptedChatModel, Turn, Usage};
@@ -218,6 +220,94 @@ async fn a_scrape_after_a_run_shows_requests_runs_calls_tokens_and_tools() {
         ),
         1.0,
         "{after}"
+    );
+    let _ = server.stop().await;
+
+    a_blueprints_prices_are_the_prices_at_every_server_door().await;
+}
+
+/// Issue 49 item 4: one price source at every door of the server. A
+/// blueprint's `[prices]` for a model without a built-in price prices
+/// its runs the same in the run's `done` event, the session (its total
+/// and each turn, as the page shows them), the run record, `/api/usage`
+/// and the metrics' `lc_agent_cost_usd`. (Run after the scrape test's
+/// runs, in its test: the metrics are the process's.)
+async fn a_blueprints_prices_are_the_prices_at_every_server_door() {
+    let model = ScriptedChatModel::new([Turn::text("Priced.")])
+        .cycled()
+        .named("priced-by-blueprint")
+        .with_usage(Usage {
+            prompt_tokens: 1_000,
+            completion_tokens: 500,
+            total_tokens: 1_500,
+            ..Usage::default()
+        });
+    let mut spec = approval_spec("nothing");
+    spec.prices = Some(lc_agent::Prices {
+        models: [(
+            "priced-by-blueprint".to_string(),
+            lc_agent::Price {
+                input: 2.0,
+                output: 4.0,
+                cached_input: None,
+                cache_write: None,
+            },
+        )]
+        .into(),
+    });
+    // 1,000 in at $2 and 500 out at $4 per million tokens.
+    let usd = (1_000.0 * 2.0 + 500.0 * 4.0) / 1e6;
+    let close = |value: &serde_json::Value| value.as_f64().is_some_and(|v| (v - usd).abs() < 1e-12);
+    let server = start_with(|dir| config(model, dir).spec(spec)).await;
+    let base = server.url.clone();
+    let before = get(&format!("{base}/metrics"), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let id = new_session(&base, ALICE).await;
+    let r = post(
+        &format!("{base}/api/sessions/{id}/messages"),
+        ALICE,
+        json!({"content": "What does it cost?"}),
+    )
+    .await;
+    let body = r.text().await.unwrap();
+    let events = sse_events(&body);
+    let done = &events
+        .iter()
+        .find(|(n, _)| n == "done")
+        .unwrap_or_else(|| panic!("no done in {body}"))
+        .1;
+    assert!(close(&done["usage"]["cost_usd"]), "done: {done}");
+    let run = done["run"].as_str().unwrap();
+
+    let session = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
+    assert!(close(&session["usage"]["cost_usd"]), "session: {session}");
+    let turn = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m.get("cost_usd").is_some())
+        .unwrap_or_else(|| panic!("no turn with a cost: {session}"));
+    assert!(close(&turn["cost_usd"]), "the turn: {turn}");
+
+    let record = get_json(&format!("{base}/api/runs/{run}"), ALICE).await;
+    assert!(close(&record["usage"]["cost_usd"]), "run: {record}");
+    let usage = get_json(&format!("{base}/api/usage"), ALICE).await;
+    assert!(close(&usage["cost_usd"]), "/api/usage: {usage}");
+
+    let after = get(&format!("{base}/metrics"), ALICE)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let model = [("model", "priced-by-blueprint")];
+    let moved =
+        sample(&after, "lc_agent_cost_usd", &model) - sample(&before, "lc_agent_cost_usd", &model);
+    assert!(
+        (moved - usd).abs() < 1e-12,
+        "metrics moved {moved}: {after}"
     );
     let _ = server.stop().await;
 }

@@ -218,6 +218,15 @@ pub trait ChatModel: Send + Sync {
         None
     }
 
+    /// How many tokens the model's own tokenizer makes of `text`, when its
+    /// server has an endpoint that says (llama-cpp-python's
+    /// `/extras/tokenize/count`, llama.cpp's and vLLM's `/tokenize`).
+    /// `None` (the default) when it cannot say: a caller estimates, and
+    /// corrects the estimate by each answer's `usage.prompt_tokens`.
+    async fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
     /// Whether the model reads images: `Some(false)` when its settings
     /// say it does not (a request with an image then fails with
     /// [`ModelError::ImagesNotSupported`] before it is sent), `None` (the

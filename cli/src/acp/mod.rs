@@ -23,7 +23,8 @@
 //! `--mcp`, `--mode`, path rules, `--sessions`/`--redis`, `--yes`). A new
 //! session's workspace is the editor's `cwd` unless `--root` names one; a
 //! loaded session keeps its own (its stored blueprint). `--shell` offers
-//! `execute` there, sandboxed, each call asking the editor.
+//! `execute` there, sandboxed, each call asking the editor (without
+//! `--root`: in the editor's folder, a loaded session's too).
 //!
 //! # Layout
 //!
@@ -193,10 +194,15 @@ pub(crate) async fn run(args: AcpArgs) -> CliResult {
             async move |request: LoadSessionRequest, responder, cx| {
                 let acp = on_load.clone();
                 tokio::spawn(async move {
+                    let mut args = acp.args.clone();
+                    // A shell needs a folder: the editor's, unless --root names one.
+                    if args.workspace.shell && args.workspace.root.is_none() {
+                        args.workspace.root = Some(request.cwd.clone());
+                    }
                     let answer = match acp.session(&request.session_id) {
                         Ok(open) => Ok(open),
                         Err(_) => acp
-                            .open(&acp.args, Some(&request.session_id.0), &cx)
+                            .open(&args, Some(&request.session_id.0), &cx)
                             .await
                             .map_err(|e| internal(&e.message)),
                     };

@@ -76,12 +76,16 @@ pub(crate) enum ExecEvent {
     Error { message: String },
 }
 
-/// A turn's token usage.
+/// A turn's token usage, and its cost when its models have prices (the
+/// session's: its blueprint's `[prices]` over the price file over the
+/// built-ins).
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Usage {
     input_tokens: u64,
     cached_input_tokens: u64,
     output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_usd: Option<f64>,
 }
 
 /// Why a turn failed.
@@ -135,6 +139,7 @@ pub(crate) enum Details {
     AgentMessage { text: String },
     /// An `execute` call.
     CommandExecution {
+        call_id: String,
         command: String,
         aggregated_output: String,
         exit_code: Option<i32>,
@@ -166,12 +171,15 @@ pub(crate) enum Details {
         kept: usize,
         summarized: usize,
     },
-    /// A hook command ran.
+    /// A hook command ran (for a tool call: its `call_id`, the one of the
+    /// call's own item).
     Hook {
         event: String,
         command: String,
         outcome: String,
         message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
     },
     /// `exec resume --rewind-to`: the session went back to a node before
     /// the turn (what `sessions rewind --json` prints).
@@ -331,13 +339,16 @@ impl ExecStream {
                 command,
                 outcome,
                 message,
-                ..
+                node_id,
             } => vec![ExecEvent::ItemCompleted {
                 item: self.item(Details::Hook {
                     event: event.clone(),
                     command: command.clone(),
                     outcome: outcome.clone(),
                     message: message.clone(),
+                    call_id: node_id
+                        .and_then(|id| net.node(id))
+                        .and_then(|n| n.downcast::<ToolNode>().map(|t| t.tool_call.id.clone())),
                 }),
             }],
             RunEvent::NodeFailed { error, .. } => vec![self.error_item(error.clone())],
@@ -564,6 +575,7 @@ fn call_details(tool: &str, call_id: &str, arguments: Value) -> Details {
         && let Some(command) = arguments.get("command").and_then(Value::as_str)
     {
         return Details::CommandExecution {
+            call_id: call_id.to_string(),
             command: command.to_string(),
             aggregated_output: String::new(),
             exit_code: None,
@@ -622,7 +634,7 @@ fn todo_entries(net: &RunnableNetwork) -> Vec<TodoEntry> {
 }
 
 /// A turn's usage from a run's token counts (`prompt_tokens`,
-/// `cache_read_tokens`, `completion_tokens`).
+/// `cache_read_tokens`, `completion_tokens`, `cost_usd`).
 fn usage_of(usage: Option<&Value>) -> Usage {
     let count = |key: &str| {
         usage
@@ -634,6 +646,9 @@ fn usage_of(usage: Option<&Value>) -> Usage {
         input_tokens: count("prompt_tokens"),
         cached_input_tokens: count("cache_read_tokens"),
         output_tokens: count("completion_tokens"),
+        cost_usd: usage
+            .and_then(|u| u.get("cost_usd"))
+            .and_then(Value::as_f64),
     }
 }
 

@@ -38,11 +38,12 @@ mod output_schema;
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 use lc_agent::{
-    Events, NetworkEvent, NodeId, OutputSchema, OutputSchemaExt, RunnableNetwork, TimeTravelExt,
-    UsageExt, UsageTotals, CHAT_STEP,
+    Events, NetworkEvent, NetworkNode, NodeId, OutputSchema, OutputSchemaExt, RunnableNetwork,
+    TimeTravelExt, UsageExt, UsageTotals, CHAT_STEP,
 };
 use lc_agent_deepagent::{decide, pending_approvals, Decision};
 use lc_agent_server::{PendingCall, RunDone, RunErrorEvent, RunEvent, RunFailure, RunStatus};
@@ -184,7 +185,12 @@ pub(crate) async fn run(args: ExecArgs) -> CliResult {
         headless: true,
         ..Look::default()
     };
-    let agent = Agent::open_with(&args.agent, resume.as_deref(), Some(look)).await?;
+    let mut agent = Agent::open_with(&args.agent, resume.as_deref(), Some(look)).await?;
+    // The stream names the session: it is kept however the turn ends, so
+    // `exec resume ID` finds it.
+    if args.json {
+        agent.keep_always();
+    }
     let feed = Feed::start(&agent.net, args.json);
     feed.send(Fed::Exec(ExecEvent::ThreadStarted {
         thread_id: agent.net.id().to_string(),
@@ -397,15 +403,38 @@ async fn run_until_answered(
     }
 }
 
-/// What the session used since `before`, as run events carry it.
+/// What the session used since `before`, as run events carry it, with
+/// its cost at the session's prices (`cost_usd`, when its models have
+/// one).
 fn usage_since(net: &RunnableNetwork, before: &UsageTotals) -> serde_json::Value {
-    serde_json::to_value(net.usage().since(before).all).unwrap_or_default()
+    let since = net.usage().since(before);
+    let cost = lc_agent_deepagent::session_prices(net).cost(&since).usd;
+    let mut usage = serde_json::to_value(since.all).unwrap_or_default();
+    if let (Some(usd), Some(map)) = (cost, usage.as_object_mut()) {
+        map.insert("cost_usd".into(), usd.into());
+    }
+    usage
+}
+
+/// Whether `event` is a tool call's start or result.
+fn is_tool_call(event: &RunEvent) -> bool {
+    match event {
+        RunEvent::ToolCallStarted { .. } => true,
+        RunEvent::NodeFinished {
+            message: Some(message),
+            ..
+        } => matches!(message, lc_agent::Message::Tool { .. }),
+        _ => false,
+    }
 }
 
 /// What the writer task gets, in order.
 enum Fed {
     /// An event of the network (made a [`RunEvent`] by the task).
     Network(NetworkEvent),
+    /// An event of a sub-agent's network, by its path of `network` nodes
+    /// from the session's (only its tool calls are written).
+    Sub(Vec<NodeId>, NetworkEvent),
     /// A run event exec made (approvals needed, the turn's end).
     Run(RunEvent),
     /// An event of exec's own.
@@ -424,19 +453,60 @@ enum Fed {
 struct Feed {
     tx: mpsc::UnboundedSender<Fed>,
     task: tokio::task::JoinHandle<()>,
+    /// The session, which the event callbacks reach weakly (they live in
+    /// it: a strong hold would keep it forever).
+    _net: Arc<RunnableNetwork>,
+}
+
+/// The network at `path` (`network` node ids, one a level) below `net`.
+fn sub_network(net: &RunnableNetwork, path: &[NodeId]) -> Option<RunnableNetwork> {
+    let mut at = net.clone();
+    for id in path {
+        at = at
+            .node(*id)?
+            .downcast::<NetworkNode>()
+            .map(|n| n.network().clone())?;
+    }
+    Some(at)
+}
+
+/// Queues the events of the network at `path` below `session` (the
+/// session's own when `path` is empty), and watches every sub-agent it
+/// starts the same way, as it is added (before it runs).
+fn watch(session: &Arc<RunnableNetwork>, path: Vec<NodeId>, tx: mpsc::UnboundedSender<Fed>) {
+    let Some(net) = sub_network(session, &path) else {
+        return;
+    };
+    let weak = Arc::downgrade(session);
+    net.on_event(move |event| {
+        // The callback only queues: it may run with the graph locked.
+        if let NetworkEvent::NodeAdded { node_id } = event
+            && let Some(session) = weak.upgrade()
+        {
+            let mut below = path.clone();
+            below.push(*node_id);
+            let is_sub_agent = sub_network(&session, &path)
+                .and_then(|net| net.node(*node_id))
+                .is_some_and(|n| n.downcast::<NetworkNode>().is_some());
+            if is_sub_agent {
+                watch(&session, below, tx.clone());
+            }
+        }
+        let fed = if path.is_empty() {
+            Fed::Network(event.clone())
+        } else {
+            Fed::Sub(path.clone(), event.clone())
+        };
+        let _ = tx.send(fed);
+    });
 }
 
 impl Feed {
     /// Starts the writer for `net`'s events.
     fn start(net: &RunnableNetwork, json: bool) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Fed>();
-        {
-            // The callback only queues: it may run with the graph locked.
-            let tx = tx.clone();
-            net.on_event(move |event| {
-                let _ = tx.send(Fed::Network(event.clone()));
-            });
-        }
+        let session = Arc::new(net.clone());
+        watch(&session, Vec::new(), tx.clone());
         let net = net.clone();
         let task = tokio::spawn(async move {
             let mut stream = ExecStream::new(json);
@@ -445,6 +515,15 @@ impl Feed {
                     Fed::Network(event) => {
                         if let Some(event) = RunEvent::from_network(&net, &event) {
                             stream.on_run_event(&net, &event);
+                        }
+                    }
+                    // A sub-agent's tool calls (its answer is its task's result).
+                    Fed::Sub(path, event) => {
+                        if let Some(sub) = sub_network(&net, &path)
+                            && let Some(event) = RunEvent::from_network(&sub, &event)
+                            && is_tool_call(&event)
+                        {
+                            stream.on_run_event(&sub, &event);
                         }
                     }
                     Fed::Run(event) => stream.on_run_event(&net, &event),
@@ -459,7 +538,11 @@ impl Feed {
                 }
             }
         });
-        Self { tx, task }
+        Self {
+            tx,
+            task,
+            _net: session,
+        }
     }
 
     fn send(&self, fed: Fed) {

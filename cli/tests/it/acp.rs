@@ -346,3 +346,37 @@ fn an_editor_runs_turns_asks_permissions_serves_files_cancels_and_loads_the_sess
     let replayed = updates(&again["replayed"]);
     assert!(agent_text(&replayed).0.ends_with("Back again."));
 }
+
+/// Issue 49 item 5: `acp --shell` without `--root`: an editor's folder
+/// can have a shell. The command runs in the session's `cwd` once the
+/// editor allows it.
+#[needs(acp_sdk)]
+#[test]
+fn a_shell_without_root_runs_in_the_editors_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let work = std::fs::canonicalize(&work).unwrap();
+    let script = json!([
+        {"tool_calls": [{"id": "x1", "name": "execute", "arguments":
+            {"command": "echo made > made.txt"}}]},
+        {"content": "Ran it."}
+    ]);
+    let report = editor(
+        dir.path(),
+        script,
+        &["--shell", "--sandbox", "full"],
+        &[
+            ("ACP_WORK", work.display().to_string()),
+            ("ACP_ANSWERS", json!(["allow_once"]).to_string()),
+            ("ACP_PROMPTS", json!(["Make the file"]).to_string()),
+        ],
+    );
+    let turns = report["turns"].as_array().unwrap();
+    assert_eq!(turns[0]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap(),
+        "made\n",
+        "{report:#}"
+    );
+}

@@ -515,8 +515,8 @@ fn model_timeout_bounds_a_request_to_a_silent_server() {
 
 /// Issue 49 item 4: one price source everywhere. A blueprint's
 /// `[prices]` (and no price file) prices the session at every door of
-/// the CLI: `/tokens` in chat, `sessions list`'s COST and `sessions show`
-/// — all the same amount (1,200 in and 34 out at $1,000 and $2,000 per
+/// the CLI: `/tokens` in chat, `sessions list`'s COST, `sessions show`
+/// and exec's `turn.completed` — all the same amount (1,200 in and 34 out at $1,000 and $2,000 per
 /// million tokens: $1.2680).
 #[test]
 fn a_blueprints_prices_are_the_prices_at_every_door() {
@@ -560,4 +560,25 @@ fn a_blueprints_prices_are_the_prices_at_every_door() {
     let show = sessions(&["show", &id]);
     let usage = show.lines().find(|l| l.starts_with("usage")).expect(&show);
     assert!(usage.contains("$1.2680"), "sessions show: {show}");
+
+    // exec: the turn's cost in `turn.completed`.
+    let server = ModelServer::start(vec![Reply::answer("Hello again.", "stop")]);
+    let out = with_server(
+        dir.path(),
+        &server,
+        &["exec", "--json", "--agent", agent.to_str().unwrap(), "Hi"],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let completed: serde_json::Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "turn.completed")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let usd = completed["usage"]["cost_usd"].as_f64();
+    assert!(
+        usd.is_some_and(|usd| (usd - 1.268).abs() < 1e-9),
+        "exec: {completed}"
+    );
 }

@@ -789,3 +789,80 @@ fn an_empty_prompt_is_bad_usage_not_a_message() {
             || common::saved_documents(&dir.path().join("sessions")).is_empty()
     );
 }
+
+/// Issue 49 item 5: the session `thread.started` names is kept even when
+/// the model never answered (its server refused), so the id the stream
+/// gave out is one `exec resume` finds.
+#[test]
+fn the_session_thread_started_names_is_kept_when_the_model_fails() {
+    use crate::model_server::{ModelServer, Reply};
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(vec![Reply::error(400)]);
+    let mut command = common::offline();
+    command
+        .args(["exec", "--json", "Hello"])
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .env("OPENAI_BASE_URL", &server.base_url)
+        .env("OPENAI_MODEL", "test-model")
+        .env("LC_AGENT_HOME", dir.path().join("home"));
+    let out = common::with_stdin(&mut command, "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let events = events(&out);
+    let id = thread_id(&events);
+    assert!(
+        !stderr(&out).contains("no session saved"),
+        "{}",
+        stderr(&out)
+    );
+    let saved = common::saved_document(&dir.path().join("sessions"), &id);
+    assert!(saved.contains("Hello"), "{saved}");
+}
+
+/// Issue 49 item 5: a sub-agent's tool calls are items of `exec --json`
+/// too (started and completed before the `task` call's result: the
+/// sub-agent runs before its call's node); its answer stays the `task`
+/// call's result.
+#[test]
+fn a_sub_agents_tool_calls_are_items_of_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = exec(
+        dir.path(),
+        &["Delegate it.", "--json"],
+        json!([
+            {"tool_calls": [{"id": "t1", "name": "task", "arguments":
+                {"description": "Write a.md", "subagent_type": "general-purpose"}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments":
+                {"file_path": "/a.md", "content": "a"}}]},
+            {"content": "Written."},
+            {"content": "Done."}
+        ]),
+        &[],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = events(&out);
+    let position = |kind: &str, call: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == kind && e["item"]["call_id"] == call)
+            .unwrap_or_else(|| panic!("no {kind} of {call}: {events:#?}"))
+    };
+    let write_started = position("item.started", "w1");
+    let write_done = position("item.completed", "w1");
+    let task_done = position("item.completed", "t1");
+    assert!(
+        write_started < write_done && write_done < task_done,
+        "{events:#?}"
+    );
+    assert_eq!(events[task_done]["item"]["result"], "Written.");
+    assert_eq!(events[write_done]["item"]["tool"], "write_file");
+    assert_eq!(events[write_done]["item"]["status"], "completed");
+    // The sub-agent's answer is not an answer of the session.
+    let answers: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "agent_message")
+        .collect();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["item"]["text"], "Done.");
+}

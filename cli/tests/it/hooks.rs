@@ -454,3 +454,63 @@ fn lc_agent_mcp_runs_the_hooks_on_every_call() {
     );
     assert!(!root.join("draft.md").exists());
 }
+
+/// Issue 49 item 5: in `exec --json`, a hook that blocked a call names it:
+/// the hook item's `call_id` is the call's, and the call's own item
+/// (`command_execution`) carries the same `call_id`.
+#[test]
+fn a_hook_blocked_call_is_named_by_its_call_id_in_exec_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&config).unwrap();
+    let file = dir.path().join("settings.json");
+    std::fs::write(
+        &file,
+        settings(json!([{"type": "command", "command": "echo no >&2; exit 2"}])),
+    )
+    .unwrap();
+    let script_path = dir.path().join("script.json");
+    std::fs::write(
+        &script_path,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "execute", "arguments": {"command": "echo hi"}}]},
+            {"content": "Blocked."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut command = lc_agent_test_support::own_binary::offline(&common::own_binary(dir.path()));
+    command
+        .args(["exec", "--json", "Say hi.", "--shell", "--yes", "--root"])
+        .arg(&root)
+        .arg("--script")
+        .arg(&script_path)
+        .arg("--sessions")
+        .arg(dir.path().join("sessions"))
+        .arg("--settings")
+        .arg(&file)
+        .env("LC_AGENT_HOME", dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", &config);
+    let out = common::with_stdin(&mut command, "");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let items: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "item.completed")
+        .map(|e| e["item"].clone())
+        .collect();
+    let hook = items
+        .iter()
+        .find(|i| i["type"] == "hook" && i["outcome"] == "blocked")
+        .unwrap_or_else(|| panic!("no blocked hook item: {stdout}"));
+    assert_eq!(hook["call_id"], "c1", "{hook}");
+    let call = items
+        .iter()
+        .find(|i| i["type"] == "command_execution")
+        .unwrap_or_else(|| panic!("no command item: {stdout}"));
+    assert_eq!(call["call_id"], "c1", "{call}");
+    assert_eq!(call["status"], "failed", "{call}");
+}

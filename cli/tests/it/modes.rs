@@ -190,3 +190,41 @@ fn slash_mode_shows_switches_and_refuses_an_unknown_mode() {
     );
     assert!(stderr.contains("warning: bypass mode"), "{stderr}");
 }
+
+/// Issue 49 item 5: a call refused in plan mode is seen in `exec --json`
+/// like any call's result: a `tool_call` item, `failed`, with the
+/// refusal the model read.
+#[test]
+fn a_call_refused_in_plan_mode_is_an_item_of_exec_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!([
+        {"tool_calls": [
+            {"id": "w", "name": "write_file", "arguments": {"file_path": "/out.md", "content": "x"}}
+        ]},
+        {"content": "I will propose a plan."}
+    ]);
+    let out = common::lc_agent(
+        dir.path(),
+        &["exec", "--json", "--mode", "plan", "Write it."],
+        &script.to_string(),
+        &[] as &[&str],
+        "",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let refused = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "item.completed" && e["item"]["call_id"] == "w")
+        .unwrap_or_else(|| panic!("the refused call is not in the stream: {stdout}"));
+    let item = &refused["item"];
+    assert_eq!(item["type"], "tool_call", "{item}");
+    assert_eq!(item["tool"], "write_file", "{item}");
+    assert_eq!(item["status"], "failed", "{item}");
+    assert!(
+        item["result"]
+            .as_str()
+            .is_some_and(|r| r.contains("the session is in plan mode")),
+        "{item}"
+    );
+}

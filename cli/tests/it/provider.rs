@@ -131,3 +131,64 @@ fn the_provider_is_chosen_recorded_and_kept_on_resume() {
         String::from_utf8_lossy(&bad.stderr)
     );
 }
+
+/// Issue 49 item 5: `/model NAME` switches within the session's provider
+/// (`--provider anthropic` here, with an OpenAI server in the
+/// environment too): the next turn asks the Messages API for NAME.
+#[test]
+fn model_name_in_chat_keeps_the_sessions_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = models.clone();
+    let address = loopback::serve(move |request, out| {
+        let body = request.json();
+        log.lock().unwrap().push(format!(
+            "{} {}",
+            request.path,
+            body["model"].as_str().unwrap_or_default()
+        ));
+        let answer = serde_json::json!({
+            "type": "message", "role": "assistant", "model": "claude-stand-in",
+            "content": [{"type": "text", "text": "Hi."}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 5, "output_tokens": 3}
+        });
+        loopback::respond_json(out, 200, &answer, Then::Close)
+    });
+    let url = format!("http://{address}");
+    let out = lc_agent(
+        dir.path(),
+        &["chat", "--provider", "anthropic", "--model", "claude-first"],
+        &[
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("OPENAI_API_KEY", "sk-openai-test"),
+        ],
+        "Hello\n/model claude-second\nAgain\n",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("model: claude-second (was claude-first)"),
+        "{stdout}{stderr}"
+    );
+    let asked: Vec<String> = models
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("/v1/messages "))
+        .cloned()
+        .collect();
+    assert_eq!(
+        asked.first().map(String::as_str),
+        Some("/v1/messages claude-first"),
+        "{asked:?}"
+    );
+    assert!(
+        asked.iter().any(|l| l == "/v1/messages claude-second"),
+        "{asked:?}\n{stderr}"
+    );
+    assert!(!stderr.lines().any(|l| l.starts_with("error:")), "{stderr}");
+}

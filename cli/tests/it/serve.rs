@@ -399,3 +399,88 @@ async fn send_json(http: &reqwest::Client, url: &str, body: Value) -> Value {
         .await
         .unwrap()
 }
+
+/// Issue 49 item 5: `serve` takes `run`'s `--skills`, `--memory`,
+/// `--line-tools` and `--fetch-url`: the agents offer the tools, and new
+/// sessions record them in their blueprint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_skills_memory_line_tools_and_fetch_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(skills.join("greet")).unwrap();
+    std::fs::write(
+        skills.join("greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greets people.\n---\nSay hello.\n",
+    )
+    .unwrap();
+    let server = serve(
+        dir.path(),
+        &json!([{"content": "Hello."}]),
+        &[
+            "--sessions",
+            sessions.to_str().unwrap(),
+            "--skills",
+            skills.to_str().unwrap(),
+            "--memory",
+            "--line-tools",
+            "--fetch-url",
+            "example.com",
+        ],
+        &[
+            ("LC_AGENT_TOKEN", "alice:sk-test"),
+            ("LC_AGENT_HOME", dir.path().join("home").to_str().unwrap()),
+        ],
+    );
+    let client = reqwest::Client::new();
+    let tools: Value = client
+        .get(format!("{}/v1/tools", server.url()))
+        .bearer_auth("sk-test")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    for tool in ["insert_lines", "replace_lines", "delete_lines", "fetch_url"] {
+        assert!(names.contains(&tool), "{tool} missing: {names:?}");
+    }
+    let answer: Value = client
+        .post(format!("{}/v1/chat/completions", server.url()))
+        .bearer_auth("sk-test")
+        .json(&json!({"messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = answer["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    let alice = sessions.join("alice");
+    let saved = tokio::task::spawn_blocking(move || crate::common::saved_document(&alice, &id))
+        .await
+        .unwrap();
+    let saved: Value = serde_json::from_str(&saved).unwrap();
+    let spec = &saved["metadata"]["agent_spec"];
+    assert_eq!(spec["line_tools"], true, "{spec}");
+    assert!(spec["memory"].is_object(), "{spec}");
+    assert!(
+        spec["skills"]["dir"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("skills")),
+        "{spec}"
+    );
+    assert!(
+        spec["fetch_url"].to_string().contains("example.com"),
+        "{spec}"
+    );
+}

@@ -284,3 +284,56 @@ fn execute_runs_in_the_sandbox_unless_full_is_asked_for() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("read-only, workspace-write or full"), "{err}");
 }
+
+/// Issue 49 item 5: the line tools run from the shell like the others,
+/// and `--list --line-tools` offers them as the agent does.
+#[test]
+fn the_line_tools_run_and_are_listed_with_line_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\nthree\n").unwrap();
+    let (out, err, code) = lc_agent(&[
+        "tool",
+        "insert_lines",
+        r#"{"file_path": "/a.txt", "line": 2, "content": "two"}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    let (out, err, code) = lc_agent(&[
+        "tool",
+        "delete_lines",
+        r#"{"file_path": "/a.txt", "start_line": 1, "end_line": 1}"#,
+        "--root",
+        root,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "two\nthree\n"
+    );
+
+    let names = |args: &[&str]| {
+        let (out, err, code) = lc_agent(args);
+        assert_eq!(code, 0, "{err}");
+        let defs: serde_json::Value = serde_json::from_str(&out).unwrap();
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["function"]["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let plain = names(&["tool", "--list"]);
+    assert!(!plain.iter().any(|n| n == "insert_lines"), "{plain:?}");
+    let with = names(&["tool", "--list", "--line-tools"]);
+    for tool in ["insert_lines", "replace_lines", "delete_lines"] {
+        assert!(with.iter().any(|n| n == tool), "{tool} missing: {with:?}");
+    }
+    let (_, err, code) = lc_agent(&["tool", "nope", "{}", "--root", root]);
+    assert_eq!(code, 2);
+    assert!(err.contains("insert_lines"), "the line tools named: {err}");
+}

@@ -26,7 +26,8 @@
 //! below a delegate ([`turn_calls`]).
 
 use lc_agent::{
-    Message, NetworkNode, NodeId, NodeRef, Result, RunnableNetwork, ToolContext, ToolNode,
+    Events, Message, NetworkEvent, NetworkNode, NodeId, NodeRef, Result, RunnableNetwork,
+    ToolContext, ToolNode,
 };
 use serde_json::{json, Value};
 
@@ -115,4 +116,15 @@ pub(crate) fn turn_calls(network: &RunnableNetwork, chat: &NodeRef) -> Vec<NodeR
         }
     }
     calls
+}
+
+/// Answers a call that will not run (refused by the permission mode,
+/// denied by a hook) with `message`, and says so where runs are watched
+/// (exec's stream, an editor's tool calls, the server's events) as a
+/// call's result is said.
+pub(crate) fn answer_unrun(network: &RunnableNetwork, call: &NodeRef, message: Message) {
+    call.set_output(message);
+    call.network()
+        .unwrap_or_else(|| network.clone())
+        .emit(&NetworkEvent::NodeInvoked { node_id: call.id() });
 }

@@ -321,13 +321,17 @@ impl NetworkModifier for ModeModifier {
             };
             call.set_metadata(MODE_KEY, json!({"mode": mode.name(), "decision": decision}));
             if decision == "refused" {
-                call.set_output(Message::Tool {
-                    content: refusal(&name),
-                    tool_call_id: tool.tool_call.id.clone(),
-                    name: Some(name),
-                    status: ToolStatus::Error,
-                    parts: Vec::new(),
-                });
+                delegation::answer_unrun(
+                    network,
+                    &call,
+                    Message::Tool {
+                        content: refusal(&name),
+                        tool_call_id: tool.tool_call.id.clone(),
+                        name: Some(name),
+                        status: ToolStatus::Error,
+                        parts: Vec::new(),
+                    },
+                );
             }
         }
         Ok(())

@@ -58,7 +58,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::tokens::{counter_for_model, ContextWindows, TokenCounter};
-use crate::window_fit::{answer_room, BytesBound, Calibration, Overhead, SMALL_WINDOW};
+use crate::window_fit::{
+    answer_room, ask_tokenizer, BytesBound, Calibration, Overhead, SMALL_WINDOW,
+};
 use lc_agent_filesystem::{BackendSource, StateBackend};
 
 /// The model-routing step of summary requests.
@@ -750,6 +752,8 @@ impl NetworkModifier for SummarizationModifier {
         }
         let counter = self.counter_loaded(&model).await;
         let estimate = counter.count_request(request);
+        let chat_model = network.model(&model);
+        ask_tokenizer(&self.calibration, chat_model.as_deref(), request, &*counter).await;
         let tokens = {
             let mut calibration = self.calibration.lock();
             calibration.sent(node.id(), estimate);

@@ -594,9 +594,10 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, hel
             pending: pending_list.clone(),
         });
     }
-    let usage = Some(crate::usage::priced(&net, &run.usage));
+    let prices = crate::usage::prices_for(&net);
+    let usage = Some(run.usage.priced(&prices));
     let ran = crate::metrics::ran_in_run(&net, &pending_before, mark);
-    active.finish(&ran, status.as_str(), &used);
+    active.finish(&ran, status.as_str(), &used, &prices);
     drop((ran, pending_before));
     // The run is over with the network: every hold on it goes before the
     // end is told, so the session cache (which keeps it since the last

@@ -1,7 +1,9 @@
 //! Typed answers through `/v1/chat/completions` with the official `openai`
 //! Python package: `response_format` applies to the agent's final answer
 //! (an answer that does not fit is asked again with the errors), whole and
-//! streamed; the session keeps the rejected answer and the value.
+//! streamed; the session keeps the rejected answer and the value. A
+//! fenced or surrounded answer that validates is delivered as the JSON
+//! value itself (issue 49 item 3): `content` parses as JSON.
 
 use lc_agent::{ScriptedChatModel, Turn};
 use lc_agent_test_support::needs;
@@ -14,9 +16,9 @@ use serde_json::{json, Value};
 async fn response_format_applies_to_the_agents_final_answer() {
     let model = ScriptedChatModel::new([
         Turn::text("Lyon has about 520,000 people."),
-        Turn::text("{\"city\": \"Lyon\", \"people\": 520000}"),
+        Turn::text("```json\n{\"city\": \"Lyon\", \"people\": 520000}\n```"),
         Turn::text("[\"Paris\"]"),
-        Turn::text("{\"city\": \"Paris\"}"),
+        Turn::text("Here it is: {\"city\": \"Paris\"} as asked."),
     ]);
     let server = start(model).await;
     let script = concat!(
@@ -56,5 +58,10 @@ async fn response_format_applies_to_the_agents_final_answer() {
     assert_eq!(
         chats[1]["metadata"]["structured_output"],
         json!({"city": "Paris"})
+    );
+    // The model's own words are kept beside the value it delivered.
+    assert_eq!(
+        chats[1]["metadata"]["raw_answer"],
+        "Here it is: {\"city\": \"Paris\"} as asked."
     );
 }

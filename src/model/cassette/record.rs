@@ -204,6 +204,10 @@ impl ChatModel for RecordingChatModel {
     async fn context_window(&self) -> Option<usize> {
         self.inner.context_window().await
     }
+
+    async fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_tokens(text).await
+    }
 }
 
 #[cfg(test)]

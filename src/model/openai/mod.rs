@@ -6,6 +6,7 @@ mod discover;
 mod embeddings;
 mod remembered;
 mod stream;
+mod tokenize;
 mod window;
 mod wire;
 
@@ -116,6 +117,7 @@ pub use remembered::remember_servers_in;
 /// - `stream.rs` — a server-sent event stream assembled into deltas and
 ///   one answer.
 /// - `window.rs` — the context window, asked of the server.
+/// - `tokenize.rs` — tokens counted by the server's own tokenizer.
 /// - `discover.rs` — the only model a server lists, when none is named.
 /// - `remembered.rs` — what a server cannot do, kept across processes
 ///   ([`remember_servers_in`]).
@@ -183,6 +185,9 @@ struct Learned {
     probed: tokio::sync::OnceCell<Option<usize>>,
     /// The window an error gave.
     from_errors: LearnedWindow,
+    /// The server's tokenizer endpoint, once looked for (`None` inside:
+    /// it has none).
+    tokenizer: tokio::sync::OnceCell<Option<tokenize::Endpoint>>,
     /// The server refused to stream a request with tools and `auto`.
     no_streaming_with_tools: AtomicBool,
     /// The server refused `response_format` with a JSON Schema: output
@@ -601,6 +606,21 @@ impl ChatModel for OpenAiChatModel {
 
     async fn context_window(&self) -> Option<usize> {
         self.window().await
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<usize> {
+        let key = self.transport.api_key.as_ref().map(|k| k.0.as_str());
+        let client = self.transport.client();
+        let endpoint = (*self
+            .learned
+            .tokenizer
+            .get_or_init(|| async {
+                let found = tokenize::find(client, &self.base_url, key, &self.model).await;
+                tracing::debug!(model = %self.model, ?found, "the server's tokenizer endpoint");
+                found
+            })
+            .await)?;
+        tokenize::count(client, &self.base_url, key, &self.model, endpoint, text).await
     }
 }
 

@@ -354,13 +354,17 @@ impl HooksModifier {
                         network.set_parents(call.id(), &served.parents())?;
                         network.remove_node(served.id())?;
                     }
-                    call.set_output(Message::Tool {
-                        content: denied(&reason),
-                        tool_call_id: tc.id.clone(),
-                        name: Some(tc.name.clone()),
-                        status: lc_agent::ToolStatus::Error,
-                        parts: Vec::new(),
-                    });
+                    delegation::answer_unrun(
+                        network,
+                        &call,
+                        Message::Tool {
+                            content: denied(&reason),
+                            tool_call_id: tc.id.clone(),
+                            name: Some(tc.name.clone()),
+                            status: lc_agent::ToolStatus::Error,
+                            parts: Vec::new(),
+                        },
+                    );
                 }
             }
         }

@@ -29,7 +29,7 @@ impl ChatModel for SlowModel {
 }
 
 #[tokio::test]
-async fn a_second_run_of_a_running_session_gets_409() {
+async fn a_second_message_to_a_running_session_joins_its_run_and_a_second_run_gets_409() {
     let server = start(SlowModel(Duration::from_millis(800))).await;
     let base = server.url.clone();
     let created: Value = post(&format!("{base}/api/sessions"), ALICE, json!({}))
@@ -41,11 +41,28 @@ async fn a_second_run_of_a_running_session_gets_409() {
     let url = format!("{base}/api/sessions/{id}/messages");
     let first = post(&url, ALICE, json!({"content": "one"})).await;
     assert_eq!(first.status(), 200);
+    // A message joins the run going on (steering: 202 with its id)...
     let second = post(&url, ALICE, json!({"content": "two"})).await;
-    assert_eq!(second.status(), 409);
-    assert!(second.text().await.unwrap().contains("in progress"));
+    assert_eq!(second.status(), 202);
+    let steered: Value = second.json().await.unwrap();
+    assert_eq!(steered["mode"], "inject", "{steered}");
+    // ... a second run of it is refused, naming the first.
+    let third = post(
+        &format!("{base}/api/sessions/{id}/runs"),
+        ALICE,
+        json!({"content": "three", "background": true}),
+    )
+    .await;
+    assert_eq!(third.status(), 409);
+    assert!(third.text().await.unwrap().contains("in progress"));
     let events = sse_events(&first.text().await.unwrap());
     assert_eq!(events.last().unwrap().1["answer"], "slow");
+    assert!(
+        events
+            .iter()
+            .any(|(name, data)| name == "steered" && data["id"] == steered["id"]),
+        "{events:?}"
+    );
     let _ = server.stop().await;
 }
 

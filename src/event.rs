@@ -9,6 +9,7 @@
 //!                               AnswerCutOff (a model hit its output limit)
 //!    SummaryWritten (a summary node joined the conversation)
 //!    HookRan (a user's hook command ran: its event, outcome and message)
+//!    Steered (a message sent during the run joined it: steering.rs)
 //!  InvokeFinished (outcome, duration)
 //! ```
 //!
@@ -114,6 +115,18 @@ pub enum NetworkEvent {
         /// Messages before those (the ones it stands for, earlier
         /// summaries included).
         summarized: usize,
+    },
+    /// A message sent while the network ran (its
+    /// [`Inbox`](crate::Inbox)) was read at a node boundary: it joined
+    /// the conversation as `node_id` (a human node), or, an interrupt
+    /// with nothing to say, stopped the run (`node_id` none).
+    Steered {
+        /// The message's id.
+        id: uuid::Uuid,
+        /// How it joined: `inject`, `queue` or `interrupt`.
+        mode: &'static str,
+        /// The human node it became.
+        node_id: Option<NodeId>,
     },
     /// A user's hook command ran (the `hooks` of a settings file, run by
     /// the agent layer): what it decided, or how it failed. Reported so a

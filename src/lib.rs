@@ -106,7 +106,8 @@
 //!   invoke.rs         invoke: begin hooks, passes, waves, end hooks
 //!   modifier.rs       NetworkModifier, Hooks, how a hook runs; the default modifiers' table
 //!   hold.rs           held nodes: work that waits to be released (approvals), and
-//!                     sub-network nodes that wait on held work inside (settle)
+//!                     sub-network nodes that wait on held work inside (settle); a node
+//!                     a pre-invoke hook held or answered does not run
 //!   tracer.rs         the spans of a run and its nodes, through a table telemetry fills
 //! loops/              the default modifiers: ChatLoop (chat.rs: a human leaf gets the
 //!                     default node), ToolLoop (tool.rs: tool calls become tool nodes,
@@ -118,6 +119,9 @@
 //! routing.rs          model routing: step -> model name, in the metadata
 //! clear_results.rs   old tool results left out of a request (evicted, or past a budget)
 //! call_limits.rs     call limits per tool and per model in one invoke (metadata call_limits)
+//! steering/          steering a live run: an Inbox of messages sent while it runs (inbox.rs),
+//!                     read at node boundaries by SteeringModifier (mod.rs): inject before
+//!                     the next model call, queue after the answer, interrupt
 //! tool_retry.rs      tools marked idempotent called again after a failure, with backoff
 //! fallback.rs         model fallback: step -> the models asked when its model fails for
 //!                     good (recorded on the node: model_fallback)
@@ -269,6 +273,7 @@ mod output_schema;
 mod prices;
 mod routing;
 mod run;
+mod steering;
 pub mod telemetry;
 mod tool;
 pub mod tool_args;
@@ -328,6 +333,7 @@ pub use output_schema::{InvalidSchema, OutputSchema};
 pub use prices::{Cost, Price, Prices, PricesError};
 pub use routing::CHAT_STEP;
 pub use run::{Hooks, InvokeOutcome, NetworkModifier, HELD_INSIDE};
+pub use steering::{steered_ids, Inbox, SteerMessage, SteerMode, SteeringModifier};
 pub use tool::{FnTool, Tool, ToolContext, ToolOutput, ToolSpec, TypedTool};
 pub use tool_executor::{openai_tools, ToolExecution, ToolExecutor};
 pub use tool_specs::ToolSpecs;

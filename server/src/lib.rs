@@ -69,7 +69,7 @@
 //!     slots.rs              (uses config.rs, connections.rs, client_addr.rs, error.rs)
 //!  3  state.rs              (AppState: config + hub + runs)
 //!  2  runs/                 inside, each file only below it: pending ◀ record ◀ event ◀ desk,
-//!                           store ◀ local, redis ◀ service ◀ input, worker ◀ dispatch, submit, stream
+//!                           store ◀ local, redis, inbox ◀ service ◀ input, steer ◀ worker ◀ dispatch, submit, stream
 //!                           (mod.rs only declares and re-exports)
 //!  1  hub.rs                (SessionHub; uses caps.rs)
 //!     modes.rs              (uses config.rs, error.rs)
@@ -119,7 +119,7 @@ pub use logging::{init_logging, LogFormat, LoggingError};
 pub use runs::{
     open_store, Delivery, InputRequest, NodeInfo, NumberedEvent, Outcome, PendingCall,
     PendingInput, RedisRuns, Run, RunDone, RunError, RunErrorEvent, RunEvent, RunResult, RunStatus,
-    RunStore, Runs,
+    RunStore, Runs, Steer,
 };
 pub use serve::{check_bind, serve, ServeError};
 pub use state::AppState;

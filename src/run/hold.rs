@@ -9,6 +9,11 @@
 //!  node.release()         ─▶ the next invoke runs it
 //! ```
 //!
+//! A node held (or answered, `set_output`) after its run began but
+//! before it started — by a pre-invoke hook, or by a sibling's post-invoke
+//! hook in the same pass — does not run: held, it waits; answered, it is
+//! done (run/invoke.rs). Budgets and steering stop work this way.
+//!
 //! A sub-network node whose inner network stopped with held work holds
 //! itself ([`HELD_INSIDE`]): the outer `invoke` stops too (not an error),
 //! and the nodes below it (a `task`'s tool result) wait. Once something

@@ -161,6 +161,18 @@ async fn run_node(
     for m in &hooks.pre {
         hook(m, m.on_pre_invoke(net, node)).await?;
     }
+    // A node held or answered before it runs does not run: a pre-invoke
+    // hook (or a sibling's post-invoke hook in this pass) held it, so it
+    // waits like any held node, or gave it its output (`set_output`), so
+    // it is done.
+    if node.held().is_some() {
+        return Ok(None);
+    }
+    if let Some(answered) = node.output() {
+        net.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
+        run_post_hooks(net, node, hooks).await?;
+        return Ok(Some(answered));
+    }
     let input = net.input_of(node);
     let started_at = chrono::Utc::now();
     let clock = Instant::now();
@@ -215,6 +227,12 @@ async fn run_node(
     });
     net.mark_pending_done(node);
     net.emit(&NetworkEvent::NodeInvoked { node_id: node.id() });
+    run_post_hooks(net, node, hooks).await?;
+    Ok(Some(message))
+}
+
+/// The post-invoke hooks of a node that is done.
+async fn run_post_hooks(net: &RunnableNetwork, node: &NodeRef, hooks: &NodeHooks) -> Result<()> {
     for (m, now) in &hooks.post {
         if *now {
             // A hook that never waits: no future to box.
@@ -223,7 +241,7 @@ async fn run_node(
         }
         hook(m, m.on_post_invoke(net, node)).await?;
     }
-    Ok(Some(message))
+    Ok(())
 }
 
 /// How a run ended: failed, held (some nodes wait to be released), or

@@ -127,7 +127,10 @@ pub trait NetworkModifier: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Before a node runs.
+    /// Before a node runs. A hook that holds the node
+    /// ([`NodeRef::hold`]) makes it wait like any held node; one that
+    /// answers it ([`NodeRef::set_output`]) keeps it from running (it is
+    /// done, and the post-invoke hooks see it).
     async fn on_pre_invoke(&self, _network: &RunnableNetwork, _node: &NodeRef) -> Result<()> {
         Ok(())
     }

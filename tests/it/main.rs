@@ -30,6 +30,7 @@
 //! - `persist` — the saved format and its round trip.
 //! - `properties` — property tests of save/load.
 //! - `routing` — model routing by step.
+//! - `steering` — messages sent during a run join it (inject, queue, interrupt).
 //! - `telemetry` — the GenAI spans (feature `otel`).
 //! - `tool_executor` — running tool calls outside a network.
 //! - `typed_answers` — output schemas: response_format, forced tools, retries.
@@ -61,6 +62,7 @@ mod patient_save;
 mod persist;
 mod properties;
 mod routing;
+mod steering;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod tool_executor;

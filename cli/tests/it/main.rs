@@ -45,6 +45,7 @@ mod sessions_fork;
 mod sessions_prune;
 mod sessions_rewind;
 mod small_window;
+mod steer;
 mod subagent_approvals;
 mod tool;
 mod trust;

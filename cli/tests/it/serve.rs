@@ -136,7 +136,7 @@ async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
         }));
     }
     let mut done: std::collections::HashMap<String, Vec<String>> = Default::default();
-    let (mut ok, mut conflicts) = (0, 0);
+    let (mut ok, mut conflicts, mut steered) = (0, 0, 0);
     for run in runs {
         let (id, n, status, last) = run.await.unwrap();
         match status {
@@ -148,10 +148,12 @@ async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
             // stale copy), or refused at the end (its turn is not saved).
             200 if last.starts_with("error") && last.contains("409") => conflicts += 1,
             409 => conflicts += 1,
+            // Sent while the session's run went on: it joined that run.
+            202 => steered += 1,
             other => panic!("run {n}: status {other}, last event {last}"),
         }
     }
-    assert_eq!(ok + conflicts, 100);
+    assert_eq!(ok + conflicts + steered, 100);
     assert!(ok >= 20, "{ok} runs succeeded");
     // 0 lost updates, 0 corrupted sessions: every successful run's message
     // is in its session, and every session loads (from either server).
@@ -178,7 +180,7 @@ async fn two_servers_on_one_redis_100_runs_20_sessions_no_lost_update() {
             );
         }
     }
-    eprintln!("{ok} runs saved, {conflicts} refused with 409");
+    eprintln!("{ok} runs saved, {conflicts} refused with 409, {steered} joined a run");
 
     // kill -9 one server with runs in flight; the other serves every session.
     let mut a = a;

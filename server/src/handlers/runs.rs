@@ -1,8 +1,11 @@
 //! The run endpoints.
 //!
 //! ```text
-//!  POST /api/sessions/{id}/runs   {content[, parts]} | {decisions: [...]} [, background: true]
+//!  POST /api/sessions/{id}/runs   {content[, parts][, mode]} | {decisions: [...]} [, background: true]
 //!                                  ─▶ SSE of the run (or 202 {run} with background)
+//!                                     202 {id, mode, run, status}: a message with a `mode` while the
+//!                                     session's run goes on joins it (inject | queue | interrupt;
+//!                                     steer.rs); without one it is refused (409) as before
 //!                                     409 {error: {run, status[, pending]}}: the session's active run
 //!                                     429 + Retry-After: the user has --max-user-runs runs queued or running
 //!  GET  /api/sessions/{id}/runs   {runs: [...]}, newest first
@@ -25,8 +28,9 @@ use super::parts::read_parts;
 use super::sse::run_sse;
 use crate::auth::User;
 use crate::error::ApiError;
-use crate::runs::{DecisionIn, Input, Refused, Run, Target};
+use crate::runs::{DecisionIn, Input, Refused, Run, Submitted, Target};
 use crate::state::AppState;
+use lc_agent::SteerMode;
 
 /// `POST /api/sessions/{id}/runs` body.
 #[derive(Debug, Deserialize)]
@@ -41,6 +45,11 @@ pub(crate) struct RunIn {
     decisions: Option<Vec<DecisionIn>>,
     #[serde(default)]
     background: bool,
+    /// How a message joins the session's run when one goes on: `inject`,
+    /// `queue`, `interrupt` (steer.rs). Without it such a message is
+    /// refused (409 naming the run), as this API always did.
+    #[serde(default)]
+    mode: Option<SteerMode>,
 }
 
 pub(crate) async fn create(
@@ -51,8 +60,12 @@ pub(crate) async fn create(
 ) -> Result<Response, Refused> {
     let parts = read_parts(body.parts.as_ref())?;
     let input = match (body.content, body.decisions) {
-        (content, None) if content.is_some() || !parts.is_empty() => {
-            Input::Message(content.unwrap_or_default(), parts)
+        (content, None)
+            if content.is_some()
+                || !parts.is_empty()
+                || body.mode == Some(SteerMode::Interrupt) =>
+        {
+            Input::Message(content.unwrap_or_default(), parts, body.mode)
         }
         (None, Some(decisions)) if parts.is_empty() => Input::Decisions(decisions),
         _ => {
@@ -66,10 +79,30 @@ pub(crate) async fn create(
         .runs
         .submit(&user, Target::Session(id), input, None)
         .await?;
+    if let Some(steered) = steered(&submitted) {
+        return Ok(steered);
+    }
     if body.background {
         return Ok((StatusCode::ACCEPTED, Json(run_json(&submitted.run))).into_response());
     }
     Ok(run_sse(state.runs.clone(), submitted.run.id, submitted.after).into_response())
+}
+
+/// 202 for a message that joins the session's run going on: its id and
+/// mode, and the run (whose events show it joining: `steered`).
+pub(crate) fn steered(submitted: &Submitted) -> Option<Response> {
+    let message = submitted.steered.as_ref()?;
+    let body = json!({
+        "id": message.id,
+        "mode": message_mode(message),
+        "run": submitted.run.id,
+        "status": submitted.run.status,
+    });
+    Some((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+fn message_mode(message: &lc_agent::SteerMessage) -> Value {
+    serde_json::to_value(message).map_or(Value::Null, |m| m["mode"].clone())
 }
 
 /// A run of `user` (404 for another user's).

@@ -16,7 +16,10 @@
 //!                                       runs; 403 for `bypass` unless the server allows it, modes.rs)
 //!  DELETE /api/sessions/{id}            204 (404 when there is none); its run is cancelled first
 //!  GET    /api/sessions/{id}/nodes/{node_id}   one node: input, output, metadata (any depth)
-//!  POST   /api/sessions/{id}/messages   {content, parts?}               ─▶ SSE (see events.rs)
+//!  POST   /api/sessions/{id}/messages   {content, parts?, mode?}        ─▶ SSE (see events.rs);
+//!                                       while the session's run goes on: 202 {id, mode, run,
+//!                                       status}, the message joins it (mode inject (default),
+//!                                       queue, interrupt: runs/steer.rs); `inbox` lists those waiting
 //!                                       parts: text and images (handlers/parts.rs; 400 naming
 //!                                       `parts[j]`), kept in the session exactly
 //!  POST   /api/sessions/{id}/approvals  {decisions: [{node_id, decision, arguments?, message?}]} ─▶ SSE
@@ -407,6 +410,11 @@ pub(crate) async fn show(
             if !open.is_empty() {
                 unchanged["pending_input"] = json!(open);
             }
+            // So are messages sent while it runs.
+            let inbox = state.runs.store.inbox(id).await?;
+            if !inbox.is_empty() {
+                unchanged["inbox"] = json!(inbox);
+            }
             return Ok(Json(unchanged));
         }
     }
@@ -426,6 +434,8 @@ pub(crate) async fn show(
     }
     bound_view(&mut shown, &query, wanted.as_ref());
     shown["pending_input"] = json!(state.runs.pending_input(&user, id).await);
+    // Messages sent while its run goes on, not read by it yet.
+    shown["inbox"] = json!(state.runs.store.inbox(id).await?);
     Ok(Json(shown))
 }
 
@@ -610,6 +620,9 @@ async fn run(
         .runs
         .submit(user, Target::Session(id), input, None)
         .await?;
+    if let Some(steered) = super::runs::steered(&submitted) {
+        return Ok(steered);
+    }
     Ok(run_sse(state.runs.clone(), submitted.run.id, submitted.after).into_response())
 }
 
@@ -655,6 +668,9 @@ pub(crate) struct NewMessage {
     content: String,
     #[serde(default)]
     parts: Option<Value>,
+    /// How it joins the session's run when one goes on (steer.rs).
+    #[serde(default)]
+    mode: lc_agent::SteerMode,
 }
 
 pub(crate) async fn message(
@@ -664,7 +680,13 @@ pub(crate) async fn message(
     Json(body): Json<NewMessage>,
 ) -> Result<Response, Refused> {
     let parts = read_parts(body.parts.as_ref())?;
-    run(state, &user, id, Input::Message(body.content, parts)).await
+    run(
+        state,
+        &user,
+        id,
+        Input::Message(body.content, parts, Some(body.mode)),
+    )
+    .await
 }
 
 /// `POST /api/sessions/{id}/approvals` body.

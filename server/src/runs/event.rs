@@ -19,6 +19,7 @@
 //!  EmptyAnswer / AnswerCutOff       ─▶ empty_answer / answer_cut_off {node_id, kind, name}
 //!  SummaryWritten                   ─▶ summary_written    {node_id, kind, name, kept, summarized}
 //!  HookRan                          ─▶ hook               {event, command, outcome, message[, node_id]}
+//!  Steered (a message sent mid-run) ─▶ steered            {id, mode[, node_id]}
 //!  InvokeStarted / InvokeFinished   ─▶ run_started {[warning]} / run_finished
 //!                                      {outcome, duration_ms[, error | held][, usage]}
 //!  an MCP server's elicitation/create ─▶ input_requested {id, server, message, requested_schema}
@@ -136,6 +137,19 @@ pub enum RunEvent {
         /// Its reason or error.
         message: String,
         /// The tool node it ran for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_id: Option<NodeId>,
+    },
+    /// A message sent while the run went on (`POST` while it ran: 202)
+    /// joined it at a node boundary as the human node `node_id` (`mode`:
+    /// `inject`, `queue` or `interrupt`); an interrupt with nothing to
+    /// say has no node: it stopped the run.
+    Steered {
+        /// The message (the id the 202 gave).
+        id: Uuid,
+        /// How it joined.
+        mode: String,
+        /// The human node it became.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         node_id: Option<NodeId>,
     },
@@ -385,6 +399,11 @@ impl RunEvent {
                 message: message.clone(),
                 node_id: *node_id,
             },
+            NetworkEvent::Steered { id, mode, node_id } => RunEvent::Steered {
+                id: *id,
+                mode: (*mode).to_string(),
+                node_id: *node_id,
+            },
             NetworkEvent::InvokeStarted => RunEvent::RunStarted {
                 warning: crate::modes::run_warning(net),
             },
@@ -421,6 +440,7 @@ impl RunEvent {
             RunEvent::RunStarted { .. } => "run_started",
             RunEvent::RunFinished { .. } => "run_finished",
             RunEvent::HandedBack { .. } => "handed_back",
+            RunEvent::Steered { .. } => "steered",
             RunEvent::Stopped { .. } => "stopped",
             RunEvent::ApprovalNeeded { .. } => "approval_needed",
             RunEvent::InputRequested(_) => "input_requested",

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! `lc-agent runs cancel` writes `<id>.cancel` next to the record; the
-//! server running the run sees it within a second.
+//! server running the run sees it within a second. A session's inbox
+//! (messages sent while it runs) is `inbox/<session>.json`, written
+//! before the message is acknowledged.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -23,9 +25,11 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
+use lc_agent::SteerMessage;
+
 use super::event::NumberedEvent;
 use super::record::{Run, RunStatus};
-use super::store::{Delivery, RunError, RunResult, RunStore};
+use super::store::{Delivery, RunError, RunResult, RunStore, Steer};
 
 /// Runs of one process, kept in files under a directory when it has one
 /// (see the [module docs](self)).
@@ -47,6 +51,11 @@ struct Inner {
     queue: VecDeque<Uuid>,
     keys: HashMap<(String, String), (Uuid, Instant)>,
     expires: HashMap<Uuid, Instant>,
+    /// Each session's inbox (messages sent while it runs), also in
+    /// `inbox/<session>.json`.
+    inboxes: HashMap<Uuid, Vec<SteerMessage>>,
+    /// Runs about to end: no message is kept for them.
+    closing: HashSet<Uuid>,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> RunError {
@@ -110,6 +119,7 @@ impl LocalRuns {
             }
             inner.runs.insert(run.id, run);
         }
+        inner.inboxes = read_inboxes(&dir.join(INBOX_DIR));
         requeue.sort();
         if !requeue.is_empty() {
             tracing::info!(runs = requeue.len(), dir = %dir.display(), "runs left by the last process are queued again");
@@ -158,6 +168,7 @@ impl LocalRuns {
                 inner.runs.remove(id);
                 inner.events.remove(id);
                 inner.cancel.remove(id);
+                inner.closing.remove(id);
             }
             inner.keys.retain(|_, (_, until)| *until > now);
             gone
@@ -167,6 +178,66 @@ impl LocalRuns {
                 remove_files(dir, id);
             }
         }
+    }
+}
+
+/// The folder of the sessions' inboxes, under the runs' directory.
+const INBOX_DIR: &str = "inbox";
+
+/// The inboxes kept in `dir` (`<session>.json`: a JSON list).
+fn read_inboxes(dir: &Path) -> HashMap<Uuid, Vec<SteerMessage>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return HashMap::new();
+    };
+    let mut inboxes = HashMap::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let session = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<Uuid>().ok());
+        let Some(session) = session else { continue };
+        match std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Vec<SteerMessage>>(&b).ok())
+        {
+            Some(list) if !list.is_empty() => {
+                inboxes.insert(session, list);
+            }
+            Some(_) => {}
+            None => tracing::warn!(path = %path.display(), "an unreadable inbox is skipped"),
+        }
+    }
+    inboxes
+}
+
+impl LocalRuns {
+    /// Writes `session`'s inbox as it is in memory now (removed when
+    /// empty): a temporary file, synced, renamed over it, so a process
+    /// killed at any point leaves the old list or the new one.
+    fn write_inbox(&self, session: Uuid) -> RunResult<()> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let _one_at_a_time = self.writing.lock();
+        let list = self.inner.lock().inboxes.get(&session).cloned();
+        let dir = dir.join(INBOX_DIR);
+        let path = dir.join(format!("{session}.json"));
+        let Some(list) = list.filter(|l| !l.is_empty()) else {
+            return match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io("remove", &path, e)),
+                _ => Ok(()),
+            };
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        let tmp = dir.join(format!("{session}.tmp"));
+        let bytes = serde_json::to_vec(&list).map_err(|e| RunError::store("write an inbox", e))?;
+        std::fs::File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&bytes)?;
+                f.sync_all()
+            })
+            .map_err(|e| io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io("write", &path, e))
     }
 }
 
@@ -356,6 +427,75 @@ impl RunStore for LocalRuns {
             self.inner.lock().cancel.insert(id);
         }
         Ok(asked)
+    }
+
+    async fn steer(&self, session: Uuid, run: Uuid, message: &SteerMessage) -> RunResult<Steer> {
+        {
+            let mut inner = self.inner.lock();
+            if inner.active.get(&session) != Some(&run) || inner.closing.contains(&run) {
+                return Ok(Steer::Ending);
+            }
+            match inner.runs.get(&run).map(|r| r.status) {
+                Some(RunStatus::Queued | RunStatus::Running) => {}
+                Some(RunStatus::Waiting) => return Ok(Steer::Waiting),
+                _ => return Ok(Steer::Ending),
+            }
+            let list = inner.inboxes.entry(session).or_default();
+            if !list.iter().any(|m| m.id == message.id) {
+                list.push(message.clone());
+            }
+        }
+        if let Err(e) = self.write_inbox(session) {
+            // Not kept on disk: not kept at all (the client is told).
+            let mut inner = self.inner.lock();
+            if let Some(list) = inner.inboxes.get_mut(&session) {
+                list.retain(|m| m.id != message.id);
+            }
+            return Err(e);
+        }
+        Ok(Steer::Kept)
+    }
+
+    async fn inbox(&self, session: Uuid) -> RunResult<Vec<SteerMessage>> {
+        Ok(self
+            .inner
+            .lock()
+            .inboxes
+            .get(&session)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn inbox_drop(&self, session: Uuid, ids: &[Uuid]) -> RunResult<()> {
+        {
+            let mut inner = self.inner.lock();
+            let Some(list) = inner.inboxes.get_mut(&session) else {
+                return Ok(());
+            };
+            let before = list.len();
+            list.retain(|m| !ids.contains(&m.id));
+            if list.len() == before {
+                return Ok(());
+            }
+            if list.is_empty() {
+                inner.inboxes.remove(&session);
+            }
+        }
+        self.write_inbox(session)
+    }
+
+    async fn close_inbox(&self, session: Uuid, run: Uuid) -> RunResult<bool> {
+        let mut inner = self.inner.lock();
+        if inner.inboxes.get(&session).is_some_and(|l| !l.is_empty()) {
+            return Ok(false);
+        }
+        inner.closing.insert(run);
+        Ok(true)
+    }
+
+    async fn open_inbox(&self, run: Uuid) -> RunResult<()> {
+        self.inner.lock().closing.remove(&run);
+        Ok(())
     }
 
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {

@@ -30,6 +30,9 @@
 //! redis/      RedisRuns: a deployment on Redis: hashes, capped event streams (mod.rs),
 //!             the Stream queue and its consumer group (queue.rs), events.rs, replies (reply.rs)
 //! service.rs  Runs: the service (store, hub, settings, what runs here, event wake-ups)
+//! inbox.rs    RunInbox: a run's side of its session's inbox (given, joined)
+//! steer.rs    a message for a busy session: kept in its inbox (202), read by the run at
+//!             its next node boundary (inject, queue, interrupt); invoked again until none waits
 //! submit.rs   Input, Target, Runs::submit (and resume), Runs::cancel, retries of a request,
 //!             Refused (409 naming the session's run, 429)
 //! worker.rs   Runs::execute: one run: checkpoints, events, cancel, wall-clock limit, hand back;
@@ -62,6 +65,7 @@
 mod desk;
 mod dispatch;
 mod event;
+mod inbox;
 mod input;
 mod local;
 mod patience;
@@ -69,6 +73,7 @@ mod pending;
 mod record;
 mod redis;
 mod service;
+mod steer;
 mod store;
 mod stream;
 mod submit;
@@ -88,8 +93,8 @@ pub use pending::PendingCall;
 pub use record::{Run, RunStatus};
 pub use redis::RedisRuns;
 pub use service::Runs;
-pub use store::{Delivery, RunError, RunResult, RunStore};
-pub(crate) use submit::{DecisionIn, Input, Refused, Target};
+pub use store::{Delivery, RunError, RunResult, RunStore, Steer};
+pub(crate) use submit::{DecisionIn, Input, Refused, Submitted, Target};
 
 /// The run store of a session store: Redis runs (under the same prefix)
 /// for Redis sessions, else runs kept beside the JSON sessions

@@ -21,6 +21,8 @@ use crate::hub::SessionHub;
 /// A run executing in this process.
 pub(crate) struct Local {
     pub(crate) cancel: Arc<Notify>,
+    /// Its session's inbox (steer.rs).
+    pub(crate) inbox: super::inbox::RunInbox,
 }
 
 /// The runs of a server (see the module's documentation).

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lc_agent::SteerMessage;
 use uuid::Uuid;
 
 use super::event::NumberedEvent;
@@ -63,6 +64,18 @@ impl RunError {
             source: source.into(),
         }
     }
+}
+
+/// What [`RunStore::steer`] did with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steer {
+    /// Kept in the inbox: the run reads it at its next node boundary.
+    Kept,
+    /// The run is ending (or over, or another holds the session): the
+    /// message was not kept; once the session is free it starts a run.
+    Ending,
+    /// The run waits for decisions (they come first).
+    Waiting,
 }
 
 /// `Result` with [`RunError`].
@@ -173,6 +186,22 @@ pub trait RunStore: Send + Sync + 'static {
         let _ = run;
         Ok(Vec::new())
     }
+    /// Keeps `message` in `session`'s inbox for its active run `run`, in
+    /// one step with checking that `run` still holds the session and goes
+    /// on ([`Steer`]): a message is never kept for a run that has ended.
+    async fn steer(&self, session: Uuid, run: Uuid, message: &SteerMessage) -> RunResult<Steer>;
+    /// The messages waiting in `session`'s inbox, oldest first.
+    async fn inbox(&self, session: Uuid) -> RunResult<Vec<SteerMessage>>;
+    /// Takes messages out of `session`'s inbox (they joined its graph,
+    /// and that is saved).
+    async fn inbox_drop(&self, session: Uuid, ids: &[Uuid]) -> RunResult<()>;
+    /// Run `run` of `session` is about to end: false when a message waits
+    /// in the inbox (the run goes on with it); else, in the same step, no
+    /// message is kept for it any more ([`Steer::Ending`]).
+    async fn close_inbox(&self, session: Uuid, run: Uuid) -> RunResult<bool>;
+    /// Run `run` goes on (again: taken over, resumed): messages are kept
+    /// for it.
+    async fn open_inbox(&self, run: Uuid) -> RunResult<()>;
     /// Appends events (numbered by the caller, in order).
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()>;
     /// The events after `after` (at most `max`).

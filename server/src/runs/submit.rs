@@ -13,11 +13,16 @@
 //!
 //! One rule for a message while calls wait for a decision: it is refused
 //! (409, naming the waiting calls and the run); decisions come first, so a
-//! tool call always gets its result before the next human turn.
+//! tool call always gets its result before the next human turn. A message
+//! while the session's run is queued or running joins that run (steer.rs:
+//! kept in the session's inbox, 202 with its id); one that comes as the run
+//! ends waits until it has ended, then starts a run.
 
 use std::sync::Arc;
 
-use lc_agent::{ContentPart, NetworkList, OutputSchemaExt, RunnableNetwork};
+use lc_agent::{
+    ContentPart, NetworkList, OutputSchemaExt, RunnableNetwork, SteerMessage, SteerMode,
+};
 use lc_agent_deepagent::{decide, pending_approvals, Decision, DecisionKind};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -27,6 +32,7 @@ use super::event::{NumberedEvent, RunDone, RunEvent};
 use super::pending::PendingCall;
 use super::record::{Run, RunStatus, RUN_KEY};
 use super::service::Runs;
+use super::steer::Steered;
 use super::store::RunError;
 use crate::error::ApiError;
 use crate::hub::name_from;
@@ -71,8 +77,10 @@ pub(crate) enum Target {
 pub(crate) enum Input {
     /// A person's message, its text and the parts after it (images, read
     /// by handlers/parts.rs): a new human turn (refused while calls wait
-    /// for a decision); it names a session that has no name yet.
-    Message(String, Vec<ContentPart>),
+    /// for a decision); it names a session that has no name yet. While
+    /// the session's run goes on, it joins that run as its mode says
+    /// (steer.rs: 202); without a mode it is refused then (409).
+    Message(String, Vec<ContentPart>, Option<SteerMode>),
     /// Decisions on the calls that wait for one: they resume the session's
     /// waiting run.
     Decisions(Vec<DecisionIn>),
@@ -106,7 +114,12 @@ impl Input {
     /// 400 for an input with nothing in it.
     fn check(&self) -> Result<(), Refused> {
         match self {
-            Input::Message(text, parts) if text.trim().is_empty() && parts.is_empty() => {
+            // An interrupt may say nothing: it only stops the run.
+            Input::Message(text, parts, mode)
+                if text.trim().is_empty()
+                    && parts.is_empty()
+                    && *mode != Some(SteerMode::Interrupt) =>
+            {
                 Err(bad("`content` is empty"))
             }
             Input::Decisions(d) if d.is_empty() => Err(bad("`decisions` is empty")),
@@ -117,7 +130,7 @@ impl Input {
     /// Writes the input into the session.
     fn apply(self, net: &RunnableNetwork) -> Result<(), Refused> {
         match self {
-            Input::Message(text, parts) => {
+            Input::Message(text, parts, _) => {
                 // A message that is only an image names the session so.
                 let title = if text.trim().is_empty() {
                     "An image".to_string()
@@ -164,6 +177,9 @@ pub(crate) struct Submitted {
     pub(crate) run: Run,
     /// Its events after this one are this submission's.
     pub(crate) after: u64,
+    /// A message for the session's run going on: kept in its inbox (the
+    /// run is that one), read at its next node boundary.
+    pub(crate) steered: Option<SteerMessage>,
 }
 
 impl Runs {
@@ -179,6 +195,19 @@ impl Runs {
     ) -> Result<Submitted, Refused> {
         input.check()?;
         let list = self.hub.list(user)?;
+        if let Input::Message(text, parts, Some(SteerMode::Interrupt)) = &input
+            && text.trim().is_empty()
+            && parts.is_empty()
+        {
+            // Only a stop: for the session's run, never a run of its own.
+            let Target::Session(session) = &target else {
+                return Err(bad(
+                    "an interrupt with nothing to say needs a session's run",
+                ));
+            };
+            self.hub.owned(&list, *session).await?;
+            return self.stop_by_message(user, *session, &input).await;
+        }
         let session = match &target {
             Target::Session(id) => *id,
             Target::New(net) | Target::Ephemeral(net) => net.id(),
@@ -200,17 +229,40 @@ impl Runs {
         } else {
             self.permits.clone().try_acquire_owned().ok()
         };
-        let created = match &room {
-            Some(_) => {
-                self.store
-                    .create_taking(&run, self.settings.per_user, &self.consumer)
+        let created = loop {
+            let created = match &room {
+                Some(_) => {
+                    self.store
+                        .create_taking(&run, self.settings.per_user, &self.consumer)
+                        .await
+                }
+                None => self
+                    .store
+                    .create(&run, self.settings.per_user)
                     .await
+                    .map(|()| None),
+            };
+            // A message for a session whose run goes on joins that run.
+            if let (Err(RunError::Busy { run: holder, .. }), Input::Message(..)) =
+                (&created, &input)
+                && let Some(message) = steer_message(&input)
+            {
+                match self.steer(session, *holder, &message).await? {
+                    Steered::Kept(holder) => {
+                        return Ok(Submitted {
+                            run: *holder,
+                            after: 0,
+                            steered: Some(message),
+                        });
+                    }
+                    Steered::Ending => {
+                        self.wait_free(session, *holder).await;
+                        continue;
+                    }
+                    Steered::Waiting => {}
+                }
             }
-            None => self
-                .store
-                .create(&run, self.settings.per_user)
-                .await
-                .map(|()| None),
+            break created;
         };
         let mut mine = None;
         match created {
@@ -283,7 +335,11 @@ impl Runs {
                 drop(permit);
             });
         }
-        Ok(Submitted { run, after: 0 })
+        Ok(Submitted {
+            run,
+            after: 0,
+            steered: None,
+        })
     }
 
     /// Decisions for a waiting run: the session gets them and the same run
@@ -307,7 +363,39 @@ impl Runs {
         else {
             return Err(self.busy(waiting.session, waiting.id).await);
         };
-        Ok(Submitted { run, after })
+        Ok(Submitted {
+            run,
+            after,
+            steered: None,
+        })
+    }
+
+    /// An interrupt with nothing to say: it stops the session's run at
+    /// its next node boundary (409 when none goes on).
+    async fn stop_by_message(
+        &self,
+        user: &str,
+        session: Uuid,
+        input: &Input,
+    ) -> Result<Submitted, Refused> {
+        let nothing = || {
+            Refused::Api(ApiError::Conflict(format!(
+                "no run of session {session} is going on: there is nothing to interrupt"
+            )))
+        };
+        let message = steer_message(input).ok_or_else(nothing)?;
+        let Some(holder) = self.store.active_of(session).await? else {
+            return Err(nothing());
+        };
+        match self.steer(session, holder, &message).await? {
+            Steered::Kept(run) if run.user == user => Ok(Submitted {
+                run: *run,
+                after: 0,
+                steered: Some(message),
+            }),
+            Steered::Waiting => Err(self.busy(session, holder).await),
+            _ => Err(nothing()),
+        }
     }
 
     /// The 409 of a session whose run `holder` is active.
@@ -465,6 +553,16 @@ impl Runs {
             }
         }
         Ok(Some(run))
+    }
+}
+
+/// The message a message input is for a run going on.
+fn steer_message(input: &Input) -> Option<SteerMessage> {
+    match input {
+        Input::Message(text, parts, Some(mode)) => {
+            Some(SteerMessage::new(text.clone(), *mode).parts(parts.clone()))
+        }
+        _ => None,
     }
 }
 

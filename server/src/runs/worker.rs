@@ -21,7 +21,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use lc_agent::{
     revision_of, Attachments, CheckpointModifier, CheckpointPolicy, Events, NetworkEvent, NodeId,
-    UsageExt,
+    SteeringModifier, UsageExt,
 };
 use lc_agent::{NetworkList, RunnableNetwork};
 use lc_agent_deepagent::{pending_approvals, PendingApproval};
@@ -30,6 +30,7 @@ use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
 use super::event::{NumberedEvent, RunDone, RunErrorEvent, RunEvent};
+use super::inbox::RunInbox;
 use super::pending::PendingCall;
 use super::record::{Run, RunStatus};
 use super::service::{Local, Runs};
@@ -237,21 +238,25 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
     }
     let cancel = Arc::new(Notify::new());
     let taken = Arc::new(Taken::default());
+    let inbox = RunInbox::new();
     runs.local.lock().insert(
         id,
         Local {
             cancel: cancel.clone(),
+            inbox: inbox.clone(),
         },
     );
     // The lease: renewed while the run goes on; a cancel asked of another
     // server, and an answer to a request for input given on another,
     // reach this one here.
     let lease = {
-        let (state, delivery, cancel, taken) = (
+        let (state, delivery, cancel, taken, inbox, session) = (
             state.clone(),
             delivery.clone(),
             cancel.clone(),
             taken.clone(),
+            inbox.clone(),
+            run.session,
         );
         tokio::spawn(async move {
             let every = (state.settings.lease / 3).max(Duration::from_millis(50));
@@ -281,6 +286,10 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
                 if state.store.shares_input() && state.holds_input(delivery.run) {
                     state.take_answers(delivery.run).await;
                 }
+                // Messages kept for it through another server.
+                if state.store.shares_input() {
+                    state.poll_inbox(session, &inbox).await;
+                }
             }
         })
     };
@@ -288,7 +297,7 @@ async fn execute_taken(state: Arc<Runs>, delivery: Delivery, mut run: Run) {
         delivery: delivery.clone(),
         taken: taken.clone(),
     };
-    let handed_back = run_session(&state, &mut run, &cancel, &held).await;
+    let handed_back = run_session(&state, &mut run, &cancel, &held, &inbox).await;
     lease.abort();
     runs.local.lock().remove(&id);
     if taken.is_set() {
@@ -433,9 +442,15 @@ pub(crate) const NOT_SAVED: &str =
 
 /// Runs the session of `run` to its end, updating `run`; whether it was
 /// handed back instead (then `run` is queued again).
-async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, held: &Held) -> bool {
+async fn run_session(
+    state: &Arc<Runs>,
+    run: &mut Run,
+    cancel: &Arc<Notify>,
+    held: &Held,
+    inbox: &RunInbox,
+) -> bool {
     let last = state.store.last_seq(run.id).await.unwrap_or(0);
-    let opened = open(state, run).await;
+    let opened = open(state, run, inbox).await;
     let (net, list, claim) = match opened {
         Ok(parts) => parts,
         Err(e) => {
@@ -486,7 +501,7 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, hel
     let limit = state.settings.time_limit;
     let hand_back = state.hand_back.clone();
     let ending = tokio::select! {
-        outcome = net.invoke() => Ending::Finished(outcome),
+        outcome = state.invoke_steered(run, &net, inbox) => Ending::Finished(outcome),
         () = cancel.notified() => Ending::Cancelled,
         () = async {
             match limit {
@@ -532,6 +547,10 @@ async fn run_session(state: &Arc<Runs>, run: &mut Run, cancel: &Arc<Notify>, hel
         if let Err(e) = saved {
             save_error = Some(ApiError::from(e));
         }
+    }
+    if save_error.is_none() {
+        // Saved: the messages that joined leave the inbox.
+        state.drop_joined(run, inbox).await;
     }
     drop(claim);
     if matches!(ending, Ending::HandedBack) {
@@ -685,6 +704,7 @@ fn finish(run: &mut Run, status: RunStatus, error: Option<String>) {
 async fn open(
     state: &Arc<Runs>,
     run: &Run,
+    inbox: &RunInbox,
 ) -> Result<(RunnableNetwork, Arc<dyn NetworkList>, Claim), ApiError> {
     let list = state.hub.list(&run.user)?;
     // A rename or delete of the session here holds it for a moment.
@@ -702,6 +722,10 @@ async fn open(
             .patience(state.settings.store_patience),
     )
     .map_err(|e| ApiError::internal("the run's checkpoints cannot be attached", e))?;
+    // Messages sent while it runs (steer.rs).
+    net.add_modifier(SteeringModifier::new(inbox.inbox.clone()))
+        .map_err(|e| ApiError::internal("the run's inbox cannot be attached", e))?;
+    inbox.watch(&net);
     claim.track(&net);
     Ok((net, list, claim))
 }

@@ -29,7 +29,7 @@ impl ChatModel for SlowModel {
 }
 
 #[tokio::test]
-async fn a_second_run_of_a_running_session_gets_409() {
+async fn a_second_message_to_a_running_session_joins_its_run_and_a_second_run_gets_409() {
     let server = start(SlowModel(Duration::from_millis(800))).await;
     let base = server.url.clone();
     let created: Value = post(&format!("{base}/api/sessions"), ALICE, json!({}))
@@ -41,11 +41,28 @@ async fn a_second_run_of_a_running_session_gets_409() {
     let url = format!("{base}/api/sessions/{id}/messages");
     let first = post(&url, ALICE, json!({"content": "one"})).await;
     assert_eq!(first.status(), 200);
+    // A message joins the run going on (steering: 202 with its id)...
     let second = post(&url, ALICE, json!({"content": "two"})).await;
-    assert_eq!(second.status(), 409);
-    assert!(second.text().await.unwrap().contains("in progress"));
+    assert_eq!(second.status(), 202);
+    let steered: Value = second.json().await.unwrap();
+    assert_eq!(steered["mode"], "inject", "{steered}");
+    // ... a second run of it is refused, naming the first.
+    let third = post(
+        &format!("{base}/api/sessions/{id}/runs"),
+        ALICE,
+        json!({"content": "three", "background": true}),
+    )
+    .await;
+    assert_eq!(third.status(), 409);
+    assert!(third.text().await.unwrap().contains("in progress"));
     let events = sse_events(&first.text().await.unwrap());
     assert_eq!(events.last().unwrap().1["answer"], "slow");
+    assert!(
+        events
+            .iter()
+            .any(|(name, data)| name == "steered" && data["id"] == steered["id"]),
+        "{events:?}"
+    );
     let _ = server.stop().await;
 }
 
@@ -214,4 +231,61 @@ async fn a_delete_is_final_on_redis() {
     let redis = RedisServer::start();
     let url = redis.url();
     a_delete_on_one_server_is_final_for_the_other(move |_| ListConfig::redis(url.clone())).await;
+}
+
+/// On Redis, a message posted to one server while the run goes on at
+/// either joins that run: kept in the session's inbox in Redis, read by
+/// the server running it (through its lease's poll when it is the other
+/// one), in the run's events, in the session once, and out of the inbox.
+#[needs(redis)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_message_posted_to_another_server_joins_the_run() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let on_redis = |dir: &std::path::Path| {
+        config(SlowModel(Duration::from_millis(1500)), dir).sessions(ListConfig::redis(&url))
+    };
+    let a = start_with(on_redis).await;
+    let b = start_with(|_| on_redis(a.dir.path())).await;
+    let id = new_session(&a.url, ALICE).await;
+    let first = post(
+        &format!("{}/api/sessions/{id}/messages", a.url),
+        ALICE,
+        json!({"content": "one"}),
+    )
+    .await;
+    assert_eq!(first.status(), 200);
+
+    let second = post(
+        &format!("{}/api/sessions/{id}/messages", b.url),
+        ALICE,
+        json!({"content": "two", "mode": "queue"}),
+    )
+    .await;
+
+    assert_eq!(second.status(), 202);
+    let steered: Value = second.json().await.unwrap();
+    let events = sse_events(&first.text().await.unwrap());
+    assert!(
+        events
+            .iter()
+            .any(|(name, data)| name == "steered" && data["id"] == steered["id"]),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap().0, "done", "{events:?}");
+    let shown: Value = get(&format!("{}/api/sessions/{id}", b.url), ALICE)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let said = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["content"] == "two")
+        .count();
+    assert_eq!(said, 1, "{shown}");
+    assert_eq!(shown["inbox"], json!([]), "{shown}");
+    let _ = a.stop().await;
+    let _ = b.stop().await;
 }

@@ -14,14 +14,14 @@
 //!  <prefix>:runs:busy:<user>      set      the user's queued and running runs (per-user limit)
 //!  <prefix>:runs:key:<user>:<key> string   the run of an idempotency key (EX ttl)
 //!  <prefix>:runs:queue            stream   run: <id>; group <prefix>:workers
+//!  <prefix>:runs:inbox:<session>  list     messages sent while its run goes on (inbox.rs)
 //! ```
 //!
 //! A new run's record is written first; then one script takes the
 //! session's slot (`SET` unless held) and queues the run (`XADD`), so a
 //! server that dies between two steps never leaves a held session without
-//!     (a server with room takes the run in the same step as it queues it,
-//!      and runs it as soon as its input is saved: no wait on the dispatcher)
-//!  dispatcher (one per server): up to --max-runs at a time A server takes a run with `XREADGROUP ... >` (a connection of its own,
+//! a queued run (a server with room takes the run in that same step). A
+//! server takes a run with `XREADGROUP ... >` (a connection of its own,
 //! blocking at most a second), renews its lease with `XCLAIM ... JUSTID`
 //! (idle time back to 0) while it runs it, and `XACK`s and `XDEL`s the
 //! entry when the run ends or waits. An entry idle longer than the lease
@@ -32,15 +32,16 @@ use std::time::Duration;
 
 use ::redis::{cmd, Value};
 use async_trait::async_trait;
-use lc_agent::{ListError, RedisConnector};
+use lc_agent::{ListError, RedisConnector, SteerMessage};
 use uuid::Uuid;
 
 use super::event::NumberedEvent;
 use super::record::{Run, RunStatus};
-use super::store::{Delivery, RunError, RunResult, RunStore};
+use super::store::{Delivery, RunError, RunResult, RunStore, Steer};
 use reply::{store, text};
 
 mod events;
+mod inbox;
 mod queue;
 mod reply;
 
@@ -683,6 +684,26 @@ impl RunStore for RedisRuns {
             .iter()
             .filter_map(|v| serde_json::from_str(v).ok())
             .collect())
+    }
+
+    async fn steer(&self, session: Uuid, run: Uuid, message: &SteerMessage) -> RunResult<Steer> {
+        self.keep_message(session, run, message).await
+    }
+
+    async fn inbox(&self, session: Uuid) -> RunResult<Vec<SteerMessage>> {
+        self.read_inbox(session).await
+    }
+
+    async fn inbox_drop(&self, session: Uuid, ids: &[Uuid]) -> RunResult<()> {
+        self.drop_messages(session, ids).await
+    }
+
+    async fn close_inbox(&self, session: Uuid, run: Uuid) -> RunResult<bool> {
+        self.close_messages(session, run).await
+    }
+
+    async fn open_inbox(&self, run: Uuid) -> RunResult<()> {
+        self.open_messages(run).await
     }
 
     async fn append(&self, id: Uuid, events: &[NumberedEvent]) -> RunResult<()> {

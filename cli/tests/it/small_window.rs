@@ -309,7 +309,7 @@ fn a_lost_text_answer_is_asked_again_without_tools_and_a_closed_connection_is_qu
 /// The README's recipe on llama-cpp-python's defaults (a 2,048-token
 /// window it reports nowhere; SmolLM2-135M): without `OPENAI_MODEL`, the
 /// only model is used; the agent runs lean and its requests fit; a run
-/// answers. A tool call it cannot stream is learned by one process and
+/// answers or stops as stuck. A tool call it cannot stream is learned by one process and
 /// not tried again by the next. Assertions are on behaviour, never on the
 /// model's wording.
 #[lc_agent_test_support::needs(llama)]
@@ -341,9 +341,15 @@ fn real_llama_the_readme_recipe_works_on_the_servers_defaults() {
     };
 
     let (out, stderr) = run(&["run", "Say hello in one short sentence."]);
+    let first_run = stderr.clone();
     let log = server.log();
-    assert!(out.status.success(), "{stderr}\n{log}");
-    assert!(!text(&out.stdout).trim().is_empty(), "an answer: {stderr}");
+    // It answers, or (what a 135M model does varies with the machine) it
+    // calls tools to no end and is stopped as stuck: never an overflow.
+    match out.status.code() {
+        Some(0) => assert!(!text(&out.stdout).trim().is_empty(), "an answer: {stderr}"),
+        Some(1) => assert!(stderr.contains("the model is stuck"), "{stderr}\n{log}"),
+        other => panic!("exit {other:?}: {stderr}\n{log}"),
+    }
     assert!(
         stderr.contains("the only model the server lists"),
         "{stderr}"
@@ -384,10 +390,17 @@ fn real_llama_the_readme_recipe_works_on_the_servers_defaults() {
         "--ask",
         "**",
     ];
+    // The first run learned it already when the model called a tool there.
+    let learned = first_run.contains("no streaming with tools");
     let (out, stderr) = run(&task);
     assert_eq!(out.status.code(), Some(3), "{stderr}\n{}", server.log());
     let first = requests(&stderr);
-    assert!(first[0].contains("stream: true"), "{first:?}");
+    let streamed = if learned {
+        "stream: false"
+    } else {
+        "stream: true"
+    };
+    assert!(first[0].contains(streamed), "{first:?}");
     assert!(
         !stderr.contains("retrying"),
         "no spurious retry warning: {stderr}"

@@ -295,10 +295,9 @@ pub use list::{
     RedisNetworkList, RedisNetworkListBuilder,
 };
 pub use list::{
-    revision_of, save_patiently, validate_user, CachedNetworkList, CheckpointModifier,
-    CheckpointPolicy, JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists,
-    NetworkList, RetentionList, SessionCache, SessionId, SessionInfo, CREATED_AT_KEY,
-    UPDATED_AT_KEY,
+    revision_of, save_patiently, validate_user, CheckpointModifier, CheckpointPolicy,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, SessionCache,
+    SessionId, SessionInfo, CREATED_AT_KEY, UPDATED_AT_KEY,
 };
 pub use loops::{ChatLoop, ToolLoop};
 pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};

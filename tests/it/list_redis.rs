@@ -16,13 +16,17 @@ use serde_json::json;
 use crate::conformance;
 
 fn list_for(server: &RedisServer, prefix: &str) -> RedisNetworkList {
-    RedisNetworkList::builder()
-        .url(server.url())
-        .prefix(prefix)
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build")
+    RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix(prefix)
+    .user("alice")
+    .build()
+    .expect("build")
 }
 
 async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
@@ -98,8 +102,7 @@ async fn keys_layout_and_delete_leaves_only_a_tombstone() {
 #[tokio::test]
 async fn ttl_applies_to_the_users_keys() {
     let server = RedisServer::start();
-    let list = RedisNetworkList::builder()
-        .url(server.url())
+    let list = RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
         .prefix("ttl")
         .ttl(Duration::from_secs(60))
         .build()
@@ -296,11 +299,15 @@ async fn outage_fails_within_the_timeout() {
     // Refused connections, before the first connection was ever made.
     let port = server.port();
     server.stop();
-    let list = RedisNetworkList::builder()
-        .url(format!("redis://127.0.0.1:{port}"))
-        .timeout(Duration::from_millis(800))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis://127.0.0.1:{port}"))
+            .timeout(Duration::from_millis(800))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let started = Instant::now();
     let r = list.save(&RunnableNetwork::new()).await;
     assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
@@ -328,7 +335,9 @@ async fn outage_fails_within_the_timeout() {
             std::thread::sleep(Duration::from_millis(10));
         }
     });
-    let list = RedisNetworkList::builder().url(url).build().expect("build");
+    let list = RedisNetworkList::builder(RedisConnector::new(url).expect("connector"))
+        .build()
+        .expect("build");
     let started = Instant::now();
     let r = list.list(&ListQuery::default()).await;
     let took = started.elapsed();
@@ -406,13 +415,17 @@ async fn a_damaged_revision_key_heals_on_the_next_save() {
 async fn password_and_database_from_the_url() {
     let server = RedisServer::start_with(&["--requirepass", "secret"]);
     let url = format!("redis://:secret@127.0.0.1:{}/3", server.port());
-    let list = RedisNetworkList::builder()
-        .url(&url)
-        .prefix("auth")
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(&url)
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("auth")
+    .user("alice")
+    .build()
+    .expect("build");
     let (net, _) = conformance::conversation("behind a password").await;
     list.save(&net).await.expect("save");
     let json = net.to_json().expect("json");
@@ -446,13 +459,17 @@ async fn password_and_database_from_the_url() {
     assert_eq!(keys, 0);
 
     // A wrong password fails promptly and clearly, for saves and loads.
-    let wrong = RedisNetworkList::builder()
-        .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
-        .prefix("auth")
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let wrong = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("auth")
+    .user("alice")
+    .build()
+    .expect("build");
     let started = Instant::now();
     match wrong.save(&RunnableNetwork::new()).await {
         Err(ListError::Unavailable {
@@ -478,12 +495,16 @@ async fn unix_socket_url() {
     let socket = dir.path().join("redis.sock");
     let socket = socket.to_str().expect("utf-8 path");
     let _server = RedisServer::start_with(&["--unixsocket", socket]);
-    let list = RedisNetworkList::builder()
-        .url(format!("redis+unix://{socket}?db=2"))
-        .prefix("unix")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis+unix://{socket}?db=2"))
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("unix")
+    .build()
+    .expect("build");
     let (net, _) = conformance::conversation("over a unix socket").await;
     list.save(&net).await.expect("save");
     let loaded = list.load(net.id()).await.expect("load");
@@ -553,11 +574,15 @@ async fn saves_and_loads_fail_within_the_timeout() {
         "redis://127.0.0.1:{}",
         silent.local_addr().expect("addr").port()
     );
-    let list = RedisNetworkList::builder()
-        .url(url)
-        .timeout(Duration::from_millis(600))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(url)
+            .timeout(Duration::from_millis(600))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let net = RunnableNetwork::new();
     for op in ["save", "load"] {
         let started = Instant::now();
@@ -584,14 +609,18 @@ async fn saves_and_loads_fail_within_the_timeout() {
 #[tokio::test]
 async fn conformance_suite_on_a_cluster() {
     let cluster = RedisCluster::start();
-    let list = RedisNetworkList::builder()
-        .cluster(cluster.urls())
-        .prefix("conf")
-        .user("alice")
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("build");
-    assert!(list.connector().is_cluster());
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .cluster(cluster.urls())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("conf")
+    .user("alice")
+    .build()
+    .expect("build");
+    assert!(list.connector().describe().starts_with("redis cluster at "));
     let other = list.with_user("bob").expect("user");
     conformance::run_all(&list, &other).await;
 
@@ -637,14 +666,18 @@ async fn conformance_suite_over_tls() {
     let certs = TestCertificates::new();
     let server = RedisServer::start_tls(&certs.cert(), &certs.key(), &certs.ca());
     assert!(server.url().starts_with("rediss://"));
-    let list = RedisNetworkList::builder()
-        .url(server.url())
-        .tls_root_certificates(certs.ca_pem.clone())
-        .prefix("tls")
-        .user("alice")
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .tls_root_certificates(certs.ca_pem.clone())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("tls")
+    .user("alice")
+    .build()
+    .expect("build");
     let other = list.with_user("bob").expect("user");
     conformance::run_all(&list, &other).await;
     // A big network crosses TLS records intact.
@@ -657,11 +690,15 @@ async fn conformance_suite_over_tls() {
     );
 
     // A client that does not trust the CA fails clearly, promptly.
-    let untrusting = RedisNetworkList::builder()
-        .url(server.url())
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let untrusting = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let started = Instant::now();
     match untrusting.load_json(net.id()).await {
         Err(ListError::Unavailable { reason, .. }) => {
@@ -672,7 +709,7 @@ async fn conformance_suite_over_tls() {
     assert!(started.elapsed() < Duration::from_secs(2));
     // Certificates need a rediss:// URL.
     assert!(matches!(
-        RedisNetworkList::builder()
+        RedisConnector::builder()
             .url("redis://127.0.0.1:1")
             .tls_root_certificates(certs.ca_pem.clone())
             .build(),
@@ -723,8 +760,7 @@ return #ids
 #[tokio::test]
 async fn legacy_keys_migrate_to_hash_tags() {
     let server = RedisServer::start();
-    let alice = RedisNetworkList::builder()
-        .url(server.url())
+    let alice = RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
         .prefix("mig")
         .user("alice")
         .ttl(Duration::from_secs(600))
@@ -750,11 +786,11 @@ async fn legacy_keys_migrate_to_hash_tags() {
     b1.set_name("b1 new");
     bob.save_force(&b1).await.expect("save");
     let untouched = RunnableNetwork::builder().name("other prefix").build();
-    let other_prefix = RedisNetworkList::builder()
-        .url(server.url())
-        .prefix("mig2")
-        .build()
-        .expect("build");
+    let other_prefix =
+        RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
+            .prefix("mig2")
+            .build()
+            .expect("build");
     other_prefix.save(&untouched).await.expect("save");
 
     let done = alice.migrate_legacy_keys().await.expect("migrate");
@@ -816,12 +852,13 @@ async fn legacy_keys_migrate_to_hash_tags() {
 
 #[tokio::test]
 async fn a_prefix_cannot_carry_a_hash_tag() {
-    let r = RedisNetworkList::builder().prefix("app{x}").build();
+    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
+    let r = RedisNetworkList::builder(connector.clone())
+        .prefix("app{x}")
+        .build();
     assert!(matches!(r, Err(ListError::Config(_))), "{r:?}");
     // A connector can be shared by lists of several prefixes.
-    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
-    let list = RedisNetworkList::builder()
-        .connector(connector.clone())
+    let list = RedisNetworkList::builder(connector.clone())
         .prefix("a")
         .build()
         .expect("build");
@@ -890,13 +927,17 @@ async fn incremental_saves_round_trip() {
 
     let cluster = RedisCluster::start();
     let clustered = || {
-        RedisNetworkList::builder()
-            .cluster(cluster.urls())
-            .prefix("inc")
-            .user("alice")
-            .timeout(Duration::from_secs(5))
-            .build()
-            .expect("build")
+        RedisNetworkList::builder(
+            RedisConnector::builder()
+                .cluster(cluster.urls())
+                .timeout(Duration::from_secs(5))
+                .build()
+                .expect("connector"),
+        )
+        .prefix("inc")
+        .user("alice")
+        .build()
+        .expect("build")
     };
     many_turns_round_trip(&clustered(), &clustered()).await;
 }

@@ -282,7 +282,7 @@ mod usage;
 /// The README's examples run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+struct ReadmeDoctests;
 
 pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
@@ -316,7 +316,7 @@ pub use model::{
 };
 pub use network::format::journal::REVISION_KEY;
 pub use network::format::FORMAT;
-pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
+pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::register_node_kind;
 pub(crate) use node::IdSet;
 pub use node::{fields_of, AsAny, GenericNode, NodeContext, NodeId, NodeLogic, NodeRef};

@@ -25,7 +25,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lc_agent::{HumanNode, RunnableNetwork, Saving};
-use lc_agent::{JsonNetworkList, ListQuery, NetworkList, RedisNetworkList};
+use lc_agent::{JsonNetworkList, ListQuery, NetworkList, RedisConnector, RedisNetworkList};
 
 /// A network whose saved JSON is about `bytes` long.
 fn network_of(bytes: usize, rt: &tokio::runtime::Runtime) -> RunnableNetwork {
@@ -350,8 +350,7 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         return;
     }
     let server = lc_agent_test_support::RedisServer::start();
-    let list = RedisNetworkList::builder()
-        .url(server.url())
+    let list = RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
         .prefix("bench")
         .build()
         .expect("build");
@@ -387,12 +386,12 @@ fn redis_figures(rt: &tokio::runtime::Runtime) {
         for (flavor, rt) in runtimes {
             // Connections belong to the runtime that made them: one list
             // per runtime.
-            let list = RedisNetworkList::builder()
-                .url(server.url())
-                .prefix("bench")
-                .user(format!("u{size}"))
-                .build()
-                .expect("build");
+            let list =
+                RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
+                    .prefix("bench")
+                    .user(format!("u{size}"))
+                    .build()
+                    .expect("build");
             // Ratios in %: to the crate's raw SET/GET, to redis-benchmark.
             let [mut save_raw, mut json_raw, mut load_raw] = [(); 3].map(|_| Vec::new());
             let [mut floor_raw, mut save_floor] = [(); 2].map(|_| Vec::new());

@@ -251,14 +251,15 @@ impl History {
         out
     }
 
-    /// `count` added up over the messages [`History::assemble`] sends:
+    /// `count` added up over the messages a request sends
+    /// ([`ChatRequest::messages`](crate::ChatRequest::messages)):
     /// the system messages, `extra_system`, the latest summary and the
     /// messages since its cut point. The running sums are memoized per
     /// message under `key` (name the counting: two different counts must
     /// not share a key), so counting a growing conversation at every turn
     /// costs O(new messages) a turn, not O(conversation).
     ///
-    /// The synthetic results [`History::assemble`] adds for dangling tool
+    /// The synthetic results a request adds for dangling tool
     /// calls, and the stray results it drops, are not accounted for: this
     /// is for estimates.
     ///
@@ -386,7 +387,7 @@ impl History {
     ///    dropped (chat APIs reject it too), with a `tracing` warning.
     ///
     /// Consecutive AI messages are kept apart, never merged.
-    pub fn assemble<'a>(&'a self, extra_system: &'a [String]) -> Vec<Cow<'a, Message>> {
+    pub(crate) fn assemble<'a>(&'a self, extra_system: &'a [String]) -> Vec<Cow<'a, Message>> {
         let all: Vec<&Message> = self.since_cut().into_iter().map(|(_, m)| m).collect();
         let systems = self
             .head

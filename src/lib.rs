@@ -287,7 +287,7 @@ mod usage;
 /// The README's examples run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+struct ReadmeDoctests;
 
 pub use error::{error_chain, CassetteError, ModelError, NetworkError, Result, ToolError};
 pub use event::NetworkEvent;
@@ -300,10 +300,9 @@ pub use list::{
     RedisNetworkList, RedisNetworkListBuilder,
 };
 pub use list::{
-    revision_of, save_patiently, validate_user, CachedNetworkList, CheckpointModifier,
-    CheckpointPolicy, JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists,
-    NetworkList, RetentionList, SessionCache, SessionId, SessionInfo, CREATED_AT_KEY,
-    UPDATED_AT_KEY,
+    revision_of, save_patiently, validate_user, CheckpointModifier, CheckpointPolicy,
+    JsonNetworkList, ListConfig, ListError, ListPage, ListQuery, Lists, NetworkList, SessionCache,
+    SessionId, SessionInfo, CREATED_AT_KEY, UPDATED_AT_KEY,
 };
 pub use loops::{ChatLoop, ToolLoop};
 pub use message::{ContentPart, ImagePart, Message, ToolCall, ToolStatus};
@@ -322,7 +321,7 @@ pub use model::{
 };
 pub use network::format::journal::REVISION_KEY;
 pub use network::format::FORMAT;
-pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard, DEFAULT_STEP_LIMIT};
+pub use network::{NetworkBuilder, RunnableNetwork, ScopeGuard};
 pub use node::register_node_kind;
 pub(crate) use node::IdSet;
 pub use node::{fields_of, AsAny, GenericNode, NodeContext, NodeId, NodeLogic, NodeRef};

@@ -119,7 +119,7 @@ impl SessionCache {
 
 /// A [`NetworkList`] that keeps parsed networks in a [`SessionCache`]
 /// (how it stays right: `list/cache.rs`'s module docs).
-pub struct CachedNetworkList {
+pub(crate) struct CachedNetworkList {
     inner: Arc<dyn NetworkList>,
     cache: SessionCache,
 }

@@ -2,7 +2,6 @@
 //!
 //! (The full description is on the [`CheckpointModifier`] docs.)
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::error::{NetworkError, Result};
@@ -52,7 +51,7 @@ pub enum CheckpointPolicy {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use lc_agent::{JsonNetworkList, NetworkList};
+/// use lc_agent::{revision_of, JsonNetworkList, NetworkList};
 /// use lc_agent::{HumanNode, RunnableNetwork, ScriptedChatModel};
 /// use lc_agent::{CheckpointModifier, CheckpointPolicy};
 ///
@@ -60,7 +59,6 @@ pub enum CheckpointPolicy {
 /// let dir = tempfile::tempdir()?;
 /// let sessions = Arc::new(JsonNetworkList::new(dir.path()));
 /// let checkpoint = CheckpointModifier::new(sessions.clone()).policy(CheckpointPolicy::EachNode);
-/// let saves = checkpoint.save_counter();
 /// let net = RunnableNetwork::builder()
 ///     .default_node("chat")
 ///     .chat_model("scripted")
@@ -72,9 +70,9 @@ pub enum CheckpointPolicy {
 ///     HumanNode::new("Hi");
 /// }
 /// net.invoke().await?;
-/// // at the start, after the human node, after the chat node, at the end
-/// assert_eq!(saves.load(std::sync::atomic::Ordering::SeqCst), 4);
 /// let stored = sessions.load(net.id()).await?;
+/// // saved at the start, after the human node, after the chat node, at the end
+/// assert_eq!(revision_of(&stored), 4);
 /// assert_eq!(stored.to_json()?, net.to_json()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
@@ -84,10 +82,7 @@ pub enum CheckpointPolicy {
 pub struct CheckpointModifier {
     list: Arc<dyn NetworkList>,
     policy: CheckpointPolicy,
-    id: String,
-    best_effort: bool,
     input_saved: bool,
-    saves: Arc<AtomicUsize>,
     gate: Arc<tokio::sync::Mutex<()>>,
     patience: std::time::Duration,
 }
@@ -95,10 +90,7 @@ pub struct CheckpointModifier {
 impl std::fmt::Debug for CheckpointModifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CheckpointModifier")
-            .field("id", &self.id)
             .field("policy", &self.policy)
-            .field("best_effort", &self.best_effort)
-            .field("saves", &self.saves.load(Ordering::SeqCst))
             .finish()
     }
 }
@@ -112,10 +104,7 @@ impl CheckpointModifier {
         Self {
             list,
             policy: CheckpointPolicy::default(),
-            id: Self::ID.to_string(),
-            best_effort: false,
             input_saved: false,
-            saves: Arc::new(AtomicUsize::new(0)),
             gate: Arc::new(tokio::sync::Mutex::new(())),
             patience: std::time::Duration::ZERO,
         }
@@ -138,22 +127,6 @@ impl CheckpointModifier {
         self
     }
 
-    /// Another modifier id (to attach two checkpointers to one network).
-    #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = id.into();
-        self
-    }
-
-    /// Log failed saves (with `tracing`) and keep running, instead of
-    /// failing the `invoke` (the default: a lost checkpoint is never
-    /// silent).
-    #[must_use]
-    pub fn best_effort(mut self) -> Self {
-        self.best_effort = true;
-        self
-    }
-
     /// The caller saved the network, its input included, just before the
     /// `invoke` (a server that saves a request's message, then runs it):
     /// no save at the start, and none after an input node
@@ -169,11 +142,6 @@ impl CheckpointModifier {
         self
     }
 
-    /// A counter of successful saves, shared with the modifier.
-    pub fn save_counter(&self) -> Arc<AtomicUsize> {
-        self.saves.clone()
-    }
-
     async fn checkpoint(&self, network: &RunnableNetwork, when: &str) -> Result<()> {
         // Inside a sub-network (a sub-agent's task), the session is the
         // outermost network: it holds the sub-network's progress too.
@@ -184,16 +152,11 @@ impl CheckpointModifier {
         let saved = super::save_patiently(self.list.as_ref(), network, self.patience, when).await;
         match saved {
             Ok(info) => {
-                self.saves.fetch_add(1, Ordering::SeqCst);
                 tracing::debug!(id = %info.id, revision = info.revision, when, "checkpoint saved");
                 Ok(())
             }
-            Err(e) if self.best_effort => {
-                tracing::warn!(id = %network.id(), when, error = %e, "checkpoint failed");
-                Ok(())
-            }
             Err(e) => Err(NetworkError::Modifier {
-                modifier: self.id.clone(),
+                modifier: Self::ID.to_string(),
                 message: format!("checkpoint ({when}) failed: {e}"),
                 source: Box::new(e),
             }),
@@ -204,7 +167,7 @@ impl CheckpointModifier {
 #[async_trait]
 impl NetworkModifier for CheckpointModifier {
     fn id(&self) -> &str {
-        &self.id
+        Self::ID
     }
 
     /// After every other modifier.
@@ -218,11 +181,8 @@ impl NetworkModifier for CheckpointModifier {
         Some(Arc::new(CheckpointModifier {
             list: self.list.clone(),
             policy: self.policy,
-            id: self.id.clone(),
-            best_effort: self.best_effort,
             // A sub-network's input (a task) was never saved by a caller.
             input_saved: false,
-            saves: self.saves.clone(),
             gate: self.gate.clone(),
             patience: self.patience,
         }))

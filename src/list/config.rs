@@ -123,8 +123,7 @@ impl ListConfig {
             Self::Json { root } => Base::Json(JsonNetworkList::new(root.clone())),
             #[cfg(feature = "redis")]
             Self::Redis { url, prefix } => Base::Redis(
-                RedisNetworkList::builder()
-                    .url(url.clone())
+                RedisNetworkList::builder(super::redis::RedisConnector::new(url.clone())?)
                     .prefix(prefix.clone())
                     .build()?,
             ),
@@ -175,7 +174,7 @@ impl std::fmt::Debug for Lists {
 
 impl Lists {
     /// Sessions expire `retention` after their latest save: each user's
-    /// list removes its expired ones ([`RetentionList`]), and in Redis the
+    /// list removes its expired ones (`RetentionList`), and in Redis the
     /// user's keys expire after it too. Applies to lists handed out after
     /// this call.
     ///
@@ -212,7 +211,7 @@ impl Lists {
     }
 
     /// Keeps up to `sessions` parsed networks, shared by every user's
-    /// list ([`CachedNetworkList`]); 0 keeps none. Applies to lists handed
+    /// list (`CachedNetworkList`); 0 keeps none. Applies to lists handed
     /// out after this call.
     #[must_use]
     pub fn cache(mut self, sessions: usize) -> Self {

@@ -21,14 +21,15 @@ use crate::error::NetworkError;
 use crate::network::format::journal::REVISION_KEY;
 use crate::network::RunnableNetwork;
 
-pub use cache::{CachedNetworkList, SessionCache};
+pub(crate) use cache::CachedNetworkList;
+pub use cache::SessionCache;
 pub use checkpoint::{CheckpointModifier, CheckpointPolicy};
 pub use config::{ListConfig, Lists};
 pub use json::JsonNetworkList;
 pub use patient::save_patiently;
 #[cfg(feature = "redis")]
 pub use redis::{RedisNetworkList, RedisNetworkListBuilder};
-pub use retention::RetentionList;
+pub(crate) use retention::RetentionList;
 pub use session::{validate_user, ListPage, ListQuery, SessionInfo};
 pub use stamp::revision_of;
 pub(crate) use stamp::{info_from_json, stamp};

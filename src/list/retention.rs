@@ -34,7 +34,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// A [`NetworkList`] whose sessions expire `retention` after their latest
 /// save (`list/retention.rs`'s module docs say how).
-pub struct RetentionList {
+pub(crate) struct RetentionList {
     inner: Arc<dyn NetworkList>,
     retention: Option<Duration>,
     snapshot_turns: Option<usize>,

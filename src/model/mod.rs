@@ -68,7 +68,10 @@ impl ChatRequest {
         }
     }
 
-    /// The messages in protocol order (see [`History::assemble`]).
+    /// The messages in protocol order: the system messages, then
+    /// `system`, the latest summary and what follows its cut; a tool call
+    /// without a result gets a synthetic error result, a result that
+    /// answers no call is dropped.
     pub fn messages(&self) -> Vec<std::borrow::Cow<'_, Message>> {
         self.history.assemble(&self.system)
     }

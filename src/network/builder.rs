@@ -109,7 +109,7 @@ impl NetworkBuilder {
         self
     }
 
-    /// Model turns allowed in one `invoke` (default [`DEFAULT_STEP_LIMIT`]).
+    /// Model turns allowed in one `invoke` (default 100).
     pub fn step_limit(mut self, limit: usize) -> Self {
         self.step_limit = Some(limit);
         self

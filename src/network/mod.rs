@@ -46,7 +46,7 @@ pub(crate) use runtime::Runtime;
 pub use scope::ScopeGuard;
 
 /// The default step limit: model turns in one `invoke`.
-pub const DEFAULT_STEP_LIMIT: usize = 100;
+pub(crate) const DEFAULT_STEP_LIMIT: usize = 100;
 
 /// A dynamic runnable network: the graph of an agent conversation.
 ///

@@ -35,8 +35,7 @@ use crate::usage::UsageExt;
 /// (`metadata["cut_off"]`, [`NetworkEvent::AnswerCutOff`]), and so is an
 /// empty one (`metadata["empty_answer"]`, [`NetworkEvent::EmptyAnswer`]).
 ///
-/// [`ChatNode::new`], [`ChatNode::for_step`] and [`ChatNode::with_schema`]
-/// make the usual ones; any
+/// [`ChatNode::new`] and [`ChatNode::for_step`] make the usual ones; any
 /// other is its fields, attached with [`NodeRef::create`]:
 ///
 /// ```
@@ -79,7 +78,8 @@ impl ChatNode {
     /// What the human turn added by
     /// [`RunnableNetwork::continue_cut_off`](crate::RunnableNetwork::continue_cut_off)
     /// says.
-    pub const CONTINUE_PROMPT: &'static str = "Your previous answer was cut off at the output \
+    pub(crate) const CONTINUE_PROMPT: &'static str =
+        "Your previous answer was cut off at the output \
 limit. Continue exactly where it stopped, without repeating what you already wrote.";
 
     /// A chat node using the network's model, attached to the active
@@ -87,17 +87,6 @@ limit. Continue exactly where it stopped, without repeating what you already wro
     #[allow(clippy::new_ret_no_self)]
     pub fn new() -> NodeRef {
         NodeRef::create(ChatNode::default())
-    }
-
-    /// A chat node using the network's model whose final answer must be a
-    /// JSON value valid against `schema` (see [`OutputSchema`]: asked of
-    /// the provider, checked, asked again with the errors, the value saved
-    /// as `metadata["structured_output"]`), attached to the active network.
-    pub fn with_schema(schema: OutputSchema) -> NodeRef {
-        NodeRef::create(ChatNode {
-            output_schema: Some(schema),
-            ..ChatNode::default()
-        })
     }
 
     /// A chat node of this step (its model comes from the step's route),
@@ -343,7 +332,7 @@ impl NodeLogic for ChatNode {
 impl crate::RunnableNetwork {
     /// When the newest leaf is a chat answer cut off by the output limit
     /// (`metadata["cut_off"]`), adds a human turn below it asking the
-    /// model to go on ([`ChatNode::CONTINUE_PROMPT`]) and returns it; the next
+    /// model to go on from where it stopped and returns it; the next
     /// [`invoke`](crate::RunnableNetwork::invoke) answers it. `None` when
     /// the newest answer is complete.
     pub fn continue_cut_off(&self) -> Result<Option<NodeRef>> {

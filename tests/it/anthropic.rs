@@ -144,7 +144,7 @@ async fn a_plain_answer_with_its_headers_usage_and_stop_reason() {
         server.body(0),
         json!({
             "model": "claude-test",
-            "max_tokens": AnthropicChatModel::DEFAULT_MAX_TOKENS,
+            "max_tokens": 8192,
             "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
         })
     );

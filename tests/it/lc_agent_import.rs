@@ -40,8 +40,8 @@ fn a_chat_with_tools_maps_every_node() {
         "1a6f1f38-2f3e-4d8b-9a57-0c7e8f1d2a01"
     );
     // What the last model call read, as sent: the system message first.
-    let history = net.history_of(&nodes[6]);
-    let sent = history.assemble(&[]);
+    let request = lc_agent::ChatRequest::new(net.history_of(&nodes[6]));
+    let sent = request.messages();
     let messages: Vec<&Message> = sent.iter().map(|m| m.as_ref()).collect();
     assert_eq!(
         messages[0],
@@ -220,8 +220,8 @@ async fn an_imported_network_runs_on() {
     assert_eq!(answer.text(), "Lyon: 20 C.");
     // The model saw the imported conversation, system message first.
     let leaf = net.current_leaf().unwrap();
-    let input = net.input_of(&leaf);
-    let sent = input.assemble(&[]);
+    let request = lc_agent::ChatRequest::new(net.input_of(&leaf));
+    let sent = request.messages();
     let sent: Vec<&Message> = sent.iter().map(|m| m.as_ref()).collect();
     assert_eq!(sent[0], &Message::system("You are a weather assistant."));
     assert_eq!(sent.last().unwrap(), &&Message::human("And Lyon?"));

@@ -579,12 +579,13 @@ async fn turner_child() {
     use std::io::Write;
     let list: Box<dyn NetworkList> = match std::env::var("REDIS") {
         Ok(url) => Box::new(
-            lc_agent::RedisNetworkList::builder()
-                .url(url)
-                .prefix("crash")
-                .user("alice")
-                .build()
-                .expect("redis list"),
+            lc_agent::RedisNetworkList::builder(
+                lc_agent::RedisConnector::new(url).expect("connector"),
+            )
+            .prefix("crash")
+            .user("alice")
+            .build()
+            .expect("redis list"),
         ),
         Err(_) => Box::new(JsonNetworkList::new(env("ROOT"))),
     };

@@ -17,13 +17,17 @@ use serde_json::json;
 use crate::conformance;
 
 pub(crate) fn list_for(server: &RedisServer, prefix: &str) -> RedisNetworkList {
-    RedisNetworkList::builder()
-        .url(server.url())
-        .prefix(prefix)
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build")
+    RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix(prefix)
+    .user("alice")
+    .build()
+    .expect("build")
 }
 
 pub(crate) async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
@@ -99,8 +103,7 @@ async fn keys_layout_and_delete_leaves_only_a_tombstone() {
 #[tokio::test]
 async fn ttl_applies_to_the_users_keys() {
     let server = RedisServer::start();
-    let list = RedisNetworkList::builder()
-        .url(server.url())
+    let list = RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
         .prefix("ttl")
         .ttl(Duration::from_secs(60))
         .build()
@@ -355,8 +358,7 @@ return #ids
 #[tokio::test]
 async fn legacy_keys_migrate_to_hash_tags() {
     let server = RedisServer::start();
-    let alice = RedisNetworkList::builder()
-        .url(server.url())
+    let alice = RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
         .prefix("mig")
         .user("alice")
         .ttl(Duration::from_secs(600))
@@ -382,11 +384,11 @@ async fn legacy_keys_migrate_to_hash_tags() {
     b1.set_name("b1 new");
     bob.save_force(&b1).await.expect("save");
     let untouched = RunnableNetwork::builder().name("other prefix").build();
-    let other_prefix = RedisNetworkList::builder()
-        .url(server.url())
-        .prefix("mig2")
-        .build()
-        .expect("build");
+    let other_prefix =
+        RedisNetworkList::builder(RedisConnector::new(server.url()).expect("connector"))
+            .prefix("mig2")
+            .build()
+            .expect("build");
     other_prefix.save(&untouched).await.expect("save");
 
     let done = alice.migrate_legacy_keys().await.expect("migrate");
@@ -448,12 +450,13 @@ async fn legacy_keys_migrate_to_hash_tags() {
 
 #[tokio::test]
 async fn a_prefix_cannot_carry_a_hash_tag() {
-    let r = RedisNetworkList::builder().prefix("app{x}").build();
+    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
+    let r = RedisNetworkList::builder(connector.clone())
+        .prefix("app{x}")
+        .build();
     assert!(matches!(r, Err(ListError::Config(_))), "{r:?}");
     // A connector can be shared by lists of several prefixes.
-    let connector = RedisConnector::new("redis://127.0.0.1:1").expect("connector");
-    let list = RedisNetworkList::builder()
-        .connector(connector.clone())
+    let list = RedisNetworkList::builder(connector.clone())
         .prefix("a")
         .build()
         .expect("build");
@@ -522,13 +525,17 @@ async fn incremental_saves_round_trip() {
 
     let cluster = RedisCluster::start();
     let clustered = || {
-        RedisNetworkList::builder()
-            .cluster(cluster.urls())
-            .prefix("inc")
-            .user("alice")
-            .timeout(Duration::from_secs(5))
-            .build()
-            .expect("build")
+        RedisNetworkList::builder(
+            RedisConnector::builder()
+                .cluster(cluster.urls())
+                .timeout(Duration::from_secs(5))
+                .build()
+                .expect("connector"),
+        )
+        .prefix("inc")
+        .user("alice")
+        .build()
+        .expect("build")
     };
     many_turns_round_trip(&clustered(), &clustered()).await;
 }

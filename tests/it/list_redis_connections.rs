@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use lc_agent::RedisConnector;
 use lc_agent::RunnableNetwork;
 use lc_agent::{revision_of, ListError, ListQuery, NetworkList, RedisNetworkList, REVISION_KEY};
 use lc_agent_test_support::{needs, RedisCluster, RedisServer, TestCertificates};
@@ -59,11 +60,15 @@ async fn outage_fails_within_the_timeout() {
     // Refused connections, before the first connection was ever made.
     let port = server.port();
     server.stop();
-    let list = RedisNetworkList::builder()
-        .url(format!("redis://127.0.0.1:{port}"))
-        .timeout(Duration::from_millis(800))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis://127.0.0.1:{port}"))
+            .timeout(Duration::from_millis(800))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let started = Instant::now();
     let r = list.save(&RunnableNetwork::new()).await;
     assert!(matches!(r, Err(ListError::Unavailable { .. })), "{r:?}");
@@ -91,7 +96,9 @@ async fn outage_fails_within_the_timeout() {
             std::thread::sleep(Duration::from_millis(10));
         }
     });
-    let list = RedisNetworkList::builder().url(url).build().expect("build");
+    let list = RedisNetworkList::builder(RedisConnector::new(url).expect("connector"))
+        .build()
+        .expect("build");
     let started = Instant::now();
     let r = list.list(&ListQuery::default()).await;
     let took = started.elapsed();
@@ -108,13 +115,17 @@ async fn outage_fails_within_the_timeout() {
 async fn password_and_database_from_the_url() {
     let server = RedisServer::start_with(&["--requirepass", "secret"]);
     let url = format!("redis://:secret@127.0.0.1:{}/3", server.port());
-    let list = RedisNetworkList::builder()
-        .url(&url)
-        .prefix("auth")
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(&url)
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("auth")
+    .user("alice")
+    .build()
+    .expect("build");
     let (net, _) = conformance::conversation("behind a password").await;
     list.save(&net).await.expect("save");
     let json = net.to_json().expect("json");
@@ -148,13 +159,17 @@ async fn password_and_database_from_the_url() {
     assert_eq!(keys, 0);
 
     // A wrong password fails promptly and clearly, for saves and loads.
-    let wrong = RedisNetworkList::builder()
-        .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
-        .prefix("auth")
-        .user("alice")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let wrong = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis://:wrong@127.0.0.1:{}/3", server.port()))
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("auth")
+    .user("alice")
+    .build()
+    .expect("build");
     let started = Instant::now();
     match wrong.save(&RunnableNetwork::new()).await {
         Err(ListError::Unavailable {
@@ -180,12 +195,16 @@ async fn unix_socket_url() {
     let socket = dir.path().join("redis.sock");
     let socket = socket.to_str().expect("utf-8 path");
     let _server = RedisServer::start_with(&["--unixsocket", socket]);
-    let list = RedisNetworkList::builder()
-        .url(format!("redis+unix://{socket}?db=2"))
-        .prefix("unix")
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(format!("redis+unix://{socket}?db=2"))
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("unix")
+    .build()
+    .expect("build");
     let (net, _) = conformance::conversation("over a unix socket").await;
     list.save(&net).await.expect("save");
     let loaded = list.load(net.id()).await.expect("load");
@@ -255,11 +274,15 @@ async fn saves_and_loads_fail_within_the_timeout() {
         "redis://127.0.0.1:{}",
         silent.local_addr().expect("addr").port()
     );
-    let list = RedisNetworkList::builder()
-        .url(url)
-        .timeout(Duration::from_millis(600))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(url)
+            .timeout(Duration::from_millis(600))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let net = RunnableNetwork::new();
     for op in ["save", "load"] {
         let started = Instant::now();
@@ -286,14 +309,18 @@ async fn saves_and_loads_fail_within_the_timeout() {
 #[tokio::test]
 async fn conformance_suite_on_a_cluster() {
     let cluster = RedisCluster::start();
-    let list = RedisNetworkList::builder()
-        .cluster(cluster.urls())
-        .prefix("conf")
-        .user("alice")
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("build");
-    assert!(list.connector().is_cluster());
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .cluster(cluster.urls())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("conf")
+    .user("alice")
+    .build()
+    .expect("build");
+    assert!(list.connector().describe().starts_with("redis cluster at "));
     let other = list.with_user("bob").expect("user");
     conformance::run_all(&list, &other).await;
 
@@ -339,14 +366,18 @@ async fn conformance_suite_over_tls() {
     let certs = TestCertificates::new();
     let server = RedisServer::start_tls(&certs.cert(), &certs.key(), &certs.ca());
     assert!(server.url().starts_with("rediss://"));
-    let list = RedisNetworkList::builder()
-        .url(server.url())
-        .tls_root_certificates(certs.ca_pem.clone())
-        .prefix("tls")
-        .user("alice")
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("build");
+    let list = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .tls_root_certificates(certs.ca_pem.clone())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("connector"),
+    )
+    .prefix("tls")
+    .user("alice")
+    .build()
+    .expect("build");
     let other = list.with_user("bob").expect("user");
     conformance::run_all(&list, &other).await;
     // A big network crosses TLS records intact.
@@ -359,11 +390,15 @@ async fn conformance_suite_over_tls() {
     );
 
     // A client that does not trust the CA fails clearly, promptly.
-    let untrusting = RedisNetworkList::builder()
-        .url(server.url())
-        .timeout(Duration::from_secs(2))
-        .build()
-        .expect("build");
+    let untrusting = RedisNetworkList::builder(
+        RedisConnector::builder()
+            .url(server.url())
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("connector"),
+    )
+    .build()
+    .expect("build");
     let started = Instant::now();
     match untrusting.load_json(net.id()).await {
         Err(ListError::Unavailable { reason, .. }) => {
@@ -374,7 +409,7 @@ async fn conformance_suite_over_tls() {
     assert!(started.elapsed() < Duration::from_secs(2));
     // Certificates need a rediss:// URL.
     assert!(matches!(
-        RedisNetworkList::builder()
+        RedisConnector::builder()
             .url("redis://127.0.0.1:1")
             .tls_root_certificates(certs.ca_pem.clone())
             .build(),

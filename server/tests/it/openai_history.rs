@@ -27,8 +27,7 @@ const REPLY: &str = "THE SECOND ANSWER";
 impl ChatModel for Recorder {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let sent: Sent = request
-            .history
-            .assemble(&request.system)
+            .messages()
             .iter()
             .map(|m| (m.role().to_string(), m.text().to_string()))
             .collect();

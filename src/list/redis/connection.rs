@@ -241,13 +241,8 @@ impl RedisConnector {
     }
 
     /// Whether the target is a Redis Cluster.
-    pub fn is_cluster(&self) -> bool {
+    pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.inner.target, Target::Cluster(_))
-    }
-
-    /// The deadline of one operation.
-    pub fn timeout(&self) -> Duration {
-        self.inner.timeout
     }
 
     /// The target, for messages (`redis at rediss://host:port`, `redis

@@ -128,15 +128,17 @@ fn revision_in(info: &str) -> Option<u64> {
 /// Clones share the connection.
 ///
 /// ```no_run
-/// use lc_agent::{ListQuery, NetworkList, RedisNetworkList};
+/// use lc_agent::{ListQuery, NetworkList, RedisConnector, RedisNetworkList};
 /// use std::time::Duration;
 ///
-/// # async fn demo() -> Result<(), lc_agent::ListError> {
-/// let sessions = RedisNetworkList::builder()
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let redis = RedisConnector::builder()
 ///     .url("redis://127.0.0.1:6379")
+///     .timeout(Duration::from_secs(2))
+///     .build()?;
+/// let sessions = RedisNetworkList::builder(redis)
 ///     .prefix("my_app")
 ///     .user("alice")
-///     .timeout(Duration::from_secs(2))
 ///     .build()?;
 /// let page = sessions.list(&ListQuery::default()).await?;
 /// for s in page.sessions {
@@ -144,10 +146,11 @@ fn revision_in(info: &str) -> Option<u64> {
 /// }
 ///
 /// // A Redis Cluster over TLS, trusting a private CA:
-/// let clustered = RedisNetworkList::builder()
+/// let cluster = RedisConnector::builder()
 ///     .cluster(["rediss://10.0.0.1:7000", "rediss://10.0.0.2:7000"])
 ///     .tls_root_certificates(std::fs::read("ca.pem")?)
 ///     .build()?;
+/// let clustered = RedisNetworkList::builder(cluster).build()?;
 /// # let _ = clustered;
 /// # Ok(()) }
 /// ```
@@ -170,52 +173,18 @@ impl std::fmt::Debug for RedisNetworkList {
     }
 }
 
-/// Configures a [`RedisNetworkList`].
+/// Configures a [`RedisNetworkList`] on a [`RedisConnector`] (which says
+/// how Redis is reached: URL, Cluster, TLS, deadline).
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct RedisNetworkListBuilder {
-    connector: RedisConnectorBuilder,
-    shared: Option<RedisConnector>,
+    connector: RedisConnector,
     prefix: String,
     user: String,
     ttl: Option<Duration>,
 }
 
 impl RedisNetworkListBuilder {
-    /// One server: `redis://`, `rediss://` (TLS) or `redis+unix://`
-    /// (default: `LC_AGENT_REDIS_URL`, else `redis://127.0.0.1:6379`).
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.connector = self.connector.url(url);
-        self
-    }
-
-    /// A Redis Cluster, reached through any of these nodes (see
-    /// [`RedisConnectorBuilder::cluster`]).
-    pub fn cluster<S: Into<String>>(mut self, nodes: impl IntoIterator<Item = S>) -> Self {
-        self.connector = self.connector.cluster(nodes);
-        self
-    }
-
-    /// Trust these PEM certificates (a private CA) for `rediss://`.
-    pub fn tls_root_certificates(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.connector = self.connector.tls_root_certificates(pem);
-        self
-    }
-
-    /// The deadline of one operation, connecting included (default
-    /// 5 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.connector = self.connector.timeout(timeout);
-        self
-    }
-
-    /// Use this connector (and its connection) instead of the URL,
-    /// cluster, certificates and timeout set here.
-    pub fn connector(mut self, connector: RedisConnector) -> Self {
-        self.shared = Some(connector);
-        self
-    }
-
     /// The key prefix (default `lc_agent`; no `{` or `}`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
@@ -238,12 +207,8 @@ impl RedisNetworkListBuilder {
     pub fn build(self) -> ListResult<RedisNetworkList> {
         validate_user(&self.user)?;
         keys::check_prefix(&self.prefix)?;
-        let connector = match self.shared {
-            Some(c) => c,
-            None => self.connector.build()?,
-        };
         Ok(RedisNetworkList {
-            connector,
+            connector: self.connector,
             keys: UserKeys::new(&self.prefix, &self.user),
             prefix: self.prefix.into(),
             ttl: self.ttl,
@@ -253,11 +218,11 @@ impl RedisNetworkListBuilder {
 }
 
 impl RedisNetworkList {
-    /// Starts configuring a list.
-    pub fn builder() -> RedisNetworkListBuilder {
+    /// Starts configuring a list on `connector` (clones of a connector
+    /// share its connection, so lists of several prefixes can too).
+    pub fn builder(connector: RedisConnector) -> RedisNetworkListBuilder {
         RedisNetworkListBuilder {
-            connector: RedisConnector::builder(),
-            shared: None,
+            connector,
             prefix: DEFAULT_PREFIX.to_string(),
             user: DEFAULT_USER.to_string(),
             ttl: None,

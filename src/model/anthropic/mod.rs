@@ -25,7 +25,7 @@ impl AnthropicChatModel {
     /// The most tokens an answer may have unless the builder says
     /// otherwise (the API requires a limit; every current Claude model
     /// writes at least this many).
-    pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+    pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
     /// The `anthropic-version` header sent with every request.
     pub(crate) const API_VERSION: &str = "2023-06-01";
 }
@@ -60,8 +60,7 @@ impl AnthropicChatModel {
 ///   cache. [`Usage::cache_read_tokens`](crate::Usage::cache_read_tokens)
 ///   and [`Usage::cache_write_tokens`](crate::Usage::cache_write_tokens)
 ///   say what it saved; `prompt_tokens` counts all of the prompt.
-/// - **`max_tokens`** is required by the API: [`Self::DEFAULT_MAX_TOKENS`]
-///   unless set.
+/// - **`max_tokens`** is required by the API: 8192 unless set.
 /// - **Stop reasons** are reported in the words every provider uses:
 ///   `end_turn` as `stop`, `tool_use` as `tool_calls`, `max_tokens` as
 ///   `length` — a cut-off answer ([`ChatResponse::is_cut_off`]).
@@ -184,7 +183,7 @@ impl AnthropicChatModelBuilder {
     /// go to `{base_url}/v1/messages`) and `ANTHROPIC_API_KEY` (the
     /// provider's row, [`Provider::row`]) for whatever was not set
     /// explicitly. The answer's limit is
-    /// [`AnthropicChatModel::DEFAULT_MAX_TOKENS`] unless set.
+    /// 8192 tokens unless set.
     ///
     /// Fails with [`ModelError::Config`] when the base URL is not a valid
     /// URL, or there is no API key for Anthropic's own endpoint.

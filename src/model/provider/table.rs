@@ -35,11 +35,11 @@ pub enum Provider {
 #[derive(Debug)]
 pub struct ProviderRow {
     /// The provider this row describes.
-    pub provider: Provider,
+    pub(crate) provider: Provider,
     /// Its name in flags and blueprints.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The variable read for the API key.
-    pub api_key_env: &'static str,
+    pub(crate) api_key_env: &'static str,
     /// The variable read for the API root.
     pub base_url_env: &'static str,
     /// The variable read for the model name.

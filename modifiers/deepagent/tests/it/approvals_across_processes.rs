@@ -8,7 +8,7 @@
 use std::process::Command;
 
 use lc_agent::{Attachments, HumanNode, RunnableNetwork, ScriptedChatModel, Turn};
-use lc_agent::{JsonNetworkList, NetworkList, RedisNetworkList};
+use lc_agent::{JsonNetworkList, NetworkList, RedisConnector, RedisNetworkList};
 use lc_agent_deepagent::{decide, pending_approvals, ApprovalModifier, Decision, Decisions};
 use lc_agent_filesystem::{FilesystemModifier, StateBackend};
 use lc_agent_test_support::{needs, RedisServer};
@@ -20,7 +20,11 @@ const SESSION: &str = "LC_APPROVAL_SESSION";
 
 fn sessions(store: &str) -> Box<dyn NetworkList> {
     match store.strip_prefix("redis=") {
-        Some(url) => Box::new(RedisNetworkList::builder().url(url).build().unwrap()),
+        Some(url) => Box::new(
+            RedisNetworkList::builder(RedisConnector::new(url).expect("connector"))
+                .build()
+                .unwrap(),
+        ),
         None => Box::new(JsonNetworkList::new(store)),
     }
 }

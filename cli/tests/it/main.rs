@@ -16,6 +16,7 @@ mod chat_commands;
 mod command_rules;
 mod console;
 mod exec;
+mod exec_schema;
 mod file_limits;
 mod file_memory;
 mod hooks;

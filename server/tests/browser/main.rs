@@ -7,9 +7,12 @@
 use fantoccini::{Client, ClientBuilder};
 use serde_json::json;
 
+mod web_images;
 mod web_page;
 mod web_polish;
+mod web_runs;
 mod web_security;
+mod web_sessions;
 mod web_theme;
 
 /// A headless Chromium of `(w, h)` (a phone emulated below 500 px wide)

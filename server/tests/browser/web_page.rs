@@ -28,6 +28,9 @@
 //!   choices; a refused value says why; back after a reload), and its
 //!   answer reaches the call.
 //!
+//! (images and MCP input forms: `web_images.rs`; during and after runs:
+//! `web_runs.rs`; sessions and a cut-off answer: `web_sessions.rs`.)
+//!
 //! Screenshots go to `<target>/tmp/web-page-*.png`; the ignored test
 //! `screenshots` writes the ones in `docs/screenshots/` (see
 //! `docs/screenshots.sh`).
@@ -36,35 +39,31 @@ use lc_agent_test_support::chromedriver;
 use lc_agent_test_support::needs;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use fantoccini::{Client, Locator};
-use lc_agent::{ChatModel, ChatRequest, ChatResponse, ModelError, ScriptedChatModel};
-use lc_agent::{OpenAiChatModel, ToolCall, Turn, Usage};
+use lc_agent::{ToolCall, Turn};
 use lc_agent_deepagent::{AgentSpec, DecisionKind, ModelSpec};
 use lc_agent_test_support::server::*;
-use lc_agent_test_support::{MockServer, Reply};
 use serde_json::{json, Value};
 
-const ENTER: &str = "\u{E007}";
-const WIDE: (u32, u32) = (1400, 900);
-const PHONE: (u32, u32) = (390, 844);
+pub(crate) const ENTER: &str = "\u{E007}";
+pub(crate) const WIDE: (u32, u32) = (1400, 900);
+pub(crate) const PHONE: (u32, u32) = (390, 844);
 
 /// A browser on the page of a test server, as Alice.
-struct Page {
-    c: Client,
+pub(crate) struct Page {
+    pub(crate) c: Client,
     _driver: chromedriver::Driver,
     _profile: tempfile::TempDir,
 }
 
 impl Page {
-    async fn open(server: &TestServer, size: (u32, u32)) -> Page {
+    pub(crate) async fn open(server: &TestServer, size: (u32, u32)) -> Page {
         Self::open_at(server, size, "").await
     }
 
-    async fn open_at(server: &TestServer, size: (u32, u32), query: &str) -> Page {
+    pub(crate) async fn open_at(server: &TestServer, size: (u32, u32), query: &str) -> Page {
         let (driver, driver_url) = chromedriver::start().await;
         let profile = tempfile::tempdir().unwrap();
         let c = crate::browser(&driver_url, profile.path(), size).await;
@@ -78,7 +77,7 @@ impl Page {
         }
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let e = self
             .c
             .wait()
@@ -91,7 +90,7 @@ impl Page {
             .unwrap_or_else(|e| panic!("cannot click `{css}`: {e}"));
     }
 
-    async fn type_in(&self, css: &str, text: &str) {
+    pub(crate) async fn type_in(&self, css: &str, text: &str) {
         self.c
             .find(Locator::Css(css))
             .await
@@ -101,12 +100,12 @@ impl Page {
             .unwrap();
     }
 
-    async fn js(&self, script: &str) -> Value {
+    pub(crate) async fn js(&self, script: &str) -> Value {
         self.c.execute(script, vec![]).await.unwrap()
     }
 
     /// Waits until `script` (an expression) is truthy.
-    async fn until(&self, what: &str, script: &str) {
+    pub(crate) async fn until(&self, what: &str, script: &str) {
         let mut last = Value::Null;
         for _ in 0..150 {
             last = self.js(&format!("return ({script})")).await;
@@ -121,7 +120,7 @@ impl Page {
         panic!("never: {what} (`{script}` gave {last})");
     }
 
-    async fn new_session(&self) {
+    pub(crate) async fn new_session(&self) {
         self.click("#new-session").await;
         self.c
             .wait()
@@ -130,12 +129,12 @@ impl Page {
             .unwrap();
     }
 
-    async fn send(&self, text: &str) {
+    pub(crate) async fn send(&self, text: &str) {
         self.type_in("#input", text).await;
         self.type_in("#input", ENTER).await;
     }
 
-    async fn screenshot(&self, name: &str) {
+    pub(crate) async fn screenshot(&self, name: &str) {
         let png = self.c.screenshot().await.unwrap();
         let path =
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("web-page-{name}.png"));
@@ -145,7 +144,7 @@ impl Page {
 }
 
 /// Waits until the text of an element at `css` contains `needle`.
-async fn wait_text(c: &Client, css: &str, needle: &str) -> String {
+pub(crate) async fn wait_text(c: &Client, css: &str, needle: &str) -> String {
     let mut last = String::new();
     for _ in 0..100 {
         if let Ok(elements) = c.find_all(Locator::Css(css)).await {
@@ -164,7 +163,7 @@ async fn wait_text(c: &Client, css: &str, needle: &str) -> String {
 }
 
 /// The session the page has open (from its URL).
-async fn open_id(p: &Page) -> String {
+pub(crate) async fn open_id(p: &Page) -> String {
     let url = p.c.current_url().await.unwrap();
     url.query_pairs()
         .find(|(k, _)| k == "session")
@@ -172,7 +171,7 @@ async fn open_id(p: &Page) -> String {
         .expect("the session in the URL")
 }
 
-fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
+pub(crate) fn spec_with(tool: &str, decisions: Vec<DecisionKind>) -> AgentSpec {
     AgentSpec {
         models: BTreeMap::from([(
             "main".to_string(),
@@ -636,172 +635,6 @@ async fn at_phone_width_nothing_scrolls_sideways_and_the_drawers_work() {
     let _ = server.stop().await;
 }
 
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_page_search_rename_and_delete() {
-    let server = start(scripted(vec![])).await;
-    let base = server.url.clone();
-    for i in 0..34 {
-        let name = if i == 5 {
-            "Quarterly report".to_string()
-        } else {
-            format!("Session {i}")
-        };
-        let r = post(
-            &format!("{base}/api/sessions"),
-            ALICE,
-            json!({"name": name}),
-        )
-        .await;
-        assert_eq!(r.status(), 201);
-    }
-    let p = Page::open(&server, WIDE).await;
-    p.until(
-        "a first page",
-        "document.querySelectorAll('#sessions li').length === 30",
-    )
-    .await;
-    p.click("#more-sessions").await;
-    p.until(
-        "the second page",
-        "document.querySelectorAll('#sessions li').length === 34",
-    )
-    .await;
-    assert_eq!(
-        p.js("return document.getElementById('more-sessions').hidden")
-            .await,
-        json!(true)
-    );
-
-    // Search.
-    p.type_in("#search", "quarter").await;
-    p.until(
-        "one match",
-        "document.querySelectorAll('#sessions li').length === 1",
-    )
-    .await;
-    wait_text(&p.c, "#sessions li", "Quarterly report").await;
-
-    // Rename the open session.
-    p.click("#sessions li button").await;
-    wait_text(&p.c, "#session-name", "Quarterly report").await;
-    let id = open_id(&p).await;
-    p.click("#rename").await;
-    let input = p.c.find(Locator::Id("rename-input")).await.unwrap();
-    input.clear().await.unwrap();
-    input.send_keys("Q3 numbers").await.unwrap();
-    input.send_keys(ENTER).await.unwrap();
-    wait_text(&p.c, "#session-name", "Q3 numbers").await;
-    let view = get_json(&format!("{base}/api/sessions/{id}"), ALICE).await;
-    assert_eq!(view["name"], "Q3 numbers");
-
-    // Delete, confirmed: gone from the server and the list.
-    p.js("document.getElementById('search').value = ''; return 0")
-        .await;
-    p.click("#delete").await;
-    wait_text(&p.c, "#confirm-text", "Q3 numbers").await;
-    p.click("#confirm-no").await;
-    assert_eq!(
-        get(&format!("{base}/api/sessions/{id}"), ALICE)
-            .await
-            .status(),
-        200
-    );
-    p.click("#delete").await;
-    p.click("#confirm-yes").await;
-    wait_text(&p.c, "#notice", "Deleted").await;
-    assert_eq!(
-        get(&format!("{base}/api/sessions/{id}"), ALICE)
-            .await
-            .status(),
-        404
-    );
-    p.until(
-        "33 left",
-        "document.querySelectorAll('#sessions li').length === 30 && document.getElementById('sessions-count').textContent === '30 of 33'",
-    )
-    .await;
-
-    // A session deleted elsewhere closes with a notice.
-    p.click("#sessions li button").await;
-    p.until(
-        "a session open",
-        "!document.getElementById('delete').disabled",
-    )
-    .await;
-    let other = open_id(&p).await;
-    assert_eq!(
-        delete(&format!("{base}/api/sessions/{other}"), ALICE)
-            .await
-            .status(),
-        204
-    );
-    wait_text(&p.c, "#notice", "deleted").await;
-    assert_eq!(
-        p.js("return document.getElementById('session-name').textContent")
-            .await,
-        "No session"
-    );
-    let _ = server.stop().await;
-}
-
-/// Answers like the script; the first answer is cut off by the output
-/// limit; every answer reports its usage.
-struct CutOffFirst {
-    script: ScriptedChatModel,
-    cut: AtomicBool,
-}
-
-#[async_trait]
-impl ChatModel for CutOffFirst {
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let mut response = self.script.complete(request).await?;
-        if !self.cut.swap(true, Ordering::SeqCst) {
-            response.finish_reason = Some("length".into());
-        }
-        response.usage = Some(Usage {
-            prompt_tokens: 100,
-            completion_tokens: 20,
-            total_tokens: 120,
-            ..Usage::default()
-        });
-        Ok(response)
-    }
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cut_off_answer_says_so_and_continues() {
-    let model = CutOffFirst {
-        // Named as a model with a built-in price ($2.50 in, $10 out per
-        // million): each answer costs $0.00045.
-        script: ScriptedChatModel::new(["The steps: first, second,", "third and last."])
-            .named("gpt-4o"),
-        cut: AtomicBool::new(false),
-    };
-    let server = start(model).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("List the steps").await;
-    wait_text(&p.c, "#messages .cut-off", "cut off").await;
-    p.until(
-        "no run going",
-        "!document.body.classList.contains('running')",
-    )
-    .await;
-    wait_text(&p.c, "#usage", "120 tokens · $0.00045").await;
-    wait_text(
-        &p.c,
-        "#messages .msg.ai .meta",
-        "gpt-4o · 100 in · 20 out · $0.00045",
-    )
-    .await;
-    p.click("#messages .cut-off button.continue").await;
-    wait_text(&p.c, "#messages .msg.ai", "third and last.").await;
-    wait_text(&p.c, "#usage", "240 tokens · $0.00090").await;
-    let _ = server.stop().await;
-}
-
 /// Writes the page's screenshots in `docs/screenshots/` (1400×900 and
 /// 390×844). Run by `docs/screenshots.sh`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -932,801 +765,4 @@ async fn screenshots() {
         .unwrap();
         let _ = server.stop().await;
     }
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sub_agents_work_nests_under_its_task_and_opens_in_the_graph() {
-    let model = scripted(vec![
-        call(
-            "t1",
-            "task",
-            json!({"description": "Write /a.md.", "subagent_type": "general-purpose"}),
-        ),
-        call(
-            "w1",
-            "write_file",
-            json!({"file_path": "/a.md", "content": "from the sub-agent"}),
-        ),
-        Turn::text("Wrote /a.md."),
-        Turn::text("The sub-agent wrote /a.md."),
-    ]);
-    let server = start(model).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("Have /a.md written.").await;
-    wait_text(&p.c, "#messages .msg.ai", "The sub-agent wrote /a.md.").await;
-    p.until(
-        "no run going",
-        "!document.body.classList.contains('running')",
-    )
-    .await;
-    // The sub-agent's answer is not a bubble of the main conversation: it
-    // sits inside the task call, with the sub-agent's own calls.
-    let top = p
-        .js("return [...document.querySelectorAll('#messages > .msg.ai')].map(m => { const c = m.cloneNode(true); c.querySelectorAll('.meta').forEach(x => x.remove()); return c.textContent.trim(); })")
-        .await;
-    assert_eq!(top, json!(["The sub-agent wrote /a.md."]));
-    let nested = p
-        .js("const t = [...document.querySelectorAll('#messages > details.tool')].find(d => d.dataset.name === 'task'); const s = t && t.querySelector('details.subagent'); return s ? [s.querySelector('summary').textContent, s.querySelector('.sub-messages').textContent] : null")
-        .await;
-    let nested = nested
-        .as_array()
-        .expect("the sub-agent's work under its task");
-    assert!(
-        nested[1].as_str().unwrap().contains("Wrote /a.md."),
-        "{nested:?}"
-    );
-    assert!(
-        nested[1].as_str().unwrap().contains("write_file /a.md"),
-        "{nested:?}"
-    );
-
-    // In the full graph the sub-agent is one box until opened.
-    p.click("#open-graph").await;
-    p.until(
-        "the full graph",
-        "document.querySelectorAll('#graph-full g.node.clickable').length >= 5",
-    )
-    .await;
-    let closed = p
-        .js("return document.querySelectorAll('#graph-full g.node').length")
-        .await;
-    p.js("const n = [...document.querySelectorAll('#graph-full g.node.clickable')].find(g => g.textContent.includes('⊞')); n.dispatchEvent(new MouseEvent('click', {bubbles: true})); return 0")
-        .await;
-    p.until(
-        "the sub-agent opened",
-        &format!("document.querySelectorAll('#graph-full g.node').length > {closed} && document.querySelectorAll('#graph-full g.cluster').length === 1"),
-    )
-    .await;
-    wait_text(&p.c, "#node-detail", "network").await;
-    p.screenshot("subagent-graph").await;
-    let _ = server.stop().await;
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_run_says_so_in_plain_words_and_stays_on_the_page() {
-    // A script with no turns: the model call fails.
-    let server = start(scripted(vec![])).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("hello").await;
-    let text = wait_text(&p.c, "#messages .msg.error", "The run failed").await;
-    assert!(text.contains("you can send the message again"), "{text}");
-    p.until(
-        "no run going",
-        "!document.body.classList.contains('running')",
-    )
-    .await;
-    // Still there after the page reloaded the session, and the box works.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    wait_text(&p.c, "#messages .msg.error", "The run failed").await;
-    wait_text(&p.c, "#messages .msg.human", "hello").await;
-    let _ = server.stop().await;
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reload_during_a_run_reattaches_and_an_answer_instead_says_nothing_ran() {
-    let model = scripted(vec![
-        call(
-            "w1",
-            "write_file",
-            json!({"file_path": "/a.md", "content": "one line"}),
-        ),
-        Turn::text("Noted."),
-        Turn::text("The slow answer.").delayed(Duration::from_secs(5)),
-    ]);
-    let spec = spec_with(
-        "write_file",
-        vec![DecisionKind::Approve, DecisionKind::Respond],
-    );
-    let server = start_with(|dir| config(model, dir).spec(spec)).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("Write a.md").await;
-    wait_text(&p.c, "#approvals .approval", "write_file").await;
-    p.click("#approvals button.respond").await;
-    p.type_in("#approvals .respond-form textarea", "No need, it exists.")
-        .await;
-    p.click("#approvals .respond-form button[type=submit]")
-        .await;
-    wait_text(&p.c, "#messages .msg.ai", "Noted.").await;
-    // Nothing was written: the line says the call did not run.
-    let line = wait_text(
-        &p.c,
-        "#messages details.tool .tool-line",
-        "not run: answered by you",
-    )
-    .await;
-    assert!(line.starts_with("write_file /a.md"), "{line}");
-    assert!(!line.contains("written"), "{line}");
-
-    // A slow run, then a reload while it goes on.
-    p.send("Take your time").await;
-    p.until("the run going", "!document.getElementById('stop').hidden")
-        .await;
-    p.c.refresh().await.unwrap();
-    p.until(
-        "the reloaded page following the run",
-        "!document.getElementById('stop').hidden && !document.getElementById('step').hidden",
-    )
-    .await;
-    wait_text(&p.c, "#messages .msg.human", "Take your time").await;
-    wait_text(&p.c, "#messages .msg.ai", "The slow answer.").await;
-    p.until("the run over", "document.getElementById('stop').hidden")
-        .await;
-    let _ = server.stop().await;
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn switching_to_plan_refuses_a_write_while_a_read_runs() {
-    let model = scripted(vec![
-        Turn::tool_calls([
-            ToolCall::new("l", "ls", json!({"path": "/"})),
-            ToolCall::new(
-                "w",
-                "write_file",
-                json!({"file_path": "/plan.md", "content": "x"}),
-            ),
-        ]),
-        Turn::text("Here is my plan."),
-    ]);
-    let server = start(model).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.until(
-        "the switcher shows the session's mode",
-        "document.body.dataset.mode === 'default'",
-    )
-    .await;
-    p.c.find(Locator::Css("#mode"))
-        .await
-        .unwrap()
-        .select_by_value("plan")
-        .await
-        .unwrap();
-    p.until("the mode is plan", "document.body.dataset.mode === 'plan'")
-        .await;
-    let id = open_id(&p).await;
-    let session = format!("{}/api/sessions/{id}", server.url);
-    assert_eq!(get_json(&session, ALICE).await["mode"], "plan");
-
-    p.send("Write plan.md").await;
-    wait_text(&p.c, "#messages .msg.ai", "Here is my plan.").await;
-    // The write is shown refused, the read ran; nothing was written.
-    let refused = wait_text(&p.c, "#messages details.tool.error", "write_file").await;
-    assert!(refused.contains("plan mode"), "{refused}");
-    p.until(
-        "the read shown done",
-        "[...document.querySelectorAll('#messages details.tool:not(.error)')].some(d => d.dataset.name === 'ls')",
-    )
-    .await;
-    p.screenshot("plan-mode").await;
-    let view = get_json(&session, ALICE).await;
-    assert!(view["files"].get("/plan.md").is_none(), "{view}");
-    // Bypass is the server's to allow: refused here, the switcher stays.
-    p.c.find(Locator::Css("#mode"))
-        .await
-        .unwrap()
-        .select_by_value("bypass")
-        .await
-        .unwrap();
-    wait_text(&p.c, "#status", "does not allow bypass").await;
-    p.until(
-        "the switcher back on plan",
-        "document.getElementById('mode').value === 'plan'",
-    )
-    .await;
-    let _ = server.stop().await;
-}
-
-/// The page's branches: a message edited runs as a second branch (the old
-/// answer kept), ‹ › switch between the two, Retry runs the message
-/// again, and Rewind files puts the workspace back as it was before the
-/// message. Screenshots at 1400 and 390 px wide.
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn edit_a_message_see_both_answers_switch_and_rewind_files() {
-    let write = |id: &str, content: &str| {
-        call(
-            id,
-            "write_file",
-            json!({"file_path": "/notes.md", "content": content, "overwrite": true}),
-        )
-    };
-    let model = scripted(vec![
-        write("w1", "first notes\n"),
-        Turn::text("Wrote the first notes."),
-        write("w2", "second notes\n"),
-        Turn::text("Wrote the second notes."),
-        Turn::text("Retried: nothing written."),
-    ]);
-    let root = tempfile::tempdir().unwrap();
-    let root_path = root.path().to_path_buf();
-    let server = start_with(|dir| {
-        config(model, dir).workspace(lc_agent_deepagent::Workspace::directory(&root_path))
-    })
-    .await;
-    let notes = root.path().join("alice/notes.md");
-    for (label, size) in [("wide", WIDE), ("phone", PHONE)] {
-        let p = Page::open(&server, size).await;
-        let c = &p.c;
-        if label == "wide" {
-            p.new_session().await;
-            p.send("Write the notes").await;
-            wait_text(c, "#messages .msg.ai", "Wrote the first notes.").await;
-            p.until(
-                "no run going",
-                "!document.body.classList.contains('running')",
-            )
-            .await;
-            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first notes\n");
-
-            // Edit: the message said differently runs as a new branch.
-            p.click("#messages .msg.human button.edit-message").await;
-            let area = c
-                .find(Locator::Css("#messages .msg.human textarea.edit-text"))
-                .await
-                .unwrap();
-            area.clear().await.unwrap();
-            area.send_keys("Write the notes again").await.unwrap();
-            p.click("#messages .msg.human button.send-edit").await;
-            wait_text(c, "#messages .msg.ai", "Wrote the second notes.").await;
-            p.until(
-                "no run going",
-                "!document.body.classList.contains('running')",
-            )
-            .await;
-            wait_text(c, "#messages .branch-count", "2/2").await;
-            let shown = c
-                .find(Locator::Css("#messages"))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            assert!(
-                !shown.contains("Wrote the first notes."),
-                "one branch shown: {shown}"
-            );
-            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second notes\n");
-
-            // Switch back: the first answer, 1/2; and forth.
-            p.click("#messages button.prev-branch").await;
-            wait_text(c, "#messages .branch-count", "1/2").await;
-            wait_text(c, "#messages .msg.ai", "Wrote the first notes.").await;
-            let shown = c
-                .find(Locator::Css("#messages"))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            assert!(!shown.contains("Wrote the second notes."), "{shown}");
-            // The graph draws both branches, the other one faded.
-            p.until(
-                "the other branch faded in the graph",
-                "document.querySelectorAll('#graph svg .node.off').length >= 2",
-            )
-            .await;
-            p.click("#messages button.next-branch").await;
-            wait_text(c, "#messages .branch-count", "2/2").await;
-            wait_text(c, "#messages .msg.ai", "Wrote the second notes.").await;
-
-            // Retry: the same message once more, a third branch.
-            p.click("#messages .msg.human button.retry-message").await;
-            wait_text(c, "#messages .msg.ai", "Retried: nothing written.").await;
-            p.until(
-                "no run going",
-                "!document.body.classList.contains('running')",
-            )
-            .await;
-            wait_text(c, "#messages .branch-count", "3/3").await;
-
-            // Rewind files to before the message: notes.md was not there.
-            p.click("#messages .msg.human button.rewind-files").await;
-            wait_text(c, "#confirm-text", "Put the files").await;
-            p.click("#confirm-yes").await;
-            wait_text(c, "#messages .rewound", "Files restored: /notes.md").await;
-            assert!(!notes.exists(), "notes.md is back to not existing");
-        } else {
-            p.c.goto(&format!("{}/?token={ALICE}&session={}", server.url, {
-                let sessions = get_json(&format!("{}/api/sessions", server.url), ALICE).await;
-                sessions["sessions"][0]["id"].as_str().unwrap().to_string()
-            }))
-            .await
-            .unwrap();
-            wait_text(c, "#messages .branch-count", "3/3").await;
-            let sideways = "document.documentElement.scrollWidth > window.innerWidth || document.getElementById('messages').scrollWidth > document.getElementById('messages').clientWidth";
-            assert_eq!(p.js(&format!("return {sideways}")).await, json!(false));
-        }
-        p.screenshot(&format!("branches-{label}")).await;
-        p.c.clone().close().await.unwrap();
-    }
-}
-
-/// Issue 31 item 10: the session view leaves a large file's text out; the
-/// page lists the file and fetches its text alone (`?file=`) when opened.
-#[needs(chromium)]
-#[tokio::test]
-async fn a_large_file_is_listed_and_its_text_fetched_when_opened() {
-    let big = format!("{}END-OF-BIG", "a line of a large file\n".repeat(4_000));
-    let model = scripted(vec![
-        call(
-            "w1",
-            "write_file",
-            json!({"file_path": "/big.md", "content": big}),
-        ),
-        Turn::text("Wrote it."),
-    ]);
-    let server = start_with(|dir| config(model, dir)).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("write a large file").await;
-    wait_text(&p.c, "#messages", "Wrote it.").await;
-    p.until(
-        "the file is listed",
-        "[...document.querySelectorAll('#files .file-link')].some((b) => b.textContent === '/big.md')",
-    )
-    .await;
-    let id = open_id(&p).await;
-    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
-    assert_eq!(
-        view["files"]["/big.md"]["omitted"], true,
-        "{}",
-        view["files"]
-    );
-    p.js("[...document.querySelectorAll('#files .file-link')].find((b) => b.textContent === '/big.md').click(); return true")
-        .await;
-    p.until(
-        "the file's text is shown",
-        "document.getElementById('file-view').textContent.endsWith('END-OF-BIG')",
-    )
-    .await;
-    let _ = server.stop().await;
-}
-
-/// A 96×64 PNG: a red square on white, base64.
-const SQUARE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAGAAAABACAIAAABqVuVZAAAAg0lEQVR42u3cQQkAIBBFQdPs1UBWN4ElNIAgoqCX+bwEc1425dK0KCHYAuo2DRAgQIAAAQIECBCg10A14kuAAAECBAgQIECAAAECBAgQIECAAAECBAgQIECAAAECBAgQIECAAAECBAgQIECAAAEC5JAcECBAgAABAgQIB6A7IPn+ctgAuXCKGdkseL4AAAAASUVORK5CYII=";
-/// Its width, as the browser decodes it.
-const SQUARE_WIDTH: u32 = 96;
-
-fn square_png() -> Vec<u8> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD
-        .decode(SQUARE_PNG)
-        .unwrap()
-}
-
-/// A model server's answer: text.
-fn model_says(text: &str) -> Reply {
-    Reply::json(json!({
-        "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]
-    }))
-}
-
-/// A model server's answer: one tool call.
-fn model_calls(id: &str, name: &str, args: Value) -> Reply {
-    Reply::json(json!({
-        "choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}
-        ]}, "finish_reason": "tool_calls"}]
-    }))
-}
-
-/// A model asked at `upstream` (a loopback model server), no retries.
-fn vision_model(upstream: &MockServer) -> lc_agent::OpenAiChatModelBuilder {
-    OpenAiChatModel::builder()
-        .model("vision")
-        .base_url(&upstream.base_url)
-        .api_key("k")
-        .max_retries(0)
-}
-
-/// Pastes a file into the message box, as a browser does for a
-/// screenshot on the clipboard: `bytes` is a JavaScript expression.
-async fn paste_file(p: &Page, name: &str, media_type: &str, bytes: &str) {
-    p.js(&format!(
-        "const dt = new DataTransfer();
-         dt.items.add(new File([{bytes}], {name:?}, {{type: {media_type:?}}}));
-         document.getElementById('input').dispatchEvent(new ClipboardEvent('paste', \
-             {{clipboardData: dt, bubbles: true, cancelable: true}}));
-         return true"
-    ))
-    .await;
-}
-
-/// Whether the `n`th image at `css` is decoded and `width` px wide.
-fn image_shown(css: &str, n: usize, width: u32) -> String {
-    format!(
-        "(() => {{ const i = document.querySelectorAll({css:?})[{n}]; \
-         return !!i && i.complete && i.naturalWidth === {width}; }})()"
-    )
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_image_attached_in_the_page_reaches_the_model_and_shows_in_the_conversation() {
-    let upstream = MockServer::start(
-        "/v1",
-        "/chat/completions",
-        vec![
-            model_says("A red square on white."),
-            model_calls("r1", "read_file", json!({"file_path": "/shot.png"})),
-            model_says("The file shows the same square."),
-        ],
-    )
-    .await;
-    let model = vision_model(&upstream).build().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(root.path().join("alice")).unwrap();
-    std::fs::write(root.path().join("alice/shot.png"), square_png()).unwrap();
-    let picked_dir = tempfile::tempdir().unwrap();
-    let picked = picked_dir.path().join("square.png");
-    std::fs::write(&picked, square_png()).unwrap();
-    let root_path = root.path().to_path_buf();
-    let server = start_with(|dir| {
-        config(model, dir).workspace(lc_agent_deepagent::Workspace::directory(&root_path))
-    })
-    .await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-
-    // Picked with the file picker: a thumbnail with its name waits in the
-    // composer until the message goes.
-    p.c.find(Locator::Css("#attach-input"))
-        .await
-        .unwrap()
-        .send_keys(picked.to_str().unwrap())
-        .await
-        .unwrap();
-    p.until(
-        "the thumbnail",
-        &image_shown("#attachments img", 0, SQUARE_WIDTH),
-    )
-    .await;
-    wait_text(&p.c, "#attachments", "square.png").await;
-    p.send("What is in this picture?").await;
-    wait_text(&p.c, "#messages .msg.ai", "A red square on white.").await;
-    p.until(
-        "no run going",
-        "!document.body.classList.contains('running')",
-    )
-    .await;
-    assert_eq!(
-        p.js("return document.getElementById('attachments').hidden")
-            .await,
-        json!(true)
-    );
-
-    // The model server got the image as an image_url part, after the text.
-    let data_url = format!("data:image/png;base64,{SQUARE_PNG}");
-    let user = upstream.body(0)["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        user["content"],
-        json!([
-            {"type": "text", "text": "What is in this picture?"},
-            {"type": "image_url", "image_url": {"url": data_url}}
-        ])
-    );
-    // The conversation shows it (decoded, at its size), the session keeps it.
-    p.until(
-        "the image in the message",
-        &image_shown("#messages .msg.human img.msg-image", 0, SQUARE_WIDTH),
-    )
-    .await;
-    let id = open_id(&p).await;
-    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
-    let human = view["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "human")
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        human["parts"],
-        json!([{"type": "image", "media_type": "image/png", "data": SQUARE_PNG}])
-    );
-
-    // A tool's image: read_file on a PNG shows the picture under its line,
-    // and the model read it.
-    p.send("Look at /shot.png").await;
-    wait_text(&p.c, "#messages .msg.ai", "The file shows the same square.").await;
-    p.until(
-        "the tool's image",
-        &image_shown("#messages .tool-images img.msg-image", 0, SQUARE_WIDTH),
-    )
-    .await;
-    wait_text(
-        &p.c,
-        "#messages details.tool summary",
-        "read_file /shot.png — 1 image",
-    )
-    .await;
-    let tool_image = upstream.body(2)["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "user" && m["content"][0]["text"] == "The result of tool call r1:")
-        .cloned()
-        .unwrap_or_else(|| panic!("no tool image in {}", upstream.body(2)));
-    assert_eq!(tool_image["content"][1]["image_url"]["url"], data_url);
-    p.screenshot("images").await;
-
-    // A reload shows both again.
-    p.c.refresh().await.unwrap();
-    p.until(
-        "the images after a reload",
-        &format!(
-            "{} && {}",
-            image_shown("#messages .msg.human img.msg-image", 0, SQUARE_WIDTH),
-            image_shown("#messages .tool-images img.msg-image", 0, SQUARE_WIDTH)
-        ),
-    )
-    .await;
-    let _ = server.stop().await;
-}
-
-#[needs(chromium)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pasted_image_is_checked_and_a_model_that_cannot_read_images_says_so() {
-    let upstream = MockServer::start("/v1", "/chat/completions", vec![model_says("never")]).await;
-    let model = vision_model(&upstream).images(false).build().unwrap();
-    let server = start(model).await;
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-
-    // Too large, or not an image a model reads: refused in the page, in
-    // words. The server's body limit (2 MiB here, the default) leaves room
-    // for an image of (2 MiB - 64 KiB) * 3/4 bytes in base64.
-    paste_file(&p, "photo.png", "image/png", "new Uint8Array(4000000)").await;
-    wait_text(&p.c, "#attach-note", "photo.png is 4.00 MB").await;
-    wait_text(
-        &p.c,
-        "#attach-note",
-        "this server takes images of at most 1.52 MB (its --body-limit)",
-    )
-    .await;
-    // A real picture too large for the server (1600x1200 of noise, a PNG
-    // of about 7.7 MB): made smaller in the page until it fits.
-    let size =
-        p.c.execute_async(
-            "const done = arguments[arguments.length - 1];
-             const c = document.createElement('canvas'); c.width = 1600; c.height = 1200;
-             const g = c.getContext('2d'); const img = g.createImageData(1600, 1200);
-             for (let i = 0; i < img.data.length; i += 65536) crypto.getRandomValues(img.data.subarray(i, i + 65536));
-             for (let i = 3; i < img.data.length; i += 4) img.data[i] = 255;
-             g.putImageData(img, 0, 0);
-             c.toBlob((b) => {
-               const dt = new DataTransfer();
-               dt.items.add(new File([b], 'noise.png', {type: 'image/png'}));
-               document.getElementById('input').dispatchEvent(new ClipboardEvent('paste',
-                 {clipboardData: dt, bubbles: true, cancelable: true}));
-               done(b.size);
-             }, 'image/png');",
-            vec![],
-        )
-        .await
-        .unwrap();
-    assert!(size.as_u64().unwrap() > 1_523_712, "{size}");
-    wait_text(&p.c, "#attach-note", "noise.png was").await;
-    wait_text(&p.c, "#attach-note", "made smaller to fit").await;
-    p.until(
-        "the smaller picture attached",
-        "document.querySelectorAll('#attachments img').length === 1 \
-         && document.querySelector('#attachments img').complete",
-    )
-    .await;
-    let attached = p
-        .js("const u = document.querySelector('#attachments img').src; \
-             return [u.slice(0, u.indexOf(',')), Math.floor((u.length - u.indexOf(',') - 1) * 3 / 4)]")
-        .await;
-    assert_eq!(attached[0], "data:image/webp;base64", "{attached}");
-    assert!(attached[1].as_u64().unwrap() <= 1_523_712, "{attached}");
-    p.click("#attachments li button").await;
-    p.until(
-        "none attached",
-        "document.getElementById('attachments').hidden",
-    )
-    .await;
-    // Two that fit one by one but not together: the message is not sent.
-    paste_file(&p, "a.png", "image/png", "new Uint8Array(1400000)").await;
-    paste_file(&p, "b.png", "image/png", "new Uint8Array(1400000)").await;
-    p.until(
-        "two attached",
-        "document.querySelectorAll('#attachments li').length === 2",
-    )
-    .await;
-    p.click("#send").await;
-    wait_text(
-        &p.c,
-        "#attach-note",
-        "this server takes at most 2.10 MB per message",
-    )
-    .await;
-    for _ in 0..2 {
-        p.click("#attachments li button").await;
-    }
-    p.until(
-        "none attached",
-        "document.getElementById('attachments').hidden",
-    )
-    .await;
-    paste_file(&p, "notes.txt", "text/plain", "'some text'").await;
-    wait_text(
-        &p.c,
-        "#attach-note",
-        "notes.txt is not an image the agent can read",
-    )
-    .await;
-    assert_eq!(
-        p.js("return document.querySelectorAll('#attachments li').length")
-            .await,
-        json!(0)
-    );
-    // A screenshot pasted: attached, the note gone.
-    let bytes = format!("Uint8Array.from(atob({SQUARE_PNG:?}), (c) => c.charCodeAt(0))");
-    paste_file(&p, "image.png", "image/png", &bytes).await;
-    p.until(
-        "the pasted image attached",
-        &image_shown("#attachments img", 0, SQUARE_WIDTH),
-    )
-    .await;
-    assert_eq!(
-        p.js("return document.getElementById('attach-note').hidden")
-            .await,
-        json!(true)
-    );
-    wait_text(&p.c, "#attachments", "image.png").await;
-    p.screenshot("images-attached").await;
-
-    // The model cannot read it: the run's error shows, nothing was sent.
-    p.send("What is this?").await;
-    wait_text(&p.c, "#messages .msg.error", "cannot read images").await;
-    p.until(
-        "no run going",
-        "!document.body.classList.contains('running')",
-    )
-    .await;
-    assert_eq!(upstream.requests(), 0);
-    p.until(
-        "the message with its image",
-        &image_shown("#messages .msg.human img.msg-image", 0, SQUARE_WIDTH),
-    )
-    .await;
-    p.screenshot("images-refused").await;
-    let _ = server.stop().await;
-}
-
-/// An MCP server (the official Python SDK's `ctx.elicit`) asks for a
-/// booking in the middle of `book_table`: the page shows its form (the
-/// defaults, the enum as a select, the checkbox), refuses values the form
-/// does not allow with the server's reason and keeps the card, then sends
-/// the person's values; the call goes on with them and the card goes.
-#[needs(chromium, python_mcp)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_mcp_servers_request_for_input_is_a_form_on_the_page() {
-    use lc_agent_deepagent::mcp::{McpConfig, McpServerConfig, McpSessions};
-    let (_sdk, url) = lc_agent_test_support::python::mcp_sdk_server(None);
-    let mut mcp_config = McpConfig::default();
-    mcp_config
-        .mcp_servers
-        .insert("booking".into(), McpServerConfig::http(url));
-    let (mcp, asks) = McpSessions::new(mcp_config);
-    assert!(mcp.connect().await.is_empty());
-    let model = scripted(vec![
-        call("b1", "book_table", json!({"day": "Friday"})),
-        Turn::text("Booked."),
-    ]);
-    let shared = mcp.clone();
-    let server =
-        start_with(|dir| config(model, dir).modifier_shared(std::sync::Arc::new(shared))).await;
-    server.state.ask_people(asks);
-    let p = Page::open(&server, WIDE).await;
-    p.new_session().await;
-    p.send("Book a table for Friday").await;
-    wait_text(
-        &p.c,
-        "#input-requests .input-request",
-        "Book a table for Friday?",
-    )
-    .await;
-    // A reload while the call waits: the card is back, and the call is
-    // drawn once.
-    p.c.refresh().await.unwrap();
-    wait_text(
-        &p.c,
-        "#input-requests .input-request",
-        "Book a table for Friday?",
-    )
-    .await;
-    p.until(
-        "the reattached run's step line",
-        "document.getElementById('step-text').textContent.includes('input')",
-    )
-    .await;
-    assert_eq!(
-        p.js("return document.querySelectorAll('#messages details.tool[data-call-id=b1]').length")
-            .await,
-        1
-    );
-    wait_text(&p.c, "#input-requests .asker", "booking").await;
-    // The defaults are filled in; the enum is a select.
-    assert_eq!(
-        p.js("return document.querySelector('#input-requests [name=party]').value")
-            .await,
-        "2"
-    );
-    assert_eq!(
-        p.js("return document.querySelector('#input-requests select[name=room]').value")
-            .await,
-        "inside"
-    );
-    p.type_in("#input-requests [name=name]", "Ada").await;
-    // Over the form's maximum: the server says why, the card stays.
-    p.js("const f = document.querySelector('#input-requests [name=party]'); f.max = ''; f.value = '40'; return true")
-        .await;
-    p.click("#input-requests button[type=submit]").await;
-    wait_text(&p.c, "#input-requests .ask-error", "party").await;
-    p.js(
-        "document.querySelector('#input-requests [name=party]').value = '4'; \
-          document.querySelector('#input-requests select[name=room]').value = 'terrace'; \
-          document.querySelector('#input-requests [name=vegetarian]').checked = true; return true",
-    )
-    .await;
-    p.screenshot("input-request").await;
-    p.click("#input-requests button[type=submit]").await;
-    wait_text(&p.c, "#messages .msg.ai", "Booked.").await;
-    p.until(
-        "the card goes",
-        "document.getElementById('input-requests').hidden",
-    )
-    .await;
-    let id = open_id(&p).await;
-    let view = get_json(&format!("{}/api/sessions/{id}", server.url), ALICE).await;
-    let result = view["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .map(|m| serde_json::from_str::<Value>(m["content"].as_str().unwrap()).unwrap())
-        .unwrap();
-    assert_eq!(
-        result,
-        json!({"action": "accept", "declared": true,
-               "content": {"name": "Ada", "party": 4, "room": "terrace", "vegetarian": true}})
-    );
-    assert_eq!(view["pending_input"], json!([]));
-    mcp.disconnect().await;
-    let _ = server.stop().await;
 }

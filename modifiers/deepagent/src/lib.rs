@@ -39,7 +39,7 @@
 //!   the model is told once, then the run stops (`NetworkError::Stuck`).
 //! - `spec.rs`: [`AgentSpec`], the serializable blueprint (TOML or
 //!   JSON, kept in the session's metadata) that builds a deep agent and
-//!   re-attaches it to a loaded session.
+//!   re-attaches it to a loaded session (`spec/build.rs`: the building).
 //! - `compose.rs`: [`Blueprint::resolve`], *which agent*
 //!   a session runs with (the stored blueprint wins, else the caller's, then the
 //!   caller's [`Overrides`], noted); [`AgentContext`] (sessions, user;

@@ -171,7 +171,8 @@
 //! - `store.rs`: [`StoreBackend`] over a [`Store`] ([`InMemoryStore`] or [`RedisStore`]).
 //! - `map_backend.rs`: the shared logic of map-backed backends (state, store).
 //! - `disk/`: [`FilesystemBackend`], a directory confined with cap-std
-//!   (`disk/write.rs`: how it writes, through in-root links, atomically;
+//!   (`disk/search.rs`: its walk, listing, glob and grep;
+//!   `disk/write.rs`: how it writes, through in-root links, atomically;
 //!   `disk/links.rs`: where a path leads through links, for path rules;
 //!   `disk/hashes.rs`: contents hashed lately, compared instead of hashed again).
 //! - `atomic.rs`: crash-safe writes: temp file, fsync, rename (never a torn file).

@@ -47,6 +47,22 @@ pub(crate) struct SavedDocument<F, N, C, S = IgnoredAny> {
 pub(crate) type SavedHead = SavedDocument<IgnoredAny, NodeCount, IgnoredAny, IgnoredAny>;
 
 impl<F, N, C, S> SavedDocument<F, N, C, S> {
+    /// The same document with its nodes turned into `M` by `f`.
+    pub(crate) fn with_nodes<M>(self, f: impl FnOnce(N) -> M) -> SavedDocument<F, M, C, S> {
+        SavedDocument {
+            format: self.format,
+            id: self.id,
+            name: self.name,
+            metadata: self.metadata,
+            default_node: self.default_node,
+            chat_model_name: self.chat_model_name,
+            files: self.files,
+            file_snapshots: self.file_snapshots,
+            nodes: f(self.nodes),
+            connections: self.connections,
+        }
+    }
+
     /// Fails unless the document is in the format this program reads.
     pub(crate) fn check_format(&self) -> Result<()> {
         if self.format == FORMAT || self.format == FORMAT_WITH_SNAPSHOTS {

@@ -334,41 +334,19 @@ fn load_node(index: usize, mut raw: Map<String, Value>) -> Result<NodeRef> {
 
 /// Reads a network from saved JSON text.
 pub(super) fn network_from_str(json: &str) -> Result<RunnableNetwork> {
-    if json.starts_with("{\"") {
+    let net = if json.starts_with("{\"") {
         // Compact text (as `to_json` writes it): each node's text is read
         // once more into the node and kept as its saved form.
         let saved: TextNetwork<'_> = serde_json::from_str(json)?;
-        let SavedDocument {
-            format,
-            id,
-            name,
-            metadata,
-            default_node,
-            chat_model_name,
-            files,
-            file_snapshots,
-            nodes,
-            connections,
-        } = saved;
-        let net = RunnableNetwork::from_saved(SavedDocument {
-            format,
-            id,
-            name,
-            metadata,
-            default_node,
-            chat_model_name,
-            files,
-            file_snapshots,
-            nodes: SavedNodes(nodes.0),
-            connections,
-        })?;
-        // The next save is about as long: its buffer's first size.
-        net.0
-            .saved_len
-            .store(json.len(), std::sync::atomic::Ordering::Relaxed);
-        return Ok(net);
-    }
-    RunnableNetwork::from_saved(serde_json::from_str(json)?)
+        RunnableNetwork::from_saved(saved.with_nodes(|nodes| SavedNodes(nodes.0)))?
+    } else {
+        RunnableNetwork::from_saved(serde_json::from_str(json)?)?
+    };
+    // The next save is about as long: its buffer's first size.
+    net.0
+        .saved_len
+        .store(json.len(), std::sync::atomic::Ordering::Relaxed);
+    Ok(net)
 }
 
 /// A whole saved network read from compact text.

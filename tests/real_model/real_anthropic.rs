@@ -163,37 +163,7 @@ async fn a_forced_tool_call_is_run_and_answered_through_the_agent_loop() {
         ),
     };
 
-    // The forced call is parsed once, named `lookup` (not
-    // `lookuplookup`), and answered by one tool node: the tool's result,
-    // or, when the model wrote arguments that are not JSON (what a 135M
-    // model writes varies with the machine), the error the model reads.
-    let forced = net
-        .nodes()
-        .into_iter()
-        .find(|n| n.kind() == "chat")
-        .and_then(|n| n.output())
-        .expect("the forced turn answered");
-    let names: Vec<_> = forced.tool_calls().iter().map(|c| c.name.clone()).collect();
-    assert_eq!(names, ["lookup"], "{forced:?}");
-    let calls = calls.lock().clone();
-    let tools: Vec<_> = net
-        .nodes()
-        .into_iter()
-        .filter(|n| n.kind() == "tool")
-        .collect();
-    assert_eq!(tools.len(), 1);
-    let result = tools[0].output().unwrap();
-    match calls.as_slice() {
-        [args] => {
-            assert!(args.is_object(), "{calls:?}");
-            assert_eq!(result.text(), "a greeting");
-        }
-        [] => assert!(
-            result.text().contains("Invalid arguments for lookup"),
-            "{result:?}"
-        ),
-        more => panic!("one call to `lookup`: {more:?}"),
-    }
+    crate::real_model::forced_lookup_was_answered(&net, &calls.lock());
     let last = net.current_leaf().unwrap();
     assert_eq!(last.kind(), "chat");
     assert!(last.metadata_value("error").is_none());

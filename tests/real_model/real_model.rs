@@ -111,37 +111,7 @@ async fn a_forced_tool_call_is_parsed_run_and_answered() {
         ),
     };
 
-    // The forced call is parsed once, named `lookup` (not
-    // `lookuplookup`), and answered by one tool node: the tool's result,
-    // or, when the model wrote arguments that are not JSON (what a 135M
-    // model writes varies with the machine), the error the model reads.
-    let forced = net
-        .nodes()
-        .into_iter()
-        .find(|n| n.kind() == "chat")
-        .and_then(|n| n.output())
-        .expect("the forced turn answered");
-    let names: Vec<_> = forced.tool_calls().iter().map(|c| c.name.clone()).collect();
-    assert_eq!(names, ["lookup"], "{forced:?}");
-    let calls = calls.lock().clone();
-    let tools: Vec<_> = net
-        .nodes()
-        .into_iter()
-        .filter(|n| n.kind() == "tool")
-        .collect();
-    assert_eq!(tools.len(), 1);
-    let result = tools[0].output().unwrap();
-    match calls.as_slice() {
-        [args] => {
-            assert!(args.is_object(), "{calls:?}");
-            assert_eq!(result.text(), "a greeting");
-        }
-        [] => assert!(
-            result.text().contains("Invalid arguments for lookup"),
-            "{result:?}"
-        ),
-        more => panic!("one call to `lookup`: {more:?}"),
-    }
+    forced_lookup_was_answered(&net, &calls.lock());
     // The follow-up (the assistant turn with the call and `content: ""`,
     // the tool result) was accepted and answered in words.
     let last = net.current_leaf().unwrap();
@@ -233,4 +203,38 @@ async fn a_prompt_that_cannot_fit_is_a_clear_error() {
         ),
         "{error}"
     );
+}
+
+/// The forced call is parsed once, named `lookup` (not `lookuplookup`), and
+/// answered by one tool node: the tool's result, or, when the model wrote
+/// arguments that are not JSON (what a 135M model writes varies with the
+/// machine), the error the model reads. `calls` are the arguments the tool
+/// ran with.
+pub(crate) fn forced_lookup_was_answered(net: &RunnableNetwork, calls: &[serde_json::Value]) {
+    let forced = net
+        .nodes()
+        .into_iter()
+        .find(|n| n.kind() == "chat")
+        .and_then(|n| n.output())
+        .expect("the forced turn answered");
+    let names: Vec<_> = forced.tool_calls().iter().map(|c| c.name.clone()).collect();
+    assert_eq!(names, ["lookup"], "{forced:?}");
+    let tools: Vec<_> = net
+        .nodes()
+        .into_iter()
+        .filter(|n| n.kind() == "tool")
+        .collect();
+    assert_eq!(tools.len(), 1);
+    let result = tools[0].output().unwrap();
+    match calls {
+        [args] => {
+            assert!(args.is_object(), "{calls:?}");
+            assert_eq!(result.text(), "a greeting");
+        }
+        [] => assert!(
+            result.text().contains("Invalid arguments for lookup"),
+            "{result:?}"
+        ),
+        more => panic!("one call to `lookup`: {more:?}"),
+    }
 }

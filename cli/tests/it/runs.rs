@@ -35,7 +35,13 @@ async fn wait_status(http: &reqwest::Client, base: &str, run: &str, status: &str
     poll::run_status(http, base, run, None, status, tries).await
 }
 
-async fn background_run(http: &reqwest::Client, base: &str, session: &str, text: &str) -> String {
+/// Starts a run of `text` in the background: its id.
+pub(crate) async fn background_run(
+    http: &reqwest::Client,
+    base: &str,
+    session: &str,
+    text: &str,
+) -> String {
     let r = http
         .post(format!("{base}/api/sessions/{session}/runs"))
         .json(&json!({"content": text, "background": true}))

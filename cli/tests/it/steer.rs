@@ -12,6 +12,7 @@ use lc_agent_test_support::sse;
 use serde_json::{json, Value};
 
 use crate::common;
+use crate::runs::background_run;
 
 fn serve(dir: &std::path::Path, script: &Value) -> Served {
     let script_path = dir.join("script.json");
@@ -61,21 +62,6 @@ async fn new_session(http: &reqwest::Client, base: &str) -> String {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-/// Starts a run of `text` in the background: its id.
-async fn start_run(http: &reqwest::Client, base: &str, session: &str, text: &str) -> String {
-    let r = http
-        .post(format!("{base}/api/sessions/{session}/runs"))
-        .json(&json!({"content": text, "background": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
     r.json::<Value>().await.unwrap()["id"]
         .as_str()
         .unwrap()
@@ -148,7 +134,7 @@ async fn an_injected_message_joins_the_run_before_its_next_model_call() {
     let server = serve(dir.path(), &script);
     let (http, base) = (reqwest::Client::new(), server.url().to_string());
     let session = new_session(&http, &base).await;
-    let run = start_run(&http, &base, &session, "write a.md").await;
+    let run = background_run(&http, &base, &session, "write a.md").await;
 
     let accepted = steer(
         &http,
@@ -210,7 +196,7 @@ async fn a_queued_message_is_answered_after_the_run_s_answer_in_the_same_run() {
     let server = serve(dir.path(), &script);
     let (http, base) = (reqwest::Client::new(), server.url().to_string());
     let session = new_session(&http, &base).await;
-    let run = start_run(&http, &base, &session, "first").await;
+    let run = background_run(&http, &base, &session, "first").await;
 
     let accepted = steer(
         &http,
@@ -251,7 +237,7 @@ async fn an_interrupt_runs_no_call_that_had_not_started_and_the_message_is_the_n
     let server = serve(dir.path(), &script);
     let (http, base) = (reqwest::Client::new(), server.url().to_string());
     let session = new_session(&http, &base).await;
-    let run = start_run(&http, &base, &session, "write never.md").await;
+    let run = background_run(&http, &base, &session, "write never.md").await;
     // The second model call (2 s) is under way once `ls` finished.
     wait_event(&http, &base, &run, "tool_call_finished").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -303,7 +289,7 @@ async fn a_message_accepted_then_kill_9_is_read_by_the_run_after_the_restart() {
     let mut server = serve(dir.path(), &script);
     let (http, base) = (reqwest::Client::new(), server.url().to_string());
     let session = new_session(&http, &base).await;
-    let run = start_run(&http, &base, &session, "first").await;
+    let run = background_run(&http, &base, &session, "first").await;
     let accepted = steer(
         &http,
         &base,
